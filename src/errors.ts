@@ -1,0 +1,79 @@
+/**
+ * Typed errors of the state store core. A program tells them apart by `kind` (or `instanceof`);
+ * `code` narrows a service error to one entry of the catalogue.
+ */
+export type StateStoreErrorKind = 'service' | 'timeout' | 'connection' | 'protocol' | 'argument' | 'cancelled' | 'overloaded'
+
+export abstract class StateStoreError extends Error {
+  abstract readonly kind: StateStoreErrorKind
+}
+
+/** The service's `-ERR <text>` catalogue, with the names the official clients give each text. */
+export const SERVICE_ERROR_TEXT = {
+  TimestampSkew: 'the request timestamp is too far in the future; ensure that the client and broker system clocks are synchronized',
+  MissingFencingToken: 'a fencing token is required for this request',
+  FencingTokenSkew: 'the request fencing token timestamp is too far in the future; ensure that the client and broker system clocks are synchronized',
+  FencingTokenLowerVersion: 'the request fencing token is a lower version than the fencing token protecting the resource',
+  QuotaExceeded: 'the quota has been exceeded',
+  SyntaxError: 'syntax error',
+  NotAuthorized: 'not authorized',
+  UnknownCommand: 'unknown command',
+  WrongNumberOfArguments: 'wrong number of arguments',
+  TimestampMissing: 'missing timestamp',
+  TimestampMalformed: 'malformed timestamp',
+  KeyLengthZero: 'the key length is zero',
+} as const
+
+export type ServiceErrorCode = keyof typeof SERVICE_ERROR_TEXT
+
+const CODE_BY_TEXT = new Map<string, ServiceErrorCode>(
+  Object.entries(SERVICE_ERROR_TEXT).map(([code, text]) => [text, code as ServiceErrorCode]),
+)
+
+/** An error the service answered with; `code` is `Unknown` for text outside the catalogue, kept verbatim. */
+export class ServiceError extends StateStoreError {
+  readonly kind = 'service'
+  override readonly name = 'ServiceError'
+  readonly code: ServiceErrorCode | 'Unknown'
+  constructor(readonly text: string) {
+    super(`state store error: ${text}`)
+    this.code = CODE_BY_TEXT.get(text) ?? 'Unknown'
+  }
+}
+
+export class TimeoutError extends StateStoreError {
+  readonly kind = 'timeout'
+  override readonly name = 'TimeoutError'
+  constructor(readonly timeoutMs: number, what = 'request') {
+    super(`${what} timed out after ${timeoutMs} ms`)
+  }
+}
+
+/** Not connected, connection lost while waiting, or the client was closed. */
+export class ConnectionError extends StateStoreError {
+  readonly kind = 'connection'
+  override readonly name = 'ConnectionError'
+}
+
+/** The peer broke the protocol: an unparseable payload, a missing or bad header, a drifted clock. */
+export class ProtocolError extends StateStoreError {
+  readonly kind = 'protocol'
+  override readonly name = 'ProtocolError'
+}
+
+/** Refused before anything was sent: empty key, negative expiry, and the like. */
+export class ArgumentError extends StateStoreError {
+  readonly kind = 'argument'
+  override readonly name = 'ArgumentError'
+}
+
+export class CancelledError extends StateStoreError {
+  readonly kind = 'cancelled'
+  override readonly name = 'CancelledError'
+}
+
+/** Too many requests already in flight on this connection and the wait queue is full. */
+export class OverloadedError extends StateStoreError {
+  readonly kind = 'overloaded'
+  override readonly name = 'OverloadedError'
+}

@@ -1,0 +1,5 @@
+/** node-red-contrib-aio-statestore: the core, usable without Node-RED. */
+export * from './errors'
+export * from './hlc'
+export * as resp from './resp'
+export * from './protocol'

@@ -1,0 +1,20 @@
+/** The one topic every request is published to. */
+export const REQUEST_TOPIC = 'statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke'
+/** Topics under this prefix belong to the service; clients must never use them as response topics. */
+export const SERVICE_CLIENTS_PREFIX = 'clients/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8'
+export const PROTOCOL_VERSION = '1.0'
+export const CONTENT_TYPE = 'application/octet-stream'
+
+/** User property names on requests, responses and notifications. */
+export const Prop = {
+  timestamp: '__ts',
+  fencingToken: '__ft',
+  sourceId: '__srcId',
+  protocolVersion: '__protVer',
+  status: '__stat',
+  statusMessage: '__stMsg',
+  persist: 'aio-persistence',
+  partition: '$partition',
+  highPriority: '$high_priority',
+  invokerId: '__invId',
+} as const

@@ -1,0 +1,46 @@
+import { REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from './constants'
+
+/** Upper-case base16, as the service and the official clients write client ids and keys in topics. */
+export function hexUpper(bytes: Buffer | string): string {
+  return (typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes).toString('hex').toUpperCase()
+}
+
+/** Strict base16 decoding (either case); null when the text is not hex. */
+export function hexDecode(text: string): Buffer | null {
+  if (text.length % 2 !== 0 || !/^[0-9A-Fa-f]*$/.test(text)) return null
+  return Buffer.from(text, 'hex')
+}
+
+/** The response topic a client uses: under `clients/<clientId>/…`, never one of the service's. */
+export function responseTopicFor(clientId: string): string {
+  return `clients/${clientId}/services/${REQUEST_TOPIC}/response`
+}
+
+/** Whether a service may publish a response to this topic (the request topic and the service's own space are refused). */
+export function isAllowedResponseTopic(topic: string): boolean {
+  return topic.length > 0 && topic !== REQUEST_TOPIC && !topic.startsWith(SERVICE_CLIENTS_PREFIX) && !/[+#]/.test(topic)
+}
+
+export function notificationTopic(clientId: string, key: Buffer): string {
+  return `${notificationPrefix(clientId)}/${hexUpper(key)}`
+}
+
+/** The filter a client subscribes to for all its key notifications. */
+export function notificationFilter(clientId: string): string {
+  return `${notificationPrefix(clientId)}/+`
+}
+
+function notificationPrefix(clientId: string): string {
+  return `${SERVICE_CLIENTS_PREFIX}/${hexUpper(clientId)}/command/notify`
+}
+
+/** Splits a notification topic into the client id and the key bytes; null if it is not one. */
+export function parseNotificationTopic(topic: string): { clientId: string; key: Buffer } | null {
+  if (!topic.startsWith(`${SERVICE_CLIENTS_PREFIX}/`)) return null
+  const levels = topic.slice(SERVICE_CLIENTS_PREFIX.length + 1).split('/')
+  if (levels.length !== 4 || levels[1] !== 'command' || levels[2] !== 'notify') return null
+  const client = hexDecode(levels[0]!)
+  const key = hexDecode(levels[3]!)
+  if (!client || !key) return null
+  return { clientId: client.toString('utf8'), key }
+}

@@ -1,0 +1,222 @@
+import { RespProtocolError } from './errors'
+import type { Decoded, RespValue } from './types'
+
+const CR = 13
+const LF = 10
+export const DEFAULT_MAX_DEPTH = 32
+
+export interface DecodeOptions {
+  /** Where the value starts in the buffer. */
+  offset?: number
+  /** Deepest nesting of aggregates accepted (the top level is depth 1). */
+  maxDepth?: number
+}
+
+/**
+ * Decodes one RESP3 value. Throws only `RespProtocolError`. Never reads past the buffer and
+ * never allocates from a declared length before the bytes it declares are there.
+ */
+export function decode(buf: Buffer, options: DecodeOptions = {}): Decoded {
+  const start = options.offset ?? 0
+  if (start < 0 || start > buf.length) throw new RespProtocolError('malformed', start, 'offset outside the buffer')
+  const reader = new Reader(buf, start, options.maxDepth ?? DEFAULT_MAX_DEPTH)
+  const value = reader.value(1)
+  return { value, bytesConsumed: reader.at - start, bytesLeftOver: buf.length - reader.at }
+}
+
+/** Decodes a payload that must hold exactly one value and nothing after it. */
+export function decodeExact(buf: Buffer, maxDepth?: number): RespValue {
+  const { value, bytesConsumed, bytesLeftOver } = decode(buf, { maxDepth })
+  if (bytesLeftOver !== 0) {
+    throw new RespProtocolError('trailing-bytes', bytesConsumed, `${bytesLeftOver} byte(s) after the value`)
+  }
+  return value
+}
+
+class Reader {
+  at: number
+  constructor(
+    private readonly buf: Buffer,
+    start: number,
+    private readonly maxDepth: number,
+  ) {
+    this.at = start
+  }
+
+  value(depth: number): RespValue {
+    if (depth > this.maxDepth) throw new RespProtocolError('too-deep', this.at, `nesting deeper than ${this.maxDepth}`)
+    const typeAt = this.at
+    if (typeAt >= this.buf.length) throw new RespProtocolError('incomplete', typeAt, 'expected a type byte')
+    const type = this.buf[typeAt]!
+    this.at++
+    switch (type) {
+      case 0x2b /* + */:
+        return { kind: 'simple', value: this.line() }
+      case 0x2d /* - */:
+        return { kind: 'error', value: this.line() }
+      case 0x3a /* : */: {
+        const text = this.line()
+        return { kind: 'integer', value: integer(text, typeAt + 1) }
+      }
+      case 0x24 /* $ */: {
+        const n = this.length(true)
+        return n < 0 ? { kind: 'null', from: '$' } : { kind: 'bulk', value: this.blob(n) }
+      }
+      case 0x21 /* ! */:
+        return { kind: 'blob-error', value: this.blob(this.length(false)) }
+      case 0x3d /* = */: {
+        const body = this.blob(this.length(false))
+        if (body.length < 4 || body[3] !== 0x3a) {
+          throw new RespProtocolError('malformed', typeAt, 'verbatim string without a 3-byte format and ":"')
+        }
+        return { kind: 'verbatim', format: body.toString('latin1', 0, 3), value: body.subarray(4) }
+      }
+      case 0x5f /* _ */:
+        this.crlf()
+        return { kind: 'null', from: '_' }
+      case 0x2c /* , */:
+        return { kind: 'double', value: double(this.line(), typeAt + 1) }
+      case 0x23 /* # */: {
+        const text = this.line()
+        if (text === 't') return { kind: 'boolean', value: true }
+        if (text === 'f') return { kind: 'boolean', value: false }
+        throw new RespProtocolError('malformed', typeAt + 1, `boolean must be t or f, got ${JSON.stringify(text)}`)
+      }
+      case 0x28 /* ( */: {
+        const text = this.line()
+        if (!/^-?[0-9]+$/.test(text)) throw new RespProtocolError('malformed', typeAt + 1, 'big number is not an integer')
+        return { kind: 'big-number', value: BigInt(text) }
+      }
+      case 0x2a /* * */: {
+        const n = this.length(true)
+        return n < 0 ? { kind: 'null', from: '*' } : { kind: 'array', value: this.items(n, depth) }
+      }
+      case 0x7e /* ~ */:
+        return { kind: 'set', value: this.items(this.length(false), depth) }
+      case 0x3e /* > */:
+        return { kind: 'push', value: this.items(this.length(false), depth) }
+      case 0x25 /* % */:
+        return { kind: 'map', value: this.pairs(this.length(false), depth) }
+      case 0x7c /* | */: {
+        // Attributes describe the value that follows them; they are attached to it.
+        const attributes = this.pairs(this.length(false), depth)
+        const next = this.value(depth)
+        return { ...next, attributes: next.attributes ? [...attributes, ...next.attributes] : attributes }
+      }
+      default:
+        throw new RespProtocolError('malformed', typeAt, `unknown type byte 0x${type.toString(16).padStart(2, '0')}`)
+    }
+  }
+
+  /** Text up to CRLF; CR or LF alone inside a line is malformed. */
+  private line(): string {
+    const { buf } = this
+    const start = this.at
+    let i = start
+    while (i < buf.length) {
+      const b = buf[i]!
+      if (b === CR) {
+        if (i + 1 >= buf.length) throw new RespProtocolError('incomplete', i + 1, 'expected LF after CR')
+        if (buf[i + 1] !== LF) throw new RespProtocolError('malformed', i + 1, 'expected LF after CR')
+        this.at = i + 2
+        return buf.toString('utf8', start, i)
+      }
+      if (b === LF) throw new RespProtocolError('malformed', i, 'LF without CR')
+      i++
+    }
+    throw new RespProtocolError('incomplete', buf.length, 'line without CRLF')
+  }
+
+  /** A declared length: decimal digits, or -1 where a null is allowed. */
+  private length(nullable: boolean): number {
+    const { buf } = this
+    const start = this.at
+    let i = start
+    let negative = false
+    if (buf[i] === 0x2d) {
+      negative = true
+      i++
+    }
+    let n = 0
+    const digitsAt = i
+    while (i < buf.length && buf[i]! >= 0x30 && buf[i]! <= 0x39) {
+      n = n * 10 + (buf[i]! - 0x30)
+      if (n > Number.MAX_SAFE_INTEGER) throw new RespProtocolError('malformed', start, 'length too large')
+      i++
+    }
+    if (i >= buf.length) throw new RespProtocolError('incomplete', i, 'length without CRLF')
+    if (i === digitsAt) throw new RespProtocolError('malformed', i, 'length is not a number')
+    this.at = i
+    this.crlf()
+    if (negative) {
+      if (nullable && n === 1) return -1
+      throw new RespProtocolError('malformed', start, `negative length -${n}`)
+    }
+    return n
+  }
+
+  private crlf(): void {
+    const { buf, at } = this
+    if (at + 2 > buf.length) {
+      if (at < buf.length && buf[at] !== CR) throw new RespProtocolError('malformed', at, 'expected CRLF')
+      throw new RespProtocolError('incomplete', buf.length, 'expected CRLF')
+    }
+    if (buf[at] !== CR || buf[at + 1] !== LF) throw new RespProtocolError('malformed', at, 'expected CRLF')
+    this.at = at + 2
+  }
+
+  private blob(n: number): Buffer {
+    const start = this.at
+    if (start + n > this.buf.length) {
+      throw new RespProtocolError('incomplete', this.buf.length, `declared ${n} bytes, ${this.buf.length - start} present`)
+    }
+    this.at = start + n
+    this.crlf()
+    return this.buf.subarray(start, start + n)
+  }
+
+  private items(n: number, depth: number): RespValue[] {
+    this.requireRoom(n, 3)
+    const items: RespValue[] = []
+    for (let i = 0; i < n; i++) items.push(this.value(depth + 1))
+    return items
+  }
+
+  private pairs(n: number, depth: number): Array<[RespValue, RespValue]> {
+    this.requireRoom(n, 6)
+    const pairs: Array<[RespValue, RespValue]> = []
+    for (let i = 0; i < n; i++) pairs.push([this.value(depth + 1), this.value(depth + 1)])
+    return pairs
+  }
+
+  /** Every element takes at least `minBytes`; a count that cannot fit is refused up front. */
+  private requireRoom(count: number, minBytes: number): void {
+    const room = this.buf.length - this.at
+    if (count * minBytes > room) {
+      throw new RespProtocolError('incomplete', this.buf.length, `declared ${count} elements, only ${room} bytes left`)
+    }
+  }
+}
+
+function integer(text: string, offset: number): number | bigint {
+  if (!/^-?[0-9]+$/.test(text)) throw new RespProtocolError('malformed', offset, `integer expected, got ${JSON.stringify(text)}`)
+  const n = Number(text)
+  return Number.isSafeInteger(n) ? n : BigInt(text)
+}
+
+function double(text: string, offset: number): number {
+  switch (text) {
+    case 'inf':
+    case '+inf':
+      return Infinity
+    case '-inf':
+      return -Infinity
+    case 'nan':
+    case '-nan':
+      return NaN
+  }
+  if (!/^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$/.test(text)) {
+    throw new RespProtocolError('malformed', offset, `double expected, got ${JSON.stringify(text)}`)
+  }
+  return Number(text)
+}
