@@ -1,0 +1,111 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { createServer, connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** A port nobody is listening on right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+export function mosquittoPath(): string | null {
+  for (const candidate of ['/usr/sbin/mosquitto', '/usr/bin/mosquitto']) {
+    if (spawnSync(candidate, ['-h']).error === undefined) return candidate
+  }
+  return null
+}
+
+export interface MosquittoOptions {
+  port?: number
+  /** Extra lines for mosquitto.conf (listener options, TLS, auth). */
+  extraConfig?: string[]
+}
+
+/** A mosquitto process on 127.0.0.1 with an MQTT 5 listener and TCP_NODELAY, for tests that start and stop it. */
+export class Mosquitto {
+  private child: ChildProcess | null = null
+  readonly dir = mkdtempSync(join(tmpdir(), 'mosq-'))
+  log = ''
+
+  constructor(
+    readonly port: number,
+    private readonly extraConfig: string[] = [],
+  ) {}
+
+  static async start(options: MosquittoOptions = {}): Promise<Mosquitto> {
+    const broker = new Mosquitto(options.port ?? (await freePort()), options.extraConfig)
+    await broker.start()
+    return broker
+  }
+
+  get url(): string {
+    return `mqtt://127.0.0.1:${this.port}`
+  }
+
+  async start(): Promise<void> {
+    const binary = mosquittoPath()
+    if (!binary) throw new Error('mosquitto is not installed (apt-get install mosquitto)')
+    const conf = join(this.dir, 'mosquitto.conf')
+    const hasListener = this.extraConfig.some((l) => l.startsWith('listener'))
+    writeFileSync(
+      conf,
+      [
+        ...(hasListener ? [] : [`listener ${this.port} 127.0.0.1`, 'allow_anonymous true']),
+        'set_tcp_nodelay true',
+        'max_inflight_messages 0',
+        'max_queued_messages 100000',
+        'persistence false',
+        ...this.extraConfig,
+        '',
+      ].join('\n'),
+    )
+    this.child = spawn(binary, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] })
+    this.child.stdout?.on('data', (d) => (this.log += d))
+    this.child.stderr?.on('data', (d) => (this.log += d))
+    await waitForPort(this.port, 5000, () => this.log)
+  }
+
+  /** SIGKILL, as a crash: no goodbye to anyone. */
+  async kill(): Promise<void> {
+    await this.stopWith('SIGKILL')
+  }
+
+  async stop(): Promise<void> {
+    await this.stopWith('SIGTERM')
+  }
+
+  private async stopWith(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child
+    this.child = null
+    if (!child || child.exitCode !== null) return
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve())
+      child.kill(signal)
+    })
+  }
+}
+
+export async function waitForPort(port: number, timeoutMs: number, log: () => string = () => ''): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (ok) return
+    if (Date.now() > deadline) throw new Error(`nothing listening on 127.0.0.1:${port} after ${timeoutMs} ms\n${log()}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
