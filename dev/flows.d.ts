@@ -1,0 +1,15 @@
+// Types for dev/flows.js (plain CommonJS so scripts/start.mjs needs no build step to use it).
+export interface FlowNodeLike {
+  id: string
+  type: string
+  z?: string
+  [property: string]: unknown
+}
+export interface Example {
+  name: string
+  nodes: FlowNodeLike[]
+}
+export const CONFIG_TYPE: 'ss-config'
+export function readExamples(examplesDir: string): Example[]
+export function mergeExamples(examples: Example[]): FlowNodeLike[]
+export function pointAtBroker(nodes: FlowNodeLike[], brokerUrl: string, configType?: string): FlowNodeLike[]

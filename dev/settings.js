@@ -1,0 +1,46 @@
+// Node-RED settings for `npm start` (scripts/start.mjs), also usable on their own:
+//   npx node-red --settings dev/settings.js
+// The package is loaded from this working tree (nodesDir), user data stays in the git-ignored
+// .node-red/ folder, and nothing phones home: this is a local sandbox, not a deployment.
+'use strict'
+const path = require('node:path')
+
+const root = path.join(__dirname, '..')
+
+function port(value, fallback) {
+  if (value === undefined || value === '') return fallback
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`not a TCP port: ${value}`)
+  return n
+}
+
+module.exports = {
+  uiHost: '127.0.0.1',
+  uiPort: port(process.env.PORT, 1880),
+  httpAdminRoot: '/',
+  httpNodeRoot: '/',
+
+  userDir: process.env.NODE_RED_USER_DIR ? path.resolve(process.env.NODE_RED_USER_DIR) : path.join(root, '.node-red'),
+  // Relative to userDir. Deploying rewrites this file, so it must never be a tracked example.
+  flowFile: 'flows.json',
+  flowFilePretty: true,
+  // A fixed key, so the credentials file stays readable across restarts without a generated
+  // secret in .config.runtime.json. Fine for a local sandbox; never reuse it in production.
+  credentialSecret: 'aio-statestore-dev',
+
+  // Since Node-RED 3 a nodesDir entry whose package.json has a `node-red` section is loaded as a
+  // module: nodes, icons, locales and examples (Import > Examples), straight from dist/.
+  nodesDir: [root],
+
+  telemetry: { enabled: false, updateNotification: false },
+  diagnostics: { enabled: false, ui: false },
+  editorTheme: { tours: false },
+
+  logging: {
+    console: {
+      level: process.env.NODE_RED_LOG_LEVEL || 'info',
+      metrics: false,
+      audit: false,
+    },
+  },
+}

@@ -1,0 +1,186 @@
+// `npm start`: a local Node-RED with this package loaded from the working tree, the embedded MQTT 5
+// broker with the state-store emulator attached, and the example flows deployed (docs/start.md).
+//
+// Node-RED runs embedded in this process rather than as a `node-red` child: the editor can listen
+// on port 0 and report the real port, "ready" means the flows have started (the CLI only logs it),
+// and one process to stop means Ctrl-C or SIGTERM can never leave a runtime or broker behind.
+//
+// Machine-readable lines for scripts (the browser tests): `broker ready at mqtt://…` and, last,
+// `editor ready at http://…` once the flows are running.
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { createRequire } from 'node:module'
+import { dirname, join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+const say = (line) => console.log(`[npm start] ${line}`)
+
+function fail(message) {
+  console.error(`[npm start] ${message}`)
+  process.exit(1)
+}
+
+const [major, minor] = process.versions.node.split('.').map(Number)
+if (major < 22 || (major === 22 && minor < 9)) {
+  fail(
+    `Node-RED 5 needs Node.js >= 22.9, this is ${process.version} (${process.execPath}).\n` +
+      '  Run it as `npm start`: npm puts node_modules/.bin first on PATH, where the `node` devDependency\n' +
+      '  provides Node.js 24. If that is missing, run `npm install` first.',
+  )
+}
+
+function port(name, fallback) {
+  const value = process.env[name]
+  if (value === undefined || value === '') return fallback
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0 || n > 65535) fail(`${name}=${value} is not a TCP port (0 picks a free one)`)
+  return n
+}
+
+const settings = require('../dev/settings.js')
+const mqttPort = port('MQTT_PORT', 1883)
+const emulatorEntry = join(root, 'dist', 'src', 'emulator', 'index.js')
+if (!existsSync(emulatorEntry)) fail(`${relative(root, emulatorEntry)} is missing: run \`npm run build\` (npm start does it first)`)
+const { startEmulator } = require(emulatorEntry)
+const { readExamples, mergeExamples, pointAtBroker } = require('../dev/flows.js')
+
+// The flow file is seeded once. Afterwards it belongs to the user (Node-RED rewrites it on every
+// deploy), so it is never overwritten, and the tracked examples are only ever read.
+function seedFlows(brokerUrl) {
+  mkdirSync(settings.userDir, { recursive: true })
+  const flowFile = resolve(settings.userDir, settings.flowFile)
+  if (existsSync(flowFile)) {
+    say(`flows: ${relative(root, flowFile) || flowFile} (yours; delete it to get the examples back)`)
+    return
+  }
+  const examples = readExamples(join(root, 'examples'))
+  const nodes = pointAtBroker(mergeExamples(examples), brokerUrl)
+  writeFileSync(flowFile, JSON.stringify(nodes, null, 4) + '\n')
+  say(`flows: seeded ${relative(root, flowFile)} with ${examples.length} example flow(s) from examples/`)
+}
+
+// The seeded config nodes name the broker through an environment variable, so the flows keep
+// working when MQTT_PORT changes between runs.
+const BROKER_ENV = 'AIO_STATESTORE_URL'
+
+let emulator = null
+let RED = null
+let server = null
+let stopping = null
+
+async function stop(signal, exitCode = 0) {
+  if (stopping) return stopping
+  say(`${signal}: stopping Node-RED, the emulator and the broker`)
+  const hardStop = setTimeout(() => {
+    console.error('[npm start] did not stop within 15 s, exiting anyway')
+    process.exit(1)
+  }, 15000)
+  hardStop.unref()
+  stopping = (async () => {
+    try {
+      if (RED) await RED.stop()
+    } catch (err) {
+      console.error('[npm start] stopping Node-RED:', err)
+    }
+    if (server) {
+      server.closeAllConnections()
+      await new Promise((r) => server.close(() => r()))
+    }
+    try {
+      if (emulator) await emulator.stop()
+    } catch (err) {
+      console.error('[npm start] stopping the emulator:', err)
+    }
+    say('stopped')
+  })()
+  await stopping
+  process.exit(exitCode)
+}
+
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    // A second Ctrl-C while stopping means "now".
+    if (stopping) process.exit(1)
+    void stop(signal)
+  })
+}
+
+function listen(srv, portNumber, host) {
+  return new Promise((resolveListen, reject) => {
+    srv.once('error', reject)
+    srv.listen(portNumber, host, () => {
+      srv.off('error', reject)
+      resolveListen(srv.address().port)
+    })
+  })
+}
+
+// RED.start() resolves before the flows run; the runtime reports them as started, or as waiting
+// for node types that failed to load.
+function flowsRunning(events) {
+  return new Promise((resolveRunning) => {
+    const onStarted = () => done(null)
+    const onEvent = (event) => {
+      if (event?.id === 'runtime-state' && event.payload?.error) done(event.payload)
+    }
+    const done = (problem) => {
+      events.off('flows:started', onStarted)
+      events.off('runtime-event', onEvent)
+      resolveRunning(problem)
+    }
+    events.on('flows:started', onStarted)
+    events.on('runtime-event', onEvent)
+  })
+}
+
+async function main() {
+  try {
+    emulator = await startEmulator({
+      listen: { host: '127.0.0.1', port: mqttPort },
+      logLevel: process.env.EMULATOR_LOG_LEVEL || 'info',
+      logger: (level, message) => console.log(`[emulator] [${level}] ${message}`),
+    })
+  } catch (err) {
+    if (err?.code === 'EADDRINUSE') fail(`MQTT port ${mqttPort} is in use on 127.0.0.1: stop what uses it, or set MQTT_PORT`)
+    throw err
+  }
+  if (stopping) return
+  process.env[BROKER_ENV] = emulator.brokerUrl
+  say(`broker ready at ${emulator.brokerUrl}`)
+  say(`  (MQTT 5, embedded aedes with the state-store emulator; point MQTT clients and other tools here)`)
+
+  seedFlows(`\${${BROKER_ENV}}`)
+
+  RED = require('node-red')
+  // express is Node-RED's own dependency; resolve it from there so it always matches the runtime.
+  const express = createRequire(require.resolve('node-red'))('express')
+  const app = express()
+  server = createServer(app)
+  RED.init(server, settings)
+  app.use(settings.httpAdminRoot, RED.httpAdmin)
+  app.use(settings.httpNodeRoot, RED.httpNode)
+
+  let editorPort
+  try {
+    editorPort = await listen(server, settings.uiPort, settings.uiHost)
+  } catch (err) {
+    if (err?.code === 'EADDRINUSE') fail(`editor port ${settings.uiPort} is in use on 127.0.0.1: stop what uses it, or set PORT`)
+    throw err
+  }
+  const running = flowsRunning(RED.events)
+  await RED.start()
+  const problem = await running
+  if (stopping) return
+  const url = `http://${settings.uiHost}:${editorPort}`
+  say(`Node-RED ${RED.version()} on Node.js ${process.version}, user data in ${relative(root, settings.userDir) || settings.userDir}/`)
+  if (problem) say(`WARNING: the flows did not start (${problem.error}${problem.types ? ': ' + problem.types.join(', ') : ''}); see the log above`)
+  say(`editor ready at ${url}`)
+  say('Ctrl-C stops Node-RED, the emulator and the broker')
+}
+
+main().catch((err) => {
+  console.error('[npm start] failed:', err)
+  void stop('error', 1)
+})

@@ -1,0 +1,80 @@
+// How `npm start` turns examples/*.json into one flow file (dev/flows.js).
+import { strict as assert } from 'node:assert'
+import { mergeExamples, pointAtBroker, type FlowNodeLike } from '../../dev/flows'
+
+const config = { id: 'cfg', type: 'ss-config', name: 'local', broker: 'mqtt://127.0.0.1:1883', embedded: false }
+
+function example(tab: string, ids: string[], withTab = true): FlowNodeLike[] {
+  return [
+    ...(withTab ? [{ id: tab, type: 'tab', label: tab }] : []),
+    { id: ids[0], type: 'inject', z: tab, wires: [[ids[1]]] },
+    { id: ids[1], type: 'ss-get', z: tab, store: 'cfg', wires: [[ids[2]]] },
+    { id: ids[2], type: 'debug', z: tab, wires: [] },
+    { ...config },
+  ]
+}
+
+describe('dev/flows: seeding the example flows', function () {
+  it('keeps the shared config node once and every tab', function () {
+    const merged = mergeExamples([
+      { name: 'a', nodes: example('ta', ['a1', 'a2', 'a3']) },
+      { name: 'b', nodes: example('tb', ['b1', 'b2', 'b3']) },
+    ])
+    assert.deepEqual(merged.filter((n) => n.type === 'ss-config'), [config])
+    assert.deepEqual(merged.filter((n) => n.type === 'tab').map((n) => n.id), ['ta', 'tb'])
+    assert.equal(merged.length, 9)
+  })
+
+  it('merges equal config nodes with different ids and rewires their users', function () {
+    const b = example('tb', ['b1', 'b2', 'b3']).map((n) => (n.id === 'cfg' ? { ...n, id: 'cfg2' } : n.store ? { ...n, store: 'cfg2' } : n))
+    const merged = mergeExamples([{ name: 'a', nodes: example('ta', ['a1', 'a2', 'a3']) }, { name: 'b', nodes: b }])
+    assert.equal(merged.filter((n) => n.type === 'ss-config').length, 1)
+    assert.equal(merged.find((n) => n.id === 'b2')?.store, 'cfg')
+  })
+
+  it('keeps different config nodes apart, renaming a clashing id', function () {
+    const b = example('tb', ['b1', 'b2', 'b3']).map((n) => (n.id === 'cfg' ? { ...n, name: 'other' } : n))
+    const merged = mergeExamples([{ name: 'a', nodes: example('ta', ['a1', 'a2', 'a3']) }, { name: 'b', nodes: b }])
+    const configs = merged.filter((n) => n.type === 'ss-config')
+    assert.equal(configs.length, 2)
+    const other = configs.find((n) => n.name === 'other')!
+    assert.notEqual(other.id, 'cfg')
+    assert.equal(merged.find((n) => n.id === 'b2')?.store, other.id)
+  })
+
+  it('renames clashing flow nodes and their wires', function () {
+    const merged = mergeExamples([
+      { name: 'a', nodes: example('ta', ['n1', 'n2', 'n3']) },
+      { name: 'b', nodes: example('tb', ['n1', 'n2', 'n3']) },
+    ])
+    const ids = merged.map((n) => n.id)
+    assert.equal(new Set(ids).size, ids.length)
+    const inB = merged.filter((n) => n.z === 'tb')
+    const [inject, get, debug] = ['inject', 'ss-get', 'debug'].map((t) => inB.find((n) => n.type === t)!)
+    assert.deepEqual(inject.wires, [[get.id]])
+    assert.deepEqual(get.wires, [[debug.id]])
+    assert.equal(get.store, 'cfg')
+  })
+
+  it('gives an example exported without a tab its own tab, named after the file', function () {
+    const merged = mergeExamples([{ name: 'counter', nodes: example('gone', ['a1', 'a2', 'a3'], false) }])
+    const tab = merged.find((n) => n.type === 'tab')!
+    assert.equal(tab.label, 'counter')
+    assert.ok(merged.filter((n) => n.type !== 'tab' && n.type !== 'ss-config').every((n) => n.z === tab.id))
+  })
+
+  it('is deterministic', function () {
+    const input = () => [
+      { name: 'a', nodes: example('ta', ['n1', 'n2', 'n3']) },
+      { name: 'b', nodes: example('tb', ['n1', 'n2', 'n3']) },
+    ]
+    assert.deepEqual(mergeExamples(input()), mergeExamples(input()))
+  })
+
+  it('points every config node at a broker, leaving the input alone', function () {
+    const nodes = example('ta', ['a1', 'a2', 'a3'])
+    const pointed = pointAtBroker(nodes, 'mqtt://127.0.0.1:9999')
+    assert.equal(pointed.find((n) => n.type === 'ss-config')?.broker, 'mqtt://127.0.0.1:9999')
+    assert.equal(nodes.find((n) => n.type === 'ss-config')?.broker, 'mqtt://127.0.0.1:1883')
+  })
+})
