@@ -45,6 +45,21 @@ class Reader {
 
   value(depth: number): RespValue {
     if (depth > this.maxDepth) throw new RespProtocolError('too-deep', this.at, `nesting deeper than ${this.maxDepth}`)
+    // Attributes describe the value that follows them and are attached to it. Consecutive
+    // attributes are read in a loop, not by recursion: they do not nest, so the depth bound
+    // would not stop a long run of them from exhausting the stack.
+    let attributes: Array<[RespValue, RespValue]> | undefined
+    while (this.buf[this.at] === 0x7c /* | */) {
+      this.at++
+      const pairs = this.pairs(this.length(false), depth)
+      if (!attributes) attributes = pairs
+      else for (const pair of pairs) attributes.push(pair)
+    }
+    const value = this.plain(depth)
+    return attributes ? { ...value, attributes } : value
+  }
+
+  private plain(depth: number): RespValue {
     const typeAt = this.at
     if (typeAt >= this.buf.length) throw new RespProtocolError('incomplete', typeAt, 'expected a type byte')
     const type = this.buf[typeAt]!
@@ -84,7 +99,7 @@ class Reader {
       }
       case 0x28 /* ( */: {
         const text = this.line()
-        if (!/^-?[0-9]+$/.test(text)) throw new RespProtocolError('malformed', typeAt + 1, 'big number is not an integer')
+        if (!/^[+-]?[0-9]+$/.test(text)) throw new RespProtocolError('malformed', typeAt + 1, 'big number is not an integer')
         return { kind: 'big-number', value: BigInt(text) }
       }
       case 0x2a /* * */: {
@@ -97,12 +112,6 @@ class Reader {
         return { kind: 'push', value: this.items(this.length(false), depth) }
       case 0x25 /* % */:
         return { kind: 'map', value: this.pairs(this.length(false), depth) }
-      case 0x7c /* | */: {
-        // Attributes describe the value that follows them; they are attached to it.
-        const attributes = this.pairs(this.length(false), depth)
-        const next = this.value(depth)
-        return { ...next, attributes: next.attributes ? [...attributes, ...next.attributes] : attributes }
-      }
       default:
         throw new RespProtocolError('malformed', typeAt, `unknown type byte 0x${type.toString(16).padStart(2, '0')}`)
     }
@@ -199,7 +208,8 @@ class Reader {
 }
 
 function integer(text: string, offset: number): number | bigint {
-  if (!/^-?[0-9]+$/.test(text)) throw new RespProtocolError('malformed', offset, `integer expected, got ${JSON.stringify(text)}`)
+  // RESP3 allows an explicit sign on integers: `:[+|-]<digits>`.
+  if (!/^[+-]?[0-9]+$/.test(text)) throw new RespProtocolError('malformed', offset, `integer expected, got ${JSON.stringify(text)}`)
   const n = Number(text)
   return Number.isSafeInteger(n) ? n : BigInt(text)
 }

@@ -124,5 +124,7 @@ function formatDouble(n: number): string {
   if (Number.isNaN(n)) return 'nan'
   if (n === Infinity) return 'inf'
   if (n === -Infinity) return '-inf'
+  // String(-0) is "0"; the sign is part of the value.
+  if (Object.is(n, -0)) return '-0'
   return String(n)
 }

@@ -1,0 +1,411 @@
+import assert from 'node:assert/strict'
+import {
+  decode,
+  decodeExact,
+  DEFAULT_MAX_DEPTH,
+  encodeBulk,
+  encodeCommand,
+  encodeError,
+  encodeInteger,
+  encodeSimple,
+  encodeValue,
+  RespProtocolError,
+  type RespErrorReason,
+  type RespValue,
+} from '../../src/resp'
+
+const b = (text: string): Buffer => Buffer.from(text, 'latin1')
+const bulk = (text: string): RespValue => ({ kind: 'bulk', value: b(text) })
+
+/** Decodes exactly and checks that encodeValue writes the very same bytes back. */
+function roundTrip(wire: string, expected: RespValue): void {
+  assert.deepStrictEqual(decodeExact(b(wire)), expected)
+  assert.equal(encodeValue(expected).toString('latin1'), wire)
+}
+
+function refused(wire: Buffer | string, reason: RespErrorReason, offset: number, detail?: RegExp, at = 0): RespProtocolError {
+  const buf = typeof wire === 'string' ? b(wire) : wire
+  let thrown: unknown
+  try {
+    decode(buf, { offset: at })
+  } catch (err) {
+    thrown = err
+  }
+  assert.ok(thrown instanceof RespProtocolError, `expected a RespProtocolError, got ${String(thrown)}`)
+  assert.equal(thrown.reason, reason, thrown.message)
+  assert.equal(thrown.offset, offset, thrown.message)
+  assert.ok(thrown.message.startsWith(`RESP3 ${reason} at offset ${offset}: `), thrown.message)
+  if (detail) assert.match(thrown.message, detail)
+  assert.equal(thrown.name, 'RespProtocolError')
+  return thrown
+}
+
+describe('RESP3 decode: every type from hand-written bytes', () => {
+  it('simple strings, including an empty one and UTF-8 text', () => {
+    roundTrip('+OK\r\n', { kind: 'simple', value: 'OK' })
+    roundTrip('+\r\n', { kind: 'simple', value: '' })
+    assert.deepStrictEqual(decodeExact(Buffer.from('+größe\r\n', 'utf8')), { kind: 'simple', value: 'größe' })
+  })
+
+  it('simple errors', () => {
+    roundTrip('-ERR syntax error\r\n', { kind: 'error', value: 'ERR syntax error' })
+    roundTrip('-WRONGTYPE x\r\n', { kind: 'error', value: 'WRONGTYPE x' })
+  })
+
+  it('integers: zero, positive, negative, an explicit plus sign, and beyond 2^53 as bigint', () => {
+    roundTrip(':0\r\n', { kind: 'integer', value: 0 })
+    roundTrip(':1234\r\n', { kind: 'integer', value: 1234 })
+    roundTrip(':-1\r\n', { kind: 'integer', value: -1 })
+    roundTrip(':9007199254740991\r\n', { kind: 'integer', value: Number.MAX_SAFE_INTEGER })
+    roundTrip(':-9007199254740991\r\n', { kind: 'integer', value: -Number.MAX_SAFE_INTEGER })
+    roundTrip(':9007199254740992\r\n', { kind: 'integer', value: 9007199254740992n })
+    roundTrip(':-9223372036854775808\r\n', { kind: 'integer', value: -9223372036854775808n })
+    roundTrip(':18446744073709551615\r\n', { kind: 'integer', value: 18446744073709551615n })
+    // RESP3: `:[<+|->]<value>`; refused before the fix.
+    assert.deepStrictEqual(decodeExact(b(':+5\r\n')), { kind: 'integer', value: 5 })
+  })
+
+  it('bulk strings, the empty bulk string and the null bulk string $-1', () => {
+    roundTrip('$5\r\nhello\r\n', bulk('hello'))
+    roundTrip('$0\r\n\r\n', bulk(''))
+    roundTrip('$-1\r\n', { kind: 'null', from: '$' })
+  })
+
+  it('the null _ and the null array *-1', () => {
+    roundTrip('_\r\n', { kind: 'null', from: '_' })
+    roundTrip('*-1\r\n', { kind: 'null', from: '*' })
+  })
+
+  it('arrays, empty and mixed', () => {
+    roundTrip('*0\r\n', { kind: 'array', value: [] })
+    roundTrip('*3\r\n:1\r\n+two\r\n$5\r\nthree\r\n', {
+      kind: 'array',
+      value: [{ kind: 'integer', value: 1 }, { kind: 'simple', value: 'two' }, bulk('three')],
+    })
+  })
+
+  it('maps keep their pairs in order, with any key type', () => {
+    roundTrip('%2\r\n+first\r\n:1\r\n:2\r\n#t\r\n', {
+      kind: 'map',
+      value: [
+        [{ kind: 'simple', value: 'first' }, { kind: 'integer', value: 1 }],
+        [{ kind: 'integer', value: 2 }, { kind: 'boolean', value: true }],
+      ],
+    })
+    roundTrip('%0\r\n', { kind: 'map', value: [] })
+  })
+
+  it('sets and pushes', () => {
+    roundTrip('~2\r\n+a\r\n+b\r\n', { kind: 'set', value: [{ kind: 'simple', value: 'a' }, { kind: 'simple', value: 'b' }] })
+    roundTrip('>3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n', { kind: 'push', value: [bulk('message'), bulk('ch'), bulk('hi')] })
+  })
+
+  it('attributes attach to the value that follows them (the RESP3 specification example)', () => {
+    const wire =
+      '|1\r\n+key-popularity\r\n%2\r\n$1\r\na\r\n,0.1923\r\n$1\r\nb\r\n,0.0012\r\n*2\r\n:2039123\r\n:9543892\r\n'
+    roundTrip(wire, {
+      kind: 'array',
+      value: [
+        { kind: 'integer', value: 2039123 },
+        { kind: 'integer', value: 9543892 },
+      ],
+      attributes: [
+        [
+          { kind: 'simple', value: 'key-popularity' },
+          {
+            kind: 'map',
+            value: [
+              [bulk('a'), { kind: 'double', value: 0.1923 }],
+              [bulk('b'), { kind: 'double', value: 0.0012 }],
+            ],
+          },
+        ],
+      ],
+    })
+  })
+
+  it('attributes inside an aggregate, and consecutive attributes merged in order', () => {
+    assert.deepStrictEqual(decodeExact(b('*2\r\n|1\r\n+ttl\r\n:3600\r\n$1\r\nv\r\n:7\r\n')), {
+      kind: 'array',
+      value: [
+        { ...bulk('v'), attributes: [[{ kind: 'simple', value: 'ttl' }, { kind: 'integer', value: 3600 }]] },
+        { kind: 'integer', value: 7 },
+      ],
+    })
+    assert.deepStrictEqual(decodeExact(b('|1\r\n+a\r\n:1\r\n|1\r\n+b\r\n:2\r\n_\r\n')), {
+      kind: 'null',
+      from: '_',
+      attributes: [
+        [{ kind: 'simple', value: 'a' }, { kind: 'integer', value: 1 }],
+        [{ kind: 'simple', value: 'b' }, { kind: 'integer', value: 2 }],
+      ],
+    })
+  })
+
+  it('doubles, including inf, -inf, nan, exponents and negative zero', () => {
+    roundTrip(',1.5\r\n', { kind: 'double', value: 1.5 })
+    roundTrip(',-2.25\r\n', { kind: 'double', value: -2.25 })
+    roundTrip(',10\r\n', { kind: 'double', value: 10 })
+    roundTrip(',inf\r\n', { kind: 'double', value: Infinity })
+    roundTrip(',-inf\r\n', { kind: 'double', value: -Infinity })
+    roundTrip(',nan\r\n', { kind: 'double', value: NaN })
+    // String(-0) is "0": encodeValue lost the sign before the fix.
+    roundTrip(',-0\r\n', { kind: 'double', value: -0 })
+    assert.deepStrictEqual(decodeExact(b(',1.5e3\r\n')), { kind: 'double', value: 1500 })
+    assert.deepStrictEqual(decodeExact(b(',1E-2\r\n')), { kind: 'double', value: 0.01 })
+    assert.deepStrictEqual(decodeExact(b(',+inf\r\n')), { kind: 'double', value: Infinity })
+    assert.deepStrictEqual(decodeExact(b(',.5\r\n')), { kind: 'double', value: 0.5 })
+  })
+
+  it('booleans', () => {
+    roundTrip('#t\r\n', { kind: 'boolean', value: true })
+    roundTrip('#f\r\n', { kind: 'boolean', value: false })
+  })
+
+  it('big numbers, positive and negative', () => {
+    roundTrip('(3492890328409238509324850943850943825024385\r\n', { kind: 'big-number', value: 3492890328409238509324850943850943825024385n })
+    roundTrip('(-3492890328409238509324850943850943825024385\r\n', { kind: 'big-number', value: -3492890328409238509324850943850943825024385n })
+    roundTrip('(0\r\n', { kind: 'big-number', value: 0n })
+  })
+
+  it('verbatim strings keep their format and their bytes', () => {
+    roundTrip('=15\r\ntxt:Some string\r\n', { kind: 'verbatim', format: 'txt', value: b('Some string') })
+    roundTrip('=4\r\nmkd:\r\n', { kind: 'verbatim', format: 'mkd', value: b('') })
+  })
+
+  it('blob errors are binary-safe', () => {
+    roundTrip('!21\r\nSYNTAX invalid syntax\r\n', { kind: 'blob-error', value: b('SYNTAX invalid syntax') })
+    roundTrip('!4\r\na\r\nb\r\n', { kind: 'blob-error', value: b('a\r\nb') })
+  })
+
+  it('nested aggregates of every kind', () => {
+    const wire = '*3\r\n%1\r\n~1\r\n:1\r\n>1\r\n*0\r\n*1\r\n*1\r\n*1\r\n$-1\r\n#f\r\n'
+    roundTrip(wire, {
+      kind: 'array',
+      value: [
+        { kind: 'map', value: [[{ kind: 'set', value: [{ kind: 'integer', value: 1 }] }, { kind: 'push', value: [{ kind: 'array', value: [] }] }]] },
+        { kind: 'array', value: [{ kind: 'array', value: [{ kind: 'array', value: [{ kind: 'null', from: '$' }] }] }] },
+        { kind: 'boolean', value: false },
+      ],
+    })
+  })
+})
+
+describe('RESP3 decode: bytes consumed and left over', () => {
+  it('reports the value length and what follows it', () => {
+    const buf = b('+OK\r\n:1\r\nrest')
+    assert.deepStrictEqual(decode(buf), { value: { kind: 'simple', value: 'OK' }, bytesConsumed: 5, bytesLeftOver: 8 })
+    assert.deepStrictEqual(decode(buf, { offset: 5 }), { value: { kind: 'integer', value: 1 }, bytesConsumed: 4, bytesLeftOver: 4 })
+  })
+
+  it('decodes pipelined values one after the other', () => {
+    const buf = Buffer.concat([encodeCommand(['GET', 'k']), b('$1\r\nv\r\n'), b('_\r\n')])
+    const kinds: string[] = []
+    let offset = 0
+    while (offset < buf.length) {
+      const { value, bytesConsumed, bytesLeftOver } = decode(buf, { offset })
+      kinds.push(value.kind)
+      offset += bytesConsumed
+      assert.equal(bytesLeftOver, buf.length - offset)
+    }
+    assert.deepStrictEqual(kinds, ['array', 'bulk', 'null'])
+  })
+
+  it('decodeExact refuses trailing bytes, naming the offset after the value', () => {
+    let thrown: unknown
+    try {
+      decodeExact(b('+OK\r\nX'))
+    } catch (err) {
+      thrown = err
+    }
+    assert.ok(thrown instanceof RespProtocolError)
+    assert.equal(thrown.reason, 'trailing-bytes')
+    assert.equal(thrown.offset, 5)
+    assert.equal(thrown.message, 'RESP3 trailing-bytes at offset 5: 1 byte(s) after the value')
+  })
+
+  it('bulk values are views of the input, not copies', () => {
+    const buf = b('$3\r\nabc\r\n')
+    const value = decodeExact(buf)
+    assert.ok(value.kind === 'bulk')
+    assert.ok(Buffer.isBuffer(value.value))
+    assert.equal(value.value.buffer, buf.buffer)
+  })
+})
+
+describe('RESP3 decode: malformed input, with the exact offset', () => {
+  it('an empty buffer or a missing CRLF is incomplete', () => {
+    refused('', 'incomplete', 0, /expected a type byte/)
+    refused('+OK', 'incomplete', 3, /line without CRLF/)
+    refused('+OK\r', 'incomplete', 4, /expected LF after CR/)
+    refused(':12', 'incomplete', 3)
+    refused('$5\r\nhel', 'incomplete', 7, /declared 5 bytes, 3 present/)
+    refused('$3\r\nabc', 'incomplete', 7, /expected CRLF/)
+    refused('$3\r\nabc\r', 'incomplete', 8, /expected CRLF/)
+    refused('$', 'incomplete', 1, /length without CRLF/)
+    refused('$12', 'incomplete', 3, /length without CRLF/)
+    refused('_', 'incomplete', 1, /expected CRLF/)
+    refused('*2\r\n', 'incomplete', 4, /declared 2 elements, only 0 bytes left/)
+    refused('%1\r\n+a\r\n', 'incomplete', 8, /declared 1 elements, only 4 bytes left/)
+    refused('*2\r\n:1\r\n:2', 'incomplete', 10, /line without CRLF/)
+  })
+
+  it('an unknown type byte', () => {
+    refused('?x\r\n', 'malformed', 0, /unknown type byte 0x3f/)
+    refused('OK\r\n', 'malformed', 0, /unknown type byte 0x4f/)
+    refused('*1\r\nX\r\n', 'malformed', 4, /unknown type byte 0x58/)
+  })
+
+  it('CR or LF alone inside a line', () => {
+    refused('+a\nb\r\n', 'malformed', 2, /LF without CR/)
+    refused('+a\rb\r\n', 'malformed', 3, /expected LF after CR/)
+  })
+
+  it('numbers that are not numbers', () => {
+    refused(':12a\r\n', 'malformed', 1, /integer expected, got "12a"/)
+    refused(':\r\n', 'malformed', 1, /integer expected/)
+    refused(':1.5\r\n', 'malformed', 1)
+    refused(',abc\r\n', 'malformed', 1, /double expected, got "abc"/)
+    refused(',1.2.3\r\n', 'malformed', 1)
+    refused('#x\r\n', 'malformed', 1, /boolean must be t or f/)
+    refused('#\r\n', 'malformed', 1)
+    refused('(12x\r\n', 'malformed', 1, /big number is not an integer/)
+  })
+
+  it('declared lengths: not a number, negative, too large, or no CRLF after the bytes', () => {
+    refused('$x\r\n', 'malformed', 1, /length is not a number/)
+    refused('$not an integer\r\nhello world', 'malformed', 1)
+    refused('$-2\r\n', 'malformed', 1, /negative length -2/)
+    refused('$-0\r\n', 'malformed', 1)
+    refused('!-1\r\n', 'malformed', 1, /negative length -1/)
+    refused('~-1\r\n', 'malformed', 1)
+    refused('%-1\r\n', 'malformed', 1)
+    refused('>-1\r\n', 'malformed', 1)
+    refused('|-1\r\n', 'malformed', 1)
+    refused('$+1\r\n', 'malformed', 1, /length is not a number/)
+    refused('$99999999999999999999\r\n', 'malformed', 1, /length too large/)
+    refused('$3x\r\n', 'malformed', 2, /expected CRLF/)
+    refused('$11hello world\r\n', 'malformed', 3, /expected CRLF/)
+    refused('$3\r\nabcX\r\n', 'malformed', 7, /expected CRLF/)
+    refused('$11\r\nthis string is longer than 11 characters\r\n', 'malformed', 16)
+    refused('_x\r\n', 'malformed', 1, /expected CRLF/)
+  })
+
+  it('verbatim strings need a 3-byte format and a colon', () => {
+    refused('=3\r\nabc\r\n', 'malformed', 0, /verbatim/)
+    refused('=5\r\ntxt-a\r\n', 'malformed', 0, /verbatim/)
+  })
+
+  it('offsets are absolute when decoding from an offset', () => {
+    refused('___+OK', 'incomplete', 6, undefined, 3)
+    refused('xx:1x\r\n', 'malformed', 3, /integer expected/, 2)
+    refused('+OK\r\n', 'malformed', 6, /offset outside the buffer/, 6)
+    refused('+OK\r\n', 'malformed', -1, /offset outside the buffer/, -1)
+    // Decoding at the very end is an incomplete value, not an error of the offset.
+    refused('+OK\r\n', 'incomplete', 5, /expected a type byte/, 5)
+  })
+})
+
+describe('RESP3 decode: bounded depth, bounded work, no allocation from declared lengths', () => {
+  const nested = (depth: number, open = '*1\r\n'): Buffer => b(`${open.repeat(depth - 1)}:1\r\n`)
+
+  it(`accepts nesting up to maxDepth (${DEFAULT_MAX_DEPTH} by default) and refuses one more with too-deep`, () => {
+    assert.equal(decodeExact(nested(DEFAULT_MAX_DEPTH)).kind, 'array')
+    const err = refused(nested(DEFAULT_MAX_DEPTH + 1), 'too-deep', 4 * DEFAULT_MAX_DEPTH, /nesting deeper than 32/)
+    assert.equal(err.offset, 128)
+    assert.equal(decode(nested(3), { maxDepth: 3 }).value.kind, 'array')
+    // Map keys and values nest too: the key of the third map is the fourth level.
+    let thrown: unknown
+    try {
+      decode(nested(4, '%1\r\n:0\r\n'), { maxDepth: 3 })
+    } catch (err) {
+      thrown = err
+    }
+    assert.ok(thrown instanceof RespProtocolError && thrown.reason === 'too-deep' && thrown.offset === 20, String(thrown))
+  })
+
+  it('a custom maxDepth of 1 takes scalars only', () => {
+    assert.equal(decode(b(':1\r\n'), { maxDepth: 1 }).value.kind, 'integer')
+    let thrown: unknown
+    try {
+      decode(b('*1\r\n:1\r\n'), { maxDepth: 1 })
+    } catch (err) {
+      thrown = err
+    }
+    assert.ok(thrown instanceof RespProtocolError && thrown.reason === 'too-deep' && thrown.offset === 4)
+  })
+
+  it('a long run of attributes neither recurses nor goes quadratic (stack overflow before the fix)', function () {
+    this.timeout(5000)
+    const empty = b('|0\r\n'.repeat(200_000) + '_\r\n')
+    const value = decodeExact(empty)
+    assert.equal(value.kind, 'null')
+    assert.equal(value.attributes?.length, 0)
+    const pairs = b('|1\r\n_\r\n_\r\n'.repeat(100_000) + '_\r\n')
+    assert.equal(decodeExact(pairs).attributes?.length, 100_000)
+    // ...and an unfinished run is incomplete, not a RangeError.
+    refused(b('|0\r\n'.repeat(200_000)), 'incomplete', 800_000, /expected a type byte/)
+  })
+
+  it('huge declared lengths with few bytes are incomplete and allocate nothing', () => {
+    const before = process.memoryUsage().arrayBuffers
+    for (const wire of ['$1000000000\r\nab', '!4294967296\r\n', '=9007199254740991\r\ntxt:', '$9007199254740991\r\n']) {
+      refused(wire, 'incomplete', b(wire).length, /declared/)
+    }
+    for (const prefix of ['*', '~', '>', '%', '|']) {
+      refused(`${prefix}4294967296\r\n_\r\n`, 'incomplete', 16, /declared 4294967296 elements/)
+      refused(`${prefix}1000000000\r\n`, 'incomplete', 13)
+    }
+    assert.ok(process.memoryUsage().arrayBuffers - before < 16 * 1024 * 1024, 'no buffer of the declared size was allocated')
+  })
+})
+
+describe('RESP3 encode', () => {
+  it('a request is an array of bulk strings with byte lengths', () => {
+    assert.equal(encodeCommand(['SET', 'key', 'value']).toString('latin1'), '*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n')
+    assert.equal(encodeCommand([]).toString('latin1'), '*0\r\n')
+    assert.equal(encodeCommand(['']).toString('latin1'), '*1\r\n$0\r\n\r\n')
+  })
+
+  it('multi-byte UTF-8 strings are counted in bytes, not characters', () => {
+    const cases: Array<[string, number]> = [
+      ['é', 2],
+      ['€', 3],
+      ['😀', 4],
+      ['größe', 7],
+      ['日本語キー', 15],
+    ]
+    for (const [text, bytes] of cases) {
+      const wire = encodeCommand(['GET', text])
+      assert.deepStrictEqual(wire, Buffer.concat([b(`*2\r\n$3\r\nGET\r\n$${bytes}\r\n`), Buffer.from(text, 'utf8'), b('\r\n')]))
+      const value = decodeExact(wire)
+      assert.ok(value.kind === 'array' && value.value[1]!.kind === 'bulk')
+      assert.equal(value.value[1].value.toString('utf8'), text)
+    }
+  })
+
+  it('is binary-safe: CRLF, NUL and every byte value inside bulk strings', () => {
+    const tricky = Buffer.from([0x0d, 0x0a, 0x00, 0x24, 0x2a, 0x0d, 0x0a, 0xff])
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
+    const wire = encodeCommand(['SET', tricky, all])
+    assert.equal(wire.subarray(0, 22).toString('latin1'), '*3\r\n$3\r\nSET\r\n$8\r\n\r\n\0$*')
+    const value = decodeExact(wire)
+    assert.deepStrictEqual(value, { kind: 'array', value: [bulk('SET'), { kind: 'bulk', value: tricky }, { kind: 'bulk', value: all }] })
+  })
+
+  it('writes the request into one buffer of exactly the right size', () => {
+    const wire = encodeCommand(['SET', Buffer.alloc(70_000, 1), 'x'.repeat(10)])
+    assert.equal(wire.length, 4 + 4 + 5 + 8 + 70_000 + 2 + 5 + 10 + 2)
+    assert.equal(decode(wire).bytesLeftOver, 0)
+  })
+
+  it('scalar helpers', () => {
+    assert.equal(encodeSimple('OK').toString(), '+OK\r\n')
+    assert.equal(encodeError('ERR syntax error').toString(), '-ERR syntax error\r\n')
+    assert.equal(encodeInteger(-1).toString(), ':-1\r\n')
+    assert.equal(encodeInteger(18446744073709551615n).toString(), ':18446744073709551615\r\n')
+    assert.equal(encodeBulk(null).toString(), '$-1\r\n')
+    assert.equal(encodeBulk(b('a\r\nb')).toString('latin1'), '$4\r\na\r\nb\r\n')
+    assert.equal(encodeBulk(Buffer.alloc(0)).toString(), '$0\r\n\r\n')
+  })
+})
