@@ -1,0 +1,61 @@
+import { isUtf8 } from 'node:buffer'
+import { InputError } from './errors'
+import type { Translate } from './i18n'
+import { typeName } from './props'
+
+/**
+ * The one place values cross between Node-RED and the store. The store holds bytes: Buffers go as
+ * they are, strings as UTF-8, and everything else JSON can represent as JSON. Reading back with the
+ * matching decoding returns what was written (Buffers byte for byte, JSON structurally).
+ */
+export type Decoding = 'auto' | 'utf8' | 'buffer' | 'json'
+
+export const DECODINGS: readonly Decoding[] = ['auto', 'utf8', 'buffer', 'json']
+
+export function encodeValue(value: unknown, t: Translate): Buffer {
+  if (Buffer.isBuffer(value)) return value
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+  if (typeof value === 'string') return Buffer.from(value, 'utf8')
+  if (value === undefined || value === null) throw new InputError('ValueMissing', t('errors.valueMissing', { type: typeName(value) }))
+  if (typeof value === 'number' && !Number.isFinite(value)) throw new InputError('ValueInvalid', t('errors.valueNotFinite', { value: String(value) }))
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'object') {
+    let json: string | undefined
+    try {
+      json = JSON.stringify(value)
+    } catch (err) {
+      // circular structures and BigInts
+      throw new InputError('ValueInvalid', t('errors.valueNotJson', { error: err instanceof Error ? err.message : String(err) }))
+    }
+    if (json !== undefined) return Buffer.from(json, 'utf8')
+  }
+  throw new InputError('ValueInvalid', t('errors.valueType', { type: typeName(value) }))
+}
+
+export function isDecoding(value: unknown): value is Decoding {
+  return typeof value === 'string' && (DECODINGS as readonly string[]).includes(value)
+}
+
+/** `auto`: JSON if the bytes parse as JSON, else a string if they are valid UTF-8, else the Buffer. */
+export function decodeValue(bytes: Buffer, decoding: Decoding, t: Translate): unknown {
+  switch (decoding) {
+    case 'buffer':
+      return bytes
+    case 'utf8':
+      return bytes.toString('utf8')
+    case 'json':
+      try {
+        return JSON.parse(bytes.toString('utf8'))
+      } catch {
+        throw new InputError('ValueNotJson', t('errors.decodeJson'))
+      }
+    case 'auto': {
+      if (!isUtf8(bytes)) return bytes
+      const text = bytes.toString('utf8')
+      try {
+        return JSON.parse(text)
+      } catch {
+        return text
+      }
+    }
+  }
+}

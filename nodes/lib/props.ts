@@ -1,0 +1,103 @@
+import type { Node, NodeAPI, NodeMessage } from 'node-red'
+import { Hlc } from '../../src/hlc'
+import { InputError } from './errors'
+import type { Translate } from './i18n'
+
+/** The MQTT notification topic carries the key hex-encoded, and an MQTT topic is at most 65,535 bytes. */
+export const MAX_KEY_BYTES = 65_535
+
+/** A typedInput value as stored in the flow: the value and its type (`str`, `msg`, `flow`, `global`, `env`, `jsonata`, ...). */
+export interface TypedProperty {
+  value: string
+  type: string
+}
+
+/** `RED.util.evaluateNodeProperty` in its callback form: the only form that evaluates JSONata (async since Node-RED 4) and async context stores. */
+export function evaluate(RED: NodeAPI, node: Node, prop: TypedProperty, msg: NodeMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    try {
+      RED.util.evaluateNodeProperty(prop.value, prop.type, node, msg, (err, result) => (err ? reject(err) : resolve(result)))
+    } catch (err) {
+      // `json` and `bin` parse synchronously and throw even in the callback form.
+      reject(err)
+    }
+  })
+}
+
+/** Reads a typedInput; a failure (bad JSONata, unreadable context) becomes an input error naming the property. */
+export async function evaluateInput(RED: NodeAPI, node: Node, prop: TypedProperty, msg: NodeMessage, what: string, t: Translate): Promise<unknown> {
+  try {
+    return await evaluate(RED, node, prop, msg)
+  } catch (err) {
+    throw new InputError('PropertyFailed', t('errors.property', { property: what, error: err instanceof Error ? err.message : String(err) }))
+  }
+}
+
+/**
+ * The rule for msg overrides, the same in every node: a setting the help lists as overridable takes
+ * the msg property when the node allows overrides and the msg has it (not undefined); otherwise the
+ * node's own setting applies. A refused override is ignored, never an error.
+ */
+export function override<T>(msg: NodeMessage, property: string, allowed: boolean, configured: T): T | unknown {
+  return allowed && msg[property] !== undefined ? msg[property] : configured
+}
+
+export function requireKey(key: unknown, t: Translate): string {
+  if (key === undefined || key === null) throw new InputError('KeyMissing', t('errors.keyMissing'))
+  if (typeof key !== 'string') throw new InputError('KeyNotString', t('errors.keyNotString', { type: typeName(key) }))
+  if (key.length === 0) throw new InputError('KeyEmpty', t('errors.keyEmpty'))
+  const bytes = Buffer.byteLength(key, 'utf8')
+  if (bytes > MAX_KEY_BYTES) throw new InputError('KeyTooLong', t('errors.keyTooLong', { bytes, max: MAX_KEY_BYTES }))
+  return key
+}
+
+/** The key a msg addresses: `msg.key` when overrides are allowed, else the node's key property. */
+export async function resolveKey(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, overrides: boolean, t: Translate): Promise<string> {
+  const value = overrides && msg.key !== undefined ? msg.key : await evaluateInput(RED, node, key, msg, 'key', t)
+  return requireKey(value, t)
+}
+
+/** Fencing tokens travel as HLC strings (`msg.fencingToken` from ss-lock); empty or absent means "no token". */
+export function parseFencingToken(value: unknown, t: Translate): Hlc | undefined {
+  if (value === undefined || value === null || value === '') return undefined
+  if (value instanceof Hlc) return value
+  if (typeof value === 'string') {
+    try {
+      return Hlc.parse(value)
+    } catch {
+      // fall through to the error below: the parse message is about HLC internals, not about the msg
+    }
+  }
+  throw new InputError('FencingTokenInvalid', t('errors.fencingToken', { value: preview(value) }))
+}
+
+/** Expiry in whole milliseconds; 0, empty or absent means none. Numeric strings are accepted (`${ENV}`, form fields). */
+export function parseExpiry(value: unknown, t: Translate): number | undefined {
+  if (value === undefined || value === null || value === '' || value === 0 || value === '0') return undefined
+  const n = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new InputError('ExpiryInvalid', t('errors.expiry', { value: preview(value) }))
+  return n
+}
+
+/** A positive whole number of milliseconds from a node setting, or the default when blank. */
+export function positiveInt(value: unknown, fallback: number): number {
+  const n = typeof value === 'string' ? (value.trim() === '' ? NaN : Number(value)) : typeof value === 'number' ? value : NaN
+  return Number.isSafeInteger(n) && n > 0 ? n : fallback
+}
+
+export function typeName(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'array'
+  if (Buffer.isBuffer(value)) return 'buffer'
+  return typeof value
+}
+
+export function preview(value: unknown): string {
+  let text: string
+  try {
+    text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value))
+  } catch {
+    text = typeName(value)
+  }
+  return text.length > 40 ? `${text.slice(0, 39)}…` : text
+}

@@ -1,0 +1,70 @@
+import type { Node, NodeStatus } from 'node-red'
+import type { ConnectionStatus } from '../../src/client'
+import type { Translate } from './i18n'
+import { describeError } from './errors'
+
+/** Status texts are short by convention (under 20 characters); longer details go to the log and to Catch. */
+const MAX_TEXT = 20
+
+function clip(text: string, max = MAX_TEXT): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`
+}
+
+/**
+ * The connection part of every node's status: the colour and shape say how the connection is,
+ * the text says what happened last. Connection changes replace the text; outcomes keep the colour.
+ */
+export function connectionStatus(status: ConnectionStatus, t: Translate): NodeStatus {
+  switch (status.state) {
+    case 'connected':
+      return { fill: 'green', shape: 'dot', text: t('node-red:common.status.connected') }
+    case 'connecting':
+    case 'reconnecting':
+      return { fill: 'yellow', shape: 'ring', text: t('node-red:common.status.connecting') }
+    case 'disconnected':
+    case 'closed':
+      if (status.authFailed) return { fill: 'red', shape: 'ring', text: t('status.authFailed') }
+      return {
+        fill: 'red',
+        shape: 'ring',
+        // The reason is the one thing a user needs to fix the connection, so it stays even past 20 characters.
+        text: status.reason ? clip(`${t('node-red:common.status.disconnected')}: ${status.reason}`, 40) : t('node-red:common.status.disconnected'),
+      }
+  }
+}
+
+export class StatusView {
+  private connection: ConnectionStatus = { state: 'disconnected' }
+
+  constructor(
+    private readonly node: Node,
+    private readonly t: Translate,
+  ) {}
+
+  get connected(): boolean {
+    return this.connection.state === 'connected'
+  }
+
+  /** The config node reports every connection change here. */
+  onConnection(status: ConnectionStatus): void {
+    this.connection = status
+    this.node.status(connectionStatus(status, this.t))
+  }
+
+  /** Outcome of the last operation, in the connection's colour. `key` is a `status.*` catalogue entry or a full key. */
+  outcome(key: string, detail?: string): void {
+    const connected = this.connected
+    const text = this.t(key) + (detail === undefined ? '' : ` ${detail}`)
+    this.node.status({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text: clip(text) })
+  }
+
+  failure(err: unknown): void {
+    const { kind } = describeError(err)
+    this.node.status({ fill: 'red', shape: this.connected ? 'dot' : 'ring', text: clip(`${this.t('node-red:common.status.error')}: ${kind}`) })
+  }
+
+  /** A problem with the node's own configuration: shown until the node is redeployed. */
+  misconfigured(key: string): void {
+    this.node.status({ fill: 'red', shape: 'ring', text: clip(this.t(key)) })
+  }
+}

@@ -1,0 +1,83 @@
+import type { Node, NodeAPI } from 'node-red'
+import type { ConnectionStatus, StateStoreClient } from '../../src/client'
+import { InputError } from './errors'
+import { commonTranslator, type Translate } from './i18n'
+import { StatusView } from './status'
+
+/** A node that uses a state store config node; it hears about every connection change. */
+export interface StoreUser {
+  readonly id: string
+  onConnection(status: ConnectionStatus): void
+}
+
+/** What the `ss-config` node offers its users (see nodes/ss-config.ts). */
+export interface StoreConfigNode extends Node {
+  readonly clientId: string
+  readonly connection: ConnectionStatus
+  register(user: StoreUser): void
+  /** `removed`: the user was deleted or disabled (not just stopped); the last removed user disconnects. */
+  deregister(user: StoreUser, removed: boolean): Promise<void>
+  /** The client once connected, waiting up to the request timeout for the connection. */
+  connected(): Promise<StateStoreClient>
+}
+
+export interface Attachment {
+  readonly store: StoreConfigNode | null
+  readonly status: StatusView
+  readonly t: Translate
+  /** The connected client, or a clear error (no config node, not connected). */
+  client(): Promise<StateStoreClient>
+}
+
+export interface AttachOptions {
+  /** Connection changes, after the node's status shows them. */
+  onConnection?(status: ConnectionStatus): void
+  /** Work to finish before the node leaves the config node (releasing a lock, stopping watches). */
+  beforeClose?(removed: boolean): Promise<void>
+}
+
+/**
+ * The common life of every palette node: find the config node, register with it so its status
+ * follows the connection, and deregister on close (always, whether or not the config node closes too).
+ */
+export function attach(RED: NodeAPI, node: Node, storeId: string | undefined, options: AttachOptions = {}): Attachment {
+  const t = commonTranslator(RED)
+  const status = new StatusView(node, t)
+  const found = storeId ? (RED.nodes.getNode(storeId) as StoreConfigNode | null) : null
+  const store = found && found.type === 'ss-config' ? found : null
+  const user: StoreUser = {
+    id: node.id,
+    onConnection(s) {
+      status.onConnection(s)
+      options.onConnection?.(s)
+    },
+  }
+  if (store) store.register(user)
+  else status.misconfigured('status.noConfig')
+
+  node.on('close', (removed: boolean, done: () => void) => {
+    void (async () => {
+      try {
+        await options.beforeClose?.(removed)
+      } catch (err) {
+        node.warn(err instanceof Error ? err.message : String(err))
+      }
+      try {
+        await store?.deregister(user, removed)
+      } catch (err) {
+        node.warn(err instanceof Error ? err.message : String(err))
+      }
+      done()
+    })()
+  })
+
+  return {
+    store,
+    status,
+    t,
+    async client() {
+      if (!store) throw new InputError('NoConfig', t('errors.noConfig'))
+      return store.connected()
+    },
+  }
+}

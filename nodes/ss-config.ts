@@ -1,0 +1,181 @@
+import { hostname } from 'node:os'
+import type { Node, NodeAPI, NodeDef } from 'node-red'
+import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
+import { ConnectionError } from '../src/errors'
+import { acquireEmbedded, releaseEmbedded } from './lib/embedded'
+import { positiveInt } from './lib/props'
+import type { StoreConfigNode, StoreUser } from './lib/store'
+
+interface ConfigDef extends NodeDef {
+  broker: string
+  embedded: boolean
+  clientId: string
+  tls: string
+  keepalive: string | number
+  cleanStart: boolean
+  sessionExpiry: string | number
+  requestTimeout: string | number
+  maxInFlight: string | number
+}
+
+interface Credentials {
+  username?: string
+  password?: string
+  satTokenFile?: string
+}
+
+interface TlsConfigNode extends Node {
+  addTLSOptions(options: Record<string, unknown>): void
+}
+
+/** The config node closes within 2 s: users get this long to finish (release locks) before the client goes. */
+const USERS_GRACE_MS = 1000
+
+/** Unique per Node-RED host and config node, and the same after a restart (notifications are addressed to it). */
+function defaultClientId(nodeId: string): string {
+  return `nodered-${hostname()}-${nodeId}`.replace(/[^A-Za-z0-9_.-]/g, '-')
+}
+
+export = function (RED: NodeAPI) {
+  function SsConfig(this: StoreConfigNode & { credentials: Credentials }, def: ConfigDef) {
+    RED.nodes.createNode(this, def)
+    const node = this
+    const users = new Map<string, StoreUser>()
+    const clientId = def.clientId?.trim() || defaultClientId(node.id)
+    const requestTimeoutMs = positiveInt(def.requestTimeout, 10_000)
+    let connection: ConnectionStatus = { state: 'disconnected' }
+    let client: Promise<StateStoreClient> | null = null
+    let usesEmbedded = false
+    let closing = false
+    let usersGone: (() => void) | null = null
+
+    function publish(status: ConnectionStatus): void {
+      const before = connection
+      connection = status
+      if (before.state !== status.state) {
+        const key = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
+        const text = key && RED._(`ss-config.log.${key}`, { client: clientId, reason: status.reason ?? '' })
+        if (key === 'connected') node.log(text)
+        else if (key) node.warn(text)
+      }
+      for (const user of users.values()) user.onConnection(status)
+    }
+
+    function options(brokerUrl: string): ClientOptions {
+      const creds = node.credentials ?? {}
+      const opts: ClientOptions = {
+        brokerUrl,
+        clientId,
+        keepaliveSec: positiveInt(def.keepalive, 60),
+        cleanStart: def.cleanStart !== false,
+        requestTimeoutMs,
+        maxInFlight: positiveInt(def.maxInFlight, 1000),
+      }
+      const expiry = Number(def.sessionExpiry)
+      if (String(def.sessionExpiry ?? '').trim() !== '' && Number.isSafeInteger(expiry) && expiry >= 0) opts.sessionExpirySec = expiry
+      if (creds.username) opts.username = creds.username
+      if (creds.password) opts.password = creds.password
+      if (creds.satTokenFile) opts.satTokenFile = creds.satTokenFile
+      const tlsNode = def.tls ? (RED.nodes.getNode(def.tls) as TlsConfigNode | null) : null
+      if (tlsNode) {
+        const tls: Record<string, unknown> = {}
+        tlsNode.addTLSOptions(tls)
+        opts.tls = tls as ClientOptions['tls']
+      }
+      return opts
+    }
+
+    async function connect(): Promise<StateStoreClient> {
+      publish({ state: 'connecting' })
+      let brokerUrl = def.broker || 'mqtt://127.0.0.1:1883'
+      if (def.embedded) {
+        usesEmbedded = true
+        const emulator = await acquireEmbedded((level, message) => RED.log[level](`[ss-config:${node.id}] ${message}`))
+        brokerUrl = emulator.brokerUrl
+      }
+      const created = new StateStoreClient(options(brokerUrl))
+      created.on('status', publish)
+      publish(created.status)
+      return created
+    }
+
+    async function disconnect(): Promise<void> {
+      const current = client
+      client = null
+      if (current) {
+        try {
+          const c = await current
+          c.removeListener('status', publish)
+          await c.close()
+        } catch {
+          // it never connected (embedded emulator failed to start): nothing to close
+        }
+      }
+      if (usesEmbedded) {
+        usesEmbedded = false
+        releaseEmbedded()
+      }
+      connection = { state: 'disconnected' }
+    }
+
+    Object.defineProperties(node, {
+      clientId: { value: clientId, enumerable: true },
+      connection: { get: () => connection, enumerable: true },
+    })
+
+    node.register = (user) => {
+      users.set(user.id, user)
+      if (!client && !closing) {
+        client = connect()
+        client.catch((err: unknown) => {
+          node.error(RED._('ss-config.errors.start', { error: err instanceof Error ? err.message : String(err) }))
+          publish({ state: 'disconnected', reason: err instanceof Error ? err.message : String(err) })
+        })
+      }
+      user.onConnection(connection)
+    }
+
+    node.deregister = async (user, removed) => {
+      users.delete(user.id)
+      if (users.size === 0) {
+        usersGone?.()
+        if (removed && !closing) await disconnect()
+      }
+    }
+
+    node.connected = async () => {
+      if (!client) throw new ConnectionError(RED._('ss-config.errors.notConnected', { client: clientId }))
+      const c = await client
+      try {
+        await c.ready({ timeoutMs: requestTimeoutMs })
+      } catch (err) {
+        const reason = connection.reason ?? (err instanceof Error ? err.message : String(err))
+        throw new ConnectionError(RED._('ss-config.errors.notConnectedReason', { client: clientId, reason }))
+      }
+      return c
+    }
+
+    node.on('close', (_removed: boolean, done: () => void) => {
+      closing = true
+      void (async () => {
+        // Users close at the same time; wait briefly so a lock node can still release over this connection.
+        if (users.size > 0) {
+          await new Promise<void>((resolve) => {
+            usersGone = resolve
+            setTimeout(resolve, USERS_GRACE_MS).unref()
+          })
+        }
+        await disconnect()
+        done()
+      })()
+    })
+  }
+
+  RED.nodes.registerType('ss-config', SsConfig, {
+    credentials: {
+      username: { type: 'text' },
+      password: { type: 'password' },
+      satTokenFile: { type: 'text' },
+    },
+  })
+}

@@ -1,0 +1,43 @@
+import type { NodeAPI, NodeDef, Node } from 'node-red'
+import { encodeValue } from './lib/codec'
+import { onInput } from './lib/handler'
+import { evaluateInput, parseFencingToken, resolveKey } from './lib/props'
+import { attach } from './lib/store'
+
+interface DelDef extends NodeDef {
+  store: string
+  key: string
+  keyType: string
+  mode: 'delete' | 'vdel'
+  value: string
+  valueType: string
+  fencingToken: string
+  fencingTokenType: string
+  overrides: boolean
+}
+
+export = function (RED: NodeAPI) {
+  function SsDel(this: Node, def: DelDef) {
+    RED.nodes.createNode(this, def)
+    const node = this
+    const { status, t, client } = attach(RED, node, def.store)
+    const key = { value: def.key ?? 'topic', type: def.keyType || 'msg' }
+    const value = { value: def.value ?? 'payload', type: def.valueType || 'msg' }
+    const token = { value: def.fencingToken ?? 'fencingToken', type: def.fencingTokenType || 'msg' }
+    const overrides = def.overrides !== false
+    const onlyIfEqual = def.mode === 'vdel'
+
+    onInput(node, status, async (msg, send) => {
+      const name = await resolveKey(RED, node, msg, key, overrides, t)
+      const expected = onlyIfEqual ? encodeValue(await evaluateInput(RED, node, value, msg, 'value', t), t) : null
+      const fencingToken = parseFencingToken(token.type === 'none' ? undefined : await evaluateInput(RED, node, token, msg, 'fencing token', t), t)
+      const c = await client()
+      const result = expected ? await c.vdel(name, expected, { fencingToken }) : await c.del(name, { fencingToken })
+      msg.deleted = result.deleted
+      status.outcome(result.deleted === 1 ? 'status.deleted' : result.deleted === 0 ? 'status.notFound' : 'status.mismatch')
+      send(msg)
+    })
+  }
+
+  RED.nodes.registerType('ss-del', SsDel)
+}

@@ -1,0 +1,59 @@
+import type { NodeAPI, NodeDef, Node } from 'node-red'
+import type { SetOptions } from '../src/client'
+import { encodeValue } from './lib/codec'
+import { InputError } from './lib/errors'
+import { onInput } from './lib/handler'
+import { evaluateInput, override, parseExpiry, parseFencingToken, preview, resolveKey } from './lib/props'
+import { attach } from './lib/store'
+
+interface SetDef extends NodeDef {
+  store: string
+  key: string
+  keyType: string
+  value: string
+  valueType: string
+  condition: 'always' | 'NX' | 'NEX'
+  expiry: string | number
+  fencingToken: string
+  fencingTokenType: string
+  persist: boolean
+  notApplied: 'output' | 'same'
+  overrides: boolean
+}
+
+const CONDITIONS = ['always', 'NX', 'NEX'] as const
+
+export = function (RED: NodeAPI) {
+  function SsSet(this: Node, def: SetDef) {
+    RED.nodes.createNode(this, def)
+    const node = this
+    const { status, t, client } = attach(RED, node, def.store)
+    const key = { value: def.key ?? 'topic', type: def.keyType || 'msg' }
+    const value = { value: def.value ?? 'payload', type: def.valueType || 'msg' }
+    const token = { value: def.fencingToken ?? 'fencingToken', type: def.fencingTokenType || 'msg' }
+    const overrides = def.overrides !== false
+    const secondOutput = def.notApplied === 'output'
+
+    onInput(node, status, async (msg, send) => {
+      const name = await resolveKey(RED, node, msg, key, overrides, t)
+      const bytes = encodeValue(await evaluateInput(RED, node, value, msg, 'value', t), t)
+      const condition = override(msg, 'condition', overrides, def.condition || 'always')
+      if (!CONDITIONS.includes(condition as SetOptions['condition'] & string)) {
+        throw new InputError('ConditionInvalid', t('errors.condition', { value: preview(condition) }))
+      }
+      const options: SetOptions = {
+        condition: condition as SetOptions['condition'],
+        expiryMs: parseExpiry(override(msg, 'expiry', overrides, def.expiry), t),
+        fencingToken: parseFencingToken(token.type === 'none' ? undefined : await evaluateInput(RED, node, token, msg, 'fencing token', t), t),
+        persist: Boolean(override(msg, 'persist', overrides, def.persist === true)),
+      }
+      const result = await (await client()).set(name, bytes, options)
+      msg.applied = result.applied
+      msg.version = result.version.toString()
+      status.outcome(result.applied ? 'status.applied' : 'status.notApplied')
+      send(secondOutput ? (result.applied ? [msg, null] : [null, msg]) : msg)
+    })
+  }
+
+  RED.nodes.registerType('ss-set', SsSet)
+}

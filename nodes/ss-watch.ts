@@ -1,0 +1,117 @@
+import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
+import type { KeyNotification, Observation } from '../src/client'
+import { decodeValue, isDecoding, type Decoding } from './lib/codec'
+import { InputError } from './lib/errors'
+import { onInput, reportError } from './lib/handler'
+import { preview, requireKey } from './lib/props'
+import { attach } from './lib/store'
+
+interface WatchDef extends NodeDef {
+  store: string
+  keys: string
+  decode: Decoding
+  initial: boolean
+  overrides: boolean
+}
+
+/** Configured keys: one per line (blank lines ignored). */
+function configuredKeys(keys: unknown): string[] {
+  const list = Array.isArray(keys) ? keys : typeof keys === 'string' ? keys.split(/\r?\n/) : []
+  return list.map((k) => String(k).trim()).filter((k) => k.length > 0)
+}
+
+export = function (RED: NodeAPI) {
+  function SsWatch(this: Node, def: WatchDef) {
+    RED.nodes.createNode(this, def)
+    const node = this
+    const decode: Decoding = isDecoding(def.decode) ? def.decode : 'auto'
+    const overrides = def.overrides !== false
+    /** Each wanted key: 'wanted' (to observe when connected), 'pending' (request in flight), or its observation. */
+    const watched = new Map<string, Observation | 'wanted' | 'pending'>()
+    let closing = false
+
+    const { status, t, client } = attach(RED, node, def.store, {
+      onConnection: (s) => {
+        if (s.state === 'connected') ensureAll()
+      },
+      beforeClose: async () => {
+        closing = true
+        const observations = [...watched.values()]
+        watched.clear()
+        await Promise.all(observations.map((o) => (typeof o === 'string' ? undefined : o.close().catch(() => undefined))))
+      },
+    })
+
+    function emit(key: string, value: Buffer | null, extra: NodeMessage): void {
+      const msg: NodeMessage = { topic: key, payload: undefined, ...extra }
+      try {
+        if (value !== null) msg.payload = decodeValue(value, decode, t)
+      } catch (err) {
+        msg.payload = value
+        reportError(node, status, err, msg)
+        return
+      }
+      node.send(msg)
+    }
+
+    function notified(key: string, n: KeyNotification): void {
+      status.outcome('status.changed', key)
+      emit(key, n.value, { operation: n.operation, version: n.version?.toString(), reconciled: n.reconciled })
+    }
+
+    async function observe(key: string, initial: boolean): Promise<void> {
+      if (closing || (watched.has(key) && watched.get(key) !== 'wanted')) return
+      watched.set(key, 'pending')
+      let observation: Observation
+      const c = await client().catch((err: unknown) => {
+        watched.set(key, 'wanted')
+        throw err
+      })
+      try {
+        observation = await c.observe(key, (n) => notified(key, n))
+      } catch (err) {
+        if (watched.get(key) === 'pending') watched.set(key, 'wanted')
+        throw err
+      }
+      if (closing || watched.get(key) !== 'pending') {
+        // unwatched (or closed) while the request was in flight
+        await observation.close()
+        return
+      }
+      watched.set(key, observation)
+      status.outcome('status.watching', String(watched.size))
+      if (initial) {
+        const current = await c.get(key)
+        if (current.value !== null) emit(key, current.value, { operation: 'SET', version: current.version?.toString(), initial: true })
+      }
+    }
+
+    function ensureAll(): void {
+      for (const [key, state] of watched) {
+        if (state === 'wanted') observe(key, def.initial === true).catch((err: unknown) => reportError(node, status, err, { topic: key }))
+      }
+    }
+
+    async function unobserve(key: string): Promise<void> {
+      const state = watched.get(key)
+      watched.delete(key)
+      if (state && typeof state !== 'string') await state.close()
+      status.outcome('status.watching', String(watched.size))
+    }
+
+    onInput(node, status, async (msg) => {
+      if (!overrides) throw new InputError('ControlRefused', t('errors.controlRefused'))
+      const action = msg.action
+      if (action !== 'watch' && action !== 'unwatch') throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: 'watch, unwatch' }))
+      const topics: unknown[] = Array.isArray(msg.topic) ? msg.topic : [msg.topic]
+      const keys = topics.map((k) => requireKey(k, t))
+      for (const key of keys) await (action === 'watch' ? observe(key, def.initial === true) : unobserve(key))
+    })
+
+    for (const key of configuredKeys(def.keys)) watched.set(key, 'wanted')
+    // Otherwise the next 'connected' starts them: waiting here could only time out on a slow broker.
+    if (status.connected) ensureAll()
+  }
+
+  RED.nodes.registerType('ss-watch', SsWatch)
+}
