@@ -19,10 +19,13 @@ export function parseGetResponse(payload: Buffer): Buffer | null {
   throw unexpected('GET', v)
 }
 
-/** DEL and VDEL: 1 deleted, 0 no such key, -1 (VDEL) the value did not match. */
+/**
+ * DEL and VDEL: the number of keys deleted (1 today, 0 no such key), -1 (VDEL) the value did not
+ * match. Larger counts are accepted, as all three official clients accept them.
+ */
 export function parseDeleteResponse(payload: Buffer, verb: 'DEL' | 'VDEL' = 'DEL'): number {
   const v = reply(payload, verb)
-  if (v.kind === 'integer' && typeof v.value === 'number' && v.value >= -1 && v.value <= 1) return v.value
+  if (v.kind === 'integer' && typeof v.value === 'number' && v.value >= -1) return v.value
   throw unexpected(verb, v)
 }
 
@@ -63,9 +66,14 @@ function reply(payload: Buffer, what: string): RespValue {
     if (err instanceof RespProtocolError) throw new ProtocolError(`bad ${what} response payload: ${err.message}`, { cause: err })
     throw err
   }
-  if (value.kind === 'error') throw new ServiceError(value.value.startsWith('ERR ') ? value.value.slice(4) : value.value)
-  if (value.kind === 'blob-error') throw new ServiceError(value.value.toString('utf8'))
+  if (value.kind === 'error') throw new ServiceError(serviceText(value.value))
+  if (value.kind === 'blob-error') throw new ServiceError(serviceText(value.value.toString('utf8')))
   return value
+}
+
+/** The catalogue text after the `ERR ` prefix, whichever error type carried it; other text verbatim. */
+function serviceText(text: string): string {
+  return text.startsWith('ERR ') ? text.slice(4) : text
 }
 
 function unexpected(what: string, v: RespValue): ProtocolError {
