@@ -1,0 +1,36 @@
+import { ArgumentError, CancelledError } from '../errors'
+import { Hlc, HlcError } from '../hlc'
+import { toBytes, type Bytes } from '../protocol'
+
+/** A value must be bytes or a string; anything else is a programming error caught before sending. */
+export function requireValue(value: Bytes, what = 'value'): Buffer {
+  if (typeof value !== 'string' && !Buffer.isBuffer(value)) throw new ArgumentError(`the ${what} must be a Buffer or a string`)
+  return toBytes(value)
+}
+
+/** A fencing token as an Hlc; a string must parse as one. */
+export function requireFencingToken(token: Hlc | string | undefined): Hlc | undefined {
+  if (token === undefined) return undefined
+  if (token instanceof Hlc) return token
+  if (typeof token !== 'string') throw new ArgumentError('the fencing token must be an Hlc or its string form')
+  try {
+    return Hlc.parse(token)
+  } catch (err) {
+    if (err instanceof HlcError) throw new ArgumentError(`bad fencing token ${JSON.stringify(token)}: ${err.message}`, { cause: err })
+    throw err
+  }
+}
+
+/** Milliseconds that must be a positive whole number when given. */
+export function requirePositive(value: number | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined
+  if (!Number.isFinite(value) || value <= 0) throw new ArgumentError(`${name} must be a positive number of milliseconds, got ${value}`)
+  return value
+}
+
+/** The CancelledError for an aborted signal, keeping a caller-supplied reason as the cause. */
+export function cancelledBy(signal: AbortSignal, what: string): CancelledError {
+  const reason: unknown = signal.reason
+  const detail = reason instanceof Error && reason.name !== 'AbortError' ? `: ${reason.message}` : ''
+  return new CancelledError(`${what} was cancelled${detail}`, { cause: reason })
+}

@@ -1,0 +1,155 @@
+import { ConnectionError, TimeoutError } from '../errors'
+import type { HybridLogicalClock } from '../hlc'
+import { notificationFilter, responseTopicFor, type Bytes } from '../protocol'
+import { cancelledBy, requirePositive } from './arguments'
+import { Connection } from './connection'
+import { del } from './del'
+import { get } from './get'
+import { Notifications } from './notifications'
+import { resolveOptions, type ResolvedOptions } from './options'
+import { Requests } from './requests'
+import { set } from './set'
+import { TypedEmitter } from './typed-emitter'
+import type {
+  ClientOptions,
+  ConnectionStatus,
+  DeleteOptions,
+  DeleteResult,
+  GetResult,
+  KeyNotification,
+  NotificationListener,
+  Observation,
+  RequestOptions,
+  SetOptions,
+  SetResult,
+} from './types'
+import { vdel } from './vdel'
+
+export type ClientEvents = {
+  status: [ConnectionStatus]
+  /** Every notification this client receives, including reconciled ones. */
+  notification: [KeyNotification]
+  /** Problems with no caller to report to: a listener that threw, a failed re-registration. Never emitted without a listener. */
+  error: [Error]
+}
+
+/**
+ * A client of the Azure IoT Operations state store over one MQTT 5 connection. It starts
+ * connecting at once; requests made before it is connected wait for the connection (up to their
+ * timeout).
+ */
+export class StateStoreClient extends TypedEmitter<ClientEvents> {
+  readonly clientId: string
+  readonly clock: HybridLogicalClock
+  private readonly options: ResolvedOptions
+  private readonly connection: Connection
+  private readonly requests: Requests
+  private readonly notifications: Notifications
+  private closing: Promise<void> | null = null
+
+  constructor(options: ClientOptions) {
+    super()
+    this.options = resolveOptions(options)
+    this.clientId = this.options.clientId
+    this.clock = this.options.clock
+    const responseTopic = responseTopicFor(this.clientId)
+    this.connection = new Connection(this.options, [responseTopic, notificationFilter(this.clientId)])
+    this.requests = new Requests(this.connection, this.options, responseTopic)
+    this.notifications = new Notifications(
+      this.requests.invoke,
+      this.options,
+      () => this.connection.online,
+      (n) => this.emit('notification', n),
+      (err) => this.emitError(err),
+    )
+    this.connection.on('message', (topic, payload, packet) => {
+      if (topic === responseTopic) this.requests.handleResponse(payload, packet)
+      else this.notifications.handle(topic, payload, packet)
+    })
+    this.connection.on('online', ({ resumed, first }) => {
+      this.requests.onOnline(resumed, first)
+      this.notifications.onOnline(first)
+    })
+    this.connection.on('offline', () => this.notifications.onOffline())
+    this.connection.on('status', (status) => this.emit('status', status))
+  }
+
+  get status(): ConnectionStatus {
+    return this.connection.status
+  }
+
+  /** Requests admitted (sent or waiting for the connection) and requests waiting for a free slot. */
+  get load(): { inFlight: number; queued: number } {
+    return this.requests.size
+  }
+
+  /** Resolves once connected with every subscription acknowledged. */
+  ready(options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<void> {
+    const timeoutMs = requirePositive(options.timeoutMs, 'timeoutMs')
+    return new Promise<void>((resolve, reject) => {
+      if (this.connection.online) return resolve()
+      if (this.connection.closed) return reject(new ConnectionError('the client was closed'))
+      if (options.signal?.aborted) return reject(cancelledBy(options.signal, 'waiting for the connection'))
+      const finish = (err?: Error) => {
+        this.connection.off('online', onOnline)
+        this.connection.off('status', onStatus)
+        options.signal?.removeEventListener('abort', onAbort)
+        clearTimeout(timer)
+        if (err) reject(err)
+        else resolve()
+      }
+      const onOnline = () => finish()
+      const onStatus = (s: ConnectionStatus) => {
+        if (s.state === 'closed') finish(new ConnectionError('the client was closed'))
+      }
+      const onAbort = () => finish(cancelledBy(options.signal!, 'waiting for the connection'))
+      const timer =
+        timeoutMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              const err = new TimeoutError(timeoutMs, 'connecting')
+              const s = this.connection.status
+              if (s.reason) err.message += ` (${s.authFailed ? 'authentication failed: ' : ''}${s.reason})`
+              finish(err)
+            }, timeoutMs)
+      this.connection.on('online', onOnline)
+      this.connection.on('status', onStatus)
+      options.signal?.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  get(key: Bytes, options?: RequestOptions): Promise<GetResult> {
+    return get(this.requests.invoke, key, options)
+  }
+
+  set(key: Bytes, value: Bytes, options?: SetOptions): Promise<SetResult> {
+    return set(this.requests.invoke, key, value, options)
+  }
+
+  del(key: Bytes, options?: DeleteOptions): Promise<DeleteResult> {
+    return del(this.requests.invoke, key, options)
+  }
+
+  vdel(key: Bytes, value: Bytes, options?: DeleteOptions): Promise<DeleteResult> {
+    return vdel(this.requests.invoke, key, value, options)
+  }
+
+  /**
+   * Calls `listener` for every change of `key` until the returned observation is closed. Any
+   * number of listeners per key share one KEYNOTIFY registration. After a reconnect, changes
+   * missed meanwhile arrive as one notification with `reconciled: true`.
+   */
+  observe(key: Bytes, listener: NotificationListener, options?: RequestOptions): Promise<Observation> {
+    return this.notifications.observe(key, listener, options)
+  }
+
+  /** Bounded (2 s), idempotent; pending requests fail with ConnectionError. */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.notifications.close()
+      this.requests.close()
+      this.closing = this.connection.close()
+    }
+    return this.closing
+  }
+}

@@ -1,0 +1,302 @@
+import { connect, DefaultMessageIdProvider, ReasonCodes, type IClientOptions, type IConnackPacket, type IPublishPacket, type MqttClient } from 'mqtt'
+import { ConnectionError } from '../errors'
+import { backoffDelay } from './backoff'
+import type { ResolvedOptions } from './options'
+import { SAT_AUTH_METHOD, SatToken } from './sat-token'
+import { TypedEmitter } from './typed-emitter'
+import type { ConnectionStatus } from './types'
+
+export type PublishProperties = NonNullable<IPublishPacket['properties']>
+
+export type ConnectionEvents = {
+  status: [ConnectionStatus]
+  /** Connected and every subscription acknowledged; `resumed` when the broker kept our session. */
+  online: [{ resumed: boolean; first: boolean }]
+  offline: []
+  message: [topic: string, payload: Buffer, packet: IPublishPacket]
+}
+
+/** CONNACK / DISCONNECT reason codes that mean the credentials were refused. */
+const AUTH_FAILED = new Set([0x86, 0x87, 0x8c])
+const NO_MATCHING_SUBSCRIBERS = 0x10
+const REAUTHENTICATE = 0x19
+const CLOSE_BOUND_MS = 2000
+
+/**
+ * One mqtt.js v5 connection: options, K8S-SAT authentication, exponential reconnect backoff,
+ * TCP_NODELAY, the subscriptions the client needs (acknowledged before it reports itself online),
+ * and an observable status.
+ */
+export class Connection extends TypedEmitter<ConnectionEvents> {
+  private readonly mqtt: MqttClient
+  private readonly ids = new TrackingMessageIdProvider()
+  private readonly token: SatToken | null
+  private current: ConnectionStatus = { state: 'connecting' }
+  private isOnline = false
+  private everOnline = false
+  private subscribedInSession = false
+  private attempt = 0
+  private lastError: Error | undefined
+  private lastReason: string | undefined
+  private authFailed = false
+  private closing: Promise<void> | null = null
+
+  constructor(
+    private readonly options: ResolvedOptions,
+    private readonly subscriptions: string[],
+  ) {
+    super()
+    this.token = options.satTokenFile ? new SatToken(options.satTokenFile) : null
+    this.mqtt = connect(options.brokerUrl, this.mqttOptions())
+    this.wire()
+    this.token?.watch(
+      (token) => this.reauthenticate(token),
+      (err) => options.logger('warn', `watching the service account token file failed: ${err.message}`),
+    )
+  }
+
+  get status(): ConnectionStatus {
+    return { ...this.current }
+  }
+
+  get online(): boolean {
+    return this.isOnline
+  }
+
+  get closed(): boolean {
+    return this.closing !== null
+  }
+
+  /**
+   * Publishes at QoS 1. `onAck` gets the broker's refusal, if any; it also gets a ConnectionError
+   * when no subscriber (no state store service) took the message, since then nobody will answer.
+   * Returns the packet id when it was assigned at once, so a request that times out while the
+   * connection is down can be taken out of the replay store.
+   */
+  publish(topic: string, payload: Buffer, properties: PublishProperties, onAck: (err?: Error) => void): number | undefined {
+    this.ids.last = undefined
+    this.mqtt.publish(topic, payload, { qos: 1, properties }, (err, packet) => {
+      if (err) {
+        onAck(new ConnectionError(`the broker refused the request: ${err.message}`, { cause: err }))
+        return
+      }
+      const code = (packet as { reasonCode?: number } | undefined)?.reasonCode
+      if (code === NO_MATCHING_SUBSCRIBERS) onAck(new ConnectionError('no state store service is subscribed to the request topic (PUBACK 0x10)'))
+      else onAck()
+    })
+    return this.ids.last
+  }
+
+  /** Drops a publish that is still waiting in the replay store, so an abandoned request is not re-sent. */
+  forget(messageId: number): void {
+    if (!this.mqtt.connected && this.mqtt.outgoing[messageId]) this.mqtt.removeOutgoingMessage(messageId)
+  }
+
+  /** Bounded in time, idempotent; leaves no timer or socket behind. */
+  close(): Promise<void> {
+    if (!this.closing) this.closing = this.shutdown()
+    return this.closing
+  }
+
+  private mqttOptions(): IClientOptions & { passphrase?: string } {
+    const o = this.options
+    const properties: NonNullable<IClientOptions['properties']> = {}
+    if (o.sessionExpirySec !== undefined) properties.sessionExpiryInterval = o.sessionExpirySec
+    if (this.token) {
+      properties.authenticationMethod = SAT_AUTH_METHOD
+      properties.authenticationData = this.readToken() ?? Buffer.alloc(0)
+    }
+    return {
+      protocolVersion: 5,
+      clientId: o.clientId,
+      clean: o.cleanStart,
+      keepalive: o.keepaliveSec,
+      username: o.username,
+      password: o.password,
+      properties,
+      reconnectPeriod: backoffDelay(0, o.reconnectMinMs, o.reconnectMaxMs),
+      reconnectOnConnackError: true,
+      connectTimeout: o.connectTimeoutMs,
+      // We subscribe ourselves after every connect, so that we know when the SUBACK arrived.
+      resubscribe: false,
+      queueQoSZero: false,
+      messageIdProvider: this.ids,
+      ...tlsRest(o.tls),
+      // tls.connect takes a mixed array of CAs; mqtt.js types it more narrowly than it passes it on.
+      ...(o.tls?.ca !== undefined ? { ca: o.tls.ca as IClientOptions['ca'] } : {}),
+    }
+  }
+
+  private readToken(): Buffer | undefined {
+    try {
+      return this.token?.read()
+    } catch (err) {
+      this.options.logger('error', `cannot read the service account token: ${(err as Error).message}`)
+      try {
+        return this.token?.current()
+      } catch {
+        return undefined
+      }
+    }
+  }
+
+  private wire(): void {
+    const client = this.mqtt
+    client.on('packetsend', (packet) => {
+      if (packet.cmd === 'connect') setNoDelay(client.stream)
+    })
+    client.on('connect', (connack) => this.onConnect(connack))
+    client.on('message', (topic, payload, packet) => {
+      if (!this.closing) this.emit('message', topic, payload, packet)
+    })
+    client.on('error', (err) => {
+      // Kept even after close: mqtt.js emits 'error' late, and an unhandled 'error' would throw.
+      this.lastError = err
+      this.lastReason = err.message
+      const code = (err as { code?: unknown }).code
+      if (typeof code === 'number' && AUTH_FAILED.has(code)) this.authFailed = true
+    })
+    client.on('disconnect', (packet) => {
+      const code = packet.reasonCode ?? 0
+      const text = packet.properties?.reasonString
+      this.lastReason = `the broker disconnected: ${reasonText(code)}${text ? ` (${text})` : ''}`
+      this.lastError = undefined
+      if (AUTH_FAILED.has(code)) this.authFailed = true
+    })
+    client.on('close', () => this.onClose())
+    client.on('reconnect', () => this.onReconnect())
+  }
+
+  private onConnect(connack: IConnackPacket): void {
+    if (this.closing) return
+    setNoDelay(this.mqtt.stream)
+    this.attempt = 0
+    this.mqtt.options.reconnectPeriod = backoffDelay(0, this.options.reconnectMinMs, this.options.reconnectMaxMs)
+    this.authFailed = false
+    this.lastError = undefined
+    this.lastReason = undefined
+    const resumed = connack.sessionPresent === true
+    const done = () => {
+      if (this.closing || !this.mqtt.connected) return
+      const first = !this.everOnline
+      this.isOnline = true
+      this.everOnline = true
+      this.subscribedInSession = true
+      this.setStatus({ state: 'connected' })
+      this.emit('online', { resumed, first })
+    }
+    if (resumed && this.subscribedInSession) {
+      done()
+      return
+    }
+    const map = Object.fromEntries(this.subscriptions.map((t) => [t, { qos: 1 as const }]))
+    this.mqtt.subscribe(map, (err, granted) => {
+      const refused = granted?.find((g) => (g.qos & 0x80) !== 0)
+      if (err || refused) {
+        this.lastReason = `the broker refused the subscription to ${refused?.topic ?? this.subscriptions.join(', ')}: ${err?.message ?? reasonText(refused!.qos)}`
+        this.lastError = err ?? undefined
+        this.options.logger('error', this.lastReason)
+        // Without its subscriptions the client cannot receive anything: drop the connection and retry with backoff.
+        this.mqtt.stream.destroy()
+        return
+      }
+      done()
+    })
+  }
+
+  private onClose(): void {
+    if (this.closing) return
+    const wasOnline = this.isOnline
+    this.isOnline = false
+    this.subscribedInSession = this.subscribedInSession && !this.options.cleanStart
+    this.setStatus({
+      state: 'disconnected',
+      reason: this.lastReason ?? 'the connection closed',
+      ...(this.lastError ? { error: this.lastError } : {}),
+      ...(this.authFailed ? { authFailed: true } : {}),
+    })
+    if (wasOnline) this.emit('offline')
+  }
+
+  private onReconnect(): void {
+    if (this.closing) return
+    this.attempt += 1
+    // mqtt.js re-arms its reconnect timer with this period after the attempt fails.
+    this.mqtt.options.reconnectPeriod = backoffDelay(this.attempt, this.options.reconnectMinMs, this.options.reconnectMaxMs)
+    if (this.token && this.mqtt.options.properties) {
+      const token = this.readToken()
+      if (token) this.mqtt.options.properties.authenticationData = token
+    }
+    this.setStatus({
+      state: 'reconnecting',
+      ...(this.lastReason ? { reason: this.lastReason } : {}),
+      ...(this.authFailed ? { authFailed: true } : {}),
+    })
+  }
+
+  /** MQTT 5 re-authentication (AUTH 0x19) with a rotated token, so the broker does not drop us when the old one expires. */
+  private reauthenticate(token: Buffer): void {
+    if (this.closing) return
+    if (this.mqtt.options.properties) this.mqtt.options.properties.authenticationData = token
+    if (!this.mqtt.connected) return
+    this.options.logger('info', 'the service account token changed: re-authenticating')
+    // mqtt.js has no public call for an AUTH packet; _sendPacket writes it as is while connected.
+    const client = this.mqtt as unknown as { _sendPacket(packet: object): void }
+    client._sendPacket({ cmd: 'auth', reasonCode: REAUTHENTICATE, properties: { authenticationMethod: SAT_AUTH_METHOD, authenticationData: token } })
+  }
+
+  private setStatus(status: ConnectionStatus): void {
+    const c = this.current
+    if (c.state === status.state && c.reason === status.reason && c.authFailed === status.authFailed) return
+    this.current = status
+    this.emit('status', { ...status })
+  }
+
+  private async shutdown(): Promise<void> {
+    this.isOnline = false
+    this.token?.close()
+    this.current = { state: 'closed', reason: 'closed by the application' }
+    this.emit('status', { ...this.current })
+    const client = this.mqtt
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        client.stream?.destroy()
+        resolve()
+      }, CLOSE_BOUND_MS)
+      // A graceful DISCONNECT only when it can go out at once; otherwise mqtt.js would wait for acks that may never come.
+      const force = !client.connected || Object.keys(client.outgoing).length > 0
+      client.end(force, {}, () => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+    client.stream?.destroy()
+    this.removeAllListeners()
+  }
+}
+
+/** Remembers the id it hands out, so a caller can tell which packet id a publish got. */
+class TrackingMessageIdProvider extends DefaultMessageIdProvider {
+  last: number | undefined
+  override allocate(): number {
+    const id = super.allocate()
+    this.last = id
+    return id
+  }
+}
+
+function tlsRest(tls: ResolvedOptions['tls']): Omit<NonNullable<ResolvedOptions['tls']>, 'ca'> {
+  if (!tls) return {}
+  const { ca: _ca, ...rest } = tls
+  return rest
+}
+
+function reasonText(code: number): string {
+  return (ReasonCodes as Record<number, string | undefined>)[code] ?? `reason code 0x${code.toString(16)}`
+}
+
+function setNoDelay(stream: unknown): void {
+  // net.Socket and tls.TLSSocket; the ws transport sets it on its own socket.
+  const s = stream as { setNoDelay?: (on: boolean) => unknown } | undefined
+  if (typeof s?.setNoDelay === 'function') s.setNoDelay(true)
+}

@@ -1,0 +1,90 @@
+import type { IPublishPacket } from 'mqtt'
+import { ProtocolError } from '../errors'
+import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
+import { CONTENT_TYPE, PROTOCOL_VERSION, Prop } from '../protocol'
+import type { PublishProperties } from './connection'
+
+/** What a response or notification carries besides its payload. */
+export interface Reply {
+  payload: Buffer
+  /** `__ts`: the key's version (and, on a lease SET, the fencing token). */
+  version: Hlc | null
+}
+
+export interface RequestEnvelope {
+  clientId: string
+  responseTopic: string
+  correlation: Buffer
+  timestamp: Hlc
+  expirySec: number
+  fencingToken?: Hlc
+  persist?: boolean
+}
+
+/** The MQTT 5 properties every request carries (protocol reference, section 2.1). */
+export function requestProperties(e: RequestEnvelope): PublishProperties {
+  const user: Record<string, string> = {
+    [Prop.timestamp]: e.timestamp.toString(),
+    [Prop.sourceId]: e.clientId,
+    [Prop.protocolVersion]: PROTOCOL_VERSION,
+    [Prop.partition]: e.clientId,
+    [Prop.highPriority]: '',
+  }
+  if (e.fencingToken) user[Prop.fencingToken] = e.fencingToken.toString()
+  if (e.persist) user[Prop.persist] = 'true'
+  return {
+    responseTopic: e.responseTopic,
+    correlationData: e.correlation,
+    messageExpiryInterval: e.expirySec,
+    contentType: CONTENT_TYPE,
+    payloadFormatIndicator: false,
+    userProperties: user,
+  }
+}
+
+type Properties = IPublishPacket['properties']
+
+/** One user property; when a name repeats, the first value counts. */
+export function userProperty(properties: Properties, name: string): string | undefined {
+  const value = properties?.userProperties?.[name]
+  return Array.isArray(value) ? value[0] : value
+}
+
+/**
+ * Checks a response's headers the way the official clients do: `__stat` required and below 400,
+ * `__protVer` major 1 when present, and a `__ts` that parses and that the clock accepts (a drifted
+ * one fails the call).
+ */
+export function readResponse(properties: Properties, payload: Buffer, clock: HybridLogicalClock): Reply {
+  const status = userProperty(properties, Prop.status)
+  if (status === undefined) throw new ProtocolError(`the response has no ${Prop.status} header`)
+  const code = Number(status)
+  if (!/^[0-9]+$/.test(status) || !Number.isSafeInteger(code)) throw new ProtocolError(`the response ${Prop.status} ${JSON.stringify(status)} is not a status code`)
+  if (code >= 400) {
+    const message = userProperty(properties, Prop.statusMessage)
+    throw new ProtocolError(`the service answered status ${code}${message ? `: ${message}` : ''}`)
+  }
+  checkVersion(properties)
+  return { payload, version: readTimestamp(properties, clock) }
+}
+
+/** `__ts` of a response or notification, merged into the clock. */
+export function readTimestamp(properties: Properties, clock: HybridLogicalClock): Hlc | null {
+  const text = userProperty(properties, Prop.timestamp)
+  if (text === undefined) return null
+  try {
+    const version = Hlc.parse(text)
+    clock.update(version)
+    return version
+  } catch (err) {
+    if (err instanceof HlcError) throw new ProtocolError(`bad ${Prop.timestamp} ${JSON.stringify(text)}: ${err.message}`, { cause: err })
+    throw err
+  }
+}
+
+export function checkVersion(properties: Properties): void {
+  const version = userProperty(properties, Prop.protocolVersion)
+  if (version === undefined) return
+  const major = version.split('.')[0]
+  if (major !== PROTOCOL_VERSION.split('.')[0]) throw new ProtocolError(`unsupported protocol version ${JSON.stringify(version)} (this client speaks ${PROTOCOL_VERSION})`)
+}

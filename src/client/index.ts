@@ -1,0 +1,18 @@
+export { StateStoreClient, type ClientEvents } from './client'
+export type {
+  ClientOptions,
+  ConnectionState,
+  ConnectionStatus,
+  DeleteOptions,
+  DeleteResult,
+  GetResult,
+  KeyNotification,
+  Logger,
+  LogLevel,
+  NotificationListener,
+  Observation,
+  RequestOptions,
+  SetOptions,
+  SetResult,
+  TlsOptions,
+} from './types'

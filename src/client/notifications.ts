@@ -1,0 +1,294 @@
+import type { IPublishPacket } from 'mqtt'
+import { ArgumentError, ConnectionError } from '../errors'
+import { Hlc } from '../hlc'
+import { parseNotification, parseNotificationTopic, Prop, requireKey, type Bytes } from '../protocol'
+import { requireValue } from './arguments'
+import { backoffDelay } from './backoff'
+import { checkVersion, userProperty } from './envelope'
+import { get } from './get'
+import { keyNotify, keyNotifyStop } from './keynotify'
+import type { ResolvedOptions } from './options'
+import type { Invoker } from './requests'
+import type { KeyNotification, NotificationListener, Observation, RequestOptions } from './types'
+
+interface Slot {
+  listener: NotificationListener
+}
+
+/** Everything the client tracks about one observed key. */
+interface Entry {
+  readonly key: Buffer
+  readonly id: string
+  readonly slots: Set<Slot>
+  /** The service holds our KEYNOTIFY registration (as far as we know). */
+  registered: boolean
+  /** The registration was lost with the connection: the next one must reconcile with a GET. */
+  stale: boolean
+  /** Last state seen (notification or GET), to tell whether something changed while we were away. */
+  known: boolean
+  exists: boolean
+  version: Hlc | null
+  /** Counts notifications, so a GET answer overtaken by a real notification is not used. */
+  seen: number
+  /** KEYNOTIFY / STOP for one key run one after the other, each doing what the listener count asks for when it runs. */
+  chain: Promise<void>
+  busy: number
+  retry: NodeJS.Timeout | null
+  attempts: number
+}
+
+const RETRY_MIN_MS = 200
+const RETRY_MAX_MS = 5000
+
+/**
+ * Key observations: reference-counted KEYNOTIFY registrations, in-order delivery to any number of
+ * listeners per key, and after every reconnect re-registration plus a reconciling GET that turns a
+ * change missed while disconnected into a synthetic notification (`reconciled: true`).
+ */
+export class Notifications {
+  private readonly entries = new Map<string, Entry>()
+  /** Bumped on every disconnect; a registration made in an older epoch may have died with it. */
+  private epoch = 0
+  private closed = false
+
+  constructor(
+    private readonly invoke: Invoker,
+    private readonly options: ResolvedOptions,
+    private readonly isOnline: () => boolean,
+    private readonly broadcast: (n: KeyNotification) => void,
+    private readonly report: (err: Error) => void,
+  ) {}
+
+  async observe(key: Bytes, listener: NotificationListener, options: RequestOptions = {}): Promise<Observation> {
+    const bytes = Buffer.from(requireKey(requireValue(key, 'key')))
+    if (typeof listener !== 'function') throw new ArgumentError('the listener must be a function')
+    if (this.closed) throw new ConnectionError('the client was closed')
+    const entry = this.entryFor(bytes)
+    const slot: Slot = { listener }
+    entry.slots.add(slot)
+    try {
+      await this.sync(entry, options)
+    } catch (err) {
+      entry.slots.delete(slot)
+      if (entry.slots.size === 0) this.sync(entry).catch(() => {})
+      throw err
+    }
+    let open = true
+    return {
+      key: Buffer.from(bytes),
+      close: async () => {
+        if (!open) return
+        open = false
+        entry.slots.delete(slot)
+        if (entry.slots.size === 0 && !this.closed) await this.sync(entry).catch(() => {})
+      },
+    }
+  }
+
+  /** A message on the notification topic filter. */
+  handle(topic: string, payload: Buffer, packet: IPublishPacket): void {
+    const parsed = parseNotificationTopic(topic)
+    if (!parsed || parsed.clientId !== this.options.clientId) {
+      this.options.logger('warn', `dropped a notification on an unexpected topic ${topic}`)
+      return
+    }
+    let operation: ReturnType<typeof parseNotification>
+    try {
+      checkVersion(packet.properties)
+      operation = parseNotification(payload)
+    } catch (err) {
+      this.options.logger('warn', `dropped a malformed notification for key ${parsed.key.toString('hex')}: ${(err as Error).message}`)
+      return
+    }
+    const version = this.notificationVersion(packet)
+    const entry = this.entries.get(parsed.key.toString('hex'))
+    const n: KeyNotification = {
+      key: parsed.key,
+      operation: operation.operation,
+      value: operation.operation === 'SET' ? operation.value : null,
+      version,
+      reconciled: false,
+    }
+    if (entry) {
+      entry.seen += 1
+      this.remember(entry, n)
+    }
+    this.deliver(entry, n)
+  }
+
+  onOffline(): void {
+    this.epoch += 1
+    for (const entry of this.entries.values()) {
+      if (entry.registered) entry.stale = true
+      entry.registered = false
+    }
+  }
+
+  /** After a reconnect the service has forgotten our registrations: make them again and reconcile. */
+  onOnline(first: boolean): void {
+    if (first) return
+    for (const entry of this.entries.values()) {
+      if (entry.slots.size > 0 && (!entry.registered || entry.stale)) {
+        entry.attempts = 0
+        this.resync(entry)
+      }
+    }
+  }
+
+  close(): void {
+    this.closed = true
+    for (const entry of this.entries.values()) {
+      if (entry.retry) clearTimeout(entry.retry)
+      entry.retry = null
+      entry.slots.clear()
+    }
+    this.entries.clear()
+  }
+
+  private entryFor(key: Buffer): Entry {
+    const id = key.toString('hex')
+    let entry = this.entries.get(id)
+    if (!entry) {
+      entry = { key, id, slots: new Set(), registered: false, stale: false, known: false, exists: false, version: null, seen: 0, chain: Promise.resolve(), busy: 0, retry: null, attempts: 0 }
+      this.entries.set(id, entry)
+    }
+    return entry
+  }
+
+  private sync(entry: Entry, options: RequestOptions = {}): Promise<void> {
+    entry.busy += 1
+    const step = entry.chain.then(() => this.step(entry, options))
+    entry.chain = step.then(
+      () => this.done(entry),
+      () => this.done(entry),
+    )
+    return step
+  }
+
+  private done(entry: Entry): void {
+    entry.busy -= 1
+    if (entry.busy === 0 && entry.slots.size === 0 && !entry.registered && this.entries.get(entry.id) === entry) {
+      if (entry.retry) clearTimeout(entry.retry)
+      this.entries.delete(entry.id)
+    }
+  }
+
+  private async step(entry: Entry, options: RequestOptions): Promise<void> {
+    for (;;) {
+      if (this.closed) throw new ConnectionError('the client was closed')
+      const wanted = entry.slots.size > 0
+      if (wanted && (!entry.registered || entry.stale)) {
+        const epoch = this.epoch
+        await keyNotify(this.invoke, entry.key, options)
+        // Acknowledged, but if the connection dropped meanwhile the service may already have forgotten it.
+        if (epoch !== this.epoch) continue
+        entry.registered = true
+        await this.refresh(entry, entry.stale)
+        if (epoch !== this.epoch) continue
+        entry.stale = false
+      } else if (!wanted && entry.registered) {
+        entry.registered = false
+        entry.stale = false
+        try {
+          await keyNotifyStop(this.invoke, entry.key, options)
+        } catch (err) {
+          // The service forgets us on disconnect anyway; a failed STOP leaves at most a few stray notifications.
+          this.options.logger('debug', `KEYNOTIFY STOP for key ${entry.id} failed: ${(err as Error).message}`)
+        }
+      }
+      return
+    }
+  }
+
+  /**
+   * Reads the key after (re-)registering. The first time it only records the state; after a
+   * reconnect it delivers what changed meanwhile. Skipped when a real notification overtook it.
+   */
+  private async refresh(entry: Entry, reconcile: boolean): Promise<void> {
+    const seen = entry.seen
+    let current: { value: Buffer | null; version: Hlc | null }
+    try {
+      current = await get(this.invoke, entry.key)
+    } catch (err) {
+      if (reconcile) throw err
+      this.options.logger('debug', `reading observed key ${entry.id} failed: ${(err as Error).message}`)
+      return
+    }
+    if (entry.seen !== seen) return
+    const exists = current.value !== null
+    if (reconcile) {
+      const changed = !entry.known || entry.exists !== exists || (exists && !sameVersion(entry.version, current.version))
+      if (changed) {
+        const n: KeyNotification = {
+          key: Buffer.from(entry.key),
+          operation: exists ? 'SET' : 'DELETE',
+          value: current.value,
+          version: exists ? current.version : null,
+          reconciled: true,
+        }
+        this.remember(entry, n)
+        this.deliver(entry, n)
+        return
+      }
+    }
+    entry.known = true
+    entry.exists = exists
+    entry.version = current.version
+  }
+
+  /** Re-registration after a reconnect, retried with backoff while connected until it succeeds or nobody listens. */
+  private resync(entry: Entry): void {
+    if (entry.retry) clearTimeout(entry.retry)
+    entry.retry = null
+    this.sync(entry).catch((err: Error) => {
+      if (this.closed || entry.slots.size === 0) return
+      this.options.logger('warn', `re-registering observed key ${entry.id} failed: ${err.message}`)
+      this.report(err)
+      if (!this.isOnline()) return // the next reconnect tries again
+      const delay = backoffDelay(entry.attempts++, RETRY_MIN_MS, RETRY_MAX_MS)
+      entry.retry = setTimeout(() => this.resync(entry), delay)
+    })
+  }
+
+  private remember(entry: Entry, n: KeyNotification): void {
+    entry.known = true
+    entry.exists = n.operation === 'SET'
+    entry.version = n.version
+  }
+
+  private deliver(entry: Entry | undefined, n: KeyNotification): void {
+    if (entry) {
+      for (const slot of [...entry.slots]) {
+        try {
+          slot.listener(n)
+        } catch (err) {
+          this.report(err instanceof Error ? err : new Error(String(err)))
+        }
+      }
+    }
+    this.broadcast(n)
+  }
+
+  /** `__ts` of a notification: kept even when the clock refuses it (a notification is never failed). */
+  private notificationVersion(packet: IPublishPacket): Hlc | null {
+    const text = userProperty(packet.properties, Prop.timestamp)
+    if (text === undefined) return null
+    let version: Hlc
+    try {
+      version = Hlc.parse(text)
+    } catch {
+      this.options.logger('warn', `a notification carries a malformed __ts ${JSON.stringify(text)}`)
+      return null
+    }
+    try {
+      this.options.clock.update(version)
+    } catch (err) {
+      this.options.logger('warn', `a notification's __ts was not merged into the clock: ${(err as Error).message}`)
+    }
+    return version
+  }
+}
+
+function sameVersion(a: Hlc | null, b: Hlc | null): boolean {
+  return a !== null && b !== null && a.equals(b)
+}

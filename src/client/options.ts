@@ -1,0 +1,71 @@
+import { ArgumentError } from '../errors'
+import { HybridLogicalClock } from '../hlc'
+import type { ClientOptions, Logger } from './types'
+
+export const DEFAULTS = {
+  keepaliveSec: 60,
+  reconnectMinMs: 500,
+  reconnectMaxMs: 10_000,
+  connectTimeoutMs: 10_000,
+  requestTimeoutMs: 10_000,
+  maxInFlight: 1000,
+  maxClockDriftMs: 60_000,
+} as const
+
+export interface ResolvedOptions extends ClientOptions {
+  keepaliveSec: number
+  cleanStart: boolean
+  reconnectMinMs: number
+  reconnectMaxMs: number
+  connectTimeoutMs: number
+  requestTimeoutMs: number
+  maxInFlight: number
+  maxQueued: number
+  clock: HybridLogicalClock
+  logger: Logger
+}
+
+const PROTOCOLS = new Set(['mqtt:', 'mqtts:', 'ws:', 'wss:', 'tcp:', 'ssl:'])
+
+/** Fills in defaults and refuses what cannot work, before any socket is opened. */
+export function resolveOptions(options: ClientOptions): ResolvedOptions {
+  if (!options || typeof options !== 'object') throw new ArgumentError('client options are required')
+  let url: URL
+  try {
+    url = new URL(options.brokerUrl)
+  } catch {
+    throw new ArgumentError(`the broker URL ${JSON.stringify(options.brokerUrl)} is not a URL`)
+  }
+  if (!PROTOCOLS.has(url.protocol)) {
+    throw new ArgumentError(`the broker URL must start with mqtt://, mqtts://, ws:// or wss://, got ${JSON.stringify(options.brokerUrl)}`)
+  }
+  if (typeof options.clientId !== 'string' || options.clientId.length === 0) {
+    throw new ArgumentError('a client id is required: the service addresses notifications to it')
+  }
+  if (/[+#/]/.test(options.clientId)) {
+    // It becomes a level of the response topic; a wildcard or slash there would break the subscription.
+    throw new ArgumentError(`the client id ${JSON.stringify(options.clientId)} must not contain "+", "#" or "/"`)
+  }
+  const resolved: ResolvedOptions = {
+    ...options,
+    keepaliveSec: count(options.keepaliveSec, DEFAULTS.keepaliveSec, 'keepaliveSec', 0),
+    cleanStart: options.cleanStart ?? true,
+    reconnectMinMs: count(options.reconnectMinMs, DEFAULTS.reconnectMinMs, 'reconnectMinMs', 1),
+    reconnectMaxMs: count(options.reconnectMaxMs, DEFAULTS.reconnectMaxMs, 'reconnectMaxMs', 1),
+    connectTimeoutMs: count(options.connectTimeoutMs, DEFAULTS.connectTimeoutMs, 'connectTimeoutMs', 1),
+    requestTimeoutMs: count(options.requestTimeoutMs, DEFAULTS.requestTimeoutMs, 'requestTimeoutMs', 1),
+    maxInFlight: count(options.maxInFlight, DEFAULTS.maxInFlight, 'maxInFlight', 1),
+    maxQueued: count(options.maxQueued, options.maxInFlight ?? DEFAULTS.maxInFlight, 'maxQueued', 0),
+    clock: options.clock ?? new HybridLogicalClock({ maxDriftMs: count(options.maxClockDriftMs, DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0) }),
+    logger: options.logger ?? (() => {}),
+  }
+  if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new ArgumentError('reconnectMaxMs must not be smaller than reconnectMinMs')
+  if (options.sessionExpirySec !== undefined) count(options.sessionExpirySec, 0, 'sessionExpirySec', 0)
+  return resolved
+}
+
+function count(value: number | undefined, fallback: number, name: string, min: number): number {
+  if (value === undefined) return fallback
+  if (!Number.isSafeInteger(value) || value < min) throw new ArgumentError(`${name} must be a whole number of at least ${min}, got ${value}`)
+  return value
+}

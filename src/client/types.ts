@@ -1,0 +1,117 @@
+import type { Hlc, HybridLogicalClock } from '../hlc'
+import type { SetCondition } from '../protocol'
+
+export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'disconnected' | 'closed'
+
+export interface ConnectionStatus {
+  state: ConnectionState
+  /** Why the connection is not (or no longer) up: the broker's reason, a socket error, 'closed by the application'. */
+  reason?: string
+  error?: Error
+  /** The broker refused our credentials (CONNACK 0x86, 0x87 or 0x8C); the client keeps retrying with backoff. */
+  authFailed?: boolean
+}
+
+export interface TlsOptions {
+  ca?: string | Buffer | Array<string | Buffer>
+  cert?: string | Buffer
+  key?: string | Buffer
+  passphrase?: string
+  servername?: string
+  rejectUnauthorized?: boolean
+}
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug'
+export type Logger = (level: LogLevel, message: string) => void
+
+export interface ClientOptions {
+  /** mqtt://, mqtts://, ws://, wss:// */
+  brokerUrl: string
+  /** Stable and unique: the service addresses notifications to it, and it is the request `__srcId`. */
+  clientId: string
+  username?: string
+  password?: string | Buffer
+  tls?: TlsOptions
+  /** K8S-SAT enhanced authentication: the token is read from this file at every connect, and re-sent when the file changes. */
+  satTokenFile?: string
+  /** Default 60. */
+  keepaliveSec?: number
+  /** Default true. */
+  cleanStart?: boolean
+  sessionExpirySec?: number
+  /** Reconnect backoff start, default 500 ms; doubles (with jitter) up to reconnectMaxMs, default 10000 ms. */
+  reconnectMinMs?: number
+  reconnectMaxMs?: number
+  /** How long the broker has to answer a CONNECT, default 10000 ms. */
+  connectTimeoutMs?: number
+  /** Default per-request timeout, 10000 ms. */
+  requestTimeoutMs?: number
+  /** Requests admitted at once, default 1000. Beyond it requests wait in a queue of maxQueued. */
+  maxInFlight?: number
+  /** Requests that may wait for a free slot, default equal to maxInFlight; beyond it OverloadedError. */
+  maxQueued?: number
+  /** How far ahead of the wall clock a received `__ts` may be, default 60000 ms. Ignored when `clock` is given. */
+  maxClockDriftMs?: number
+  /** Share one hybrid logical clock between clients of one application; created if absent. */
+  clock?: HybridLogicalClock
+  /** Diagnostics the client cannot report anywhere else: dropped late responses, re-registration failures. */
+  logger?: Logger
+}
+
+export interface RequestOptions {
+  /** Overrides the client's requestTimeoutMs; also sent as the Message Expiry (rounded up to seconds). */
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+export interface GetResult {
+  /** null when the key does not exist. */
+  value: Buffer | null
+  /** The key's version; null when the key does not exist. */
+  version: Hlc | null
+}
+
+export interface SetOptions extends RequestOptions {
+  /** `NX`: only if the key does not exist. `NEX`: only if it does not exist or already holds this value. */
+  condition?: SetCondition
+  /** Whole milliseconds; 0 or undefined for none. */
+  expiryMs?: number
+  /** Sent as `__ft`: the key is then protected by this token (section 4 of the protocol reference). */
+  fencingToken?: Hlc | string
+  /** Ask the service to persist the key (`aio-persistence: true`). */
+  persist?: boolean
+}
+
+export interface SetResult {
+  /** false when an NX/NEX condition was not met. */
+  applied: boolean
+  /** The new version when applied, otherwise the stored one. */
+  version: Hlc
+}
+
+export interface DeleteOptions extends RequestOptions {
+  fencingToken?: Hlc | string
+}
+
+export interface DeleteResult {
+  /** 1 deleted, 0 no such key, -1 (VDEL) the value did not match. */
+  deleted: number
+  version: Hlc | null
+}
+
+export interface KeyNotification {
+  key: Buffer
+  operation: 'SET' | 'DELETE'
+  value: Buffer | null
+  version: Hlc | null
+  /** Synthesised after a reconnect from a GET: the change happened while this client was away. */
+  reconciled: boolean
+}
+
+export type NotificationListener = (notification: KeyNotification) => void
+
+export interface Observation {
+  readonly key: Buffer
+  /** Stops this listener; the last listener of a key sends KEYNOTIFY STOP. Idempotent, never rejects. */
+  close(): Promise<void>
+}

@@ -1,0 +1,288 @@
+/**
+ * The request layer against a scripted responder on a real broker: the envelope every request
+ * carries, typed results, typed errors, timeouts, late and duplicate answers, the in-flight bound,
+ * cancellation and close.
+ */
+import assert from 'node:assert/strict'
+import { ArgumentError, CancelledError, ConnectionError, OverloadedError, ProtocolError, ServiceError, TimeoutError } from '../../src/errors'
+import { Hlc } from '../../src/hlc'
+import { notificationFilter, Prop, Reply, responseTopicFor } from '../../src/protocol'
+import { mosquittoUrl } from '../support/broker'
+import { ClientPool, eventually } from './support/clients'
+import { Responder, type Answer, type SeenRequest } from './support/responder'
+
+/** Answers like a well-behaved state store that always has `value` for any key. */
+function standard(request: SeenRequest, responder: Responder): Answer {
+  switch (request.words[0]) {
+    case 'GET':
+      return responder.answer(Reply.value(Buffer.from(`value-of-${request.words[1]}`)))
+    case 'SET':
+      return responder.answer(Reply.ok)
+    case 'DEL':
+    case 'VDEL':
+      return responder.answer(Reply.integer(1))
+    default:
+      return responder.answer(Reply.ok)
+  }
+}
+
+describe('client requests (scripted responder)', function () {
+  let url: string
+  let responder: Responder
+  const pool = new ClientPool()
+
+  before(async function () {
+    url = await mosquittoUrl(this)
+    responder = await Responder.start(url, (r) => standard(r, responder))
+  })
+
+  beforeEach(() => {
+    responder.handler = (r) => standard(r, responder)
+    responder.requests.length = 0
+  })
+
+  afterEach(() => pool.closeAll())
+  after(() => responder?.stop())
+
+  it('sends every request with the full envelope and returns the typed result', async function () {
+    const client = await pool.ready(url, { requestTimeoutMs: 2500 })
+    const result = await client.get('k1')
+    assert.equal(result.value?.toString(), 'value-of-k1')
+    assert.ok(result.version instanceof Hlc)
+    assert.equal(result.version.nodeId, 'responder')
+
+    const [req] = responder.requests
+    assert.ok(req)
+    assert.deepEqual(req.words, ['GET', 'k1'])
+    assert.equal(req.qos, 1)
+    assert.equal(req.responseTopic, responseTopicFor(client.clientId))
+    assert.equal(req.correlation?.length, 16)
+    assert.equal(req.properties.messageExpiryInterval, 3, 'ceil(2.5 s)')
+    assert.equal(req.properties.contentType, 'application/octet-stream')
+    assert.equal(req.user[Prop.sourceId], client.clientId)
+    assert.equal(req.user[Prop.protocolVersion], '1.0')
+    assert.equal(req.user[Prop.partition], client.clientId)
+    assert.equal(req.user[Prop.highPriority], '')
+    assert.equal(Hlc.parse(req.user[Prop.timestamp]!).nodeId, client.clock.nodeId)
+    assert.equal(req.user[Prop.fencingToken], undefined)
+    assert.equal(req.user[Prop.persist], undefined)
+    // The clock merged the response's __ts: it is now at least that reading.
+    assert.ok(Hlc.compare(client.clock.current, result.version) > 0)
+  })
+
+  it('uses fresh correlation data and a later __ts for every request', async function () {
+    const client = await pool.ready(url)
+    await Promise.all([client.get('a'), client.get('b'), client.get('c')])
+    const ids = new Set(responder.requests.map((r) => r.correlation!.toString('hex')))
+    assert.equal(ids.size, 3)
+    const stamps = responder.requests.map((r) => Hlc.parse(r.user[Prop.timestamp]!)).sort(Hlc.compare)
+    assert.ok(Hlc.compare(stamps[0]!, stamps[1]!) < 0 && Hlc.compare(stamps[1]!, stamps[2]!) < 0)
+  })
+
+  it('encodes SET options, fencing token and persistence', async function () {
+    const client = await pool.ready(url)
+    const token = new Hlc(1700000000000, 7, 'lock-node')
+    const result = await client.set('k', 'v', { condition: 'NEX', expiryMs: 1500, fencingToken: token, persist: true })
+    assert.equal(result.applied, true)
+    const [req] = responder.requests
+    assert.deepEqual(req!.words, ['SET', 'k', 'v', 'NEX', 'PX', '1500'])
+    assert.equal(req!.user[Prop.fencingToken], token.toString())
+    assert.equal(req!.user[Prop.persist], 'true')
+
+    responder.handler = () => responder.answer(Reply.notApplied)
+    const skipped = await client.set(Buffer.from([0, 1, 2]), Buffer.from([3]), { condition: 'NX', fencingToken: token.toString() })
+    assert.equal(skipped.applied, false)
+    assert.ok(skipped.version instanceof Hlc)
+    assert.deepEqual(responder.requests[1]!.payload.subarray(-8), Buffer.from('$2\r\nNX\r\n'))
+  })
+
+  it('returns deleted counts for DEL and VDEL, and nulls for a missing key', async function () {
+    const client = await pool.ready(url)
+    responder.handler = (r) => responder.answer(r.words[0] === 'VDEL' ? Reply.integer(-1) : Reply.integer(0))
+    assert.deepEqual((await client.vdel('k', 'other')).deleted, -1)
+    assert.deepEqual((await client.del('k', { fencingToken: new Hlc(1, 0, 'n') })).deleted, 0)
+    responder.handler = () => ({ payload: Reply.nil, user: { [Prop.status]: '200' } })
+    assert.deepEqual(await client.get('missing'), { value: null, version: null })
+    assert.deepEqual(responder.requests.map((r) => r.words[0]), ['VDEL', 'DEL', 'GET'])
+    assert.ok(responder.requests[1]!.user[Prop.fencingToken])
+  })
+
+  it('refuses bad arguments before sending anything', async function () {
+    const client = await pool.ready(url)
+    await assert.rejects(client.get(''), ArgumentError)
+    await assert.rejects(client.set('', 'v'), ArgumentError)
+    await assert.rejects(client.set('k', 'v', { expiryMs: -5 }), ArgumentError)
+    await assert.rejects(client.set('k', 'v', { expiryMs: 1.5 }), ArgumentError)
+    await assert.rejects(client.set('k', 'v', { fencingToken: 'not-an-hlc' }), ArgumentError)
+    await assert.rejects(client.set('k', 'v', { condition: 'XX' as 'NX' }), ArgumentError)
+    await assert.rejects(client.del('k', { fencingToken: '1:2' }), ArgumentError)
+    await assert.rejects(client.vdel('', 'v'), ArgumentError)
+    await assert.rejects(client.get('k', { timeoutMs: 0 }), ArgumentError)
+    await assert.rejects(client.set('k', undefined as unknown as string), ArgumentError)
+    await assert.rejects(client.observe('', () => {}), ArgumentError)
+    await client.get('sentinel')
+    assert.deepEqual(responder.requests.map((r) => r.words.join(' ')), ['GET sentinel'])
+  })
+
+  it('turns -ERR into a ServiceError with its catalogue code, unknown text kept', async function () {
+    const client = await pool.ready(url)
+    responder.handler = () => responder.answer(Reply.error('the request fencing token is a lower version than the fencing token protecting the resource'))
+    const err = await client.set('k', 'v').catch((e: unknown) => e)
+    assert.ok(err instanceof ServiceError)
+    assert.equal(err.code, 'FencingTokenLowerVersion')
+    responder.handler = () => responder.answer(Reply.error('something new'))
+    const unknown = await client.get('k').catch((e: unknown) => e)
+    assert.ok(unknown instanceof ServiceError)
+    assert.equal(unknown.code, 'Unknown')
+    assert.equal(unknown.text, 'something new')
+  })
+
+  describe('protocol violations fail the call with a ProtocolError', function () {
+    const cases: Array<[string, (r: Responder) => Answer]> = [
+      ['a missing __stat', () => ({ payload: Reply.ok, user: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'x').toString() } })],
+      ['a __stat of 400 or more (with __stMsg)', () => ({ payload: Reply.ok, user: { [Prop.status]: '503', [Prop.statusMessage]: 'busy' } })],
+      ['an unsupported __protVer major', (r) => r.answer(Reply.ok, { [Prop.protocolVersion]: '2.0' })],
+      ['a malformed __ts', (r) => r.answer(Reply.ok, { [Prop.timestamp]: 'yesterday' })],
+      ['a __ts far in the future (clock drift)', (r) => r.answer(Reply.ok, { [Prop.timestamp]: new Hlc(Date.now() + 3_600_000, 0, 'x').toString() })],
+      ['an unparseable payload', (r) => r.answer(Buffer.from('not resp'))],
+      ['a payload of the wrong type', (r) => r.answer(Reply.integer(5))],
+      ['an empty payload', (r) => r.answer(Buffer.alloc(0))],
+    ]
+    for (const [what, answer] of cases) {
+      it(what, async function () {
+        const client = await pool.ready(url)
+        responder.handler = () => answer(responder)
+        const before = client.clock.current
+        await assert.rejects(client.set('k', 'v'), (err: unknown) => {
+          assert.ok(err instanceof ProtocolError, `got ${String(err)}`)
+          if (what.includes('__stMsg')) assert.match(err.message, /503: busy/)
+          return true
+        })
+        if (what.includes('drift')) assert.ok(client.clock.current.timestamp < Date.now() + 60_000, 'a drifted __ts is not merged')
+        assert.ok(Hlc.compare(client.clock.current, before) >= 0)
+      })
+    }
+
+    it('a SET answer without __ts', async function () {
+      const client = await pool.ready(url)
+      responder.handler = () => ({ payload: Reply.ok, user: { [Prop.status]: '200' } })
+      await assert.rejects(client.set('k', 'v'), ProtocolError)
+    })
+  })
+
+  it('times out when nobody answers, then drops the late answer quietly', async function () {
+    const client = await pool.ready(url)
+    const held: SeenRequest[] = []
+    responder.handler = (r) => {
+      held.push(r)
+      return null
+    }
+    const err = await client.get('slow', { timeoutMs: 150 }).catch((e: unknown) => e)
+    assert.ok(err instanceof TimeoutError)
+    assert.equal(err.kind, 'timeout')
+    assert.deepEqual(client.load, { inFlight: 0, queued: 0 })
+    // The late answer arrives for a request nobody waits for any more.
+    await responder.send(held[0]!, responder.answer(Reply.value(Buffer.from('late'))))
+    responder.handler = (r) => standard(r, responder)
+    assert.equal((await client.get('next')).value?.toString(), 'value-of-next')
+  })
+
+  it('settles once on duplicate answers and ignores foreign correlation data', async function () {
+    const client = await pool.ready(url)
+    let n = 0
+    responder.handler = (r) => [
+      { payload: Reply.value(Buffer.from('foreign')), correlation: Buffer.alloc(16, 9) },
+      responder.answer(Reply.value(Buffer.from(`first-${r.words[1]}`))),
+      responder.answer(Reply.value(Buffer.from(`second-${(n += 1)}`))),
+    ]
+    const results = await Promise.all([client.get('a'), client.get('b')])
+    assert.deepEqual(results.map((r) => r.value?.toString()), ['first-a', 'first-b'])
+    responder.handler = (r) => standard(r, responder)
+    assert.equal((await client.get('c')).value?.toString(), 'value-of-c', 'the duplicates left nothing behind')
+    assert.deepEqual(client.load, { inFlight: 0, queued: 0 })
+  })
+
+  it('keeps many requests in flight over one connection, each with its own answer', async function () {
+    const client = await pool.ready(url)
+    const keys = Array.from({ length: 300 }, (_, i) => `key-${i}`)
+    const results = await Promise.all(keys.map((k) => client.get(k)))
+    assert.deepEqual(
+      results.map((r) => r.value?.toString()),
+      keys.map((k) => `value-of-${k}`),
+    )
+  })
+
+  it('bounds requests in flight, queues a bounded number behind them, and refuses the rest', async function () {
+    const client = await pool.ready(url, { maxInFlight: 2, maxQueued: 2 })
+    const held: SeenRequest[] = []
+    responder.handler = (r) => {
+      held.push(r)
+      return null
+    }
+    const admitted = [client.get('a'), client.get('b')]
+    const queued = [client.get('c'), client.get('d')]
+    await assert.rejects(client.get('e'), OverloadedError)
+    await responder.waitForRequests(2)
+    assert.deepEqual(client.load, { inFlight: 2, queued: 2 })
+    // Only the admitted two reached the wire.
+    assert.deepEqual(held.map((r) => r.words[1]), ['a', 'b'])
+    responder.handler = (r) => standard(r, responder)
+    for (const r of held.splice(0)) await responder.send(r, standard(r, responder))
+    const values = await Promise.all([...admitted, ...queued])
+    assert.deepEqual(values.map((v) => v.value?.toString()), ['value-of-a', 'value-of-b', 'value-of-c', 'value-of-d'])
+    assert.deepEqual(client.load, { inFlight: 0, queued: 0 })
+  })
+
+  it('times out a request still waiting in the queue', async function () {
+    const client = await pool.ready(url, { maxInFlight: 1, maxQueued: 5 })
+    responder.handler = () => null
+    const first = client.get('a', { timeoutMs: 400 })
+    const queued = await client.get('b', { timeoutMs: 100 }).catch((e: unknown) => e)
+    assert.ok(queued instanceof TimeoutError)
+    assert.match(queued.message, /free slot/)
+    await assert.rejects(first, TimeoutError)
+  })
+
+  it('cancels with an AbortSignal, before sending and in flight', async function () {
+    const client = await pool.ready(url)
+    responder.handler = () => null
+    const aborted = new AbortController()
+    aborted.abort()
+    await assert.rejects(client.get('x', { signal: aborted.signal }), CancelledError)
+    const controller = new AbortController()
+    const pending = client.get('y', { signal: controller.signal })
+    await responder.waitForRequests(1)
+    controller.abort()
+    await assert.rejects(pending, CancelledError)
+    assert.deepEqual(responder.requests.map((r) => r.words[1]), ['y'])
+    assert.deepEqual(client.load, { inFlight: 0, queued: 0 })
+  })
+
+  it('fails pending requests with ConnectionError on close; close is idempotent', async function () {
+    const client = await pool.ready(url)
+    responder.handler = () => null
+    const pending = client.get('x')
+    await responder.waitForRequests(1)
+    const closing = Promise.all([client.close(), client.close()])
+    await assert.rejects(pending, ConnectionError)
+    await closing
+    assert.equal(client.status.state, 'closed')
+    await assert.rejects(client.get('y'), ConnectionError)
+    await assert.rejects(client.ready(), ConnectionError)
+    await client.close()
+  })
+
+  it('subscribes to its response topic and notification filter before reporting ready', async function () {
+    const client = pool.create(url)
+    assert.equal(client.status.state, 'connecting')
+    await client.ready({ timeoutMs: 5000 })
+    assert.equal(client.status.state, 'connected')
+    // A notification published right away arrives: the SUBACK for the filter came first.
+    const received: string[] = []
+    client.on('notification', (n) => received.push(`${n.operation} ${n.key.toString()} ${n.value?.toString()}`))
+    await responder.notify(client.clientId, 'k', Buffer.from('*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n'))
+    await eventually(() => (received.length ? true : undefined))
+    assert.deepEqual(received, ['SET k v'])
+    assert.ok(notificationFilter(client.clientId).endsWith('/command/notify/+'))
+  })
+})
