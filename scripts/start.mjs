@@ -16,6 +16,11 @@ import { fileURLToPath } from 'node:url'
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
 const say = (line) => console.log(`[npm start] ${line}`)
+// Paths as the user would type them: relative inside the repository, absolute elsewhere.
+const shown = (p) => {
+  const r = relative(root, p)
+  return r && !r.startsWith('..') ? r : p
+}
 
 function fail(message) {
   console.error(`[npm start] ${message}`)
@@ -42,7 +47,7 @@ function port(name, fallback) {
 const settings = require('../dev/settings.js')
 const mqttPort = port('MQTT_PORT', 1883)
 const emulatorEntry = join(root, 'dist', 'src', 'emulator', 'index.js')
-if (!existsSync(emulatorEntry)) fail(`${relative(root, emulatorEntry)} is missing: run \`npm run build\` (npm start does it first)`)
+if (!existsSync(emulatorEntry)) fail(`${shown(emulatorEntry)} is missing: run \`npm run build\` (npm start does it first)`)
 const { startEmulator } = require(emulatorEntry)
 const { readExamples, mergeExamples, pointAtBroker } = require('../dev/flows.js')
 
@@ -52,13 +57,13 @@ function seedFlows(brokerUrl) {
   mkdirSync(settings.userDir, { recursive: true })
   const flowFile = resolve(settings.userDir, settings.flowFile)
   if (existsSync(flowFile)) {
-    say(`flows: ${relative(root, flowFile) || flowFile} (yours; delete it to get the examples back)`)
+    say(`flows: ${shown(flowFile)} (yours; delete it to get the examples back)`)
     return
   }
   const examples = readExamples(join(root, 'examples'))
   const nodes = pointAtBroker(mergeExamples(examples), brokerUrl)
   writeFileSync(flowFile, JSON.stringify(nodes, null, 4) + '\n')
-  say(`flows: seeded ${relative(root, flowFile)} with ${examples.length} example flow(s) from examples/`)
+  say(`flows: seeded ${shown(flowFile)} with ${examples.length} example flow(s) from examples/`)
 }
 
 // The seeded config nodes name the broker through an environment variable, so the flows keep
@@ -174,10 +179,10 @@ async function main() {
   const problem = await running
   if (stopping) return
   const url = `http://${settings.uiHost}:${editorPort}`
-  say(`Node-RED ${RED.version()} on Node.js ${process.version}, user data in ${relative(root, settings.userDir) || settings.userDir}/`)
+  say(`Node-RED ${RED.version()} on Node.js ${process.version}, user data in ${shown(settings.userDir)}/`)
   if (problem) say(`WARNING: the flows did not start (${problem.error}${problem.types ? ': ' + problem.types.join(', ') : ''}); see the log above`)
-  say(`editor ready at ${url}`)
   say('Ctrl-C stops Node-RED, the emulator and the broker')
+  say(`editor ready at ${url}`)
 }
 
 main().catch((err) => {
