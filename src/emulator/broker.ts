@@ -1,0 +1,149 @@
+import { randomBytes } from 'node:crypto'
+import { createServer, type Server, type Socket } from 'node:net'
+import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
+import { makeLogger, type Logger } from './log'
+import { within } from './util'
+
+/** Who may connect to the embedded broker; without it anyone may. */
+export interface BrokerAuth {
+  /** username → password. */
+  users?: Record<string, string>
+  /** Service account tokens accepted with the MQTT 5 enhanced authentication method `K8S-SAT`. */
+  satTokens?: string[]
+}
+
+export interface BrokerOptions {
+  /** Default 127.0.0.1. */
+  host?: string
+  /** 0 picks a free port. */
+  port: number
+  auth?: BrokerAuth
+  log?: Logger
+}
+
+export interface EmbeddedBroker {
+  /** `mqtt://host:port`, for clients. */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  readonly aedes: Aedes
+  /** Credentials the broker always accepts, for the emulator's own connection when auth is on. */
+  readonly serviceCredentials: { username: string; password: string } | null
+  /** Called with the MQTT client id of every client whose connection ends. */
+  onClientDisconnect(listener: (clientId: string) => void): void
+  /** Whether a client with this id is connected right now. */
+  isConnected(clientId: string): boolean
+  /** Bounded in time: every connection is closed, the port is free when it resolves. */
+  stop(): Promise<void>
+}
+
+export const SAT_AUTH_METHOD = 'K8S-SAT'
+
+// aedes' CONNACK return codes (v3 numbering; aedes maps them to the MQTT 5 reason codes 0x86 and 0x87).
+const BAD_USERNAME_OR_PASSWORD = 4
+const NOT_AUTHORIZED = 5
+
+const STOP_TIMEOUT_MS = 2000
+
+/**
+ * The embedded MQTT 5 broker: aedes on a TCP port, TCP_NODELAY on every connection, optional
+ * username/password and K8S-SAT authentication. Usable on its own (tests, `npm start`).
+ */
+export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroker> {
+  const log = options.log ?? makeLogger('warn')
+  const host = options.host ?? '127.0.0.1'
+  const auth = options.auth
+  const authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
+  const serviceCredentials = authOn ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
+  const users = new Map(Object.entries(auth?.users ?? {}))
+  if (serviceCredentials) users.set(serviceCredentials.username, serviceCredentials.password)
+  const satTokens = new Set((auth?.satTokens ?? []).map((t) => t.trim()))
+  /** The verdict on a client's K8S-SAT token, taken in preConnect, used in authenticate. */
+  const satVerdicts = new WeakMap<AedesClient, boolean>()
+
+  // aedes 2 is ESM-only; this package is CommonJS.
+  const { Aedes: AedesClass } = await import('aedes')
+  const aedes = await AedesClass.createBroker({
+    // aedes does not implement the AUTH exchange and refuses any Authentication Method. K8S-SAT
+    // needs no exchange (the token is in the CONNECT), so it is judged here and taken off the packet.
+    preConnect: (client, packet, done) => {
+      const props = packet.properties
+      if (props?.authenticationMethod === SAT_AUTH_METHOD) {
+        const token = props.authenticationData ? Buffer.from(props.authenticationData).toString('utf8').trim() : ''
+        satVerdicts.set(client, token.length > 0 && satTokens.has(token))
+        delete props.authenticationMethod
+        delete props.authenticationData
+      }
+      done(null, true)
+    },
+    authenticate: (client, username, password, done) => {
+      if (!authOn) return done(null, true)
+      const sat = satVerdicts.get(client)
+      if (sat === true) return done(null, true)
+      if (sat === false) return done(authError('not authorized: the K8S-SAT token is not accepted', NOT_AUTHORIZED), null)
+      if (username !== undefined) {
+        const expected = users.get(username)
+        if (expected !== undefined && password !== undefined && Buffer.from(password).equals(Buffer.from(expected, 'utf8'))) return done(null, true)
+        return done(authError('bad user name or password', BAD_USERNAME_OR_PASSWORD), null)
+      }
+      return done(authError('not authorized: no credentials', NOT_AUTHORIZED), null)
+    },
+  })
+  aedes.on('clientError', (client, err) => log('debug', `broker: client ${client?.id ?? '?'}: ${err.message}`))
+  aedes.on('connectionError', (client, err) => log('debug', `broker: connection ${client?.id ?? '?'}: ${err.message}`))
+
+  const sockets = new Set<Socket>()
+  const server: Server = createServer((socket) => {
+    socket.setNoDelay(true)
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+    aedes.handle(socket)
+  })
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(options.port, host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+  } catch (err) {
+    await new Promise<void>((resolve) => aedes.close(() => resolve()))
+    throw err
+  }
+  server.on('error', (err) => log('error', `broker: ${err.message}`))
+  const port = (server.address() as { port: number }).port
+  const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`
+
+  let stopping: Promise<void> | null = null
+  return {
+    url,
+    host,
+    port,
+    aedes,
+    serviceCredentials,
+    onClientDisconnect(listener) {
+      aedes.on('clientDisconnect', (client) => listener(client.id))
+    },
+    isConnected(clientId) {
+      return Object.hasOwn((aedes as unknown as { clients: Record<string, unknown> }).clients, clientId)
+    },
+    stop() {
+      stopping ??= (async () => {
+        const closed = Promise.all([
+          new Promise<void>((resolve) => server.close(() => resolve())),
+          new Promise<void>((resolve) => aedes.close(() => resolve())),
+        ])
+        await within(closed, STOP_TIMEOUT_MS)
+        // Whatever did not close politely in time is cut, so the port is free when stop resolves.
+        for (const socket of sockets) socket.destroy()
+        await within(closed, 200)
+      })()
+      return stopping
+    },
+  }
+}
+
+function authError(message: string, returnCode: number): AuthenticateError {
+  return Object.assign(new Error(message), { returnCode }) as AuthenticateError
+}

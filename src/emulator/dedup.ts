@@ -1,0 +1,112 @@
+/**
+ * The command cache: a request seen again with the same (Response Topic, Correlation Data) while
+ * its Message Expiry lasts is a re-send, answered with the first answer and never executed twice
+ * (spec section 10). Bounded in entries and bytes; expired entries go in insertion order as new ones
+ * arrive, so there is no timer per entry.
+ */
+
+export interface CachedAnswer {
+  payload: Buffer
+  /** The `__ts` of the answer, byte for byte; undefined when it had none. */
+  timestamp: string | undefined
+}
+
+export interface DedupEntry {
+  readonly id: string
+  /** Wall-clock ms at which the request expires. */
+  readonly expiresAt: number
+  answer: CachedAnswer | null
+  /** Re-sends that arrived while the first was still being executed. */
+  waiters: Array<(answer: CachedAnswer | null) => void>
+  done: boolean
+  bytes: number
+}
+
+export type Lookup = { state: 'new' } | { state: 'done'; entry: DedupEntry } | { state: 'pending'; entry: DedupEntry }
+
+export interface DedupOptions {
+  maxEntries?: number
+  maxBytes?: number
+}
+
+// Per-entry bookkeeping beyond the payload and the id (object, Map slot), roughly.
+const ENTRY_OVERHEAD = 160
+
+export class DedupCache {
+  private readonly entries = new Map<string, DedupEntry>()
+  private readonly maxEntries: number
+  private readonly maxBytes: number
+  private bytes = 0
+
+  constructor(options: DedupOptions = {}) {
+    this.maxEntries = options.maxEntries ?? 100_000
+    this.maxBytes = options.maxBytes ?? 64 * 1024 * 1024
+  }
+
+  static idOf(responseTopic: string, correlationData: Buffer): string {
+    // A topic name cannot contain U+0000, so the separator is unambiguous.
+    return `${responseTopic}\u0000${correlationData.toString('latin1')}`
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+
+  lookup(id: string, now: number): Lookup {
+    const entry = this.entries.get(id)
+    if (!entry) return { state: 'new' }
+    if (entry.expiresAt <= now) {
+      this.drop(entry)
+      return { state: 'new' }
+    }
+    return entry.done ? { state: 'done', entry } : { state: 'pending', entry }
+  }
+
+  /** Records that a request is being executed; evicts what has expired or no longer fits. */
+  begin(id: string, expiresAt: number, now: number): DedupEntry {
+    const entry: DedupEntry = { id, expiresAt, answer: null, waiters: [], done: false, bytes: ENTRY_OVERHEAD + id.length }
+    this.entries.set(id, entry)
+    this.bytes += entry.bytes
+    this.evict(now)
+    return entry
+  }
+
+  complete(entry: DedupEntry, answer: CachedAnswer | null): void {
+    entry.done = true
+    entry.answer = answer
+    if (this.entries.get(entry.id) === entry) {
+      if (answer) {
+        entry.bytes += answer.payload.length
+        this.bytes += answer.payload.length
+      } else {
+        // Nothing to replay: a re-send is executed as a new request.
+        this.drop(entry)
+      }
+    }
+    const waiters = entry.waiters
+    entry.waiters = []
+    for (const w of waiters) w(answer)
+  }
+
+  clear(): void {
+    for (const entry of this.entries.values()) {
+      if (!entry.done) this.complete(entry, null)
+    }
+    this.entries.clear()
+    this.bytes = 0
+  }
+
+  private evict(now: number): void {
+    for (const entry of this.entries.values()) {
+      const overBudget = this.entries.size > this.maxEntries || this.bytes > this.maxBytes
+      if (!overBudget && entry.expiresAt > now) break
+      this.drop(entry)
+    }
+  }
+
+  private drop(entry: DedupEntry): void {
+    if (this.entries.get(entry.id) !== entry) return
+    this.entries.delete(entry.id)
+    this.bytes -= entry.bytes
+  }
+}

@@ -1,0 +1,155 @@
+import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
+import { Prop, Reply } from '../protocol'
+import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../errors'
+import { accessOf, parseCommand, type Command } from './commands'
+import type { Authorizer } from './authorization'
+import type { Registrations } from './notifications'
+import type { PersistenceLog } from './persistence'
+import type { Store } from './store'
+
+/** What the executor needs to know about a request besides its payload. */
+export interface RequestContext {
+  /** A user property's value (the first, if repeated); undefined when absent. */
+  prop(name: string): string | undefined
+  /** Who is asking: the client id notifications are addressed to and rules are matched against. */
+  clientId: string
+}
+
+export interface Answer {
+  payload: Buffer
+  /** `__ts` of the answer: the version concerned, when there is one. */
+  timestamp?: string
+  /** Set when the answer is `-ERR`: which error and why, for the log. */
+  error?: { code: ServiceErrorCode; detail: string }
+  /** The request wrote to the persistence log; answer once `whenDurable(durableSeq)` resolves. */
+  durableSeq?: number
+  command?: Command
+}
+
+export interface ExecutorOptions {
+  store: Store
+  clock: HybridLogicalClock
+  registrations: Registrations
+  authorizer?: Authorizer | null
+  persistence?: PersistenceLog | null
+}
+
+/**
+ * Executes one request against the store, synchronously, in the order the checks of the service
+ * come: payload, timestamps, authorization, fencing token, then the verb itself.
+ */
+export class Executor {
+  constructor(private readonly options: ExecutorOptions) {}
+
+  execute(payload: Buffer, ctx: RequestContext): Answer {
+    const parsed = parseCommand(payload)
+    if (!parsed.ok) return refuse(parsed.code, parsed.detail)
+    const command = parsed.command
+    const { clock, authorizer, persistence } = this.options
+
+    const tsText = ctx.prop(Prop.timestamp)
+    let ts: Hlc | null = null
+    if (tsText === undefined) {
+      if (command.verb === 'SET') return refuse('TimestampMissing', 'SET without __ts', command)
+    } else {
+      ts = parseHlc(tsText)
+      if (!ts) return refuse('TimestampMalformed', `__ts ${JSON.stringify(tsText.slice(0, 80))} is not an HLC`, command)
+      if (!withinDrift(clock, ts)) return refuse('TimestampSkew', `__ts ${tsText} is too far ahead`, command)
+    }
+
+    if (authorizer && !authorizer.allows(ctx.clientId, command.key, accessOf(command))) {
+      return refuse('NotAuthorized', `${JSON.stringify(ctx.clientId)} may not ${accessOf(command)} the key`, command)
+    }
+
+    let fencingToken: Hlc | null = null
+    if (command.verb === 'SET' || command.verb === 'DEL' || command.verb === 'VDEL') {
+      const ftText = ctx.prop(Prop.fencingToken)
+      if (ftText !== undefined) {
+        fencingToken = parseHlc(ftText)
+        if (!fencingToken) return refuse('TimestampMalformed', `__ft ${JSON.stringify(ftText.slice(0, 80))} is not an HLC`, command)
+        if (!withinDrift(clock, fencingToken)) return refuse('FencingTokenSkew', `__ft ${ftText} is too far ahead`, command)
+      }
+    }
+
+    if (ts) {
+      try {
+        clock.update(ts)
+      } catch (err) {
+        if (err instanceof HlcError) return refuse('TimestampMalformed', `__ts ${tsText}: ${err.message}`, command)
+        throw err
+      }
+    }
+
+    const seqBefore = persistence?.appendedSeq ?? 0
+    const answer = this.run(command, ctx, fencingToken)
+    answer.command = command
+    const seqAfter = persistence?.appendedSeq ?? 0
+    if (seqAfter !== seqBefore) answer.durableSeq = seqAfter
+    return answer
+  }
+
+  private run(command: Command, ctx: RequestContext, fencingToken: Hlc | null): Answer {
+    const { store, registrations, persistence } = this.options
+    switch (command.verb) {
+      case 'GET': {
+        const record = store.get(command.key)
+        return record ? { payload: Reply.value(record.value), timestamp: record.version.toString() } : { payload: Reply.nil }
+      }
+      case 'SET': {
+        const persist = persistence != null && ctx.prop(Prop.persist)?.toLowerCase() === 'true'
+        const outcome = store.set(command.key, command.value, {
+          condition: command.condition,
+          ...(command.expiryMs !== undefined ? { expiryMs: command.expiryMs } : {}),
+          fencingToken,
+          persist,
+        })
+        if (outcome.kind === 'error') return refuse(outcome.code, 'SET refused by the store', command)
+        return { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
+      }
+      case 'DEL':
+      case 'VDEL': {
+        const outcome = command.verb === 'DEL' ? store.del(command.key, { fencingToken }) : store.vdel(command.key, command.value, { fencingToken })
+        switch (outcome.kind) {
+          case 'error':
+            return refuse(outcome.code, `${command.verb} refused by the store`, command)
+          case 'missing':
+            return { payload: Reply.integer(0) }
+          case 'deleted':
+            return { payload: Reply.integer(1), timestamp: outcome.version.toString() }
+          case 'mismatch':
+            return { payload: Reply.notApplied, timestamp: outcome.version.toString() }
+        }
+      }
+      case 'KEYNOTIFY': {
+        const version = store.get(command.key)?.version.toString()
+        const withVersion = (payload: Buffer): Answer => (version ? { payload, timestamp: version } : { payload })
+        if (command.stop) return withVersion(registrations.unregister(ctx.clientId, command.key) ? Reply.ok : Reply.integer(0))
+        registrations.register(ctx.clientId, command.key)
+        return withVersion(Reply.ok)
+      }
+    }
+  }
+}
+
+function refuse(code: ServiceErrorCode, detail: string, command?: Command): Answer {
+  return { payload: Reply.error(SERVICE_ERROR_TEXT[code]), error: { code, detail }, ...(command ? { command } : {}) }
+}
+
+function parseHlc(text: string): Hlc | null {
+  try {
+    return Hlc.parse(text)
+  } catch (err) {
+    if (err instanceof HlcError) return null
+    throw err
+  }
+}
+
+function withinDrift(clock: HybridLogicalClock, reading: Hlc): boolean {
+  try {
+    clock.validate(reading)
+    return true
+  } catch (err) {
+    if (err instanceof HlcError) return false
+    throw err
+  }
+}

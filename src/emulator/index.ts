@@ -1,0 +1,160 @@
+import { Hlc, HlcError, HybridLogicalClock } from '../hlc'
+import { Authorizer } from './authorization'
+import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker'
+import { DedupCache } from './dedup'
+import { Executor } from './execute'
+import { makeLogger, stderrSink, type LogLevel, type Logger, type MessageLevel } from './log'
+import { Registrations } from './notifications'
+import { PersistenceLog } from './persistence'
+import { StateStoreService } from './service'
+import { Store } from './store'
+
+export { startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
+export { Authorizer, type AuthorizationRule, type StateStoreResource } from './authorization'
+export type { LogLevel as EmulatorLogLevel } from './log'
+
+export interface EmulatorOptions {
+  /** Serve through an existing MQTT 5 broker. */
+  brokerUrl?: string
+  /** Credentials for `brokerUrl`. */
+  brokerUsername?: string
+  brokerPassword?: string
+  /** Start the embedded aedes broker (port 0 = any free port) and serve through it. The default when `brokerUrl` is absent. */
+  listen?: { host?: string; port: number }
+  /** Append-only file for SETs with `aio-persistence=true`. */
+  persistFile?: string
+  /** Key quota. */
+  maxKeys?: number
+  /** HLC node id of the service; a fresh UUID by default. */
+  nodeId?: string
+  /** JSON rules: client id patterns → key patterns with Read/Write (see authorization.ts). */
+  authorizationFile?: string
+  /** Embedded broker only: username/password and K8S-SAT tokens accepted. */
+  brokerAuth?: BrokerAuth
+  /** Default `warn`. */
+  logLevel?: LogLevel
+  /** Where log lines go; stderr by default. */
+  logger?: (level: MessageLevel, message: string) => void
+  /** Rewrite the persistence file only once it reaches this size (default 8 MiB). */
+  persistCompactMinBytes?: number
+}
+
+export interface Emulator {
+  /** The URL clients should connect to (the embedded broker's, or `brokerUrl`). */
+  readonly brokerUrl: string
+  readonly keyCount: number
+  /** The HLC node id in every version this emulator mints. */
+  readonly nodeId: string
+  /** Bounded in time; flushes persistence; leaves no socket or timer. */
+  stop(): Promise<void>
+}
+
+/** Starts the state store emulator; resolves when it serves requests. */
+export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const log = makeLogger(options.logLevel ?? 'warn', options.logger ?? stderrSink)
+  if (options.brokerUrl && options.listen) throw new Error('give either brokerUrl or listen, not both')
+  if (options.maxKeys !== undefined && (!Number.isSafeInteger(options.maxKeys) || options.maxKeys < 0)) {
+    throw new Error(`maxKeys must be a whole number >= 0, got ${options.maxKeys}`)
+  }
+  const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
+  const store = new Store({ clock, ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}) })
+  const authorizer = options.authorizationFile ? Authorizer.fromFile(options.authorizationFile) : null
+  const registrations = new Registrations()
+
+  let persistence: PersistenceLog | null = null
+  let broker: EmbeddedBroker | null = null
+  let service: StateStoreService | null = null
+  const cleanup = async () => {
+    await service?.stop()
+    store.close()
+    await persistence?.close()
+    await broker?.stop()
+  }
+
+  try {
+    if (options.persistFile) {
+      const opened = await PersistenceLog.open(options.persistFile, {
+        snapshot: () => store.entries(),
+        log,
+        ...(options.persistCompactMinBytes !== undefined ? { compactMinBytes: options.persistCompactMinBytes } : {}),
+      })
+      persistence = opened.log
+      replay(store, clock, opened.replay.records, log)
+      if (opened.replay.discardedBytes > 0) {
+        log('warn', `persistence: ignored ${opened.replay.discardedBytes} byte(s) at offset ${opened.replay.discardedAt} of ${options.persistFile} (a record cut short by a crash, or corrupt)`)
+      }
+      log('info', `persistence: ${store.size} key(s) restored from ${options.persistFile}`)
+    }
+    const persisted = persistence
+    store.setListener((change) => {
+      persisted?.record(change)
+      if (service) for (const n of registrations.notificationsFor(change)) service.notify(n)
+    })
+
+    let brokerUrl = options.brokerUrl
+    let credentials: { username?: string; password?: string } = {}
+    if (brokerUrl) {
+      if (options.brokerAuth) throw new Error('brokerAuth applies to the embedded broker only; it cannot be used with brokerUrl')
+      if (options.brokerUsername !== undefined) credentials.username = options.brokerUsername
+      if (options.brokerPassword !== undefined) credentials.password = options.brokerPassword
+    } else {
+      const listen = options.listen ?? { port: 0 }
+      broker = await startBroker({ port: listen.port, log, ...(listen.host !== undefined ? { host: listen.host } : {}), ...(options.brokerAuth ? { auth: options.brokerAuth } : {}) })
+      brokerUrl = broker.url
+      if (broker.serviceCredentials) credentials = broker.serviceCredentials
+      // The service forgets a client's registrations when its connection ends; only a broker in this process can tell.
+      broker.onClientDisconnect((clientId) => {
+        const n = registrations.dropClient(clientId)
+        if (n > 0) log('debug', `client ${JSON.stringify(clientId)} disconnected; ${n} KEYNOTIFY registration(s) dropped`)
+      })
+    }
+
+    service = await StateStoreService.start({
+      brokerUrl,
+      ...credentials,
+      executor: new Executor({ store, clock, registrations, authorizer, persistence }),
+      dedup: new DedupCache(),
+      persistence,
+      log,
+    })
+    log('info', `state store emulator serving on ${brokerUrl} (node id ${clock.nodeId})`)
+
+    let stopping: Promise<void> | null = null
+    const url = brokerUrl
+    return {
+      brokerUrl: url,
+      nodeId: clock.nodeId,
+      get keyCount() {
+        return store.size
+      },
+      stop() {
+        stopping ??= cleanup()
+        return stopping
+      },
+    }
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
+}
+
+function replay(store: Store, clock: HybridLogicalClock, records: Awaited<ReturnType<typeof PersistenceLog.open>>['replay']['records'], log: Logger): void {
+  let newest: Hlc | null = null
+  for (const r of records) {
+    if (r.type === 'set') {
+      store.load(r.key, r.record)
+      if (!newest || Hlc.compare(r.record.version, newest) > 0) newest = r.record.version
+    } else {
+      store.unload(r.key)
+    }
+  }
+  if (!newest) return
+  // Versions must keep increasing across restarts. update() ignores readings from its own node id,
+  // so the newest stored version is presented as another node's.
+  try {
+    clock.update(new Hlc(newest.timestamp, newest.counter, `${clock.nodeId}-restored`))
+  } catch (err) {
+    if (!(err instanceof HlcError)) throw err
+    log('warn', `persistence: the newest stored version ${newest} is ahead of this machine's clock (${err.message}); new versions may not exceed it`)
+  }
+}

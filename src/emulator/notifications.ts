@@ -1,0 +1,82 @@
+import type { Hlc } from '../hlc'
+import { Notification, notificationTopic } from '../protocol'
+import type { StoreChange } from './store'
+
+export interface OutgoingNotification {
+  clientId: string
+  key: Buffer
+  topic: string
+  payload: Buffer
+  version: Hlc
+}
+
+/**
+ * KEYNOTIFY registrations per (client id, key), and the notifications a change produces for them.
+ * Both directions are indexed: by key to fan a change out, by client to forget a client at once.
+ */
+export class Registrations {
+  /** key (latin1) → client ids, in registration order. */
+  private readonly byKey = new Map<string, Set<string>>()
+  /** client id → keys (latin1). */
+  private readonly byClient = new Map<string, Set<string>>()
+
+  get size(): number {
+    let n = 0
+    for (const clients of this.byKey.values()) n += clients.size
+    return n
+  }
+
+  /** Registering twice is the same as once. */
+  register(clientId: string, key: Buffer): void {
+    const id = key.toString('latin1')
+    add(this.byKey, id, clientId)
+    add(this.byClient, clientId, id)
+  }
+
+  /** False when the client was not registered for the key (the service answers `:0`). */
+  unregister(clientId: string, key: Buffer): boolean {
+    const id = key.toString('latin1')
+    const removed = remove(this.byKey, id, clientId)
+    if (removed) remove(this.byClient, clientId, id)
+    return removed
+  }
+
+  /** Forgets every registration of a client (it disconnected); returns how many there were. */
+  dropClient(clientId: string): number {
+    const keys = this.byClient.get(clientId)
+    if (!keys) return 0
+    this.byClient.delete(clientId)
+    for (const id of keys) remove(this.byKey, id, clientId)
+    return keys.size
+  }
+
+  isRegistered(clientId: string, key: Buffer): boolean {
+    return this.byKey.get(key.toString('latin1'))?.has(clientId) ?? false
+  }
+
+  /** The notifications one change produces, one per registered client, in registration order. */
+  notificationsFor(change: StoreChange): OutgoingNotification[] {
+    const clients = this.byKey.get(change.key.toString('latin1'))
+    if (!clients || clients.size === 0) return []
+    const payload = change.kind === 'set' ? Notification.set(change.record.value) : Notification.delete
+    const version = change.kind === 'set' ? change.record.version : change.version
+    const out: OutgoingNotification[] = []
+    for (const clientId of clients) {
+      out.push({ clientId, key: change.key, topic: notificationTopic(clientId, change.key), payload, version })
+    }
+    return out
+  }
+}
+
+function add(index: Map<string, Set<string>>, a: string, b: string): void {
+  let set = index.get(a)
+  if (!set) index.set(a, (set = new Set()))
+  set.add(b)
+}
+
+function remove(index: Map<string, Set<string>>, a: string, b: string): boolean {
+  const set = index.get(a)
+  if (!set || !set.delete(b)) return false
+  if (set.size === 0) index.delete(a)
+  return true
+}
