@@ -4,6 +4,8 @@ import type { Decoded, RespValue } from './types'
 const CR = 13
 const LF = 10
 export const DEFAULT_MAX_DEPTH = 32
+/** Lines up to this many bytes are turned into strings without Buffer#toString. */
+const SHORT_LINE = 8
 
 export interface DecodeOptions {
   /** Where the value starts in the buffer. */
@@ -26,11 +28,85 @@ export function decode(buf: Buffer, options: DecodeOptions = {}): Decoded {
 
 /** Decodes a payload that must hold exactly one value and nothing after it. */
 export function decodeExact(buf: Buffer, maxDepth?: number): RespValue {
-  const { value, bytesConsumed, bytesLeftOver } = decode(buf, { maxDepth })
-  if (bytesLeftOver !== 0) {
-    throw new RespProtocolError('trailing-bytes', bytesConsumed, `${bytesLeftOver} byte(s) after the value`)
+  const depth = maxDepth ?? DEFAULT_MAX_DEPTH
+  const common = depth >= 2 ? commonShape(buf) : undefined
+  if (common !== undefined) return common
+  // No options or result objects here: this runs for every payload.
+  const reader = new Reader(buf, 0, depth)
+  const value = reader.value(1)
+  if (reader.at !== buf.length) {
+    throw new RespProtocolError('trailing-bytes', reader.at, `${buf.length - reader.at} byte(s) after the value`)
   }
   return value
+}
+
+/**
+ * Nearly every payload of this protocol is a bulk string or null (GET replies), a small integer
+ * (DEL, VDEL, `:-1`), or an array of bulk strings (every request, every notification). A whole,
+ * well-formed payload of one of those shapes is read here in one pass, without the general reader,
+ * and gives exactly the value the reader would. Anything else, including every malformed payload,
+ * gives undefined and takes the general path, which reports the error. bench/codec.mjs measures why.
+ */
+function commonShape(buf: Buffer): RespValue | undefined {
+  const end = buf.length
+  switch (buf[0]) {
+    case 0x24 /* $ */: {
+      if (buf[1] === 0x2d) {
+        return end === 5 && buf[2] === 0x31 && buf[3] === CR && buf[4] === LF ? { kind: 'null', from: '$' } : undefined
+      }
+      const value = bulkAt(buf, 0)
+      return value !== undefined && scanEnd === end ? { kind: 'bulk', value } : undefined
+    }
+    case 0x3a /* : */: {
+      const negative = buf[1] === 0x2d
+      const n = digitsLine(buf, negative ? 2 : 1)
+      return n >= 0 && scanEnd === end ? { kind: 'integer', value: negative ? -n : n } : undefined
+    }
+    case 0x2a /* * */: {
+      const count = digitsLine(buf, 1)
+      if (count < 0) return undefined
+      const items: RespValue[] = []
+      for (let i = 0; i < count; i++) {
+        if (buf[scanEnd] !== 0x24) return undefined
+        const value = bulkAt(buf, scanEnd)
+        if (value === undefined) return undefined
+        items.push({ kind: 'bulk', value })
+      }
+      return scanEnd === end ? { kind: 'array', value: items } : undefined
+    }
+    default:
+      return undefined
+  }
+}
+
+/** Where the last `digitsLine` or `bulkAt` stopped. */
+let scanEnd = 0
+
+/** `<up to 15 digits>CRLF` at `at`: the number, with `scanEnd` after the CRLF; or -1. */
+function digitsLine(buf: Buffer, at: number): number {
+  const limit = Math.min(buf.length, at + 15)
+  let i = at
+  let n = 0
+  while (i < limit) {
+    const b = buf[i]!
+    if (b < 0x30 || b > 0x39) break
+    n = n * 10 + (b - 0x30)
+    i++
+  }
+  if (i === at || buf[i] !== CR || buf[i + 1] !== LF) return -1
+  scanEnd = i + 2
+  return n
+}
+
+/** A non-null bulk string whose `$` is at `at`, with `scanEnd` after it; or undefined. */
+function bulkAt(buf: Buffer, at: number): Buffer | undefined {
+  const n = digitsLine(buf, at + 1)
+  if (n < 0) return undefined
+  const start = scanEnd
+  const stop = start + n
+  if (stop + 2 > buf.length || buf[stop] !== CR || buf[stop + 1] !== LF) return undefined
+  scanEnd = stop + 2
+  return buf.subarray(start, stop)
 }
 
 class Reader {
@@ -122,15 +198,24 @@ class Reader {
     const { buf } = this
     const start = this.at
     let i = start
+    let ascii = true
     while (i < buf.length) {
       const b = buf[i]!
       if (b === CR) {
         if (i + 1 >= buf.length) throw new RespProtocolError('incomplete', i + 1, 'expected LF after CR')
         if (buf[i + 1] !== LF) throw new RespProtocolError('malformed', i + 1, 'expected LF after CR')
         this.at = i + 2
+        // Short ASCII lines (`OK`, the common reply) are built in JavaScript: a call into
+        // Buffer#toString costs more than the whole rest of the decode (measured by bench/codec.mjs).
+        if (ascii && i - start <= SHORT_LINE) {
+          let text = ''
+          for (let k = start; k < i; k++) text += String.fromCharCode(buf[k]!)
+          return text
+        }
         return buf.toString('utf8', start, i)
       }
       if (b === LF) throw new RespProtocolError('malformed', i, 'LF without CR')
+      if (b >= 0x80) ascii = false
       i++
     }
     throw new RespProtocolError('incomplete', buf.length, 'line without CRLF')
