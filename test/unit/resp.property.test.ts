@@ -1,0 +1,273 @@
+import assert from 'node:assert/strict'
+import fc from 'fast-check'
+import { decode, decodeExact, encodeCommand, encodeValue, RespProtocolError, type RespValue } from '../../src/resp'
+
+type Pairs = Array<[RespValue, RespValue]>
+
+/** Text of simple strings and errors: any Unicode (no lone surrogates), without CR or LF. */
+const lineText = fc.string({ unit: 'binary', maxLength: 16 }).filter((s) => !/[\r\n]/.test(s))
+const bytes = fc.uint8Array({ maxLength: 32 }).map((u) => Buffer.from(u))
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+/** Integers as decode returns them: numbers when exact, bigints only beyond 2^53. */
+const integer = fc.oneof(
+  fc.maxSafeInteger(),
+  fc.integer({ min: -1000, max: 1000 }),
+  fc.bigInt({ min: SAFE + 1n, max: 2n ** 70n }),
+  fc.bigInt({ min: -(2n ** 70n), max: -SAFE - 1n }),
+)
+
+const scalar: fc.Arbitrary<RespValue> = fc.oneof(
+  lineText.map((value): RespValue => ({ kind: 'simple', value })),
+  lineText.map((value): RespValue => ({ kind: 'error', value })),
+  integer.map((value): RespValue => ({ kind: 'integer', value })),
+  bytes.map((value): RespValue => ({ kind: 'bulk', value })),
+  fc.constantFrom('_', '$', '*').map((from): RespValue => ({ kind: 'null', from: from as '_' | '$' | '*' })),
+  fc.oneof(fc.double(), fc.constantFrom(Infinity, -Infinity, NaN, -0, 0)).map((value): RespValue => ({ kind: 'double', value })),
+  fc.boolean().map((value): RespValue => ({ kind: 'boolean', value })),
+  fc.bigInt({ min: -(2n ** 200n), max: 2n ** 200n }).map((value): RespValue => ({ kind: 'big-number', value })),
+  fc
+    .tuple(fc.string({ unit: 'binary-ascii', minLength: 3, maxLength: 3 }), bytes)
+    .map(([format, value]): RespValue => ({ kind: 'verbatim', format, value })),
+  bytes.map((value): RespValue => ({ kind: 'blob-error', value })),
+)
+
+/** Any RESP3 value tree, attributes included; depth stays far below the decoder's bound. */
+const { value: respValue } = fc.letrec<{ value: RespValue; pairs: Pairs }>((tie) => ({
+  value: fc
+    .tuple(
+      fc.oneof(
+        { maxDepth: 4, depthIdentifier: 'resp' },
+        scalar,
+        fc.array(tie('value'), { maxLength: 4 }).map((value): RespValue => ({ kind: 'array', value })),
+        fc.array(tie('value'), { maxLength: 3 }).map((value): RespValue => ({ kind: 'set', value })),
+        fc.array(tie('value'), { maxLength: 3 }).map((value): RespValue => ({ kind: 'push', value })),
+        tie('pairs').map((value): RespValue => ({ kind: 'map', value: value as Pairs })),
+      ),
+      fc.option(tie('pairs'), { nil: undefined, freq: 6, depthIdentifier: 'resp' }),
+    )
+    .map(([value, attributes]) => (attributes === undefined ? value : { ...value, attributes: attributes as Pairs })),
+  pairs: fc.array(fc.tuple(tie('value'), tie('value')), { maxLength: 3, depthIdentifier: 'resp' }),
+}))
+
+const encoded = respValue.map((value) => ({ value, wire: encodeValue(value) }))
+
+/** Decodes and classifies the outcome: a value (with consistent counts) or a RespProtocolError, nothing else. */
+function decodeOrTypedError(buf: Buffer, offset = 0): RespValue | RespProtocolError {
+  try {
+    const { value, bytesConsumed, bytesLeftOver } = decode(buf, { offset })
+    assert.ok(bytesConsumed > 0)
+    assert.equal(bytesConsumed + bytesLeftOver, buf.length - offset)
+    return value
+  } catch (err) {
+    if (err instanceof RespProtocolError) {
+      assert.ok(err.offset >= 0 && err.offset <= buf.length, `offset ${err.offset} inside the buffer`)
+      return err
+    }
+    throw err
+  }
+}
+
+/** Bytes that look like RESP3 often enough to reach deep into the decoder. */
+const respish = fc
+  .array(
+    fc.constantFrom('*', '$', '%', '|', '~', '>', '!', '=', '(', ',', '#', '_', ':', '+', '-', '\r\n', '\r', '\n', '0', '1', '2', '3', '9', '-1', 't', 'f', 'inf', 'nan', '.', 'e', 'x', 'txt:', '\0', '\xff'),
+    { maxLength: 60 },
+  )
+  .map((tokens) => Buffer.from(tokens.join(''), 'latin1'))
+
+type Mutation = { op: 'flip' | 'insert' | 'delete' | 'truncate' | 'set'; at: number; byte: number }
+const mutation: fc.Arbitrary<Mutation> = fc.record({
+  op: fc.constantFrom('flip', 'insert', 'delete', 'truncate', 'set'),
+  at: fc.nat(),
+  byte: fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(13, 10, 0x2a, 0x24, 0x3a, 0x2d, 0x30, 0x39, 0x7c, 0x25)),
+})
+
+function mutate(wire: Buffer, mutations: Mutation[]): Buffer {
+  let buf = Buffer.from(wire)
+  for (const { op, at, byte } of mutations) {
+    const i = buf.length === 0 ? 0 : at % (op === 'insert' ? buf.length + 1 : buf.length)
+    if (op === 'insert') buf = Buffer.concat([buf.subarray(0, i), Buffer.from([byte]), buf.subarray(i)])
+    else if (buf.length === 0) continue
+    else if (op === 'flip') buf[i] = buf[i]! ^ (1 << byte % 8)
+    else if (op === 'set') buf[i] = byte
+    else if (op === 'delete') buf = Buffer.concat([buf.subarray(0, i), buf.subarray(i + 1)])
+    else buf = buf.subarray(0, i)
+  }
+  return buf
+}
+
+describe('RESP3 properties', function () {
+  // A hang fails here instead of stalling the run; no timing is asserted.
+  this.timeout(10_000)
+
+  it('decode(encodeCommand(args)) gives back the same bytes, for binary Buffers and UTF-8 strings', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(bytes, fc.uint8Array({ maxLength: 300 }).map((u) => Buffer.from(u)), fc.string({ unit: 'binary' })), { maxLength: 8 }), (args) => {
+        const wire = encodeCommand(args)
+        const { value, bytesConsumed, bytesLeftOver } = decode(wire)
+        assert.deepStrictEqual(value, {
+          kind: 'array',
+          value: args.map((a) => ({ kind: 'bulk', value: typeof a === 'string' ? Buffer.from(a, 'utf8') : a })),
+        })
+        assert.equal(bytesConsumed, wire.length)
+        assert.equal(bytesLeftOver, 0)
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('decode(encodeValue(v)) deep-equals v for every kind of value, attributes included', () => {
+    fc.assert(
+      fc.property(encoded, ({ value, wire }) => {
+        assert.deepStrictEqual(decodeExact(wire), value)
+      }),
+      { numRuns: 400 },
+    )
+  })
+
+  it('the arbitrary reaches every kind, attributes and nesting (so the round trip above means something)', () => {
+    const seen = new Set<string>()
+    const visit = (v: RespValue, depth: number): void => {
+      seen.add(v.kind)
+      if (v.attributes) seen.add('attributes')
+      if (depth > 1) seen.add('nested')
+      if (v.kind === 'integer' && typeof v.value === 'bigint') seen.add('bigint integer')
+      if (v.kind === 'integer' && typeof v.value === 'number' && v.value < 0) seen.add('negative integer')
+      if (v.kind === 'double' && !Number.isFinite(v.value)) seen.add(Number.isNaN(v.value) ? 'nan' : v.value > 0 ? 'inf' : '-inf')
+      if (v.kind === 'null') seen.add(`null ${v.from}`)
+      const children = v.kind === 'array' || v.kind === 'set' || v.kind === 'push' ? v.value : v.kind === 'map' ? v.value.flat() : []
+      for (const c of [...children, ...(v.attributes ?? []).flat()]) visit(c, depth + 1)
+    }
+    for (const v of fc.sample(respValue, { numRuns: 600, seed: 42 })) visit(v, 1)
+    for (const kind of ['simple', 'error', 'integer', 'bulk', 'null', 'double', 'boolean', 'big-number', 'verbatim', 'blob-error', 'array', 'set', 'push', 'map']) {
+      assert.ok(seen.has(kind), kind)
+    }
+    for (const extra of ['attributes', 'nested', 'bigint integer', 'negative integer', 'nan', 'inf', '-inf', 'null _', 'null $', 'null *']) {
+      assert.ok(seen.has(extra), extra)
+    }
+  })
+
+  it('bytesConsumed + bytesLeftOver = length - offset, with anything before and after the value', () => {
+    fc.assert(
+      fc.property(bytes, encoded, bytes, (before, { value, wire }, after) => {
+        const buf = Buffer.concat([before, wire, after])
+        const decoded = decode(buf, { offset: before.length })
+        assert.deepStrictEqual(decoded.value, value)
+        assert.equal(decoded.bytesConsumed, wire.length)
+        assert.equal(decoded.bytesLeftOver, after.length)
+      }),
+      { numRuns: 200 },
+    )
+  })
+
+  it('every strict prefix of a valid encoding is incomplete, even when the bytes after it are in memory', () => {
+    fc.assert(
+      fc.property(encoded, fc.nat(), ({ wire }, cut) => {
+        const length = cut % wire.length
+        // A view of the same memory: reading past its end would find the rest of the value.
+        const view = wire.subarray(0, length)
+        let thrown: unknown
+        try {
+          decode(view)
+        } catch (err) {
+          thrown = err
+        }
+        assert.ok(thrown instanceof RespProtocolError, `prefix of ${length}/${wire.length} bytes: ${String(thrown)}`)
+        assert.equal(thrown.reason, 'incomplete', thrown.message)
+        assert.ok(thrown.offset <= length)
+      }),
+      { numRuns: 400 },
+    )
+  })
+
+  it('random bytes never throw anything but RespProtocolError', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), fc.nat(), (raw, at) => {
+        const buf = Buffer.from(raw)
+        decodeOrTypedError(buf, buf.length === 0 ? 0 : at % (buf.length + 1))
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  it('RESP-like random bytes never throw anything but RespProtocolError', () => {
+    fc.assert(
+      fc.property(respish, (buf) => {
+        decodeOrTypedError(buf)
+      }),
+      { numRuns: 2000 },
+    )
+  })
+
+  it('mutated valid encodings (flip, set, insert, delete, truncate) never throw anything but RespProtocolError', () => {
+    fc.assert(
+      fc.property(encoded, fc.array(mutation, { minLength: 1, maxLength: 4 }), ({ wire }, mutations) => {
+        decodeOrTypedError(mutate(wire, mutations))
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  it('nesting deeper than maxDepth is too-deep, at the offset of the first value too deep', () => {
+    const opener = fc.constantFrom('*1\r\n', '~1\r\n', '>1\r\n', '%1\r\n_\r\n', '|1\r\n_\r\n_\r\n*1\r\n')
+    fc.assert(
+      fc.property(fc.array(opener, { minLength: 0, maxLength: 45 }), fc.integer({ min: 1, max: 40 }), (openers, maxDepth) => {
+        const depth = openers.length + 1
+        const buf = Buffer.from(`${openers.join('')}:1\r\n`, 'latin1')
+        let thrown: unknown
+        try {
+          decode(buf, { maxDepth })
+        } catch (err) {
+          thrown = err
+        }
+        if (depth <= maxDepth) {
+          assert.equal(thrown, undefined, String(thrown))
+        } else {
+          assert.ok(thrown instanceof RespProtocolError && thrown.reason === 'too-deep', String(thrown))
+          const prefix = Buffer.from(openers.slice(0, maxDepth).join(''), 'latin1').length
+          // Map keys, attribute keys and values sit one level down too, so the offset is at or before the prefix.
+          assert.ok(thrown.offset <= prefix, `${thrown.offset} <= ${prefix}`)
+        }
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('a huge declared length with few bytes is incomplete and never allocated', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom('$', '!', '=', '*', '~', '>', '%', '|'),
+        fc.oneof(fc.integer({ min: 1000, max: Number.MAX_SAFE_INTEGER }), fc.constant(Number.MAX_SAFE_INTEGER)),
+        fc.integer({ min: 0, max: 40 }),
+        (prefix, declared, present) => {
+          const body = prefix === '$' || prefix === '!' || prefix === '=' ? 'txt:'.padEnd(present, 'x') : '_\r\n'.repeat(present)
+          const buf = Buffer.from(`${prefix}${declared}\r\n${body}`, 'latin1')
+          let thrown: unknown
+          try {
+            decode(buf)
+          } catch (err) {
+            thrown = err
+          }
+          assert.ok(thrown instanceof RespProtocolError, String(thrown))
+          assert.equal(thrown.reason, 'incomplete', thrown.message)
+          assert.ok(thrown.offset <= buf.length)
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it('a megabyte of random bytes decodes (or fails typed) in one pass', () => {
+    const big = Buffer.alloc(1 << 20)
+    let x = 0x9e3779b9
+    for (let i = 0; i < big.length; i++) {
+      x ^= x << 13
+      x ^= x >>> 17
+      x ^= x << 5
+      big[i] = x & 0xff
+    }
+    for (let offset = 0; offset < 64; offset++) decodeOrTypedError(big, offset)
+    const repeated = Buffer.from('*3\r\n|1\r\n_\r\n_\r\n~1\r\n'.repeat(40_000), 'latin1')
+    decodeOrTypedError(repeated)
+  })
+})
