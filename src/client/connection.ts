@@ -68,21 +68,20 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   }
 
   /**
-   * Publishes at QoS 1. `onAck` gets the broker's refusal, if any; it also gets a ConnectionError
-   * when no subscriber (no state store service) took the message, since then nobody will answer.
-   * Returns the packet id when it was assigned at once, so a request that times out while the
-   * connection is down can be taken out of the replay store.
+   * Publishes at QoS 1. `onAck` gets the broker's refusal, if any, or `noSubscribers` when the
+   * broker says nobody took the message (PUBACK 0x10: no state store service is subscribed), in
+   * which case sending it again is safe. Returns the packet id when it was assigned at once, so a
+   * request that times out while the connection is down can be taken out of the replay store.
    */
-  publish(topic: string, payload: Buffer, properties: PublishProperties, onAck: (err?: Error) => void): number | undefined {
+  publish(topic: string, payload: Buffer, properties: PublishProperties, onAck: (outcome: { error?: Error; noSubscribers?: boolean }) => void): number | undefined {
     this.ids.last = undefined
     this.mqtt.publish(topic, payload, { qos: 1, properties }, (err, packet) => {
       if (err) {
-        onAck(new ConnectionError(`the broker refused the request: ${err.message}`, { cause: err }))
+        onAck({ error: new ConnectionError(`the broker refused the request: ${err.message}`, { cause: err }) })
         return
       }
       const code = (packet as { reasonCode?: number } | undefined)?.reasonCode
-      if (code === NO_MATCHING_SUBSCRIBERS) onAck(new ConnectionError('no state store service is subscribed to the request topic (PUBACK 0x10)'))
-      else onAck()
+      onAck(code === NO_MATCHING_SUBSCRIBERS ? { noSubscribers: true } : {})
     })
     return this.ids.last
   }

@@ -4,6 +4,7 @@ import { ArgumentError, ConnectionError, OverloadedError, ProtocolError, Timeout
 import { HlcError, type Hlc } from '../hlc'
 import { REQUEST_TOPIC } from '../protocol'
 import { cancelledBy } from './arguments'
+import { backoffDelay } from './backoff'
 import type { PublishProperties } from './connection'
 import { readResponse, requestProperties, type Reply } from './envelope'
 import type { ResolvedOptions } from './options'
@@ -11,7 +12,7 @@ import type { ResolvedOptions } from './options'
 /** What the request layer needs from the connection; a seam for tests. */
 export interface Transport {
   readonly online: boolean
-  publish(topic: string, payload: Buffer, properties: PublishProperties, onAck: (err?: Error) => void): number | undefined
+  publish(topic: string, payload: Buffer, properties: PublishProperties, onAck: (outcome: { error?: Error; noSubscribers?: boolean }) => void): number | undefined
   forget(messageId: number): void
 }
 
@@ -27,6 +28,9 @@ export interface Invocation {
 
 export type Invoker = (invocation: Invocation) => Promise<Reply>
 
+const RESEND_MIN_MS = 100
+const RESEND_MAX_MS = 2000
+
 type Phase = 'queued' | 'waiting' | 'sent'
 
 interface Pending {
@@ -39,7 +43,10 @@ interface Pending {
   settled: boolean
   properties?: PublishProperties
   messageId?: number
+  /** Times the broker said no service was subscribed; each time the request is sent again after a pause. */
+  unheard: number
   timer?: NodeJS.Timeout
+  resend?: NodeJS.Timeout
   detach?: () => void
   resolve(reply: Reply): void
   reject(err: Error): void
@@ -95,6 +102,7 @@ export class Requests {
         deadline: Date.now() + timeoutMs,
         phase: 'queued',
         settled: false,
+        unheard: 0,
         resolve,
         reject,
       }
@@ -176,14 +184,22 @@ export class Requests {
     p.phase = 'sent'
     // The broker drops the request once our wait is over, so a late duplicate is not executed.
     const properties = { ...p.properties, messageExpiryInterval: Math.ceil(remaining / 1000) }
-    p.messageId = this.transport.publish(REQUEST_TOPIC, p.invocation.payload, properties, (err) => {
-      if (err) this.settle(p, err)
+    p.messageId = this.transport.publish(REQUEST_TOPIC, p.invocation.payload, properties, ({ error, noSubscribers }) => {
+      if (error) this.settle(p, error)
+      else if (noSubscribers && !p.settled) {
+        // Nobody received it, so sending it again cannot execute it twice.
+        clearTimeout(p.resend)
+        p.resend = setTimeout(() => {
+          if (this.transport.online) this.send(p)
+          else p.phase = 'waiting'
+        }, backoffDelay(p.unheard++, RESEND_MIN_MS, RESEND_MAX_MS))
+      }
     })
   }
 
   private onTimeout(p: Pending): void {
     if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
-    const where = p.phase === 'sent' ? 'no response' : this.transport.online ? 'still waiting for a free slot' : 'not connected'
+    const where = p.unheard > 0 ? 'no state store service is subscribed to the request topic' : p.phase === 'sent' ? 'no response' : this.transport.online ? 'still waiting for a free slot' : 'not connected'
     const err = new TimeoutError(p.timeoutMs, `${p.invocation.verb} request`)
     err.message += ` (${where})`
     this.settle(p, err)
@@ -193,6 +209,7 @@ export class Requests {
     if (p.settled) return
     p.settled = true
     clearTimeout(p.timer)
+    clearTimeout(p.resend)
     p.detach?.()
     if (p.phase === 'queued') this.queue.delete(p)
     else this.inFlight.delete(p.id)

@@ -1,0 +1,69 @@
+import { ConnectionError, TimeoutError } from '../errors'
+import type { Hlc } from '../hlc'
+import { cancelledBy, requirePositive } from './arguments'
+import type { Lease } from './lease'
+import type { Observation } from './types'
+import { Latch, pause } from './wait'
+
+export interface WaitOptions {
+  /** Give up after this long (TimeoutError); default: wait until acquired, cancelled or the client closes. */
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+const BACKOFF_BASE_MS = 20
+const BACKOFF_MAX_MS = 250
+
+/**
+ * Waits until the lease is ours: observe the key first (so no DELETE is missed), try; when
+ * someone else holds it, wait for its DELETE notification (or at most one lease length, in case
+ * a notification was lost), then retry after a short jittered backoff that spreads out
+ * competing waiters. Returns the fencing token.
+ */
+export async function acquireLease(lease: Lease, options: WaitOptions, what: string): Promise<Hlc> {
+  const client = lease.client
+  const timeoutMs = requirePositive(options.timeoutMs, 'timeoutMs')
+  const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
+  const { signal } = options
+  const remaining = () => deadline - Date.now()
+  const expired = () => new TimeoutError(timeoutMs!, what)
+  if (signal?.aborted) throw cancelledBy(signal, what)
+
+  const freed = new Latch()
+  let observation: Observation | null = null
+  try {
+    observation = await client.observe(lease.name, (n) => n.operation === 'DELETE' && freed.set(), {
+      ...(Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}),
+      ...(signal ? { signal } : {}),
+    })
+  } catch (err) {
+    throw err instanceof TimeoutError && remaining() <= 0 ? expired() : err
+  }
+  try {
+    for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw cancelledBy(signal, what)
+      if (remaining() <= 0) throw expired()
+      freed.reset()
+      try {
+        const requestTimeout = Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}
+        const result = await lease.tryAcquire({ ...requestTimeout, ...(signal ? { signal } : {}) })
+        if (result.acquired) return result.fencingToken!
+        await pause(Math.min(lease.leaseMs, remaining()), { signal, latch: freed, client, what })
+      } catch (err) {
+        if (!retryable(err, client.status.state)) throw err
+        if (remaining() <= 0) throw expired()
+        // A lost connection or a request that timed out: try again while time remains.
+      }
+      if (remaining() <= 0) throw expired()
+      const backoff = Math.random() * Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 10))
+      await pause(Math.min(backoff, remaining()), { signal, client, what })
+    }
+  } finally {
+    await observation.close()
+  }
+}
+
+function retryable(err: unknown, state: string): boolean {
+  if (state === 'closed') return false
+  return err instanceof TimeoutError || (err instanceof ConnectionError && !/closed/.test(err.message))
+}

@@ -1,0 +1,116 @@
+import type { Hlc } from '../hlc'
+import type { Bytes } from '../protocol'
+import { acquireLease, type WaitOptions } from './acquire'
+import { requirePositive, requireValue } from './arguments'
+import type { StateStoreClient } from './client'
+import { DEFAULT_LEASE_MS, Lease } from './lease'
+import { TypedEmitter } from './typed-emitter'
+import type { Observation, RequestOptions } from './types'
+
+export interface LeaderElectionOptions {
+  /** This candidate's name, stored under the position while it leads; default the client id. */
+  candidate?: Bytes
+  /** How long a term lasts without renewal; default 10000 ms. */
+  termMs?: number
+  /** The leader renews its term at this period; default a third of termMs. */
+  renewPeriodMs?: number
+}
+
+export type LeaderElectionEvents = {
+  /** This candidate became the leader. */
+  elected: [{ fencingToken: Hlc }]
+  /** This candidate is no longer the leader: resigned, closed, or a renewal failed. */
+  lost: [{ reason: string; error?: Error }]
+  /** The position changed hands, as observed: the new leader's name, or null when nobody leads. */
+  leader: [{ leader: Buffer | null }]
+  error: [Error]
+}
+
+/**
+ * Leader election over a lease on the position key (as the .NET client does it): campaigning is
+ * acquiring, the term is renewed automatically, resigning is releasing. Changes of leader are
+ * observed with KEYNOTIFY on the position.
+ */
+export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
+  readonly lease: Lease
+  private elected = false
+  private known: Buffer | null | undefined = undefined
+  private watching: Promise<Observation> | null = null
+  private closed = false
+
+  constructor(
+    client: StateStoreClient,
+    position: Bytes,
+    options: LeaderElectionOptions = {},
+  ) {
+    super()
+    const termMs = requirePositive(options.termMs, 'termMs') ?? DEFAULT_LEASE_MS
+    const renewPeriodMs = options.renewPeriodMs ?? Math.max(1, Math.floor(termMs / 3))
+    this.lease = new Lease(client, position, { holder: requireValue(options.candidate ?? client.clientId, 'candidate'), leaseMs: termMs, renewPeriodMs })
+    this.lease.on('acquired', ({ fencingToken }) => {
+      if (this.elected) return
+      this.elected = true
+      this.emit('elected', { fencingToken })
+    })
+    this.lease.on('lost', (lost) => this.lose(lost))
+  }
+
+  get isLeader(): boolean {
+    return this.elected
+  }
+
+  /** One attempt to become (or stay) the leader. */
+  async tryCampaign(options: RequestOptions = {}): Promise<boolean> {
+    await this.watch(options)
+    const { acquired } = await this.lease.tryAcquire(options)
+    return acquired
+  }
+
+  /** Waits until elected; returns the term's fencing token. */
+  async campaign(options: WaitOptions = {}): Promise<Hlc> {
+    await this.watch(options)
+    return acquireLease(this.lease, options, 'campaign')
+  }
+
+  /** Gives up the position if we hold it; true when our term was ended. */
+  async resign(options: RequestOptions = {}): Promise<boolean> {
+    const released = this.lease.release(options)
+    this.lose({ reason: 'resigned' })
+    return released
+  }
+
+  /** The current leader's name, or null when nobody leads. */
+  async leader(options: RequestOptions = {}): Promise<Buffer | null> {
+    return (await this.lease.holder(options)).holder
+  }
+
+  /** Stops renewing (the term lapses, nothing is deleted) and stops observing. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.lease.close()
+    this.lose({ reason: 'closed' })
+    const watching = this.watching
+    this.watching = null
+    if (watching) await watching.then((o) => o.close()).catch(() => {})
+  }
+
+  private watch(options: RequestOptions): Promise<Observation> {
+    if (!this.watching) {
+      this.watching = this.lease.observe((change) => {
+        const leader = change.holder
+        if (this.known !== undefined && (this.known === null ? leader === null : leader !== null && this.known.equals(leader))) return
+        this.known = leader
+        this.emit('leader', { leader })
+      }, options)
+      this.watching.catch(() => (this.watching = null))
+    }
+    return this.watching
+  }
+
+  private lose(lost: { reason: string; error?: Error }): void {
+    if (!this.elected) return
+    this.elected = false
+    this.emit('lost', lost)
+  }
+}

@@ -1,0 +1,169 @@
+import { ArgumentError } from '../errors'
+import type { Hlc } from '../hlc'
+import { requireKey, type Bytes } from '../protocol'
+import { requirePositive, requireValue } from './arguments'
+import type { StateStoreClient } from './client'
+import { TypedEmitter } from './typed-emitter'
+import type { Observation, RequestOptions } from './types'
+
+export interface LeaseOptions {
+  /** The value stored under the lease name; default the client id. */
+  holder?: Bytes
+  /** How long the lease lasts without renewal; default 10000 ms. */
+  leaseMs?: number
+  /** Renew automatically at this period after acquiring; must be shorter than leaseMs. */
+  renewPeriodMs?: number
+}
+
+export interface HolderChange {
+  holder: Buffer | null
+  version: Hlc | null
+  reconciled: boolean
+}
+
+export type LeaseEvents = {
+  acquired: [{ fencingToken: Hlc }]
+  renewed: [{ fencingToken: Hlc }]
+  /** Automatic renewal stopped: another holder has it, or the renewal request failed. */
+  lost: [{ reason: string; error?: Error }]
+  released: []
+  holder: [{ holder: Buffer | null; version: Hlc | null }]
+  error: [Error]
+}
+
+export const DEFAULT_LEASE_MS = 10_000
+
+/**
+ * A lease on a key: `SET name holder NEX PX leaseMs`. The version the service returns is the
+ * fencing token. Renewal is the same SET (NEX lets the holder overwrite its own value and mints
+ * a greater token); release is VDEL with our own holder value, so it never removes someone else's.
+ */
+export class Lease extends TypedEmitter<LeaseEvents> {
+  readonly name: Buffer
+  readonly holderValue: Buffer
+  readonly leaseMs: number
+  readonly renewPeriodMs: number | undefined
+  private token: Hlc | null = null
+  private timer: NodeJS.Timeout | null = null
+  /** Bumped by release and close, so a renewal answer that arrives afterwards changes nothing. */
+  private generation = 0
+  private closed = false
+
+  constructor(
+    readonly client: StateStoreClient,
+    name: Bytes,
+    options: LeaseOptions = {},
+  ) {
+    super()
+    this.name = Buffer.from(requireKey(requireValue(name, 'lease name')))
+    this.holderValue = Buffer.from(requireValue(options.holder ?? client.clientId, 'holder'))
+    if (this.holderValue.length === 0) throw new ArgumentError('the holder must not be empty')
+    this.leaseMs = requireWholeMs(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs')
+    this.renewPeriodMs = options.renewPeriodMs === undefined ? undefined : requireWholeMs(options.renewPeriodMs, 'renewPeriodMs')
+    if (this.renewPeriodMs !== undefined && this.renewPeriodMs >= this.leaseMs) {
+      throw new ArgumentError(`renewPeriodMs (${this.renewPeriodMs}) must be shorter than leaseMs (${this.leaseMs})`)
+    }
+  }
+
+  /** The token of the lease as last acquired or renewed by us; null when we do not hold it. */
+  get fencingToken(): Hlc | null {
+    return this.token
+  }
+
+  /** One attempt; on success starts automatic renewal when renewPeriodMs is set. */
+  async tryAcquire(options: RequestOptions = {}): Promise<{ acquired: boolean; fencingToken: Hlc | null }> {
+    const generation = this.generation
+    const held = this.token !== null
+    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs })
+    if (generation !== this.generation) return { acquired: result.applied, fencingToken: result.applied ? result.version : null }
+    if (!result.applied) {
+      this.drop(held ? { reason: 'another holder has the lease' } : null)
+      return { acquired: false, fencingToken: null }
+    }
+    this.token = result.version
+    this.emit(held ? 'renewed' : 'acquired', { fencingToken: result.version })
+    this.schedule()
+    return { acquired: true, fencingToken: result.version }
+  }
+
+  /** Extends the lease we hold; false (and 'lost') when someone else holds it now. */
+  async renew(options: RequestOptions = {}): Promise<boolean> {
+    const generation = this.generation
+    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs })
+    if (generation !== this.generation) return result.applied
+    if (!result.applied) {
+      this.drop({ reason: 'another holder has the lease' })
+      return false
+    }
+    const renewed = this.token !== null
+    this.token = result.version
+    this.emit(renewed ? 'renewed' : 'acquired', { fencingToken: result.version })
+    this.schedule()
+    return true
+  }
+
+  /** Stops renewal and deletes the lease if it still holds our value; true when it did. */
+  async release(options: RequestOptions = {}): Promise<boolean> {
+    this.generation += 1
+    this.stopRenewal()
+    this.token = null
+    const result = await this.client.vdel(this.name, this.holderValue, options)
+    if (result.deleted === 1) this.emit('released')
+    return result.deleted === 1
+  }
+
+  async holder(options: RequestOptions = {}): Promise<{ holder: Buffer | null; version: Hlc | null }> {
+    const { value, version } = await this.client.get(this.name, options)
+    return { holder: value, version }
+  }
+
+  /** Holder changes (SET = acquired or renewed, DELETE = released or expired) until the observation is closed. */
+  observe(listener: (change: HolderChange) => void, options: RequestOptions = {}): Promise<Observation> {
+    return this.client.observe(
+      this.name,
+      (n) => {
+        const change: HolderChange = { holder: n.operation === 'SET' ? n.value : null, version: n.version, reconciled: n.reconciled }
+        this.emit('holder', { holder: change.holder, version: change.version })
+        listener(change)
+      },
+      options,
+    )
+  }
+
+  /** Stops automatic renewal without releasing: the lease lapses at its expiry. */
+  async close(): Promise<void> {
+    this.closed = true
+    this.generation += 1
+    this.stopRenewal()
+  }
+
+  private schedule(): void {
+    this.stopRenewal()
+    if (this.renewPeriodMs === undefined || this.closed) return
+    const generation = this.generation
+    this.timer = setTimeout(() => {
+      this.timer = null
+      // A renewal slower than the time the lease has left is worthless.
+      this.renew({ timeoutMs: Math.max(1, this.leaseMs - this.renewPeriodMs!) }).catch((err: Error) => {
+        if (generation === this.generation) this.drop({ reason: `renewal failed: ${err.message}`, error: err })
+      })
+    }, this.renewPeriodMs)
+  }
+
+  private stopRenewal(): void {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+  }
+
+  private drop(lost: { reason: string; error?: Error } | null): void {
+    this.stopRenewal()
+    this.token = null
+    if (lost) this.emit('lost', lost)
+  }
+}
+
+function requireWholeMs(value: number, name: string): number {
+  requirePositive(value, name)
+  if (!Number.isSafeInteger(value)) throw new ArgumentError(`${name} must be a whole number of milliseconds, got ${value}`)
+  return value
+}
