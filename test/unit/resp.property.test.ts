@@ -51,26 +51,50 @@ const { value: respValue } = fc.letrec<{ value: RespValue; pairs: Pairs }>((tie)
 
 const encoded = respValue.map((value) => ({ value, wire: encodeValue(value) }))
 
-/** Decodes and classifies the outcome: a value (with consistent counts) or a RespProtocolError, nothing else. */
+/**
+ * Decodes and classifies the outcome: a value (with consistent counts) or a RespProtocolError,
+ * nothing else. From offset 0 it also holds decodeExact, which has its own fast path for the
+ * common payload shapes, to the same answer: the value, the same error, or trailing-bytes.
+ */
 function decodeOrTypedError(buf: Buffer, offset = 0): RespValue | RespProtocolError {
+  let outcome: RespValue | RespProtocolError
+  let leftOver = 0
   try {
     const { value, bytesConsumed, bytesLeftOver } = decode(buf, { offset })
     assert.ok(bytesConsumed > 0)
     assert.equal(bytesConsumed + bytesLeftOver, buf.length - offset)
-    return value
+    outcome = value
+    leftOver = bytesLeftOver
   } catch (err) {
-    if (err instanceof RespProtocolError) {
-      assert.ok(err.offset >= 0 && err.offset <= buf.length, `offset ${err.offset} inside the buffer`)
-      return err
-    }
-    throw err
+    if (!(err instanceof RespProtocolError)) throw err
+    assert.ok(err.offset >= 0 && err.offset <= buf.length, `offset ${err.offset} inside the buffer`)
+    outcome = err
   }
+  if (offset === 0) {
+    let exact: RespValue | RespProtocolError
+    try {
+      exact = decodeExact(buf)
+    } catch (err) {
+      if (!(err instanceof RespProtocolError)) throw err
+      exact = err
+    }
+    if (outcome instanceof RespProtocolError) {
+      assert.ok(exact instanceof RespProtocolError, 'decodeExact refuses what decode refuses')
+      assert.deepStrictEqual([exact.reason, exact.offset, exact.message], [outcome.reason, outcome.offset, outcome.message])
+    } else if (leftOver > 0) {
+      assert.ok(exact instanceof RespProtocolError && exact.reason === 'trailing-bytes', String(exact))
+      assert.equal(exact.offset, buf.length - leftOver)
+    } else {
+      assert.deepStrictEqual(exact, outcome)
+    }
+  }
+  return outcome
 }
 
 /** Bytes that look like RESP3 often enough to reach deep into the decoder. */
 const respish = fc
   .array(
-    fc.constantFrom('*', '$', '%', '|', '~', '>', '!', '=', '(', ',', '#', '_', ':', '+', '-', '\r\n', '\r', '\n', '0', '1', '2', '3', '9', '-1', 't', 'f', 'inf', 'nan', '.', 'e', 'x', 'txt:', '\0', '\xff'),
+    fc.constantFrom('*', '$', '%', '|', '~', '>', '!', '=', '(', ',', '#', '_', ':', '+', '-', '\r\n', '\r', '\n', '0', '1', '2', '3', '9', '-1', 't', 'f', 'inf', 'nan', '.', 'e', 'x', 'txt:', '\0', '\xff', '$1\r\nx\r\n', '*2\r\n', ':-1\r\n', '$-1\r\n'),
     { maxLength: 60 },
   )
   .map((tokens) => Buffer.from(tokens.join(''), 'latin1'))
@@ -208,6 +232,21 @@ describe('RESP3 properties', function () {
     )
   })
 
+  it('mutated requests and common replies (the decoder\'s fast path) fail typed, and decodeExact agrees with decode', () => {
+    const common = fc.oneof(
+      fc.array(fc.oneof(bytes, fc.string({ maxLength: 12 })), { maxLength: 5 }).map((args) => encodeCommand(args)),
+      bytes.map((value) => encodeValue({ kind: 'bulk', value })),
+      fc.integer({ min: -2, max: 1_000_000 }).map((value) => encodeValue({ kind: 'integer', value })),
+      fc.constant(encodeValue({ kind: 'null', from: '$' })),
+    )
+    fc.assert(
+      fc.property(common, fc.array(mutation, { maxLength: 3 }), (wire, mutations) => {
+        decodeOrTypedError(mutate(wire, mutations))
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
   it('nesting deeper than maxDepth is too-deep, at the offset of the first value too deep', () => {
     const opener = fc.constantFrom('*1\r\n', '~1\r\n', '>1\r\n', '%1\r\n_\r\n', '|1\r\n_\r\n_\r\n*1\r\n')
     fc.assert(
@@ -251,6 +290,7 @@ describe('RESP3 properties', function () {
           assert.ok(thrown instanceof RespProtocolError, String(thrown))
           assert.equal(thrown.reason, 'incomplete', thrown.message)
           assert.ok(thrown.offset <= buf.length)
+          decodeOrTypedError(buf)
         },
       ),
       { numRuns: 300 },
