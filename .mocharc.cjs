@@ -1,7 +1,6 @@
 'use strict'
-// Specs are TypeScript run through tsx; type checking is `npm run typecheck` (part of `npm run build`).
+// The spec list is in the npm test script, so `npx mocha <file>` runs just that file. Specs are TypeScript run through tsx; type checking is `npm run typecheck` (part of `npm run build`).
 module.exports = {
-  spec: ['test/**/*.test.ts'],
   'node-option': ['import=tsx'],
   timeout: 20000,
   slow: 1000,
