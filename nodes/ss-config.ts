@@ -37,9 +37,9 @@ function defaultClientId(nodeId: string): string {
 }
 
 export = function (RED: NodeAPI) {
-  function SsConfig(this: StoreConfigNode & { credentials: Credentials }, def: ConfigDef) {
+  function SsConfig(this: Node<Credentials>, def: ConfigDef) {
     RED.nodes.createNode(this, def)
-    const node = this
+    const node = this as Node<Credentials> & StoreConfigNode
     const users = new Map<string, StoreUser>()
     const clientId = def.clientId?.trim() || defaultClientId(node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, 10_000)
@@ -70,6 +70,7 @@ export = function (RED: NodeAPI) {
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
         maxInFlight: positiveInt(def.maxInFlight, 1000),
+        logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),
       }
       const expiry = Number(def.sessionExpiry)
       if (String(def.sessionExpiry ?? '').trim() !== '' && Number.isSafeInteger(expiry) && expiry >= 0) opts.sessionExpirySec = expiry
@@ -95,6 +96,7 @@ export = function (RED: NodeAPI) {
       }
       const created = new StateStoreClient(options(brokerUrl))
       created.on('status', publish)
+      created.on('error', (err) => node.warn(err.message))
       publish(created.status)
       return created
     }
@@ -171,7 +173,7 @@ export = function (RED: NodeAPI) {
     })
   }
 
-  RED.nodes.registerType('ss-config', SsConfig, {
+  RED.nodes.registerType<Node<Credentials>, ConfigDef, unknown, Credentials>('ss-config', SsConfig, {
     credentials: {
       username: { type: 'text' },
       password: { type: 'password' },

@@ -4,9 +4,7 @@ import type { Translate } from './i18n'
 import { describeError } from './errors'
 
 /** Status texts are short by convention (under 20 characters); longer details go to the log and to Catch. */
-const MAX_TEXT = 20
-
-function clip(text: string, max = MAX_TEXT): string {
+function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`
 }
 
@@ -28,7 +26,7 @@ export function connectionStatus(status: ConnectionStatus, t: Translate): NodeSt
         fill: 'red',
         shape: 'ring',
         // The reason is the one thing a user needs to fix the connection, so it stays even past 20 characters.
-        text: status.reason ? clip(`${t('node-red:common.status.disconnected')}: ${status.reason}`, 40) : t('node-red:common.status.disconnected'),
+        text: status.reason ? `${t('node-red:common.status.disconnected')}: ${clip(status.reason, 28)}` : t('node-red:common.status.disconnected'),
       }
   }
 }
@@ -54,17 +52,18 @@ export class StatusView {
   /** Outcome of the last operation, in the connection's colour. `key` is a `status.*` catalogue entry or a full key. */
   outcome(key: string, detail?: string): void {
     const connected = this.connected
-    const text = this.t(key) + (detail === undefined ? '' : ` ${detail}`)
-    this.node.status({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text: clip(text) })
+    // Catalogue texts are short by design; only the variable detail (a key name) is cut to fit.
+    const text = this.t(key) + (detail === undefined ? '' : ` ${clip(detail, 12)}`)
+    this.node.status({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text })
   }
 
   failure(err: unknown): void {
     const { kind } = describeError(err)
-    this.node.status({ fill: 'red', shape: this.connected ? 'dot' : 'ring', text: clip(`${this.t('node-red:common.status.error')}: ${kind}`) })
+    this.node.status({ fill: 'red', shape: this.connected ? 'dot' : 'ring', text: `${this.t('node-red:common.status.error')}: ${kind}` })
   }
 
   /** A problem with the node's own configuration: shown until the node is redeployed. */
   misconfigured(key: string): void {
-    this.node.status({ fill: 'red', shape: 'ring', text: clip(this.t(key)) })
+    this.node.status({ fill: 'red', shape: 'ring', text: this.t(key) })
   }
 }

@@ -1,0 +1,216 @@
+import { createServer, connect, type Server, type Socket } from 'node:net'
+import { EventEmitter } from 'node:events'
+import { startEmulator, type Emulator } from '../../src/emulator'
+
+/** Node methods are sinon spies on Node.prototype during a test: calls of every node, told apart by thisValue. */
+export interface Spy {
+  (...args: unknown[]): void
+  getCalls(): Array<{ args: unknown[]; thisValue: unknown }>
+}
+
+/** The parts of node-red-node-test-helper these tests use (it ships no types). */
+export interface TestNode extends EventEmitter {
+  id: string
+  type: string
+  receive(msg: Record<string, unknown>): void
+  status: Spy
+  error: Spy
+  warn: Spy
+}
+export interface TestHelper {
+  init(path: string, settings?: Record<string, unknown>): void
+  load(modules: unknown[], flow: unknown[], credentials?: Record<string, unknown>): Promise<void>
+  setFlows(flow: unknown[], type: 'full' | 'flows' | 'nodes', credentials?: Record<string, unknown>): Promise<void>
+  unload(): Promise<void>
+  getNode(id: string): TestNode
+  settings(s: Record<string, unknown>): void
+}
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const helper = require('node-red-node-test-helper') as TestHelper
+helper.init(require.resolve('node-red'))
+
+/* eslint-disable @typescript-eslint/no-require-imports */
+export const modules = {
+  config: require('../../nodes/ss-config'),
+  get: require('../../nodes/ss-get'),
+  set: require('../../nodes/ss-set'),
+  del: require('../../nodes/ss-del'),
+  lock: require('../../nodes/ss-lock'),
+  watch: require('../../nodes/ss-watch'),
+}
+export const ALL = Object.values(modules)
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+export const COMMON = 'node-red-contrib-aio-statestore/ss-config:common.'
+
+/**
+ * A TCP relay in front of the broker that counts open client connections, so tests can prove
+ * deploys neither leak nor drop connections without reaching into the client or broker.
+ */
+export class CountingProxy {
+  private readonly sockets = new Set<Socket>()
+  opened = 0
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
+
+  static async start(target: string): Promise<CountingProxy> {
+    const { hostname, port } = new URL(target)
+    let proxy: CountingProxy | null = null
+    const server = createServer((client) => {
+      client.setNoDelay(true)
+      const upstream = connect({ host: hostname, port: Number(port) }, () => upstream.setNoDelay(true))
+      proxy!.opened += 1
+      proxy!.sockets.add(client)
+      const end = () => {
+        proxy!.sockets.delete(client)
+        client.destroy()
+        upstream.destroy()
+      }
+      client.pipe(upstream).pipe(client)
+      client.on('close', end).on('error', end)
+      upstream.on('close', end).on('error', end)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port: own } = server.address() as { port: number }
+    proxy = new CountingProxy(server, `mqtt://127.0.0.1:${own}`)
+    return proxy
+  }
+
+  get open(): number {
+    return this.sockets.size
+  }
+
+  /** Cuts every connection (a broker restart, seen from the client). */
+  dropAll(): void {
+    for (const s of this.sockets) s.destroy()
+  }
+
+  async stop(): Promise<void> {
+    this.dropAll()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+}
+
+export interface Store {
+  emulator: Emulator
+  proxy: CountingProxy
+  url: string
+  stop(): Promise<void>
+}
+
+export async function startStore(): Promise<Store> {
+  const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
+  const proxy = await CountingProxy.start(emulator.brokerUrl)
+  return {
+    emulator,
+    proxy,
+    url: proxy.url,
+    async stop() {
+      await proxy.stop()
+      await emulator.stop()
+    },
+  }
+}
+
+interface Mailbox {
+  queue: Array<Record<string, unknown>>
+  waiter: ((msg: Record<string, unknown>) => void) | null
+}
+const mailboxes = new WeakMap<TestNode, Mailbox>()
+
+/**
+ * Every msg a helper node receives, in order. One permanent listener per node: Node-RED nodes keep
+ * input listeners in their own list, where EventEmitter's once/removeListener pairs do not work.
+ */
+function mailbox(node: TestNode): Mailbox {
+  let box = mailboxes.get(node)
+  if (!box) {
+    const created: Mailbox = { queue: [], waiter: null }
+    node.on('input', (msg: Record<string, unknown>) => {
+      if (created.waiter) created.waiter(msg)
+      else created.queue.push(msg)
+    })
+    mailboxes.set(node, created)
+    box = created
+  }
+  return box
+}
+
+/** Resolves with the next msg the helper node receives (queued if it came already), or rejects after `ms`. */
+export function nextMessage(node: TestNode, ms = 3000): Promise<Record<string, unknown>> {
+  const box = mailbox(node)
+  const queued = box.queue.shift()
+  if (queued) return Promise.resolve(queued)
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      box.waiter = null
+      reject(new Error(`no msg at ${node.id} within ${ms} ms`))
+    }, ms)
+    box.waiter = (msg) => {
+      clearTimeout(timer)
+      box.waiter = null
+      resolve(msg)
+    }
+  })
+}
+
+/** Asserts that no msg arrives at `node` for `ms` (used only where absence is the outcome). */
+export async function noMessage(node: TestNode, ms = 300): Promise<void> {
+  const box = mailbox(node)
+  await new Promise((r) => setTimeout(r, ms))
+  if (box.queue.length > 0) throw new Error(`unexpected msg at ${node.id}: ${JSON.stringify(box.queue[0])}`)
+}
+
+/** Starts recording a helper node's msgs now (so nothing sent before the first nextMessage is lost). */
+export function listen(...nodes: TestNode[]): void {
+  for (const n of nodes) mailbox(n)
+}
+
+/** Waits until `predicate` holds (polling), or fails after `ms` with `what`. */
+export async function until(predicate: () => boolean, what: string, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+/** The last status a node showed. */
+export function lastStatus(node: TestNode): { fill?: string; shape?: string; text?: string } {
+  const calls = statuses(node)
+  return calls.length ? calls[calls.length - 1]! : {}
+}
+
+export function statuses(node: TestNode): Array<{ fill?: string; shape?: string; text?: string }> {
+  return node.status.getCalls().filter((c) => c.thisValue === node).map((c) => c.args[0] as { fill?: string; shape?: string; text?: string })
+}
+
+export const TAB = { id: 'tab', type: 'tab', label: 'test' }
+
+export function configNode(url: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id: 'cfg', type: 'ss-config', name: 'store', broker: url, clientId: '', requestTimeout: '3000', ...extra }
+}
+
+/**
+ * A flow node on the test tab. It needs x/y: the runtime treats a node without them as a config node
+ * (and then mistakes a property value that equals its id, such as type "catch", for a reference).
+ */
+export function onTab(node: Record<string, unknown>): Record<string, unknown> {
+  return { z: 'tab', x: 100, y: 100, wires: [], ...node }
+}
+
+/** A palette node plus the helper sinks for its outputs and a Catch node for its errors. */
+export function flowWith(url: string, node: Record<string, unknown>, outputs = 1, configExtra: Record<string, unknown> = {}): unknown[] {
+  const sinks = Array.from({ length: outputs }, (_, i) => onTab({ id: `out${i + 1}`, type: 'helper' }))
+  return [
+    TAB,
+    configNode(url, configExtra),
+    onTab({ store: 'cfg', wires: sinks.map((s) => [s.id]), ...node }),
+    ...sinks,
+    onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
+    onTab({ id: 'caught', type: 'helper' }),
+  ]
+}
