@@ -51,6 +51,8 @@ export const COMMON = 'node-red-contrib-aio-statestore/ss-config:common.'
 export class CountingProxy {
   private readonly sockets = new Set<Socket>()
   opened = 0
+  /** While set, new connections are cut at once (the broker is "down"). */
+  refusing = false
   private constructor(
     private readonly server: Server,
     readonly url: string,
@@ -60,6 +62,10 @@ export class CountingProxy {
     const { hostname, port } = new URL(target)
     let proxy: CountingProxy | null = null
     const server = createServer((client) => {
+      if (proxy!.refusing) {
+        client.destroy()
+        return
+      }
       client.setNoDelay(true)
       const upstream = connect({ host: hostname, port: Number(port) }, () => upstream.setNoDelay(true))
       proxy!.opened += 1
