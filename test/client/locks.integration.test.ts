@@ -1,0 +1,262 @@
+/**
+ * Leases, locks and leader election against the emulator, over mosquitto and the embedded
+ * broker: mutual exclusion between racing clients, hand-over on release and on expiry with
+ * strictly greater tokens, automatic renewal and its loss, fenced edits, failover.
+ */
+import assert from 'node:assert/strict'
+import { LeaderElection, Lease, Lock, type StateStoreClient } from '../../src/client'
+import { ArgumentError, CancelledError, TimeoutError } from '../../src/errors'
+import { Hlc } from '../../src/hlc'
+import { ClientPool, eventually, uniqueId } from './support/clients'
+import { onEveryBroker } from './support/topology'
+
+onEveryBroker('leases', (t) => {
+  const pool = new ClientPool()
+  const closers: Array<{ close(): Promise<void> }> = []
+  afterEach(async () => {
+    await Promise.all(closers.splice(0).map((c) => c.close()))
+    await pool.closeAll()
+  })
+  const lease = (c: StateStoreClient, name: string, options: ConstructorParameters<typeof Lease>[2] = {}) => {
+    const l = new Lease(c, name, options)
+    closers.push(l)
+    return l
+  }
+
+  it('try-acquires, reports the holder, renews with a greater token, releases', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const name = uniqueId('lease')
+    const la = lease(a, name, { leaseMs: 5000 })
+    const lb = lease(b, name, { leaseMs: 5000, holder: 'b-holder' })
+    const events: string[] = []
+    la.on('acquired', () => events.push('acquired'))
+    la.on('renewed', () => events.push('renewed'))
+    la.on('released', () => events.push('released'))
+
+    const got = await la.tryAcquire()
+    assert.equal(got.acquired, true)
+    assert.ok(got.fencingToken && la.fencingToken?.equals(got.fencingToken))
+    assert.deepEqual(await lb.tryAcquire(), { acquired: false, fencingToken: null })
+    assert.equal((await lb.holder()).holder?.toString(), a.clientId)
+
+    assert.equal(await la.renew(), true)
+    assert.ok(Hlc.compare(la.fencingToken!, got.fencingToken) > 0)
+    assert.equal(await lb.release(), false, 'VDEL with another holder value removes nothing')
+    assert.equal(await la.release(), true)
+    assert.equal(la.fencingToken, null)
+    assert.equal((await la.holder()).holder, null)
+    assert.deepEqual(events, ['acquired', 'renewed', 'released'])
+    assert.equal((await lb.tryAcquire()).acquired, true)
+    await lb.release()
+  })
+
+  it('renews automatically past its lease time, and reports "lost" when a renewal fails', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const name = uniqueId('lease')
+    const la = lease(a, name, { leaseMs: 300, renewPeriodMs: 100 })
+    let renewals = 0
+    la.on('renewed', () => (renewals += 1))
+    await la.tryAcquire()
+    await eventually(() => (renewals >= 5 ? true : undefined), 5000, 'five renewals')
+    // Five renewals at 100 ms cover more than the 300 ms lease: still ours.
+    assert.equal((await b.get(name)).value?.toString(), a.clientId)
+
+    const lost = new Promise<{ reason: string }>((resolve) => la.once('lost', resolve))
+    // Someone else takes the key (as if our lease had lapsed): the next renewal is refused.
+    await b.set(name, 'usurper')
+    const { reason } = await lost
+    assert.match(reason, /another holder/)
+    assert.equal(la.fencingToken, null)
+    const before = renewals
+    await new Promise((r) => setTimeout(r, 250))
+    assert.equal(renewals, before, 'renewal stopped after the first failure')
+  })
+
+  it('observes holder changes', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const name = uniqueId('lease')
+    const changes: string[] = []
+    const watcher = lease(b, name)
+    const observation = await watcher.observe((c) => changes.push(c.holder?.toString() ?? 'free'))
+    const la = lease(a, name, { leaseMs: 200 })
+    await la.tryAcquire()
+    await la.release()
+    await la.tryAcquire()
+    await eventually(() => (changes.length >= 4 ? true : undefined), 3000, 'expiry')
+    assert.deepEqual(changes, [a.clientId, 'free', a.clientId, 'free'], 'the last one is the expiry')
+    await observation.close()
+  })
+
+  it('refuses a renewal period that is not shorter than the lease', async function () {
+    const a = await pool.ready(t.url)
+    assert.throws(() => new Lease(a, 'x', { leaseMs: 100, renewPeriodMs: 100 }), ArgumentError)
+    assert.throws(() => new Lease(a, '', {}), ArgumentError)
+    assert.throws(() => new Lease(a, 'x', { leaseMs: -1 }), ArgumentError)
+  })
+})
+
+onEveryBroker('locks', (t) => {
+  const pool = new ClientPool()
+  afterEach(() => pool.closeAll())
+
+  it('lets exactly one of several racing clients hold the lock at a time, with ever greater tokens', async function () {
+    const name = uniqueId('lock')
+    const clients = await Promise.all([0, 1, 2].map(() => pool.ready(t.url)))
+    let holders = 0
+    let maxHolders = 0
+    const tokens: Hlc[] = []
+    const rounds = 4
+    await Promise.all(
+      clients.map(async (c) => {
+        const lock = new Lock(c, name, { leaseMs: 5000 })
+        for (let i = 0; i < rounds; i++) {
+          const token = await lock.acquire({ timeoutMs: 10_000 })
+          holders += 1
+          maxHolders = Math.max(maxHolders, holders)
+          tokens.push(token)
+          assert.equal((await c.get(name)).value?.toString(), c.clientId)
+          await new Promise((r) => setTimeout(r, 5))
+          holders -= 1
+          assert.equal(await lock.release(), true)
+        }
+      }),
+    )
+    assert.equal(maxHolders, 1)
+    assert.equal(tokens.length, clients.length * rounds)
+    for (let i = 1; i < tokens.length; i++) assert.ok(Hlc.compare(tokens[i]!, tokens[i - 1]!) > 0, `token ${i} is greater than the one before`)
+  })
+
+  it('hands the lock to a waiter when the holder never releases and its lease expires', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const name = uniqueId('lock')
+    const crashed = new Lock(a, name, { leaseMs: 300 })
+    const t1 = await crashed.acquire({ timeoutMs: 2000 })
+    const waiter = new Lock(b, name, { leaseMs: 5000 })
+    const t2 = await waiter.acquire({ timeoutMs: 5000 })
+    assert.ok(Hlc.compare(t2, t1) > 0)
+    assert.equal((await b.get(name)).value?.toString(), b.clientId)
+    await waiter.release()
+  })
+
+  it('gives up with TimeoutError, or CancelledError on abort, while the lock is held', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const name = uniqueId('lock')
+    const holder = new Lock(a, name, { leaseMs: 10_000 })
+    await holder.acquire()
+    const waiter = new Lock(b, name)
+    await assert.rejects(waiter.acquire({ timeoutMs: 200 }), TimeoutError)
+    const controller = new AbortController()
+    const pending = waiter.acquire({ signal: controller.signal })
+    setTimeout(() => controller.abort(), 100)
+    await assert.rejects(pending, CancelledError)
+    const closing = waiter.acquire().then(
+      () => null,
+      (e: unknown) => e,
+    )
+    await new Promise((r) => setTimeout(r, 50))
+    await b.close()
+    assert.equal(((await closing) as Error | null)?.name, 'ConnectionError')
+    await holder.release()
+  })
+
+  it('edits a key under the lock: concurrent increments are never lost', async function () {
+    const clients = await Promise.all([0, 1, 2].map(() => pool.ready(t.url)))
+    const name = uniqueId('lock')
+    const counter = uniqueId('counter')
+    const perClient = 5
+    await Promise.all(
+      clients.map(async (c) => {
+        const lock = new Lock(c, name, { leaseMs: 5000 })
+        for (let i = 0; i < perClient; i++) {
+          const result = await lock.edit(counter, (current) => String(Number(current?.toString() ?? '0') + 1), { timeoutMs: 10_000 })
+          assert.equal('applied' in result && result.applied, true)
+        }
+      }),
+    )
+    assert.equal((await clients[0]!.get(counter)).value?.toString(), String(clients.length * perClient))
+    // null from the edit function deletes; the lock is released in every case.
+    const lock = new Lock(clients[0]!, name)
+    const removed = await lock.edit(counter, () => null)
+    assert.equal('deleted' in removed && removed.deleted, 1)
+    await assert.rejects(
+      lock.edit(counter, () => {
+        throw new Error('edit failed')
+      }),
+      /edit failed/,
+    )
+    assert.equal((await clients[0]!.get(name)).value, null, 'released after a failing edit')
+  })
+})
+
+onEveryBroker('leader election', (t) => {
+  const pool = new ClientPool()
+  const elections: LeaderElection[] = []
+  afterEach(async () => {
+    await Promise.all(elections.splice(0).map((e) => e.close()))
+    await pool.closeAll()
+  })
+  const election = (c: StateStoreClient, position: string, termMs: number) => {
+    const e = new LeaderElection(c, position, { termMs })
+    elections.push(e)
+    return e
+  }
+
+  it('elects one leader, renews its term, and fails over when the leader stops renewing', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const position = uniqueId('position')
+    const ea = election(a, position, 400)
+    const eb = election(b, position, 400)
+    const seenByB: string[] = []
+    eb.on('leader', ({ leader }) => seenByB.push(leader?.toString() ?? 'none'))
+    const elected = new Promise<Hlc>((resolve) => ea.once('elected', ({ fencingToken }) => resolve(fencingToken)))
+
+    const t1 = await ea.campaign({ timeoutMs: 2000 })
+    assert.ok(t1.equals(await elected))
+    assert.equal(ea.isLeader, true)
+    assert.equal(await eb.tryCampaign(), false)
+    assert.equal((await eb.leader())?.toString(), a.clientId)
+
+    // B waits; A keeps renewing (term 400 ms, renewal every 133 ms), so B stays a follower for a while.
+    const campaign = eb.campaign({ timeoutMs: 10_000 })
+    let bWon = false
+    void campaign.then(() => (bWon = true), () => {})
+    await new Promise((r) => setTimeout(r, 900))
+    assert.equal(bWon, false, 'a renewing leader keeps its position')
+    assert.equal(ea.isLeader, true)
+
+    // A stops renewing (a hung process): its term lapses and B takes over.
+    const lost = new Promise<string>((resolve) => ea.once('lost', ({ reason }) => resolve(reason)))
+    await ea.close()
+    assert.equal(await lost, 'closed')
+    const t2 = await campaign
+    assert.ok(Hlc.compare(t2, t1) > 0)
+    assert.equal(eb.isLeader, true)
+    assert.equal((await ea.leader())?.toString(), b.clientId)
+    await eventually(() => (seenByB.at(-1) === b.clientId ? true : undefined), 3000, 'B to see itself lead')
+    assert.ok(seenByB.includes(a.clientId))
+  })
+
+  it('hands over at once when the leader resigns', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const position = uniqueId('position')
+    const ea = election(a, position, 10_000)
+    const eb = election(b, position, 10_000)
+    await ea.campaign()
+    const campaign = eb.campaign({ timeoutMs: 3000 })
+    const lost = new Promise<string>((resolve) => ea.once('lost', ({ reason }) => resolve(reason)))
+    assert.equal(await ea.resign(), true)
+    assert.equal(await lost, 'resigned')
+    assert.equal(ea.isLeader, false)
+    await campaign
+    assert.equal(eb.isLeader, true)
+    assert.equal(await eb.resign(), true)
+    assert.equal(await eb.leader(), null)
+  })
+})

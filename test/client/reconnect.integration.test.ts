@@ -1,0 +1,173 @@
+/**
+ * Reconnects against the emulator: a client taken off the network (a proxy in front of the
+ * broker) while another one changes keys, a kept session, and a mosquitto restarted mid-stream.
+ * After every reconnect the observed keys are registered again and the changes missed meanwhile
+ * arrive as reconciled notifications; requests made or in flight meanwhile complete.
+ */
+import assert from 'node:assert/strict'
+import { startEmulator, type Emulator } from '../../src/emulator'
+import { Prop } from '../../src/protocol'
+import { Mosquitto, mosquittoPath } from '../support/mosquitto'
+import { ClientPool, eventually, Inbox, statusWhere, uniqueId } from './support/clients'
+import { Proxy } from './support/proxy'
+import { Responder } from './support/responder'
+import { onEveryBroker } from './support/topology'
+
+const describeNotification = (n: { operation: string; key: Buffer; value: Buffer | null; reconciled: boolean }) =>
+  `${n.reconciled ? 'reconciled ' : ''}${n.operation} ${n.key.toString()}${n.value ? `=${n.value.toString()}` : ''}`
+
+onEveryBroker('reconnect', (t) => {
+  const pool = new ClientPool()
+  let proxy: Proxy
+  let spy: Responder
+  before(async () => {
+    proxy = await Proxy.start(t.port)
+    // Sees every request and answers none: proof of what the client sends.
+    spy = await Responder.start(t.url, () => null)
+  })
+  afterEach(async () => {
+    proxy.restore()
+    await pool.closeAll()
+  })
+  after(async () => {
+    await spy?.stop()
+    await proxy?.stop()
+  })
+
+  it('registers observed keys again and delivers the changes it missed as reconciled notifications', async function () {
+    const away = await pool.ready(proxy.url)
+    const writer = await pool.ready(t.url)
+    const [changed, deleted, unchanged, created] = ['changed', 'deleted', 'unchanged', 'created'].map((k) => uniqueId(k))
+    await writer.set(changed!, 'v1')
+    await writer.set(deleted!, 'd1')
+    await writer.set(unchanged!, 'u1')
+    const inbox = new Inbox()
+    for (const k of [changed!, deleted!, unchanged!, created!]) await away.observe(k, inbox.listener)
+    await writer.set(changed!, 'v2')
+    await inbox.count(1)
+    const states: string[] = []
+    away.on('status', (s) => states.push(s.state))
+
+    proxy.cut()
+    await statusWhere(away, (s) => s.state === 'disconnected')
+    const sentBefore = spy.requests.length
+    await writer.set(changed!, 'v3')
+    await writer.set(changed!, 'v4')
+    await writer.del(deleted!)
+    await writer.set(created!, 'c1')
+    // A request made while disconnected waits for the connection.
+    const whileAway = away.get(changed!, { timeoutMs: 10_000 })
+    await new Promise((r) => setTimeout(r, 100))
+    proxy.restore()
+
+    assert.equal((await whileAway).value?.toString(), 'v4')
+    const got = await inbox.count(4)
+    assert.equal(describeNotification(got[0]!), `SET ${changed}=v2`)
+    assert.deepEqual(
+      new Set(got.slice(1).map(describeNotification)),
+      new Set([`reconciled SET ${changed}=v4`, `reconciled DELETE ${deleted}`, `reconciled SET ${created}=c1`]),
+    )
+    const reconciledVersion = got.slice(1).find((n) => n.key.toString() === changed)!.version
+    assert.ok(reconciledVersion?.equals((await writer.get(changed!)).version!), 'the reconciled SET carries the current version')
+    assert.ok(states.includes('disconnected') && states.includes('reconnecting') && states.at(-1) === 'connected', states.join(' → '))
+
+    // Registered again: a KEYNOTIFY for every observed key after the cut.
+    await eventually(() => (away.load.inFlight === 0 ? true : undefined))
+    const again = spy.requests
+      .slice(sentBefore)
+      .filter((r) => r.user[Prop.sourceId] === away.clientId && r.words[0] === 'KEYNOTIFY')
+      .map((r) => r.words[1])
+    assert.deepEqual(new Set(again), new Set([changed, deleted, unchanged, created]))
+
+    // And live notifications flow again, nothing duplicated.
+    await writer.set(unchanged!, 'u2')
+    const live = await inbox.count(5)
+    assert.equal(describeNotification(live[4]!), `SET ${unchanged}=u2`)
+    await writer.set(changed!, 'v5')
+    await inbox.count(6)
+    assert.equal(inbox.items.length, 6)
+  })
+
+  it('keeps its session (cleanStart false): requests and notifications from the time away are not lost or doubled', async function () {
+    const away = await pool.ready(proxy.url, { cleanStart: false, sessionExpirySec: 30 })
+    const writer = await pool.ready(t.url)
+    const k = uniqueId('kept')
+    const inbox = new Inbox()
+    await away.observe(k, inbox.listener)
+    proxy.cut()
+    await statusWhere(away, (s) => s.state === 'disconnected')
+    await writer.set(k, 'while-away')
+    const pending = away.set(`${k}-own`, 'queued', { timeoutMs: 10_000 })
+    proxy.restore()
+    assert.equal((await pending).applied, true)
+    const [n] = await inbox.count(1)
+    assert.equal(n!.value?.toString(), 'while-away')
+    await eventually(() => (away.load.inFlight === 0 ? true : undefined))
+    await writer.set(k, 'after')
+    await inbox.count(2)
+    assert.deepEqual(inbox.items.map((i) => i.value?.toString()), ['while-away', 'after'])
+  })
+})
+
+describe('reconnect across a mosquitto restart (emulator over mosquitto)', function () {
+  const pool = new ClientPool()
+  let broker: Mosquitto
+  let emulator: Emulator
+  let proxy: Proxy
+
+  before(async function () {
+    if (!mosquittoPath()) {
+      if (process.env.CI) throw new Error('CI must provide mosquitto')
+      this.skip()
+    }
+    broker = await Mosquitto.start()
+    emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
+    proxy = await Proxy.start(broker.port)
+  })
+  after(async () => {
+    await pool.closeAll()
+    await emulator?.stop()
+    await proxy?.stop()
+    await broker?.stop()
+  })
+
+  it('completes requests in flight, re-registers and reconciles after the broker comes back', async function () {
+    const away = await pool.ready(proxy.url)
+    const writer = await pool.ready(broker.url)
+    const k = uniqueId('restart')
+    const inbox = new Inbox()
+    await away.observe(k, inbox.listener)
+    await writer.set(k, 'before')
+    await inbox.count(1)
+
+    // A burst in flight when the broker dies.
+    const burst = Array.from({ length: 50 }, (_, i) => away.set(`${k}-${i}`, `value-${i}`, { timeoutMs: 15_000 }))
+    proxy.cut()
+    await broker.kill()
+    await broker.start()
+    // The writer and the emulator reconnect on their own; wait until the service answers again.
+    await statusWhere(writer, (s) => s.state === 'connected')
+    await retry(() => writer.set(k, 'while-away', { timeoutMs: 500 }))
+    proxy.restore()
+
+    const results = await Promise.all(burst)
+    assert.ok(results.every((r) => r.applied))
+    for (let i = 0; i < 50; i += 7) assert.equal((await writer.get(`${k}-${i}`)).value?.toString(), `value-${i}`)
+    const [, reconciled] = await inbox.count(2)
+    assert.equal(describeNotification(reconciled!), `reconciled SET ${k}=while-away`)
+    await writer.set(k, 'live')
+    const [, , live] = await inbox.count(3)
+    assert.equal(describeNotification(live!), `SET ${k}=live`)
+  })
+})
+
+async function retry<T>(attempt: () => Promise<T>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      return await attempt()
+    } catch (err) {
+      if (Date.now() > deadline) throw err
+    }
+  }
+}
