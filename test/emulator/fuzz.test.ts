@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import fc from 'fast-check'
+import { SERVICE_ERROR_TEXT } from '../../src/errors'
+import { Hlc } from '../../src/hlc'
+import { Prop, Reply, Request } from '../../src/protocol'
+import { decodeExact, encodeCommand } from '../../src/resp'
+import { startEmulator, type Emulator } from '../../src/emulator'
+import { RawClient, type Received } from './raw-client'
+
+const CATALOGUE = new Set<string>(Object.values(SERVICE_ERROR_TEXT))
+const WORDS = ['GET', 'SET', 'DEL', 'VDEL', 'KEYNOTIFY', 'STOP', 'NX', 'NEX', 'PX', 'EX', 'get', '1000', '0', '-1', '', '\r\n', '*1', '$-1']
+
+/** Text a broker passes as an MQTT UTF-8 string: no U+0000 (forbidden) and no lone surrogates. */
+const mqttText = fc.string({ unit: 'grapheme', maxLength: 40 }).map((s) => s.replace(/\0/g, ''))
+
+const hlcText = fc.oneof(
+  fc.constant(null).map(() => new Hlc(Date.now(), 0, 'fuzz').toString()),
+  fc.integer({ min: 0, max: 200_000 }).map((ahead) => new Hlc(Date.now() + ahead, 0, 'fuzz').toString()),
+  fc.tuple(fc.nat(), fc.nat(), mqttText).map(([t, c, n]) => `${t}:${c}:${n}`),
+  mqttText,
+)
+
+const propValue = fc.oneof(mqttText, hlcText, fc.array(fc.oneof(mqttText, hlcText), { minLength: 1, maxLength: 3 }), fc.constantFrom('true', 'TRUE', 'false'))
+
+const userProps = fc.dictionary(fc.oneof(fc.constantFrom(Prop.timestamp, Prop.fencingToken, Prop.sourceId, Prop.persist, Prop.partition, Prop.invokerId, Prop.protocolVersion), mqttText.filter((s) => s.length > 0)), propValue, {
+  maxKeys: 6,
+})
+
+const validCommand = fc
+  .array(fc.oneof(fc.constantFrom(...WORDS), fc.uint8Array({ maxLength: 24 }).map((a) => Buffer.from(a))), { minLength: 0, maxLength: 7 })
+  .chain((rest) => fc.constantFrom('GET', 'SET', 'DEL', 'VDEL', 'KEYNOTIFY').map((verb) => encodeCommand([verb, ...rest])))
+
+const mutated = fc
+  .tuple(validCommand, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom('flip', 'cut', 'insert', 'delete')), { minLength: 1, maxLength: 4 }))
+  .map(([payload, edits]) => {
+    let b = Buffer.from(payload)
+    for (const [at, byte, op] of edits) {
+      const i = b.length === 0 ? 0 : at % b.length
+      if (op === 'flip' && b.length > 0) b[i] = byte
+      else if (op === 'cut') b = b.subarray(0, i)
+      else if (op === 'insert') b = Buffer.concat([b.subarray(0, i), Buffer.from([byte]), b.subarray(i)])
+      else b = Buffer.concat([b.subarray(0, i), b.subarray(i + 1)])
+    }
+    return b
+  })
+
+const payload = fc.oneof(validCommand, mutated, fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)))
+
+/** Every answer is a complete RESP3 reply of a kind the service gives, errors from the catalogue. */
+function assertWellFormed(r: Received): void {
+  assert.equal(r.prop(Prop.status), '200')
+  assert.ok(r.payload.length > 0, 'never an empty payload')
+  const v = decodeExact(r.payload)
+  switch (v.kind) {
+    case 'simple':
+      assert.equal(v.value, 'OK')
+      break
+    case 'integer':
+      assert.ok(v.value === -1 || v.value === 0 || v.value === 1)
+      break
+    case 'bulk':
+    case 'null':
+      break
+    case 'error':
+      assert.ok(v.value.startsWith('ERR ') && CATALOGUE.has(v.value.slice(4)), v.value)
+      break
+    default:
+      assert.fail(`unexpected ${v.kind}`)
+  }
+  const version = r.prop(Prop.timestamp)
+  if (version !== undefined) Hlc.parse(version)
+}
+
+describe('emulator fuzz: random and mutated requests', function () {
+  this.timeout(30_000)
+  let emulator: Emulator
+  let client: RawClient
+  let dir: string
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'emu-fuzz-'))
+    emulator = await startEmulator({ listen: { port: 0 }, persistFile: join(dir, 'fuzz.aof'), maxKeys: 50, logLevel: 'silent' })
+    client = await RawClient.connect(emulator.brokerUrl)
+  })
+  after(async () => {
+    await client.close()
+    await emulator.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('answers every request with a well-formed reply, replays re-sends, and keeps serving', async () => {
+    const answered = new Map<string, Buffer>()
+    const past: Buffer[] = []
+    await fc.assert(
+      fc.asyncProperty(payload, userProps, fc.integer({ min: 1, max: 3600 }), fc.nat(), fc.boolean(), async (p, props, expiry, pick, resend) => {
+        const correlation = resend && past.length > 0 ? past[pick % past.length]! : randomBytes(16)
+        const r = await client.request(p, { props, expiry, correlation, timeoutMs: 3000 })
+        assertWellFormed(r)
+        const before = answered.get(correlation.toString('hex'))
+        if (before) assert.ok(r.payload.equals(before), 'a re-send gets the first answer')
+        else {
+          answered.set(correlation.toString('hex'), r.payload)
+          past.push(correlation)
+        }
+      }),
+      { numRuns: 400 },
+    )
+    // Still serving, and still correct.
+    assert.ok((await client.request(Request.keyNotify('alive'))).payload.equals(Reply.ok))
+    assertWellFormed(await client.request(Request.get('alive')))
+  })
+})

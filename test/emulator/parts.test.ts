@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { encodeCommand } from '../../src/resp'
+import { Authorizer } from '../../src/emulator/authorization'
+import { parseCommand } from '../../src/emulator/commands'
+import { DedupCache } from '../../src/emulator/dedup'
+import { Registrations } from '../../src/emulator/notifications'
+import { Hlc } from '../../src/hlc'
+
+describe('emulator parts', () => {
+  describe('parseCommand', () => {
+    it('reads every verb and SET option order into a typed command', () => {
+      assert.deepEqual(parseCommand(encodeCommand(['GET', 'k'])), { ok: true, command: { verb: 'GET', key: Buffer.from('k') } })
+      assert.deepEqual(parseCommand(encodeCommand(['KEYNOTIFY', 'k', 'STOP'])), { ok: true, command: { verb: 'KEYNOTIFY', key: Buffer.from('k'), stop: true } })
+      const set = parseCommand(encodeCommand(['SET', 'k', 'v', 'PX', '250', 'NEX']))
+      assert.ok(set.ok && set.command.verb === 'SET')
+      assert.equal(set.command.condition, 'NEX')
+      assert.equal(set.command.expiryMs, 250)
+    })
+
+    it('never mistakes object properties for verbs', () => {
+      for (const verb of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+        const r = parseCommand(encodeCommand([verb, 'k']))
+        assert.ok(!r.ok && r.code === 'UnknownCommand', verb)
+      }
+    })
+  })
+
+  describe('DedupCache', () => {
+    it('remembers answers until the request expires', () => {
+      const cache = new DedupCache()
+      const entry = cache.begin('a', 1000, 0)
+      assert.equal(cache.lookup('a', 10).state, 'pending')
+      cache.complete(entry, { payload: Buffer.from('+OK\r\n'), timestamp: 'v' })
+      const seen = cache.lookup('a', 999)
+      assert.equal(seen.state, 'done')
+      assert.equal(cache.lookup('a', 1000).state, 'new')
+    })
+
+    it('stays within its entry and byte budgets, oldest first, and evicts expired entries as new ones come', () => {
+      const cache = new DedupCache({ maxEntries: 100, maxBytes: 50_000 })
+      for (let i = 0; i < 1000; i++) cache.complete(cache.begin(`r${i}`, 10_000_000, 0), { payload: Buffer.alloc(100), timestamp: undefined })
+      assert.ok(cache.size <= 100)
+      assert.equal(cache.lookup('r999', 1).state, 'done')
+      assert.equal(cache.lookup('r0', 1).state, 'new')
+      const big = new DedupCache({ maxBytes: 10_000 })
+      for (let i = 0; i < 10; i++) big.complete(big.begin(`b${i}`, 10_000_000, 0), { payload: Buffer.alloc(4000), timestamp: undefined })
+      big.begin('next', 10_000_000, 0)
+      assert.ok(big.size <= 3)
+      const short = new DedupCache()
+      for (let i = 0; i < 100; i++) short.complete(short.begin(`s${i}`, 100, 0), { payload: Buffer.alloc(1), timestamp: undefined })
+      short.begin('later', 10_000, 200)
+      assert.equal(short.size, 1, 'expired entries left as the new one came')
+    })
+
+    it('hands the answer to re-sends that arrived while the original ran', () => {
+      const cache = new DedupCache()
+      const entry = cache.begin('x', 1000, 0)
+      const got: Array<string | null> = []
+      const seen = cache.lookup('x', 1)
+      assert.equal(seen.state, 'pending')
+      if (seen.state === 'pending') seen.entry.waiters.push((a) => got.push(a?.payload.toString() ?? null))
+      cache.complete(entry, { payload: Buffer.from(':1\r\n'), timestamp: undefined })
+      assert.deepEqual(got, [':1\r\n'])
+    })
+  })
+
+  describe('Authorizer', () => {
+    const rules = new Authorizer([
+      { principals: { clientIds: ['app-?', 'svc-*'] }, stateStoreResources: [{ method: 'Read', keys: ['cfg/*'] }, { method: 'ReadWrite', keyType: 'String', keys: ['exact*'] }] },
+      { principals: { clientIds: ['*'] }, stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['home/{principal.clientId}/*'] }] },
+      { principals: { clientIds: ['bin'] }, stateStoreResources: [{ method: 'Write', keyType: 'Binary', keys: [Buffer.from([0xff, 0x00]).toString('base64')] }] },
+    ])
+    const k = (s: string) => Buffer.from(s)
+
+    it('matches client id and key globs, String keys exactly, Binary keys by bytes', () => {
+      assert.ok(rules.allows('app-1', k('cfg/a/b'), 'read'))
+      assert.ok(!rules.allows('app-1', k('cfg/a'), 'write'))
+      assert.ok(!rules.allows('app-12', k('cfg/a'), 'read'))
+      assert.ok(rules.allows('svc-x', k('exact*'), 'write'))
+      assert.ok(!rules.allows('svc-x', k('exactly'), 'write'))
+      assert.ok(rules.allows('bin', Buffer.from([0xff, 0x00]), 'write'))
+      assert.ok(!rules.allows('bin', Buffer.from([0xff, 0x01]), 'write'))
+    })
+
+    it('substitutes {principal.clientId} literally, so a client id with glob characters matches only itself', () => {
+      assert.ok(rules.allows('alice', k('home/alice/x'), 'write'))
+      assert.ok(!rules.allows('alice', k('home/bob/x'), 'read'))
+      assert.ok(rules.allows('a*', k('home/a*/x'), 'read'))
+      assert.ok(!rules.allows('a*', k('home/ab/x'), 'read'))
+    })
+
+    it('loads a rules file and explains what is wrong with a bad one', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'emu-auth-'))
+      try {
+        const file = join(dir, 'auth.json')
+        writeFileSync(file, JSON.stringify([{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Read', keys: ['*'] }] }]))
+        assert.ok(Authorizer.fromFile(file).allows('x', k('any'), 'read'))
+        writeFileSync(file, JSON.stringify({ rules: [{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Delete', keys: ['*'] }] }] }))
+        assert.throws(() => Authorizer.fromFile(file), /"method" must be Read, Write or ReadWrite/)
+        writeFileSync(file, '{ not json')
+        assert.throws(() => Authorizer.fromFile(file), /cannot read the authorization file/)
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  })
+
+  describe('Registrations', () => {
+    it('fans a change out to every registered client and forgets a client at once', () => {
+      const r = new Registrations()
+      r.register('a', Buffer.from('k'))
+      r.register('b', Buffer.from('k'))
+      r.register('a', Buffer.from('k'))
+      const change = { kind: 'delete' as const, key: Buffer.from('k'), version: new Hlc(1, 0, 'n'), cause: 'del' as const, wasPersisted: false }
+      assert.deepEqual(r.notificationsFor(change).map((n) => n.clientId), ['a', 'b'])
+      assert.equal(r.dropClient('a'), 1)
+      assert.deepEqual(r.notificationsFor(change).map((n) => n.clientId), ['b'])
+      assert.equal(r.unregister('b', Buffer.from('k')), true)
+      assert.equal(r.unregister('b', Buffer.from('k')), false)
+      assert.equal(r.size, 0)
+    })
+  })
+})
