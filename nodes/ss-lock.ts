@@ -2,7 +2,7 @@ import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import { LeaderElection, Lease, Lock, type StateStoreClient } from '../src/client'
 import { TimeoutError } from '../src/errors'
 import { InputError } from './lib/errors'
-import { onInput, reportError } from './lib/handler'
+import { onInput, reportError, type Send } from './lib/handler'
 import { evaluateInput, override, positiveInt, preview, requireKey, resolveKey } from './lib/props'
 import { attach } from './lib/store'
 
@@ -30,6 +30,8 @@ interface Held {
   lock?: Lock
   election?: LeaderElection
   campaigning?: AbortController
+  /** Input actions in progress: their own reply reports the outcome, so 'lost' from them is not sent again. */
+  busy: number
 }
 
 const text = (b: Buffer | null | undefined): string | null => (b ? b.toString('utf8') : null)
@@ -58,7 +60,8 @@ export = function (RED: NodeAPI) {
     function entry(c: StateStoreClient, name: string): Held {
       let h = held.get(name)
       if (h) return h
-      h = {}
+      const created: Held = { busy: 0 }
+      h = created
       if (mode === 'leader') {
         const election = new LeaderElection(c, name, { candidate: holder, termMs: leaseMs })
         election.on('elected', ({ fencingToken }) => {
@@ -66,16 +69,20 @@ export = function (RED: NodeAPI) {
           node.send([{ topic: name, payload: true, leader: true, holder, fencingToken: fencingToken.toString() }, null])
         })
         election.on('lost', ({ reason }) => {
+          if (closing) return
           status.outcome('status.follower')
           node.send([null, { topic: name, payload: false, leader: false, holder, reason }])
-          if (h?.campaigning && !closing) void campaign(name, h)
+          if (h?.campaigning) void campaign(name, h)
         })
+        election.on('error', (err) => node.warn(err.message))
         h.election = election
       } else {
         const options = { holder, leaseMs, renewPeriodMs }
         const lock = mode === 'lock' ? new Lock(c, name, options) : undefined
         const lease = lock ? lock.lease : new Lease(c, name, options)
+        lease.on('error', (err) => node.warn(err.message))
         lease.on('lost', ({ reason }) => {
+          if (closing || created.busy > 0) return
           status.outcome('status.lost')
           node.send([null, { topic: name, payload: false, acquired: false, lost: true, holder, reason }])
         })
@@ -144,6 +151,15 @@ export = function (RED: NodeAPI) {
       if (typeof action !== 'string' || !ACTIONS.includes(action)) throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const name = await resolveKey(RED, node, msg, keyProp, overrides, t)
       const h = entry(await client(), name)
+      h.busy += 1
+      try {
+        await act(h, action as Action, name, msg, send)
+      } finally {
+        h.busy -= 1
+      }
+    })
+
+    async function act(h: Held, action: Action, name: string, msg: NodeMessage, send: Send): Promise<void> {
       const out = (ok: boolean, m: NodeMessage) => send(ok ? [m, null] : [null, m])
 
       if (action === 'holder') {
@@ -190,7 +206,7 @@ export = function (RED: NodeAPI) {
         status.outcome(action === 'renew' ? 'status.lost' : 'status.notAcquired')
       }
       out(token !== null, msg)
-    })
+    }
 
     if (mode === 'leader' && def.campaign !== false && store) void startConfigured()
   }
