@@ -33,8 +33,21 @@ export interface EmbeddedBroker {
   onClientDisconnect(listener: (clientId: string) => void): void
   /** Whether a client with this id is connected right now. */
   isConnected(clientId: string): boolean
+  /**
+   * Delivers a message straight to a connected client that has no subscription matching its topic,
+   * as the AIO broker does for key notifications (spec 1.4: the Go SDK never subscribes, the .NET SDK
+   * subscribes to a filter that cannot match). False when the client is not connected here or a
+   * subscription of its own will bring the message anyway.
+   */
+  deliverUnsubscribed(clientId: string, message: DirectMessage): boolean
   /** Bounded in time: every connection is closed, the port is free when it resolves. */
   stop(): Promise<void>
+}
+
+export interface DirectMessage {
+  topic: string
+  payload: Buffer
+  properties: { contentType?: string; userProperties?: Record<string, string> }
 }
 
 export const SAT_AUTH_METHOD = 'K8S-SAT'
@@ -126,7 +139,17 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       aedes.on('clientDisconnect', (client) => listener(client.id))
     },
     isConnected(clientId) {
-      return Object.hasOwn((aedes as unknown as { clients: Record<string, unknown> }).clients, clientId)
+      return connectedClient(aedes, clientId) !== null
+    },
+    deliverUnsubscribed(clientId, message) {
+      const client = connectedClient(aedes, clientId)
+      if (!client || client.closed) return false
+      const filters = Object.keys((client as unknown as { subscriptions: Record<string, unknown> }).subscriptions ?? {})
+      if (filters.some((f) => topicMatches(f, message.topic))) return false
+      client.publish({ cmd: 'publish', topic: message.topic, payload: message.payload, qos: 1, retain: false, dup: false, properties: message.properties }, (err) => {
+        if (err) log('debug', `broker: direct delivery to ${clientId} failed: ${err.message}`)
+      })
+      return true
     },
     stop() {
       stopping ??= (async () => {
@@ -142,6 +165,24 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       return stopping
     },
   }
+}
+
+function connectedClient(aedes: Aedes, clientId: string): AedesClient | null {
+  const clients = (aedes as unknown as { clients: Record<string, AedesClient> }).clients
+  return Object.hasOwn(clients, clientId) ? clients[clientId]! : null
+}
+
+/** MQTT topic filter matching: `+` one level, `#` the rest; `$` topics only match filters that name them. */
+export function topicMatches(filter: string, topic: string): boolean {
+  const f = filter.split('/')
+  const t = topic.split('/')
+  if (t[0]?.startsWith('$') && (f[0] === '+' || f[0] === '#')) return false
+  for (let i = 0; i < f.length; i++) {
+    if (f[i] === '#') return true
+    if (i >= t.length) return false
+    if (f[i] !== '+' && f[i] !== t[i]) return false
+  }
+  return f.length === t.length
 }
 
 function authError(message: string, returnCode: number): AuthenticateError {

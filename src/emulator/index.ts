@@ -116,6 +116,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       dedup: new DedupCache(),
       persistence,
       log,
+      ...(broker ? { deliverDirect: broker.deliverUnsubscribed.bind(broker) } : {}),
     })
     log('info', `state store emulator serving on ${brokerUrl} (node id ${clock.nodeId})`)
 

@@ -7,6 +7,7 @@ import type { Answer, Executor, RequestContext } from './execute'
 import type { Logger } from './log'
 import type { OutgoingNotification } from './notifications'
 import type { PersistenceLog } from './persistence'
+import type { DirectMessage } from './broker'
 import { within } from './util'
 
 /**
@@ -25,6 +26,8 @@ export interface ServiceOptions {
   /** Requests waiting for the disk at once; beyond it, reading from the broker pauses. */
   maxInFlight?: number
   connectTimeoutMs?: number
+  /** The embedded broker's way to reach a client that has not subscribed to its notifications. */
+  deliverDirect?: (clientId: string, message: DirectMessage) => boolean
 }
 
 /** How long a request without Message Expiry is remembered for deduplication. */
@@ -105,10 +108,9 @@ export class StateStoreService {
       this.options.log('warn', `notification for client ${JSON.stringify(n.clientId)} dropped: a ${n.key.length}-byte key makes a topic longer than MQTT allows`)
       return
     }
-    this.client.publish(n.topic, n.payload, {
-      qos: 1,
-      properties: { contentType: CONTENT_TYPE, userProperties: { [Prop.timestamp]: n.version.toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } },
-    })
+    const properties = { contentType: CONTENT_TYPE, userProperties: { [Prop.timestamp]: n.version.toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } }
+    if (this.options.deliverDirect?.(n.clientId, { topic: n.topic, payload: n.payload, properties })) return
+    this.client.publish(n.topic, n.payload, { qos: 1, properties })
   }
 
   /** Stops taking requests, waits for those in flight (bounded), and disconnects. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { connect, Socket } from 'node:net'
 import mqtt from 'mqtt'
-import { Notification, Reply, Request } from '../../src/protocol'
+import { Notification, notificationTopic, Prop, Reply, Request, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
 import { startBroker, startEmulator, type Emulator } from '../../src/emulator'
 import { RawClient } from './raw-client'
 
@@ -65,6 +65,24 @@ describe('emulator with its embedded broker', function () {
       const n = await again.nextNotification()
       assert.equal(n.key.toString(), 'sentinel', 'the old registration produced nothing')
       assert.equal(text(n.payload), text(Notification.set(Buffer.from('seen'))))
+    })
+
+    it('delivers notifications to clients that do not subscribe to them, as the Go and .NET SDKs do not (spec 1.4)', async () => {
+      const writer = await RawClient.connect(emulator.brokerUrl, 'sdk-writer')
+      const goLike = await RawClient.connect(emulator.brokerUrl, 'go-like', {}, { notifications: false })
+      const dotnetLike = await RawClient.connect(emulator.brokerUrl, 'dotnet-like', {}, { notifications: `${SERVICE_CLIENTS_PREFIX}/dotnet-like/command/notify` })
+      clients.push(writer, goLike, dotnetLike)
+      for (const c of [goLike, dotnetLike]) assert.equal(text((await c.request(Request.keyNotify('sdk-key'))).payload), text(Reply.ok))
+      const set = await writer.request(Request.set('sdk-key', 'v'))
+      await writer.request(Request.del('sdk-key'))
+      for (const c of [goLike, dotnetLike]) {
+        const n1 = await c.nextNotification()
+        assert.equal(n1.topic, notificationTopic(c.clientId, Buffer.from('sdk-key')))
+        assert.equal(text(n1.payload), text(Notification.set(Buffer.from('v'))))
+        assert.equal(n1.prop(Prop.timestamp), set.prop(Prop.timestamp))
+        assert.equal(n1.qos, 1)
+        assert.equal(text((await c.nextNotification()).payload), text(Notification.delete))
+      }
     })
 
     it('sets TCP_NODELAY on every connection it accepts', async () => {

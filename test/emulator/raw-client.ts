@@ -55,7 +55,8 @@ export class RawClient {
     client.on('message', (topic, payload, packet) => this.onMessage(topic, payload, packet))
   }
 
-  static async connect(url: string, clientId = `raw-${randomBytes(4).toString('hex')}`, options: IClientOptions = {}): Promise<RawClient> {
+  /** Connects and subscribes to its response topic and (unless told not to, as the Go SDK) its notification filter. */
+  static async connect(url: string, clientId = `raw-${randomBytes(4).toString('hex')}`, options: IClientOptions = {}, subscribe: { notifications?: string | false } = {}): Promise<RawClient> {
     const client = mqtt.connect(url, { protocolVersion: 5, clientId, reconnectPeriod: 0, connectTimeout: 5000, ...options })
     client.on('connect', () => (client.stream as Socket).setNoDelay?.(true))
     await new Promise<void>((resolve, reject) => {
@@ -64,7 +65,8 @@ export class RawClient {
     })
     client.on('error', () => {})
     const raw = new RawClient(client, clientId)
-    await client.subscribeAsync({ [raw.responseTopic]: { qos: 1 }, [notificationFilter(clientId)]: { qos: 1 } })
+    const filter = subscribe.notifications === undefined ? notificationFilter(clientId) : subscribe.notifications
+    await client.subscribeAsync({ [raw.responseTopic]: { qos: 1 }, ...(filter ? { [filter]: { qos: 1 } } : {}) })
     return raw
   }
 
