@@ -1,0 +1,69 @@
+// `npm run bench [-- <name>… ] [--quick] [--rounds N]`: runs the benchmarks, each in a process of its
+// own (one benchmark's heap, JIT state and child processes never colour the next), prints their
+// tables, then a summary of every figure that has a target, and writes bench/results/summary.json.
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { BENCH_DIR, RESULTS_DIR, machineInfo, table } from './lib/harness.mjs'
+
+/** In the order they run; each is bench/<name>.mjs. */
+export const BENCHMARKS = {
+  codec: 'RESP codec vs redis-parser and @redis/client (measurement 5)',
+  throughput: 'client -> emulator pipelined throughput and sequential latency vs the echo limit (measurements 1, 2)',
+  memory: 'emulator memory per key vs redis-server used_memory (measurement 6)',
+  scale: 'throughput as connections and keys grow (measurement 7)',
+  watch: 'notification latency and fan-out, 1,000 watched keys at 2,000 SETs/s (measurement 4)',
+  nodered: 'Node-RED flow throughput vs node-red-contrib-redis, and ss-watch latency (measurements 3, 4)',
+}
+
+const args = process.argv.slice(2)
+const names = args.filter((a) => !a.startsWith('--') && !/^\d+$/.test(a))
+const flags = args.filter((a) => !names.includes(a))
+const unknown = names.filter((n) => !(n in BENCHMARKS))
+if (unknown.length > 0) {
+  console.error(`unknown benchmark(s): ${unknown.join(', ')}; known: ${Object.keys(BENCHMARKS).join(', ')}`)
+  process.exit(2)
+}
+const selected = names.length > 0 ? names : Object.keys(BENCHMARKS)
+
+const machine = machineInfo()
+console.log(`bench on ${machine.cpuCount} x ${machine.cpuModel}, ${(machine.totalMemBytes / 2 ** 30).toFixed(0)} GiB, node ${machine.node}, load ${machine.loadAvg.map((l) => l.toFixed(2)).join(' ')}`)
+
+const ran = []
+for (const name of selected) {
+  const script = join(BENCH_DIR, `${name}.mjs`)
+  if (!existsSync(script)) {
+    console.log(`\n## ${name}: not written yet (${BENCHMARKS[name]})`)
+    ran.push({ name, status: 'missing' })
+    continue
+  }
+  console.log(`\n## ${name}: ${BENCHMARKS[name]}`)
+  const started = Date.now()
+  // Bounded: no single benchmark may run away with the machine.
+  const r = spawnSync(process.execPath, ['--expose-gc', script, ...flags], { stdio: 'inherit', timeout: 5 * 60_000, killSignal: 'SIGKILL' })
+  const seconds = (Date.now() - started) / 1000
+  const status = r.status === 0 ? 'ok' : r.signal ? `killed (${r.signal})` : `exit ${r.status}`
+  console.log(`## ${name}: ${status} in ${seconds.toFixed(0)} s`)
+  ran.push({ name, status, seconds })
+}
+
+// Summary of the figures with a target, from each benchmark's JSON.
+const rows = []
+const results = {}
+for (const { name, status } of ran) {
+  const file = join(RESULTS_DIR, `${name}.json`)
+  if (status !== 'ok' || !existsSync(file)) {
+    rows.push([name, status, '', '', ''])
+    continue
+  }
+  const result = JSON.parse(readFileSync(file, 'utf8'))
+  results[name] = result
+  for (const h of result.headline ?? []) {
+    rows.push([name, h.metric, typeof h.value === 'number' ? `${h.value}${h.unit ?? 'x'}` : h.value, h.target, h.pass ? 'yes' : 'NO'])
+  }
+}
+table('Summary: figures with a target (median of the rounds)', ['benchmark', 'figure', 'value', 'target', 'met'], rows)
+mkdirSync(RESULTS_DIR, { recursive: true })
+writeFileSync(join(RESULTS_DIR, 'summary.json'), JSON.stringify({ machine, ran, results }, null, 2))
+console.log(`\nresults: ${RESULTS_DIR}/<name>.json, summary.json`)
+process.exitCode = ran.some((r) => r.status !== 'ok' && r.status !== 'missing') ? 1 : 0
