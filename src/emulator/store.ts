@@ -273,9 +273,15 @@ function newerToken(stored: Hlc | null, token: Hlc | null): Hlc | null {
  * the view would keep the whole read alive for as long as the key lives.
  */
 function own(bytes: Buffer): Buffer {
+  if (bytes.length < 4096) {
+    // Small values are copied into Node's shared pool: a standalone ArrayBuffer costs some 300
+    // bytes of bookkeeping, a view into the pool about 50.
+    const copy = Buffer.allocUnsafe(bytes.length)
+    bytes.copy(copy)
+    return copy
+  }
   if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) return bytes
-  // Small values go to Node's shared pool; big ones get an allocation of their own.
-  const copy = bytes.length >= 4096 ? Buffer.allocUnsafeSlow(bytes.length) : Buffer.allocUnsafe(bytes.length)
+  const copy = Buffer.allocUnsafeSlow(bytes.length)
   bytes.copy(copy)
   return copy
 }
