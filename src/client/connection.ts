@@ -30,6 +30,8 @@ const CLOSE_BOUND_MS = 2000
 export class Connection extends TypedEmitter<ConnectionEvents> {
   private readonly mqtt: MqttClient
   private readonly ids = new TrackingMessageIdProvider()
+  /** Packet ids of publishes the broker acknowledged with 0x10 (no matching subscribers), until publish() reads them. */
+  private readonly unheard = new Set<number>()
   private readonly token: SatToken | null
   private current: ConnectionStatus = { state: 'connecting' }
   private isOnline = false
@@ -80,8 +82,10 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
         onAck({ error: new ConnectionError(`the broker refused the request: ${err.message}`, { cause: err }) })
         return
       }
-      const code = (packet as { reasonCode?: number } | undefined)?.reasonCode
-      onAck(code === NO_MATCHING_SUBSCRIBERS ? { noSubscribers: true } : {})
+      // mqtt.js hands this callback the stored PUBLISH, not the PUBACK: the reason code was noted on receipt.
+      const id = (packet as { messageId?: number } | undefined)?.messageId
+      const unheard = id !== undefined && this.unheard.delete(id)
+      onAck(unheard ? { noSubscribers: true } : {})
     })
     return this.ids.last
   }
@@ -145,6 +149,10 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
     const client = this.mqtt
     client.on('packetsend', (packet) => {
       if (packet.cmd === 'connect') setNoDelay(client.stream)
+    })
+    // Emitted before mqtt.js settles the publish, so publish() can tell "nobody subscribed" from a delivery.
+    client.on('packetreceive', (packet) => {
+      if (packet.cmd === 'puback' && packet.reasonCode === NO_MATCHING_SUBSCRIBERS && packet.messageId !== undefined) this.unheard.add(packet.messageId)
     })
     client.on('connect', (connack) => this.onConnect(connack))
     client.on('message', (topic, payload, packet) => {
