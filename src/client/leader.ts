@@ -97,15 +97,24 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
 
   private watch(options: RequestOptions): Promise<Observation> {
     if (!this.watching) {
-      this.watching = this.lease.observe((change) => {
-        const leader = change.holder
-        if (this.known !== undefined && (this.known === null ? leader === null : leader !== null && this.known.equals(leader))) return
-        this.known = leader
-        this.emit('leader', { leader })
-      }, options)
-      this.watching.catch(() => (this.watching = null))
+      this.watching = this.lease.observe((change) => this.seen(change.holder), options)
+      // The current leader once, so that a follower knows who leads without waiting for a change.
+      this.watching.then(
+        () =>
+          this.lease.holder().then(
+            ({ holder }) => this.known === undefined && this.seen(holder),
+            () => {},
+          ),
+        () => (this.watching = null),
+      )
     }
     return this.watching
+  }
+
+  private seen(leader: Buffer | null): void {
+    if (this.known !== undefined && (this.known === null ? leader === null : leader !== null && this.known.equals(leader))) return
+    this.known = leader
+    this.emit('leader', { leader })
   }
 
   private lose(lost: { reason: string; error?: Error }): void {

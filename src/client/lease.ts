@@ -48,6 +48,10 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   /** Bumped by release and close, so a renewal answer that arrives afterwards changes nothing. */
   private generation = 0
   private closed = false
+  /** While renewal is scheduled: a closing client ends it at once instead of at the next tick. */
+  private readonly onClientStatus = (status: { state: string }) => {
+    if (status.state === 'closed') this.drop({ reason: 'the client was closed' })
+  }
 
   constructor(
     readonly client: StateStoreClient,
@@ -141,6 +145,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     this.stopRenewal()
     if (this.renewPeriodMs === undefined || this.closed) return
     const generation = this.generation
+    this.client.on('status', this.onClientStatus)
     this.timer = setTimeout(() => {
       this.timer = null
       // A renewal slower than the time the lease has left is worthless.
@@ -153,6 +158,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   private stopRenewal(): void {
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
+    this.client.off('status', this.onClientStatus)
   }
 
   private drop(lost: { reason: string; error?: Error } | null): void {

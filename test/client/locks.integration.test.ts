@@ -74,6 +74,16 @@ onEveryBroker('leases', (t) => {
     assert.equal(renewals, before, 'renewal stopped after the first failure')
   })
 
+  it('stops renewing at once, with "lost", when its client closes', async function () {
+    const a = await pool.ready(t.url)
+    const la = lease(a, uniqueId('lease'), { leaseMs: 10_000, renewPeriodMs: 5000 })
+    await la.tryAcquire()
+    const lost = new Promise<string>((resolve) => la.once('lost', ({ reason }) => resolve(reason)))
+    await a.close()
+    assert.match(await lost, /client was closed/)
+    assert.equal(la.fencingToken, null)
+  })
+
   it('observes holder changes', async function () {
     const a = await pool.ready(t.url)
     const b = await pool.ready(t.url)

@@ -94,7 +94,9 @@ export class Responder {
 
   /** Publishes a notification for `clientId` about `key`. */
   async notify(clientId: string, key: string | Buffer, payload: Buffer, user: Record<string, string> = { [Prop.timestamp]: this.clock.tick().toString() }): Promise<void> {
-    await this.mqtt.publishAsync(notificationTopic(clientId, Buffer.from(key)), payload, { qos: 1, properties: { userProperties: user } })
+    // mqtt.js never acknowledges a publish with an empty user-property map, so leave it out then.
+    const properties = Object.keys(user).length > 0 ? { userProperties: user } : {}
+    await this.mqtt.publishAsync(notificationTopic(clientId, Buffer.from(key)), payload, { qos: 1, properties })
   }
 
   async stop(): Promise<void> {

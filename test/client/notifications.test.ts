@@ -1,0 +1,110 @@
+/**
+ * Observation bookkeeping against a scripted responder: one KEYNOTIFY per key however many
+ * listeners, STOP when the last one leaves, failures that leave nothing behind, and robust
+ * delivery (malformed or foreign messages dropped, a throwing listener isolated, the clock fed).
+ */
+import assert from 'node:assert/strict'
+import { ServiceError } from '../../src/errors'
+import { Hlc } from '../../src/hlc'
+import { Notification, Prop, Reply } from '../../src/protocol'
+import { mosquittoUrl } from '../support/broker'
+import { ClientPool, Inbox } from './support/clients'
+import { Responder, type SeenRequest } from './support/responder'
+
+describe('client observations (scripted responder)', function () {
+  let url: string
+  let responder: Responder
+  const pool = new ClientPool()
+  const answer = (r: SeenRequest) => {
+    if (r.words[0] === 'KEYNOTIFY') return responder.answer(r.words[2] === 'STOP' ? Reply.integer(0) : Reply.ok)
+    if (r.words[0] === 'GET') return { payload: Reply.nil, user: { [Prop.status]: '200' } }
+    return responder.answer(Reply.ok)
+  }
+  const verbs = () => responder.requests.map((r) => r.words.join(' '))
+
+  before(async function () {
+    url = await mosquittoUrl(this)
+    responder = await Responder.start(url, answer)
+  })
+  beforeEach(() => {
+    responder.requests.length = 0
+    responder.handler = answer
+  })
+  afterEach(() => pool.closeAll())
+  after(() => responder?.stop())
+
+  it('registers a key once for any number of listeners and stops when the last one leaves', async function () {
+    const client = await pool.ready(url)
+    const [a, b, c] = await Promise.all([client.observe('k', () => {}), client.observe('k', () => {}), client.observe('k', () => {})])
+    assert.deepEqual(verbs(), ['KEYNOTIFY k', 'GET k'])
+    await a!.close()
+    await b!.close()
+    await b!.close()
+    assert.deepEqual(verbs(), ['KEYNOTIFY k', 'GET k'], 'no STOP while a listener remains')
+    await c!.close()
+    assert.deepEqual(verbs(), ['KEYNOTIFY k', 'GET k', 'KEYNOTIFY k STOP'])
+    const again = await client.observe('k', () => {})
+    assert.deepEqual(verbs().slice(3), ['KEYNOTIFY k', 'GET k'])
+    await again.close()
+    // Closing the last listener and observing again at once: still registered, and nothing was sent for it.
+    const d = await client.observe('j', () => {})
+    responder.requests.length = 0
+    const inbox = new Inbox()
+    const [, e] = await Promise.all([d.close(), client.observe('j', inbox.listener)])
+    assert.deepEqual(verbs(), [])
+    await responder.notify(client.clientId, 'j', Notification.set(Buffer.from('still')))
+    await inbox.count(1)
+    await e!.close()
+    assert.deepEqual(verbs(), ['KEYNOTIFY j STOP'])
+  })
+
+  it('fails observe with the service error and leaves no registration behind', async function () {
+    const client = await pool.ready(url)
+    responder.handler = (r) => (r.words[0] === 'KEYNOTIFY' ? responder.answer(Reply.error('not authorized')) : answer(r))
+    await assert.rejects(client.observe('secret', () => {}), (e: unknown) => e instanceof ServiceError && e.code === 'NotAuthorized')
+    responder.handler = answer
+    const o = await client.observe('secret', () => {})
+    assert.deepEqual(verbs(), ['KEYNOTIFY secret', 'KEYNOTIFY secret', 'GET secret'])
+    await o.close()
+  })
+
+  it('delivers valid notifications, drops malformed and foreign ones, merges __ts into the clock', async function () {
+    const client = await pool.ready(url)
+    const inbox = new Inbox()
+    const errors: Error[] = []
+    client.on('error', (e) => errors.push(e))
+    await client.observe('k', inbox.listener)
+    await client.observe('k', () => {
+      throw new Error('listener bug')
+    })
+    const future = new Hlc(Date.now() + 5000, 3, 'service')
+    await responder.notify(client.clientId, 'k', Buffer.from('garbage'))
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v1')), { [Prop.timestamp]: future.toString() })
+    await responder.notify('someone-else', 'k', Notification.set(Buffer.from('not for us')))
+    await responder.notify(client.clientId, 'k', Notification.delete, {})
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v2')), { [Prop.timestamp]: 'not an hlc' })
+    const got = await inbox.count(3, 3000).catch((err) => {
+      throw new Error(`${err.message}: ${JSON.stringify(inbox.items)}`)
+    })
+    assert.deepEqual(got.map((n) => `${n.operation} ${n.value?.toString() ?? '-'} ${n.version?.toString() ?? 'null'}`), [`SET v1 ${future}`, 'DELETE - null', 'SET v2 null'])
+    assert.ok(Hlc.compare(client.clock.current, future) > 0, 'the notification __ts was merged into the clock')
+    assert.equal(errors.length, 3, 'each throw of the faulty listener was reported, not propagated')
+    assert.match(errors[0]!.message, /listener bug/)
+    await new Promise((r) => setTimeout(r, 50))
+    assert.equal(inbox.items.length, 3)
+  })
+
+  it('still delivers to other keys and listeners after a key is unobserved', async function () {
+    const client = await pool.ready(url)
+    const keep = new Inbox()
+    const gone = new Inbox()
+    await client.observe('keep', keep.listener)
+    const o = await client.observe('gone', gone.listener)
+    await o.close()
+    await responder.notify(client.clientId, 'gone', Notification.set(Buffer.from('late')))
+    await responder.notify(client.clientId, 'keep', Notification.set(Buffer.from('x')))
+    await keep.count(1)
+    await new Promise((r) => setTimeout(r, 50))
+    assert.equal(gone.items.length, 0, 'a closed observation gets nothing more')
+  })
+})
