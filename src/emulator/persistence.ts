@@ -149,8 +149,10 @@ export class PersistenceLog {
   }
 
   private append(record: Buffer): void {
-    this.pending.push(record)
     this.appended++
+    // After a write failure nothing is queued: whoever waits for this record is refused at once.
+    if (this.failed) return
+    this.pending.push(record)
     // Deferred by one turn so that the records of requests arriving together share one write and one sync.
     if (!this.flushing) this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flushLoop())
   }

@@ -62,7 +62,11 @@ export class StateStoreService {
     this.client.on('offline', () => options.log('warn', `service connection to ${options.brokerUrl} lost; reconnecting`))
     // Requests are handled here rather than on 'message' so that reading can pause under load.
     this.client.handleMessage = (packet, callback) => {
-      this.onPublish(packet)
+      try {
+        this.onPublish(packet)
+      } catch (err) {
+        options.log('error', `request handling failed: ${(err as Error).stack ?? err}`)
+      }
       if (this.inFlight < this.maxInFlight) callback()
       else this.paused = callback
     }

@@ -23,12 +23,15 @@ describe('aio-statestore-emulator (command line)', function () {
   })
 
   it('refuses unknown options and bad values with exit code 2', async () => {
-    for (const args of [['--bogus'], ['--listen', 'nope'], ['--max-keys', '-1'], ['--log-level', 'loud'], ['--broker', 'mqtt://x', '--listen', '1']]) {
-      const p = EmulatorProcess.spawn(args)
-      const { code } = await p.exit()
-      assert.equal(code, 2, args.join(' '))
-      assert.match(p.stderr, /--help/)
-    }
+    const cases = [['--bogus'], ['--listen', 'nope'], ['--log-level', 'loud'], ['--broker', 'mqtt://x', '--listen', '1']]
+    await Promise.all(
+      cases.map(async (args) => {
+        const p = EmulatorProcess.spawn(args)
+        const { code } = await p.exit()
+        assert.equal(code, 2, args.join(' '))
+        assert.match(p.stderr, /--help/)
+      }),
+    )
   })
 
   it('listens on host:port, prints one ready line with the URL, logs refusals, and stops cleanly on SIGINT', async () => {
@@ -44,6 +47,13 @@ describe('aio-statestore-emulator (command line)', function () {
     const { code } = await p.kill('SIGINT')
     assert.equal(code, 0)
     assert.match(p.stderr, /refused SET from .*QuotaExceeded/)
+  })
+
+  it('exits 1 with the reason when the broker it should use cannot be reached', async () => {
+    const p = EmulatorProcess.spawn(['--broker', `mqtt://127.0.0.1:${await freePort()}`])
+    const { code } = await p.exit()
+    assert.equal(code, 1)
+    assert.match(p.stderr, /cannot start: .*ECONNREFUSED/)
   })
 
   it('is the package bin, with a node shebang', () => {

@@ -104,10 +104,7 @@ describe('emulator persistence', function () {
 
     const foreign = join(dir, 'foreign.txt')
     writeFileSync(foreign, 'my precious notes\n')
-    proc = EmulatorProcess.spawn(['--listen', '127.0.0.1:0', '--persist', foreign])
-    const { code } = await proc.exit()
-    assert.equal(code, 1)
-    assert.match(proc.stderr, /not a state store emulator persistence file/)
+    await assert.rejects(startEmulator({ persistFile: foreign, logLevel: 'silent' }), /not a state store emulator persistence file/)
     assert.equal(readFileSync(foreign, 'utf8'), 'my precious notes\n')
   })
 
