@@ -1,0 +1,219 @@
+/**
+ * Shared by the reliability, fault and security suites: a mosquitto requirement that skips on a
+ * laptop and fails in CI, a heap reading after a full GC, the built emulator CLI as a child
+ * process, a TCP relay that can freeze a connection, and outcome counting.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { connect, createServer, type Server, type Socket } from 'node:net'
+import { join } from 'node:path'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { mosquittoPath } from '../support/mosquitto'
+
+export const ROOT = join(__dirname, '..', '..')
+
+/** Suites that start their own mosquitto: skipped with a message without it, a failure in CI. */
+export function requireMosquitto(ctx: Mocha.Context): void {
+  if (mosquittoPath()) return
+  if (process.env.CI) throw new Error('CI must provide mosquitto (apt-get install mosquitto)')
+  console.warn('      (skipped: mosquitto is not installed; apt-get install mosquitto to run these tests)')
+  ctx.skip()
+}
+
+let gcFn: (() => void) | null = null
+
+/**
+ * Heap in use after a full collection. `--expose-gc` is set at run time (mocha's own options stay
+ * as they are): V8 then hands a `gc` function to every new context.
+ */
+export function heapAfterGc(): number {
+  if (!gcFn) {
+    setFlagsFromString('--expose-gc')
+    gcFn = runInNewContext('gc') as () => void
+  }
+  gcFn()
+  gcFn()
+  return process.memoryUsage().heapUsed
+}
+
+export async function sleep(ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** Polls until `predicate` holds; fails after `ms` naming `what`. */
+export async function until(predicate: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+    await sleep(20)
+  }
+}
+
+/** Retries `attempt` until it resolves; the last error after `ms`. */
+export async function retry<T>(attempt: () => Promise<T>, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    try {
+      return await attempt()
+    } catch (err) {
+      if (Date.now() > deadline) throw err
+      await sleep(50)
+    }
+  }
+}
+
+/** How a batch of requests ended: results, and failures counted by error name. */
+export class Outcomes<T> {
+  readonly ok: T[] = []
+  readonly failed = new Map<string, number>()
+  /** Failures that are not typed errors of this package (a bug). */
+  readonly untyped: unknown[] = []
+  issued = 0
+
+  track(promise: Promise<T>, onOk?: (value: T) => void): Promise<void> {
+    this.issued += 1
+    return promise.then(
+      (value) => {
+        this.ok.push(value)
+        onOk?.(value)
+      },
+      (err: unknown) => {
+        const name = err instanceof Error ? err.name : typeof err
+        this.failed.set(name, (this.failed.get(name) ?? 0) + 1)
+        if (!(err instanceof Error) || !('kind' in err)) this.untyped.push(err)
+      },
+    )
+  }
+
+  get failedCount(): number {
+    let n = 0
+    for (const c of this.failed.values()) n += c
+    return n
+  }
+
+  summary(): string {
+    return `${this.issued} issued, ${this.ok.length} completed, ${this.failedCount} failed ${JSON.stringify(Object.fromEntries(this.failed))}`
+  }
+}
+
+/** `dist/src/emulator/cli.js`, as users run it (npm test builds first). */
+export class EmulatorCli {
+  stdout = ''
+  stderr = ''
+  private readonly exited: Promise<void>
+
+  private constructor(readonly child: ChildProcess) {
+    child.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString()))
+    child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()))
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()))
+  }
+
+  static async start(args: string[], timeoutMs = 10_000): Promise<EmulatorCli> {
+    const cli = new EmulatorCli(spawn(process.execPath, [join(ROOT, 'dist', 'src', 'emulator', 'cli.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }))
+    const deadline = Date.now() + timeoutMs
+    while (!/ready on /.test(cli.stdout)) {
+      if (cli.child.exitCode !== null) throw new Error(`the emulator exited (${cli.child.exitCode}) before it was ready:\n${cli.stderr}`)
+      if (Date.now() > deadline) throw new Error(`the emulator was not ready within ${timeoutMs} ms:\n${cli.stdout}\n${cli.stderr}`)
+      await sleep(20)
+    }
+    return cli
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (this.running) this.child.kill(signal)
+    await this.exited
+  }
+}
+
+/**
+ * A TCP relay in front of a broker. `freeze` stops moving bytes while keeping the sockets open (a
+ * paused process or a stalled network, as the peer sees it); `thaw` lets them flow again; `cut`
+ * closes everything and refuses new connections until `restore`.
+ */
+export class Relay {
+  private readonly pairs = new Set<[Socket, Socket]>()
+  private accepting = true
+  private frozen = false
+
+  private constructor(
+    private readonly server: Server,
+    private readonly targetPort: number,
+  ) {}
+
+  static async start(targetPort: number): Promise<Relay> {
+    const server = createServer()
+    const relay = new Relay(server, targetPort)
+    server.on('connection', (socket) => relay.accept(socket))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return relay
+  }
+
+  get url(): string {
+    return `mqtt://127.0.0.1:${(this.server.address() as { port: number }).port}`
+  }
+
+  freeze(): void {
+    this.frozen = true
+    for (const [a, b] of this.pairs) {
+      a.pause()
+      b.pause()
+    }
+  }
+
+  thaw(): void {
+    this.frozen = false
+    for (const [a, b] of this.pairs) {
+      a.resume()
+      b.resume()
+    }
+  }
+
+  cut(): void {
+    this.accepting = false
+    for (const [a, b] of this.pairs) {
+      a.destroy()
+      b.destroy()
+    }
+    this.pairs.clear()
+  }
+
+  restore(): void {
+    this.accepting = true
+  }
+
+  async stop(): Promise<void> {
+    this.cut()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+
+  private accept(client: Socket): void {
+    if (!this.accepting) {
+      client.destroy()
+      return
+    }
+    client.setNoDelay(true)
+    const upstream = connect(this.targetPort, '127.0.0.1')
+    upstream.setNoDelay(true)
+    const pair: [Socket, Socket] = [client, upstream]
+    this.pairs.add(pair)
+    for (const s of pair) {
+      s.on('error', () => {})
+      s.on('close', () => {
+        this.pairs.delete(pair)
+        client.destroy()
+        upstream.destroy()
+      })
+    }
+    // Data events (not pipe) so that pause() holds bytes in the kernel buffers.
+    client.on('data', (d) => upstream.write(d))
+    upstream.on('data', (d) => client.write(d))
+    if (this.frozen) {
+      client.pause()
+      upstream.pause()
+    }
+  }
+}
