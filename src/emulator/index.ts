@@ -37,6 +37,8 @@ export interface EmulatorOptions {
   logger?: (level: MessageLevel, message: string) => void
   /** Rewrite the persistence file only once it reaches this size (default 8 MiB). */
   persistCompactMinBytes?: number
+  /** Requests waiting for the disk at once (default 10000); beyond it the emulator stops reading from the broker until they drain. */
+  maxInFlight?: number
 }
 
 export interface Emulator {
@@ -117,6 +119,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       persistence,
       log,
       ...(broker ? { deliverDirect: broker.deliverUnsubscribed.bind(broker) } : {}),
+      ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
     })
     log('info', `state store emulator serving on ${brokerUrl} (node id ${clock.nodeId})`)
 

@@ -67,8 +67,9 @@ export class StateStoreService {
       } catch (err) {
         options.log('error', `request handling failed: ${(err as Error).stack ?? err}`)
       }
-      if (this.inFlight < this.maxInFlight) callback()
-      else this.paused = callback
+      if (this.inFlight < this.maxInFlight) return callback()
+      options.log('debug', `${this.inFlight} requests wait for the disk; reading from the broker paused`)
+      this.paused = callback
     }
   }
 

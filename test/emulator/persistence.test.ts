@@ -126,6 +126,21 @@ describe('emulator persistence', function () {
     for (const k of acknowledged) assert.ok(written.has(k), `${k} was acknowledged, so it is on disk`)
   })
 
+  it('stops reading from the broker while too many requests wait for the disk, and answers them all', async () => {
+    const logs: string[] = []
+    const emulator = await startEmulator({ persistFile: join(dir, 'busy.aof'), maxInFlight: 4, logLevel: 'debug', logger: (_l, m) => logs.push(m) })
+    const clients = await Promise.all([1, 2, 3].map(() => RawClient.connect(emulator.brokerUrl)))
+    try {
+      const answers = await Promise.all(clients.flatMap((c, i) => Array.from({ length: 100 }, (_, j) => c.request(Request.set(`busy-${i}-${j}`, 'v'), persist))))
+      assert.ok(answers.every((r) => r.payload.equals(Reply.ok)))
+      assert.equal(emulator.keyCount, 300)
+      assert.ok(logs.some((m) => m.includes('reading from the broker paused')), 'the limit was reached')
+    } finally {
+      await Promise.all(clients.map((c) => c.close()))
+      await emulator.stop()
+    }
+  })
+
   it('compacts the log when it has doubled, keeping only live persistent keys', async () => {
     const file = join(dir, 'store.aof')
     let emulator = await startEmulator({ persistFile: file, persistCompactMinBytes: 16 * 1024, logLevel: 'silent' })
