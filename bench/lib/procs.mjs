@@ -1,0 +1,154 @@
+// The processes a benchmark runs: mosquitto, the emulator (its CLI), the echo responder, redis-server.
+// Every one is killed when the benchmark exits, however it exits.
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer, connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { BENCH_DIR, ROOT, sleep } from './harness.mjs'
+
+const children = new Set()
+function killAll() {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+}
+process.on('exit', killAll)
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    killAll()
+    process.exit(130)
+  })
+}
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+export async function waitForPort(port, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const ok = await new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (ok) return
+    if (Date.now() > deadline) throw new Error(`${what}: nothing listening on 127.0.0.1:${port} after ${timeoutMs} ms`)
+    await sleep(50)
+  }
+}
+
+/** A child process that is killed with the benchmark; `output` collects what it printed. */
+export function launch(command, args, options = {}) {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options })
+  children.add(child)
+  child.output = ''
+  child.stdout.on('data', (d) => (child.output += d))
+  child.stderr.on('data', (d) => (child.output += d))
+  child.once('exit', () => children.delete(child))
+  child.stop = async (signal = 'SIGTERM', graceMs = 3000) => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill(signal)
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
+    await exited
+    clearTimeout(timer)
+  }
+  return child
+}
+
+/** Resolves with the first match of `pattern` in the child's output. */
+export function waitForOutput(child, pattern, timeoutMs, what) {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const m = pattern.exec(child.output)
+      if (m) {
+        done()
+        resolve(m)
+      }
+    }
+    const onExit = () => {
+      done()
+      reject(new Error(`${what} exited before it was ready:\n${child.output}`))
+    }
+    const timer = setTimeout(() => {
+      done()
+      reject(new Error(`${what} not ready after ${timeoutMs} ms:\n${child.output}`))
+    }, timeoutMs)
+    const done = () => {
+      clearTimeout(timer)
+      child.stdout.off('data', check)
+      child.stderr.off('data', check)
+      child.off('exit', onExit)
+    }
+    child.stdout.on('data', check)
+    child.stderr.on('data', check)
+    child.once('exit', onExit)
+    check()
+  })
+}
+
+/**
+ * mosquitto with TCP_NODELAY, configured as test/support/mosquitto.ts starts it. (Listeners with
+ * mount points would let the emulator and the echo responder share one broker process, but
+ * mosquitto 2.0.11 delivers topics with the mount point still on them, so each gets its own.)
+ */
+export async function startMosquitto({ listeners = [{}] } = {}) {
+  const binary = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((p) => spawnSync(p, ['-h']).error === undefined)
+  if (!binary) throw new Error('mosquitto is not installed (apt-get install mosquitto)')
+  const dir = mkdtempSync(join(tmpdir(), 'bench-mosq-'))
+  const ports = []
+  const lines = ['per_listener_settings false', 'allow_anonymous true', 'set_tcp_nodelay true', 'max_inflight_messages 0', 'max_queued_messages 100000', 'persistence false']
+  for (const l of listeners) {
+    const port = await freePort()
+    ports.push(port)
+    lines.push(`listener ${port} 127.0.0.1`)
+    if (l.mountPoint) lines.push(`mount_point ${l.mountPoint}`)
+  }
+  writeFileSync(join(dir, 'mosquitto.conf'), lines.join('\n') + '\n')
+  const child = launch(binary, ['-c', join(dir, 'mosquitto.conf')])
+  for (const port of ports) await waitForPort(port, 5000, 'mosquitto')
+  return { child, urls: ports.map((p) => `mqtt://127.0.0.1:${p}`), stop: () => child.stop() }
+}
+
+/** The emulator CLI in its own process: `{ brokerUrl }` serves through a broker, else its embedded one. */
+export async function startEmulatorProcess({ brokerUrl, nodeArgs = [] } = {}) {
+  const args = brokerUrl ? ['--broker', brokerUrl] : ['--listen', '127.0.0.1:0']
+  const child = launch(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/emulator/cli.js'), ...args, '--log-level', 'warn'])
+  const m = await waitForOutput(child, /ready on (mqtt:\/\/\S+)/, 15000, 'emulator')
+  return { child, url: m[1], stop: () => child.stop() }
+}
+
+/** The echo responder (bench/lib/echo-responder.mjs) in its own process. */
+export async function startEchoProcess({ brokerUrl, nodeArgs = [] } = {}) {
+  const args = brokerUrl ? ['--broker', brokerUrl] : ['--listen']
+  const child = launch(process.execPath, [...nodeArgs, join(BENCH_DIR, 'lib/echo-responder.mjs'), ...args])
+  const m = await waitForOutput(child, /echo ready on (mqtt:\/\/\S+)/, 15000, 'echo responder')
+  return { child, url: m[1], stop: () => child.stop() }
+}
+
+/** redis-server on a free loopback port, nothing saved; null when it is not installed. */
+export async function startRedis() {
+  const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => spawnSync(p, ['--version']).error === undefined)
+  if (!binary) return null
+  const port = await freePort()
+  const child = launch(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'])
+  await waitForPort(port, 5000, 'redis-server')
+  return { child, port, url: `redis://127.0.0.1:${port}`, stop: () => child.stop() }
+}
+
+/** Resident set size of a process, in bytes, from /proc. */
+export function rssOf(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const m = /VmRSS:\s+(\d+) kB/.exec(status)
+  return m ? Number(m[1]) * 1024 : NaN
+}

@@ -1,0 +1,100 @@
+// Measurements 1 and 2: client -> emulator throughput, pipelined (window 1, 16, 64, 256), GET and
+// SET, through mosquitto and through the emulator's embedded aedes broker, against the echo limit
+// (bench/lib/echo-responder.mjs) driven by the same client through the same kind of broker; and the
+// sequential round trip (window 1) p50/p99 against the echo responder's.
+//
+// Processes: this one drives (StateStoreClient from dist/), the emulator CLI and the echo responder
+// each run in their own, and so does each mosquitto. With mosquitto, the emulator and the echo
+// responder each have a mosquitto of their own (same configuration; only one pair is busy at a
+// time). With aedes, each serves through its own embedded broker, in its own process, as the
+// emulator's `--listen` does.
+import { benchArgs, fmtNum, fmtRange, fmtRatio, interleave, percentiles, table, writeResult } from './lib/harness.mjs'
+import { connectClient, drive, preload } from './lib/load.mjs'
+import { startEchoProcess, startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
+
+const { quick, rounds, argv } = benchArgs()
+const MS = quick ? 300 : 500
+const LEAD_IN_MS = 150
+const WINDOWS = [1, 16, 64, 256]
+const OPS = ['GET', 'SET']
+const KEYS = 1000
+const brokers = argv.includes('--aedes-only') ? ['aedes'] : argv.includes('--mosquitto-only') ? ['mosquitto'] : ['mosquitto', 'aedes']
+
+async function setup(broker) {
+  if (broker === 'mosquitto') {
+    const [m1, m2] = [await startMosquitto(), await startMosquitto()]
+    const emu = await startEmulatorProcess({ brokerUrl: m1.urls[0] })
+    const echo = await startEchoProcess({ brokerUrl: m2.urls[0] })
+    return { urls: { emulator: m1.urls[0], echo: m2.urls[0] }, stop: () => Promise.all([emu.stop(), echo.stop(), m1.stop(), m2.stop()]) }
+  }
+  const emu = await startEmulatorProcess({})
+  const echo = await startEchoProcess({})
+  return { urls: { emulator: emu.url, echo: echo.url }, stop: () => Promise.all([emu.stop(), echo.stop()]) }
+}
+
+const tpRows = []
+const latRows = []
+const headline = []
+const data = {}
+for (const broker of brokers) {
+  const env = await setup(broker)
+  const clients = { emulator: await connectClient(env.urls.emulator), echo: await connectClient(env.urls.echo) }
+  // GETs find a 100-byte value, as the echo responder answers.
+  await preload(clients.emulator, KEYS)
+  data[broker] = {}
+  for (const op of OPS) {
+    for (const window of WINDOWS) {
+      const r = await interleave({
+        variants: ['emulator', 'echo'],
+        reference: 'echo',
+        rounds,
+        warmup: 1,
+        measure: async (target) => {
+          const client = clients[target]
+          await drive(client, { op, window, ms: LEAD_IN_MS, keys: KEYS })
+          const latencies = window === 1 ? [] : null
+          const { opsPerSec } = await drive(client, { op, window, ms: MS, keys: KEYS, latencies })
+          if (!latencies) return { opsPerSec }
+          const p = percentiles(latencies)
+          return { opsPerSec, p50: p.p50, p99: p.p99 }
+        },
+      })
+      data[broker][`${op} w${window}`] = r
+      const ratio = r.emulator.opsPerSec.ratio
+      tpRows.push([broker, op, window, fmtRange(r.emulator.opsPerSec), fmtRange(r.echo.opsPerSec), fmtRatio(ratio)])
+      console.log(`${broker} ${op} window ${window}: emulator ${fmtRange(r.emulator.opsPerSec)} ops/s, echo ${fmtRange(r.echo.opsPerSec)}, ratio ${fmtRatio(ratio)}`)
+      if (window === 64) {
+        headline.push({ metric: `${broker} ${op} window 64: emulator / echo limit`, value: Number(ratio.median.toFixed(3)), min: ratio.min, max: ratio.max, target: '>= 0.8x', pass: ratio.median >= 0.8 })
+      }
+      if (window === 1) {
+        const p50 = r.emulator.p50.ratio
+        const p99 = r.emulator.p99.ratio
+        latRows.push([broker, op, fmtRange(r.emulator.p50, 3, ' ms'), fmtRange(r.echo.p50, 3, ' ms'), fmtRatio(p50), fmtRange(r.emulator.p99, 3, ' ms'), fmtRange(r.echo.p99, 3, ' ms'), fmtRatio(p99)])
+        headline.push({ metric: `${broker} ${op} sequential p50: emulator / echo`, value: Number(p50.median.toFixed(3)), min: p50.min, max: p50.max, target: '<= 1.3x', pass: p50.median <= 1.3 })
+      }
+    }
+  }
+  await Promise.all(Object.values(clients).map((c) => c.close()))
+  await env.stop()
+}
+
+const t1 = table(
+  `Pipelined throughput, ops/s median (min–max) over ${rounds} interleaved rounds of ${MS} ms; ratio = emulator / echo limit per round`,
+  ['broker', 'op', 'window', 'emulator', 'echo limit', 'ratio'],
+  tpRows,
+)
+const t2 = table(
+  `Sequential round trip (window 1), ms median (min–max) of the per-round percentile; ratio = emulator / echo per round`,
+  ['broker', 'op', 'emulator p50', 'echo p50', 'p50 ratio', 'emulator p99', 'echo p99', 'p99 ratio'],
+  latRows,
+)
+writeResult('throughput', {
+  tables: [t1, t2],
+  headline,
+  data,
+  notes: [
+    'driver: one StateStoreClient per target in the bench process; emulator CLI and echo responder in their own processes',
+    `GET reads one of ${KEYS} preloaded 16-byte keys (100-byte values; the echo answers a 100-byte bulk); SET writes 100-byte values`,
+    'mosquitto: one instance per target, same configuration (set_tcp_nodelay true); aedes: the embedded broker in the serving process',
+  ],
+})
