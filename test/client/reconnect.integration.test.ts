@@ -114,6 +114,7 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
   let broker: Mosquitto
   let emulator: Emulator
   let proxy: Proxy
+  let spy: Responder
 
   before(async function () {
     if (!mosquittoPath()) {
@@ -123,8 +124,10 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
     broker = await Mosquitto.start()
     emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
     proxy = await Proxy.start(broker.port)
+    spy = await Responder.start(broker.url, () => null)
   })
   after(async () => {
+    await spy?.stop()
     await pool.closeAll()
     await emulator?.stop()
     await proxy?.stop()
@@ -140,8 +143,10 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
     await writer.set(k, 'before')
     await inbox.count(1)
 
-    // A burst in flight when the broker dies.
-    const burst = Array.from({ length: 50 }, (_, i) => away.set(`${k}-${i}`, `value-${i}`, { timeoutMs: 15_000 }))
+    // A burst in flight when the broker dies: some already executed, some not. NX, so that a
+    // request executed twice would come back "not applied".
+    const burst = Array.from({ length: 50 }, (_, i) => away.set(`${k}-${i}`, `value-${i}`, { condition: 'NX', timeoutMs: 15_000 }))
+    await spy.waitForRequests(spy.requests.length + 10)
     proxy.cut()
     await broker.kill()
     await broker.start()
@@ -151,7 +156,11 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
     proxy.restore()
 
     const results = await Promise.all(burst)
-    assert.ok(results.every((r) => r.applied))
+    assert.ok(results.every((r) => r.applied), 'every request executed once, duplicates answered from the dedup cache')
+    const seen = new Map<string, number>()
+    for (const r of spy.requests) if (r.words[1]?.startsWith(`${k}-`)) seen.set(r.correlation!.toString('hex'), (seen.get(r.correlation!.toString('hex')) ?? 0) + 1)
+    assert.equal(seen.size, 50, 'one correlation id per request, kept across the reconnect')
+    assert.ok([...seen.values()].some((n) => n > 1), 'some requests were sent again after the reconnect')
     for (let i = 0; i < 50; i += 7) assert.equal((await writer.get(`${k}-${i}`)).value?.toString(), `value-${i}`)
     const [, reconciled] = await inbox.count(2)
     assert.equal(describeNotification(reconciled!), `reconciled SET ${k}=while-away`)
