@@ -49,15 +49,17 @@ export = function (RED: NodeAPI) {
     let closing = false
     let usersGone: (() => void) | null = null
 
+    /** Logged once per change between connected, disconnected and auth failed; retries in between are quiet. */
+    let logged: string | null = null
     function publish(status: ConnectionStatus): void {
-      const before = connection
       connection = status
-      if (before.state !== status.state) {
-        const key = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
-        const text = key && RED._(`ss-config.log.${key}`, { client: clientId, reason: status.reason ?? '' })
-        if (key === 'connected') node.log(text)
-        else if (key) node.warn(text)
+      const key = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
+      if (key && key !== logged && !(key === 'disconnected' && logged === null)) {
+        const text = RED._(`ss-config.log.${key}`, { client: clientId, reason: status.reason ?? '' })
+        if (key === 'authFailed') node.warn(text)
+        else node.log(text)
       }
+      if (key) logged = key
       for (const user of users.values()) user.onConnection(status)
     }
 

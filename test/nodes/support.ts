@@ -155,6 +155,8 @@ export function nextMessage(node: TestNode, ms = 3000): Promise<Record<string, u
       box.waiter = null
       reject(new Error(`no msg at ${node.id} within ${ms} ms`))
     }, ms)
+    // The loser of a race between two nodes must not keep mocha from exiting.
+    timer.unref()
     box.waiter = (msg) => {
       clearTimeout(timer)
       box.waiter = null
