@@ -140,7 +140,7 @@ describe('client connection (scripted broker)', function () {
   it('ready() times out with the reason, and is cancelled by a signal', async function () {
     broker.decide = () => 0x86
     const client = pool.create(broker.url, { username: 'who', password: 'wrong' })
-    const err = await client.ready({ timeoutMs: 300 }).catch((e: unknown) => e)
+    const err = await client.ready({ timeoutMs: 1000 }).catch((e: unknown) => e)
     assert.ok(err instanceof TimeoutError)
     assert.match(err.message, /authentication failed/)
     const controller = new AbortController()

@@ -55,12 +55,12 @@ onEveryBroker('leases', (t) => {
     const a = await pool.ready(t.url)
     const b = await pool.ready(t.url)
     const name = uniqueId('lease')
-    const la = lease(a, name, { leaseMs: 300, renewPeriodMs: 100 })
+    const la = lease(a, name, { leaseMs: 1000, renewPeriodMs: 200 })
     let renewals = 0
     la.on('renewed', () => (renewals += 1))
     await la.tryAcquire()
-    await eventually(() => (renewals >= 5 ? true : undefined), 5000, 'five renewals')
-    // Five renewals at 100 ms cover more than the 300 ms lease: still ours.
+    await eventually(() => (renewals >= 6 ? true : undefined), 5000, 'six renewals')
+    // Six renewals at 200 ms cover more than the 1000 ms lease: still ours.
     assert.equal((await b.get(name)).value?.toString(), a.clientId)
 
     const lost = new Promise<{ reason: string }>((resolve) => la.once('lost', resolve))
@@ -220,8 +220,8 @@ onEveryBroker('leader election', (t) => {
     const a = await pool.ready(t.url)
     const b = await pool.ready(t.url)
     const position = uniqueId('position')
-    const ea = election(a, position, 400)
-    const eb = election(b, position, 400)
+    const ea = election(a, position, 1000)
+    const eb = election(b, position, 1000)
     const seenByB: string[] = []
     eb.on('leader', ({ leader }) => seenByB.push(leader?.toString() ?? 'none'))
     const elected = new Promise<Hlc>((resolve) => ea.once('elected', ({ fencingToken }) => resolve(fencingToken)))
@@ -232,11 +232,11 @@ onEveryBroker('leader election', (t) => {
     assert.equal(await eb.tryCampaign(), false)
     assert.equal((await eb.leader())?.toString(), a.clientId)
 
-    // B waits; A keeps renewing (term 400 ms, renewal every 133 ms), so B stays a follower for a while.
+    // B waits; A keeps renewing (term 1000 ms, renewal every 333 ms), so B stays a follower past a whole term.
     const campaign = eb.campaign({ timeoutMs: 10_000 })
     let bWon = false
     void campaign.then(() => (bWon = true), () => {})
-    await new Promise((r) => setTimeout(r, 900))
+    await new Promise((r) => setTimeout(r, 1500))
     assert.equal(bWon, false, 'a renewing leader keeps its position')
     assert.equal(ea.isLeader, true)
 
