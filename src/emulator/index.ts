@@ -10,7 +10,6 @@ import { StateStoreService } from './service'
 import { Store } from './store'
 
 export { startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
-export { Authorizer, type AuthorizationRule, type StateStoreResource } from './authorization'
 export type { LogLevel as EmulatorLogLevel } from './log'
 
 export interface EmulatorOptions {

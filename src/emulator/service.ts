@@ -102,10 +102,6 @@ export class StateStoreService {
     return service
   }
 
-  get clientId(): string {
-    return this.client.options.clientId ?? ''
-  }
-
   /** Publishes one key notification, at QoS 1, with the key's version. */
   notify(n: OutgoingNotification): void {
     if (this.stopped) return
@@ -125,8 +121,10 @@ export class StateStoreService {
     this.paused?.()
     this.paused = null
     if (this.inFlight > 0) await within(new Promise<void>((resolve) => this.idle.add(resolve)), 2000)
+    // A graceful end waits for the broker to acknowledge what was sent; a second end() would be a
+    // no-op, so a broker that does not answer in time gets its socket cut instead.
     await within(this.client.endAsync(false), 1000)
-    if (!this.client.disconnected) await this.client.endAsync(true)
+    if (!this.client.disconnected) this.client.stream?.destroy()
   }
 
   private onPublish(packet: IPublishPacket): void {

@@ -146,6 +146,17 @@ describe('emulator with its embedded broker', function () {
     })
   })
 
+  it('stops even when the broker it serves through has gone away', async function () {
+    this.timeout(5000)
+    const broker = await startBroker({ port: 0 })
+    const emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'silent' })
+    const c = await RawClient.connect(broker.url)
+    await c.request(Request.set('k', 'v'))
+    await c.close()
+    await broker.stop()
+    await emulator.stop()
+  })
+
   it('startBroker runs the broker alone', async () => {
     const broker = await startBroker({ port: 0 })
     try {
