@@ -8,7 +8,8 @@ import { SERVICE_ERROR_TEXT } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { Prop, Reply, Request } from '../../src/protocol'
 import { decodeExact, encodeCommand } from '../../src/resp'
-import { startEmulator, type Emulator } from '../../src/emulator'
+import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator'
+import { mosquittoUrl } from '../support/broker'
 import { RawClient, type Received } from './raw-client'
 
 const CATALOGUE = new Set<string>(Object.values(SERVICE_ERROR_TEXT))
@@ -75,41 +76,46 @@ function assertWellFormed(r: Received): void {
   if (version !== undefined) Hlc.parse(version)
 }
 
-describe('emulator fuzz: random and mutated requests', function () {
-  this.timeout(30_000)
-  let emulator: Emulator
-  let client: RawClient
-  let dir: string
-  before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'emu-fuzz-'))
-    emulator = await startEmulator({ listen: { port: 0 }, persistFile: join(dir, 'fuzz.aof'), maxKeys: 50, logLevel: 'silent' })
-    client = await RawClient.connect(emulator.brokerUrl)
-  })
-  after(async () => {
-    await client.close()
-    await emulator.stop()
-    rmSync(dir, { recursive: true, force: true })
-  })
+function fuzzSuite(brokerName: string, start: (ctx: Mocha.Context, options: EmulatorOptions) => Promise<Emulator>): void {
+  describe(`emulator fuzz over ${brokerName}: random and mutated requests`, function () {
+    this.timeout(30_000)
+    let emulator: Emulator
+    let client: RawClient
+    let dir: string
+    before(async function () {
+      dir = mkdtempSync(join(tmpdir(), 'emu-fuzz-'))
+      emulator = await start(this, { persistFile: join(dir, 'fuzz.aof'), maxKeys: 50, logLevel: 'silent' })
+      client = await RawClient.connect(emulator.brokerUrl)
+    })
+    after(async () => {
+      await client.close()
+      await emulator.stop()
+      rmSync(dir, { recursive: true, force: true })
+    })
 
-  it('answers every request with a well-formed reply, replays re-sends, and keeps serving', async () => {
-    const answered = new Map<string, Buffer>()
-    const past: Buffer[] = []
-    await fc.assert(
-      fc.asyncProperty(payload, userProps, fc.integer({ min: 1, max: 3600 }), fc.nat(), fc.boolean(), async (p, props, expiry, pick, resend) => {
-        const correlation = resend && past.length > 0 ? past[pick % past.length]! : randomBytes(16)
-        const r = await client.request(p, { props, expiry, correlation, timeoutMs: 3000 })
-        assertWellFormed(r)
-        const before = answered.get(correlation.toString('hex'))
-        if (before) assert.ok(r.payload.equals(before), 'a re-send gets the first answer')
-        else {
-          answered.set(correlation.toString('hex'), r.payload)
-          past.push(correlation)
-        }
-      }),
-      { numRuns: 400 },
-    )
-    // Still serving, and still correct.
-    assert.ok((await client.request(Request.keyNotify('alive'))).payload.equals(Reply.ok))
-    assertWellFormed(await client.request(Request.get('alive')))
+    it('answers every request with a well-formed reply, replays re-sends, and keeps serving', async () => {
+      const answered = new Map<string, Buffer>()
+      const past: Buffer[] = []
+      await fc.assert(
+        fc.asyncProperty(payload, userProps, fc.integer({ min: 1, max: 3600 }), fc.nat(), fc.boolean(), async (p, props, expiry, pick, resend) => {
+          const correlation = resend && past.length > 0 ? past[pick % past.length]! : randomBytes(16)
+          const r = await client.request(p, { props, expiry, correlation, timeoutMs: 3000 })
+          assertWellFormed(r)
+          const before = answered.get(correlation.toString('hex'))
+          if (before) assert.ok(r.payload.equals(before), 'a re-send gets the first answer')
+          else {
+            answered.set(correlation.toString('hex'), r.payload)
+            past.push(correlation)
+          }
+        }),
+        { numRuns: 400 },
+      )
+      // Still serving, and still correct.
+      assert.ok((await client.request(Request.keyNotify('alive'))).payload.equals(Reply.ok))
+      assertWellFormed(await client.request(Request.get('alive')))
+    })
   })
-})
+}
+
+fuzzSuite('the embedded aedes broker', (_ctx, options) => startEmulator({ ...options, listen: { port: 0 } }))
+fuzzSuite('mosquitto', async (ctx, options) => startEmulator({ ...options, brokerUrl: await mosquittoUrl(ctx) }))
