@@ -146,8 +146,8 @@ const roundResults = new Map()
 
 export function fmtNum(n, digits = 0) {
   if (n === undefined || n === null || Number.isNaN(n)) return '–'
-  if (Math.abs(n) >= 1e6 && digits === 0) return `${(n / 1e6).toFixed(2)}M`
-  if (Math.abs(n) >= 1e4 && digits === 0) return `${(n / 1e3).toFixed(1)}k`
+  if (Math.abs(n) >= 1e6 && digits === 0) return Number.isInteger(n / 1e6) ? `${n / 1e6}M` : `${(n / 1e6).toFixed(2)}M`
+  if (Math.abs(n) >= 1e4 && digits === 0) return Number.isInteger(n / 1e3) ? `${n / 1e3}k` : `${(n / 1e3).toFixed(1)}k`
   return n.toFixed(digits)
 }
 

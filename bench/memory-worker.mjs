@@ -1,0 +1,51 @@
+// The emulator's memory, measured inside the process that holds the keys (run with --expose-gc):
+//   node --expose-gc bench/memory-worker.mjs store <n>     n keys straight through the Store API;
+//                                                          prints the memory delta as JSON
+//   node --expose-gc bench/memory-worker.mjs serve <url>   the whole emulator (startEmulator) serving
+//                                                          through a broker; answers IPC 'measure'
+//                                                          with its memory after a full GC
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { ROOT } from './lib/harness.mjs'
+
+const require = createRequire(import.meta.url)
+
+async function settled() {
+  // Twice, with a turn of the event loop between, so finalizers and weak callbacks have run.
+  for (let i = 0; i < 2; i++) {
+    globalThis.gc()
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  const m = process.memoryUsage()
+  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers }
+}
+
+const [mode, arg] = process.argv.slice(2)
+if (mode === 'store') {
+  const { Store } = require(join(ROOT, 'dist/src/emulator/store'))
+  const { HybridLogicalClock } = require(join(ROOT, 'dist/src/hlc'))
+  const n = Number(arg)
+  const store = new Store({ clock: new HybridLogicalClock() })
+  const value = Buffer.alloc(100, 0x76)
+  // Keys are made as the service gets them: fresh Buffers, here 16 bytes.
+  const before = await settled()
+  for (let i = 0; i < n; i++) store.set(Buffer.from(`key-${String(i).padStart(12, '0')}`), value)
+  const after = await settled()
+  if (store.size !== n) throw new Error(`store holds ${store.size} keys, expected ${n}`)
+  process.stdout.write(JSON.stringify({ before, after, keys: store.size }))
+  store.close()
+} else if (mode === 'serve') {
+  const { startEmulator } = require(join(ROOT, 'dist/src/emulator'))
+  const emulator = await startEmulator({ brokerUrl: arg, logLevel: 'warn' })
+  process.on('message', async (m) => {
+    if (m === 'measure') process.send({ memory: await settled(), keys: emulator.keyCount })
+    if (m === 'stop') {
+      await emulator.stop()
+      process.exit(0)
+    }
+  })
+  process.send({ ready: true })
+} else {
+  console.error('usage: memory-worker.mjs store <n> | serve <broker url>')
+  process.exit(2)
+}
