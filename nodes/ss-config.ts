@@ -149,14 +149,14 @@ export = function (RED: NodeAPI) {
 
     node.connected = async () => {
       if (!client) throw new ConnectionError(RED._('ss-config.errors.notConnected', { client: clientId }))
-      const c = await client
       try {
+        const c = await client
         await c.ready({ timeoutMs: requestTimeoutMs })
+        return c
       } catch (err) {
         const reason = connection.reason ?? (err instanceof Error ? err.message : String(err))
         throw new ConnectionError(RED._('ss-config.errors.notConnectedReason', { client: clientId, reason }))
       }
-      return c
     }
 
     node.on('close', (_removed: boolean, done: () => void) => {
@@ -164,10 +164,12 @@ export = function (RED: NodeAPI) {
       void (async () => {
         // Users close at the same time; wait briefly so a lock node can still release over this connection.
         if (users.size > 0) {
+          let timer: NodeJS.Timeout | undefined
           await new Promise<void>((resolve) => {
             usersGone = resolve
-            setTimeout(resolve, USERS_GRACE_MS).unref()
+            timer = setTimeout(resolve, USERS_GRACE_MS)
           })
+          clearTimeout(timer)
         }
         await disconnect()
         done()

@@ -142,6 +142,15 @@ describe('nodes: ss-config lifecycle', function () {
     assert.ok(texts.some((t) => t.startsWith('node-red:common.status.disconnected')), `the Status node saw the disconnect: ${texts.join(' | ')}`)
   })
 
+  it('reports a broker URL it cannot use on every user, and fails requests as connection errors', async () => {
+    await helper.load(ALL, usersFlow('ftp://127.0.0.1:1'))
+    await until(() => String(lastStatus(helper.getNode('get')).text).startsWith('node-red:common.status.disconnected: '), 'the reason in the status')
+    assert.equal(lastStatus(helper.getNode('set')).fill, 'red')
+    const caught = nextMessage(helper.getNode('caught'))
+    helper.getNode('get').receive({})
+    assert.equal(((await caught).error as { cause: { kind: string } }).cause.kind, 'connection')
+  })
+
   it('substitutes ${ENV} in the broker URL', async () => {
     process.env.SS_TEST_BROKER = store.url
     try {
