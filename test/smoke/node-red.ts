@@ -190,14 +190,21 @@ export class NodeRedProcess {
     return (await res.json()) as T
   }
 
-  /** A full deploy: replaces every flow; resolves once the runtime has started the new flows. */
-  async deploy(nodes: unknown[]): Promise<void> {
+  /**
+   * A full deploy: replaces every flow. The admin API answers once the flows are saved, before
+   * they start; the runtime then announces the started revision on the editor connection.
+   */
+  async deploy(nodes: unknown[], comms: Comms): Promise<void> {
+    const seen = comms.deploys.length
     const res = await fetch(`${this.url}/flows`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' },
-      body: JSON.stringify(nodes),
+      // API v2 answers with the new revision (v1 answers 204).
+      headers: { 'Content-Type': 'application/json', 'Node-RED-API-Version': 'v2', 'Node-RED-Deployment-Type': 'full' },
+      body: JSON.stringify({ flows: nodes }),
     })
     if (!res.ok) throw new Error(`POST /flows: ${res.status} ${await res.text()}`)
+    const { rev } = (await res.json()) as { rev: string }
+    await comms.waitFor(() => (comms.deploys.slice(seen).includes(rev) ? true : undefined), 10000, `start of flow revision ${rev}`)
   }
 
   /** Presses an inject node's button, as the editor does. */
@@ -214,8 +221,18 @@ export class NodeRedProcess {
   }
 }
 
+export interface NodeStatus {
+  text?: string
+  fill?: string
+  shape?: string
+}
+
 export class Comms {
   readonly debug: DebugMessage[] = []
+  /** The latest status of each node, by node id. */
+  readonly status = new Map<string, NodeStatus>()
+  /** Flow revisions the runtime has started, in order. */
+  readonly deploys: string[] = []
   private ws: WebSocket | null = null
   private waiters: Array<() => void> = []
 
@@ -233,25 +250,34 @@ export class Comms {
         // Subscriptions are not acknowledged. This frame is on the wire before the caller's next
         // HTTP request (a deploy) is sent, and the runtime handles it first.
         ws.send(JSON.stringify({ subscribe: 'debug' }))
+        ws.send(JSON.stringify({ subscribe: 'status/#' }))
+        ws.send(JSON.stringify({ subscribe: 'notification/runtime-deploy' }))
         resolve()
       })
       ws.on('message', (data) => {
         const batch = JSON.parse(String(data)) as Array<{ topic: string; data: unknown }> | { auth: string }
         if (!Array.isArray(batch)) return
-        for (const { topic, data: d } of batch) if (topic === 'debug') this.debug.push(d as DebugMessage)
+        for (const { topic, data: d } of batch) {
+          if (topic === 'debug') this.debug.push(d as DebugMessage)
+          else if (topic.startsWith('status/')) this.status.set(topic.slice('status/'.length), d as NodeStatus)
+          else if (topic === 'notification/runtime-deploy') this.deploys.push((d as { revision: string }).revision)
+        }
         for (const w of this.waiters.splice(0)) w()
       })
     })
   }
 
   /** Resolves when check() passes on the messages so far; rejects with what arrived after timeoutMs. */
-  async waitFor<T>(check: (messages: DebugMessage[]) => T | undefined, timeoutMs: number): Promise<T> {
+  async waitFor<T>(check: (messages: DebugMessage[]) => T | undefined, timeoutMs: number, what = 'debug output'): Promise<T> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       const result = check(this.debug)
       if (result !== undefined) return result
       const left = deadline - Date.now()
-      if (left <= 0) throw new Error(`debug output not as expected after ${timeoutMs} ms; got:\n${formatDebug(this.debug)}`)
+      if (left <= 0) {
+        const statuses = [...this.status].map(([id, st]) => `  ${id}: ${st.text ?? ''}`).join('\n')
+        throw new Error(`${what} not as expected after ${timeoutMs} ms; debug output:\n${formatDebug(this.debug)}\nnode status:\n${statuses}`)
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left)
         this.waiters.push(() => {
