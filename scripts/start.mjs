@@ -112,6 +112,14 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   })
 }
 
+// `npm start` runs this under `sh -c`. A SIGTERM sent to npm reaches that shell, which dies
+// without passing it on, and this process would live on, holding both ports. Being re-parented
+// is the sign that whoever started us is gone.
+const parent = process.ppid
+setInterval(() => {
+  if (process.ppid !== parent && !stopping) void stop('parent process exited')
+}, 500).unref()
+
 function listen(srv, portNumber, host) {
   return new Promise((resolveListen, reject) => {
     srv.once('error', reject)
