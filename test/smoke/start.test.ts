@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { nodeBinary, repoRoot } from './node-red'
+import { Comms, nodeBinary, repoRoot } from './node-red'
 
 const READY = /editor ready at (http:\/\/127\.0\.0\.1:\d+)/
 const BROKER = /broker ready at (mqtt:\/\/127\.0\.0\.1:\d+)/
@@ -19,10 +19,14 @@ interface Started {
   exit: Promise<number | null>
 }
 
-function startScript(userDir: string): Promise<Started> {
+/** Runs start.mjs directly, or (underShell) the way npm does: as the child of an `sh -c`. */
+function startScript(userDir: string, underShell = false): Promise<Started> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env, PORT: '0', MQTT_PORT: '0', NODE_RED_USER_DIR: userDir, EMULATOR_LOG_LEVEL: 'warn' }
-    const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs')], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const script = join(repoRoot, 'scripts', 'start.mjs')
+    // The trailing `:` keeps any shell from exec-ing node in its own place.
+    const [command, args] = underShell ? ['sh', ['-c', `"${nodeBinary()}" "${script}"; :`]] : [nodeBinary(), [script]]
+    const child = spawn(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
     const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
     const onData = (d: Buffer) => {
@@ -40,6 +44,15 @@ function startScript(userDir: string): Promise<Started> {
 async function stopScript(started: Started): Promise<number | null> {
   started.child.kill('SIGTERM')
   return started.exit
+}
+
+async function closes(url: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (!(await listening(url))) return true
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return false
 }
 
 function listening(url: string): Promise<boolean> {
@@ -84,7 +97,7 @@ describe('npm start (scripts/start.mjs)', function () {
     const flowFile = join(userDir, 'flows.json')
     assert.ok(existsSync(flowFile), 'flows.json seeded')
     const res = await fetch(`${editor}/flows`, { headers: { Accept: 'application/json' } })
-    const flows = (await res.json()) as Array<{ type: string; label?: string; broker?: string }>
+    const flows = (await res.json()) as Array<{ id: string; type: string; label?: string; broker?: string }>
     const examples = readExampleNames()
     const tabs = flows.filter((n) => n.type === 'tab')
     assert.ok(tabs.length >= examples.length, `a tab per example (${examples.join(', ')}): ${JSON.stringify(tabs)}`)
@@ -92,13 +105,36 @@ describe('npm start (scripts/start.mjs)', function () {
     if (examples.length > 0) assert.equal(configs.length, 1, 'the examples share one config node')
     for (const c of configs) assert.equal(c.broker, '${AIO_STATESTORE_URL}')
 
+    // The seeded flows reach the broker through the environment variable: a node shows "connected"
+    // (green). Node status is retained by the editor connection, so it is there whenever we look.
+    const stateStoreNodes = new Set(flows.filter((n) => n.type.startsWith('ss-') && n.type !== 'ss-config').map((n) => n.id))
+    if (stateStoreNodes.size > 0) {
+      const comms = new Comms(`${editor.replace('http', 'ws')}/comms`)
+      await comms.open()
+      try {
+        await comms.waitFor(() => ([...comms.status].some(([id, st]) => stateStoreNodes.has(id) && st.fill === 'green') ? true : undefined), 10000, 'a connected state store node')
+      } finally {
+        comms.close()
+      }
+    }
+
     const code = await stopScript(running)
     const output = running.output()
     running = null
     assert.equal(code, 0, output)
     assert.match(output, /\[npm start\] stopped/)
+    assert.deepEqual(output.split('\n').filter((l) => /\[error\]/.test(l)), [], output)
     assert.equal(await listening(editor), false, 'editor port closed')
     assert.equal(await listening(broker), false, 'broker port closed')
+  })
+
+  it('stops when the shell npm runs it under is killed (npm passes SIGTERM only to that shell)', async function () {
+    running = await startScript(userDir, true)
+    const { editor, broker } = running
+    running.child.kill('SIGKILL')
+    assert.equal(await closes(editor, 10000), true, 'editor port closed')
+    assert.equal(await closes(broker, 10000), true, 'broker port closed')
+    running = null
   })
 
   it("never overwrites the user's flow file", async function () {
