@@ -121,10 +121,11 @@ export async function startMosquitto({ listeners = [{}] } = {}) {
 }
 
 /** The emulator CLI in its own process: `{ brokerUrl }` serves through a broker, else its embedded one. */
-export async function startEmulatorProcess({ brokerUrl, nodeArgs = [] } = {}) {
+export async function startEmulatorProcess({ brokerUrl, nodeArgs = [], persistFile } = {}) {
   const args = brokerUrl ? ['--broker', brokerUrl] : ['--listen', '127.0.0.1:0']
+  if (persistFile) args.push('--persist', persistFile)
   const child = launch(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/emulator/cli.js'), ...args, '--log-level', 'warn'])
-  const m = await waitForOutput(child, /ready on (mqtt:\/\/\S+)/, 15000, 'emulator')
+  const m = await waitForOutput(child, /ready on (mqtt:\/\/\S+)/, 60000, 'emulator')
   return { child, url: m[1], stop: () => child.stop() }
 }
 
