@@ -1,0 +1,91 @@
+// A Node-RED runtime for bench/nodered.mjs, embedded in this process (forked, with IPC), loading
+// this package from the working tree and node-red-contrib-redis from node_modules. Flows (the
+// parent writes them): each ends in a function node calling `global.get('benchSink')(msg)`.
+//   argv: <userDir>
+//   IPC in:  { run: <entry node id>, sink: <name>, count, window, key prefix }  -> { msgsPerSec, errors }
+//            { watch: 'start' } / { watch: 'stop' } -> { latencies } (ms, from the hrtime in the value)
+//            'stop'
+import { createServer } from 'node:http'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { ROOT } from './lib/harness.mjs'
+
+const require = createRequire(import.meta.url)
+const userDir = process.argv[2]
+
+let onSink = () => {}
+const settings = {
+  uiHost: '127.0.0.1',
+  uiPort: 0,
+  httpAdminRoot: '/',
+  httpNodeRoot: '/',
+  userDir,
+  flowFile: 'flows.json',
+  credentialSecret: 'bench',
+  nodesDir: [ROOT, join(ROOT, 'node_modules', 'node-red-contrib-redis')],
+  functionGlobalContext: { benchSink: (name, msg) => onSink(name, msg) },
+  telemetry: { enabled: false, updateNotification: false },
+  diagnostics: { enabled: false, ui: false },
+  editorTheme: { tours: false },
+  logging: { console: { level: 'warn', metrics: false, audit: false } },
+}
+
+const RED = require('node-red')
+const express = createRequire(require.resolve('node-red'))('express')
+const app = express()
+const server = createServer(app)
+RED.init(server, settings)
+app.use(settings.httpAdminRoot, RED.httpAdmin)
+const started = new Promise((resolve) => RED.events.once('flows:started', resolve))
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+await RED.start()
+await started
+
+/** Pushes `count` messages into `entry`, `window` at a time; resolves when `sink` has seen them all. */
+function run({ run: entryId, sink, count, window, prefix }) {
+  const entry = RED.nodes.getNode(entryId)
+  if (!entry) throw new Error(`no node ${entryId} in the flows`)
+  return new Promise((resolve) => {
+    let sent = 0
+    let done = 0
+    let errors = 0
+    const t0 = performance.now()
+    const value = 'v'.repeat(100)
+    const next = () => {
+      if (sent >= count) return
+      const i = sent++
+      entry.receive({ topic: `${prefix}${String(i % 1000).padStart(12, '0')}`, payload: value })
+    }
+    onSink = (name, msg) => {
+      if (name !== sink) return
+      if (msg.payload !== value) errors++
+      if (++done === count) resolve({ msgsPerSec: (count / (performance.now() - t0)) * 1000, errors })
+      else next()
+    }
+    for (let k = 0; k < window; k++) next()
+  })
+}
+
+let latencies = []
+process.on('message', async (m) => {
+  if (m === 'stop') {
+    await RED.stop()
+    server.closeAllConnections()
+    server.close()
+    process.exit(0)
+  }
+  if (m.run) process.send(await run(m))
+  if (m.watch === 'start') {
+    latencies = []
+    onSink = (name, msg) => {
+      if (name !== 'watch' || !Buffer.isBuffer(msg.payload)) return
+      latencies.push(Number(process.hrtime.bigint() - msg.payload.readBigUInt64LE(0)) / 1e6)
+    }
+  }
+  if (m.watch === 'stop') process.send({ latencies })
+})
+// Node-RED reports errors from nodes here too; a benchmark must not hide them.
+RED.events.on('runtime-event', (e) => {
+  if (e?.payload?.error) console.error('node-red:', JSON.stringify(e))
+})
+process.send({ ready: true })

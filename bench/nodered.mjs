@@ -1,0 +1,144 @@
+// Measurement 3 and the Node-RED part of 4, in a running Node-RED (bench/nodered-host.mjs, its own
+// process, this package loaded from the working tree):
+//  - flow throughput: 10,000 msgs through set -> change (payload "") -> get -> sink, 100 in the
+//    flow at a time, with ss-set/ss-get on the emulator (its own process, through mosquitto)
+//    against the same flow shape with node-red-contrib-redis `redis-command` nodes on redis-server,
+//    and against ss-set/ss-get on the echo responder (the MQTT limit for these nodes); msgs/s,
+//    rounds interleaved, ratios per round.
+//  - ss-watch latency: one ss-watch node watching 1,000 keys, 2,000 SETs/s from a client in
+//    another process (bench/lib/watch-writer.mjs); SET sent -> msg at the node after ss-watch.
+import { fork } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { BENCH_DIR, benchArgs, fmtRange, fmtRatio, interleave, percentiles, sleep, summarize, table, writeResult } from './lib/harness.mjs'
+import { keyOf } from './lib/load.mjs'
+import { startEchoProcess, startEmulatorProcess, startMosquitto, startRedis } from './lib/procs.mjs'
+
+const { quick, rounds } = benchArgs()
+const COUNT = quick ? 3000 : 10_000
+const WINDOW = 100
+const WATCH_KEYS = 1000
+const WATCH_RATE = 2000
+const WATCH_MS = quick ? 1000 : 2000
+
+const broker = await startMosquitto()
+const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0] })
+// The echo limit for the same nodes: ss-set/ss-get against bench/lib/echo-responder.mjs.
+const echoBroker = await startMosquitto()
+const echo = await startEchoProcess({ brokerUrl: echoBroker.urls[0] })
+const redis = await startRedis()
+if (!redis) throw new Error('redis-server is not installed (apt-get install redis-server)')
+
+const sink = (name, id, x) => ({ id, type: 'function', z: 'bench', name: `sink ${name}`, func: `global.get('benchSink')('${name}', msg);\nreturn null;`, outputs: 1, x, y: 0, wires: [] })
+const clearPayload = (id, next) => ({ id, type: 'change', z: 'bench', name: '', rules: [{ t: 'set', p: 'payload', pt: 'msg', to: '', tot: 'str' }], x: 0, y: 0, wires: [[next]] })
+const ssFlow = (name, store) => [
+  { id: `${name}-set`, type: 'ss-set', z: 'bench', name: '', store, key: 'topic', keyType: 'msg', value: 'payload', valueType: 'msg', condition: 'always', expiry: '', fencingToken: 'fencingToken', fencingTokenType: 'msg', persist: false, notApplied: 'same', overrides: true, outputs: 1, x: 0, y: 0, wires: [[`${name}-clear`]] },
+  clearPayload(`${name}-clear`, `${name}-get`),
+  { id: `${name}-get`, type: 'ss-get', z: 'bench', name: '', store, key: 'topic', keyType: 'msg', decode: 'utf8', notFound: 'payload', overrides: true, outputs: 1, x: 0, y: 0, wires: [[`${name}-sink`]] },
+  sink(name, `${name}-sink`, 0),
+]
+const flows = [
+  { id: 'bench', type: 'tab', label: 'bench' },
+  { id: 'ssconf', type: 'ss-config', name: 'bench', embedded: false, broker: broker.urls[0], clientId: 'bench-node-red', usetls: false, tls: '', keepalive: '60', cleanStart: true, sessionExpiry: '', requestTimeout: '10000', maxInFlight: '1000' },
+  { id: 'echoconf', type: 'ss-config', name: 'echo', embedded: false, broker: echoBroker.urls[0], clientId: 'bench-node-red-echo', usetls: false, tls: '', keepalive: '60', cleanStart: true, sessionExpiry: '', requestTimeout: '10000', maxInFlight: '1000' },
+  ...ssFlow('ss', 'ssconf'),
+  ...ssFlow('echo', 'echoconf'),
+  { id: 'rdconf', type: 'redis-config', name: 'bench', options: JSON.stringify({ host: '127.0.0.1', port: redis.port }), cluster: false, optionsType: 'json' },
+  { id: 'rd-set', type: 'redis-command', z: 'bench', server: 'rdconf', command: 'set', name: '', topic: '', params: '', paramsType: 'json', payloadType: 'json', block: false, x: 0, y: 0, wires: [['rd-clear']] },
+  clearPayload('rd-clear', 'rd-get'),
+  { id: 'rd-get', type: 'redis-command', z: 'bench', server: 'rdconf', command: 'get', name: '', topic: '', params: '', paramsType: 'json', payloadType: 'json', block: false, x: 0, y: 0, wires: [['rd-sink']] },
+  sink('redis', 'rd-sink', 0),
+  { id: 'ss-watch', type: 'ss-watch', z: 'bench', name: '', store: 'ssconf', keys: Array.from({ length: WATCH_KEYS }, (_, i) => keyOf(i)).join('\n'), decode: 'buffer', initial: false, overrides: true, x: 0, y: 0, wires: [['watch-sink']] },
+  sink('watch', 'watch-sink', 0),
+]
+
+const userDir = mkdtempSync(join(tmpdir(), 'bench-node-red-'))
+writeFileSync(join(userDir, 'flows.json'), JSON.stringify(flows))
+const host = fork(join(BENCH_DIR, 'nodered-host.mjs'), [userDir], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [] })
+const next = () => new Promise((resolve) => host.once('message', resolve))
+const ask = (m) => {
+  const reply = next()
+  host.send(m)
+  return reply
+}
+try {
+  await next()
+  // Until the config node is connected and the watch registered, requests would only wait.
+  await sleep(2000)
+
+  const r = await interleave({
+    variants: ['ss', 'echo', 'redis'],
+    reference: 'redis',
+    rounds,
+    warmup: 1,
+    measure: async (v) => {
+      const { msgsPerSec, errors } = await ask({ run: v === 'redis' ? 'rd-set' : `${v}-set`, sink: v, count: COUNT, window: WINDOW, prefix: `${v}-` })
+      if (errors > 0) throw new Error(`${v}: ${errors} msgs came out with the wrong payload`)
+      return msgsPerSec
+    },
+  })
+  // ss against the echo limit, per round.
+  const vsEcho = summarize(r.ss.value.samples.map((x, i) => x / r.echo.value.samples[i]))
+  console.log(`node-red: ss ${fmtRange(r.ss.value)} msgs/s, ss on the echo responder ${fmtRange(r.echo.value)}, redis ${fmtRange(r.redis.value)} msgs/s; ss / redis ${fmtRatio(r.ss.value.ratio)}, ss / echo ${fmtRatio(vsEcho)}`)
+
+  // ss-watch latency, several rounds of the same load.
+  const writer = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], 'statestore', String(WATCH_RATE), String(WATCH_MS), String(WATCH_KEYS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const writerNext = () => new Promise((resolve) => writer.once('message', resolve))
+  await writerNext()
+  const watchRounds = []
+  for (let i = -1; i < rounds; i++) {
+    host.send({ watch: 'start' })
+    const w = writerNext()
+    writer.send('go')
+    const { acked } = await w
+    const deadline = Date.now() + 3000
+    let lat = []
+    for (;;) {
+      lat = (await ask({ watch: 'stop' })).latencies
+      if (lat.length >= acked || Date.now() > deadline) break
+      await sleep(100)
+    }
+    const p = percentiles(lat)
+    if (i >= 0) watchRounds.push({ p50: p.p50, p99: p.p99, max: p.max, lost: acked - lat.length, acked })
+    console.log(`node-red ss-watch: ${acked} SETs, ${lat.length} msgs, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms`)
+  }
+  writer.send('stop')
+
+  const wp50 = summarize(watchRounds.map((x) => x.p50))
+  const wp99 = summarize(watchRounds.map((x) => x.p99))
+  const wmax = summarize(watchRounds.map((x) => x.max))
+  const lost = watchRounds.reduce((a, x) => a + x.lost, 0)
+  const t1 = table(
+    `Node-RED flow: ${COUNT} msgs through set -> change -> get, ${WINDOW} in the flow, msgs/s median (min–max) over ${rounds} interleaved rounds`,
+    ['flow', 'msgs/s', 'ratio to redis', 'ratio to the echo limit'],
+    [
+      ['ss-set -> ss-get (emulator via mosquitto)', fmtRange(r.ss.value), fmtRatio(r.ss.value.ratio), fmtRatio(vsEcho)],
+      ['ss-set -> ss-get (echo responder via mosquitto: the MQTT limit)', fmtRange(r.echo.value), fmtRatio(r.echo.value.ratio), '1 (reference)'],
+      ['redis-command set -> get (node-red-contrib-redis, redis-server)', fmtRange(r.redis.value), '1 (reference)', ''],
+    ],
+  )
+  const t2 = table(
+    `Node-RED ss-watch: ${WATCH_KEYS} keys, ${WATCH_RATE} SETs/s for ${WATCH_MS} ms from another process; SET sent -> msg after ss-watch, median (min–max) over ${rounds} rounds`,
+    ['p50', 'p99', 'max', 'lost (all rounds)'],
+    [[fmtRange(wp50, 2, ' ms'), fmtRange(wp99, 2, ' ms'), fmtRange(wmax, 1, ' ms'), lost]],
+  )
+  writeResult('nodered', {
+    tables: [t1, t2],
+    headline: [
+      { metric: 'Node-RED set->get flow: ss / node-red-contrib-redis', value: Number(r.ss.value.ratio.median.toFixed(3)), min: r.ss.value.ratio.min, max: r.ss.value.ratio.max, target: 'report (no target)', pass: true },
+      { metric: 'Node-RED set->get flow: ss on the emulator / ss on the echo responder', value: Number(vsEcho.median.toFixed(3)), min: vsEcho.min, max: vsEcho.max, target: 'report (no target)', pass: true },
+      { metric: 'ss-watch p99 (SET sent -> msg after ss-watch)', value: Number(wp99.median.toFixed(2)), unit: ' ms', min: wp99.min, max: wp99.max, target: '< 10 ms', pass: wp99.median < 10 },
+      { metric: 'ss-watch msgs lost, all rounds', value: lost, unit: '', target: '0', pass: lost === 0 },
+    ],
+    data: { flow: r, watch: watchRounds },
+    notes: ['Node-RED embedded in its own process (bench/nodered-host.mjs); messages pushed into the first node with node.receive(), counted by a function node at the end'],
+  })
+} finally {
+  host.send('stop')
+  await new Promise((resolve) => host.once('exit', resolve))
+  await Promise.all([emu.stop(), echo.stop()])
+  await redis.stop()
+  await Promise.all([broker.stop(), echoBroker.stop()])
+  rmSync(userDir, { recursive: true, force: true })
+}
