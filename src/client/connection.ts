@@ -1,5 +1,6 @@
 import { connect, DefaultMessageIdProvider, ReasonCodes, type IClientOptions, type IConnackPacket, type IPublishPacket, type MqttClient } from 'mqtt'
-import { ConnectionError } from '../errors'
+import { ArgumentError, ConnectionError } from '../errors'
+import { publishPacketSize } from '../protocol'
 import { backoffDelay } from './backoff'
 import type { ResolvedOptions } from './options'
 import { SAT_AUTH_METHOD, SatToken } from './sat-token'
@@ -42,6 +43,8 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   private lastReason: string | undefined
   private authFailed = false
   private closing: Promise<void> | null = null
+  /** The broker's Maximum Packet Size from the last CONNACK; undefined when it set none. */
+  private maxPacketSize: number | undefined
 
   constructor(
     private readonly options: ResolvedOptions,
@@ -76,6 +79,15 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
    * request that times out while the connection is down can be taken out of the replay store.
    */
   publish(topic: string, payload: Buffer, properties: PublishProperties, onAck: (outcome: { error?: Error; noSubscribers?: boolean }) => void): number | undefined {
+    const max = this.maxPacketSize
+    if (max !== undefined) {
+      const size = publishPacketSize(topic, payload.length, properties)
+      if (size > max) {
+        // The broker would disconnect us, and mqtt.js would send it again after every reconnect.
+        onAck({ error: new ArgumentError(`the request is ${size} bytes as an MQTT packet; the broker accepts at most ${max} (its Maximum Packet Size)`) })
+        return undefined
+      }
+    }
     this.ids.last = undefined
     this.mqtt.publish(topic, payload, { qos: 1, properties }, (err, packet) => {
       if (err) {
@@ -179,6 +191,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   private onConnect(connack: IConnackPacket): void {
     if (this.closing) return
     setNoDelay(this.mqtt.stream)
+    this.maxPacketSize = connack.properties?.maximumPacketSize
     this.attempt = 0
     this.mqtt.options.reconnectPeriod = backoffDelay(0, this.options.reconnectMinMs, this.options.reconnectMaxMs)
     this.authFailed = false

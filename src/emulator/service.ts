@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
-import { CONTENT_TYPE, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, isAllowedResponseTopic } from '../protocol'
+import { CONTENT_TYPE, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, isAllowedResponseTopic, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from './dedup'
 import type { Answer, Executor, RequestContext } from './execute'
 import type { Logger } from './log'
@@ -43,6 +43,8 @@ export class StateStoreService {
   private paused: (() => void) | null = null
   private stopped = false
   private readonly idle = new Set<() => void>()
+  /** The broker's Maximum Packet Size from the last CONNACK; undefined when it set none. */
+  private maxPacketSize: number | undefined
 
   private constructor(private readonly options: ServiceOptions) {
     this.maxInFlight = options.maxInFlight ?? 10_000
@@ -57,7 +59,10 @@ export class StateStoreService {
       ...(options.password !== undefined ? { password: options.password } : {}),
     }
     this.client = mqtt.connect(options.brokerUrl, clientOptions)
-    this.client.on('connect', () => (this.client.stream as Socket).setNoDelay?.(true))
+    this.client.on('connect', (connack) => {
+      ;(this.client.stream as Socket).setNoDelay?.(true)
+      this.maxPacketSize = connack.properties?.maximumPacketSize
+    })
     this.client.on('error', (err) => options.log('warn', `service connection: ${err.message}`))
     this.client.on('offline', () => options.log('warn', `service connection to ${options.brokerUrl} lost; reconnecting`))
     // Requests are handled here rather than on 'message' so that reading can pause under load.
@@ -111,7 +116,21 @@ export class StateStoreService {
     }
     const properties = { contentType: CONTENT_TYPE, userProperties: { [Prop.timestamp]: n.version.toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } }
     if (this.options.deliverDirect?.(n.clientId, { topic: n.topic, payload: n.payload, properties })) return
+    if (this.tooLarge(n.topic, n.payload, properties, `notification for client ${JSON.stringify(n.clientId)}`)) return
     this.client.publish(n.topic, n.payload, { qos: 1, properties })
+  }
+
+  /**
+   * A packet over the broker's Maximum Packet Size gets this connection closed, and mqtt.js would
+   * send it again after every reconnect: one such packet would take the service down for good.
+   */
+  private tooLarge(topic: string, payload: Buffer, properties: PublishPropertiesForSize, what: string): boolean {
+    const max = this.maxPacketSize
+    if (max === undefined) return false
+    const size = publishPacketSize(topic, payload.length, properties)
+    if (size <= max) return false
+    this.options.log('warn', `${what} dropped: ${size} bytes exceed the broker's Maximum Packet Size of ${max}`)
+    return true
   }
 
   /** Stops taking requests, waits for those in flight (bounded), and disconnects. */
@@ -210,15 +229,14 @@ export class StateStoreService {
         return
       }
     }
-    this.client.publish(reply.responseTopic, answer.payload, {
-      qos: 1,
-      properties: {
-        correlationData: reply.correlation,
-        contentType: CONTENT_TYPE,
-        userProperties,
-        ...(messageExpiryInterval !== undefined ? { messageExpiryInterval } : {}),
-      },
-    })
+    const properties = {
+      correlationData: reply.correlation,
+      contentType: CONTENT_TYPE,
+      userProperties,
+      ...(messageExpiryInterval !== undefined ? { messageExpiryInterval } : {}),
+    }
+    if (this.tooLarge(reply.responseTopic, answer.payload, properties, `answer on ${reply.responseTopic.slice(0, 200)}`)) return
+    this.client.publish(reply.responseTopic, answer.payload, { qos: 1, properties })
   }
 }
 

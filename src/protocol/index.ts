@@ -10,3 +10,4 @@ export {
   type NotificationOperation,
 } from './responses'
 export { hexDecode, hexUpper, isAllowedResponseTopic, notificationFilter, notificationTopic, parseNotificationTopic, responseTopicFor } from './topics'
+export { publishPacketSize, type PublishPropertiesForSize } from './packet-size'
