@@ -34,7 +34,13 @@ module.exports = {
 
   telemetry: { enabled: false, updateNotification: false },
   diagnostics: { enabled: false, ui: false },
-  editorTheme: { tours: false },
+  editorTheme: {
+    tours: false,
+    // The palette manager fetches the flow library's catalogue from catalogue.nodered.org as soon
+    // as the editor opens. Without catalogues the Install tab is empty; installing by name
+    // (npm install in the user dir) still works.
+    palette: { catalogues: [] },
+  },
 
   logging: {
     console: {
