@@ -1,0 +1,157 @@
+/**
+ * Odd msgs for every node, beyond the table in test/nodes/bad-input.test.ts (which covers the key,
+ * value, fencing token, expiry, condition and watch-action shapes for ss-set, ss-get, ss-del and
+ * ss-watch): ss-lock in its three modes, a 70,000-byte key everywhere, a Buffer as msg.key, token
+ * and expiry shapes that table leaves out, and a fencing token the service refuses. All bad msgs go
+ * to every node in one flow: each produces exactly one Catch msg with a typed error and the msg as
+ * it was, the node answers the next good msg, and the other nodes and the runtime carry on.
+ */
+import assert from 'node:assert/strict'
+import { Hlc } from '../../src/hlc'
+import { ALL, COMMON, helper, lastStatus, nextMessage, onTab, startStore, type Store } from '../nodes/support'
+
+type Msg = Record<string, unknown>
+type Case = [what: string, msg: Msg, code: string, kind?: string]
+
+const KEY_70K = 'k'.repeat(70_000)
+const future = () => new Hlc(Date.now() + 3_600_000, 0, 'from-the-future').toString()
+
+const keyCases: Case[] = [
+  ['a 70,000-byte key', { topic: KEY_70K }, 'KeyTooLong'],
+  ['a Buffer as msg.key', { topic: 'fine', key: Buffer.from('k') }, 'KeyNotString'],
+  ['an array as msg.key', { topic: 'fine', key: ['a'] }, 'KeyNotString'],
+  ['a boolean key', { topic: true }, 'KeyNotString'],
+]
+
+const writeCases: Case[] = [
+  ['an object as fencing token', { fencingToken: { timestamp: 1 } }, 'FencingTokenInvalid'],
+  ['a fencing token with 4 fields', { fencingToken: '000000000000001:00000:a:b' }, 'FencingTokenInvalid'],
+  ['a fencing token an hour ahead', { fencingToken: future() }, 'FencingTokenSkew', 'service'],
+]
+
+const setCases: Case[] = [
+  ...keyCases,
+  ...writeCases,
+  ['an expiry beyond 2^53', { expiry: 2 ** 53 }, 'ExpiryInvalid'],
+  ['an expiry of true', { expiry: true }, 'ExpiryInvalid'],
+  ['an expiry in exponent notation', { expiry: '1e3' }, 'ExpiryInvalid'],
+  ['a numeric condition', { condition: 1 }, 'ConditionInvalid'],
+  ['a lower-case condition', { condition: 'nx' }, 'ConditionInvalid'],
+  ['a symbol payload', { payload: Symbol('s') }, 'ValueInvalid'],
+]
+
+const lockCases: Case[] = [
+  ['no key', { topic: undefined }, 'KeyMissing'],
+  ['an empty key', { topic: '' }, 'KeyEmpty'],
+  ['a numeric key', { topic: 7 }, 'KeyNotString'],
+  ...keyCases,
+  ['an unknown action', { action: 'steal' }, 'ActionUnknown'],
+  ['a numeric action', { action: 3 }, 'ActionUnknown'],
+  ['a null action', { action: null }, 'ActionUnknown'],
+  ['an action in capitals', { action: 'ACQUIRE' }, 'ActionUnknown'],
+]
+
+const watchCases: Case[] = [
+  ['a 70,000-byte key', { action: 'watch', topic: KEY_70K }, 'KeyTooLong'],
+  ['a list with a 70,000-byte key', { action: 'watch', topic: ['fine', KEY_70K] }, 'KeyTooLong'],
+  ['an action as a list', { action: ['watch'], topic: 'k' }, 'ActionUnknown'],
+  ['an object as topic', { action: 'unwatch', topic: { key: 'k' } }, 'KeyNotString'],
+]
+
+interface Target {
+  id: string
+  node: Msg
+  cases: Case[]
+  good: Msg
+  /** The output a good msg arrives at. */
+  out: string
+}
+
+const targets: Target[] = [
+  { id: 'set', node: { type: 'ss-set', key: 'topic', keyType: 'msg' }, cases: setCases.map(withDefaults({ topic: 'bad-input-2', payload: 'x' })), good: { topic: 'bad-input-2', payload: 'fine' }, out: 'set-out' },
+  { id: 'get', node: { type: 'ss-get', key: 'topic', keyType: 'msg' }, cases: keyCases, good: { topic: 'bad-input-2' }, out: 'get-out' },
+  { id: 'del', node: { type: 'ss-del', key: 'topic', keyType: 'msg' }, cases: [...keyCases, ...writeCases.map(withDefaults({ topic: 'bad-input-3' }))], good: { topic: 'bad-input-4' }, out: 'del-out' },
+  { id: 'vdel', node: { type: 'ss-del', key: 'topic', keyType: 'msg', mode: 'vdel' }, cases: [...keyCases.map(withDefaults({ payload: 'x' })), ['a symbol to compare', { topic: 'k', payload: Symbol('s') }, 'ValueInvalid']], good: { topic: 'bad-input-4', payload: 'x' }, out: 'vdel-out' },
+  { id: 'watch', node: { type: 'ss-watch', keys: '' }, cases: watchCases, good: { action: 'watch', topic: 'bad-input-5' }, out: '' },
+  { id: 'lease', node: { type: 'ss-lock', mode: 'lease', key: 'topic', keyType: 'msg', action: 'holder' }, cases: lockCases, good: { topic: 'bad-input-lease' }, out: 'lease-out' },
+  { id: 'lock', node: { type: 'ss-lock', mode: 'lock', key: 'topic', keyType: 'msg', action: 'holder' }, cases: lockCases, good: { topic: 'bad-input-lock' }, out: 'lock-out' },
+  { id: 'leader', node: { type: 'ss-lock', mode: 'leader', key: 'topic', keyType: 'msg', action: 'holder', campaign: false }, cases: [...lockCases, ['renew, which an election does not have', { topic: 'election', action: 'renew' }, 'ActionUnsupported']], good: { topic: 'bad-input-leader' }, out: 'leader-out' },
+]
+
+function withDefaults(defaults: Msg): (c: Case) => Case {
+  return ([what, msg, code, kind]) => [what, { ...defaults, ...msg }, code, ...(kind ? [kind] : [])] as Case
+}
+
+describe('reliability: odd msgs to every node', function () {
+  this.timeout(30_000)
+  let store: Store
+  before(async () => {
+    store = await startStore()
+  })
+  after(async () => {
+    await helper.unload()
+    await store.stop()
+  })
+
+  it('gives each one exactly one typed error through Catch with the msg kept, then handles the next good msg', async () => {
+    const flow: unknown[] = [{ id: 'tab', type: 'tab', label: 'odd msgs' }, { id: 'cfg', type: 'ss-config', broker: store.url, requestTimeout: '3000' }]
+    for (const t of targets) {
+      const outputs = t.node.type === 'ss-lock' ? [[`${t.id}-out`], [`${t.id}-out`]] : t.out ? [[t.out]] : [[]]
+      flow.push(onTab({ id: t.id, store: 'cfg', ...t.node, wires: outputs }))
+      if (t.out) flow.push(onTab({ id: t.out, type: 'helper' }))
+    }
+    flow.push(onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }), onTab({ id: 'caught', type: 'helper' }))
+    await helper.load(ALL, flow)
+    const caughtNode = helper.getNode('caught')
+    const caught: Msg[] = []
+    caughtNode.on('input', (m: Msg) => caught.push(m))
+    await new Promise<void>((resolve, reject) => {
+      const deadline = Date.now() + 5000
+      const poll = () => (lastStatus(helper.getNode('set')).fill === 'green' ? resolve() : Date.now() > deadline ? reject(new Error('not connected')) : setTimeout(poll, 20))
+      poll()
+    })
+
+    let sent = 0
+    for (const t of targets) {
+      const node = helper.getNode(t.id)
+      for (const [what, msg, code, kind] of t.cases) {
+        const before = caught.length
+        node.receive({ ...msg, marker: `${t.id}: ${what}` })
+        sent += 1
+        const deadline = Date.now() + 5000
+        while (caught.length === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+        const m = caught[before]
+        assert.ok(m, `${t.id}: ${what}: a Catch msg`)
+        const error = m.error as { code: string; message: string; source: { id: string }; cause: { kind: string } }
+        assert.equal(error.source.id, t.id, `${t.id}: ${what}`)
+        assert.equal(error.code, code, `${t.id}: ${what}`)
+        assert.equal(error.cause.kind, kind ?? 'input', `${t.id}: ${what}`)
+        if ((kind ?? 'input') === 'input') assert.ok(error.message.startsWith(`${COMMON}errors.`), `${t.id}: ${what}: ${error.message}`)
+        assert.equal(m.marker, `${t.id}: ${what}`, 'the msg reaches Catch as it was sent')
+        for (const [k, v] of Object.entries(msg)) if (typeof v !== 'symbol') assert.deepEqual(m[k], v, `${t.id}: ${what}: msg.${k} kept`)
+        assert.equal(lastStatus(node).fill, 'red', `${t.id}: ${what}: the status shows the error`)
+
+        // The next good msg works.
+        if (t.out) {
+          const ok = nextMessage(helper.getNode(t.out), 5000)
+          node.receive({ ...t.good })
+          await ok
+        } else {
+          const caughtBefore = caught.length
+          // A key not watched yet, so the status changes to "watching N".
+          node.receive({ ...t.good, topic: `${String(t.good.topic)}-${sent}` })
+          await new Promise<void>((resolve, reject) => {
+            const until = Date.now() + 5000
+            const poll = () => (String(lastStatus(node).text).includes('status.watching') ? resolve() : Date.now() > until ? reject(new Error('watch did not take the good msg')) : setTimeout(poll, 10))
+            poll()
+          })
+          assert.equal(caught.length, caughtBefore)
+        }
+      }
+    }
+    // Exactly one Catch msg per bad msg: nothing reported twice, nothing from the good ones.
+    await new Promise((r) => setTimeout(r, 200))
+    assert.equal(caught.length, sent)
+    assert.equal(lastStatus(helper.getNode('get')).fill, 'green', 'the nodes stay connected')
+  })
+})
