@@ -44,8 +44,9 @@ function port(name, fallback) {
   return n
 }
 
-const settings = require('../dev/settings.js')
+port('PORT', 1880) // checked here for a clear message; dev/settings.js reads it
 const mqttPort = port('MQTT_PORT', 1883)
+const settings = require('../dev/settings.js')
 const emulatorEntry = join(root, 'dist', 'src', 'emulator', 'index.js')
 if (!existsSync(emulatorEntry)) fail(`${shown(emulatorEntry)} is missing: run \`npm run build\` (npm start does it first)`)
 const { startEmulator } = require(emulatorEntry)
@@ -164,17 +165,12 @@ async function main() {
   say(`broker ready at ${emulator.brokerUrl}`)
   say(`  (MQTT 5, embedded aedes with the state-store emulator; point MQTT clients and other tools here)`)
 
-  seedFlows(`\${${BROKER_ENV}}`)
-
+  // Both ports are taken before anything is written, so a busy port leaves no trace.
   RED = require('node-red')
   // express is Node-RED's own dependency; resolve it from there so it always matches the runtime.
   const express = createRequire(require.resolve('node-red'))('express')
   const app = express()
   server = createServer(app)
-  RED.init(server, settings)
-  app.use(settings.httpAdminRoot, RED.httpAdmin)
-  app.use(settings.httpNodeRoot, RED.httpNode)
-
   let editorPort
   try {
     editorPort = await listen(server, settings.uiPort, settings.uiHost)
@@ -182,6 +178,12 @@ async function main() {
     if (err?.code === 'EADDRINUSE') fail(`editor port ${settings.uiPort} is in use on 127.0.0.1: stop what uses it, or set PORT`)
     throw err
   }
+
+  seedFlows(`\${${BROKER_ENV}}`)
+
+  RED.init(server, settings)
+  app.use(settings.httpAdminRoot, RED.httpAdmin)
+  app.use(settings.httpNodeRoot, RED.httpNode)
   const running = flowsRunning(RED.events)
   await RED.start()
   const problem = await running
