@@ -86,9 +86,15 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
         red = null
       })
 
-      it(`runs Node-RED ${major}`, async function () {
+      it(`runs Node-RED ${major} on a Node.js it supports`, async function () {
         const settings = await red!.getJson<{ version: string }>('/settings')
         assert.equal(Number(settings.version.split('.')[0]), major, `version ${settings.version}`)
+        const node = /Node\.js\s+version: v(\d+)\.(\d+)/.exec(startLog)
+        assert.ok(node, startLog)
+        const [nodeMajor, nodeMinor] = [Number(node[1]), Number(node[2])]
+        // Node-RED 5 needs 22.9 (older ones only log a warning when embedded); 4 needs 18.5.
+        const [needMajor, needMinor] = major >= 5 ? [22, 9] : [18, 5]
+        assert.ok(nodeMajor > needMajor || (nodeMajor === needMajor && nodeMinor >= needMinor), `Node.js ${node[1]}.${node[2]}`)
       })
 
       it('registers all six node types, with no error or warning in the log', async function () {
