@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, type Server, type Socket } from 'node:net'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
+import { Prop, REQUEST_TOPIC } from '../protocol'
 import { makeLogger, type Logger } from './log'
 import { within } from './util'
 
@@ -100,6 +101,16 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         return done(authError('bad user name or password', BAD_USERNAME_OR_PASSWORD), null)
       }
       return done(authError('not authorized: no credentials', NOT_AUTHORIZED), null)
+    },
+    // The service knows a caller by its request's __srcId (authorization rules, notifications). This
+    // broker knows who is connected, so a client cannot claim to be someone else.
+    authorizePublish: (client, packet, done) => {
+      if (packet.topic.startsWith('$SYS/')) return done(new Error('$SYS/ topics are reserved'))
+      if (client && packet.topic === REQUEST_TOPIC) {
+        const properties = (packet.properties ??= {})
+        properties.userProperties = { ...properties.userProperties, [Prop.sourceId]: client.id }
+      }
+      done(null)
     },
   })
   aedes.on('clientError', (client, err) => log('debug', `broker: client ${client?.id ?? '?'}: ${err.message}`))
