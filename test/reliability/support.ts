@@ -108,8 +108,8 @@ export class EmulatorCli {
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()))
   }
 
-  static async start(args: string[], timeoutMs = 10_000): Promise<EmulatorCli> {
-    const cli = new EmulatorCli(spawn(process.execPath, [join(ROOT, 'dist', 'src', 'emulator', 'cli.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }))
+  static async start(args: string[], timeoutMs = 10_000, env: Record<string, string> = {}): Promise<EmulatorCli> {
+    const cli = new EmulatorCli(spawn(process.execPath, [join(ROOT, 'dist', 'src', 'emulator', 'cli.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } }))
     const deadline = Date.now() + timeoutMs
     while (!/ready on /.test(cli.stdout)) {
       if (cli.child.exitCode !== null) throw new Error(`the emulator exited (${cli.child.exitCode}) before it was ready:\n${cli.stderr}`)
