@@ -12,7 +12,7 @@ import { freePort } from '../support/mosquitto'
 import { mergeExamples, pointAtBroker } from '../../dev/flows'
 import { EXPECTATIONS, type ExampleRun } from './expectations'
 import {
-  type Comms,
+  debugValue,
   formatDebug,
   installIntoUserDir,
   NodeRedProcess,
@@ -20,11 +20,11 @@ import {
   readJson,
   repoRoot,
   writeSettings,
-  debugValue,
+  type Comms,
   type NodeSetInfo,
 } from './node-red'
 
-const pkg = readJson<{ name: string; version: string; 'node-red': { nodes: Record<string, string> } }>(join(repoRoot, 'package.json'))
+const pkg = readJson<{ name: string; version: string }>(join(repoRoot, 'package.json'))
 const TYPES = ['ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch']
 const EXAMPLES = readdirSync(join(repoRoot, 'examples'))
   .filter((f) => f.endsWith('.json'))
