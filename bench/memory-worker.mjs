@@ -1,6 +1,8 @@
 // The emulator's memory, measured inside the process that holds the keys (run with --expose-gc):
 //   node --expose-gc bench/memory-worker.mjs store <n>     n keys straight through the Store API;
 //                                                          prints the memory delta as JSON
+//   node --expose-gc bench/memory-worker.mjs part <p> <n>  n of one part a key is made of (map,
+//                                                          record, hlc, buffer), alone
 //   node --expose-gc bench/memory-worker.mjs serve <url>   the whole emulator (startEmulator) serving
 //                                                          through a broker; answers IPC 'measure'
 //                                                          with its memory after a full GC
@@ -27,13 +29,42 @@ if (mode === 'store') {
   const n = Number(arg)
   const store = new Store({ clock: new HybridLogicalClock() })
   const value = Buffer.alloc(100, 0x76)
-  // Keys are made as the service gets them: fresh Buffers, here 16 bytes.
+  // Keys and values are handed over as the service gets them: views into larger buffers (socket
+  // reads), which the store copies what it keeps from. (One Buffer shared by every SET would be
+  // kept as it is, once, and hide the cost of the values.)
   const before = await settled()
-  for (let i = 0; i < n; i++) store.set(Buffer.from(`key-${String(i).padStart(12, '0')}`), value)
+  for (let i = 0; i < n; i++) {
+    const payload = Buffer.allocUnsafe(100)
+    value.copy(payload)
+    store.set(Buffer.from(`key-${String(i).padStart(12, '0')}`), payload)
+  }
   const after = await settled()
   if (store.size !== n) throw new Error(`store holds ${store.size} keys, expected ${n}`)
   process.stdout.write(JSON.stringify({ before, after, keys: store.size }))
   store.close()
+} else if (mode === 'part') {
+  // Where a key's bytes go: n of one part the store keeps per key, alone in this process. The array
+  // holding them exists before the first measurement, so only the parts are counted.
+  const { HybridLogicalClock } = require(join(ROOT, 'dist/src/hlc'))
+  const [, , name, nText] = process.argv.slice(1)
+  const n = Number(nText)
+  const clock = new HybridLogicalClock()
+  const keep = new Array(n).fill(0)
+  let map = null
+  const before = await settled()
+  if (name === 'map') {
+    map = new Map()
+    for (let i = 0; i < n; i++) map.set(`key-${String(i).padStart(12, '0')}`, 0)
+  } else {
+    for (let i = 0; i < n; i++) {
+      if (name === 'record') keep[i] = { value: null, version: null, fencingToken: null, expiresAt: 0, persisted: false }
+      else if (name === 'hlc') keep[i] = clock.tick()
+      else if (name === 'buffer') keep[i] = Buffer.allocUnsafeSlow(100)
+      else throw new Error(`unknown part ${name}`)
+    }
+  }
+  const after = await settled()
+  process.stdout.write(JSON.stringify({ heap: (after.heapUsed - before.heapUsed) / n, external: (after.external - before.external) / n, rss: (after.rss - before.rss) / n, kept: map ? map.size : keep.length }))
 } else if (mode === 'serve') {
   const { startEmulator } = require(join(ROOT, 'dist/src/emulator'))
   const emulator = await startEmulator({ brokerUrl: arg, logLevel: 'warn' })

@@ -19,7 +19,7 @@ import { startMosquitto, startRedis } from './lib/procs.mjs'
 
 const { quick, rounds } = benchArgs()
 const SIZES = quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]
-const REQUEST_PATH_SIZES = quick ? [10_000] : [10_000, 100_000]
+const REQUEST_PATH_SIZES = quick ? [10_000] : [100_000]
 const MB = 2 ** 20
 
 function storeRun(n) {
@@ -158,19 +158,38 @@ const linearity = growth / data.sizes[mid].total.median
 headline.push({ metric: `growth per key from ${fmtNum(mid)} to ${fmtNum(big)} / per key at ${fmtNum(mid)}`, value: Number(linearity.toFixed(3)), target: 'about 1 (linear)', pass: linearity > 0.8 && linearity < 1.2 })
 data.linearity = { growthPerKey: growth, perKeyAtMid: data.sizes[mid].total.median, ratio: linearity }
 
+// Where the bytes go: each part a key is made of, a million of it alone in a fresh process.
+const PARTS = {
+  map: 'Map entry + 16-char latin1 key string',
+  record: 'record object (value, version, fencingToken, expiresAt, persisted)',
+  hlc: 'Hlc version object',
+  buffer: '100-byte value Buffer with its own ArrayBuffer',
+}
+const partRows = []
+data.parts = {}
+for (const [part, label] of Object.entries(PARTS)) {
+  const out = execFileSync(process.execPath, ['--expose-gc', join(BENCH_DIR, 'memory-worker.mjs'), 'part', part, String(quick ? 100_000 : 1_000_000)], { encoding: 'utf8' })
+  const m = JSON.parse(out)
+  data.parts[part] = m
+  partRows.push([label, m.heap.toFixed(0), m.external.toFixed(0), m.rss.toFixed(0)])
+}
+const sum = (f) => Object.values(data.parts).reduce((a, m) => a + m[f], 0)
+partRows.push(['sum', sum('heap').toFixed(0), sum('external').toFixed(0), sum('rss').toFixed(0)])
+
 const t = table(
   `Memory, bytes per key, median (min–max) over ${rounds} rounds; 16-byte keys, 100-byte values`,
   ['keys', 'emulator heap+ext', 'heap + ext', 'emulator RSS', 'redis used_memory', 'heap+ext / used', 'RSS / used', 'request path heap+ext / RSS'],
   rows,
 )
+const tParts = table(`Where an emulator key's bytes go (each part alone, ${quick ? '100k' : '1M'} of it, bytes each)`, ['part', 'heap', 'external', 'RSS'], partRows)
 console.log(`linearity: from ${fmtNum(mid)} to ${fmtNum(big)} keys each key added ${growth.toFixed(0)} bytes; at ${fmtNum(mid)} the average was ${data.sizes[mid].total.median.toFixed(0)} (ratio ${linearity.toFixed(2)})`)
 writeResult('memory', {
-  tables: [t],
+  tables: [t, tParts],
   headline,
   data,
   notes: [
-    'emulator: Store API in a fresh process per size and round, after a full GC; heap = heapUsed growth, ext = external growth (value Buffers), RSS = resident growth',
-    `request path: the whole emulator loaded by StateStoreClient SETs through mosquitto, one run at ${REQUEST_PATH_SIZES.map(fmtNum).join(' and ')} keys, measured after the dedup cache entries expired (and, in parentheses, right after the load)`,
+    'emulator: Store API in a fresh process per size and round, values handed over as views into other buffers as the service gets them, after a full GC; heap = heapUsed growth, ext = external growth (value Buffers), RSS = resident growth',
+    `request path: the whole emulator loaded by StateStoreClient SETs through mosquitto, one run at ${REQUEST_PATH_SIZES.map((n) => fmtNum(n)).join(' and ')} keys, measured after the dedup cache entries expired (and, in parentheses, right after the load)`,
     `redis-server ${redis ? spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout.trim().split(' ')[2] : 'absent'}: used_memory growth after redis-cli --pipe (jemalloc); nothing saved`,
     `1 MiB = ${MB} bytes`,
   ],

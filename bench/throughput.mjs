@@ -13,7 +13,7 @@ import { connectClient, drive, preload } from './lib/load.mjs'
 import { startEchoProcess, startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
 
 const { quick, rounds, argv } = benchArgs()
-const MS = quick ? 300 : 500
+const MS = quick ? 300 : 400
 const LEAD_IN_MS = 150
 const WINDOWS = [1, 16, 64, 256]
 const OPS = ['GET', 'SET']
