@@ -3,7 +3,7 @@
 // labels), the help sidebar, Deploy and the status under each node. The page must log no error
 // and no request may fail while this happens. Screenshots go to artifacts/browser/.
 import { strict as assert } from 'node:assert'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Editor, type NodeInfo } from './editor'
 import { Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
@@ -253,6 +253,18 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       await editor.screenshot('palette', category)
       await editor.page.mouse.move(700, 450)
       await tip.waitFor({ state: 'detached' })
+    })
+
+    it('offers every example flow under Import > Examples', async function () {
+      const expected = readdirSync(join(repoRoot, 'examples'))
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => f.slice(0, -'.json'.length))
+        .sort()
+      const dialog = await editor.importExamplesOf('node-red-contrib-aio-statestore')
+      assert.deepEqual([...dialog.names].sort(), expected)
+      assert.ok(await dialog.select(expected[0]), `choosing ${expected[0]} enables Import`)
+      await editor.screenshot('import-examples', editor.page.locator('.ui-dialog:visible'))
+      await dialog.cancel()
     })
 
     // The README's picture (copied by hand to docs/images/editor.png): the active/standby example,

@@ -176,6 +176,32 @@ export class Editor {
     }
   }
 
+  /** Menu > Import > Examples: the example flow names the editor offers for a package. */
+  async importExamplesOf(pkg: string): Promise<{ names: string[]; select: (name: string) => Promise<boolean>; cancel: () => Promise<void> }> {
+    const page = this.page
+    await page.locator('#red-ui-header-button-sidemenu').click()
+    await page.locator('#menu-item-import').click()
+    await page.locator('#red-ui-clipboard-dialog-import-tabs a[href="#red-ui-clipboard-dialog-import-tab-examples"]').click()
+    const tree = page.locator('#red-ui-clipboard-dialog-import-tab-examples')
+    const folder = tree.locator('li', { has: page.locator(`> div > .red-ui-treeList-label .red-ui-treeList-label-text:text-is("${pkg}")`) })
+    await folder.locator('> div > .red-ui-treeList-label').click()
+    const files = folder.locator('> div > .red-ui-editableList .red-ui-treeList-label-text')
+    await files.first().waitFor()
+    const names = (await files.allTextContents()).map((n) => n.trim())
+    return {
+      names,
+      // Choosing a flow enables the Import button.
+      select: async (name) => {
+        await files.filter({ hasText: new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }).click()
+        return page.locator('#red-ui-clipboard-dialog-ok').isEnabled()
+      },
+      cancel: async () => {
+        await page.locator('#red-ui-clipboard-dialog-cancel').click()
+        await page.locator('#red-ui-clipboard-dialog-cancel').waitFor({ state: 'hidden' })
+      },
+    }
+  }
+
   /** Opens only the named palette category and closes the others, as a user tidies the palette. */
   async onlyPaletteCategory(label: string): Promise<void> {
     for (const header of await this.page.locator('.red-ui-palette-category:visible > .red-ui-palette-header').all()) {

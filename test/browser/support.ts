@@ -111,6 +111,9 @@ export class Browser {
         '--no-first-run',
         '--disable-sync',
         '--disable-quic',
+        // Containers often give /dev/shm 64 MB, which crashes chromium; Debian's wrapper adds this
+        // only when it can measure the space.
+        '--disable-dev-shm-usage',
       ],
     })
     const page = context.pages()[0] ?? (await context.newPage())
