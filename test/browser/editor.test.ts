@@ -6,7 +6,7 @@ import { strict as assert } from 'node:assert'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Editor, type NodeInfo } from './editor'
-import { Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
+import { Browser, CHROMIUM, chromiumInstalled, freshArtifacts, LOAD_RACE, PageProblems, StartedEditor } from './support'
 import { repoRoot } from '../smoke/node-red'
 
 const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch'] as const
@@ -52,6 +52,8 @@ interface Spec {
   /** An edit of the example node and the canvas label it must produce. */
   edit: (e: Editor) => Promise<void>
   label: string
+  /** Output ports the edited node shows on the canvas. */
+  ports: number
 }
 
 const emptyKey = { what: 'an empty key', apply: (e: Editor) => e.setTyped(PREFIX, 'key', 'str', ''), typed: true, prop: 'key' }
@@ -70,8 +72,10 @@ const SPECS: Record<PaletteType, Spec> = {
     invalid: [emptyKey, noConfig],
     edit: async (e) => {
       await e.setTyped(PREFIX, 'key', 'str', 'browser-get')
+      await e.field(PREFIX, 'notFound').selectOption('output')
     },
     label: 'get browser-get',
+    ports: 2,
   },
   'ss-set': {
     typed: { key: KEY_TYPES, value: VALUE_TYPES, fencingToken: TOKEN_TYPES },
@@ -98,8 +102,10 @@ const SPECS: Record<PaletteType, Spec> = {
     edit: async (e) => {
       await e.setTyped(PREFIX, 'key', 'str', 'browser-set')
       await e.field(PREFIX, 'condition').selectOption('NX')
+      await e.field(PREFIX, 'notApplied').selectOption('output')
     },
     label: 'set browser-set (NX)',
+    ports: 2,
   },
   'ss-del': {
     typed: { key: KEY_TYPES, value: VALUE_TYPES, fencingToken: TOKEN_TYPES },
@@ -117,6 +123,7 @@ const SPECS: Record<PaletteType, Spec> = {
       await e.field(PREFIX, 'mode').selectOption('vdel')
     },
     label: 'vdel browser-del',
+    ports: 1,
   },
   'ss-lock': {
     typed: { key: KEY_TYPES },
@@ -125,6 +132,16 @@ const SPECS: Record<PaletteType, Spec> = {
     invalid: [
       emptyKey,
       { what: 'a negative lease', apply: (e) => e.setText(PREFIX, 'leaseMs', '-1'), typed: false, prop: 'leaseMs' },
+      {
+        // A leader campaigns when the flow starts, before any msg exists to name the position.
+        what: 'leader election with the key from the msg',
+        apply: async (e) => {
+          await e.field(PREFIX, 'mode').selectOption('leader')
+          await e.setTyped(PREFIX, 'key', 'msg', 'topic')
+        },
+        typed: true,
+        prop: 'key',
+      },
       noConfig,
     ],
     edit: async (e) => {
@@ -132,6 +149,7 @@ const SPECS: Record<PaletteType, Spec> = {
       await e.setTyped(PREFIX, 'key', 'str', 'browser-lock')
     },
     label: 'lock browser-lock: acquire',
+    ports: 2,
   },
   'ss-watch': {
     typed: {},
@@ -142,6 +160,7 @@ const SPECS: Record<PaletteType, Spec> = {
       await e.field(PREFIX, 'keys').fill('alpha\nbeta\ngamma')
     },
     label: 'watch alpha, beta +1',
+    ports: 1,
   },
 }
 
@@ -184,6 +203,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       console.warn(`      (skipped: no chromium at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH, to run these tests)`)
       this.skip()
     }
+    freshArtifacts()
     red = await StartedEditor.start(45000)
     browser = await Browser.launch()
     problems = new PageProblems(browser.page)
@@ -352,6 +372,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
           { id: node.id, want: spec.label },
         ).catch(() => undefined)
         assert.equal(await editor.label(node.id), spec.label)
+        assert.equal(await editor.node(node.id).locator('g.red-ui-flow-port-output').count(), spec.ports, 'output ports')
         assert.ok(await editor.isChanged(node.id), 'the node is marked as changed until deployed')
         assert.ok(await editor.isValid(node.id), 'the edited node is valid')
       })

@@ -182,6 +182,12 @@ export class PageProblems {
   }
 }
 
+/** Empties the screenshot folder, so it holds only what this run saw. */
+export function freshArtifacts(): void {
+  rmSync(ARTIFACTS, { recursive: true, force: true })
+  mkdirSync(ARTIFACTS, { recursive: true })
+}
+
 export function artifactsDir(): string {
   mkdirSync(ARTIFACTS, { recursive: true })
   return ARTIFACTS
