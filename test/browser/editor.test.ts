@@ -191,6 +191,12 @@ describe('the editor in a real browser (npm start, chromium)', function () {
   let examples: NodeInfo[] = []
   let scratch = ''
 
+  /** A flow tab of its own for new nodes, so they never land on an example. */
+  const showScratch = async (): Promise<void> => {
+    if (!scratch) scratch = await editor.addWorkspace()
+    await editor.showWorkspace(scratch)
+  }
+
   const example = (type: string): NodeInfo => {
     const node = examples.find((n) => n.type === type)
     if (!node) throw new Error(`no ${type} node in the example flows (examples/*.json)`)
@@ -320,8 +326,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
     const spec = SPECS[type]
     describe(type, function () {
       it('a new node from the palette: every field with its default, typed-input menus, hints, and invalid input marked', async function () {
-        if (!scratch) scratch = await editor.addWorkspace()
-        await editor.showWorkspace(scratch)
+        await showScratch()
         const id = await editor.dropFromPalette(type, 300, 200)
         await editor.edit(id)
         await editor.screenshot(`dialog-${type}-new`, editor.tray())
@@ -367,6 +372,8 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         await editor.setText(PREFIX, 'name', '')
         await spec.edit(editor)
         await editor.done()
+        // The canvas redraws on a later frame: wait for the label, then assert, so a wrong label
+        // fails with both texts rather than a timeout.
         await editor.page.waitForFunction(
           ({ id, want }) => document.querySelector(`[id="${id}"] g.red-ui-flow-node-label`)?.textContent?.trim() === want,
           { id: node.id, want: spec.label },
@@ -391,7 +398,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
 
   describe(CONFIG, function () {
     it('a new config node: connection, security and advanced tabs, every field with its default, invalid input marked', async function () {
-      await editor.showWorkspace(scratch)
+      await showScratch()
       const id = await editor.dropFromPalette('ss-get', 300, 200)
       await editor.edit(id)
       await editor.openConfig('store', 'add')
@@ -416,7 +423,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       }
       await tabs.nth(0).click()
       assert.equal(await editor.field(CONFIG_PREFIX, 'broker').inputValue(), 'mqtt://127.0.0.1:1883')
-      assert.ok(await tray.locator('.form-tips', { hasText: text(common, 'ss-config.tip.env') }).isVisible(), 'the ${ENV} hint is shown')
+      assert.ok(await tray.locator('.form-tips', { hasText: text(common, 'ss-config.tip.env') }).isVisible(), 'the environment variable hint is shown')
 
       const invalid: Array<[string, string, string]> = [
         ['connection', 'broker', '127.0.0.1:1883'],
