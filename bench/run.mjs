@@ -1,4 +1,4 @@
-// `npm run bench [-- <name>… ] [--quick] [--rounds N]`: runs the benchmarks, each in a process of its
+// `npm run bench [-- <name>… ] [--quick] [--rounds N] [--report]`: runs the benchmarks, each in a process of its
 // own (one benchmark's heap, JIT state and child processes never colour the next), prints their
 // tables, then a summary of every figure that has a target, and writes bench/results/summary.json.
 import { spawnSync } from 'node:child_process'
@@ -17,7 +17,8 @@ export const BENCHMARKS = {
 }
 
 const args = process.argv.slice(2)
-const names = args.filter((a) => !a.startsWith('--') && !/^\d+$/.test(a))
+// Names are the words that are neither flags nor a flag's value (`--rounds 7`, `--rate 500`).
+const names = args.filter((a, i) => !a.startsWith('--') && !/^\d+$/.test(a) && !(i > 0 && /^--(rounds|rate)$/.test(args[i - 1])))
 const flags = args.filter((a) => !names.includes(a))
 const unknown = names.filter((n) => !(n in BENCHMARKS))
 if (unknown.length > 0) {
@@ -30,7 +31,9 @@ const machine = machineInfo()
 console.log(`bench on ${machine.cpuCount} x ${machine.cpuModel}, ${(machine.totalMemBytes / 2 ** 30).toFixed(0)} GiB, node ${machine.node}, load ${machine.loadAvg.map((l) => l.toFixed(2)).join(' ')}`)
 
 const ran = []
-for (const name of selected) {
+// `--report`: run nothing; rebuild the summary from the results already in bench/results/.
+const reportOnly = flags.includes('--report')
+for (const name of reportOnly ? [] : selected) {
   const script = join(BENCH_DIR, `${name}.mjs`)
   if (!existsSync(script)) {
     console.log(`\n## ${name}: not written yet (${BENCHMARKS[name]})`)
@@ -46,6 +49,8 @@ for (const name of selected) {
   console.log(`## ${name}: ${status} in ${seconds.toFixed(0)} s`)
   ran.push({ name, status, seconds })
 }
+
+if (reportOnly) for (const name of selected) ran.push({ name, status: existsSync(join(RESULTS_DIR, `${name}.json`)) ? 'ok' : 'missing' })
 
 // Summary of the figures with a target, from each benchmark's JSON.
 const rows = []
@@ -65,5 +70,26 @@ for (const { name, status } of ran) {
 table('Summary: figures with a target (median of the rounds)', ['benchmark', 'figure', 'value', 'target', 'met'], rows)
 mkdirSync(RESULTS_DIR, { recursive: true })
 writeFileSync(join(RESULTS_DIR, 'summary.json'), JSON.stringify({ machine, ran, results }, null, 2))
-console.log(`\nresults: ${RESULTS_DIR}/<name>.json, summary.json`)
+writeFileSync(join(RESULTS_DIR, 'summary.md'), markdown(machine, ran, results))
+console.log(`\nresults: ${RESULTS_DIR}/<name>.json, summary.json, summary.md (the tables in Markdown, for bench/README.md)`)
+
+function markdown(m, runs, all) {
+  const out = [
+    `${reportOnly ? 'Summary written' : 'Run of'} ${m.date}: ${m.cpuCount} x ${m.cpuModel}, ${(m.totalMemBytes / 2 ** 30).toFixed(0)} GiB, ${m.platform}, Node.js ${m.node}, load average at start ${m.loadAvg.map((l) => l.toFixed(2)).join(' ')}.`,
+    '',
+    runs.map((r) => `${r.name}: ${r.status}${r.seconds ? ` (${r.seconds.toFixed(0)} s)` : ''}`).join(', '),
+    '',
+  ]
+  out.push('### Summary', '', '| benchmark | figure | value | target | met |', '| --- | --- | --- | --- | --- |')
+  for (const [name, result] of Object.entries(all)) {
+    for (const h of result.headline ?? []) out.push(`| ${name} | ${h.metric} | ${typeof h.value === 'number' ? `${h.value}${h.unit ?? 'x'}` : h.value} | ${h.target} | ${h.pass ? 'yes' : '**no**'} |`)
+  }
+  for (const [name, result] of Object.entries(all)) {
+    const rm = result.machine
+    out.push('', `### ${name}`, '', `Run ${rm.date}, Node.js ${rm.node}, load average at its start ${rm.loadAvg.map((l) => l.toFixed(2)).join(' ')}.`, '')
+    for (const t of result.tables ?? []) out.push(`${t.title}`, '', t.markdown, '')
+    for (const n of result.notes ?? []) out.push(`- ${n}`)
+  }
+  return out.join('\n') + '\n'
+}
 process.exitCode = ran.some((r) => r.status !== 'ok' && r.status !== 'missing') ? 1 : 0

@@ -15,9 +15,10 @@ import { startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
 const require = createRequire(import.meta.url)
 const mqtt = require('mqtt')
 
-const { quick, rounds } = benchArgs()
+const { quick, rounds, argv } = benchArgs()
 const KEYS = 1000
-const RATE = 2000
+// `--rate N` to see where the pipeline saturates on a given machine; the target is at 2,000/s.
+const RATE = argv.includes('--rate') ? Number(argv[argv.indexOf('--rate') + 1]) : 2000
 const MS = quick ? 1000 : 2000
 const DRAIN_MS = 3000
 
@@ -109,7 +110,7 @@ const totalLost = s.lost.samples.reduce((a, b) => a + b, 0)
 writeResult('watch', {
   tables: [t],
   headline: [
-    { metric: 'notification p99 (SET sent -> client listener)', value: Number(s.p99.median.toFixed(2)), unit: ' ms', min: s.p99.min, max: s.p99.max, target: '< 10 ms', pass: s.p99.median < 10 },
+    { metric: `notification p99 at ${RATE} SETs/s (SET sent -> client listener)`, value: Number(s.p99.median.toFixed(2)), unit: ' ms', min: s.p99.min, max: s.p99.max, target: '< 10 ms', pass: s.p99.median < 10 },
     { metric: 'notifications lost, all rounds', value: totalLost, unit: '', target: '0', pass: totalLost === 0 },
   ],
   data: r,
