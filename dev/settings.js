@@ -31,6 +31,9 @@ module.exports = {
   // Since Node-RED 3 a nodesDir entry whose package.json has a `node-red` section is loaded as a
   // module: nodes, icons, locales and examples (Import > Examples), straight from dist/.
   nodesDir: [root],
+  // Node-RED also loads every node module it finds in the repository's node_modules; the benchmarks
+  // install node-red-contrib-redis there. Only this package (and the core nodes) belong in the palette.
+  externalModules: { palette: { allowList: ['node-red-contrib-aio-statestore'] } },
 
   telemetry: { enabled: false, updateNotification: false },
   diagnostics: { enabled: false, ui: false },
