@@ -29,8 +29,8 @@ import { makeLogger, type MessageLevel } from '../../src/emulator/log'
 import { Registrations } from '../../src/emulator/notifications'
 import { StateStoreService } from '../../src/emulator/service'
 import { Store, type StoredRecord } from '../../src/emulator/store'
-import { mosquittoUrl } from '../support/broker'
-import { heapAfterGc, sleep, until } from './support'
+import { Mosquitto } from '../support/mosquitto'
+import { heapAfterGc, requireMosquitto, sleep, until } from './support'
 
 type Properties = NonNullable<IPublishPacket['properties']>
 type UserProperties = NonNullable<Properties['userProperties']>
@@ -385,15 +385,20 @@ describe('reliability: fuzzed requests to the emulator', function () {
   })
 
   describe('end to end through mosquitto', function () {
+    // A broker of its own: on a shared one, another suite's emulator could answer too.
+    let broker: Mosquitto
     let emulator: Emulator
     let url: string
     const errors: string[] = []
     before(async function () {
-      url = await mosquittoUrl(this)
+      requireMosquitto(this)
+      broker = await Mosquitto.start()
+      url = broker.url
       emulator = await startEmulator({ brokerUrl: url, logLevel: 'error', logger: (level, message) => level === 'error' && errors.push(message) })
     })
     after(async () => {
       await emulator?.stop()
+      await broker?.stop()
     })
 
     it('answers or drops 2,000 bad requests over MQTT, then serves a good one', async () => {
