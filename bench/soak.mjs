@@ -264,7 +264,13 @@ async function main() {
       ? {
           sampledFromSecond: first.t,
           toSecond: last.t,
-          emulator: { rssMB: [MB(first.emulator.rss), MB(last.emulator.rss)], heapMB: [MB(first.emulator.heapUsed), MB(last.emulator.heapUsed)], rssDriftMB: MB(last.emulator.rss - first.emulator.rss), heapDriftMB: MB(last.emulator.heapUsed - first.emulator.heapUsed) },
+          emulator: {
+            rssMB: [MB(first.emulator.rss), MB(last.emulator.rss)],
+            heapMB: [MB(first.emulator.heapUsed), MB(last.emulator.heapUsed)],
+            heapRangeMB: [MB(Math.min(...samples.map((x) => x.emulator.heapUsed))), MB(Math.max(...samples.map((x) => x.emulator.heapUsed)))],
+            rssDriftMB: MB(last.emulator.rss - first.emulator.rss),
+            heapDriftMB: MB(last.emulator.heapUsed - first.emulator.heapUsed),
+          },
           clientsProcess: { rssMB: [MB(first.self.rss), MB(last.self.rss)], heapMB: [MB(first.self.heapUsed), MB(last.self.heapUsed)], rssDriftMB: MB(last.self.rss - first.self.rss), heapDriftMB: MB(last.self.heapUsed - first.self.heapUsed) },
         }
       : null,
