@@ -18,6 +18,8 @@ export function encodeValue(value: unknown, t: Translate): Buffer {
   if (typeof value === 'string') return Buffer.from(value, 'utf8')
   if (value === undefined || value === null) throw new InputError('ValueMissing', t('errors.valueMissing', { type: typeName(value) }))
   if (typeof value === 'number' && !Number.isFinite(value)) throw new InputError('ValueInvalid', t('errors.valueNotFinite', { value: String(value) }))
+  // JSON.stringify writes a Map or a Set as {}: refuse it rather than store something else than was given.
+  if (value instanceof Map || value instanceof Set) throw new InputError('ValueInvalid', t('errors.valueType', { type: value.constructor.name }))
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'object') {
     let json: string | undefined
     try {

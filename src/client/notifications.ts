@@ -60,7 +60,8 @@ export class Notifications {
   ) {}
 
   async observe(key: Bytes, listener: NotificationListener, options: RequestOptions = {}): Promise<Observation> {
-    const bytes = Buffer.from(requireKey(requireValue(key, 'key')))
+    // Buffer.copyBytesFrom owns its memory: a pooled copy would keep a whole shared slab alive as long as the key is observed.
+    const bytes = Buffer.copyBytesFrom(requireKey(requireValue(key, 'key')))
     if (typeof listener !== 'function') throw new ArgumentError('the listener must be a function')
     if (this.closed) throw new ConnectionError('the client was closed')
     const entry = this.entryFor(bytes)

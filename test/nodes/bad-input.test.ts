@@ -22,6 +22,7 @@ const setCases: Case[] = [
   ['a NaN payload', { topic: 'k', payload: NaN }, 'ValueInvalid'],
   ['an Infinity payload', { topic: 'k', payload: Infinity }, 'ValueInvalid'],
   ['a circular payload', { topic: 'k', payload: circular }, 'ValueInvalid'],
+  ['a Map payload (JSON would store {})', { topic: 'k', payload: new Map([['a', 1]]) }, 'ValueInvalid'],
   ['a BigInt payload', { topic: 'k', payload: 10n }, 'ValueInvalid'],
   ['a function payload', { topic: 'k', payload: () => 1 }, 'ValueInvalid'],
   ['a malformed fencing token', { topic: 'k', payload: 1, fencingToken: 'not-an-hlc' }, 'FencingTokenInvalid'],
