@@ -2,7 +2,7 @@
 //   node --expose-gc bench/memory-worker.mjs store <n>     n keys straight through the Store API;
 //                                                          prints the memory delta as JSON
 //   node --expose-gc bench/memory-worker.mjs part <p> <n>  n of one part a key is made of (map,
-//                                                          record, hlc, buffer), alone
+//                                                          record, string, buffer), alone
 //   node --expose-gc bench/memory-worker.mjs serve <url>   the whole emulator (startEmulator) serving
 //                                                          through a broker; answers IPC 'measure'
 //                                                          with its memory after a full GC
@@ -52,13 +52,19 @@ if (mode === 'store') {
   const keep = new Array(n).fill(0)
   let map = null
   const before = await settled()
+  // Each part in the shape src/emulator/store.ts gives it. Key strings come from Buffers as the
+  // store makes them (flat strings; a template literal of 13+ characters would be a cons string,
+  // some 30 bytes more).
   if (name === 'map') {
     map = new Map()
-    for (let i = 0; i < n; i++) map.set(`key-${String(i).padStart(12, '0')}`, 0)
+    for (let i = 0; i < n; i++) map.set(Buffer.from(`key-${String(i).padStart(12, '0')}`).toString('latin1'), 0)
   } else {
+    const value = Buffer.alloc(100, 0x76)
+    const shared = { nodeId: clock.nodeId, version: null, fencingToken: null, expiresAt: 0, persisted: false }
     for (let i = 0; i < n; i++) {
-      if (name === 'record') keep[i] = { value: null, version: null, fencingToken: null, expiresAt: 0, persisted: false }
-      else if (name === 'hlc') keep[i] = clock.tick()
+      // A Slot: value, version timestamp (a ms count, so a boxed double) and counter, shared attributes.
+      if (name === 'record') keep[i] = { data: null, timestamp: clock.tick().timestamp + i, counter: 0, attributes: shared }
+      else if (name === 'string') keep[i] = Buffer.from(value).toString('latin1')
       else if (name === 'buffer') keep[i] = Buffer.allocUnsafeSlow(100)
       else throw new Error(`unknown part ${name}`)
     }

@@ -140,7 +140,8 @@ for (const n of SIZES) {
   rows.push([
     fmtNum(n),
     `${b(total)}`,
-    `${heap.median.toFixed(0)} + ${ext.median.toFixed(0)}`,
+    // `|| 0`: a growth of -0.2 bytes is "0", not "-0".
+    `${Math.round(heap.median) || 0} + ${Math.round(ext.median) || 0}`,
     b(rss),
     b(used),
     ratio ? `${ratio.median.toFixed(2)}x` : '–',
@@ -158,12 +159,13 @@ const linearity = growth / data.sizes[mid].total.median
 headline.push({ metric: `growth per key from ${fmtNum(mid)} to ${fmtNum(big)} / per key at ${fmtNum(mid)}`, value: Number(linearity.toFixed(3)), target: 'about 1 (linear)', pass: linearity > 0.8 && linearity < 1.2 })
 data.linearity = { growthPerKey: growth, perKeyAtMid: data.sizes[mid].total.median, ratio: linearity }
 
-// Where the bytes go: each part a key is made of, a million of it alone in a fresh process.
+// Where the bytes go: each part a key is made of, a million of it alone in a fresh process. The
+// Buffer is what a value of 4 KiB or more costs (and what every value cost before they became strings).
 const PARTS = {
   map: 'Map entry + 16-char latin1 key string',
-  record: 'record object (value, version, fencingToken, expiresAt, persisted)',
-  hlc: 'Hlc version object',
-  buffer: '100-byte value Buffer with its own ArrayBuffer',
+  record: 'record (value, version timestamp and counter, shared attributes)',
+  string: '100-byte value as a latin1 string',
+  buffer: 'for comparison, not in a key: 100-byte value Buffer with its own ArrayBuffer',
 }
 const partRows = []
 data.parts = {}
@@ -173,8 +175,8 @@ for (const [part, label] of Object.entries(PARTS)) {
   data.parts[part] = m
   partRows.push([label, m.heap.toFixed(0), m.external.toFixed(0), m.rss.toFixed(0)])
 }
-const sum = (f) => Object.values(data.parts).reduce((a, m) => a + m[f], 0)
-partRows.push(['sum', sum('heap').toFixed(0), sum('external').toFixed(0), sum('rss').toFixed(0)])
+const sum = (f) => ['map', 'record', 'string'].reduce((a, part) => a + data.parts[part][f], 0)
+partRows.push(['sum of a key\'s parts', sum('heap').toFixed(0), sum('external').toFixed(0), sum('rss').toFixed(0)])
 
 const t = table(
   `Memory, bytes per key, median (min–max) over ${rounds} rounds; 16-byte keys, 100-byte values`,

@@ -11,14 +11,17 @@ import { ExpiryHeap } from './expiry-heap'
 export type SetCondition = 'always' | 'NX' | 'NEX'
 
 export interface StoredRecord {
-  /** A Buffer that owns its bytes (never a view into a network read). */
-  value: Buffer
-  version: Hlc
-  fencingToken: Hlc | null
+  /**
+   * The value's bytes, never a view into a network read. Read from the store, a small value is a
+   * fresh Buffer made for the reader (see `Slot`): use it, don't keep it for long.
+   */
+  readonly value: Buffer
+  readonly version: Hlc
+  readonly fencingToken: Hlc | null
   /** Wall-clock ms after which the key no longer exists; 0 for never. */
-  expiresAt: number
+  readonly expiresAt: number
   /** Whether the record is in the persistence log. */
-  persisted: boolean
+  readonly persisted: boolean
 }
 
 export type StoreChange =
@@ -73,9 +76,76 @@ const realTimers: Timers = {
   clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
 }
 
+/**
+ * Values shorter than this are kept as latin1 strings: one byte per character, exact for any bytes,
+ * 16 bytes of header in the heap. A Buffer of its own costs some 200 bytes of ArrayBuffer
+ * bookkeeping besides its bytes, which doubles a key of 100 bytes; past a few KiB that is noise,
+ * and a copy per read is not.
+ */
+const SMALL_VALUE_BYTES = 4096
+
+/**
+ * What a record holds besides its value and version numbers. Records with no fencing token and no
+ * expiry (most keys) share one per node id and persistence flag, so they pay nothing for these
+ * fields; a record with either has its own, which also keeps its version object as it came.
+ */
+class Attributes {
+  constructor(
+    readonly nodeId: string,
+    /** The version as minted or loaded, on a record's own attributes; null on shared ones. */
+    readonly version: Hlc | null,
+    readonly fencingToken: Hlc | null,
+    readonly expiresAt: number,
+    readonly persisted: boolean,
+  ) {}
+}
+
+/**
+ * One key's record, as compact as the heap allows (a million keys are a target): the value as a
+ * latin1 string when small, the version as two numbers (its node id is in the attributes). The
+ * `StoredRecord` fields are built when read, so a GET makes one Buffer and one `Hlc`.
+ */
+class Slot implements StoredRecord {
+  constructor(
+    private readonly data: string | Buffer,
+    private readonly timestamp: number,
+    private readonly counter: number,
+    readonly attributes: Attributes,
+  ) {}
+
+  get value(): Buffer {
+    const data = this.data
+    return typeof data === 'string' ? Buffer.from(data, 'latin1') : data
+  }
+
+  get version(): Hlc {
+    return this.attributes.version ?? new Hlc(this.timestamp, this.counter, this.attributes.nodeId)
+  }
+
+  get fencingToken(): Hlc | null {
+    return this.attributes.fencingToken
+  }
+
+  get expiresAt(): number {
+    return this.attributes.expiresAt
+  }
+
+  get persisted(): boolean {
+    return this.attributes.persisted
+  }
+
+  /** Whether the value is exactly these bytes, without making a Buffer of it. */
+  holds(bytes: Buffer): boolean {
+    const data = this.data
+    return typeof data === 'string' ? bytes.length === data.length && bytes.toString('latin1') === data : data.equals(bytes)
+  }
+}
+
 export class Store {
   /** Keyed by the latin1 string of the key bytes: one byte per character, so binary keys are exact and compact. */
-  private readonly records = new Map<string, StoredRecord>()
+  private readonly records = new Map<string, Slot>()
+  /** The shared attributes by node id: [not persisted, persisted]. Node ids are this clock's and those of restored versions, a handful. */
+  private readonly shared = new Map<string, [Attributes, Attributes]>()
   private readonly expiry = new ExpiryHeap()
   private readonly clock: HybridLogicalClock
   private readonly now: () => number
@@ -116,7 +186,7 @@ export class Store {
     const condition = options.condition ?? 'always'
     if (existing) {
       if (condition === 'NX') return { kind: 'not-applied', version: existing.version }
-      if (condition === 'NEX' && !existing.value.equals(value)) return { kind: 'not-applied', version: existing.version }
+      if (condition === 'NEX' && !existing.holds(value)) return { kind: 'not-applied', version: existing.version }
     } else if (this.records.size >= this.maxKeys) {
       // Keys past their deadline still count until collected; collect before refusing.
       this.expireDue()
@@ -124,13 +194,7 @@ export class Store {
     }
     const version = this.clock.tick()
     const expiresAt = options.expiryMs !== undefined ? this.now() + options.expiryMs : 0
-    const record: StoredRecord = {
-      value: own(value),
-      version,
-      fencingToken: newerToken(existing?.fencingToken ?? null, token),
-      expiresAt,
-      persisted: options.persist === true,
-    }
+    const record = this.slot(value, version, newerToken(existing?.fencingToken ?? null, token), expiresAt, options.persist === true)
     this.records.set(id, record)
     if (expiresAt !== 0) this.track(id, expiresAt)
     this.onChange({ kind: 'set', key, record, wasPersisted: existing?.persisted ?? false })
@@ -152,7 +216,7 @@ export class Store {
     if (!existing) return { kind: 'missing' }
     const fenced = checkFence(existing, options.fencingToken ?? null)
     if (fenced) return { kind: 'error', code: fenced }
-    if (!existing.value.equals(value)) return { kind: 'mismatch', version: existing.version }
+    if (!existing.holds(value)) return { kind: 'mismatch', version: existing.version }
     return { kind: 'deleted', version: this.remove(id, existing, 'vdel') }
   }
 
@@ -166,7 +230,7 @@ export class Store {
       this.records.delete(id)
       return
     }
-    this.records.set(id, { ...record, value: own(record.value) })
+    this.records.set(id, this.slot(record.value, record.version, record.fencingToken, record.expiresAt, record.persisted))
     if (record.expiresAt !== 0) this.track(id, record.expiresAt)
   }
 
@@ -203,8 +267,24 @@ export class Store {
     this.timer = null
   }
 
+  private slot(value: Buffer, version: Hlc, fencingToken: Hlc | null, expiresAt: number, persisted: boolean): Slot {
+    const data = value.length < SMALL_VALUE_BYTES ? value.toString('latin1') : own(value)
+    let attributes: Attributes
+    if (fencingToken === null && expiresAt === 0) {
+      let pair = this.shared.get(version.nodeId)
+      if (!pair) {
+        pair = [new Attributes(version.nodeId, null, null, 0, false), new Attributes(version.nodeId, null, null, 0, true)]
+        this.shared.set(version.nodeId, pair)
+      }
+      attributes = pair[persisted ? 1 : 0]
+    } else {
+      attributes = new Attributes(version.nodeId, version, fencingToken, expiresAt, persisted)
+    }
+    return new Slot(data, version.timestamp, version.counter, attributes)
+  }
+
   /** The record if it exists and has not expired; an expired one is deleted on the spot. */
-  private live(id: string): StoredRecord | null {
+  private live(id: string): Slot | null {
     const record = this.records.get(id)
     if (!record) return null
     if (record.expiresAt !== 0 && record.expiresAt <= this.now()) {
@@ -214,7 +294,7 @@ export class Store {
     return record
   }
 
-  private remove(id: string, record: StoredRecord, cause: 'del' | 'vdel' | 'expired'): Hlc {
+  private remove(id: string, record: Slot, cause: 'del' | 'vdel' | 'expired'): Hlc {
     this.records.delete(id)
     const version = this.clock.tick()
     this.onChange({ kind: 'delete', key: Buffer.from(id, 'latin1'), version, cause, wasPersisted: record.persisted })
@@ -249,7 +329,7 @@ export class Store {
   }
 }
 
-function* liveDeadlines(records: Map<string, StoredRecord>): IterableIterator<{ deadline: number; id: string }> {
+function* liveDeadlines(records: Map<string, Slot>): IterableIterator<{ deadline: number; id: string }> {
   for (const [id, r] of records) if (r.expiresAt !== 0) yield { deadline: r.expiresAt, id }
 }
 
@@ -269,12 +349,12 @@ function newerToken(stored: Hlc | null, token: Hlc | null): Hlc | null {
 }
 
 /**
- * A copy that owns exactly its bytes. Payloads arrive as views into larger socket reads; keeping
- * the view would keep the whole read alive for as long as the key lives. Small values are not
- * copied into Node's shared pool either: a view into the pool keeps its whole slab (64 KiB on
- * Node 24) alive, and values written at different times land in different slabs, so a store of
- * small keys held some 8 KB per key (measured: 5,000 keys, 40 MB); a standalone ArrayBuffer
- * costs a few hundred bytes of bookkeeping.
+ * A copy that owns exactly its bytes, for values too large to keep as strings. Payloads arrive as
+ * views into larger socket reads; keeping the view would keep the whole read alive for as long as
+ * the key lives. Nor is a value ever kept as a view into Node's shared pool: such a view keeps its
+ * whole slab alive, and values written at different times land in different slabs, so a store of
+ * small keys once held some 8 KB per key (measured: 5,000 keys, 40 MB). Small values are strings
+ * (`SMALL_VALUE_BYTES`), which own their bytes by construction.
  */
 function own(bytes: Buffer): Buffer {
   if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) return bytes
