@@ -1,7 +1,7 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
 import { encodeValue } from './lib/codec'
 import { onInput } from './lib/handler'
-import { evaluateInput, parseFencingToken, resolveKey } from './lib/props'
+import { evaluateInput, resolveFencingToken, resolveKey } from './lib/props'
 import { attach } from './lib/store'
 
 interface DelDef extends NodeDef {
@@ -30,7 +30,7 @@ export = function (RED: NodeAPI) {
     onInput(node, status, async (msg, send) => {
       const name = await resolveKey(RED, node, msg, key, overrides, t)
       const expected = onlyIfEqual ? encodeValue(await evaluateInput(RED, node, value, msg, 'value', t), t) : null
-      const fencingToken = parseFencingToken(token.type === 'none' ? undefined : await evaluateInput(RED, node, token, msg, 'fencing token', t), t)
+      const fencingToken = await resolveFencingToken(RED, node, msg, token, t)
       const c = await client()
       const result = expected ? await c.vdel(name, expected, { fencingToken }) : await c.del(name, { fencingToken })
       msg.deleted = result.deleted

@@ -3,7 +3,7 @@ import type { SetOptions } from '../src/client'
 import { encodeValue } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
-import { evaluateInput, override, parseExpiry, parseFencingToken, preview, resolveKey } from './lib/props'
+import { evaluateInput, override, parseExpiry, preview, resolveFencingToken, resolveKey } from './lib/props'
 import { attach } from './lib/store'
 
 interface SetDef extends NodeDef {
@@ -44,7 +44,7 @@ export = function (RED: NodeAPI) {
       const options: SetOptions = {
         condition: condition as SetOptions['condition'],
         expiryMs: parseExpiry(override(msg, 'expiry', overrides, def.expiry), t),
-        fencingToken: parseFencingToken(token.type === 'none' ? undefined : await evaluateInput(RED, node, token, msg, 'fencing token', t), t),
+        fencingToken: await resolveFencingToken(RED, node, msg, token, t),
         persist: Boolean(override(msg, 'persist', overrides, def.persist === true)),
       }
       const result = await (await client()).set(name, bytes, options)

@@ -71,6 +71,11 @@ export function parseFencingToken(value: unknown, t: Translate): Hlc | undefined
   throw new InputError('FencingTokenInvalid', t('errors.fencingToken', { value: preview(value) }))
 }
 
+/** The fencing token a msg carries per the node's setting; the typed-input type `none` never sends one. */
+export async function resolveFencingToken(RED: NodeAPI, node: Node, msg: NodeMessage, token: TypedProperty, t: Translate): Promise<Hlc | undefined> {
+  return token.type === 'none' ? undefined : parseFencingToken(await evaluateInput(RED, node, token, msg, 'fencing token', t), t)
+}
+
 /** Expiry in whole milliseconds; 0, empty or absent means none. Numeric strings are accepted (`${ENV}`, form fields). */
 export function parseExpiry(value: unknown, t: Translate): number | undefined {
   if (value === undefined || value === null || value === '' || value === 0 || value === '0') return undefined
