@@ -26,13 +26,31 @@ export function decode(buf: Buffer, options: DecodeOptions = {}): Decoded {
   return { value, bytesConsumed: reader.at - start, bytesLeftOver: buf.length - reader.at }
 }
 
+/**
+ * The values of the fixed replies, one frozen object each, shared by every decode that gives them
+ * (decoded values are read-only, see `RespValue`): the references return a bare `null` or number
+ * for these, and an object per decode cost up to a third of such a decode (bench/codec.mjs).
+ */
+const fixed = <T extends RespValue>(value: T): T => Object.freeze(value)
+const OK = fixed({ kind: 'simple', value: 'OK' })
+const NULL_BULK = fixed({ kind: 'null', from: '$' })
+const NULL_ARRAY = fixed({ kind: 'null', from: '*' })
+const NULL = fixed({ kind: 'null', from: '_' })
+const MINUS_ONE = fixed({ kind: 'integer', value: -1 })
+/** 0 to 255: counts and flags (DEL, VDEL, KEYNOTIFY) are all among them. */
+const SMALL_INTEGERS = Array.from({ length: 256 }, (_, n) => fixed({ kind: 'integer', value: n }))
+const integerValue = (n: number): RespValue =>
+  n >= 0 && n < SMALL_INTEGERS.length && !Object.is(n, -0) ? SMALL_INTEGERS[n]! : n === -1 ? MINUS_ONE : { kind: 'integer', value: n }
+
 /** Decodes a payload that must hold exactly one value and nothing after it. */
 export function decodeExact(buf: Buffer, maxDepth?: number): RespValue {
-  const depth = maxDepth ?? DEFAULT_MAX_DEPTH
-  const common = depth >= 2 ? commonShape(buf) : undefined
-  if (common !== undefined) return common
+  // Below depth 1 every value is too deep, and below 2 an array's items are: the reader says so.
+  if (maxDepth === undefined || maxDepth >= 1) {
+    const common = (buf.length <= 5 ? fixedReply(buf) : undefined) ?? commonShape(buf, maxDepth === undefined || maxDepth >= 2)
+    if (common !== undefined) return common
+  }
   // No options or result objects here: this runs for every payload.
-  const reader = new Reader(buf, 0, depth)
+  const reader = new Reader(buf, 0, maxDepth ?? DEFAULT_MAX_DEPTH)
   const value = reader.value(1)
   if (reader.at !== buf.length) {
     throw new RespProtocolError('trailing-bytes', reader.at, `${buf.length - reader.at} byte(s) after the value`)
@@ -41,28 +59,64 @@ export function decodeExact(buf: Buffer, maxDepth?: number): RespValue {
 }
 
 /**
- * Nearly every payload of this protocol is a bulk string or null (GET replies), a small integer
- * (DEL, VDEL, `:-1`), or an array of bulk strings (every request, every notification). A whole,
- * well-formed payload of one of those shapes is read here in one pass, without the general reader,
- * and gives exactly the value the reader would. Anything else, including every malformed payload,
- * gives undefined and takes the general path, which reports the error. bench/codec.mjs measures why.
+ * `+OK`, `$-1`, `*-1`, `_`, `:-1` and one-digit integers: their shared value, or undefined. Small
+ * enough for V8 to inline into decodeExact, which commonShape is not.
  */
-function commonShape(buf: Buffer): RespValue | undefined {
+function fixedReply(buf: Buffer): RespValue | undefined {
+  const end = buf.length
+  if (buf[end - 2] !== CR || buf[end - 1] !== LF) return undefined
+  switch (end) {
+    case 3:
+      return buf[0] === 0x5f /* _ */ ? NULL : undefined
+    case 4: {
+      const digit = buf[1]! - 0x30
+      return buf[0] === 0x3a /* : */ && digit >= 0 && digit <= 9 ? SMALL_INTEGERS[digit] : undefined
+    }
+    case 5:
+      if (buf[1] === 0x2d && buf[2] === 0x31) {
+        switch (buf[0]) {
+          case 0x24 /* $ */:
+            return NULL_BULK
+          case 0x2a /* * */:
+            return NULL_ARRAY
+          case 0x3a /* : */:
+            return MINUS_ONE
+        }
+        return undefined
+      }
+      return buf[0] === 0x2b /* + */ && buf[1] === 0x4f && buf[2] === 0x4b ? OK : undefined
+  }
+  return undefined
+}
+
+/**
+ * Nearly every payload of this protocol is `+OK` (SET), a bulk string or null (GET replies), a small
+ * integer (DEL, VDEL, `:-1`), or an array of bulk strings (every request, every notification). A
+ * whole, well-formed payload of one of those shapes is read here in one pass, without the general
+ * reader, and gives exactly the value the reader would. Anything else, including every malformed
+ * payload, gives undefined and takes the general path, which reports the error. bench/codec.mjs
+ * measures why.
+ */
+function commonShape(buf: Buffer, arrays: boolean): RespValue | undefined {
   const end = buf.length
   switch (buf[0]) {
     case 0x24 /* $ */: {
-      if (buf[1] === 0x2d) {
-        return end === 5 && buf[2] === 0x31 && buf[3] === CR && buf[4] === LF ? { kind: 'null', from: '$' } : undefined
-      }
       const value = bulkAt(buf, 0)
       return value !== undefined && scanEnd === end ? { kind: 'bulk', value } : undefined
     }
     case 0x3a /* : */: {
-      const negative = buf[1] === 0x2d
-      const n = digitsLine(buf, negative ? 2 : 1)
-      return n >= 0 && scanEnd === end ? { kind: 'integer', value: negative ? -n : n } : undefined
+      if (buf[1] === 0x2d) {
+        const n = digitsLine(buf, 2)
+        if (n < 0 || scanEnd !== end) return undefined
+        // `:-0` is -0, as the reader's Number('-0') is.
+        return n === 1 ? MINUS_ONE : { kind: 'integer', value: -n }
+      }
+      const n = digitsLine(buf, 1)
+      if (n < 0 || scanEnd !== end) return undefined
+      return n < SMALL_INTEGERS.length ? SMALL_INTEGERS[n] : { kind: 'integer', value: n }
     }
     case 0x2a /* * */: {
+      if (!arrays) return undefined
       const count = digitsLine(buf, 1)
       if (count < 0) return undefined
       const items: RespValue[] = []
@@ -141,17 +195,19 @@ class Reader {
     const type = this.buf[typeAt]!
     this.at++
     switch (type) {
-      case 0x2b /* + */:
-        return { kind: 'simple', value: this.line() }
+      case 0x2b /* + */: {
+        const text = this.line()
+        return text === 'OK' ? OK : { kind: 'simple', value: text }
+      }
       case 0x2d /* - */:
         return { kind: 'error', value: this.line() }
       case 0x3a /* : */: {
-        const text = this.line()
-        return { kind: 'integer', value: integer(text, typeAt + 1) }
+        const n = integer(this.line(), typeAt + 1)
+        return typeof n === 'number' ? integerValue(n) : { kind: 'integer', value: n }
       }
       case 0x24 /* $ */: {
         const n = this.length(true)
-        return n < 0 ? { kind: 'null', from: '$' } : { kind: 'bulk', value: this.blob(n) }
+        return n < 0 ? NULL_BULK : { kind: 'bulk', value: this.blob(n) }
       }
       case 0x21 /* ! */:
         return { kind: 'blob-error', value: this.blob(this.length(false)) }
@@ -164,7 +220,7 @@ class Reader {
       }
       case 0x5f /* _ */:
         this.crlf()
-        return { kind: 'null', from: '_' }
+        return NULL
       case 0x2c /* , */:
         return { kind: 'double', value: double(this.line(), typeAt + 1) }
       case 0x23 /* # */: {
@@ -180,7 +236,7 @@ class Reader {
       }
       case 0x2a /* * */: {
         const n = this.length(true)
-        return n < 0 ? { kind: 'null', from: '*' } : { kind: 'array', value: this.items(n, depth) }
+        return n < 0 ? NULL_ARRAY : { kind: 'array', value: this.items(n, depth) }
       }
       case 0x7e /* ~ */:
         return { kind: 'set', value: this.items(this.length(false), depth) }
