@@ -409,3 +409,31 @@ describe('RESP3 encode', () => {
     assert.equal(encodeBulk(Buffer.alloc(0)).toString(), '$0\r\n\r\n')
   })
 })
+
+describe('RESP3 decode: the fixed replies are shared, frozen values', () => {
+  it('decodes +OK, $-1, *-1, _, :-1 and small integers to one frozen object each, equal to the general form', () => {
+    for (const [wire, expected] of [
+      ['+OK\r\n', { kind: 'simple', value: 'OK' }],
+      ['$-1\r\n', { kind: 'null', from: '$' }],
+      ['*-1\r\n', { kind: 'null', from: '*' }],
+      ['_\r\n', { kind: 'null', from: '_' }],
+      [':-1\r\n', { kind: 'integer', value: -1 }],
+      [':0\r\n', { kind: 'integer', value: 0 }],
+      [':1\r\n', { kind: 'integer', value: 1 }],
+      [':255\r\n', { kind: 'integer', value: 255 }],
+    ] as Array<[string, RespValue]>) {
+      const first = decodeExact(b(wire))
+      assert.deepStrictEqual(first, expected, wire)
+      assert.ok(Object.isFrozen(first), `${JSON.stringify(wire)} is frozen, so sharing it is safe`)
+      assert.equal(decodeExact(b(wire)), first, `${JSON.stringify(wire)} decodes to the same object every time`)
+    }
+  })
+
+  it('an attribute on a fixed reply gives a new object and leaves the shared one untouched', () => {
+    const plain = decodeExact(b('+OK\r\n'))
+    const annotated = decodeExact(b('|1\r\n+ttl\r\n:3\r\n+OK\r\n'))
+    assert.notEqual(annotated, plain)
+    assert.equal(annotated.attributes?.length, 1)
+    assert.equal(plain.attributes, undefined)
+  })
+})
