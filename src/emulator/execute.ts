@@ -123,8 +123,14 @@ export class Executor {
       case 'KEYNOTIFY': {
         const version = store.get(command.key)?.version.toString()
         const withVersion = (payload: Buffer): Answer => (version ? { payload, timestamp: version } : { payload })
-        if (command.stop) return withVersion(registrations.unregister(ctx.clientId, command.key) ? Reply.ok : Reply.integer(0))
+        if (command.stop) {
+          if (!registrations.unregister(ctx.clientId, command.key)) return withVersion(Reply.integer(0))
+          persistence?.recordKeyNotify(ctx.clientId, command.key, true)
+          return withVersion(Reply.ok)
+        }
         registrations.register(ctx.clientId, command.key)
+        // Recorded even when already registered: the earlier record may not be on disk yet.
+        persistence?.recordKeyNotify(ctx.clientId, command.key, false)
         return withVersion(Reply.ok)
       }
     }

@@ -5,7 +5,7 @@ import { DedupCache } from './dedup'
 import { Executor } from './execute'
 import { makeLogger, stderrSink, type LogLevel, type Logger, type MessageLevel } from './log'
 import { Registrations } from './notifications'
-import { PersistenceLog } from './persistence'
+import { PersistenceLog, type Replayed } from './persistence'
 import { StateStoreService } from './service'
 import { Store } from './store'
 
@@ -20,7 +20,7 @@ export interface EmulatorOptions {
   brokerPassword?: string
   /** Start the embedded aedes broker (port 0 = any free port) and serve through it. The default when `brokerUrl` is absent. */
   listen?: { host?: string; port: number }
-  /** Append-only file for SETs with `aio-persistence=true`. */
+  /** Append-only file for SETs with `aio-persistence=true` and for KEYNOTIFY registrations. */
   persistFile?: string
   /** Key quota. */
   maxKeys?: number
@@ -76,15 +76,16 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     if (options.persistFile) {
       const opened = await PersistenceLog.open(options.persistFile, {
         snapshot: () => store.entries(),
+        registrations: () => registrations.entries(),
         log,
         ...(options.persistCompactMinBytes !== undefined ? { compactMinBytes: options.persistCompactMinBytes } : {}),
       })
       persistence = opened.log
-      replay(store, clock, opened.replay.records, log)
+      replay(store, registrations, clock, opened.replay.records, log)
       if (opened.replay.discardedBytes > 0) {
         log('warn', `persistence: ignored ${opened.replay.discardedBytes} byte(s) at offset ${opened.replay.discardedAt} of ${options.persistFile} (a record cut short by a crash, or corrupt)`)
       }
-      log('info', `persistence: ${store.size} key(s) restored from ${options.persistFile}`)
+      log('info', `persistence: ${store.size} key(s) and ${registrations.size} KEYNOTIFY registration(s) restored from ${options.persistFile}`)
     }
     const persisted = persistence
     store.setListener((change) => {
@@ -104,10 +105,20 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       brokerUrl = broker.url
       if (broker.serviceCredentials) credentials = broker.serviceCredentials
       // The service forgets a client's registrations when its connection ends; only a broker in this process can tell.
-      broker.onClientDisconnect((clientId) => {
+      const dropClient = (clientId: string) => {
         const n = registrations.dropClient(clientId)
+        if (n > 0) persisted?.recordDropClient(clientId)
+        return n
+      }
+      broker.onClientDisconnect((clientId) => {
+        const n = dropClient(clientId)
         if (n > 0) log('debug', `client ${JSON.stringify(clientId)} disconnected; ${n} KEYNOTIFY registration(s) dropped`)
       })
+      // A broker that just started has no clients: whoever registered before was disconnected when
+      // the previous one stopped (e.g. the file was last used behind an external broker).
+      const stale = registrations.clients()
+      for (const clientId of stale) dropClient(clientId)
+      if (stale.length > 0) log('info', `persistence: KEYNOTIFY registrations of ${stale.length} client(s) dropped; the embedded broker starts without clients`)
     }
 
     service = await StateStoreService.start({
@@ -141,14 +152,26 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
 }
 
-function replay(store: Store, clock: HybridLogicalClock, records: Awaited<ReturnType<typeof PersistenceLog.open>>['replay']['records'], log: Logger): void {
+function replay(store: Store, registrations: Registrations, clock: HybridLogicalClock, records: Replayed[], log: Logger): void {
   let newest: Hlc | null = null
   for (const r of records) {
-    if (r.type === 'set') {
-      store.load(r.key, r.record)
-      if (!newest || Hlc.compare(r.record.version, newest) > 0) newest = r.record.version
-    } else {
-      store.unload(r.key)
+    switch (r.type) {
+      case 'set':
+        store.load(r.key, r.record)
+        if (!newest || Hlc.compare(r.record.version, newest) > 0) newest = r.record.version
+        break
+      case 'delete':
+        store.unload(r.key)
+        break
+      case 'keynotify':
+        registrations.register(r.clientId, r.key)
+        break
+      case 'keynotify-stop':
+        registrations.unregister(r.clientId, r.key)
+        break
+      case 'drop-client':
+        registrations.dropClient(r.clientId)
+        break
     }
   }
   if (!newest) return

@@ -50,6 +50,18 @@ export class Registrations {
     return keys.size
   }
 
+  /** Every registration as (client id, key). */
+  *entries(): IterableIterator<[string, Buffer]> {
+    for (const [clientId, keys] of this.byClient) {
+      for (const id of keys) yield [clientId, Buffer.from(id, 'latin1')]
+    }
+  }
+
+  /** The clients with at least one registration. */
+  clients(): string[] {
+    return [...this.byClient.keys()]
+  }
+
   isRegistered(clientId: string, key: Buffer): boolean {
     return this.byKey.get(key.toString('latin1'))?.has(clientId) ?? false
   }

@@ -11,17 +11,28 @@ import type { StoreChange, StoredRecord } from './store'
  * File: an 8-byte magic, then records `[u32 body length][u32 CRC-32 of body][body]`, little endian.
  * Body: `u8 type` then, for SET (1), `u32 key length, key, u32 value length, value, u16 version
  * length, version, u16 fencing-token length (0 = none), token, f64 expiry deadline (0 = none)`;
- * for DEL (2), `u32 key length, key`. A record is durable (written and fdatasync'd) before the
+ * for DEL (2), `u32 key length, key`; for KEYNOTIFY (3) and KEYNOTIFY STOP (4), `u32 client id length,
+ * client id (UTF-8), u32 key length, key`; for a client's disconnect (5), `u32 client id length,
+ * client id`. Registrations are kept so that a restart behind an external broker does not silence
+ * the watches of clients that stayed connected to it. A record is durable (written and fdatasync'd) before the
  * request it belongs to is answered; the records of concurrent requests share one sync. A record
  * cut short by a crash, or failing its CRC, ends the log: it and anything after it are dropped on
  * the next start. The log is rewritten as a snapshot of the live persistent keys when it has
  * doubled since the last rewrite, as Redis rewrites its AOF.
+ *
+ * Version 1 files (SET and DEL only) are read as they are; opening one rewrites its magic to
+ * version 2 first, so that the previous emulator refuses the file instead of taking the first
+ * registration record for a torn tail and cutting off everything after it.
  */
 
-const MAGIC = Buffer.from('AIOSS\u0001\r\n', 'latin1')
+const MAGIC = Buffer.from('AIOSS\u0002\r\n', 'latin1')
+const MAGIC_V1 = Buffer.from('AIOSS\u0001\r\n', 'latin1')
 const HEADER = 8
 const SET = 1
 const DEL = 2
+const KEYNOTIFY = 3
+const KEYNOTIFY_STOP = 4
+const DROP_CLIENT = 5
 const DEFAULT_COMPACT_MIN_BYTES = 8 * 1024 * 1024
 
 export interface ReplayedSet {
@@ -33,7 +44,16 @@ export interface ReplayedDelete {
   type: 'delete'
   key: Buffer
 }
-export type Replayed = ReplayedSet | ReplayedDelete
+export interface ReplayedKeyNotify {
+  type: 'keynotify' | 'keynotify-stop'
+  clientId: string
+  key: Buffer
+}
+export interface ReplayedDropClient {
+  type: 'drop-client'
+  clientId: string
+}
+export type Replayed = ReplayedSet | ReplayedDelete | ReplayedKeyNotify | ReplayedDropClient
 
 export interface ReplayResult {
   records: Replayed[]
@@ -48,6 +68,8 @@ export interface PersistenceOptions {
   compactMinBytes?: number
   /** The live persistent records, for a rewrite; taken synchronously. */
   snapshot: () => Iterable<[Buffer, StoredRecord]>
+  /** The live KEYNOTIFY registrations (client id, key), for a rewrite; taken synchronously. */
+  registrations?: () => Iterable<[string, Buffer]>
   log?: (level: 'error' | 'warn' | 'info' | 'debug', message: string) => void
 }
 
@@ -97,14 +119,16 @@ export class PersistenceLog {
       log.size = MAGIC.length
     } else {
       const data = readFileSync(path)
-      if (data.length < MAGIC.length || !data.subarray(0, MAGIC.length).equals(MAGIC)) {
+      const magic = data.subarray(0, MAGIC.length)
+      if (data.length < MAGIC.length || !(magic.equals(MAGIC) || magic.equals(MAGIC_V1))) {
         throw new Error(`${path} is not a state store emulator persistence file; refusing to overwrite it`)
       }
       replay = decodeLog(data)
-      if (replay.discardedBytes > 0) {
+      if (replay.discardedBytes > 0 || !magic.equals(MAGIC)) {
         const fd = openSync(path, 'r+')
         try {
-          ftruncateSync(fd, replay.discardedAt)
+          if (replay.discardedBytes > 0) ftruncateSync(fd, replay.discardedAt)
+          writeSync(fd, MAGIC, 0, MAGIC.length, 0)
           fsyncSync(fd)
         } finally {
           closeSync(fd)
@@ -130,6 +154,16 @@ export class PersistenceLog {
     } else if (change.wasPersisted) {
       this.append(encodeDelete(change.key))
     }
+  }
+
+  /** Records a KEYNOTIFY registration, or its end by KEYNOTIFY STOP. */
+  recordKeyNotify(clientId: string, key: Buffer, stop: boolean): void {
+    this.append(encodeKeyNotify(clientId, key, stop))
+  }
+
+  /** Records that a client disconnected, which ends all its registrations. */
+  recordDropClient(clientId: string): void {
+    this.append(encodeDropClient(clientId))
   }
 
   /** Resolves once every record up to `seq` is on disk. */
@@ -195,9 +229,10 @@ export class PersistenceLog {
   }
 
   /**
-   * Replaces the log with a snapshot of the live persistent keys. Records still pending were
-   * already applied to the store, so the snapshot includes them; writing them after it again is
-   * harmless because every record is a whole-key overwrite or delete.
+   * Replaces the log with a snapshot of the live persistent keys and registrations. Records still
+   * pending were already applied in memory, so the snapshot includes them; writing them after it
+   * again is harmless because every record sets what it concerns (a key, a registration, all of a
+   * client's registrations) to one state, whatever it was before.
    */
   private async compact(): Promise<void> {
     const before = this.size
@@ -206,6 +241,11 @@ export class PersistenceLog {
     for (const [key, record] of this.options.snapshot()) {
       if (!record.persisted) continue
       const b = encodeSet(key, record)
+      chunks.push(b)
+      size += b.length
+    }
+    for (const [clientId, key] of this.options.registrations?.() ?? []) {
+      const b = encodeKeyNotify(clientId, key, false)
       chunks.push(b)
       size += b.length
     }
@@ -285,6 +325,26 @@ export function encodeDelete(key: Buffer): Buffer {
   return seal(out)
 }
 
+export function encodeKeyNotify(clientId: string, key: Buffer, stop: boolean): Buffer {
+  const id = Buffer.from(clientId, 'utf8')
+  const out = Buffer.allocUnsafe(HEADER + 1 + 4 + id.length + 4 + key.length)
+  let at = out.writeUInt8(stop ? KEYNOTIFY_STOP : KEYNOTIFY, HEADER)
+  at = out.writeUInt32LE(id.length, at)
+  at += id.copy(out, at)
+  at = out.writeUInt32LE(key.length, at)
+  key.copy(out, at)
+  return seal(out)
+}
+
+export function encodeDropClient(clientId: string): Buffer {
+  const id = Buffer.from(clientId, 'utf8')
+  const out = Buffer.allocUnsafe(HEADER + 1 + 4 + id.length)
+  let at = out.writeUInt8(DROP_CLIENT, HEADER)
+  at = out.writeUInt32LE(id.length, at)
+  id.copy(out, at)
+  return seal(out)
+}
+
 function seal(out: Buffer): Buffer {
   const body = out.subarray(HEADER)
   out.writeUInt32LE(body.length, 0)
@@ -314,6 +374,12 @@ function decodeRecord(data: Buffer, at: number): { value: Replayed; next: number
   try {
     const r = new BodyReader(body)
     const type = r.u8()
+    if (type === KEYNOTIFY || type === KEYNOTIFY_STOP || type === DROP_CLIENT) {
+      const clientId = r.bytes(r.u32()).toString('utf8')
+      if (type === DROP_CLIENT) return r.done() ? { value: { type: 'drop-client', clientId }, next: end } : null
+      const key = Buffer.from(r.bytes(r.u32()))
+      return r.done() ? { value: { type: type === KEYNOTIFY ? 'keynotify' : 'keynotify-stop', clientId, key }, next: end } : null
+    }
     const key = Buffer.from(r.bytes(r.u32()))
     if (type === DEL) return r.done() ? { value: { type: 'delete', key }, next: end } : null
     if (type !== SET) return null

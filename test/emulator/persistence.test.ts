@@ -6,7 +6,8 @@ import { SERVICE_ERROR_TEXT } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { Prop, Reply, Request } from '../../src/protocol'
 import { startEmulator } from '../../src/emulator'
-import { decodeLog, encodeDelete, encodeSet, PersistenceLog } from '../../src/emulator/persistence'
+import { decodeLog, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet, PersistenceLog } from '../../src/emulator/persistence'
+import { mosquittoUrl } from '../support/broker'
 import { EmulatorProcess } from './cli-process'
 import { RawClient } from './raw-client'
 
@@ -122,7 +123,7 @@ describe('emulator persistence', function () {
     client = null
     const acknowledged = (await Promise.all(pending)).filter((k): k is string => k !== null)
     assert.ok(acknowledged.length >= 1)
-    const written = new Set(decodeLog(readFileSync(file)).records.map((r) => r.key.toString()))
+    const written = new Set(decodeLog(readFileSync(file)).records.flatMap((r) => (r.type === 'set' ? [r.key.toString()] : [])))
     for (const k of acknowledged) assert.ok(written.has(k), `${k} was acknowledged, so it is on disk`)
   })
 
@@ -178,6 +179,18 @@ describe('emulator persistence', function () {
     assert.equal(first.record.version.toString(), v.toString())
     assert.equal(first.record.fencingToken!.toString(), new Hlc(5, 0, 'f').toString())
     assert.equal(first.record.expiresAt, 1_800_000_000_000)
+    const n = encodeKeyNotify('wätcher', Buffer.from([0, 0xff]), false)
+    const stop = encodeKeyNotify('wätcher', Buffer.from([0, 0xff]), true)
+    const drop = encodeDropClient('wätcher')
+    assert.deepEqual(decodeLog(Buffer.concat([magic, n, stop, drop])), {
+      records: [
+        { type: 'keynotify', clientId: 'wätcher', key: Buffer.from([0, 0xff]) },
+        { type: 'keynotify-stop', clientId: 'wätcher', key: Buffer.from([0, 0xff]) },
+        { type: 'drop-client', clientId: 'wätcher' },
+      ],
+      discardedBytes: 0,
+      discardedAt: 0,
+    })
     const corrupt = Buffer.from(d)
     corrupt[corrupt.length - 1]! ^= 0xff
     const bad = decodeLog(Buffer.concat([magic, a, corrupt, a]))
@@ -196,5 +209,152 @@ describe('emulator persistence', function () {
     assert.equal(replay.records.length, 0)
     await log.close()
     assert.equal(statSync(file).size, 8)
+  })
+
+  it('reads a file of the previous version (SET and DEL only) and marks it as the current version', async () => {
+    const file = join(dir, 'v1.aof')
+    const magicV1 = Buffer.from('AIOSS\u0001\r\n', 'latin1')
+    const version = new Hlc(Date.now() - 1000, 0, 'old-node')
+    const record = { value: Buffer.from('from v1'), version, fencingToken: null, expiresAt: 0, persisted: true }
+    writeFileSync(file, Buffer.concat([magicV1, encodeSet(Buffer.from('kept'), record), encodeSet(Buffer.from('gone'), record), encodeDelete(Buffer.from('gone'))]))
+    let emulator = await startEmulator({ persistFile: file, logLevel: 'silent' })
+    let c = await RawClient.connect(emulator.brokerUrl)
+    try {
+      const got = await c.request(Request.get('kept'))
+      assert.equal(text(got.payload), text(Reply.value(Buffer.from('from v1'))))
+      assert.equal(got.prop(Prop.timestamp), version.toString())
+      assert.equal(emulator.keyCount, 1)
+      assert.equal(readFileSync(file).subarray(0, 8).toString('latin1'), 'AIOSS\u0002\r\n', 'the previous version now refuses the file instead of cutting it short')
+      await c.request(Request.set('new', 'v'), persist)
+      await c.close()
+      await emulator.stop()
+      emulator = await startEmulator({ persistFile: file, logLevel: 'silent' })
+      c = await RawClient.connect(emulator.brokerUrl)
+      assert.equal(emulator.keyCount, 2)
+    } finally {
+      await c.close()
+      await emulator.stop()
+    }
+  })
+
+  it('with the embedded broker, records a disconnect as the end of its registrations and drops registrations left by a previous run', async () => {
+    const file = join(dir, 'embedded.aof')
+    writeFileSync(file, Buffer.concat([Buffer.from('AIOSS\u0002\r\n', 'latin1'), encodeKeyNotify('ghost', Buffer.from('k'), false)]))
+    const emulator = await startEmulator({ persistFile: file, logLevel: 'silent' })
+    const c = await RawClient.connect(emulator.brokerUrl, 'leaving')
+    try {
+      assert.equal(text((await c.request(Request.keyNotify('k'))).payload), text(Reply.ok))
+    } finally {
+      await c.close()
+    }
+    // The disconnect is recorded once the broker reports it; the next durable record follows it.
+    const other = await RawClient.connect(emulator.brokerUrl)
+    try {
+      for (let i = 0; !decodeLog(readFileSync(file)).records.some((r) => r.type === 'drop-client' && r.clientId === 'leaving'); i++) {
+        assert.ok(i < 100, 'the disconnect was recorded')
+        await other.request(Request.set(`tick-${i}`, 'v'), persist)
+      }
+    } finally {
+      await other.close()
+      await emulator.stop()
+    }
+    const registrations = decodeLog(readFileSync(file)).records.flatMap((r) => (r.type === 'set' || r.type === 'delete' ? [] : [[r.type, r.clientId]]))
+    assert.deepEqual(registrations, [
+      ['keynotify', 'ghost'],
+      ['drop-client', 'ghost'],
+      ['keynotify', 'leaving'],
+      ['drop-client', 'leaving'],
+    ])
+  })
+
+  describe('KEYNOTIFY registrations behind an external broker', function () {
+    let url: string
+    let emulator: Awaited<ReturnType<typeof startEmulator>> | null = null
+    let watcher: RawClient | null = null
+    let writer: RawClient | null = null
+    const logs: string[] = []
+
+    before(async function () {
+      url = await mosquittoUrl(this)
+    })
+    afterEach(async () => {
+      await watcher?.close()
+      await writer?.close()
+      await emulator?.stop()
+      watcher = writer = emulator = null
+      logs.length = 0
+    })
+
+    const start = async (file: string, extra: { persistCompactMinBytes?: number } = {}) => {
+      await emulator?.stop()
+      emulator = await startEmulator({ brokerUrl: url, persistFile: file, logLevel: 'info', logger: (_l, m) => logs.push(m), ...extra })
+    }
+    /** SETs each key in turn; returns the keys whose notifications the watcher got, in order. */
+    const notifiedOf = async (keys: string[]): Promise<string[]> => {
+      for (const k of keys) assert.equal(text((await writer!.request(Request.set(k, 'v'))).payload), text(Reply.ok))
+      // One publisher, QoS 1, one subscriber: notifications arrive in SET order, so a marker set
+      // last and watched for sure bounds the wait.
+      await writer!.request(Request.set('marker', 'v'))
+      const got: string[] = []
+      for (;;) {
+        const key = (await watcher!.nextNotification()).key.toString()
+        if (key === 'marker') return got
+        got.push(key)
+      }
+    }
+
+    it('survive a restart from the log while the client stays connected; STOP removes them', async () => {
+      const file = join(dir, 'external.aof')
+      await start(file)
+      watcher = await RawClient.connect(url, `watcher-${process.pid}`)
+      writer = await RawClient.connect(url)
+      for (const k of ['w1', 'w2', 'w3', 'marker']) assert.equal(text((await watcher.request(Request.keyNotify(k))).payload), text(Reply.ok))
+      assert.equal(text((await watcher.request(Request.keyNotifyStop('w2'))).payload), text(Reply.ok))
+      assert.deepEqual(await notifiedOf(['w1', 'w2', 'w3']), ['w1', 'w3'])
+      await start(file)
+      assert.ok(logs.some((m) => m.includes('3 KEYNOTIFY registration(s) restored')), logs.join('\n'))
+      assert.deepEqual(await notifiedOf(['w1', 'w2', 'w3']), ['w1', 'w3'], 'the watcher never re-registered')
+      assert.equal(text((await watcher.request(Request.keyNotifyStop('w1'))).payload), text(Reply.ok))
+      assert.equal(text((await watcher.request(Request.keyNotifyStop('w2'))).payload), text(Reply.integer(0)))
+      await start(file)
+      assert.deepEqual(await notifiedOf(['w1', 'w2', 'w3']), ['w3'])
+    })
+
+    it('are kept by compaction, which drops the STOPs', async () => {
+      const file = join(dir, 'compact.aof')
+      await start(file, { persistCompactMinBytes: 16 * 1024 })
+      watcher = await RawClient.connect(url, `compacted-${process.pid}`)
+      writer = await RawClient.connect(url)
+      for (const k of ['c1', 'c2', 'marker']) await watcher.request(Request.keyNotify(k))
+      await watcher.request(Request.keyNotifyStop('c2'))
+      for (let round = 0; round < 30; round++) {
+        await Promise.all(Array.from({ length: 10 }, (_, i) => writer!.request(Request.set(`fill-${i}`, `round ${round} `.repeat(20)), persist)))
+      }
+      assert.ok(logs.some((m) => m.includes('compacted')), 'a compaction ran')
+      const records = decodeLog(readFileSync(file)).records
+      assert.ok(!records.some((r) => r.type === 'keynotify-stop'), 'the STOP is gone with the compaction')
+      await start(file)
+      assert.deepEqual(await notifiedOf(['c1', 'c2']), ['c1'])
+    })
+
+    it('ignore a torn registration record at the end of the file', async () => {
+      const file = join(dir, 'torn.aof')
+      await start(file)
+      const id = `torn-${process.pid}`
+      watcher = await RawClient.connect(url, id)
+      writer = await RawClient.connect(url)
+      for (const k of ['t1', 'marker']) await watcher.request(Request.keyNotify(k))
+      await emulator!.stop()
+      emulator = null
+      const torn = encodeKeyNotify(id, Buffer.from('t2'), false)
+      appendFileSync(file, torn.subarray(0, torn.length - 3))
+      await start(file)
+      assert.ok(logs.some((m) => m.includes(`ignored ${torn.length - 3} byte(s)`)), logs.join('\n'))
+      assert.deepEqual(await notifiedOf(['t1', 't2']), ['t1'])
+      // The tail was cut off, so what is recorded next is readable.
+      await watcher.request(Request.keyNotify('t3'))
+      await start(file)
+      assert.deepEqual(await notifiedOf(['t1', 't2', 't3']), ['t1', 't3'])
+    })
   })
 })

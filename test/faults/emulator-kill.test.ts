@@ -5,12 +5,15 @@
  * crash are gone (only `aio-persistence=true` SETs are kept); the client, which never lost its
  * own broker connection, carries on: requests made while no service was subscribed are sent again
  * and answered by the new process, requests the old process took with it fail with TimeoutError.
+ * A key the client watched before the crash is still watched: the new process restored the
+ * KEYNOTIFY registration from the file, and the client, which never reconnected, gets the
+ * notification of a SET made after the restart.
  */
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { StateStoreClient, type SetResult } from '../../src/client'
+import { StateStoreClient, type ConnectionStatus, type KeyNotification, type SetResult } from '../../src/client'
 import { Hlc } from '../../src/hlc'
 import { Mosquitto } from '../support/mosquitto'
 import { EmulatorCli, Outcomes, requireMosquitto, sleep } from '../reliability/support'
@@ -34,12 +37,20 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
-  it('keeps every acknowledged persistent SET with its version, forgets in-memory keys, and serves the same clients again', async () => {
+  it('keeps every acknowledged persistent SET with its version and every KEYNOTIFY registration, forgets in-memory keys, and serves the same clients again', async () => {
     const args = ['--broker', broker.url, '--persist', join(dir, 'store.aof'), '--log-level', 'warn']
     cli = await EmulatorCli.start(args)
     client = new StateStoreClient({ brokerUrl: broker.url, clientId: `persisting-${process.pid}`, requestTimeoutMs: 3000, reconnectMinMs: 50, reconnectMaxMs: 300 })
     await client.ready({ timeoutMs: 5000 })
     const c = client
+    const seen: KeyNotification[] = []
+    let notified: () => void = () => {}
+    const watch = await c.observe('watched', (n) => {
+      seen.push(n)
+      notified()
+    })
+    const statuses: ConnectionStatus['state'][] = []
+    c.on('status', (s) => statuses.push(s.state))
 
     const outcomes = new Outcomes<SetResult>()
     const acked: Array<{ key: string; value: string; persist: boolean; version: string; node: string }> = []
@@ -93,6 +104,22 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
     const fresh = await c.set('durable/after', 'x', { persist: true })
     const newest = beforeCrash.map((a) => Hlc.parse(a.version)).reduce((x, y) => (Hlc.compare(x, y) >= 0 ? x : y))
     assert.ok(Hlc.compare(fresh.version, newest) > 0, `versions keep increasing across the restart: ${fresh.version} after ${newest}`)
+
+    // The watch set up before the crash: no reconnect, so no re-registration; the file kept it.
+    let timer: NodeJS.Timeout | undefined
+    const arrived = new Promise<void>((resolve, reject) => {
+      notified = resolve
+      timer = setTimeout(() => reject(new Error('no notification for the watched key within 5 s: the registration was lost')), 5000)
+    })
+    const watchedSet = await c.set('watched', 'after the restart')
+    await arrived.finally(() => clearTimeout(timer))
+    assert.deepEqual(statuses, [], 'the client stayed connected to the broker throughout')
+    assert.equal(seen.length, 1)
+    assert.equal(seen[0]!.operation, 'SET')
+    assert.equal(seen[0]!.reconciled, false)
+    assert.equal(seen[0]!.value?.toString(), 'after the restart')
+    assert.equal(seen[0]!.version?.toString(), watchedSet.version.toString())
+    await watch.close()
     console.log(`      ${JSON.stringify({ issued: outcomes.issued, completed: outcomes.ok.length, failed: Object.fromEntries(outcomes.failed), persistentRestored: restored, inMemoryForgotten: forgotten, servedByNewProcess: afterRestart.length })}`)
   })
 })
