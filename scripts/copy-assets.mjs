@@ -1,14 +1,26 @@
 // Node-RED loads a node's .html, locales/ and icons/ from beside its .js file, so the build puts
 // the editor files next to the compiled nodes in dist/nodes.
-import { chmodSync, cpSync, existsSync, readdirSync } from 'node:fs'
+import { chmodSync, cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const out = join(root, 'dist', 'nodes')
 
+// Form rows every palette node shares (state store, key, fencing token, overrides, name) are written
+// once in nodes/partials and placed where an editor file says `<!-- row: NAME [text] -->`; the text
+// fills the row's {{properties}} (the msg properties that node lets override its settings).
+const ROW = /^ *<!-- row: ([a-z-]+)(?: (.*?))? -->\n/gm
+function expandRows(file, html) {
+  return html.replace(ROW, (_, name, text = '') => {
+    const partial = join(root, 'nodes', 'partials', `${name}.html`)
+    if (!existsSync(partial)) throw new Error(`${file}: no form row named ${name} in nodes/partials`)
+    return readFileSync(partial, 'utf8').replaceAll('{{properties}}', text)
+  })
+}
+
 for (const file of readdirSync(join(root, 'nodes'))) {
-  if (file.endsWith('.html')) cpSync(join(root, 'nodes', file), join(out, file))
+  if (file.endsWith('.html')) writeFileSync(join(out, file), expandRows(file, readFileSync(join(root, 'nodes', file), 'utf8')))
 }
 for (const dir of ['locales']) {
   if (existsSync(join(root, 'nodes', dir))) cpSync(join(root, 'nodes', dir), join(out, dir), { recursive: true })
