@@ -10,19 +10,19 @@
 //   npm run soak -- --seconds 600     10 min
 //   options: --clients 16 --keys 256 --inflight 8 --embedded (the emulator's own broker) --json
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { createServer, connect } from 'node:net'
-import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
+import { sleep } from './lib/harness.mjs'
+import { startMosquitto } from './lib/procs.mjs'
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const require = createRequire(import.meta.url)
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const mosquittoInstalled = () => ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].some((b) => spawnSync(b, ['-h']).error === undefined)
 const MB = (bytes) => Math.round((bytes / 1048576) * 10) / 10
 
 const { values: opts } = parseArgs({
@@ -84,7 +84,9 @@ async function main() {
     return { rss: m.rss, heapUsed: m.heapUsed, arrayBuffers: m.arrayBuffers }
   }
 
-  const broker = opts.embedded ? null : await startMosquitto()
+  // Without mosquitto installed the soak runs through the emulator's embedded broker (the log line says which).
+  const mosquitto = opts.embedded || !mosquittoInstalled() ? null : await startMosquitto()
+  const broker = mosquitto && { url: mosquitto.urls[0], stop: mosquitto.stop }
   const emulator = await startEmulatorChild(broker?.url)
   const url = broker?.url ?? emulator.url
   const log = (text) => !opts.json && process.stdout.write(`${text}\n`)
@@ -299,58 +301,6 @@ async function main() {
 }
 
 // ---------------------------------------------------------------- processes
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-async function waitForPort(port, timeoutMs) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const ok = await new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    })
-    if (ok) return
-    if (Date.now() > deadline) throw new Error(`nothing listening on 127.0.0.1:${port}`)
-    await sleep(50)
-  }
-}
-
-/** mosquitto on a free loopback port, or null when it is not installed. */
-async function startMosquitto() {
-  const binary = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((b) => spawnSync(b, ['-h']).error === undefined)
-  if (!binary) return null
-  const port = await freePort()
-  const dir = mkdtempSync(join(tmpdir(), 'soak-mosquitto-'))
-  writeFileSync(
-    join(dir, 'mosquitto.conf'),
-    [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'set_tcp_nodelay true', 'max_inflight_messages 0', 'max_queued_messages 100000', 'persistence false', ''].join('\n'),
-  )
-  const child = spawn(binary, ['-c', join(dir, 'mosquitto.conf')], { stdio: 'ignore' })
-  process.on('exit', () => child.kill('SIGKILL'))
-  await waitForPort(port, 5000)
-  return {
-    url: `mqtt://127.0.0.1:${port}`,
-    async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGTERM')
-      await exited
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
 
 /** The emulator in a child process that reports its own memory after a full GC on request. */
 async function startEmulatorChild(brokerUrl) {
