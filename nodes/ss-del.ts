@@ -1,7 +1,7 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
 import { encodeValue } from './lib/codec'
 import { onInput } from './lib/handler'
-import { evaluateInput, resolveFencingToken, resolveKey } from './lib/props'
+import { evaluateInput, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/store'
 
 interface DelDef extends NodeDef {
@@ -21,9 +21,9 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, def)
     const node = this
     const { status, t, client } = attach(RED, node, def.store)
-    const key = { value: def.key ?? 'topic', type: def.keyType || 'msg' }
-    const value = { value: def.value ?? 'payload', type: def.valueType || 'msg' }
-    const token = { value: def.fencingToken ?? 'fencingToken', type: def.fencingTokenType || 'msg' }
+    const key = typedSetting(def, 'key')
+    const value = typedSetting(def, 'value')
+    const token = typedSetting(def, 'fencingToken')
     const overrides = def.overrides !== false
     const onlyIfEqual = def.mode === 'vdel'
 

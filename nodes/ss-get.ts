@@ -1,7 +1,7 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
 import { decodeValue, isDecoding, type Decoding } from './lib/codec'
 import { onInput } from './lib/handler'
-import { resolveKey } from './lib/props'
+import { resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/store'
 
 interface GetDef extends NodeDef {
@@ -18,7 +18,7 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, def)
     const node = this
     const { status, t, client } = attach(RED, node, def.store)
-    const key = { value: def.key ?? 'topic', type: def.keyType || 'msg' }
+    const key = typedSetting(def, 'key')
     const decode: Decoding = isDecoding(def.decode) ? def.decode : 'auto'
     const overrides = def.overrides !== false
     const secondOutput = def.notFound === 'output'

@@ -3,7 +3,7 @@ import type { SetOptions } from '../src/client'
 import { encodeValue } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
-import { evaluateInput, override, parseExpiry, preview, resolveFencingToken, resolveKey } from './lib/props'
+import { evaluateInput, override, parseExpiry, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/store'
 
 interface SetDef extends NodeDef {
@@ -28,9 +28,9 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, def)
     const node = this
     const { status, t, client } = attach(RED, node, def.store)
-    const key = { value: def.key ?? 'topic', type: def.keyType || 'msg' }
-    const value = { value: def.value ?? 'payload', type: def.valueType || 'msg' }
-    const token = { value: def.fencingToken ?? 'fencingToken', type: def.fencingTokenType || 'msg' }
+    const key = typedSetting(def, 'key')
+    const value = typedSetting(def, 'value')
+    const token = typedSetting(def, 'fencingToken')
     const overrides = def.overrides !== false
     const secondOutput = def.notApplied === 'output'
 

@@ -12,6 +12,24 @@ export interface TypedProperty {
   type: string
 }
 
+/** Where get, set and del read key, value and fencing token unless configured otherwise (the editor's defaults too). */
+const TYPED_DEFAULTS = {
+  key: { value: 'topic', type: 'msg' },
+  value: { value: 'payload', type: 'msg' },
+  fencingToken: { value: 'fencingToken', type: 'msg' },
+} as const
+
+/** A typed-input setting of a node (`<name>` and `<name>Type`), with the shared default when unset. */
+export function typedSetting(def: object, name: keyof typeof TYPED_DEFAULTS): TypedProperty {
+  const settings = def as Record<string, unknown>
+  const value = settings[name]
+  const type = settings[`${name}Type`]
+  return {
+    value: typeof value === 'string' ? value : TYPED_DEFAULTS[name].value,
+    type: typeof type === 'string' && type !== '' ? type : TYPED_DEFAULTS[name].type,
+  }
+}
+
 /** `RED.util.evaluateNodeProperty` in its callback form: the only form that evaluates JSONata (async since Node-RED 4) and async context stores. */
 export function evaluate(RED: NodeAPI, node: Node, prop: TypedProperty, msg: NodeMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
