@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, onTab, startStore, type Store } from './support'
+import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, onTab, useStore } from './support'
 
 type Case = [what: string, msg: Record<string, unknown>, code: string]
 
@@ -54,14 +54,7 @@ const suites: Array<[string, Record<string, unknown>, Case[], Record<string, unk
 ]
 
 describe('nodes: bad input never stops a node', function () {
-  let store: Store
-  before(async () => {
-    store = await startStore()
-  })
-  after(async () => {
-    await store.stop()
-  })
-  afterEach(() => helper.unload())
+  const store = useStore()
 
   for (const [name, def, cases, good] of suites) {
     it(`${name}: each bad msg reaches Catch intact with a typed error, and the next good msg works`, async () => {

@@ -1,17 +1,10 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
-import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, until, type Store } from './support'
+import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, until, type Store, useStore } from './support'
 
 describe('nodes: ss-del', function () {
-  let store: Store
-  before(async () => {
-    store = await startStore()
-  })
-  after(async () => {
-    await store.stop()
-  })
-  afterEach(() => helper.unload())
+  const store = useStore()
 
   function flow(url: string) {
     return [

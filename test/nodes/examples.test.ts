@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ALL, helper, lastStatus, listen, until, nextMessage, noMessage, startStore, type Store } from './support'
+import { ALL, helper, lastStatus, listen, until, nextMessage, noMessage, useStore } from './support'
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const CORE = [
@@ -105,14 +105,7 @@ const scenarios: Record<string, () => Promise<void>> = {
 }
 
 describe('examples: each deploys and produces its documented debug output', function () {
-  let store: Store
-  before(async () => {
-    store = await startStore()
-  })
-  after(async () => {
-    await store.stop()
-  })
-  afterEach(() => helper.unload())
+  const store = useStore()
 
   const files = readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort()
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { Hlc } from '../../src/hlc'
-import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, startStore, until, type Store } from './support'
+import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, until, useStore } from './support'
 
 /** ss-set → ss-get on one key, with the get's decoding. */
 function roundTripFlow(url: string, decode: string, key = 'rt') {
@@ -21,14 +21,7 @@ async function writeThenRead(value: unknown): Promise<Record<string, unknown>> {
 }
 
 describe('nodes: ss-set and ss-get', function () {
-  let store: Store
-  before(async () => {
-    store = await startStore()
-  })
-  after(async () => {
-    await store.stop()
-  })
-  afterEach(() => helper.unload())
+  const store = useStore()
 
   it('writes a value and reads it back with its version, keeping the rest of the msg', async () => {
     await helper.load(ALL, roundTripFlow(store.url, 'auto', 'greeting'))

@@ -121,6 +121,38 @@ export async function startStore(): Promise<Store> {
   }
 }
 
+/**
+ * A store for the enclosing describe block: started before its tests and stopped after them, with the
+ * flows unloaded after each test. Its properties are read when a test runs, once the store is up.
+ */
+export function useStore(): Store {
+  let current: Store | null = null
+  before(async () => {
+    current = await startStore()
+  })
+  after(async () => {
+    await current?.stop()
+    current = null
+  })
+  afterEach(() => helper.unload())
+  const started = (): Store => {
+    if (!current) throw new Error('the store is started in before(); use it inside a test or hook')
+    return current
+  }
+  return {
+    get emulator() {
+      return started().emulator
+    },
+    get proxy() {
+      return started().proxy
+    },
+    get url() {
+      return started().url
+    },
+    stop: () => started().stop(),
+  }
+}
+
 interface Mailbox {
   queue: Array<Record<string, unknown>>
   waiter: ((msg: Record<string, unknown>) => void) | null
