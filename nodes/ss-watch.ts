@@ -3,7 +3,7 @@ import type { KeyNotification, Observation } from '../src/client'
 import { decodeValue, isDecoding, type Decoding } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput, reportError } from './lib/handler'
-import { preview, requireKey } from './lib/props'
+import { preview, requireKey, requireWatchableKey } from './lib/props'
 import { attach } from './lib/store'
 
 interface WatchDef extends NodeDef {
@@ -30,7 +30,7 @@ export = function (RED: NodeAPI) {
     const watched = new Map<string, Observation | 'wanted' | 'pending'>()
     let closing = false
 
-    const { status, t, client } = attach(RED, node, def.store, {
+    const { store, status, t, client } = attach(RED, node, def.store, {
       onConnection: (s) => {
         if (s.state === 'connected') ensureAll()
       },
@@ -104,7 +104,8 @@ export = function (RED: NodeAPI) {
       const action = msg.action
       if (action !== 'watch' && action !== 'unwatch') throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: 'watch, unwatch' }))
       const topics: unknown[] = Array.isArray(msg.topic) ? msg.topic : [msg.topic]
-      const keys = topics.map((k) => requireKey(k, t))
+      // Without a config node there is no client id to size the limit by; the watch then fails with NoConfig.
+      const keys = topics.map((k) => (action === 'watch' && store ? requireWatchableKey(k, store.clientId, t) : requireKey(k, t)))
       for (const key of keys) await (action === 'watch' ? observe(key, def.initial === true) : unobserve(key))
     })
 

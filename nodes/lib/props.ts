@@ -1,9 +1,13 @@
 import type { Node, NodeAPI, NodeMessage } from 'node-red'
 import { Hlc } from '../../src/hlc'
+import { maxNotifiedKeyBytes } from '../../src/protocol'
 import { InputError } from './errors'
 import type { Translate } from './i18n'
 
-/** The MQTT notification topic carries the key hex-encoded, and an MQTT topic is at most 65,535 bytes. */
+/**
+ * The longest key any node accepts: a bound no real key comes near, so a runaway msg fails here
+ * rather than as an oversized request. Watching allows less (see requireWatchableKey).
+ */
 export const MAX_KEY_BYTES = 65_535
 
 /** A typedInput value as stored in the flow: the value and its type (`str`, `msg`, `flow`, `global`, `env`, `jsonata`, ...). */
@@ -67,6 +71,15 @@ export function requireKey(key: unknown, t: Translate): string {
   const bytes = Buffer.byteLength(key, 'utf8')
   if (bytes > MAX_KEY_BYTES) throw new InputError('KeyTooLong', t('errors.keyTooLong', { bytes, max: MAX_KEY_BYTES }))
   return key
+}
+
+/** A key to watch: its notification topic carries it hex-encoded, so the client id sets a lower limit. */
+export function requireWatchableKey(key: unknown, clientId: string, t: Translate): string {
+  const text = requireKey(key, t)
+  const bytes = Buffer.byteLength(text, 'utf8')
+  const max = maxNotifiedKeyBytes(clientId)
+  if (bytes > max) throw new InputError('KeyTooLong', t('errors.keyTooLongToWatch', { bytes, max }))
+  return text
 }
 
 /** The key a msg addresses: `msg.key` when overrides are allowed, else the node's key property. */

@@ -1,11 +1,25 @@
 import { ArgumentError, CancelledError } from '../errors'
 import { Hlc, HlcError } from '../hlc'
-import { toBytes, type Bytes } from '../protocol'
+import { maxNotifiedKeyBytes, toBytes, type Bytes } from '../protocol'
 
 /** A value must be bytes or a string; anything else is a programming error caught before sending. */
 export function requireValue(value: Bytes, what = 'value'): Buffer {
   if (typeof value !== 'string' && !Buffer.isBuffer(value)) throw new ArgumentError(`the ${what} must be a Buffer or a string`)
   return toBytes(value)
+}
+
+/**
+ * A key this client can watch: its notification topic must fit in an MQTT topic. Refused at once,
+ * because the service would accept the registration and then have nowhere to publish.
+ */
+export function requireNotifiableKey(key: Buffer, clientId: string): Buffer {
+  const max = maxNotifiedKeyBytes(clientId)
+  if (key.length > max) {
+    throw new ArgumentError(
+      `the key is ${key.length} bytes long; a watched key can be at most ${max} bytes for client id ${JSON.stringify(clientId)} (the notification topic carries it in hex, and an MQTT topic is at most 65,535 bytes)`,
+    )
+  }
+  return key
 }
 
 /** A fencing token as an Hlc; a string must parse as one. */

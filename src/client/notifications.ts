@@ -2,7 +2,7 @@ import type { IPublishPacket } from 'mqtt'
 import { ArgumentError, ConnectionError } from '../errors'
 import { Hlc } from '../hlc'
 import { parseNotification, parseNotificationTopic, Prop, requireKey, type Bytes } from '../protocol'
-import { requireValue } from './arguments'
+import { requireNotifiableKey, requireValue } from './arguments'
 import { backoffDelay } from './backoff'
 import { checkVersion, userProperty } from './envelope'
 import { get } from './get'
@@ -61,7 +61,7 @@ export class Notifications {
 
   async observe(key: Bytes, listener: NotificationListener, options: RequestOptions = {}): Promise<Observation> {
     // Buffer.copyBytesFrom owns its memory: a pooled copy would keep a whole shared slab alive as long as the key is observed.
-    const bytes = Buffer.copyBytesFrom(requireKey(requireValue(key, 'key')))
+    const bytes = Buffer.copyBytesFrom(requireNotifiableKey(requireKey(requireValue(key, 'key')), this.options.clientId))
     if (typeof listener !== 'function') throw new ArgumentError('the listener must be a function')
     if (this.closed) throw new ConnectionError('the client was closed')
     const entry = this.entryFor(bytes)

@@ -1,5 +1,5 @@
 import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
-import { Prop, Reply } from '../protocol'
+import { maxNotifiedKeyBytes, Prop, Reply } from '../protocol'
 import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../errors'
 import { accessOf, parseCommand, type Command } from './commands'
 import type { Authorizer } from './authorization'
@@ -20,7 +20,7 @@ export interface Answer {
   /** `__ts` of the answer: the version concerned, when there is one. */
   timestamp?: string
   /** Set when the answer is `-ERR`: which error and why, for the log. */
-  error?: { code: ServiceErrorCode; detail: string }
+  error?: { code: ServiceErrorCode | 'KeyTooLongToNotify'; detail: string }
   /** The request wrote to the persistence log; answer once `whenDurable(durableSeq)` resolves. */
   durableSeq?: number
   command?: Command
@@ -127,6 +127,12 @@ export class Executor {
           if (!registrations.unregister(ctx.clientId, command.key)) return withVersion(Reply.integer(0))
           persistence?.recordKeyNotify(ctx.clientId, command.key, true)
           return withVersion(Reply.ok)
+        }
+        const max = maxNotifiedKeyBytes(ctx.clientId)
+        if (command.key.length > max) {
+          // Not in the service's catalogue: registering would promise notifications no MQTT topic can carry.
+          const text = `the key is too long to be notified: at most ${max} bytes for this client id`
+          return { payload: Reply.error(text), error: { code: 'KeyTooLongToNotify', detail: `a ${command.key.length}-byte key` }, command }
         }
         registrations.register(ctx.clientId, command.key)
         // Recorded even when already registered: the earlier record may not be on disk yet.

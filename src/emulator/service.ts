@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
-import { CONTENT_TYPE, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, isAllowedResponseTopic, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
+import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, isAllowedResponseTopic, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from './dedup'
 import type { Answer, Executor, RequestContext } from './execute'
 import type { Logger } from './log'
@@ -32,8 +32,6 @@ export interface ServiceOptions {
 
 /** How long a request without Message Expiry is remembered for deduplication. */
 const DEFAULT_DEDUP_WINDOW_MS = 10_000
-/** An MQTT topic is a UTF-8 string of at most 65535 bytes. */
-const MAX_TOPIC_BYTES = 65535
 
 export class StateStoreService {
   private readonly client: MqttClient

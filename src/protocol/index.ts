@@ -9,5 +9,15 @@ export {
   parseSetResponse,
   type NotificationOperation,
 } from './responses'
-export { hexDecode, hexUpper, isAllowedResponseTopic, notificationFilter, notificationTopic, parseNotificationTopic, responseTopicFor } from './topics'
+export {
+  hexDecode,
+  hexUpper,
+  isAllowedResponseTopic,
+  MAX_TOPIC_BYTES,
+  maxNotifiedKeyBytes,
+  notificationFilter,
+  notificationTopic,
+  parseNotificationTopic,
+  responseTopicFor,
+} from './topics'
 export { publishPacketSize, type PublishPropertiesForSize } from './packet-size'

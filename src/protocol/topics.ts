@@ -21,6 +21,18 @@ export function isAllowedResponseTopic(topic: string): boolean {
   return topic.length > 0 && topic !== REQUEST_TOPIC && !topic.startsWith(SERVICE_CLIENTS_PREFIX) && !/[+#]/.test(topic)
 }
 
+/** An MQTT topic name is a UTF-8 string with a two-byte length prefix (MQTT 5, 1.5.4). */
+export const MAX_TOPIC_BYTES = 65_535
+
+/**
+ * The longest key, in bytes, the service can notify this client about. The notification topic is
+ * the client's prefix, a slash and the key in hex (two characters per byte, all ASCII), and the
+ * whole topic must fit in MQTT's 65,535 bytes: about 32 KB, less a little for a long client id.
+ */
+export function maxNotifiedKeyBytes(clientId: string): number {
+  return Math.max(0, Math.floor((MAX_TOPIC_BYTES - notificationPrefix(clientId).length - 1) / 2))
+}
+
 export function notificationTopic(clientId: string, key: Buffer): string {
   return `${notificationPrefix(clientId)}/${hexUpper(key)}`
 }
