@@ -1,5 +1,5 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
-import { encodeValue } from './lib/codec'
+import { encodePayload } from './lib/codec'
 import { onInput } from './lib/handler'
 import { evaluateInput, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/store'
@@ -29,7 +29,7 @@ export = function (RED: NodeAPI) {
 
     onInput(node, status, async (msg, send) => {
       const name = await resolveKey(RED, node, msg, key, overrides, t)
-      const expected = onlyIfEqual ? encodeValue(await evaluateInput(RED, node, value, msg, 'value', t), t) : null
+      const expected = onlyIfEqual ? encodePayload(await evaluateInput(RED, node, value, msg, 'value', t), t) : null
       const fencingToken = await resolveFencingToken(RED, node, msg, token, t)
       const c = await client()
       const result = expected ? await c.vdel(name, expected, { fencingToken }) : await c.del(name, { fencingToken })

@@ -1,5 +1,5 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
-import { decodeValue, isDecoding, type Decoding } from './lib/codec'
+import { decodePayload, isDecoding, type Decoding } from './lib/codec'
 import { onInput } from './lib/handler'
 import { resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/store'
@@ -34,7 +34,7 @@ export = function (RED: NodeAPI) {
         send(secondOutput ? [null, msg] : msg)
         return
       }
-      msg.payload = decodeValue(result.value, decode, t)
+      msg.payload = decodePayload(result.value, decode, t)
       msg.found = true
       msg.version = result.version?.toString()
       status.outcome('status.found')

@@ -1,9 +1,10 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
-import { LeaderElection, Lease, Lock, type StateStoreClient } from '../src/client'
+import type { StateStoreClient } from '../src/client'
+import { LeaderElection, Lease, Lock } from '../src/locks'
 import { TimeoutError } from '../src/errors'
 import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
-import { evaluateInput, override, positiveInt, preview, requireKey, resolveKey } from './lib/props'
+import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
 import { attach } from './lib/store'
 
 type Mode = 'lease' | 'lock' | 'leader'
@@ -117,7 +118,7 @@ export = function (RED: NodeAPI) {
       if (started || closing) return
       started = true
       try {
-        const name = requireKey(await evaluateInput(RED, node, keyProp, {}, 'key', t), t)
+        const name = parseKey(await evaluateInput(RED, node, keyProp, {}, 'key', t), t)
         const h = entry(await client(), name)
         if (!h.campaigning) void campaign(name, h)
       } catch (err) {

@@ -1,6 +1,6 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
 import type { SetOptions } from '../src/client'
-import { encodeValue } from './lib/codec'
+import { encodePayload } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
 import { evaluateInput, override, parseExpiry, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
@@ -36,7 +36,7 @@ export = function (RED: NodeAPI) {
 
     onInput(node, status, async (msg, send) => {
       const name = await resolveKey(RED, node, msg, key, overrides, t)
-      const bytes = encodeValue(await evaluateInput(RED, node, value, msg, 'value', t), t)
+      const bytes = encodePayload(await evaluateInput(RED, node, value, msg, 'value', t), t)
       const condition = override(msg, 'condition', overrides, def.condition || 'always')
       if (!CONDITIONS.includes(condition as SetOptions['condition'] & string)) {
         throw new InputError('ConditionInvalid', t('errors.condition', { value: preview(condition) }))

@@ -1,9 +1,9 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import type { KeyNotification, Observation } from '../src/client'
-import { decodeValue, isDecoding, type Decoding } from './lib/codec'
+import { decodePayload, isDecoding, type Decoding } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput, reportError } from './lib/handler'
-import { preview, requireKey, requireWatchableKey } from './lib/props'
+import { preview, parseKey, parseWatchedKey } from './lib/props'
 import { attach } from './lib/store'
 
 interface WatchDef extends NodeDef {
@@ -45,7 +45,7 @@ export = function (RED: NodeAPI) {
     function emit(key: string, value: Buffer | null, extra: NodeMessage): void {
       const msg: NodeMessage = { topic: key, payload: undefined, ...extra }
       try {
-        if (value !== null) msg.payload = decodeValue(value, decode, t)
+        if (value !== null) msg.payload = decodePayload(value, decode, t)
       } catch (err) {
         msg.payload = value
         reportError(node, status, err, msg)
@@ -105,7 +105,7 @@ export = function (RED: NodeAPI) {
       if (action !== 'watch' && action !== 'unwatch') throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: 'watch, unwatch' }))
       const topics: unknown[] = Array.isArray(msg.topic) ? msg.topic : [msg.topic]
       // Without a config node there is no client id to size the limit by; the watch then fails with NoConfig.
-      const keys = topics.map((k) => (action === 'watch' && store ? requireWatchableKey(k, store.clientId, t) : requireKey(k, t)))
+      const keys = topics.map((k) => (action === 'watch' && store ? parseWatchedKey(k, store.clientId, t) : parseKey(k, t)))
       for (const key of keys) await (action === 'watch' ? observe(key, def.initial === true) : unobserve(key))
     })
 

@@ -1,7 +1,10 @@
-/** node-red-contrib-aio-statestore: the core, usable without Node-RED. */
+/**
+ * node-red-contrib-aio-statestore, usable without Node-RED: the client, leases, locks and leader
+ * election, the errors and the hybrid logical clock. The emulator is
+ * `node-red-contrib-aio-statestore/emulator`; the RESP codec and the protocol builders are internal.
+ */
 export * from './errors'
 export * from './hlc'
-export * as resp from './resp'
-export * from './protocol'
 export * from './client'
-export * from './emulator'
+export * from './locks'
+export type { Bytes, SetCondition } from './protocol'

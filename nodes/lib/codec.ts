@@ -12,7 +12,7 @@ export type Decoding = 'auto' | 'utf8' | 'buffer' | 'json'
 
 export const DECODINGS: readonly Decoding[] = ['auto', 'utf8', 'buffer', 'json']
 
-export function encodeValue(value: unknown, t: Translate): Buffer {
+export function encodePayload(value: unknown, t: Translate): Buffer {
   if (Buffer.isBuffer(value)) return value
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
   if (typeof value === 'string') return Buffer.from(value, 'utf8')
@@ -38,7 +38,7 @@ export function isDecoding(value: unknown): value is Decoding {
 }
 
 /** `auto`: JSON if the bytes parse as JSON, else a string if they are valid UTF-8, else the Buffer. */
-export function decodeValue(bytes: Buffer, decoding: Decoding, t: Translate): unknown {
+export function decodePayload(bytes: Buffer, decoding: Decoding, t: Translate): unknown {
   switch (decoding) {
     case 'buffer':
       return bytes

@@ -1,6 +1,6 @@
+import type { Logger } from '../../src/log'
 import { startEmulator, type Emulator } from '../../src/emulator'
 
-export type EmbeddedLogger = (level: 'error' | 'warn' | 'info' | 'debug', message: string) => void
 
 /**
  * The emulator the "embedded emulator" option runs inside the Node-RED process: one per process,
@@ -17,7 +17,7 @@ interface Shared {
 
 let shared: Shared | null = null
 
-export async function acquireEmbedded(logger: EmbeddedLogger): Promise<Emulator> {
+export async function acquireEmbedded(logger: Logger): Promise<Emulator> {
   if (!shared) {
     shared = { emulator: startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logger, logLevel: 'warn' }), refs: 0 }
   }

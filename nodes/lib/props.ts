@@ -6,7 +6,7 @@ import type { Translate } from './i18n'
 
 /**
  * The longest key any node accepts: a bound no real key comes near, so a runaway msg fails here
- * rather than as an oversized request. Watching allows less (see requireWatchableKey).
+ * rather than as an oversized request. Watching allows less (see parseWatchedKey).
  */
 export const MAX_KEY_BYTES = 65_535
 
@@ -64,7 +64,7 @@ export function override<T>(msg: NodeMessage, property: string, allowed: boolean
   return allowed && msg[property] !== undefined ? msg[property] : configured
 }
 
-export function requireKey(key: unknown, t: Translate): string {
+export function parseKey(key: unknown, t: Translate): string {
   if (key === undefined || key === null) throw new InputError('KeyMissing', t('errors.keyMissing'))
   if (typeof key !== 'string') throw new InputError('KeyNotString', t('errors.keyNotString', { type: typeName(key) }))
   if (key.length === 0) throw new InputError('KeyEmpty', t('errors.keyEmpty'))
@@ -74,8 +74,8 @@ export function requireKey(key: unknown, t: Translate): string {
 }
 
 /** A key to watch: its notification topic carries it hex-encoded, so the client id sets a lower limit. */
-export function requireWatchableKey(key: unknown, clientId: string, t: Translate): string {
-  const text = requireKey(key, t)
+export function parseWatchedKey(key: unknown, clientId: string, t: Translate): string {
+  const text = parseKey(key, t)
   const bytes = Buffer.byteLength(text, 'utf8')
   const max = maxNotifiedKeyBytes(clientId)
   if (bytes > max) throw new InputError('KeyTooLong', t('errors.keyTooLongToWatch', { bytes, max }))
@@ -85,7 +85,7 @@ export function requireWatchableKey(key: unknown, clientId: string, t: Translate
 /** The key a msg addresses: `msg.key` when overrides are allowed, else the node's key property. */
 export async function resolveKey(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, overrides: boolean, t: Translate): Promise<string> {
   const value = overrides && msg.key !== undefined ? msg.key : await evaluateInput(RED, node, key, msg, 'key', t)
-  return requireKey(value, t)
+  return parseKey(value, t)
 }
 
 /** Fencing tokens travel as HLC strings (`msg.fencingToken` from ss-lock); empty or absent means "no token". */

@@ -5,7 +5,7 @@ import { CONTENT_TYPE, PROTOCOL_VERSION, Prop } from '../protocol'
 import type { PublishProperties } from './connection'
 
 /** What a response or notification carries besides its payload. */
-export interface Reply {
+export interface ServiceResponse {
   payload: Buffer
   /** `__ts`: the key's version (and, on a lease SET, the fencing token). */
   version: Hlc | null
@@ -55,7 +55,7 @@ export function userProperty(properties: Properties, name: string): string | und
  * `__protVer` major 1 when present, and a `__ts` that parses and that the clock accepts (a drifted
  * one fails the call).
  */
-export function readResponse(properties: Properties, payload: Buffer, clock: HybridLogicalClock): Reply {
+export function readResponse(properties: Properties, payload: Buffer, clock: HybridLogicalClock): ServiceResponse {
   const status = userProperty(properties, Prop.status)
   if (status === undefined) throw new ProtocolError(`the response has no ${Prop.status} header`)
   const code = Number(status)

@@ -1,8 +1,4 @@
 export { StateStoreClient, type ClientEvents } from './client'
-export { Lease, DEFAULT_LEASE_MS, type HolderChange, type LeaseEvents, type LeaseOptions } from './lease'
-export { Lock, type LockOptions } from './lock'
-export { LeaderElection, type LeaderElectionEvents, type LeaderElectionOptions } from './leader'
-export type { WaitOptions } from './acquire'
 export type {
   ClientOptions,
   ConnectionState,

@@ -11,7 +11,7 @@ import type { ResolvedOptions } from './options'
 import type { Invoker } from './requests'
 import type { KeyNotification, NotificationListener, Observation, RequestOptions } from './types'
 
-interface Slot {
+interface Watcher {
   listener: NotificationListener
 }
 
@@ -19,7 +19,7 @@ interface Slot {
 interface Entry {
   readonly key: Buffer
   readonly id: string
-  readonly slots: Set<Slot>
+  readonly slots: Set<Watcher>
   /** The service holds our KEYNOTIFY registration (as far as we know). */
   registered: boolean
   /** The registration was lost with the connection: the next one must reconcile with a GET. */
@@ -65,7 +65,7 @@ export class Notifications {
     if (typeof listener !== 'function') throw new ArgumentError('the listener must be a function')
     if (this.closed) throw new ConnectionError('the client was closed')
     const entry = this.entryFor(bytes)
-    const slot: Slot = { listener }
+    const slot: Watcher = { listener }
     entry.slots.add(slot)
     try {
       await this.sync(entry, options)

@@ -6,7 +6,7 @@ import { REQUEST_TOPIC } from '../protocol'
 import { cancelledBy } from './arguments'
 import { backoffDelay } from './backoff'
 import type { PublishProperties } from './connection'
-import { readResponse, requestProperties, type Reply } from './envelope'
+import { readResponse, requestProperties, type ServiceResponse } from './envelope'
 import type { ResolvedOptions } from './options'
 
 /** What the request layer needs from the connection; a seam for tests. */
@@ -26,7 +26,7 @@ export interface Invocation {
   persist?: boolean
 }
 
-export type Invoker = (invocation: Invocation) => Promise<Reply>
+export type Invoker = (invocation: Invocation) => Promise<ServiceResponse>
 
 const RESEND_MIN_MS = 100
 const RESEND_MAX_MS = 2000
@@ -48,7 +48,7 @@ interface Pending {
   timer?: NodeJS.Timeout
   resend?: NodeJS.Timeout
   detach?: () => void
-  resolve(reply: Reply): void
+  resolve(reply: ServiceResponse): void
   reject(err: Error): void
 }
 
@@ -75,7 +75,7 @@ export class Requests {
   }
 
   readonly invoke: Invoker = (invocation) =>
-    new Promise<Reply>((resolve, reject) => {
+    new Promise<ServiceResponse>((resolve, reject) => {
       const timeoutMs = invocation.timeoutMs ?? this.options.requestTimeoutMs
       if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
         reject(new ArgumentError(`the timeout must be a positive number of milliseconds, got ${timeoutMs}`))
@@ -125,7 +125,7 @@ export class Requests {
       this.options.logger('debug', `dropped a response with ${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, duplicate or foreign)`)
       return
     }
-    let reply: Reply
+    let reply: ServiceResponse
     try {
       reply = readResponse(packet.properties, payload, this.options.clock)
     } catch (err) {
@@ -205,7 +205,7 @@ export class Requests {
     this.settle(p, err)
   }
 
-  private settle(p: Pending, err: Error | undefined, reply?: Reply): void {
+  private settle(p: Pending, err: Error | undefined, reply?: ServiceResponse): void {
     if (p.settled) return
     p.settled = true
     clearTimeout(p.timer)

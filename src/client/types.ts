@@ -1,5 +1,8 @@
 import type { Hlc, HybridLogicalClock } from '../hlc'
+import type { Logger } from '../log'
 import type { SetCondition } from '../protocol'
+
+export type { LogLevel, Logger } from '../log'
 
 export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'disconnected' | 'closed'
 
@@ -20,9 +23,6 @@ export interface TlsOptions {
   servername?: string
   rejectUnauthorized?: boolean
 }
-
-export type LogLevel = 'error' | 'warn' | 'info' | 'debug'
-export type Logger = (level: LogLevel, message: string) => void
 
 export interface ClientOptions {
   /** mqtt://, mqtts://, ws://, wss:// */

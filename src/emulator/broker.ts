@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { createServer, type Server, type Socket } from 'node:net'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { Prop, REQUEST_TOPIC } from '../protocol'
-import { makeLogger, type Logger } from './log'
+import { makeLogger, type FilteredLogger } from './log'
 import { within } from './util'
 
 /** Who may connect to the embedded broker; without it anyone may. */
@@ -19,7 +19,7 @@ export interface BrokerOptions {
   /** 0 picks a free port. */
   port: number
   auth?: BrokerAuth
-  log?: Logger
+  log?: FilteredLogger
 }
 
 export interface EmbeddedBroker {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { isLogLevel, type LogLevel } from './log'
+import { isLogThreshold, type LogThreshold } from './log'
 import { startEmulator, type EmulatorOptions } from './index'
 
 const HELP = `aio-statestore-emulator: a local Azure IoT Operations state store (MQTT 5 + RESP3)
@@ -97,8 +97,8 @@ async function main(): Promise<void> {
     return
   }
   const level = values['log-level'] ?? 'info'
-  if (!isLogLevel(level)) fail(`--log-level ${JSON.stringify(level)}: expected silent, error, warn, info or debug`)
-  const logLevel: LogLevel = level
+  if (!isLogThreshold(level)) fail(`--log-level ${JSON.stringify(level)}: expected silent, error, warn, info or debug`)
+  const logLevel: LogThreshold = level
   if (values.broker && values.listen) fail('give --broker or --listen, not both')
 
   const options: EmulatorOptions = { logLevel }

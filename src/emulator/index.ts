@@ -3,14 +3,15 @@ import { Authorizer } from './authorization'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker'
 import { DedupCache } from './dedup'
 import { Executor } from './execute'
-import { makeLogger, stderrSink, type LogLevel, type Logger, type MessageLevel } from './log'
+import type { Logger } from '../log'
+import { makeLogger, stderrSink, type FilteredLogger, type LogThreshold } from './log'
 import { Registrations } from './notifications'
 import { PersistenceLog, type Replayed } from './persistence'
 import { StateStoreService } from './service'
 import { Store } from './store'
 
 export { startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
-export type { LogLevel as EmulatorLogLevel } from './log'
+export type { LogThreshold as EmulatorLogLevel } from './log'
 
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
@@ -31,9 +32,9 @@ export interface EmulatorOptions {
   /** Embedded broker only: username/password and K8S-SAT tokens accepted. */
   brokerAuth?: BrokerAuth
   /** Default `warn`. */
-  logLevel?: LogLevel
+  logLevel?: LogThreshold
   /** Where log lines go; stderr by default. */
-  logger?: (level: MessageLevel, message: string) => void
+  logger?: Logger
   /** Rewrite the persistence file only once it reaches this size (default 8 MiB). */
   persistCompactMinBytes?: number
   /** Requests waiting for the disk at once (default 10000); beyond it the emulator stops reading from the broker until they drain. */
@@ -152,7 +153,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
 }
 
-function replay(store: Store, registrations: Registrations, clock: HybridLogicalClock, records: Replayed[], log: Logger): void {
+function replay(store: Store, registrations: Registrations, clock: HybridLogicalClock, records: Replayed[], log: FilteredLogger): void {
   let newest: Hlc | null = null
   for (const r of records) {
     switch (r.type) {

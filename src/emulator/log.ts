@@ -1,29 +1,30 @@
-export type LogLevel = 'silent' | 'error' | 'warn' | 'info' | 'debug'
-export type MessageLevel = Exclude<LogLevel, 'silent'>
-export type LogSink = (level: MessageLevel, message: string) => void
+import type { Logger, LogLevel } from '../log'
 
-const RANK: Record<LogLevel, number> = { silent: 0, error: 1, warn: 2, info: 3, debug: 4 }
+/** The least important level written, or `silent` for nothing. */
+export type LogThreshold = 'silent' | LogLevel
 
-export function isLogLevel(text: string): text is LogLevel {
+const RANK: Record<LogThreshold, number> = { silent: 0, error: 1, warn: 2, info: 3, debug: 4 }
+
+export function isLogThreshold(text: string): text is LogThreshold {
   return Object.hasOwn(RANK, text)
 }
 
 /** Writes to stderr with a timestamp: the default sink. */
-export const stderrSink: LogSink = (level, message) => {
+export const stderrSink: Logger = (level, message) => {
   process.stderr.write(`${new Date().toISOString()} ${level.padEnd(5)} ${message}\n`)
 }
 
-export interface Logger {
-  (level: MessageLevel, message: string): void
+/** A Logger that filters by threshold, and tells whether a level would be written. */
+export interface FilteredLogger extends Logger {
   /** Whether a message of this level would be written; lets callers skip building it. */
-  enabled(level: MessageLevel): boolean
+  enabled(level: LogLevel): boolean
 }
 
-export function makeLogger(level: LogLevel, sink: LogSink = stderrSink): Logger {
+export function makeLogger(level: LogThreshold, sink: Logger = stderrSink): FilteredLogger {
   const max = RANK[level]
-  const log = ((l: MessageLevel, message: string) => {
+  const log = ((l: LogLevel, message: string) => {
     if (RANK[l] <= max) sink(l, message)
-  }) as Logger
+  }) as FilteredLogger
   log.enabled = (l) => RANK[l] <= max
   return log
 }

@@ -4,7 +4,7 @@ import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 
 import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, isAllowedResponseTopic, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from './dedup'
 import type { Answer, Executor, RequestContext } from './execute'
-import type { Logger } from './log'
+import type { FilteredLogger } from './log'
 import type { OutgoingNotification } from './notifications'
 import type { PersistenceLog } from './persistence'
 import type { DirectMessage } from './broker'
@@ -22,7 +22,7 @@ export interface ServiceOptions {
   executor: Executor
   dedup: DedupCache
   persistence: PersistenceLog | null
-  log: Logger
+  log: FilteredLogger
   /** Requests waiting for the disk at once; beyond it, reading from the broker pauses. */
   maxInFlight?: number
   connectTimeoutMs?: number

@@ -1,5 +1,6 @@
 import { Hlc, type HybridLogicalClock } from '../hlc'
 import type { ServiceErrorCode } from '../errors'
+import type { SetCondition } from '../protocol'
 import { ExpiryHeap } from './expiry-heap'
 
 /**
@@ -8,12 +9,10 @@ import { ExpiryHeap } from './expiry-heap'
  * which is what notifications and persistence rely on.
  */
 
-export type SetCondition = 'always' | 'NX' | 'NEX'
-
 export interface StoredRecord {
   /**
    * The value's bytes, never a view into a network read. Read from the store, a small value is a
-   * fresh Buffer made for the reader (see `Slot`): use it, don't keep it for long.
+   * fresh Buffer made for the reader (see `PackedRecord`): use it, don't keep it for long.
    */
   readonly value: Buffer
   readonly version: Hlc
@@ -105,7 +104,7 @@ class Attributes {
  * latin1 string when small, the version as two numbers (its node id is in the attributes). The
  * `StoredRecord` fields are built when read, so a GET makes one Buffer and one `Hlc`.
  */
-class Slot implements StoredRecord {
+class PackedRecord implements StoredRecord {
   constructor(
     private readonly data: string | Buffer,
     private readonly timestamp: number,
@@ -143,7 +142,7 @@ class Slot implements StoredRecord {
 
 export class Store {
   /** Keyed by the latin1 string of the key bytes: one byte per character, so binary keys are exact and compact. */
-  private readonly records = new Map<string, Slot>()
+  private readonly records = new Map<string, PackedRecord>()
   /** The shared attributes by node id: [not persisted, persisted]. Node ids are this clock's and those of restored versions, a handful. */
   private readonly shared = new Map<string, [Attributes, Attributes]>()
   private readonly expiry = new ExpiryHeap()
@@ -267,7 +266,7 @@ export class Store {
     this.timer = null
   }
 
-  private slot(value: Buffer, version: Hlc, fencingToken: Hlc | null, expiresAt: number, persisted: boolean): Slot {
+  private slot(value: Buffer, version: Hlc, fencingToken: Hlc | null, expiresAt: number, persisted: boolean): PackedRecord {
     const data = value.length < SMALL_VALUE_BYTES ? value.toString('latin1') : own(value)
     let attributes: Attributes
     if (fencingToken === null && expiresAt === 0) {
@@ -280,11 +279,11 @@ export class Store {
     } else {
       attributes = new Attributes(version.nodeId, version, fencingToken, expiresAt, persisted)
     }
-    return new Slot(data, version.timestamp, version.counter, attributes)
+    return new PackedRecord(data, version.timestamp, version.counter, attributes)
   }
 
   /** The record if it exists and has not expired; an expired one is deleted on the spot. */
-  private live(id: string): Slot | null {
+  private live(id: string): PackedRecord | null {
     const record = this.records.get(id)
     if (!record) return null
     if (record.expiresAt !== 0 && record.expiresAt <= this.now()) {
@@ -294,7 +293,7 @@ export class Store {
     return record
   }
 
-  private remove(id: string, record: Slot, cause: 'del' | 'vdel' | 'expired'): Hlc {
+  private remove(id: string, record: PackedRecord, cause: 'del' | 'vdel' | 'expired'): Hlc {
     this.records.delete(id)
     const version = this.clock.tick()
     this.onChange({ kind: 'delete', key: Buffer.from(id, 'latin1'), version, cause, wasPersisted: record.persisted })
@@ -329,7 +328,7 @@ export class Store {
   }
 }
 
-function* liveDeadlines(records: Map<string, Slot>): IterableIterator<{ deadline: number; id: string }> {
+function* liveDeadlines(records: Map<string, PackedRecord>): IterableIterator<{ deadline: number; id: string }> {
   for (const [id, r] of records) if (r.expiresAt !== 0) yield { deadline: r.expiresAt, id }
 }
 

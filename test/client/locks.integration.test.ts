@@ -4,7 +4,8 @@
  * strictly greater tokens, automatic renewal and its loss, fenced edits, failover.
  */
 import assert from 'node:assert/strict'
-import { LeaderElection, Lease, Lock, type StateStoreClient } from '../../src/client'
+import type { StateStoreClient } from '../../src/client'
+import { LeaderElection, Lease, Lock } from '../../src/locks'
 import { ArgumentError, CancelledError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { ClientPool, eventually, uniqueId } from './support/clients'

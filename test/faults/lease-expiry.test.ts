@@ -6,7 +6,8 @@
  * it has lost the lease.
  */
 import assert from 'node:assert/strict'
-import { Lease, Lock, StateStoreClient } from '../../src/client'
+import { StateStoreClient } from '../../src/client'
+import { Lease, Lock } from '../../src/locks'
 import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { startEmulator, type Emulator } from '../../src/emulator'

@@ -1,11 +1,10 @@
 import type { Hlc } from '../hlc'
 import type { Bytes } from '../protocol'
 import { acquireLease, type WaitOptions } from './acquire'
-import { requirePositive, requireValue } from './arguments'
-import type { StateStoreClient } from './client'
+import { requirePositive, requireValue } from '../client/arguments'
 import { DEFAULT_LEASE_MS, Lease } from './lease'
-import { TypedEmitter } from './typed-emitter'
-import type { Observation, RequestOptions } from './types'
+import { TypedEmitter } from '../client/typed-emitter'
+import type { Observation, RequestOptions, StateStoreClient } from '../client'
 
 export interface LeaderElectionOptions {
   /** This candidate's name, stored under the position while it leads; default the client id. */

@@ -1,9 +1,8 @@
 import type { Bytes } from '../protocol'
 import { acquireLease, type WaitOptions } from './acquire'
-import type { StateStoreClient } from './client'
 import { Lease, type LeaseOptions } from './lease'
 import type { Hlc } from '../hlc'
-import type { DeleteResult, RequestOptions, SetResult } from './types'
+import type { DeleteResult, RequestOptions, SetResult, StateStoreClient } from '../client'
 
 export type LockOptions = LeaseOptions
 

@@ -1,8 +1,8 @@
 import { ConnectionError, TimeoutError } from '../errors'
 import type { Hlc } from '../hlc'
-import { cancelledBy, requirePositive } from './arguments'
+import { cancelledBy, requirePositive } from '../client/arguments'
 import type { Lease } from './lease'
-import type { Observation } from './types'
+import type { Observation } from '../client'
 import { Latch, pause } from './wait'
 
 export interface WaitOptions {

@@ -1,10 +1,9 @@
 import { ArgumentError } from '../errors'
 import type { Hlc } from '../hlc'
 import { requireKey, type Bytes } from '../protocol'
-import { requirePositive, requireValue } from './arguments'
-import type { StateStoreClient } from './client'
-import { TypedEmitter } from './typed-emitter'
-import type { Observation, RequestOptions } from './types'
+import { requirePositive, requireValue } from '../client/arguments'
+import { TypedEmitter } from '../client/typed-emitter'
+import type { Observation, RequestOptions, StateStoreClient } from '../client'
 
 export interface LeaseOptions {
   /** The value stored under the lease name; default the client id. */

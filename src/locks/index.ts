@@ -1,0 +1,8 @@
+/**
+ * Leases, locks and leader election on top of the state store client's public API (as the Go
+ * SDK's `leasedlock` sits on top of `statestore`).
+ */
+export { Lease, DEFAULT_LEASE_MS, type HolderChange, type LeaseEvents, type LeaseOptions } from './lease'
+export { Lock, type LockOptions } from './lock'
+export { LeaderElection, type LeaderElectionEvents, type LeaderElectionOptions } from './leader'
+export type { WaitOptions } from './acquire'
