@@ -26,7 +26,8 @@ const CLOSE_BOUND_MS = 2000
 /**
  * One mqtt.js v5 connection: options, K8S-SAT authentication, exponential reconnect backoff,
  * TCP_NODELAY, the subscriptions the client needs (acknowledged before it reports itself online),
- * and an observable status.
+ * and an observable status. What it relies on beyond mqtt.js's documented API is checked, one
+ * behaviour per test, in test/client/mqtt-internals.test.ts.
  */
 export class Connection extends TypedEmitter<ConnectionEvents> {
   private readonly mqtt: MqttClient

@@ -11,6 +11,9 @@ export class FakeBroker {
   readonly auths: IAuthPacket[] = []
   /** The CONNACK reason code for a CONNECT; null leaves it unanswered. */
   decide: (connect: IConnectPacket) => number | null = () => 0
+  /** The reason code of every PUBACK (0x10: no matching subscribers). */
+  pubackCode = 0
+  readonly publishes: Array<{ topic: string; messageId: number | undefined }> = []
   private readonly sockets = new Set<Socket>()
 
   private constructor(private readonly server: Server) {}
@@ -66,7 +69,8 @@ export class FakeBroker {
           send({ cmd: 'suback', messageId: packet.messageId, granted: packet.subscriptions.map(() => 1) })
           return
         case 'publish':
-          if (packet.qos === 1) send({ cmd: 'puback', messageId: packet.messageId!, reasonCode: 0 })
+          this.publishes.push({ topic: packet.topic, messageId: packet.messageId })
+          if (packet.qos === 1) send({ cmd: 'puback', messageId: packet.messageId!, reasonCode: this.pubackCode })
           return
         case 'pingreq':
           send({ cmd: 'pingresp' })
