@@ -35,7 +35,7 @@ const common = catalogue(CONFIG)
 function helpSummary(type: string): string {
   const html = readFileSync(join(repoRoot, 'nodes', 'locales', 'en-US', `${type}.html`), 'utf8')
   const body = html.replace(/^<script[^>]*>\s*/, '')
-  return body.split('\n')[0].trim()
+  return (body.split('\n')[0] ?? '').trim()
 }
 
 interface Spec {
@@ -288,7 +288,8 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         .sort()
       const dialog = await editor.importExamplesOf('node-red-contrib-aio-statestore')
       assert.deepEqual([...dialog.names].sort(), expected)
-      assert.ok(await dialog.select(expected[0]), `choosing ${expected[0]} enables Import`)
+      const first = expected[0]
+      assert.ok(first !== undefined && (await dialog.select(first)), `choosing ${first} enables Import`)
       await editor.screenshot('import-examples', editor.page.locator('.ui-dialog:visible'))
       await dialog.cancel()
     })
@@ -304,6 +305,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         await editor.onlyPaletteCategory('state store')
         const tabs = await editor.workspaces()
         const tab = tabs.find((t) => /active.?standby/i.test(t.label)) ?? tabs[0]
+        assert.ok(tab, 'the editor shows a flow tab')
         await editor.showWorkspace(tab.id)
         await page.locator('#red-ui-sidebar-debug-clear').click()
         const onTab = (await editor.flowNodes()).filter((n) => n.z === tab.id)
@@ -338,6 +340,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         assert.equal(await store.inputValue(), '_ADD_')
         assert.ok(await editor.hasError(store), 'no state store selected is marked invalid')
         const [config] = await editor.configNodes(CONFIG)
+        assert.ok(config, 'a state store config node exists')
         await store.selectOption(config.id)
         assert.ok(!(await editor.hasError(store)), 'choosing the state store clears the mark')
         for (const [prop, want] of Object.entries(spec.shows)) {
@@ -464,7 +467,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       assert.equal((await select.locator('option:checked').textContent())?.trim(), 'browser store')
       await editor.done()
       const [config] = await editor.configNodes(CONFIG)
-      assert.equal(config.name, 'browser store')
+      assert.equal(config?.name, 'browser store')
     })
   })
 

@@ -4,7 +4,7 @@ import { mergeExamples, pointAtBroker, type FlowNodeLike } from '../../dev/flows
 
 const config = { id: 'cfg', type: 'ss-config', name: 'local', broker: 'mqtt://127.0.0.1:1883', embedded: false }
 
-function example(tab: string, ids: string[], withTab = true): FlowNodeLike[] {
+function example(tab: string, ids: [string, string, string], withTab = true): FlowNodeLike[] {
   return [
     ...(withTab ? [{ id: tab, type: 'tab', label: tab }] : []),
     { id: ids[0], type: 'inject', z: tab, wires: [[ids[1]]] },
@@ -50,7 +50,12 @@ describe('dev/flows: seeding the example flows', function () {
     const ids = merged.map((n) => n.id)
     assert.equal(new Set(ids).size, ids.length)
     const inB = merged.filter((n) => n.z === 'tb')
-    const [inject, get, debug] = ['inject', 'ss-get', 'debug'].map((t) => inB.find((n) => n.type === t)!)
+    const find = (type: string) => {
+      const node = inB.find((n) => n.type === type)
+      assert.ok(node, `${type} in tab tb`)
+      return node
+    }
+    const [inject, get, debug] = [find('inject'), find('ss-get'), find('debug')]
     assert.deepEqual(inject.wires, [[get.id]])
     assert.deepEqual(get.wires, [[debug.id]])
     assert.equal(get.store, 'cfg')

@@ -21,7 +21,7 @@ function childEnv(): NodeJS.ProcessEnv {
 
 /** A Node.js that can run Node-RED 5 (>= 22.9): this one, or the `node` devDependency. */
 export function nodeBinary(): string {
-  const [major, minor] = process.versions.node.split('.').map(Number)
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number)
   if (major > 22 || (major === 22 && minor >= 9)) return process.execPath
   const local = join(repoRoot, 'node_modules', '.bin', 'node')
   if (existsSync(local)) return local
@@ -73,6 +73,7 @@ export async function npmRun(args: string[], cwd: string, timeoutMs: number): Pr
 export async function pack(dir: string): Promise<string> {
   const out = await npmRun(['pack', '--json', '--pack-destination', dir], repoRoot, 60000)
   const [info] = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string }>
+  if (!info) throw new Error(`npm pack printed no file: ${out}`)
   return join(dir, info.filename)
 }
 

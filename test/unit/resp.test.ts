@@ -379,8 +379,9 @@ describe('RESP3 encode', () => {
       const wire = encodeCommand(['GET', text])
       assert.deepStrictEqual(wire, Buffer.concat([b(`*2\r\n$3\r\nGET\r\n$${bytes}\r\n`), Buffer.from(text, 'utf8'), b('\r\n')]))
       const value = decodeExact(wire)
-      assert.ok(value.kind === 'array' && value.value[1]!.kind === 'bulk')
-      assert.equal(value.value[1].value.toString('utf8'), text)
+      const key = value.kind === 'array' ? value.value[1] : undefined
+      assert.ok(key?.kind === 'bulk')
+      assert.equal(key.value.toString('utf8'), text)
     }
   })
 
