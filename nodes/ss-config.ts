@@ -4,6 +4,7 @@ import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../
 import { ConnectionError } from '../src/errors'
 import { acquireEmbedded, releaseEmbedded } from './lib/embedded'
 import { positiveInt } from './lib/props'
+import { DEFAULTS } from '../src/client/options'
 import type { StoreConfigNode, StoreUser } from './lib/store'
 
 interface ConfigDef extends NodeDef {
@@ -42,7 +43,7 @@ export = function (RED: NodeAPI) {
     const node = this as Node<Credentials> & StoreConfigNode
     const users = new Map<string, StoreUser>()
     const clientId = def.clientId?.trim() || defaultClientId(node.id)
-    const requestTimeoutMs = positiveInt(def.requestTimeout, 10_000)
+    const requestTimeoutMs = positiveInt(def.requestTimeout, DEFAULTS.requestTimeoutMs)
     let connection: ConnectionStatus = { state: 'disconnected' }
     let client: Promise<StateStoreClient> | null = null
     let usesEmbedded = false
@@ -68,10 +69,10 @@ export = function (RED: NodeAPI) {
       const opts: ClientOptions = {
         brokerUrl,
         clientId,
-        keepaliveSec: positiveInt(def.keepalive, 60),
+        keepaliveSec: positiveInt(def.keepalive, DEFAULTS.keepaliveSec),
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
-        maxInFlight: positiveInt(def.maxInFlight, 1000),
+        maxInFlight: positiveInt(def.maxInFlight, DEFAULTS.maxInFlight),
         logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),
       }
       const expiry = Number(def.sessionExpiry)

@@ -1,6 +1,6 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../src/client'
-import { LeaderElection, Lease, Lock } from '../src/locks'
+import { DEFAULT_LEASE_MS, LeaderElection, Lease, Lock } from '../src/locks'
 import { TimeoutError } from '../src/errors'
 import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
@@ -25,13 +25,28 @@ interface LockDef extends NodeDef {
   overrides: boolean
 }
 
-/** One lock name this node works with: a lease (lease and lock modes) or an election (leader mode). */
-interface Held {
-  lease?: Lease
-  lock?: Lock
-  election?: LeaderElection
+/**
+ * One lock name this node works with, by mode: a lease, a lock (a lease that can be waited for) or
+ * an election. `busy` counts input actions in progress: their own reply reports the outcome, so a
+ * 'lost' during them is not sent again.
+ */
+type Held = LeaseHeld | LockHeld | LeaderHeld
+interface LeaseHeld {
+  readonly mode: 'lease'
+  readonly lease: Lease
+  busy: number
+}
+interface LockHeld {
+  readonly mode: 'lock'
+  readonly lock: Lock
+  readonly lease: Lease
+  busy: number
+}
+interface LeaderHeld {
+  readonly mode: 'leader'
+  readonly election: LeaderElection
+  /** Set while campaigning; aborted by release and close. */
   campaigning?: AbortController
-  /** Input actions in progress: their own reply reports the outcome, so 'lost' from them is not sent again. */
   busy: number
 }
 
@@ -42,9 +57,10 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, def)
     const node = this
     const mode: Mode = def.mode === 'lock' || def.mode === 'leader' ? def.mode : 'lease'
-    const leaseMs = positiveInt(def.leaseMs, 10_000)
+    const leaseMs = positiveInt(def.leaseMs, DEFAULT_LEASE_MS)
     const renewPeriodMs = def.autoRenew !== false ? Math.max(1, Math.floor(leaseMs / 3)) : undefined
-    const timeoutMs = positiveInt(def.timeout, 10_000)
+    // Wait for a lock at most one default lease length, as the editor's default says.
+    const timeoutMs = positiveInt(def.timeout, DEFAULT_LEASE_MS)
     const overrides = def.overrides !== false
     const keyProp = { value: def.key ?? '', type: def.keyType || 'str' }
     const held = new Map<string, Held>()
@@ -59,12 +75,12 @@ export = function (RED: NodeAPI) {
     const holder = def.holder?.trim() || `${store?.clientId ?? 'nodered'}/${node.id}`
 
     function entry(c: StateStoreClient, name: string): Held {
-      let h = held.get(name)
-      if (h) return h
-      const created: Held = { busy: 0 }
-      h = created
+      const existing = held.get(name)
+      if (existing) return existing
+      let h: Held
       if (mode === 'leader') {
         const election = new LeaderElection(c, name, { candidate: holder, termMs: leaseMs })
+        const created: LeaderHeld = { mode, election, busy: 0 }
         election.on('elected', ({ fencingToken }) => {
           status.outcome('status.leader')
           node.send([{ topic: name, payload: true, leader: true, holder, fencingToken: fencingToken.toString() }, null])
@@ -73,36 +89,36 @@ export = function (RED: NodeAPI) {
           if (closing) return
           status.outcome('status.follower')
           node.send([null, { topic: name, payload: false, leader: false, holder, reason }])
-          if (h?.campaigning) void campaign(name, h)
+          if (created.campaigning) void campaign(name, created)
         })
         election.on('error', (err) => node.warn(err.message))
-        h.election = election
+        h = created
       } else {
         const options = { holder, leaseMs, renewPeriodMs }
         const lock = mode === 'lock' ? new Lock(c, name, options) : undefined
         const lease = lock ? lock.lease : new Lease(c, name, options)
+        const created: LeaseHeld | LockHeld = lock ? { mode: 'lock', lock, lease, busy: 0 } : { mode: 'lease', lease, busy: 0 }
         lease.on('error', (err) => node.warn(err.message))
         lease.on('lost', ({ reason }) => {
           if (closing || created.busy > 0) return
           status.outcome('status.lost')
           node.send([null, { topic: name, payload: false, acquired: false, lost: true, holder, reason }])
         })
-        h.lease = lease
-        h.lock = lock
+        h = created
       }
       held.set(name, h)
       return h
     }
 
     /** Campaigns until elected; the 'elected' event reports it. Stops on close or release. */
-    async function campaign(name: string, h: Held): Promise<void> {
+    async function campaign(name: string, h: LeaderHeld): Promise<void> {
       h.campaigning?.abort()
       const abort = new AbortController()
       h.campaigning = abort
       status.outcome('status.campaigning')
       while (!abort.signal.aborted && !closing) {
         try {
-          await h.election!.campaign({ signal: abort.signal })
+          await h.election.campaign({ signal: abort.signal })
           return
         } catch (err) {
           if (abort.signal.aborted || closing) return
@@ -120,7 +136,7 @@ export = function (RED: NodeAPI) {
       try {
         const name = parseKey(await evaluateInput(RED, node, keyProp, {}, 'key', t), t)
         const h = entry(await client(), name)
-        if (!h.campaigning) void campaign(name, h)
+        if (h.mode === 'leader' && !h.campaigning) void campaign(name, h)
       } catch (err) {
         started = false
         reportError(node, status, err)
@@ -130,12 +146,12 @@ export = function (RED: NodeAPI) {
     async function releaseAll(): Promise<void> {
       closing = true
       const work = [...held.values()].map(async (h) => {
-        h.campaigning?.abort()
         try {
-          if (h.election) {
+          if (h.mode === 'leader') {
+            h.campaigning?.abort()
             if (h.election.isLeader) await h.election.resign({ timeoutMs: 800 })
             await h.election.close()
-          } else if (h.lease) {
+          } else {
             if (h.lease.fencingToken) await h.lease.release({ timeoutMs: 800 })
             await h.lease.close()
           }
@@ -164,7 +180,7 @@ export = function (RED: NodeAPI) {
       const out = (ok: boolean, m: NodeMessage) => send(ok ? [m, null] : [null, m])
 
       if (action === 'holder') {
-        const current = h.election ? { holder: await h.election.leader(), version: null } : await h.lease!.holder()
+        const current = h.mode === 'leader' ? { holder: await h.election.leader(), version: null } : await h.lease.holder()
         msg.holder = text(current.holder)
         msg.payload = msg.holder
         if (current.version) msg.version = current.version.toString()
@@ -172,22 +188,24 @@ export = function (RED: NodeAPI) {
         return out(true, msg)
       }
       if (action === 'release') {
-        if (h.campaigning) h.campaigning.abort()
-        h.campaigning = undefined
-        msg.released = h.election ? await h.election.resign() : h.lock ? await h.lock.release() : await h.lease!.release()
+        if (h.mode === 'leader') {
+          h.campaigning?.abort()
+          h.campaigning = undefined
+        }
+        msg.released = h.mode === 'leader' ? await h.election.resign() : h.mode === 'lock' ? await h.lock.release() : await h.lease.release()
         status.outcome('status.released')
         return out(true, msg)
       }
-      if (h.election) {
+      if (h.mode === 'leader') {
         if (action === 'renew') throw new InputError('ActionUnsupported', t('errors.renewLeader'))
         if (!h.campaigning) void campaign(name, h)
         return
       }
-      const lease = h.lease!
+      const lease = h.lease
       let token: string | null = null
       if (action === 'renew') {
         token = (await lease.renew()) && lease.fencingToken ? lease.fencingToken.toString() : null
-      } else if (h.lock) {
+      } else if (h.mode === 'lock') {
         try {
           token = (await h.lock.acquire({ timeoutMs })).toString()
         } catch (err) {
