@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
+import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
 import { acquireEmbedded, releaseEmbedded } from './lib/embedded'
 import { positiveInt } from './lib/props'
@@ -16,6 +17,8 @@ interface ConfigDef extends NodeDef {
   sessionExpiry: string | number
   requestTimeout: string | number
   maxInFlight: string | number
+  /** 'v1' (default) or 'preview'; the client refuses anything else. */
+  protocol?: string
 }
 
 interface Credentials {
@@ -72,6 +75,7 @@ export = function (RED: NodeAPI) {
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
         maxInFlight: positiveInt(def.maxInFlight, 1000),
+        ...(def.protocol ? { protocol: def.protocol as ProtocolName } : {}),
         logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),
       }
       const expiry = Number(def.sessionExpiry)
