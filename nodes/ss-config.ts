@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
+import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
 import { acquireEmbedded, releaseEmbedded } from './lib/embedded'
 import { positiveInt } from './lib/props'
@@ -17,6 +18,8 @@ interface ConfigDef extends NodeDef {
   sessionExpiry: string | number
   requestTimeout: string | number
   maxInFlight: string | number
+  /** 'v1' (default) or 'preview'; the client refuses anything else. */
+  protocol?: string
 }
 
 interface Credentials {
@@ -73,6 +76,7 @@ export = function (RED: NodeAPI) {
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
         maxInFlight: positiveInt(def.maxInFlight, DEFAULTS.maxInFlight),
+        ...(def.protocol ? { protocol: def.protocol as ProtocolName } : {}),
         logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),
       }
       const expiry = Number(def.sessionExpiry)

@@ -139,7 +139,8 @@ export = function (RED: NodeAPI) {
         if (h.mode === 'leader' && !h.campaigning) void campaign(name, h)
       } catch (err) {
         started = false
-        reportError(node, status, err)
+        // Cut short by the node closing (a deploy, a stop): no error of the flow's.
+        if (!closing) reportError(node, status, err)
       }
     }
 

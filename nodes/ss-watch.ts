@@ -88,7 +88,8 @@ export = function (RED: NodeAPI) {
 
     function ensureAll(): void {
       for (const [key, state] of watched) {
-        if (state === 'wanted') observe(key, def.initial === true).catch((err: unknown) => reportError(node, status, err, { topic: key }))
+        // A registration cut short by the node closing (a deploy, a stop) is no error of the flow's.
+        if (state === 'wanted') observe(key, def.initial === true).catch((err: unknown) => closing || reportError(node, status, err, { topic: key }))
       }
     }
 

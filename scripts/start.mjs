@@ -170,6 +170,12 @@ async function main() {
   // express is Node-RED's own dependency; resolve it from there so it always matches the runtime.
   const express = createRequire(require.resolve('node-red'))('express')
   const app = express()
+  // The editor port is taken now (so a busy port fails before anything is written) but requests
+  // wait until the flows run: answered earlier, Node-RED's editor API replies 503 and logs
+  // "[error] Node-RED runtime not started" for a user who simply opened the browser early.
+  let runtimeReady
+  const ready = new Promise((r) => (runtimeReady = r))
+  app.use((req, res, next) => void ready.then(() => next()))
   server = createServer(app)
   let editorPort
   try {
@@ -188,6 +194,7 @@ async function main() {
   await RED.start()
   const problem = await running
   if (stopping) return
+  runtimeReady()
   const url = `http://${settings.uiHost}:${editorPort}`
   say(`Node-RED ${RED.version()} on Node.js ${process.version}, user data in ${shown(settings.userDir)}/`)
   if (problem) say(`WARNING: the flows did not start (${problem.error}${problem.types ? ': ' + problem.types.join(', ') : ''}); see the log above`)

@@ -1,6 +1,6 @@
-import { ConnectionError, TimeoutError } from '../errors'
+import { ArgumentError, ConnectionError, TimeoutError } from '../errors'
 import type { HybridLogicalClock } from '../hlc'
-import { notificationFilter, responseTopicFor, type Bytes } from '../protocol'
+import { notificationFilter, type Bytes, type ProtocolName } from '../protocol'
 import { cancelledBy, requirePositive } from './arguments'
 import { Connection } from './connection'
 import { del } from './del'
@@ -52,8 +52,9 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     this.options = resolveOptions(options)
     this.clientId = this.options.clientId
     this.clock = this.options.clock
-    const responseTopic = responseTopicFor(this.clientId)
-    this.connection = new Connection(this.options, [responseTopic, notificationFilter(this.clientId)])
+    const { dialect } = this.options
+    const responseTopic = dialect.responseTopic(this.clientId)
+    this.connection = new Connection(this.options, dialect.notifications ? [responseTopic, notificationFilter(this.clientId)] : [responseTopic])
     this.requests = new Requests(this.connection, this.options, responseTopic)
     this.notifications = new Notifications(
       this.requests.invoke,
@@ -72,6 +73,16 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     })
     this.connection.on('offline', () => this.notifications.onOffline())
     this.connection.on('status', (status) => this.emit('status', status))
+  }
+
+  /** The dialect this client speaks (ClientOptions.protocol). */
+  get protocol(): ProtocolName {
+    return this.options.dialect.name
+  }
+
+  /** Whether observe() can work: the preview dialect has no KEYNOTIFY. */
+  get canObserve(): boolean {
+    return this.options.dialect.notifications
   }
 
   get status(): ConnectionStatus {
@@ -140,6 +151,7 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
    * missed meanwhile arrive as one notification with `reconciled: true`.
    */
   observe(key: Bytes, listener: NotificationListener, options?: RequestOptions): Promise<Observation> {
+    if (!this.canObserve) return Promise.reject(new ArgumentError(`key notifications do not exist in the ${this.protocol} protocol (it has no KEYNOTIFY); use protocol v1`))
     return this.notifications.observe(key, listener, options)
   }
 

@@ -1,7 +1,7 @@
 import type { IPublishPacket } from 'mqtt'
 import { ProtocolError } from '../errors'
 import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
-import { CONTENT_TYPE, PROTOCOL_VERSION, Prop } from '../protocol'
+import { CONTENT_TYPE, dialect as dialectNamed, PROTOCOL_VERSION, Prop, type Dialect } from '../protocol'
 import type { PublishProperties } from './connection'
 
 /** What a response or notification carries besides its payload. */
@@ -19,19 +19,24 @@ export interface RequestEnvelope {
   expirySec: number
   fencingToken?: Hlc
   persist?: boolean
+  /** v1 when absent. */
+  dialect?: Dialect
 }
+
+const V1 = dialectNamed('v1')
 
 /** The MQTT 5 properties every request carries (protocol reference, section 2.1). */
 export function requestProperties(e: RequestEnvelope): PublishProperties {
-  const user: Record<string, string> = {
+  const d = e.dialect ?? V1
+  const user: Record<string, string> = !d.statusHeaders ? { [d.timestampProperty]: d.formatHlc(e.timestamp) } : {
     [Prop.timestamp]: e.timestamp.toString(),
     [Prop.sourceId]: e.clientId,
     [Prop.protocolVersion]: PROTOCOL_VERSION,
     [Prop.partition]: e.clientId,
     [Prop.highPriority]: '',
   }
-  if (e.fencingToken) user[Prop.fencingToken] = e.fencingToken.toString()
-  if (e.persist) user[Prop.persist] = 'true'
+  if (e.fencingToken) user[d.fencingTokenProperty] = d.formatHlc(e.fencingToken)
+  if (e.persist && d.statusHeaders) user[Prop.persist] = 'true'
   return {
     responseTopic: e.responseTopic,
     correlationData: e.correlation,
@@ -55,7 +60,9 @@ export function userProperty(properties: Properties, name: string): string | und
  * `__protVer` major 1 when present, and a `__ts` that parses and that the clock accepts (a drifted
  * one fails the call).
  */
-export function readResponse(properties: Properties, payload: Buffer, clock: HybridLogicalClock): ServiceResponse {
+export function readResponse(properties: Properties, payload: Buffer, clock: HybridLogicalClock, d: Dialect = V1): ServiceResponse {
+  // The preview dialect has no status header: errors travel only as -ERR payloads.
+  if (!d.statusHeaders) return { payload, version: readTimestamp(properties, clock, d.timestampProperty) }
   const status = userProperty(properties, Prop.status)
   if (status === undefined) throw new ProtocolError(`the response has no ${Prop.status} header`)
   const code = Number(status)
@@ -69,15 +76,15 @@ export function readResponse(properties: Properties, payload: Buffer, clock: Hyb
 }
 
 /** `__ts` of a response or notification, merged into the clock. */
-export function readTimestamp(properties: Properties, clock: HybridLogicalClock): Hlc | null {
-  const text = userProperty(properties, Prop.timestamp)
+export function readTimestamp(properties: Properties, clock: HybridLogicalClock, name: string = Prop.timestamp): Hlc | null {
+  const text = userProperty(properties, name)
   if (text === undefined) return null
   try {
     const version = Hlc.parse(text)
     clock.update(version)
     return version
   } catch (err) {
-    if (err instanceof HlcError) throw new ProtocolError(`bad ${Prop.timestamp} ${JSON.stringify(text)}: ${err.message}`, { cause: err })
+    if (err instanceof HlcError) throw new ProtocolError(`bad ${name} ${JSON.stringify(text)}: ${err.message}`, { cause: err })
     throw err
   }
 }

@@ -1,5 +1,6 @@
 import { ArgumentError } from '../errors'
 import { HybridLogicalClock } from '../hlc'
+import { dialect, isProtocolName, PROTOCOL_NAMES, type Dialect } from '../protocol'
 import type { ClientOptions, Logger } from './types'
 
 export const DEFAULTS = {
@@ -23,6 +24,7 @@ export interface ResolvedOptions extends ClientOptions {
   maxQueued: number
   clock: HybridLogicalClock
   logger: Logger
+  dialect: Dialect
 }
 
 const PROTOCOLS = new Set(['mqtt:', 'mqtts:', 'ws:', 'wss:', 'tcp:', 'ssl:'])
@@ -46,6 +48,9 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     // It becomes a level of the response topic; a wildcard or slash there would break the subscription.
     throw new ArgumentError(`the client id ${JSON.stringify(options.clientId)} must not contain "+", "#" or "/"`)
   }
+  if (options.protocol !== undefined && !isProtocolName(options.protocol)) {
+    throw new ArgumentError(`protocol must be one of ${PROTOCOL_NAMES.join(', ')}, got ${JSON.stringify(options.protocol)}`)
+  }
   const resolved: ResolvedOptions = {
     ...options,
     keepaliveSec: count(options.keepaliveSec, DEFAULTS.keepaliveSec, 'keepaliveSec', 0),
@@ -58,6 +63,7 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     maxQueued: count(options.maxQueued, options.maxInFlight ?? DEFAULTS.maxInFlight, 'maxQueued', 0),
     clock: options.clock ?? new HybridLogicalClock({ maxDriftMs: count(options.maxClockDriftMs, DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0) }),
     logger: options.logger ?? (() => {}),
+    dialect: dialect(options.protocol),
   }
   if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new ArgumentError('reconnectMaxMs must not be smaller than reconnectMinMs')
   if (options.sessionExpirySec !== undefined) count(options.sessionExpirySec, 0, 'sessionExpirySec', 0)

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto'
 import type { IPublishPacket } from 'mqtt'
 import { ArgumentError, ConnectionError, OverloadedError, ProtocolError, TimeoutError } from '../errors'
 import { HlcError, type Hlc } from '../hlc'
-import { REQUEST_TOPIC } from '../protocol'
 import { cancelledBy } from './arguments'
 import { backoffDelay } from './backoff'
 import type { PublishProperties } from './connection'
@@ -127,7 +126,7 @@ export class Requests {
     }
     let reply: ServiceResponse
     try {
-      reply = readResponse(packet.properties, payload, this.options.clock)
+      reply = readResponse(packet.properties, payload, this.options.clock, this.options.dialect)
     } catch (err) {
       this.settle(p, err as Error)
       return
@@ -174,6 +173,7 @@ export class Requests {
       p.properties = requestProperties({
         clientId: this.options.clientId,
         responseTopic: this.responseTopic,
+        dialect: this.options.dialect,
         correlation: p.correlation,
         timestamp,
         expirySec: 1,
@@ -184,7 +184,7 @@ export class Requests {
     p.phase = 'sent'
     // The broker drops the request once our wait is over, so a late duplicate is not executed.
     const properties = { ...p.properties, messageExpiryInterval: Math.ceil(remaining / 1000) }
-    p.messageId = this.transport.publish(REQUEST_TOPIC, p.invocation.payload, properties, ({ error, noSubscribers }) => {
+    p.messageId = this.transport.publish(this.options.dialect.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
       if (error) this.settle(p, error)
       else if (noSubscribers && !p.settled) {
         // Nobody received it, so sending it again cannot execute it twice.

@@ -1,6 +1,6 @@
 import type { Hlc, HybridLogicalClock } from '../hlc'
 import type { Logger } from '../log'
-import type { SetCondition } from '../protocol'
+import type { ProtocolName, SetCondition } from '../protocol'
 
 export type { LogLevel, Logger } from '../log'
 
@@ -54,6 +54,12 @@ export interface ClientOptions {
   maxClockDriftMs?: number
   /** Share one hybrid logical clock between clients of one application; created if absent. */
   clock?: HybridLogicalClock
+  /**
+   * The dialect to speak: 'v1' (default; the official clients' protocol) or 'preview' (the 2023
+   * public preview's: another request topic, `Timestamp`/`FencingToken` properties, no key
+   * notifications). See docs/client.md.
+   */
+  protocol?: ProtocolName
   /** Diagnostics the client cannot report anywhere else: dropped late responses, re-registration failures. */
   logger?: Logger
 }

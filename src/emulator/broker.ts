@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, type Server, type Socket } from 'node:net'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
-import { Prop, REQUEST_TOPIC } from '../protocol'
+import { Prop, REQUEST_TOPICS } from '../protocol'
 import { makeLogger, type FilteredLogger } from './log'
 import { within } from './util'
 
@@ -106,7 +106,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     // broker knows who is connected, so a client cannot claim to be someone else.
     authorizePublish: (client, packet, done) => {
       if (packet.topic.startsWith('$SYS/')) return done(new Error('$SYS/ topics are reserved'))
-      if (client && packet.topic === REQUEST_TOPIC) {
+      if (client && REQUEST_TOPICS.includes(packet.topic)) {
         const properties = (packet.properties ??= {})
         properties.userProperties = { ...properties.userProperties, [Prop.sourceId]: client.id }
       }

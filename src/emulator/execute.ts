@@ -1,5 +1,5 @@
 import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
-import { maxNotifiedKeyBytes, Prop, Reply } from '../protocol'
+import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../protocol'
 import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../errors'
 import { accessOf, parseCommand, type Command } from './commands'
 import type { Authorizer } from './authorization'
@@ -13,6 +13,8 @@ export interface RequestContext {
   prop(name: string): string | undefined
   /** Who is asking: the client id notifications are addressed to and rules are matched against. */
   clientId: string
+  /** The dialect the request came in; v1 when absent. */
+  dialect?: Dialect
 }
 
 export interface Answer {
@@ -45,6 +47,9 @@ export class Executor {
     const parsed = parseCommand(payload)
     if (!parsed.ok) return refuse(parsed.code, parsed.detail)
     const command = parsed.command
+    if (command.verb === 'KEYNOTIFY' && ctx.dialect?.notifications === false) {
+      return refuse('UnknownCommand', `KEYNOTIFY does not exist in the ${ctx.dialect.name} dialect`, command)
+    }
     const { clock, authorizer, persistence } = this.options
 
     const tsText = ctx.prop(Prop.timestamp)

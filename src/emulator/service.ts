@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
 import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, isAllowedResponseTopic, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
+import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from './dedup'
 import type { Answer, Executor, RequestContext } from './execute'
 import type { FilteredLogger } from './log'
@@ -98,6 +99,9 @@ export class StateStoreService {
       })
       const granted = await service.client.subscribeAsync(REQUEST_TOPIC, { qos: 1 })
       if (!granted[0] || granted[0].qos !== 1) throw new Error(`the broker refused the subscription to ${REQUEST_TOPIC} (${JSON.stringify(granted)})`)
+      // The 2023 preview dialect is served too; a broker that refuses its `$`-topic costs only that dialect.
+      const preview = await service.client.subscribeAsync(PREVIEW_REQUEST_TOPIC, { qos: 1 })
+      if (preview[0]?.qos !== 1) options.log('warn', `the broker refused the subscription to ${PREVIEW_REQUEST_TOPIC}: the preview dialect is not served`)
     } catch (err) {
       await service.client.endAsync(true)
       throw err
@@ -145,12 +149,14 @@ export class StateStoreService {
   }
 
   private onPublish(packet: IPublishPacket): void {
-    if (this.stopped || packet.topic !== REQUEST_TOPIC) return
+    const dialect = dialectOfRequestTopic(packet.topic)
+    if (this.stopped || !dialect) return
     const { log } = this.options
     const props = packet.properties ?? {}
     const responseTopic = props.responseTopic
     const correlation = props.correlationData
-    const prop = userProps(props.userProperties)
+    const raw = userProps(props.userProperties)
+    const prop = (name: string) => raw(dialectPropertyName(dialect, name))
     const who = callerOf(prop, responseTopic)
     if (!responseTopic) return log('warn', `request from ${JSON.stringify(who)} dropped: no Response Topic`)
     if (!correlation || correlation.length === 0) return log('warn', `request from ${JSON.stringify(who)} dropped: no Correlation Data`)
@@ -161,7 +167,7 @@ export class StateStoreService {
     const now = Date.now()
     const expirySec = props.messageExpiryInterval
     const expiresAt = now + (expirySec !== undefined ? expirySec * 1000 : DEFAULT_DEDUP_WINDOW_MS)
-    const reply = { responseTopic, correlation, hasExpiry: expirySec !== undefined }
+    const reply = { responseTopic, correlation, hasExpiry: expirySec !== undefined, dialect }
     const dedupId = DedupCache.idOf(responseTopic, correlation)
     const seen = this.options.dedup.lookup(dedupId, now)
     if (seen.state === 'done') {
@@ -176,7 +182,7 @@ export class StateStoreService {
     const entry = this.options.dedup.begin(dedupId, expiresAt, now)
     let answer: Answer
     try {
-      answer = this.options.executor.execute(payload, { prop, clientId: who } satisfies RequestContext)
+      answer = this.options.executor.execute(payload, { prop, clientId: who, dialect } satisfies RequestContext)
     } catch (err) {
       // A bug, not a bad request: say so loudly, answer nothing, keep serving.
       log('error', `request from ${JSON.stringify(who)} failed: ${(err as Error).stack ?? err}`)
@@ -217,8 +223,7 @@ export class StateStoreService {
   }
 
   private respond(reply: ReplyTo, answer: CachedAnswer, expiresAt: number): void {
-    const userProperties: Record<string, string> = { [Prop.status]: '200', [Prop.protocolVersion]: PROTOCOL_VERSION }
-    if (answer.timestamp !== undefined) userProperties[Prop.timestamp] = answer.timestamp
+    const userProperties = responseUserProperties(reply.dialect, answer.timestamp)
     let messageExpiryInterval: number | undefined
     if (reply.hasExpiry) {
       messageExpiryInterval = Math.ceil((expiresAt - Date.now()) / 1000)
@@ -230,7 +235,8 @@ export class StateStoreService {
     const properties = {
       correlationData: reply.correlation,
       contentType: CONTENT_TYPE,
-      userProperties,
+      // mqtt-packet cannot encode an empty user-property map (a preview answer without a version).
+      ...(Object.keys(userProperties).length > 0 ? { userProperties } : {}),
       ...(messageExpiryInterval !== undefined ? { messageExpiryInterval } : {}),
     }
     if (this.tooLarge(reply.responseTopic, answer.payload, properties, `answer on ${reply.responseTopic.slice(0, 200)}`)) return
@@ -242,6 +248,8 @@ interface ReplyTo {
   responseTopic: string
   correlation: Buffer
   hasExpiry: boolean
+  /** Answers go out in the dialect the request came in. */
+  dialect: Dialect
 }
 
 type UserProperties = NonNullable<NonNullable<IPublishPacket['properties']>['userProperties']>

@@ -13,6 +13,8 @@ export interface WaitOptions {
 
 const BACKOFF_BASE_MS = 20
 const BACKOFF_MAX_MS = 250
+/** How often a waiter without key notifications tries again. */
+const POLL_MS = 100
 
 /**
  * Waits until the lease is ours: observe the key first (so no DELETE is missed), try; when
@@ -31,13 +33,16 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
 
   const freed = new Latch()
   let observation: Observation | null = null
-  try {
-    observation = await client.observe(lease.name, (n) => n.operation === 'DELETE' && freed.set(), {
-      ...(Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}),
-      ...(signal ? { signal } : {}),
-    })
-  } catch (err) {
-    throw err instanceof TimeoutError && remaining() <= 0 ? expired() : err
+  // Without key notifications (the preview dialect) a freed lease is found by trying again.
+  if (client.canObserve) {
+    try {
+      observation = await client.observe(lease.name, (n) => n.operation === 'DELETE' && freed.set(), {
+        ...(Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}),
+        ...(signal ? { signal } : {}),
+      })
+    } catch (err) {
+      throw err instanceof TimeoutError && remaining() <= 0 ? expired() : err
+    }
   }
   try {
     for (let attempt = 0; ; attempt++) {
@@ -48,7 +53,7 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
         const requestTimeout = Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}
         const result = await lease.tryAcquire({ ...requestTimeout, ...(signal ? { signal } : {}) })
         if (result.acquired) return result.fencingToken!
-        await pause(Math.min(lease.leaseMs, remaining()), { signal, latch: freed, client, what })
+        await pause(Math.min(observation ? lease.leaseMs : POLL_MS, remaining()), { signal, latch: freed, client, what })
       } catch (err) {
         if (!retryable(err, client.status.state)) throw err
         if (remaining() <= 0) throw expired()
@@ -59,7 +64,7 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
       await pause(Math.min(backoff, remaining()), { signal, client, what })
     }
   } finally {
-    await observation.close()
+    await observation?.close()
   }
 }
 

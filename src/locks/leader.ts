@@ -94,7 +94,9 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
     if (watching) await watching.then((o) => o.close()).catch(() => {})
   }
 
-  private watch(options: RequestOptions): Promise<Observation> {
+  private watch(options: RequestOptions): Promise<Observation | null> {
+    // Without key notifications (the preview dialect) leader() still answers; 'leader' events are not emitted.
+    if (!this.lease.client.canObserve) return Promise.resolve(null)
     if (!this.watching) {
       this.watching = this.lease.observe((change) => this.seen(change.holder), options)
       // The current leader once, so that a follower knows who leads without waiting for a change.

@@ -1,5 +1,7 @@
 /** The one topic every request is published to. */
 export const REQUEST_TOPIC = 'statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke'
+/** The request topic of the 2023 public preview's dialect (see dialect.ts). */
+export const PREVIEW_REQUEST_TOPIC = '$services/statestore/_any_/command/invoke/request'
 /** Topics under this prefix belong to the service; clients must never use them as response topics. */
 export const SERVICE_CLIENTS_PREFIX = 'clients/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8'
 export const PROTOCOL_VERSION = '1.0'

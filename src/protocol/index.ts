@@ -1,4 +1,15 @@
-export { CONTENT_TYPE, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from './constants'
+export { CONTENT_TYPE, PREVIEW_REQUEST_TOPIC, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from './constants'
+export {
+  dialect,
+  dialectOfRequestTopic,
+  dialectPropertyName,
+  isProtocolName,
+  PROTOCOL_NAMES,
+  REQUEST_TOPICS,
+  responseUserProperties,
+  type Dialect,
+  type ProtocolName,
+} from './dialect'
 export { Notification, Reply } from './replies'
 export { Request, requireExpiry, requireKey, toBytes, type Bytes, type SetCondition, type SetRequestOptions } from './requests'
 export {

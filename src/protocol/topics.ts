@@ -1,4 +1,4 @@
-import { REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from './constants'
+import { PREVIEW_REQUEST_TOPIC, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from './constants'
 
 /** Upper-case base16, as the service and the official clients write client ids and keys in topics. */
 export function hexUpper(bytes: Buffer | string): string {
@@ -16,9 +16,9 @@ export function responseTopicFor(clientId: string): string {
   return `clients/${clientId}/services/${REQUEST_TOPIC}/response`
 }
 
-/** Whether a service may publish a response to this topic (the request topic and the service's own space are refused). */
+/** Whether a service may publish a response to this topic (the request topics and the service's own space are refused). */
 export function isAllowedResponseTopic(topic: string): boolean {
-  return topic.length > 0 && topic !== REQUEST_TOPIC && !topic.startsWith(SERVICE_CLIENTS_PREFIX) && !/[+#]/.test(topic)
+  return topic.length > 0 && topic !== REQUEST_TOPIC && topic !== PREVIEW_REQUEST_TOPIC && !topic.startsWith(SERVICE_CLIENTS_PREFIX) && !/[+#]/.test(topic)
 }
 
 /** An MQTT topic name is a UTF-8 string with a two-byte length prefix (MQTT 5, 1.5.4). */

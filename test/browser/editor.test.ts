@@ -417,7 +417,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       const groups: Record<string, string[]> = {
         connection: ['embedded', 'broker', 'clientId'],
         security: ['username', 'password', 'satTokenFile', 'usetls'],
-        advanced: ['keepalive', 'cleanStart', 'sessionExpiry', 'requestTimeout', 'maxInFlight'],
+        advanced: ['keepalive', 'cleanStart', 'sessionExpiry', 'requestTimeout', 'maxInFlight', 'protocol'],
       }
       for (const [i, [tab, props]] of Object.entries(groups).entries()) {
         await tabs.nth(i).click()

@@ -151,6 +151,26 @@ describe('nodes: ss-config lifecycle', function () {
     assert.equal(((await caught).error as { cause: { kind: string } }).cause.kind, 'connection')
   })
 
+  it('speaks the 2023 preview dialect when told: set and get work, a watch node reports that the dialect has no notifications', async () => {
+    const flow = usersFlow(store.url, { protocol: 'preview' }, 'a')
+    flow.push(onTab({ id: 'watch', type: 'ss-watch', store: 'cfg', keys: 'a', decode: 'auto', wires: [[]] }))
+    await helper.load(ALL, flow)
+    // The watch node registers once connected, which is after load returns.
+    const caught = nextMessage(helper.getNode('caught'))
+    await connected('set', 'get')
+    const cfg = helper.getNode('cfg') as unknown as { connected(): Promise<{ protocol: string }> }
+    assert.equal((await cfg.connected()).protocol, 'preview')
+    const error = (await caught).error as { message: string; source: { id: string } }
+    assert.equal(error.source.id, 'watch')
+    assert.match(error.message, /preview protocol/)
+    const written = nextMessage(helper.getNode('setOut'))
+    helper.getNode('set').receive({ payload: 'over the preview' })
+    await written
+    const read = nextMessage(helper.getNode('getOut'))
+    helper.getNode('get').receive({})
+    assert.equal((await read).payload, 'over the preview')
+  })
+
   it('substitutes ${ENV} in the broker URL', async () => {
     process.env.SS_TEST_BROKER = store.url
     try {

@@ -185,6 +185,15 @@ export class NodeRedProcess {
     clearTimeout(killer)
   }
 
+  /** `kill -9`: no flow is closed and no lease released, as when the machine dies. */
+  async kill(): Promise<void> {
+    const child = this.child
+    this.child = null
+    if (!child || child.exitCode !== null || child.signalCode !== null) return
+    child.kill('SIGKILL')
+    await this.exited
+  }
+
   async getJson<T>(path: string): Promise<T> {
     const res = await fetch(this.url + path, { headers: { Accept: 'application/json' } })
     if (!res.ok) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`)

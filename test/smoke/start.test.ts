@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort } from '../support/mosquitto'
 import { Comms, nodeBinary, repoRoot } from './node-red'
 
 const READY = /editor ready at (http:\/\/127\.0\.0\.1:\d+)/
@@ -20,9 +21,9 @@ interface Started {
 }
 
 /** Runs start.mjs directly, or (underShell) the way npm does: as the child of an `sh -c`. */
-function startScript(userDir: string, underShell = false): Promise<Started> {
+function startScript(userDir: string, underShell = false, editorPort = 0): Promise<Started> {
   return new Promise((resolve, reject) => {
-    const env = { ...process.env, PORT: '0', MQTT_PORT: '0', NODE_RED_USER_DIR: userDir, EMULATOR_LOG_LEVEL: 'warn' }
+    const env = { ...process.env, PORT: String(editorPort), MQTT_PORT: '0', NODE_RED_USER_DIR: userDir, EMULATOR_LOG_LEVEL: 'warn' }
     const script = join(repoRoot, 'scripts', 'start.mjs')
     // The trailing `:` keeps any shell from exec-ing node in its own place.
     const [command, args] = underShell ? ['sh', ['-c', `"${nodeBinary()}" "${script}"; :`]] : [nodeBinary(), [script]]
@@ -135,6 +136,40 @@ describe('npm start (scripts/start.mjs)', function () {
     assert.equal(await closes(editor, 10000), true, 'editor port closed')
     assert.equal(await closes(broker, 10000), true, 'broker port closed')
     running = null
+  })
+
+  it('answers an editor request made during start-up with the editor once the runtime runs, and logs no error', async function () {
+    const port = await freePort()
+    const editorUrl = `http://127.0.0.1:${port}/`
+    const starting = startScript(userDir, false, port)
+    // Ask as early as the port accepts connections: the request is made before the ready line.
+    let earlyStatus = 0
+    let earlyBody = ''
+    let askedBeforeReady = false
+    let ready = false
+    void starting.then(() => (ready = true), () => undefined)
+    const early = (async () => {
+      const deadline = Date.now() + 25000
+      while (Date.now() < deadline && !ready) {
+        if (await listening(editorUrl)) {
+          askedBeforeReady = !ready
+          const res = await fetch(editorUrl)
+          earlyStatus = res.status
+          earlyBody = await res.text()
+          return
+        }
+        await new Promise((r) => setTimeout(r, 10))
+      }
+    })()
+    running = await starting
+    await early
+    assert.ok(askedBeforeReady, 'the editor URL was requested before "editor ready" was printed')
+    assert.equal(earlyStatus, 200, earlyBody)
+    assert.match(earlyBody, /<title>Node-RED<\/title>/)
+    assert.equal(await stopScript(running), 0)
+    const output = running.output()
+    running = null
+    assert.deepEqual(output.split('\n').filter((l) => /\[error\]|not started/i.test(l)), [], output)
   })
 
   it("never overwrites the user's flow file", async function () {
