@@ -1,5 +1,8 @@
 import { startEmulator, type Emulator } from '../../src/emulator'
 
+/** A broker running in this process, to be reached without loopback TCP (see the config node). */
+export { inProcessConnector } from '../../src/emulator'
+
 export type EmbeddedLogger = (level: 'error' | 'warn' | 'info' | 'debug', message: string) => void
 
 /**
