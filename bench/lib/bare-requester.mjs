@@ -61,6 +61,8 @@ export async function connectBare(brokerUrl) {
     })
   }
   return {
+    /** One request of these bytes; `onReply` when its answer is back. */
+    send,
     /**
      * The same contract as load.mjs's drive(): `window` requests in flight for `ms`, each loop sending
      * its next when its previous is answered; ops/s until the last answer, latencies in ms when asked.
