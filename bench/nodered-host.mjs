@@ -1,14 +1,16 @@
 // A Node-RED runtime for bench/nodered.mjs, embedded in this process (forked, with IPC), loading
 // this package from the working tree and node-red-contrib-redis from node_modules. Flows (the
 // parent writes them): each ends in a function node calling `global.get('benchSink')(msg)`.
-//   argv: <userDir>
+//   argv: <userDir> <echo broker url>
 //   IPC in:  { run: <entry node id>, sink: <name>, count, window, key prefix }  -> { msgsPerSec, errors }
+//            { bare: true, count, window } -> { msgsPerSec }: the bare mqtt.js reference, SET then GET per msg
 //            { watch: 'start' } / { watch: 'stop' } -> { latencies } (ms, from the hrtime in the value)
 //            'stop'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { ROOT } from './lib/harness.mjs'
+import { connectBare, fixedRequest } from './lib/bare-requester.mjs'
 
 const require = createRequire(import.meta.url)
 const userDir = process.argv[2]
@@ -66,15 +68,40 @@ function run({ run: entryId, sink, count, window, prefix }) {
   })
 }
 
+/** The bare reference: a plain mqtt.js requester in this process, two requests per msg like the flow. */
+const bare = await connectBare(process.argv[3])
+function runBare({ count, window }) {
+  return new Promise((resolve) => {
+    const setBytes = fixedRequest('SET')
+    const getBytes = fixedRequest('GET')
+    let sent = 0
+    let done = 0
+    const t0 = performance.now()
+    const next = () => {
+      if (sent >= count) return
+      sent++
+      bare.send(setBytes, () =>
+        bare.send(getBytes, () => {
+          if (++done === count) resolve({ msgsPerSec: (count / (performance.now() - t0)) * 1000 })
+          else next()
+        }),
+      )
+    }
+    for (let k = 0; k < window; k++) next()
+  })
+}
+
 let latencies = []
 process.on('message', async (m) => {
   if (m === 'stop') {
+    await bare.close()
     await RED.stop()
     server.closeAllConnections()
     server.close()
     process.exit(0)
   }
   if (m.run) process.send(await run(m))
+  if (m.bare) process.send(await runBare(m))
   if (m.watch === 'start') {
     latencies = []
     onSink = (name, msg) => {

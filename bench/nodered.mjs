@@ -4,14 +4,17 @@
 //    flow at a time, with ss-set/ss-get on the emulator (its own process, through mosquitto)
 //    against the same flow shape with node-red-contrib-redis `redis-command` nodes on redis-server,
 //    and against ss-set/ss-get on the echo responder (the MQTT limit for these nodes); msgs/s,
-//    rounds interleaved, ratios per round.
+//    rounds interleaved, ratios per round. Also ss-set/ss-get on the config node's embedded
+//    emulator (in the Node-RED process, reached without TCP), and the bare-MQTT reference: a plain
+//    mqtt.js requester (bench/lib/bare-requester.mjs) in the Node-RED process doing the flow's two
+//    requests per msg (SET, then GET) on the same echo responder, 100 msgs at a time.
 //  - ss-watch latency: one ss-watch node watching 1,000 keys, 2,000 SETs/s from a client in
 //    another process (bench/lib/watch-writer.mjs); SET sent -> msg at the node after ss-watch.
 import { fork } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BENCH_DIR, benchArgs, fmtRange, fmtRatio, interleave, percentiles, sleep, summarize, table, writeResult } from './lib/harness.mjs'
+import { BENCH_DIR, benchArgs, fmtRange, fmtRatio, interleave, pairRatio, percentiles, sleep, summarize, table, writeResult } from './lib/harness.mjs'
 import { keyOf } from './lib/load.mjs'
 import { startEchoProcess, startEmulatorProcess, startMosquitto, startRedis } from './lib/procs.mjs'
 
@@ -44,6 +47,8 @@ const flows = [
   { id: 'echoconf', type: 'ss-config', name: 'echo', embedded: false, broker: echoBroker.urls[0], clientId: 'bench-node-red-echo', usetls: false, tls: '', keepalive: '60', cleanStart: true, sessionExpiry: '', requestTimeout: '10000', maxInFlight: '1000' },
   ...ssFlow('ss', 'ssconf'),
   ...ssFlow('echo', 'echoconf'),
+  { id: 'embconf', type: 'ss-config', name: 'embedded', embedded: true, broker: '', clientId: 'bench-node-red-embedded', usetls: false, tls: '', keepalive: '60', cleanStart: true, sessionExpiry: '', requestTimeout: '10000', maxInFlight: '1000' },
+  ...ssFlow('emb', 'embconf'),
   { id: 'rdconf', type: 'redis-config', name: 'bench', options: JSON.stringify({ host: '127.0.0.1', port: redis.port }), cluster: false, optionsType: 'json' },
   { id: 'rd-set', type: 'redis-command', z: 'bench', server: 'rdconf', command: 'set', name: '', topic: '', params: '', paramsType: 'json', payloadType: 'json', block: false, x: 0, y: 0, wires: [['rd-clear']] },
   clearPayload('rd-clear', 'rd-get'),
@@ -55,7 +60,7 @@ const flows = [
 
 const userDir = mkdtempSync(join(tmpdir(), 'bench-node-red-'))
 writeFileSync(join(userDir, 'flows.json'), JSON.stringify(flows))
-const host = fork(join(BENCH_DIR, 'nodered-host.mjs'), [userDir], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [] })
+const host = fork(join(BENCH_DIR, 'nodered-host.mjs'), [userDir, echoBroker.urls[0]], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [] })
 const next = () => new Promise((resolve) => host.once('message', resolve))
 const ask = (m) => {
   const reply = next()
@@ -68,11 +73,12 @@ try {
   await sleep(2000)
 
   const r = await interleave({
-    variants: ['ss', 'echo', 'redis'],
+    variants: ['ss', 'emb', 'echo', 'bare', 'redis'],
     reference: 'redis',
     rounds,
     warmup: 1,
     measure: async (v) => {
+      if (v === 'bare') return (await ask({ bare: true, count: COUNT, window: WINDOW })).msgsPerSec
       const { msgsPerSec, errors } = await ask({ run: v === 'redis' ? 'rd-set' : `${v}-set`, sink: v, count: COUNT, window: WINDOW, prefix: `${v}-` })
       if (errors > 0) throw new Error(`${v}: ${errors} msgs came out with the wrong payload`)
       return msgsPerSec
@@ -80,7 +86,8 @@ try {
   })
   // ss against the echo limit, per round.
   const vsEcho = summarize(r.ss.value.samples.map((x, i) => x / r.echo.value.samples[i]))
-  console.log(`node-red: ss ${fmtRange(r.ss.value)} msgs/s, ss on the echo responder ${fmtRange(r.echo.value)}, redis ${fmtRange(r.redis.value)} msgs/s; ss / redis ${fmtRatio(r.ss.value.ratio)}, ss / echo ${fmtRatio(vsEcho)}`)
+  const toBare = (v) => pairRatio(r, v, 'bare')
+  console.log(`node-red: ss ${fmtRange(r.ss.value)} msgs/s, ss embedded ${fmtRange(r.emb.value)}, ss on the echo responder ${fmtRange(r.echo.value)}, bare mqtt.js ${fmtRange(r.bare.value)}, redis ${fmtRange(r.redis.value)} msgs/s; ss / redis ${fmtRatio(r.ss.value.ratio)}, embedded / redis ${fmtRatio(r.emb.value.ratio)}, ss / echo ${fmtRatio(vsEcho)}, ss / bare ${fmtRatio(toBare('ss'))}`)
 
   // ss-watch latency, several rounds of the same load.
   const writer = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], 'statestore', String(WATCH_RATE), String(WATCH_MS), String(WATCH_KEYS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
@@ -111,11 +118,13 @@ try {
   const lost = watchRounds.reduce((a, x) => a + x.lost, 0)
   const t1 = table(
     `Node-RED flow: ${COUNT} msgs through set -> change -> get, ${WINDOW} in the flow, msgs/s median (min–max) over ${rounds} interleaved rounds`,
-    ['flow', 'msgs/s', 'ratio to redis', 'ratio to the echo limit'],
+    ['flow', 'msgs/s', 'ratio to redis', 'ratio to the echo limit', 'ratio to bare MQTT'],
     [
-      ['ss-set -> ss-get (emulator via mosquitto)', fmtRange(r.ss.value), fmtRatio(r.ss.value.ratio), fmtRatio(vsEcho)],
-      ['ss-set -> ss-get (echo responder via mosquitto: the MQTT limit)', fmtRange(r.echo.value), fmtRatio(r.echo.value.ratio), '1 (reference)'],
-      ['redis-command set -> get (node-red-contrib-redis, redis-server)', fmtRange(r.redis.value), '1 (reference)', ''],
+      ['ss-set -> ss-get (emulator via mosquitto)', fmtRange(r.ss.value), fmtRatio(r.ss.value.ratio), fmtRatio(vsEcho), fmtRatio(toBare('ss'))],
+      ['ss-set -> ss-get (embedded emulator, in the Node-RED process, no TCP)', fmtRange(r.emb.value), fmtRatio(r.emb.value.ratio), '', fmtRatio(toBare('emb'))],
+      ['ss-set -> ss-get (echo responder via mosquitto: the MQTT limit)', fmtRange(r.echo.value), fmtRatio(r.echo.value.ratio), '1 (reference)', fmtRatio(toBare('echo'))],
+      ['bare mqtt.js SET then GET per msg (echo responder via mosquitto, in the Node-RED process)', fmtRange(r.bare.value), fmtRatio(r.bare.value.ratio), '', '1 (reference)'],
+      ['redis-command set -> get (node-red-contrib-redis, redis-server)', fmtRange(r.redis.value), '1 (reference)', '', ''],
     ],
   )
   const t2 = table(
@@ -127,8 +136,10 @@ try {
     tables: [t1, t2],
     headline: [
       { metric: 'Node-RED set->get flow: ss / node-red-contrib-redis', value: Number(r.ss.value.ratio.median.toFixed(3)), min: r.ss.value.ratio.min, max: r.ss.value.ratio.max, target: 'report (no target)', pass: true },
+      { metric: 'Node-RED set->get flow: ss on the embedded emulator (in-process) / node-red-contrib-redis', value: Number(r.emb.value.ratio.median.toFixed(3)), min: r.emb.value.ratio.min, max: r.emb.value.ratio.max, target: '>= 0.5x', pass: r.emb.value.ratio.median >= 0.5 },
+      { metric: 'Node-RED set->get flow: ss (emulator via mosquitto) / bare mqtt.js via mosquitto', value: Number(toBare('ss').median.toFixed(3)), min: toBare('ss').min, max: toBare('ss').max, target: 'report (no target)', pass: true },
       { metric: 'Node-RED set->get flow: ss on the emulator / ss on the echo responder', value: Number(vsEcho.median.toFixed(3)), min: vsEcho.min, max: vsEcho.max, target: 'report (no target)', pass: true },
-      { metric: 'ss-watch p99 (SET sent -> msg after ss-watch)', value: Number(wp99.median.toFixed(2)), unit: ' ms', min: wp99.min, max: wp99.max, target: '< 10 ms', pass: wp99.median < 10 },
+      { metric: 'ss-watch p99 (SET sent -> msg after ss-watch)', value: Number(wp99.median.toFixed(2)), unit: ' ms', min: wp99.min, max: wp99.max, target: '< 5 ms', pass: wp99.median < 5 },
       { metric: 'ss-watch msgs lost, all rounds', value: lost, unit: '', target: '0', pass: lost === 0 },
     ],
     data: { flow: r, watch: watchRounds },

@@ -86,7 +86,7 @@ function markdown(m, runs, all) {
   }
   for (const [name, result] of Object.entries(all)) {
     const rm = result.machine
-    out.push('', `### ${name}`, '', `Run ${rm.date}, Node.js ${rm.node}, load average at its start ${rm.loadAvg.map((l) => l.toFixed(2)).join(' ')}.`, '')
+    out.push('', `### ${name}`, '', `Run ${rm.date}, Node.js ${rm.node}, load average at its start ${rm.loadAvg.map((l) => l.toFixed(2)).join(' ')}${rm.loadAvgEnd ? `, at its end ${rm.loadAvgEnd.map((l) => l.toFixed(2)).join(' ')}` : ''}.`, '')
     for (const t of result.tables ?? []) out.push(`${t.title}`, '', t.markdown, '')
     for (const n of result.notes ?? []) out.push(`- ${n}`)
   }

@@ -3,7 +3,7 @@ import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
-import { acquireEmbedded, releaseEmbedded } from './lib/embedded'
+import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt } from './lib/props'
 import { DEFAULTS } from '../src/client/options'
 import type { StoreConfigNode, StoreUser } from './lib/store'
@@ -67,10 +67,11 @@ export = function (RED: NodeAPI) {
       for (const user of users.values()) user.onConnection(status)
     }
 
-    function options(brokerUrl: string): ClientOptions {
+    function options(brokerUrl: string, connectStream?: ClientOptions['connectStream']): ClientOptions {
       const creds = node.credentials ?? {}
       const opts: ClientOptions = {
         brokerUrl,
+        ...(connectStream ? { connectStream } : {}),
         clientId,
         keepaliveSec: positiveInt(def.keepalive, DEFAULTS.keepaliveSec),
         cleanStart: def.cleanStart !== false,
@@ -101,7 +102,9 @@ export = function (RED: NodeAPI) {
         const emulator = await acquireEmbedded((level, message) => RED.log[level](`[ss-config:${node.id}] ${message}`))
         brokerUrl = emulator.brokerUrl
       }
-      const created = new StateStoreClient(options(brokerUrl))
+      // A broker in this process (the embedded emulator, `npm start`'s) is reached without loopback TCP.
+      const connectStream = inProcessConnector(brokerUrl) ?? undefined
+      const created = new StateStoreClient(options(brokerUrl, connectStream))
       created.on('status', publish)
       created.on('error', (err) => node.warn(err.message))
       publish(created.status)

@@ -12,6 +12,8 @@ import { fileURLToPath } from 'node:url'
 export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)))
 export const ROOT = dirname(BENCH_DIR)
 export const RESULTS_DIR = join(BENCH_DIR, 'results')
+/** The load average when this benchmark's process started; results carry it and the one at the end. */
+const START_LOAD = os.loadavg()
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -198,7 +200,7 @@ export function machineInfo() {
  */
 export function writeResult(name, { tables = [], headline = [], data = {}, notes = [] }) {
   mkdirSync(RESULTS_DIR, { recursive: true })
-  const result = { name, machine: machineInfo(), headline, notes, tables, data }
+  const result = { name, machine: { ...machineInfo(), loadAvg: START_LOAD, loadAvgEnd: os.loadavg() }, headline, notes, tables, data }
   writeFileSync(join(RESULTS_DIR, `${name}.json`), JSON.stringify(result, null, 2))
   for (const n of notes) console.log(`note: ${n}`)
   return result
@@ -213,4 +215,14 @@ export function benchArgs(argv = process.argv.slice(2)) {
   const quick = argv.includes('--quick') || process.env.BENCH_QUICK === '1'
   const rounds = Math.max(5, Number(get('--rounds') ?? process.env.BENCH_ROUNDS ?? 5))
   return { quick, rounds, argv }
+}
+
+/**
+ * Per-round ratio of two variants of one `interleave` result (any pair, not only against its
+ * reference): summary of `a[metric][round] / b[metric][round]`.
+ */
+export function pairRatio(result, a, b, metric = 'value') {
+  const x = result[a][metric].samples
+  const y = result[b][metric].samples
+  return summarize(x.map((v, i) => v / y[i]))
 }

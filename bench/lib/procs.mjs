@@ -120,13 +120,27 @@ export async function startMosquitto({ listeners = [{}] } = {}) {
   return { child, urls: ports.map((p) => `mqtt://127.0.0.1:${p}`), stop: () => child.stop() }
 }
 
-/** The emulator CLI in its own process: `{ brokerUrl }` serves through a broker, else its embedded one. */
+/**
+ * The emulator CLI in its own process: `{ brokerUrl }` serves through a broker, else its embedded one.
+ * To look inside it during a benchmark: BENCH_EMULATOR_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`
+ * or `--trace-gc`) is added to its node flags, and with BENCH_EMULATOR_OUTPUT=<file> what it printed is
+ * written there when it stops.
+ */
 export async function startEmulatorProcess({ brokerUrl, nodeArgs = [], persistFile } = {}) {
   const args = brokerUrl ? ['--broker', brokerUrl] : ['--listen', '127.0.0.1:0']
   if (persistFile) args.push('--persist', persistFile)
-  const child = launch(process.execPath, [...nodeArgs, join(ROOT, 'dist/src/emulator/cli.js'), ...args, '--log-level', 'warn'])
+  const extra = (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean)
+  const child = launch(process.execPath, [...extra, ...nodeArgs, join(ROOT, 'dist/src/emulator/cli.js'), ...args, '--log-level', 'warn'])
   const m = await waitForOutput(child, /ready on (mqtt:\/\/\S+)/, 60000, 'emulator')
-  return { child, url: m[1], stop: () => child.stop() }
+  const output = process.env.BENCH_EMULATOR_OUTPUT
+  return {
+    child,
+    url: m[1],
+    stop: async () => {
+      await child.stop()
+      if (output) writeFileSync(output, child.output)
+    },
+  }
 }
 
 /** The echo responder (bench/lib/echo-responder.mjs) in its own process. */

@@ -1,6 +1,8 @@
 import type { Logger } from '../../src/log'
 import { startEmulator, type Emulator } from '../../src/emulator'
 
+/** A broker running in this process, to be reached without loopback TCP (see the config node). */
+export { inProcessConnector } from '../../src/emulator'
 
 /**
  * The emulator the "embedded emulator" option runs inside the Node-RED process: one per process,

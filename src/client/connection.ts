@@ -1,4 +1,4 @@
-import { connect, DefaultMessageIdProvider, ReasonCodes, type IClientOptions, type IConnackPacket, type IPublishPacket, type MqttClient } from 'mqtt'
+import { connect, DefaultMessageIdProvider, MqttClient, ReasonCodes, type IClientOptions, type IConnackPacket, type IPublishPacket } from 'mqtt'
 import { ArgumentError, ConnectionError } from '../errors'
 import { publishPacketSize } from '../protocol'
 import { backoffDelay } from './backoff'
@@ -53,7 +53,8 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   ) {
     super()
     this.token = options.satTokenFile ? new SatToken(options.satTokenFile) : null
-    this.mqtt = connect(options.brokerUrl, this.mqttOptions())
+    const stream = options.connectStream
+    this.mqtt = stream ? new MqttClient(() => stream(), this.mqttOptions()) : connect(options.brokerUrl, this.mqttOptions())
     this.wire()
     this.token?.watch(
       (token) => this.reauthenticate(token),

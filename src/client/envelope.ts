@@ -65,6 +65,11 @@ export function readResponse(properties: Properties, payload: Buffer, clock: Hyb
   if (!d.statusHeaders) return { payload, version: readTimestamp(properties, clock, d.timestampProperty) }
   const status = userProperty(properties, Prop.status)
   if (status === undefined) throw new ProtocolError(`the response has no ${Prop.status} header`)
+  // The answer to nearly every request; the general checks below are for the rest.
+  if (status === '200') {
+    checkVersion(properties)
+    return { payload, version: readTimestamp(properties, clock) }
+  }
   const code = Number(status)
   if (!/^[0-9]+$/.test(status) || !Number.isSafeInteger(code)) throw new ProtocolError(`the response ${Prop.status} ${JSON.stringify(status)} is not a status code`)
   if (code >= 400) {
@@ -91,7 +96,7 @@ export function readTimestamp(properties: Properties, clock: HybridLogicalClock,
 
 export function checkVersion(properties: Properties): void {
   const version = userProperty(properties, Prop.protocolVersion)
-  if (version === undefined) return
+  if (version === undefined || version === PROTOCOL_VERSION) return
   const major = version.split('.')[0]
   if (major !== PROTOCOL_VERSION.split('.')[0]) throw new ProtocolError(`unsupported protocol version ${JSON.stringify(version)} (this client speaks ${PROTOCOL_VERSION})`)
 }

@@ -33,7 +33,8 @@ const RESEND_MAX_MS = 2000
 type Phase = 'queued' | 'waiting' | 'sent'
 
 interface Pending {
-  readonly id: string
+  /** The request's sequence number; its correlation data is this client's prefix followed by it. */
+  readonly id: number
   readonly correlation: Buffer
   readonly invocation: Invocation
   readonly timeoutMs: number
@@ -58,16 +59,28 @@ interface Pending {
  * duplicate, foreign) are dropped.
  */
 export class Requests {
-  private readonly inFlight = new Map<string, Pending>()
+  private readonly inFlight = new Map<number, Pending>()
   /** Insertion-ordered, so the oldest waiter is admitted first. */
   private readonly queue = new Set<Pending>()
   private closedWith: Error | null = null
+  /**
+   * Correlation data is 16 bytes: 8 random bytes drawn once per client (two 32-bit halves), then a
+   * 64-bit sequence number. Unique per request like 16 random bytes each, without a call into the
+   * CSPRNG per request (5 % of the requester's CPU in a profile) and with a number to look it up by.
+   */
+  private readonly prefixHigh: number
+  private readonly prefixLow: number
+  private sequence = 0
 
   constructor(
     private readonly transport: Transport,
     private readonly options: ResolvedOptions,
     private readonly responseTopic: string,
-  ) {}
+  ) {
+    const prefix = randomBytes(8)
+    this.prefixHigh = prefix.readUInt32BE(0)
+    this.prefixLow = prefix.readUInt32BE(4)
+  }
 
   get size(): { inFlight: number; queued: number } {
     return { inFlight: this.inFlight.size, queued: this.queue.size }
@@ -92,9 +105,14 @@ export class Requests {
         reject(new OverloadedError(`${this.inFlight.size} requests in flight and ${this.queue.size} waiting: the limit is reached`))
         return
       }
-      const correlation = randomBytes(16)
+      const id = ++this.sequence
+      const correlation = Buffer.allocUnsafe(16)
+      correlation.writeUInt32BE(this.prefixHigh, 0)
+      correlation.writeUInt32BE(this.prefixLow, 4)
+      correlation.writeUInt32BE(Math.floor(id / 0x1_0000_0000), 8)
+      correlation.writeUInt32BE(id >>> 0, 12)
       const p: Pending = {
-        id: correlation.toString('hex'),
+        id,
         correlation,
         invocation,
         timeoutMs,
@@ -119,7 +137,7 @@ export class Requests {
   /** A message on the response topic. */
   handleResponse(payload: Buffer, packet: IPublishPacket): void {
     const correlation = packet.properties?.correlationData
-    const p = correlation ? this.inFlight.get(correlation.toString('hex')) : undefined
+    const p = correlation ? this.inFlight.get(this.sequenceOf(correlation)) : undefined
     if (!p || p.phase !== 'sent') {
       this.options.logger('debug', `dropped a response with ${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, duplicate or foreign)`)
       return
@@ -132,6 +150,12 @@ export class Requests {
       return
     }
     this.settle(p, undefined, reply)
+  }
+
+  /** The sequence number in correlation data of ours; -1 (matching nothing) for anyone else's. */
+  private sequenceOf(c: Buffer): number {
+    if (c.length !== 16 || c.readUInt32BE(0) !== this.prefixHigh || c.readUInt32BE(4) !== this.prefixLow) return -1
+    return c.readUInt32BE(8) * 0x1_0000_0000 + c.readUInt32BE(12)
   }
 
   /**
@@ -161,7 +185,9 @@ export class Requests {
 
   private send(p: Pending): void {
     if (p.settled) return
-    const remaining = Math.max(1, p.deadline - Date.now())
+    // The broker drops the request once our wait is over, so a late duplicate is not executed.
+    const expirySec = Math.ceil(Math.max(1, p.deadline - Date.now()) / 1000)
+    let properties: PublishProperties
     if (!p.properties) {
       let timestamp: Hlc
       try {
@@ -170,20 +196,21 @@ export class Requests {
         this.settle(p, err instanceof HlcError ? new ProtocolError(`the clock cannot stamp the request: ${err.message}`, { cause: err }) : (err as Error))
         return
       }
-      p.properties = requestProperties({
+      properties = p.properties = requestProperties({
         clientId: this.options.clientId,
         responseTopic: this.responseTopic,
         dialect: this.options.dialect,
         correlation: p.correlation,
         timestamp,
-        expirySec: 1,
+        expirySec,
         ...(p.invocation.fencingToken ? { fencingToken: p.invocation.fencingToken } : {}),
         ...(p.invocation.persist ? { persist: true } : {}),
       })
+    } else {
+      // mqtt.js holds on to the properties of the first send until its PUBACK: a re-send gets its own.
+      properties = { ...p.properties, messageExpiryInterval: expirySec }
     }
     p.phase = 'sent'
-    // The broker drops the request once our wait is over, so a late duplicate is not executed.
-    const properties = { ...p.properties, messageExpiryInterval: Math.ceil(remaining / 1000) }
     p.messageId = this.transport.publish(this.options.dialect.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
       if (error) this.settle(p, error)
       else if (noSubscribers && !p.settled) {

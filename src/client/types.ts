@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream'
 import type { Hlc, HybridLogicalClock } from '../hlc'
 import type { Logger } from '../log'
 import type { ProtocolName, SetCondition } from '../protocol'
@@ -27,6 +28,12 @@ export interface TlsOptions {
 export interface ClientOptions {
   /** mqtt://, mqtts://, ws://, wss:// */
   brokerUrl: string
+  /**
+   * Opens the connection's byte stream instead of a socket to `brokerUrl` (which then only names
+   * the broker in messages); called again for every reconnect. For a broker in the same process,
+   * such as the embedded emulator's (`Emulator.connectInProcess`): no loopback TCP in between.
+   */
+  connectStream?: () => Duplex
   /** Stable and unique: the service addresses notifications to it, and it is the request `__srcId`. */
   clientId: string
   username?: string

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, type Server, type Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { Prop, REQUEST_TOPICS } from '../protocol'
+import { inProcessPair } from './in-process'
 import { makeLogger, type FilteredLogger } from './log'
 import { within } from './util'
 
@@ -41,6 +43,13 @@ export interface EmbeddedBroker {
    * subscription of its own will bring the message anyway.
    */
   deliverUnsubscribed(clientId: string, message: DirectMessage): boolean
+  /**
+   * A new connection from this same process: a byte stream to give an MQTT client (mqtt.js's
+   * stream builder) instead of a TCP connection to `url`. The broker treats it as any connection:
+   * the same CONNECT, authentication, sessions, QoS and disconnect handling; only the loopback
+   * socket is gone.
+   */
+  connectInProcess(): Duplex
   /** Bounded in time: every connection is closed, the port is free when it resolves. */
   stop(): Promise<void>
 }
@@ -58,6 +67,17 @@ const BAD_USERNAME_OR_PASSWORD = 4
 const NOT_AUTHORIZED = 5
 
 const STOP_TIMEOUT_MS = 2000
+
+/** The brokers running in this process, by URL, while they run. */
+const runningHere = new Map<string, () => Duplex>()
+
+/**
+ * How to reach the embedded broker at `url` without TCP when it runs in this process (as under
+ * `npm start` or the config node's embedded emulator); null for any other URL.
+ */
+export function inProcessConnector(url: string): (() => Duplex) | null {
+  return runningHere.get(url) ?? null
+}
 
 /**
  * The embedded MQTT 5 broker: aedes on a TCP port, TCP_NODELAY on every connection, optional
@@ -116,7 +136,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   aedes.on('clientError', (client, err) => log('debug', `broker: client ${client?.id ?? '?'}: ${err.message}`))
   aedes.on('connectionError', (client, err) => log('debug', `broker: connection ${client?.id ?? '?'}: ${err.message}`))
 
-  const sockets = new Set<Socket>()
+  const sockets = new Set<Socket | Duplex>()
   const server: Server = createServer((socket) => {
     socket.setNoDelay(true)
     sockets.add(socket)
@@ -140,6 +160,15 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`
 
   let stopping: Promise<void> | null = null
+  const connectInProcess = (): Duplex => {
+    if (stopping) throw new Error('the broker is stopped')
+    const [clientEnd, brokerEnd] = inProcessPair()
+    sockets.add(brokerEnd)
+    brokerEnd.once('close', () => sockets.delete(brokerEnd))
+    aedes.handle(brokerEnd)
+    return clientEnd
+  }
+  runningHere.set(url, connectInProcess)
   return {
     url,
     host,
@@ -162,8 +191,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       })
       return true
     },
+    connectInProcess,
     stop() {
       stopping ??= (async () => {
+        if (runningHere.get(url) === connectInProcess) runningHere.delete(url)
         const closed = Promise.all([
           new Promise<void>((resolve) => server.close(() => resolve())),
           new Promise<void>((resolve) => aedes.close(() => resolve())),

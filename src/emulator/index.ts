@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream'
 import { Hlc, HlcError, HybridLogicalClock } from '../hlc'
 import { Authorizer } from './authorization'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker'
@@ -10,7 +11,7 @@ import { PersistenceLog, type Replayed } from './persistence'
 import { StateStoreService } from './service'
 import { Store } from './store'
 
-export { startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
+export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
 export type { LogThreshold as EmulatorLogLevel } from './log'
 
 export interface EmulatorOptions {
@@ -47,6 +48,11 @@ export interface Emulator {
   readonly keyCount: number
   /** The HLC node id in every version this emulator mints. */
   readonly nodeId: string
+  /**
+   * With the embedded broker: a connection to it from this same process (see
+   * EmbeddedBroker.connectInProcess), for a client's `connectStream`; null with an external broker.
+   */
+  readonly connectInProcess: (() => Duplex) | null
   /** Bounded in time; flushes persistence; leaves no socket or timer. */
   stop(): Promise<void>
 }
@@ -129,7 +135,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       dedup: new DedupCache(),
       persistence,
       log,
-      ...(broker ? { deliverDirect: broker.deliverUnsubscribed.bind(broker) } : {}),
+      ...(broker ? { deliverDirect: broker.deliverUnsubscribed.bind(broker), connectStream: broker.connectInProcess.bind(broker) } : {}),
       ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
     })
     log('info', `state store emulator serving on ${brokerUrl} (node id ${clock.nodeId})`)
@@ -139,6 +145,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     return {
       brokerUrl: url,
       nodeId: clock.nodeId,
+      connectInProcess: broker ? broker.connectInProcess.bind(broker) : null,
       get keyCount() {
         return store.size
       },

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
 import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, isAllowedResponseTopic, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
 import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../protocol'
@@ -29,6 +30,8 @@ export interface ServiceOptions {
   connectTimeoutMs?: number
   /** The embedded broker's way to reach a client that has not subscribed to its notifications. */
   deliverDirect?: (clientId: string, message: DirectMessage) => boolean
+  /** Connects through this stream (a broker in this process) instead of to `brokerUrl`. */
+  connectStream?: () => Duplex
 }
 
 /** How long a request without Message Expiry is remembered for deduplication. */
@@ -57,7 +60,8 @@ export class StateStoreService {
       ...(options.username !== undefined ? { username: options.username } : {}),
       ...(options.password !== undefined ? { password: options.password } : {}),
     }
-    this.client = mqtt.connect(options.brokerUrl, clientOptions)
+    const connectStream = options.connectStream
+    this.client = connectStream ? new mqtt.MqttClient(() => connectStream(), clientOptions) : mqtt.connect(options.brokerUrl, clientOptions)
     this.client.on('connect', (connack) => {
       ;(this.client.stream as Socket).setNoDelay?.(true)
       this.maxPacketSize = connack.properties?.maximumPacketSize

@@ -30,7 +30,13 @@ export class Hlc {
 
   /** `%015d:%05d:<nodeId>`; the widths are minimums. */
   toString(): string {
-    return `${String(this.timestamp).padStart(15, '0')}:${String(this.counter).padStart(5, '0')}:${this.nodeId}`
+    // Every request is stamped, and readings in the same millisecond share the timestamp's text.
+    if (this.timestamp !== lastTimestamp) {
+      lastTimestamp = this.timestamp
+      lastTimestampText = String(this.timestamp).padStart(15, '0')
+    }
+    const counter = this.counter < 10 ? `0000${this.counter}` : String(this.counter).padStart(5, '0')
+    return `${lastTimestampText}:${counter}:${this.nodeId}`
   }
 
   toJSON(): string {
@@ -65,8 +71,17 @@ export class Hlc {
   }
 }
 
+let lastTimestamp = -1
+let lastTimestampText = ''
+
 function decimal(field: string, name: string, text: string): number {
-  if (!/^[0-9]+$/.test(field)) {
+  // A loop rather than a regular expression: every response and notification parses one `__ts`.
+  let digits = field.length > 0
+  for (let i = 0; digits && i < field.length; i++) {
+    const c = field.charCodeAt(i)
+    digits = c >= 0x30 && c <= 0x39
+  }
+  if (!digits) {
     throw new HlcError('malformed', `HLC ${JSON.stringify(text)}: the ${name} must be decimal digits`)
   }
   const n = Number(field)

@@ -39,6 +39,19 @@ const NULL = fixed({ kind: 'null', from: '_' })
 const MINUS_ONE = fixed({ kind: 'integer', value: -1 })
 /** 0 to 255: counts and flags (DEL, VDEL, KEYNOTIFY) are all among them. */
 const SMALL_INTEGERS = Array.from({ length: 256 }, (_, n) => fixed({ kind: 'integer', value: n }))
+/**
+ * The verbs and words of this protocol's requests and notifications (`NOTIFY SET VALUE …`,
+ * `NOTIFY DELETE`, `GET`, `SET`, `DEL`) as bulk strings: one shared value each, whose bytes, like
+ * every decoded value, are not to be changed. A notification is otherwise four wrappers and four
+ * Buffer views, three of them for these words (bench/codec.mjs, `NOTIFY SET VALUE`).
+ */
+const word = (text: string): { bytes: Buffer; value: RespValue } => ({ bytes: Buffer.from(text, 'latin1'), value: fixed({ kind: 'bulk', value: Buffer.from(text, 'latin1') }) })
+const WORD_SET = word('SET')
+const WORD_GET = word('GET')
+const WORD_DEL = word('DEL')
+const WORD_VALUE = word('VALUE')
+const WORD_NOTIFY = word('NOTIFY')
+const WORD_DELETE = word('DELETE')
 const integerValue = (n: number): RespValue =>
   n >= 0 && n < SMALL_INTEGERS.length && !Object.is(n, -0) ? SMALL_INTEGERS[n]! : n === -1 ? MINUS_ONE : { kind: 'integer', value: n }
 
@@ -119,12 +132,20 @@ function commonShape(buf: Buffer, arrays: boolean): RespValue | undefined {
       if (!arrays) return undefined
       const count = digitsLine(buf, 1)
       if (count < 0) return undefined
-      const items: RespValue[] = []
+      // Every item takes at least 6 bytes (`$0\r\n\r\n`): a count the payload cannot hold is the reader's to refuse.
+      if (count > (end - scanEnd) / 6) return undefined
+      const items: RespValue[] = new Array<RespValue>(count)
       for (let i = 0; i < count; i++) {
-        if (buf[scanEnd] !== 0x24) return undefined
-        const value = bulkAt(buf, scanEnd)
+        const at = scanEnd
+        if (buf[at] !== 0x24) return undefined
+        const known = knownWord(buf, at)
+        if (known !== undefined) {
+          items[i] = known
+          continue
+        }
+        const value = bulkAt(buf, at)
         if (value === undefined) return undefined
-        items.push({ kind: 'bulk', value })
+        items[i] = { kind: 'bulk', value }
       }
       return scanEnd === end ? { kind: 'array', value: items } : undefined
     }
@@ -150,6 +171,32 @@ function digitsLine(buf: Buffer, at: number): number {
   if (i === at || buf[i] !== CR || buf[i + 1] !== LF) return -1
   scanEnd = i + 2
   return n
+}
+
+/** The shared value of a protocol word whose `$` is at `at`, with `scanEnd` after it; or undefined. */
+function knownWord(buf: Buffer, at: number): RespValue | undefined {
+  if (buf[at + 2] !== CR) return undefined
+  let w: { bytes: Buffer; value: RespValue }
+  switch (buf[at + 1]) {
+    case 0x33 /* 3 */:
+      w = buf[at + 4] === 0x53 /* S */ ? WORD_SET : buf[at + 4] === 0x47 /* G */ ? WORD_GET : WORD_DEL
+      break
+    case 0x35 /* 5 */:
+      w = WORD_VALUE
+      break
+    case 0x36 /* 6 */:
+      w = buf[at + 4] === 0x4e /* N */ ? WORD_NOTIFY : WORD_DELETE
+      break
+    default:
+      return undefined
+  }
+  const bytes = w.bytes
+  const n = bytes.length
+  const start = at + 4
+  if (buf[at + 3] !== LF || buf[start + n] !== CR || buf[start + n + 1] !== LF) return undefined
+  for (let i = 0; i < n; i++) if (buf[start + i] !== bytes[i]) return undefined
+  scanEnd = start + n + 2
+  return w.value
 }
 
 /** A non-null bulk string whose `$` is at `at`, with `scanEnd` after it; or undefined. */

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict'
+import mqtt from 'mqtt'
+import { StateStoreClient } from '../../src/client'
+import { startBroker, startEmulator } from '../../src/emulator'
+import { inProcessPair } from '../../src/emulator/in-process'
+
+const waitFor = async (check: () => boolean, what: string) => {
+  const deadline = Date.now() + 5000
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`still waiting: ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+describe('in-process connections to the embedded broker (no loopback TCP)', function () {
+  this.timeout(10_000)
+
+  it('the stream pair carries bytes in order both ways, holds a writer back while its reader pauses, and closes both ends together', async () => {
+    const [a, b] = inProcessPair()
+    const received: Buffer[] = []
+    b.on('data', (chunk: Buffer) => received.push(chunk))
+    b.pause()
+    const chunk = Buffer.alloc(4096, 1)
+    let written = 0
+    let refused = false
+    for (let i = 0; i < 200 && !refused; i++) {
+      refused = !a.write(Buffer.concat([Buffer.from([i]), chunk]))
+      written++
+    }
+    assert.ok(refused, 'a writer whose reader does not read is told to wait (backpressure)')
+    b.resume()
+    await waitFor(() => Buffer.concat(received).length === written * 4097, 'every byte')
+    const all = Buffer.concat(received)
+    for (let i = 0; i < written; i++) assert.equal(all[i * 4097], i, `chunk ${i} in its place`)
+    const back = new Promise<Buffer>((resolve) => a.once('data', resolve))
+    b.write('pong')
+    assert.equal((await back).toString(), 'pong')
+    const closed = new Promise((resolve) => a.once('close', resolve))
+    b.destroy()
+    await closed
+    assert.ok(a.destroyed)
+  })
+
+  it('a client on connectStream gets, sets and is notified like one over TCP, and the broker sees it come and go', async () => {
+    const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'silent' })
+    assert.ok(emulator.connectInProcess, 'the embedded broker offers in-process connections')
+    const inProcess = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'in-process', connectStream: emulator.connectInProcess })
+    const overTcp = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'over-tcp' })
+    try {
+      await Promise.all([inProcess.ready({ timeoutMs: 5000 }), overTcp.ready({ timeoutMs: 5000 })])
+      const seen: string[] = []
+      const observation = await inProcess.observe('watched', (n) => seen.push(`${n.operation} ${n.value?.toString() ?? ''}`))
+      await overTcp.set('watched', 'from tcp')
+      assert.equal((await inProcess.get('watched')).value?.toString(), 'from tcp')
+      await inProcess.set('watched', 'from in-process')
+      assert.equal((await overTcp.get('watched')).value?.toString(), 'from in-process')
+      await waitFor(() => seen.length === 2, 'two notifications')
+      assert.deepEqual(seen, ['SET from tcp', 'SET from in-process'])
+      await observation.close()
+    } finally {
+      await Promise.all([inProcess.close(), overTcp.close()])
+      await emulator.stop()
+    }
+  })
+
+  it('the broker authenticates, tracks and disconnects an in-process client as any other', async () => {
+    const broker = await startBroker({ port: 0, auth: { users: { alice: 'secret' } } })
+    try {
+      const refused = new mqtt.MqttClient(() => broker.connectInProcess(), { protocolVersion: 5, clientId: 'mallory', username: 'alice', password: 'wrong', reconnectPeriod: 0 })
+      const code = await new Promise<number>((resolve) => refused.once('error', (err) => resolve(Number((err as { code?: unknown }).code))))
+      assert.equal(code, 0x86, 'bad user name or password')
+      await refused.endAsync(true)
+
+      const client = new mqtt.MqttClient(() => broker.connectInProcess(), { protocolVersion: 5, clientId: 'alice-1', username: 'alice', password: 'secret', reconnectPeriod: 0 })
+      await new Promise((resolve) => client.once('connect', resolve))
+      assert.ok(broker.isConnected('alice-1'))
+      const gone = new Promise<string>((resolve) => broker.onClientDisconnect(resolve))
+      client.stream.destroy()
+      assert.equal(await gone, 'alice-1', 'a dropped in-process connection is a disconnect')
+      await client.endAsync(true)
+    } finally {
+      await broker.stop()
+    }
+    assert.throws(() => broker.connectInProcess(), /stopped/)
+  })
+})
