@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import { ConnectionError } from '../src/errors'
+import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
 import type { StoreConfigNode, StoreUser } from './lib/store'
@@ -187,6 +188,8 @@ export = function (RED: NodeAPI) {
       })()
     })
   }
+
+  registerConnectionTest(RED)
 
   RED.nodes.registerType<Node<Credentials>, ConfigDef, unknown, Credentials>('ss-config', SsConfig, {
     credentials: {
