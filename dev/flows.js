@@ -92,4 +92,37 @@ function pointAtBroker(nodes, brokerUrl, configType = CONFIG_TYPE) {
   return nodes.map((n) => (n.type === configType ? { ...n, broker: brokerUrl } : n))
 }
 
-module.exports = { CONFIG_TYPE, readExamples, mergeExamples, pointAtBroker }
+/**
+ * The examples as `npm start` deploys them: quiet. Their inject-once nodes would fire at every
+ * deploy (a full deploy restarts them), some fourteen msgs mixed into the user's own in Debug; here
+ * they wait for a press, and a first tab says so and which button starts each example.
+ */
+function quietExamples(nodes) {
+  const labels = new Map(nodes.filter((n) => n.type === 'tab').map((t) => [t.id, t.label]))
+  const starters = new Map()
+  const quiet = nodes.map((n) => {
+    if (n.type !== 'inject' || !n.once) return n
+    const list = starters.get(n.z) ?? []
+    list.push(`**${n.name || n.id}**`)
+    starters.set(n.z, list)
+    return { ...n, once: false }
+  })
+  const lines = [...starters].map(([z, names]) => `- *${labels.get(z) ?? z}*: ${names.join(', then ')}`)
+  const info = [
+    'Each of the following tabs is one example from Import → Examples → node-red-contrib-aio-statestore, with a comment that explains it.',
+    '',
+    'Here nothing fires at deploy, so the Debug sidebar shows only what you ask for. Press an inject button (the square on its left) to run an example; these start them:',
+    '',
+    ...lines,
+    '',
+    'The leader election campaigns by itself when it starts (that is what it shows). Imported from the menu into your own flows, the examples press these buttons once at deploy.',
+    '',
+    'To silence an example completely, disable its tab (double-click the tab, Enabled off) or delete it. To get them all back: stop npm start, delete flows.json in its user directory (.node-red/), start again.',
+  ].join('\n')
+  // The text is the tab's description (the Info sidebar shows it while the tab is open) and the comment's.
+  const tab = { id: derivedId('about', 'tab'), type: 'tab', label: 'About these examples', disabled: false, info }
+  const comment = { id: derivedId('about', 'comment'), type: 'comment', z: tab.id, name: 'Start here: these examples are quiet until you press their buttons', info, x: 300, y: 60, wires: [] }
+  return [tab, comment, ...quiet]
+}
+
+module.exports = { CONFIG_TYPE, readExamples, mergeExamples, pointAtBroker, quietExamples }

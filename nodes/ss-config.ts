@@ -3,8 +3,9 @@ import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
+import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
-import { positiveInt } from './lib/props'
+import { positiveInt, wholeNumber } from './lib/props'
 import { DEFAULTS } from '../src/client/options'
 import type { StoreConfigNode, StoreUser } from './lib/store'
 
@@ -17,6 +18,7 @@ interface ConfigDef extends NodeDef {
   cleanStart: boolean
   sessionExpiry: string | number
   requestTimeout: string | number
+  connectionWait?: string | number
   maxInFlight: string | number
   /** 'v1' (default) or 'preview'; the client refuses anything else. */
   protocol?: string
@@ -35,6 +37,9 @@ interface TlsConfigNode extends Node {
 /** The config node closes within 2 s: users get this long to finish (release locks) before the client goes. */
 const USERS_GRACE_MS = 1000
 
+/** How long a msg waits for a connection that is down before it fails (blank setting); 0 = fail at once. */
+const CONNECTION_WAIT_MS = 2000
+
 /** Unique per Node-RED host and config node, and the same after a restart (notifications are addressed to it). */
 function defaultClientId(nodeId: string): string {
   return `nodered-${hostname()}-${nodeId}`.replace(/[^A-Za-z0-9_.-]/g, '-')
@@ -47,6 +52,7 @@ export = function (RED: NodeAPI) {
     const users = new Map<string, StoreUser>()
     const clientId = def.clientId?.trim() || defaultClientId(node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, DEFAULTS.requestTimeoutMs)
+    const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, CONNECTION_WAIT_MS), requestTimeoutMs)
     let connection: ConnectionStatus = { state: 'disconnected' }
     let client: Promise<StateStoreClient> | null = null
     let usesEmbedded = false
@@ -58,9 +64,11 @@ export = function (RED: NodeAPI) {
     function publish(status: ConnectionStatus): void {
       connection = status
       const key = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
-      if (key && key !== logged && !(key === 'disconnected' && logged === null)) {
-        const text = RED._(`ss-config.log.${key}`, { client: clientId, reason: status.reason ?? '' })
-        if (key === 'authFailed') node.warn(text)
+      if (key && key !== logged) {
+        // The first failure after deploy is worth a warning (a wrong URL, a broker that is down); its retries are not.
+        const first = key === 'disconnected' && logged === null
+        const text = RED._(`ss-config.log.${first ? 'connectFailed' : key}`, { client: clientId, reason: status.reason ?? '' })
+        if (key === 'authFailed' || first) node.warn(text)
         else node.log(text)
       }
       if (key) logged = key
@@ -76,6 +84,7 @@ export = function (RED: NodeAPI) {
         keepaliveSec: positiveInt(def.keepalive, DEFAULTS.keepaliveSec),
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
+        connectionWaitMs,
         maxInFlight: positiveInt(def.maxInFlight, DEFAULTS.maxInFlight),
         ...(def.protocol ? { protocol: def.protocol as ProtocolName } : {}),
         logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),
@@ -159,7 +168,10 @@ export = function (RED: NodeAPI) {
       if (!client) throw new ConnectionError(RED._('ss-config.errors.notConnected', { client: clientId }))
       try {
         const c = await client
-        await c.ready({ timeoutMs: requestTimeoutMs })
+        if (c.status.state !== 'connected') {
+          if (connectionWaitMs === 0) throw new ConnectionError(RED._('ss-config.errors.notConnected', { client: clientId }))
+          await c.ready({ timeoutMs: connectionWaitMs })
+        }
         return c
       } catch (err) {
         const reason = connection.reason ?? (err instanceof Error ? err.message : String(err))
@@ -184,6 +196,8 @@ export = function (RED: NodeAPI) {
       })()
     })
   }
+
+  registerConnectionTest(RED)
 
   RED.nodes.registerType<Node<Credentials>, ConfigDef, unknown, Credentials>('ss-config', SsConfig, {
     credentials: {

@@ -50,7 +50,7 @@ const settings = require('../dev/settings.js')
 const emulatorEntry = join(root, 'dist', 'src', 'emulator', 'index.js')
 if (!existsSync(emulatorEntry)) fail(`${shown(emulatorEntry)} is missing: run \`npm run build\` (npm start does it first)`)
 const { startEmulator } = require(emulatorEntry)
-const { readExamples, mergeExamples, pointAtBroker } = require('../dev/flows.js')
+const { readExamples, mergeExamples, pointAtBroker, quietExamples } = require('../dev/flows.js')
 
 // The flow file is seeded once. Afterwards it belongs to the user (Node-RED rewrites it on every
 // deploy), so it is never overwritten, and the tracked examples are only ever read.
@@ -62,7 +62,7 @@ function seedFlows(brokerUrl) {
     return
   }
   const examples = readExamples(join(root, 'examples'))
-  const nodes = pointAtBroker(mergeExamples(examples), brokerUrl)
+  const nodes = quietExamples(pointAtBroker(mergeExamples(examples), brokerUrl))
   writeFileSync(flowFile, JSON.stringify(nodes, null, 4) + '\n')
   say(`flows: seeded ${shown(flowFile)} with ${examples.length} example flow(s) from examples/`)
 }

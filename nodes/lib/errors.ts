@@ -33,6 +33,7 @@ const CODE_BY_KIND: Record<string, string> = {
 }
 
 export function describeError(err: unknown): ErrorInfo {
+  if (err instanceof NodeFailure) return { kind: err.cause.kind, code: err.code, message: err.message }
   if (err instanceof InputError) return { kind: 'input', code: err.code, message: err.message }
   if (err instanceof StateStoreError) {
     const code = 'code' in err && typeof err.code === 'string' ? err.code : (CODE_BY_KIND[err.kind] ?? 'Unknown')
@@ -42,21 +43,27 @@ export function describeError(err: unknown): ErrorInfo {
   return { kind: 'internal', code: 'Internal', message: String(err) }
 }
 
-/** The error for `done(err)` / `node.error(err, msg)`: its own `code` and `cause` land in the Catch node's `msg.error`. */
-export class NodeFailure extends Error {
-  override readonly name = 'NodeFailure'
+/**
+ * What a node hands to `done(err)` / `node.error(err, msg)`. With a Catch node, the runtime copies its
+ * own `code` and `cause` into the Catch node's `msg.error`, and `toString()` becomes the message.
+ * Without one, the runtime logs it and the Debug sidebar shows it. Deliberately not an Error: the
+ * runtime encodes an Error for the sidebar as an object (name, message, code, `String(cause)`,
+ * which reads "[object Object]"); any other object is shown through `toString()`, as one line.
+ */
+export class NodeFailure {
+  /** An own property, so `done(err)` takes it as an Error-shaped value; not on the prototype, where the runtime looks for "Error". */
+  readonly name = 'NodeFailure'
+  readonly message: string
   readonly code: string
-  override readonly cause: ErrorInfo
+  readonly cause: ErrorInfo
   constructor(info: ErrorInfo) {
-    super(info.message)
+    this.message = info.message
     this.code = info.code
-    this.cause = info
-    // The runtime copies an own `stack` into msg.error; for these errors it is noise, not diagnosis.
-    delete (this as { stack?: string }).stack
+    // A copy with a readable String(): where something stringifies the cause it says what it is.
+    this.cause = Object.defineProperty({ ...info }, 'toString', { value: () => `${info.kind} ${info.code}: ${info.message}`, enumerable: false })
   }
 
-  /** The runtime logs and reports `toString()`; the bare message reads better than "NodeFailure: ...". */
-  override toString(): string {
+  toString(): string {
     return this.message
   }
 }

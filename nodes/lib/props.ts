@@ -115,6 +115,12 @@ export function parseExpiry(value: unknown, t: Translate): number | undefined {
   return n
 }
 
+/** A whole number >= 0 from a node setting, or the default when blank or not such a number. */
+export function wholeNumber(value: unknown, fallback: number): number {
+  const n = typeof value === 'string' ? (value.trim() === '' ? NaN : Number(value)) : typeof value === 'number' ? value : NaN
+  return Number.isSafeInteger(n) && n >= 0 ? n : fallback
+}
+
 /** A positive whole number of milliseconds from a node setting, or the default when blank. */
 export function positiveInt(value: unknown, fallback: number): number {
   const n = typeof value === 'string' ? (value.trim() === '' ? NaN : Number(value)) : typeof value === 'number' ? value : NaN

@@ -69,9 +69,16 @@ export class StatusView {
     this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text })
   }
 
+  /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind. */
   failure(err: unknown): void {
-    const { kind } = describeError(err)
-    this.show({ fill: 'red', shape: this.connected ? 'dot' : 'ring', text: `${this.text('node-red:common.status.error')}: ${kind}` })
+    const { kind, code } = describeError(err)
+    const key = `failure.${code}`
+    let name = this.texts.get(key)
+    if (name === undefined) {
+      name = this.t(key, { defaultValue: kind })
+      this.texts.set(key, name)
+    }
+    this.show({ fill: 'red', shape: this.connected ? 'dot' : 'ring', text: `${this.text('node-red:common.status.error')}: ${name}` })
   }
 
   /** A problem with the node's own configuration: shown until the node is redeployed. */

@@ -59,6 +59,7 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     reconnectMaxMs: count(options.reconnectMaxMs, DEFAULTS.reconnectMaxMs, 'reconnectMaxMs', 1),
     connectTimeoutMs: count(options.connectTimeoutMs, DEFAULTS.connectTimeoutMs, 'connectTimeoutMs', 1),
     requestTimeoutMs: count(options.requestTimeoutMs, DEFAULTS.requestTimeoutMs, 'requestTimeoutMs', 1),
+    ...(options.connectionWaitMs !== undefined ? { connectionWaitMs: count(options.connectionWaitMs, 0, 'connectionWaitMs', 0) } : {}),
     maxInFlight: count(options.maxInFlight, DEFAULTS.maxInFlight, 'maxInFlight', 1),
     maxQueued: count(options.maxQueued, options.maxInFlight ?? DEFAULTS.maxInFlight, 'maxQueued', 0),
     clock: options.clock ?? new HybridLogicalClock({ maxDriftMs: count(options.maxClockDriftMs, DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0) }),

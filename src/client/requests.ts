@@ -7,10 +7,12 @@ import { backoffDelay } from './backoff'
 import type { PublishProperties } from './connection'
 import { readResponse, requestProperties, type ServiceResponse } from './envelope'
 import type { ResolvedOptions } from './options'
+import type { ConnectionStatus } from './types'
 
 /** What the request layer needs from the connection; a seam for tests. */
 export interface Transport {
   readonly online: boolean
+  readonly status: ConnectionStatus
   publish(topic: string, payload: Buffer, properties: PublishProperties, onAck: (outcome: { error?: Error; noSubscribers?: boolean }) => void): number | undefined
   forget(messageId: number): void
 }
@@ -47,6 +49,8 @@ interface Pending {
   unheard: number
   timer?: NodeJS.Timeout
   resend?: NodeJS.Timeout
+  /** The end of the wait for the connection (connectionWaitMs), while the request waits for it. */
+  connectionWait?: NodeJS.Timeout
   detach?: () => void
   resolve(reply: ServiceResponse): void
   reject(err: Error): void
@@ -181,10 +185,26 @@ export class Requests {
     p.phase = 'waiting'
     this.inFlight.set(p.id, p)
     if (this.transport.online) this.send(p)
+    else this.awaitConnection(p)
+  }
+
+  /** Fails a request that waited connectionWaitMs for a connection that did not come, with the reason it is down. */
+  private awaitConnection(p: Pending): void {
+    const waitMs = this.options.connectionWaitMs
+    if (waitMs === undefined || waitMs >= p.timeoutMs) return
+    const fail = () => {
+      if (p.phase !== 'waiting' || this.transport.online) return
+      const { reason, authFailed } = this.transport.status
+      const waited = waitMs > 0 ? ` after waiting ${waitMs} ms` : ''
+      this.settle(p, new ConnectionError(`the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`))
+    }
+    if (waitMs === 0) fail()
+    else p.connectionWait = setTimeout(fail, waitMs)
   }
 
   private send(p: Pending): void {
     if (p.settled) return
+    clearTimeout(p.connectionWait)
     // The broker drops the request once our wait is over, so a late duplicate is not executed.
     const expirySec = Math.ceil(Math.max(1, p.deadline - Date.now()) / 1000)
     let properties: PublishProperties
@@ -237,6 +257,7 @@ export class Requests {
     p.settled = true
     clearTimeout(p.timer)
     clearTimeout(p.resend)
+    clearTimeout(p.connectionWait)
     p.detach?.()
     if (p.phase === 'queued') this.queue.delete(p)
     else this.inFlight.delete(p.id)

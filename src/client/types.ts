@@ -53,6 +53,12 @@ export interface ClientOptions {
   connectTimeoutMs?: number
   /** Default per-request timeout, 10000 ms. */
   requestTimeoutMs?: number
+  /**
+   * How long a request made while the client is not connected waits for the connection before it
+   * fails with a ConnectionError naming the reason; 0 fails it at once. Default: as long as its
+   * timeout (the request waits for the connection, then times out).
+   */
+  connectionWaitMs?: number
   /** Requests admitted at once, default 1000. Beyond it requests wait in a queue of maxQueued. */
   maxInFlight?: number
   /** Requests that may wait for a free slot, default equal to maxInFlight; beyond it OverloadedError. */

@@ -151,6 +151,31 @@ describe('client connection (scripted broker)', function () {
     assert.match(req.message, /not connected/)
   })
 
+  it('connectionWaitMs: a request while disconnected fails with the reason, at once (0) or after the wait, not at its timeout', async function () {
+    const url = `mqtt://127.0.0.1:${await freePort()}`
+    const now = pool.create(url, { connectionWaitMs: 0, requestTimeoutMs: 60_000 })
+    await statusWhere(now, (s) => s.state === 'reconnecting' && s.reason !== undefined)
+    const atOnce = await now.get('k').catch((e: unknown) => e)
+    assert.ok(atOnce instanceof ConnectionError, `a ConnectionError, got ${String(atOnce)}`)
+    assert.match(atOnce.message, /GET request failed: not connected \(.*ECONNREFUSED/)
+    // A wait shorter than the timeout (60 s, longer than this test may run) ends the request with the reason.
+    const later = pool.create(url, { connectionWaitMs: 300, requestTimeoutMs: 60_000 })
+    const waited = await later.set('k', 'v').catch((e: unknown) => e)
+    assert.ok(waited instanceof ConnectionError, `a ConnectionError, got ${String(waited)}`)
+    assert.match(waited.message, /not connected after waiting 300 ms/)
+    assert.deepEqual(later.load, { inFlight: 0, queued: 0 }, 'nothing left pending')
+  })
+
+  it('connectionWaitMs: a request made while connecting is sent once the connection comes within the wait', async function () {
+    const client = pool.create(broker.url, { connectionWaitMs: 1000 })
+    assert.notEqual(client.status.state, 'connected')
+    const sent = client.get('k', { timeoutMs: 1500 }).catch((e: unknown) => e)
+    // The scripted broker answers no request: a timeout (sent, no response) proves it left the wait.
+    const err = await sent
+    assert.ok(err instanceof TimeoutError, `sent and timed out, got ${String(err)}`)
+    assert.match(err.message, /no response/)
+  })
+
   it('refuses unusable options at construction', function () {
     const base = { brokerUrl: broker.url, clientId: 'x' }
     assert.throws(() => new StateStoreClient({ ...base, brokerUrl: 'http://example' }), ArgumentError)

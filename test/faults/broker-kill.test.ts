@@ -60,7 +60,8 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
 
     await helper.load(ALL, [
       { id: 'tab', type: 'tab', label: 'faults' },
-      { id: 'cfg', type: 'ss-config', broker: broker.url, requestTimeout: '5000' },
+      // msgs sent during the outage wait for the connection as long as for an answer
+      { id: 'cfg', type: 'ss-config', broker: broker.url, requestTimeout: '5000', connectionWait: '5000' },
       { id: 'cfgRelay', type: 'ss-config', broker: relay.url, requestTimeout: '5000' },
       onTab({ id: 'set', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['out']] }),
       onTab({ id: 'out', type: 'helper' }),

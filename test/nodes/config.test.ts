@@ -4,6 +4,7 @@ import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { embeddedEmulator, stopEmbedded } from '../../nodes/lib/embedded'
+import { freePort } from '../support/mosquitto'
 import { ALL, COMMON, CountingProxy, TAB, configNode, helper, lastStatus, listen, nextMessage, onTab, startStore, statuses, until, type Store } from './support'
 
 const CONNECTED = { fill: 'green', shape: 'dot', text: 'node-red:common.status.connected' }
@@ -169,6 +170,35 @@ describe('nodes: ss-config lifecycle', function () {
     const read = nextMessage(helper.getNode('getOut'))
     helper.getNode('get').receive({})
     assert.equal((await read).payload, 'over the preview')
+  })
+
+  it('connection wait 0: a msg fails at once with NotConnected while the broker refuses, and the failure is logged once', async () => {
+    const closed = `mqtt://127.0.0.1:${await freePort()}`
+    await helper.load(ALL, usersFlow(closed, { requestTimeout: '60000', connectionWait: '0' }))
+    const cfg = helper.getNode('cfg')
+    await until(() => String(lastStatus(helper.getNode('get')).text).startsWith('node-red:common.status.disconnected: '), 'the refusal in the status')
+    // The request timeout (60 s) is longer than this test may run: only the connection wait can end it.
+    for (let i = 0; i < 3; i++) {
+      const caught = nextMessage(helper.getNode('caught'))
+      helper.getNode('get').receive({})
+      const error = (await caught).error as { code: string; message: string; cause: { kind: string } }
+      assert.equal(error.code, 'NotConnected')
+      assert.equal(error.cause.kind, 'connection')
+      assert.equal(error.message, 'ss-config.errors.notConnectedReason', 'the message with the reason (this runtime has no catalogue)')
+    }
+    assert.equal(lastStatus(helper.getNode('get')).text, `node-red:common.status.error: ${COMMON}failure.NotConnected`)
+    // mqtt.js retries every 0.5 s and more: let a few retries fail, then count the warnings.
+    await until(() => statuses(helper.getNode('get')).filter((st) => st.fill === 'yellow').length >= 3, 'two retries', 10000)
+    const warned = cfg.warn.getCalls().filter((c) => c.thisValue === cfg).map((c) => String(c.args[0]))
+    assert.deepEqual(warned, ['ss-config.log.connectFailed'], 'the first failure warned once, its retries quiet')
+  })
+
+  it('a blank connection wait waits 2 s for a connection that is down, not the whole request timeout', async () => {
+    const closed = `mqtt://127.0.0.1:${await freePort()}`
+    await helper.load(ALL, usersFlow(closed, { requestTimeout: '60000', connectionWait: '' }))
+    const caught = nextMessage(helper.getNode('caught'), 10000)
+    helper.getNode('get').receive({})
+    assert.equal(((await caught).error as { code: string }).code, 'NotConnected')
   })
 
   it('substitutes ${ENV} in the broker URL', async () => {

@@ -263,7 +263,7 @@ describe('nodes: ss-set and ss-get', function () {
     assert.deepEqual({ kind: error.cause.kind, code: error.cause.code }, { kind: 'service', code: 'FencingTokenLowerVersion' })
     assert.match(error.message, /fencing token is a lower version/)
     assert.equal(error.source.id, 'set')
-    assert.equal(lastStatus(set).text, 'node-red:common.status.error: service')
+    assert.equal(lastStatus(set).text, `node-red:common.status.error: ${COMMON}failure.FencingTokenLowerVersion`)
     assert.equal(lastStatus(set).fill, 'red')
   })
 

@@ -86,8 +86,9 @@ describe('nodes: status view', () => {
     view.failure(new ConnectionError('gone'))
     view.outcome('status.found')
     assert.deepEqual(shown.slice(2), [
-      { fill: 'red', shape: 'dot', text: '<node-red:common.status.error>: timeout' },
-      { fill: 'red', shape: 'dot', text: '<node-red:common.status.error>: connection' },
+      // The failure's short name from the catalogue, its kind when the catalogue has none.
+      { fill: 'red', shape: 'dot', text: '<node-red:common.status.error>: <failure.Timeout>{"defaultValue":"timeout"}' },
+      { fill: 'red', shape: 'dot', text: '<node-red:common.status.error>: <failure.NotConnected>{"defaultValue":"connection"}' },
       { fill: 'green', shape: 'dot', text: '<status.found>' },
     ])
   })

@@ -1,6 +1,8 @@
 // How `npm start` turns examples/*.json into one flow file (dev/flows.js).
 import { strict as assert } from 'node:assert'
-import { mergeExamples, pointAtBroker, type FlowNodeLike } from '../../dev/flows'
+import { join } from 'node:path'
+import { mergeExamples, pointAtBroker, quietExamples, readExamples, type FlowNodeLike } from '../../dev/flows'
+import { repoRoot } from './node-red'
 
 const config = { id: 'cfg', type: 'ss-config', name: 'local', broker: 'mqtt://127.0.0.1:1883', embedded: false }
 
@@ -81,5 +83,20 @@ describe('dev/flows: seeding the example flows', function () {
     const pointed = pointAtBroker(nodes, 'mqtt://127.0.0.1:9999')
     assert.equal(pointed.find((n) => n.type === 'ss-config')?.broker, 'mqtt://127.0.0.1:9999')
     assert.equal(nodes.find((n) => n.type === 'ss-config')?.broker, 'mqtt://127.0.0.1:1883')
+  })
+
+  it('makes the examples quiet for npm start: no inject fires at deploy, and a first tab names the buttons that start each', function () {
+    const examples = readExamples(join(repoRoot, 'examples'))
+    const merged = mergeExamples(examples)
+    const starters = merged.filter((n) => n.type === 'inject' && n.once === true)
+    assert.ok(starters.length > 0, 'the shipped examples press some buttons at deploy')
+    const quiet = quietExamples(merged)
+    assert.deepEqual(quiet.filter((n) => n.type === 'inject' && n.once === true), [], 'none fires at deploy')
+    assert.equal(quiet.length, merged.length + 2, 'nothing lost: one tab and one comment more')
+    const [tab, comment] = quiet
+    assert.equal(tab?.type, 'tab')
+    assert.equal(comment?.type, 'comment')
+    assert.equal(comment?.z, tab?.id)
+    for (const n of starters) assert.ok(String(comment?.info).includes(`**${String(n.name)}**`), `the first tab names ${String(n.name)}`)
   })
 })

@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto'
+import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
+
+/** What the config dialog's Test connection button reports. */
+export type ConnectionTestResult = 'connected' | 'authFailed' | 'refused' | 'tls' | 'notFound' | 'timeout' | 'failed'
+
+export interface ConnectionTestOutcome {
+  result: ConnectionTestResult
+  /** The broker's or the socket's own words (never a credential: neither mqtt.js nor the broker repeats them). */
+  reason?: string
+}
+
+/** Node.js error codes of a TLS handshake the client refused (certificate chain, host name, expiry, protocol). */
+const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_OSSL)/
+
+function classify(status: ConnectionStatus): ConnectionTestOutcome {
+  const reason = status.reason
+  const code = String((status.error as { code?: unknown } | undefined)?.code ?? '')
+  const result: ConnectionTestResult = status.authFailed
+    ? 'authFailed'
+    : code === 'ECONNREFUSED'
+      ? 'refused'
+      : TLS_CODES.test(code) || /certificate|SSL routines|TLS/i.test(reason ?? '')
+        ? 'tls'
+        : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+          ? 'notFound'
+          : 'failed'
+  return reason === undefined ? { result } : { result, reason }
+}
+
+/**
+ * Connects once with the settings the dialog holds, as a client of its own (a client id of its own,
+ * so the deployed connection is not taken over), and says how it went. Never retries, never
+ * throws, closes what it opened.
+ */
+export async function testConnection(options: ClientOptions, timeoutMs: number): Promise<ConnectionTestOutcome> {
+  let client: StateStoreClient
+  try {
+    client = new StateStoreClient({ ...options, clientId: `${options.clientId}-test-${randomBytes(3).toString('hex')}`, reconnectMinMs: 60_000, reconnectMaxMs: 60_000 })
+  } catch (err) {
+    return { result: 'failed', reason: err instanceof Error ? err.message : String(err) }
+  }
+  try {
+    const outcome = await new Promise<ConnectionTestOutcome>((resolve) => {
+      const timer = setTimeout(() => resolve({ result: 'timeout', ...(client.status.reason ? { reason: client.status.reason } : {}) }), timeoutMs)
+      const settle = (outcome: ConnectionTestOutcome) => {
+        clearTimeout(timer)
+        resolve(outcome)
+      }
+      client.on('status', (status) => {
+        if (status.state === 'connected') settle({ result: 'connected' })
+        else if (status.state === 'disconnected') settle(classify(status))
+      })
+      if (client.status.state === 'connected') settle({ result: 'connected' })
+    })
+    return outcome
+  } finally {
+    await client.close()
+  }
+}
+
+/** What the dialog sends: its fields as they are now, deployed or not. */
+interface TestRequest {
+  id?: string
+  broker?: string
+  clientId?: string
+  tls?: string
+  usetls?: boolean
+  keepalive?: string
+  credentials?: { username?: string; password?: string; satTokenFile?: string }
+}
+
+interface TlsConfigNode {
+  addTLSOptions(options: Record<string, unknown>): void
+}
+
+const ENV = /^\$\{(\w+)\}$/
+/** The editor shows a saved password as this placeholder; the deployed node's own password is meant. */
+const SAVED_PASSWORD = '__PWRD__'
+const TEST_TIMEOUT_MS = 5000
+
+/** `${NAME}` as the whole value reads the environment, as Node-RED does when the flow starts. */
+function resolveEnv(value: string | undefined): string | undefined {
+  const name = value === undefined ? undefined : ENV.exec(value.trim())?.[1]
+  return name === undefined ? value : process.env[name]
+}
+
+/** A broker URL without user info (a URL may carry a password), or null when the value is not one. */
+function shownBrokerUrl(value: string | undefined): string | null {
+  if (!value) return null
+  try {
+    const url = new URL(value)
+    if (!/^(mqtts?|wss?):$/.test(url.protocol)) return null
+    url.username = ''
+    url.password = ''
+    return url.toString().replace(/\/$/, '')
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The config dialog's admin endpoints, behind the editor's permissions:
+ * POST /ss-config/test connects once with the dialog's settings and answers { result, reason };
+ * GET /ss-config/broker?value=${NAME} answers what an environment variable in the broker field
+ * resolves to, only when it is a broker URL (no other environment value ever leaves the runtime).
+ */
+export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
+  const admin = RED.httpAdmin
+  admin.post('/ss-config/test', RED.auth.needsPermission('ss-config.write'), (req, res) => {
+    const body = (req.body ?? {}) as TestRequest
+    void (async () => {
+      const saved = body.id ? (RED.nodes.getCredentials(body.id) as TestRequest['credentials'] | undefined) : undefined
+      const creds = { ...body.credentials }
+      if (creds.password === SAVED_PASSWORD) creds.password = saved?.password
+      const options: ClientOptions = {
+        brokerUrl: resolveEnv(body.broker) || 'mqtt://127.0.0.1:1883',
+        clientId: (resolveEnv(body.clientId) || `nodered-${body.id ?? 'config'}`).replace(/[^A-Za-z0-9_.-]/g, '-'),
+        connectTimeoutMs: TEST_TIMEOUT_MS,
+      }
+      const keepalive = Number(resolveEnv(body.keepalive))
+      if (Number.isSafeInteger(keepalive) && keepalive > 0) options.keepaliveSec = keepalive
+      const username = resolveEnv(creds.username)
+      const password = resolveEnv(creds.password)
+      const satTokenFile = resolveEnv(creds.satTokenFile)
+      if (username) options.username = username
+      if (password) options.password = password
+      if (satTokenFile) options.satTokenFile = satTokenFile
+      const tlsNode = body.usetls && body.tls ? (RED.nodes.getNode(body.tls) as unknown as TlsConfigNode | null) : null
+      if (body.usetls && body.tls && !tlsNode) {
+        res.json({ result: 'tlsNotDeployed' })
+        return
+      }
+      if (tlsNode) {
+        const tls: Record<string, unknown> = {}
+        tlsNode.addTLSOptions(tls)
+        options.tls = tls as ClientOptions['tls']
+      }
+      res.json(await testConnection(options, TEST_TIMEOUT_MS))
+    })().catch((err: unknown) => res.json({ result: 'failed', reason: err instanceof Error ? err.message : String(err) }))
+  })
+  admin.get('/ss-config/broker', RED.auth.needsPermission('ss-config.read'), (req, res) => {
+    const value = typeof req.query.value === 'string' ? req.query.value : ''
+    res.json({ resolved: ENV.test(value.trim()) ? shownBrokerUrl(resolveEnv(value)) : null })
+  })
+}

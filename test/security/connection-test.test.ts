@@ -1,0 +1,130 @@
+/**
+ * The config dialog's Test connection button: its admin endpoint (POST /ss-config/test) against a
+ * real mosquitto with a password file and a TLS listener, and a closed port. It reports connected /
+ * authentication failed / refused / TLS error, uses the deployed password when the dialog shows the
+ * saved-password placeholder, and never puts a credential in its answer or in any log. GET
+ * /ss-config/broker tells what ${VAR} in the broker field is, only when it is a broker URL.
+ */
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ALL, helper } from '../nodes/support'
+import { requireMosquitto } from '../reliability/support'
+import { freePort, Mosquitto } from '../support/mosquitto'
+import { coreNode, makePki, passwordFile, type Pki } from './support'
+
+const PASSWORD = 'correct-horse-battery-staple'
+const WRONG = 'tr0ub4dor-and-3'
+
+interface Answer {
+  result: string
+  reason?: string
+}
+
+describe('security: the config dialog\'s Test connection endpoint', function () {
+  this.timeout(30_000)
+  let dir: string
+  let pki: Pki
+  let broker: Mosquitto
+  let withPassword: string
+  let withTls: string
+  let closed: string
+  const logged: string[] = []
+
+  before(async function () {
+    requireMosquitto(this)
+    dir = mkdtempSync(join(tmpdir(), 'security-test-button-'))
+    pki = makePki()
+    const file = passwordFile(dir, { alice: PASSWORD })
+    const [plain, tls] = [await freePort(), await freePort()]
+    broker = await Mosquitto.start({
+      port: plain,
+      extraConfig: [
+        'per_listener_settings true',
+        `listener ${plain} 127.0.0.1`,
+        'allow_anonymous false',
+        `password_file ${file}`,
+        `listener ${tls} 127.0.0.1`,
+        'allow_anonymous true',
+        `cafile ${pki.caFile}`,
+        `certfile ${pki.serverCertFile}`,
+        `keyfile ${pki.serverKeyFile}`,
+      ],
+    })
+    withPassword = `mqtt://127.0.0.1:${plain}`
+    withTls = `mqtts://127.0.0.1:${tls}`
+    closed = `mqtt://127.0.0.1:${await freePort()}`
+    await helper.load(
+      [...ALL, coreNode('network/05-tls.js')],
+      [
+        { id: 'tab', type: 'tab', label: 'test button' },
+        { id: 'tlsGood', type: 'tls-config', ca: pki.caFile, verifyservercert: true },
+        { id: 'tlsWrong', type: 'tls-config', ca: pki.otherCaFile, verifyservercert: true },
+        { id: 'cfg', type: 'ss-config', broker: withPassword },
+      ],
+      { cfg: { username: 'alice', password: PASSWORD } },
+    )
+  })
+  after(async () => {
+    await helper.unload()
+    await broker?.stop()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+    if (pki) rmSync(pki.dir, { recursive: true, force: true })
+  })
+
+  async function test(body: Record<string, unknown>): Promise<Answer> {
+    const res = await helper.request().post('/ss-config/test').send(body).expect(200)
+    const text = JSON.stringify(res.body)
+    for (const secret of [PASSWORD, WRONG]) assert.ok(!text.includes(secret), 'no credential in the answer')
+    logged.push(text)
+    return res.body as Answer
+  }
+
+  it('connected with the right password, authentication failed with a wrong one', async () => {
+    assert.deepEqual(await test({ broker: withPassword, credentials: { username: 'alice', password: PASSWORD } }), { result: 'connected' })
+    const wrong = await test({ broker: withPassword, credentials: { username: 'alice', password: WRONG } })
+    assert.equal(wrong.result, 'authFailed', JSON.stringify(wrong))
+    assert.equal((await test({ broker: withPassword })).result, 'authFailed', 'no credentials')
+  })
+
+  it('uses the deployed password when the dialog shows the saved-password placeholder', async () => {
+    assert.deepEqual(await test({ id: 'cfg', broker: withPassword, credentials: { username: 'alice', password: '__PWRD__' } }), { result: 'connected' })
+  })
+
+  it('refused on a closed port, with the reason', async () => {
+    const answer = await test({ broker: closed })
+    assert.equal(answer.result, 'refused')
+    assert.match(answer.reason ?? '', /ECONNREFUSED/)
+  })
+
+  it('a TLS error with a CA that did not sign the broker\'s certificate; connected with the right CA', async () => {
+    const wrong = await test({ broker: withTls, usetls: true, tls: 'tlsWrong' })
+    assert.equal(wrong.result, 'tls', JSON.stringify(wrong))
+    assert.match(wrong.reason ?? '', /certificate/i)
+    assert.deepEqual(await test({ broker: withTls, usetls: true, tls: 'tlsGood' }), { result: 'connected' })
+    assert.equal((await test({ broker: withTls, usetls: true, tls: 'not-deployed' })).result, 'tlsNotDeployed')
+  })
+
+  it('resolves ${VAR} in the broker field only to a broker URL, without user info', async () => {
+    process.env.SS_TEST_BUTTON_URL = 'mqtt://someone:hunter2@broker.example:1883'
+    process.env.SS_TEST_BUTTON_OTHER = 'not a url, maybe a secret'
+    try {
+      const url = await helper.request().get('/ss-config/broker').query({ value: '${SS_TEST_BUTTON_URL}' }).expect(200)
+      assert.deepEqual(url.body, { resolved: 'mqtt://broker.example:1883' })
+      const other = await helper.request().get('/ss-config/broker').query({ value: '${SS_TEST_BUTTON_OTHER}' }).expect(200)
+      assert.deepEqual(other.body, { resolved: null })
+      const plain = await helper.request().get('/ss-config/broker').query({ value: 'mqtt://127.0.0.1:1883' }).expect(200)
+      assert.deepEqual(plain.body, { resolved: null })
+    } finally {
+      delete process.env.SS_TEST_BUTTON_URL
+      delete process.env.SS_TEST_BUTTON_OTHER
+    }
+  })
+
+  it('logged no credential', () => {
+    const node = helper.getNode('cfg')
+    const calls = [...node.warn.getCalls(), ...node.error.getCalls()].map((c) => JSON.stringify(c.args))
+    for (const secret of [PASSWORD, WRONG]) assert.ok(!calls.some((c) => c.includes(secret)), 'no credential in a node log')
+  })
+})
