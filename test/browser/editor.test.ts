@@ -309,7 +309,8 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         await editor.showWorkspace(tab.id)
         await page.locator('#red-ui-sidebar-debug-clear').click()
         const onTab = (await editor.flowNodes()).filter((n) => n.z === tab.id)
-        for (const name of [/steps down/i, /tries again/i]) {
+        // npm start's examples wait for their buttons: A takes the lease and B finds it held first.
+        for (const name of [/^A tries$/, /^B tries$/, /steps down/i, /tries again/i]) {
           const inject = onTab.find((n) => n.type === 'inject' && name.test(n.name))
           if (!inject) continue
           const before = await page.locator('.red-ui-debug-msg').count()
@@ -335,14 +336,11 @@ describe('the editor in a real browser (npm start, chromium)', function () {
 
         await assertDefaultsRendered(editor, type, PREFIX)
         await assertTranslated(editor, type)
-        // A new node has no state store until the user picks one, and says so.
+        // A new node takes the only state store at once, as the Home Assistant nodes do: ready to deploy.
         const store = editor.field(PREFIX, 'store')
-        assert.equal(await store.inputValue(), '_ADD_')
-        assert.ok(await editor.hasError(store), 'no state store selected is marked invalid')
         const [config] = await editor.configNodes(CONFIG)
-        assert.ok(config, 'a state store config node exists')
-        await store.selectOption(config.id)
-        assert.ok(!(await editor.hasError(store)), 'choosing the state store clears the mark')
+        assert.equal(await store.inputValue(), config?.id, 'the state store is selected')
+        assert.ok(!(await editor.hasError(store)), 'and not marked')
         for (const [prop, want] of Object.entries(spec.shows)) {
           if (typeof want === 'object') assert.deepEqual(await editor.typedValue(PREFIX, prop), want, `${prop} shows ${JSON.stringify(want)}`)
           else if (typeof want === 'boolean') assert.equal(await editor.field(PREFIX, prop).isChecked(), want, `${prop} checked`)
@@ -417,7 +415,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       const groups: Record<string, string[]> = {
         connection: ['embedded', 'broker', 'clientId'],
         security: ['username', 'password', 'satTokenFile', 'usetls'],
-        advanced: ['keepalive', 'cleanStart', 'sessionExpiry', 'requestTimeout', 'maxInFlight', 'protocol'],
+        advanced: ['keepalive', 'cleanStart', 'sessionExpiry', 'requestTimeout', 'connectionWait', 'maxInFlight', 'protocol'],
       }
       for (const [i, [tab, props]] of Object.entries(groups).entries()) {
         await tabs.nth(i).click()

@@ -9,13 +9,23 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ALL, helper } from '../nodes/support'
+import { ALL, helper as nodeHelper } from '../nodes/support'
 import { requireMosquitto } from '../reliability/support'
 import { freePort, Mosquitto } from '../support/mosquitto'
 import { coreNode, makePki, passwordFile, type Pki } from './support'
 
 const PASSWORD = 'correct-horse-battery-staple'
 const WRONG = 'tr0ub4dor-and-3'
+
+/** node-red-node-test-helper's request(): supertest on the admin app the nodes registered their endpoints on. */
+interface Supertest {
+  post(path: string): Supertest
+  get(path: string): Supertest
+  send(body: unknown): Supertest
+  query(q: Record<string, string>): Supertest
+  expect(status: number): Promise<{ body: unknown }>
+}
+const helper = nodeHelper as typeof nodeHelper & { request(): Supertest }
 
 interface Answer {
   result: string
