@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto'
+import type { RequestPrint } from './request-print'
 
 /**
  * The command cache: a request seen again with the same (Response Topic, Correlation Data) while
  * its Message Expiry lasts is a re-send, answered with the first answer and never executed twice
- * (spec section 10). A re-send is the same request: the same payload and user properties, which
- * the entry keeps as a fingerprint. Another request under the same correlation data is a conflict,
+ * (spec section 10). A re-send is the same request (see `RequestPrint`), which the entry keeps.
+ * Another request under the same correlation data is a conflict,
  * never answered from the cache (the RPC command cache calls it a protocol error). Bounded in
  * entries and bytes; expired entries go in insertion order as new ones arrive, so there is no timer
  * per entry.
@@ -18,8 +18,8 @@ export interface CachedAnswer {
 
 export interface DedupEntry {
   readonly id: string
-  /** What the request was (see `fingerprintOf`): a re-send has the same. */
-  readonly fingerprint: string
+  /** What the request was: a re-send is the same. */
+  readonly request: RequestPrint
   /** Wall-clock ms at which the request expires. */
   readonly expiresAt: number
   answer: CachedAnswer | null
@@ -60,40 +60,24 @@ export class DedupCache {
     return `${responseTopic}\u0000${correlationData.toString('latin1')}`
   }
 
-  /**
-   * What makes a request the one it is: its payload and its user properties (`__ts`, `__ft`,
-   * `aio-persistence`…), which an MQTT re-send carries unchanged. Not the Message Expiry, which a
-   * broker counts down on redelivery.
-   */
-  static fingerprintOf(payload: Buffer, userProperties: Record<string, string | string[]> | undefined): string {
-    const hash = createHash('sha256').update(payload)
-    if (userProperties) {
-      for (const name of Object.keys(userProperties).sort()) {
-        const v = userProperties[name]!
-        for (const value of Array.isArray(v) ? v : [v]) hash.update(`\u0000${name}\u0000${value}`)
-      }
-    }
-    return hash.digest('base64')
-  }
-
   get size(): number {
     return this.entries.size
   }
 
-  lookup(id: string, fingerprint: string, now: number): Lookup {
+  lookup(id: string, request: RequestPrint, now: number): Lookup {
     const entry = this.entries.get(id)
     if (!entry) return { state: 'new' }
     if (entry.expiresAt <= now) {
       this.drop(entry)
       return { state: 'new' }
     }
-    if (entry.fingerprint !== fingerprint) return { state: 'conflict', entry }
+    if (!entry.request.equals(request)) return { state: 'conflict', entry }
     return entry.done ? { state: 'done', entry } : { state: 'pending', entry }
   }
 
   /** Records that a request is being executed; evicts what has expired or no longer fits. */
-  begin(id: string, fingerprint: string, expiresAt: number, now: number): DedupEntry {
-    const entry: DedupEntry = { id, fingerprint, expiresAt, answer: null, waiters: [], done: false, bytes: ENTRY_OVERHEAD + id.length + fingerprint.length }
+  begin(id: string, request: RequestPrint, expiresAt: number, now: number): DedupEntry {
+    const entry: DedupEntry = { id, request, expiresAt, answer: null, waiters: [], done: false, bytes: ENTRY_OVERHEAD + id.length + request.bytes }
     this.entries.set(id, entry)
     this.bytes += entry.bytes
     this.evict(now)

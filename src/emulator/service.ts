@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
 import { CONTENT_TYPE, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from './dedup'
+import { RequestPrint } from './request-print'
 import type { Answer, Executor, RequestContext } from './execute'
 import { callerOf, describeCaller } from './identity'
 import { EMULATOR_REFUSAL_TEXT, responseTopicRefusal, type EmulatorRefusalCode } from './refusals'
@@ -181,8 +182,8 @@ export class StateStoreService {
     const reply = { responseTopic, correlation, hasExpiry: expirySec !== undefined }
     if (packet.qos !== 1) return this.refuse(reply, expiresAt, who, 'NotQos1', `published with QoS ${packet.qos}`)
     const dedupId = DedupCache.idOf(responseTopic, correlation)
-    const fingerprint = DedupCache.fingerprintOf(payload, props.userProperties)
-    const seen = this.options.dedup.lookup(dedupId, fingerprint, now)
+    const request = RequestPrint.of(payload, props.userProperties)
+    const seen = this.options.dedup.lookup(dedupId, request, now)
     if (seen.state === 'done') {
       if (log.enabled('debug')) log('debug', `request from ${who} is a re-send; answered from the cache`)
       return this.respond(reply, seen.entry.answer!, seen.entry.expiresAt)
@@ -196,7 +197,7 @@ export class StateStoreService {
       entry.waiters.push((answer) => answer && this.respond(reply, answer, entry.expiresAt))
       return
     }
-    const entry = this.options.dedup.begin(dedupId, fingerprint, expiresAt, now)
+    const entry = this.options.dedup.begin(dedupId, request, expiresAt, now)
     let answer: Answer
     try {
       answer = this.options.executor.execute(payload, { prop, clientId: caller } satisfies RequestContext)
