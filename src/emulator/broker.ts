@@ -5,6 +5,7 @@ import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' wit
 import { Prop, REQUEST_TOPICS } from '../protocol'
 import { inProcessPair } from './in-process'
 import { makeLogger, type FilteredLogger } from './log'
+import { responseTopicRefusal } from './refusals'
 import { within } from './util'
 
 /** Who may connect to the embedded broker; without it anyone may. */
@@ -65,6 +66,8 @@ export const SAT_AUTH_METHOD = 'K8S-SAT'
 // aedes' CONNACK return codes (v3 numbering; aedes maps them to the MQTT 5 reason codes 0x86 and 0x87).
 const BAD_USERNAME_OR_PASSWORD = 4
 const NOT_AUTHORIZED = 5
+/** MQTT 5 reason code 0x90: "The Topic Name is correctly formed, but is not accepted by this Client or Server". */
+const TOPIC_NAME_INVALID = 0x90
 
 const STOP_TIMEOUT_MS = 2000
 
@@ -127,6 +130,16 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     authorizePublish: (client, packet, done) => {
       if (packet.topic.startsWith('$SYS/')) return done(new Error('$SYS/ topics are reserved'))
       if (client && REQUEST_TOPICS.includes(packet.topic)) {
+        // The article: "The state store disconnects MQTT clients that use an invalid response topic."
+        const responseTopic = packet.properties?.responseTopic
+        const refusal = responseTopic ? responseTopicRefusal(responseTopic) : null
+        if (refusal) {
+          const reasonString = `the Response Topic of a state store request may not be ${JSON.stringify(responseTopic!.slice(0, 200))}: ${refusal}`
+          log('warn', `client ${JSON.stringify(client.id)} disconnected: ${reasonString}`)
+          // The request goes nowhere: aedes drops a publish refused here once the connection is closed.
+          client.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
+          return
+        }
         const properties = (packet.properties ??= {})
         properties.userProperties = { ...properties.userProperties, [Prop.sourceId]: client.id }
       }

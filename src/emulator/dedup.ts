@@ -1,8 +1,13 @@
+import type { RequestPrint } from './request-print'
+
 /**
  * The command cache: a request seen again with the same (Response Topic, Correlation Data) while
  * its Message Expiry lasts is a re-send, answered with the first answer and never executed twice
- * (spec section 10). Bounded in entries and bytes; expired entries go in insertion order as new ones
- * arrive, so there is no timer per entry.
+ * (spec section 10). A re-send is the same request (see `RequestPrint`), which the entry keeps.
+ * Another request under the same correlation data is a conflict,
+ * never answered from the cache (the RPC command cache calls it a protocol error). Bounded in
+ * entries and bytes; expired entries go in insertion order as new ones arrive, so there is no timer
+ * per entry.
  */
 
 export interface CachedAnswer {
@@ -13,6 +18,8 @@ export interface CachedAnswer {
 
 export interface DedupEntry {
   readonly id: string
+  /** What the request was: a re-send is the same. */
+  readonly request: RequestPrint
   /** Wall-clock ms at which the request expires. */
   readonly expiresAt: number
   answer: CachedAnswer | null
@@ -22,7 +29,12 @@ export interface DedupEntry {
   bytes: number
 }
 
-export type Lookup = { state: 'new' } | { state: 'done'; entry: DedupEntry } | { state: 'pending'; entry: DedupEntry }
+export type Lookup =
+  | { state: 'new' }
+  | { state: 'done'; entry: DedupEntry }
+  | { state: 'pending'; entry: DedupEntry }
+  /** The correlation data is remembered for a different request. */
+  | { state: 'conflict'; entry: DedupEntry }
 
 export interface DedupOptions {
   maxEntries?: number
@@ -52,19 +64,20 @@ export class DedupCache {
     return this.entries.size
   }
 
-  lookup(id: string, now: number): Lookup {
+  lookup(id: string, request: RequestPrint, now: number): Lookup {
     const entry = this.entries.get(id)
     if (!entry) return { state: 'new' }
     if (entry.expiresAt <= now) {
       this.drop(entry)
       return { state: 'new' }
     }
+    if (!entry.request.equals(request)) return { state: 'conflict', entry }
     return entry.done ? { state: 'done', entry } : { state: 'pending', entry }
   }
 
   /** Records that a request is being executed; evicts what has expired or no longer fits. */
-  begin(id: string, expiresAt: number, now: number): DedupEntry {
-    const entry: DedupEntry = { id, expiresAt, answer: null, waiters: [], done: false, bytes: ENTRY_OVERHEAD + id.length }
+  begin(id: string, request: RequestPrint, expiresAt: number, now: number): DedupEntry {
+    const entry: DedupEntry = { id, request, expiresAt, answer: null, waiters: [], done: false, bytes: ENTRY_OVERHEAD + id.length + request.bytes }
     this.entries.set(id, entry)
     this.bytes += entry.bytes
     this.evict(now)

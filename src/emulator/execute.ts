@@ -3,6 +3,7 @@ import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../protocol'
 import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../errors'
 import { accessOf, parseCommand, type Command } from './commands'
 import type { Authorizer } from './authorization'
+import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './notifications'
 import type { PersistenceLog } from './persistence'
 import type { Store } from './store'
@@ -11,8 +12,11 @@ import type { Store } from './store'
 export interface RequestContext {
   /** A user property's value (the first, if repeated); undefined when absent. */
   prop(name: string): string | undefined
-  /** Who is asking: the client id notifications are addressed to and rules are matched against. */
-  clientId: string
+  /**
+   * Who is asking: the client id notifications are addressed to and rules are matched against; null
+   * when the request names none the service can stand behind (see identity.ts).
+   */
+  clientId: string | null
   /** The dialect the request came in; v1 when absent. */
   dialect?: Dialect
 }
@@ -22,7 +26,7 @@ export interface Answer {
   /** `__ts` of the answer: the version concerned, when there is one. */
   timestamp?: string
   /** Set when the answer is `-ERR`: which error and why, for the log. */
-  error?: { code: ServiceErrorCode | 'KeyTooLongToNotify'; detail: string }
+  error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
   /** The request wrote to the persistence log; answer once `whenDurable(durableSeq)` resolves. */
   durableSeq?: number
   command?: Command
@@ -62,7 +66,12 @@ export class Executor {
       if (!withinDrift(clock, ts)) return refuse('TimestampSkew', `__ts ${tsText} is too far ahead`, command)
     }
 
-    if (authorizer && !authorizer.allows(ctx.clientId, command.key, accessOf(command))) {
+    // Notifications go to a topic named after the client id: without one, a registration would be for nobody.
+    if (command.verb === 'KEYNOTIFY' && ctx.clientId === null) {
+      return refuseAs('UnknownClient', 'no __srcId, $partition or __invId, and a response topic not under clients/<id>/', command)
+    }
+    // A caller without a client id is matched as the empty one: only a rule for any client ("*") grants it.
+    if (authorizer && !authorizer.allows(ctx.clientId ?? '', command.key, accessOf(command))) {
       return refuse('NotAuthorized', `${JSON.stringify(ctx.clientId)} may not ${accessOf(command)} the key`, command)
     }
 
@@ -76,9 +85,13 @@ export class Executor {
       }
     }
 
+    // The receive rule is applied once: the reading it gives is the version of the write this request
+    // makes (the article's worked example: `T:0:client` is answered `T:1:<node>`), not merged here and
+    // ticked again when the version is minted.
+    let received: Hlc | null = null
     if (ts) {
       try {
-        clock.update(ts)
+        received = clock.update(ts)
       } catch (err) {
         if (err instanceof HlcError) return refuse('TimestampMalformed', `__ts ${tsText}: ${err.message}`, command)
         throw err
@@ -86,14 +99,14 @@ export class Executor {
     }
 
     const seqBefore = persistence?.appendedSeq ?? 0
-    const answer = this.run(command, ctx, fencingToken)
+    const answer = this.run(command, ctx, { fencingToken, received })
     answer.command = command
     const seqAfter = persistence?.appendedSeq ?? 0
     if (seqAfter !== seqBefore) answer.durableSeq = seqAfter
     return answer
   }
 
-  private run(command: Command, ctx: RequestContext, fencingToken: Hlc | null): Answer {
+  private run(command: Command, ctx: RequestContext, write: { fencingToken: Hlc | null; received: Hlc | null }): Answer {
     const { store, registrations, persistence } = this.options
     switch (command.verb) {
       case 'GET': {
@@ -105,7 +118,7 @@ export class Executor {
         const outcome = store.set(command.key, command.value, {
           condition: command.condition,
           ...(command.expiryMs !== undefined ? { expiryMs: command.expiryMs } : {}),
-          fencingToken,
+          ...write,
           persist,
         })
         if (outcome.kind === 'error') return refuse(outcome.code, 'SET refused by the store', command)
@@ -113,7 +126,7 @@ export class Executor {
       }
       case 'DEL':
       case 'VDEL': {
-        const outcome = command.verb === 'DEL' ? store.del(command.key, { fencingToken }) : store.vdel(command.key, command.value, { fencingToken })
+        const outcome = command.verb === 'DEL' ? store.del(command.key, write) : store.vdel(command.key, command.value, write)
         switch (outcome.kind) {
           case 'error':
             return refuse(outcome.code, `${command.verb} refused by the store`, command)
@@ -126,22 +139,25 @@ export class Executor {
         }
       }
       case 'KEYNOTIFY': {
+        // Checked in execute(); repeated for the type.
+        const clientId = ctx.clientId
+        if (clientId === null) return refuseAs('UnknownClient', 'no client id', command)
         const version = store.get(command.key)?.version.toString()
         const withVersion = (payload: Buffer): Answer => (version ? { payload, timestamp: version } : { payload })
         if (command.stop) {
-          if (!registrations.unregister(ctx.clientId, command.key)) return withVersion(Reply.integer(0))
-          persistence?.recordKeyNotify(ctx.clientId, command.key, true)
+          if (!registrations.unregister(clientId, command.key)) return withVersion(Reply.integer(0))
+          persistence?.recordKeyNotify(clientId, command.key, true)
           return withVersion(Reply.ok)
         }
-        const max = maxNotifiedKeyBytes(ctx.clientId)
+        const max = maxNotifiedKeyBytes(clientId)
         if (command.key.length > max) {
           // Not in the service's catalogue: registering would promise notifications no MQTT topic can carry.
           const text = `the key is too long to be notified: at most ${max} bytes for this client id`
           return { payload: Reply.error(text), error: { code: 'KeyTooLongToNotify', detail: `a ${command.key.length}-byte key` }, command }
         }
-        registrations.register(ctx.clientId, command.key)
+        registrations.register(clientId, command.key)
         // Recorded even when already registered: the earlier record may not be on disk yet.
-        persistence?.recordKeyNotify(ctx.clientId, command.key, false)
+        persistence?.recordKeyNotify(clientId, command.key, false)
         return withVersion(Reply.ok)
       }
     }
@@ -150,6 +166,10 @@ export class Executor {
 
 function refuse(code: ServiceErrorCode, detail: string, command?: Command): Answer {
   return { payload: Reply.error(SERVICE_ERROR_TEXT[code]), error: { code, detail }, ...(command ? { command } : {}) }
+}
+
+function refuseAs(code: EmulatorRefusalCode, detail: string, command: Command): Answer {
+  return { payload: Reply.error(EMULATOR_REFUSAL_TEXT[code]), error: { code, detail }, command }
 }
 
 function parseHlc(text: string): Hlc | null {

@@ -2,11 +2,14 @@ import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
-import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, isAllowedResponseTopic, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
+import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
 import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from './dedup'
+import { RequestPrint } from './request-print'
 import type { Answer, Executor, RequestContext } from './execute'
 import type { FilteredLogger } from './log'
+import { callerOf, describeCaller } from './identity'
+import { EMULATOR_REFUSAL_TEXT, responseTopicRefusal, type EmulatorRefusalCode } from './refusals'
 import type { OutgoingNotification } from './notifications'
 import type { PersistenceLog } from './persistence'
 import type { DirectMessage } from './broker'
@@ -101,11 +104,17 @@ export class StateStoreService {
         service.client.on('error', onError)
         service.client.on('connect', onConnect)
       })
-      const granted = await service.client.subscribeAsync(REQUEST_TOPIC, { qos: 1 })
-      if (!granted[0] || granted[0].qos !== 1) throw new Error(`the broker refused the subscription to ${REQUEST_TOPIC} (${JSON.stringify(granted)})`)
+      // At QoS 2, so that a request arrives with the QoS it was published with (a broker delivers at
+      // the lower of the two) and one sent at QoS 0 or 2 can be refused. A broker without QoS 2
+      // grants 1: QoS 2 requests then arrive as QoS 1 and are served.
+      const granted = await service.client.subscribeAsync(REQUEST_TOPIC, { qos: 2 })
+      const qos = granted[0]?.qos
+      if (qos !== 1 && qos !== 2) throw new Error(`the broker refused the subscription to ${REQUEST_TOPIC} (${JSON.stringify(granted)})`)
+      if (qos === 1) options.log('info', `the broker grants QoS 1 at most: requests published with QoS 2 cannot be told apart and are served`)
       // The 2023 preview dialect is served too; a broker that refuses its `$`-topic costs only that dialect.
-      const preview = await service.client.subscribeAsync(PREVIEW_REQUEST_TOPIC, { qos: 1 })
-      if (preview[0]?.qos !== 1) options.log('warn', `the broker refused the subscription to ${PREVIEW_REQUEST_TOPIC}: the preview dialect is not served`)
+      const preview = await service.client.subscribeAsync(PREVIEW_REQUEST_TOPIC, { qos: 2 })
+      const previewQos = preview[0]?.qos
+      if (previewQos !== 1 && previewQos !== 2) options.log('warn', `the broker refused the subscription to ${PREVIEW_REQUEST_TOPIC}: the preview dialect is not served`)
     } catch (err) {
       await service.client.endAsync(true)
       throw err
@@ -121,7 +130,10 @@ export class StateStoreService {
       return
     }
     const properties = { contentType: CONTENT_TYPE, userProperties: { [Prop.timestamp]: n.version.toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } }
-    if (this.options.deliverDirect?.(n.clientId, { topic: n.topic, payload: n.payload, properties })) return
+    // Through the broker's routing, as the real service publishes: every authorized subscriber to the
+    // topic gets it (a monitoring tool, too). The registering client gets it even without a matching
+    // subscription, where the broker is in this process (as the AIO broker does for Go and .NET).
+    this.options.deliverDirect?.(n.clientId, { topic: n.topic, payload: n.payload, properties })
     if (this.tooLarge(n.topic, n.payload, properties, `notification for client ${JSON.stringify(n.clientId)}`)) return
     this.client.publish(n.topic, n.payload, { qos: 1, properties })
   }
@@ -161,40 +173,51 @@ export class StateStoreService {
     const correlation = props.correlationData
     const raw = userProps(props.userProperties)
     const prop = (name: string) => raw(dialectPropertyName(dialect, name))
-    const who = callerOf(prop, responseTopic)
-    if (!responseTopic) return log('warn', `request from ${JSON.stringify(who)} dropped: no Response Topic`)
-    if (!correlation || correlation.length === 0) return log('warn', `request from ${JSON.stringify(who)} dropped: no Correlation Data`)
-    if (!isAllowedResponseTopic(responseTopic)) {
-      return log('warn', `request from ${JSON.stringify(who)} dropped: the Response Topic ${JSON.stringify(responseTopic)} is reserved`)
+    const caller = callerOf(prop, responseTopic)
+    const who = describeCaller(caller, responseTopic)
+    if (!responseTopic) return log('warn', `request from ${who} dropped: no Response Topic`)
+    if (!correlation || correlation.length === 0) return log('warn', `request from ${who} dropped: no Correlation Data`)
+    const refusal = responseTopicRefusal(responseTopic)
+    if (refusal) {
+      // The state store disconnects such a client; a client of another broker can only be ignored.
+      return log('warn', `request from ${who} dropped: its Response Topic ${JSON.stringify(responseTopic.slice(0, 200))} is not permitted (${refusal})`)
     }
     const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload)
     const now = Date.now()
-    const expirySec = props.messageExpiryInterval
+    // A Message Expiry of 0 is no expiry: mosquitto delivers it so (it drops the property), and the
+    // Go SDK reads a zero timeout as the default. Taken literally it would expire before the answer.
+    const expirySec = props.messageExpiryInterval || undefined
     const expiresAt = now + (expirySec !== undefined ? expirySec * 1000 : DEFAULT_DEDUP_WINDOW_MS)
     const reply = { responseTopic, correlation, hasExpiry: expirySec !== undefined, dialect }
+    if (packet.qos !== 1) return this.refuse(reply, expiresAt, who, 'NotQos1', `published with QoS ${packet.qos}`)
     const dedupId = DedupCache.idOf(responseTopic, correlation)
-    const seen = this.options.dedup.lookup(dedupId, now)
+    const request = RequestPrint.of(payload, props.userProperties)
+    const seen = this.options.dedup.lookup(dedupId, request, now)
     if (seen.state === 'done') {
-      if (log.enabled('debug')) log('debug', `request from ${JSON.stringify(who)} is a re-send; answered from the cache`)
+      if (log.enabled('debug')) log('debug', `request from ${who} is a re-send; answered from the cache`)
       return this.respond(reply, seen.entry.answer!, seen.entry.expiresAt)
+    }
+    if (seen.state === 'conflict') {
+      // Neither executed nor answered from the cache: the first request keeps its entry for its own re-sends.
+      return this.refuse(reply, expiresAt, who, 'CorrelationReused', `its correlation data ${correlation.toString('hex').slice(0, 64)} was used by another request`)
     }
     if (seen.state === 'pending') {
       const entry = seen.entry
       entry.waiters.push((answer) => answer && this.respond(reply, answer, entry.expiresAt))
       return
     }
-    const entry = this.options.dedup.begin(dedupId, expiresAt, now)
+    const entry = this.options.dedup.begin(dedupId, request, expiresAt, now)
     let answer: Answer
     try {
-      answer = this.options.executor.execute(payload, { prop, clientId: who, dialect } satisfies RequestContext)
+      answer = this.options.executor.execute(payload, { prop, clientId: caller, dialect } satisfies RequestContext)
     } catch (err) {
       // A bug, not a bad request: say so loudly, answer nothing, keep serving.
-      log('error', `request from ${JSON.stringify(who)} failed: ${(err as Error).stack ?? err}`)
+      log('error', `request from ${who} failed: ${(err as Error).stack ?? err}`)
       this.options.dedup.complete(entry, null)
       return
     }
     if (answer.error) {
-      log('info', `refused ${answer.command?.verb ?? 'request'} from ${JSON.stringify(who)}: -ERR ${answer.error.code} (${answer.error.detail})`)
+      log('info', `refused ${answer.command?.verb ?? 'request'} from ${who}: -ERR ${answer.error.code} (${answer.error.detail})`)
     }
     const cached: CachedAnswer = { payload: answer.payload, timestamp: answer.timestamp }
     if (answer.durableSeq === undefined || !this.options.persistence) return this.finish(entry, reply, cached)
@@ -202,10 +225,16 @@ export class StateStoreService {
     this.options.persistence.whenDurable(answer.durableSeq).then(
       () => this.finish(entry, reply, cached),
       (err: Error) => {
-        log('error', `request from ${JSON.stringify(who)} not answered: it could not be made durable (${err.message})`)
+        log('error', `request from ${who} not answered: it could not be made durable (${err.message})`)
         this.options.dedup.complete(entry, null)
       },
     ).finally(() => this.settled())
+  }
+
+  /** Answers a request the service refuses before executing it; it is not remembered for re-sends. */
+  private refuse(reply: ReplyTo, expiresAt: number, who: string, code: EmulatorRefusalCode, detail: string): void {
+    this.options.log('info', `refused request from ${who}: -ERR ${code} (${detail})`)
+    this.respond(reply, { payload: Reply.error(EMULATOR_REFUSAL_TEXT[code]), timestamp: undefined }, expiresAt)
   }
 
   private finish(entry: DedupEntry, reply: ReplyTo, answer: CachedAnswer): void {
@@ -265,18 +294,4 @@ function userProps(props: UserProperties | undefined): (name: string) => string 
     const v = props[name]
     return Array.isArray(v) ? v[0] : v
   }
-}
-
-/**
- * The caller's client id: `__srcId` as the SDKs send it, else `$partition` or `__invId`, else the
- * level after `clients/` in the response topic, the convention every SDK follows.
- */
-function callerOf(prop: (name: string) => string | undefined, responseTopic: string | undefined): string {
-  for (const name of [Prop.sourceId, Prop.partition, Prop.invokerId]) {
-    const v = prop(name)
-    if (v) return v
-  }
-  const levels = responseTopic?.split('/') ?? []
-  if (levels[0] === 'clients' && levels[1]) return levels[1]
-  return responseTopic ?? ''
 }

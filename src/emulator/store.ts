@@ -30,6 +30,11 @@ export type StoreChange =
 export interface WriteOptions {
   /** `__ft` of the request, already parsed and checked for drift. */
   fencingToken?: Hlc | null
+  /**
+   * What the clock read after merging the request's `__ts`: the version of the write, so that the
+   * HLC receive rule is applied once. A fresh tick instead when the clock has moved on since.
+   */
+  received?: Hlc | null
 }
 
 export interface SetOptions extends WriteOptions {
@@ -154,6 +159,8 @@ export class Store {
   private timer: unknown = null
   private timerDeadline = 0
   private closed = false
+  /** The last version minted: a reading is never the version of two changes. */
+  private minted: Hlc | null = null
 
   constructor(options: StoreOptions) {
     this.clock = options.clock
@@ -191,7 +198,7 @@ export class Store {
       this.expireDue()
       if (this.records.size >= this.maxKeys) return { kind: 'error', code: 'QuotaExceeded' }
     }
-    const version = this.clock.tick()
+    const version = this.mint(options.received)
     const expiresAt = options.expiryMs !== undefined ? this.now() + options.expiryMs : 0
     const record = this.slot(value, version, newerToken(existing?.fencingToken ?? null, token), expiresAt, options.persist === true)
     this.records.set(id, record)
@@ -206,7 +213,7 @@ export class Store {
     if (!existing) return { kind: 'missing' }
     const fenced = checkFence(existing, options.fencingToken ?? null)
     if (fenced) return { kind: 'error', code: fenced }
-    return { kind: 'deleted', version: this.remove(id, existing, 'del') }
+    return { kind: 'deleted', version: this.remove(id, existing, 'del', options.received) }
   }
 
   vdel(key: Buffer, value: Buffer, options: WriteOptions = {}): DeleteOutcome {
@@ -216,7 +223,7 @@ export class Store {
     const fenced = checkFence(existing, options.fencingToken ?? null)
     if (fenced) return { kind: 'error', code: fenced }
     if (!existing.holds(value)) return { kind: 'mismatch', version: existing.version }
-    return { kind: 'deleted', version: this.remove(id, existing, 'vdel') }
+    return { kind: 'deleted', version: this.remove(id, existing, 'vdel', options.received) }
   }
 
   /**
@@ -293,10 +300,17 @@ export class Store {
     return record
   }
 
-  private remove(id: string, record: PackedRecord, cause: 'del' | 'vdel' | 'expired'): Hlc {
+  private remove(id: string, record: PackedRecord, cause: 'del' | 'vdel' | 'expired', received?: Hlc | null): Hlc {
     this.records.delete(id)
-    const version = this.clock.tick()
+    const version = this.mint(received)
     this.onChange({ kind: 'delete', key: Buffer.from(id, 'latin1'), version, cause, wasPersisted: record.persisted })
+    return version
+  }
+
+  /** The reading a request's `__ts` gave the clock, if nothing has moved the clock since; else a tick. */
+  private mint(received: Hlc | null | undefined): Hlc {
+    const version = received && received === this.clock.current && received !== this.minted ? received : this.clock.tick()
+    this.minted = version
     return version
   }
 

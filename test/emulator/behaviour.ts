@@ -8,7 +8,8 @@ import { Hlc } from '../../src/hlc'
 import { CONTENT_TYPE, Notification, notificationTopic, Prop, Reply, Request, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
 import { encodeCommand, encodeValue } from '../../src/resp'
 import type { Emulator, EmulatorOptions } from '../../src/emulator'
-import { RawClient, sleep, type Received } from './raw-client'
+import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/refusals'
+import { RawClient, sleep, type Received, type SendOptions } from './raw-client'
 
 /**
  * The emulator as a client sees it, through a real MQTT 5 broker: raw requests in, exact payloads
@@ -23,6 +24,26 @@ const text = (b: Buffer): string => JSON.stringify(b.toString('latin1'))
 
 function assertPayload(r: Received, expected: Buffer, message?: string): void {
   assert.equal(text(r.payload), text(expected), message)
+}
+
+/** Publishes a request whose answer goes to `responseTopic` (not the client's own), as mosquitto_rr -e does. */
+async function requestVia(c: RawClient, responseTopic: string, payload: Buffer, options: SendOptions = {}): Promise<Received> {
+  await c.client.subscribeAsync(responseTopic, { qos: 1 })
+  const correlation = randomBytes(16)
+  const arrived = until(() => c.others.some((m) => m.topic === responseTopic && m.properties.correlationData?.equals(correlation)), `an answer on ${responseTopic}`)
+  c.send(payload, { ...options, responseTopic, correlation })
+  await arrived
+  await c.client.unsubscribeAsync(responseTopic)
+  return c.others.find((m) => m.topic === responseTopic && m.properties.correlationData?.equals(correlation))!
+}
+
+/** Polls until `predicate` holds; fails naming `what` after `ms`. */
+async function until(predicate: () => boolean, what: string, ms = 4000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(10)
+  }
 }
 
 /** A running emulator plus the clients and logs of one describe block. */
@@ -50,7 +71,10 @@ class Fixture {
   }
 }
 
-export function behaviourSuite(brokerName: string, start: StartEmulator): void {
+/** Where the broker is: the emulator's own (it sees connections) or another process (it sees only messages). */
+export type BrokerKind = 'embedded' | 'external'
+
+export function behaviourSuite(brokerName: string, start: StartEmulator, kind: BrokerKind): void {
   describe(`emulator behaviour over ${brokerName}`, function () {
     this.timeout(10_000)
 
@@ -264,10 +288,13 @@ export function behaviourSuite(brokerName: string, start: StartEmulator): void {
       })
 
       it('answers a re-sent request (same response topic and correlation data) from its cache, never executing it twice', async () => {
+        // A re-send is the same PUBLISH again: the same payload and user properties (a fixed __ts).
+        const resend = (correlation: Buffer, props: Record<string, string> = {}) => ({ correlation, props: { [Prop.timestamp]: c.clock.tick().toString(), ...props } })
         const correlation = randomBytes(16)
-        const first = await c.request(Request.set('once', 'v', { condition: 'NX' }), { correlation })
+        const once = resend(correlation)
+        const first = await c.request(Request.set('once', 'v', { condition: 'NX' }), once)
         assertPayload(first, Reply.ok)
-        const resent = await c.request(Request.set('once', 'v', { condition: 'NX' }), { correlation })
+        const resent = await c.request(Request.set('once', 'v', { condition: 'NX' }), once)
         assertPayload(resent, Reply.ok)
         assert.equal(resent.prop(Prop.timestamp), first.prop(Prop.timestamp), 'the same __ts')
         assert.deepEqual(resent.properties.correlationData, correlation)
@@ -277,15 +304,14 @@ export function behaviourSuite(brokerName: string, start: StartEmulator): void {
         // The same correlation from another response topic is another request.
         assertPayload(await other.request(Request.set('once', 'v', { condition: 'NX' }), { correlation }), Reply.notApplied)
 
-        const delCorrelation = randomBytes(16)
-        assertPayload(await c.request(Request.del('once'), { correlation: delCorrelation }), Reply.integer(1))
+        const del = resend(randomBytes(16))
+        assertPayload(await c.request(Request.del('once'), del), Reply.integer(1))
         await c.request(Request.set('once', 'again'))
-        assertPayload(await c.request(Request.del('once'), { correlation: delCorrelation }), Reply.integer(1))
+        assertPayload(await c.request(Request.del('once'), del), Reply.integer(1))
         assertPayload(await c.request(Request.get('once')), Reply.value(Buffer.from('again')), 'the re-sent DEL did not run')
 
         // Re-sent while the original still waits for the disk: both get the one answer.
-        const pc = randomBytes(16)
-        const persist = { correlation: pc, props: { [Prop.persist]: 'true' } }
+        const persist = resend(randomBytes(16), { [Prop.persist]: 'true' })
         const [a, b] = await Promise.all([c.request(Request.set('dup-durable', 'v', { condition: 'NX' }), persist), c.request(Request.set('dup-durable', 'v', { condition: 'NX' }), persist)])
         assertPayload(a, Reply.ok)
         assertPayload(b, Reply.ok)
@@ -345,21 +371,17 @@ export function behaviourSuite(brokerName: string, start: StartEmulator): void {
         assert.ok(f.logs.some((l) => l.includes('refused') && l.includes('UnknownCommand')), 'refusals are logged with the reason')
       })
 
-      it('drops and logs requests it cannot answer: no Response Topic, no Correlation Data, a reserved Response Topic', async () => {
+      it('drops and logs requests it cannot answer: no Response Topic, no Correlation Data', async () => {
         const spy = await f.client()
         await spy.client.subscribeAsync({ [REQUEST_TOPIC]: { qos: 1 }, [`${SERVICE_CLIENTS_PREFIX}/#`]: { qos: 1 } })
-        const marks = [randomBytes(16), randomBytes(16), randomBytes(16), randomBytes(16)]
-        spy.send(Request.set('dropped', '1'), { responseTopic: null, correlation: marks[0]! })
+        spy.send(Request.set('dropped', '1'), { responseTopic: null, correlation: randomBytes(16) })
         spy.send(Request.set('dropped', '2'), { correlation: null })
         spy.send(Request.set('dropped', '3'), { correlation: Buffer.alloc(0) })
-        spy.send(Request.set('dropped', '4'), { responseTopic: REQUEST_TOPIC, correlation: marks[1]! })
-        spy.send(Request.set('dropped', '5'), { responseTopic: `${SERVICE_CLIENTS_PREFIX}/x/response`, correlation: marks[2]! })
-        spy.send(Request.set('dropped', '6'), { responseTopic: SERVICE_CLIENTS_PREFIX, correlation: marks[3]! })
         // A request sent after them is answered after them: by then, any answer to them would be here.
         assertPayload(await spy.request(Request.get('dropped')), Reply.nil)
         const answers = spy.others.filter((m) => m.prop(Prop.status) !== undefined)
         assert.deepEqual(answers.map((m) => m.topic), [], 'nothing was answered')
-        for (const reason of ['no Response Topic', 'no Correlation Data', 'reserved']) {
+        for (const reason of ['no Response Topic', 'no Correlation Data']) {
           assert.ok(f.logs.some((l) => l.startsWith('warn') && l.includes(reason)), `logged: ${reason}`)
         }
       })
@@ -387,6 +409,182 @@ export function behaviourSuite(brokerName: string, start: StartEmulator): void {
         assert.ok(results.every((r) => r.payload.equals(Reply.ok)))
         const gets = await Promise.all(clients.map((cl, i) => cl.request(Request.get(`load-${i}-249`))))
         gets.forEach((g, i) => assertPayload(g, Reply.value(Buffer.from(`${i}:249`))))
+      })
+    })
+
+    // What mosquitto_rr and mosquitto_pub users find: requests no SDK sends, answered as the article
+    // says (or, where it is silent, as the official clients' evidence says). docs/emulator.md has each rule.
+    describe('requests as plain MQTT tools send them', function () {
+      const f = new Fixture()
+      let c: RawClient
+      before(async function () {
+        await f.start(this, start)
+        c = await f.client()
+      })
+      after(() => f.stop())
+
+      it('mints the version of a SET with one application of the HLC receive rule, as in the article\'s example', async () => {
+        // A client clock ahead of the store's (within the allowed minute): the article's `T:0:CLIENT` → `T:1:<node>`.
+        const t = Date.now() + 20_000
+        const set = await c.request(Request.set('hlc', 'v'), { props: { [Prop.timestamp]: new Hlc(t, 0, 'CLIENT').toString() } })
+        assertPayload(set, Reply.ok)
+        assert.equal(set.prop(Prop.timestamp), new Hlc(t, 1, f.emulator.nodeId).toString())
+        assert.equal((await c.request(Request.get('hlc'))).prop(Prop.timestamp), set.prop(Prop.timestamp), 'GET returns the version SET returned')
+        const del = await c.request(Request.del('hlc'), { props: { [Prop.timestamp]: new Hlc(t + 1000, 4, 'CLIENT').toString() } })
+        assert.equal(del.prop(Prop.timestamp), new Hlc(t + 1000, 5, f.emulator.nodeId).toString(), 'a deletion too')
+        // A write without a later __ts still gets a version after every one minted before.
+        const next = await c.request(Request.set('hlc', 'w'), { props: { [Prop.timestamp]: new Hlc(0, 0, 'CLIENT').toString() } })
+        assert.ok(Hlc.compare(ts(next), ts(del)) > 0, `${ts(next)} > ${ts(del)}`)
+      })
+
+      it('answers a re-send from the cache, and refuses another request under the same correlation data without running it', async () => {
+        const correlation = randomBytes(16)
+        const first = { correlation, props: { [Prop.timestamp]: c.clock.tick().toString() } }
+        const set = await c.request(Request.set('reused', 'first'), first)
+        assertPayload(set, Reply.ok)
+        // mosquitto_rr with the same -D correlation-data and another payload, or another __ts.
+        for (const [payload, options] of [
+          [Request.set('reused', 'second'), first],
+          [Request.set('reused', 'first'), { correlation, props: { [Prop.timestamp]: c.clock.tick().toString() } }],
+        ] as const) {
+          const refused = await c.request(payload, options)
+          assertPayload(refused, Reply.error(EMULATOR_REFUSAL_TEXT.CorrelationReused))
+          assert.equal(refused.prop(Prop.timestamp), undefined, 'nothing was written')
+          assert.equal(refused.prop(Prop.status), '200')
+        }
+        assertPayload(await c.request(Request.get('reused')), Reply.value(Buffer.from('first')), 'the key keeps the write that was acknowledged')
+        // The first request's re-sends are still answered from the cache, byte for byte.
+        const resent = await c.request(Request.set('reused', 'first'), first)
+        assertPayload(resent, Reply.ok)
+        assert.equal(resent.prop(Prop.timestamp), set.prop(Prop.timestamp))
+        assert.ok(f.logs.some((l) => l.startsWith('info') && l.includes('CorrelationReused') && l.includes(c.clientId)), 'logged with the client id')
+      })
+
+      it('answers a request with Message Expiry 0 as one without expiry: executed once, answered once', async () => {
+        const correlation = randomBytes(16)
+        const request = { correlation, expiry: 0, props: { [Prop.timestamp]: c.clock.tick().toString() } }
+        const r = await c.request(Request.set('expiry-zero', 'v', { condition: 'NX' }), request)
+        assertPayload(r, Reply.ok)
+        assert.equal(r.properties.messageExpiryInterval, undefined, 'no expiry on the answer either')
+        assertPayload(await c.request(Request.get('expiry-zero')), Reply.value(Buffer.from('v')))
+        const resent = await c.request(Request.set('expiry-zero', 'v', { condition: 'NX' }), request)
+        assertPayload(resent, Reply.ok, 'remembered for re-sends like a request without expiry')
+        assert.equal(resent.prop(Prop.timestamp), r.prop(Prop.timestamp))
+      })
+
+      it('refuses requests published with QoS 0 or QoS 2 with an -ERR answer, without running them', async () => {
+        for (const qos of [0, 2] as const) {
+          const r = await c.request(Request.set(`qos-${qos}`, 'v'), { qos })
+          assertPayload(r, Reply.error(EMULATOR_REFUSAL_TEXT.NotQos1), `QoS ${qos}`)
+          assert.equal(r.prop(Prop.status), '200')
+          assertPayload(await c.request(Request.get(`qos-${qos}`)), Reply.nil, `the QoS ${qos} SET did not run`)
+        }
+        assert.ok(f.logs.some((l) => l.includes('NotQos1') && l.includes('QoS 2')))
+      })
+
+      const reservedTopics = [REQUEST_TOPIC, `${SERVICE_CLIENTS_PREFIX}/x/response`, SERVICE_CLIENTS_PREFIX]
+      if (kind === 'embedded') {
+        it('disconnects a client whose request names the request topic or a topic under the service\'s prefix as its Response Topic', async () => {
+          for (const [i, topic] of reservedTopics.entries()) {
+            const bad = await f.client()
+            bad.send(Request.set('reserved-topic', String(i)), { responseTopic: topic })
+            const disconnect = await bad.disconnected
+            assert.equal(disconnect.reasonCode, 0x90, 'Topic Name invalid')
+            assert.match(disconnect.properties?.reasonString ?? '', /Response Topic .* may not be/)
+            assert.ok(f.logs.some((l) => l.startsWith('warn') && l.includes(`client ${JSON.stringify(bad.clientId)} disconnected`)), 'logged with the client id')
+          }
+          assertPayload(await c.request(Request.get('reserved-topic')), Reply.nil, 'none of the requests ran')
+        })
+      } else {
+        it('drops and logs, with the client id, a request whose Response Topic is the request topic or under the service\'s prefix; the client stays connected', async () => {
+          const spy = await f.client()
+          await spy.client.subscribeAsync({ [REQUEST_TOPIC]: { qos: 1 }, [`${SERVICE_CLIENTS_PREFIX}/#`]: { qos: 1 } })
+          for (const [i, topic] of reservedTopics.entries()) spy.send(Request.set('reserved-topic', String(i)), { responseTopic: topic })
+          // A request sent after them is answered after them: by then, any answer to them would be here.
+          assertPayload(await spy.request(Request.get('reserved-topic')), Reply.nil, 'none of the requests ran')
+          assert.deepEqual(spy.others.filter((m) => m.prop(Prop.status) !== undefined).map((m) => m.topic), [], 'nothing was answered')
+          assert.ok(spy.client.connected, 'another broker\'s client cannot be disconnected by the service')
+          const logged = f.logs.filter((l) => l.startsWith('warn') && l.includes(`client ${JSON.stringify(spy.clientId)}`) && l.includes('is not permitted'))
+          assert.equal(logged.length, reservedTopics.length)
+        })
+      }
+
+      it(kind === 'embedded'
+        ? 'registers KEYNOTIFY under the connection\'s client id, whatever the response topic'
+        : 'registers KEYNOTIFY only under a client id it can stand behind: __srcId or clients/<id>/…, else refuses it', async () => {
+        const tool = await f.client()
+        // mosquitto_rr -e replies/for/<id>: no __srcId, no $partition, a response topic outside clients/.
+        const anonymous = { props: { [Prop.sourceId]: null, [Prop.partition]: null } }
+        const answer = await requestVia(tool, `replies/for/${tool.clientId}`, Request.keyNotify('identity'), anonymous)
+        if (kind === 'embedded') {
+          assertPayload(answer, Reply.ok)
+        } else {
+          assertPayload(answer, Reply.error(EMULATOR_REFUSAL_TEXT.UnknownClient))
+          // Under clients/<id>/ the id is the level after clients/.
+          assertPayload(await requestVia(tool, `clients/${tool.clientId}/anything`, Request.keyNotify('identity'), anonymous), Reply.ok)
+        }
+        await c.request(Request.set('identity', 'v'))
+        const n = await tool.nextNotification()
+        assert.equal(n.topic, notificationTopic(tool.clientId, Buffer.from('identity')))
+        assertPayload(n, Notification.set(Buffer.from('v')))
+      })
+
+      it('publishes notifications through the broker: a monitoring subscriber sees them, a subscribed client gets one copy', async () => {
+        const monitor = await f.client()
+        await monitor.client.subscribeAsync(`${SERVICE_CLIENTS_PREFIX}/#`, { qos: 1 })
+        // As the Go SDK: registered, but no subscription to its notification topic.
+        const quiet = await RawClient.connect(f.emulator.brokerUrl, undefined, {}, { notifications: false })
+        f.clients.push(quiet)
+        const watcher = await f.client()
+        assertPayload(await quiet.request(Request.keyNotify('routed')), Reply.ok)
+        assertPayload(await watcher.request(Request.keyNotify('routed')), Reply.ok)
+        await c.request(Request.set('routed', 'v'))
+        await c.request(Request.del('routed'))
+        const topics = [notificationTopic(quiet.clientId, Buffer.from('routed')), notificationTopic(watcher.clientId, Buffer.from('routed'))]
+        await until(() => topics.every((t) => monitor.others.filter((m) => m.topic === t).length === 2), 'the monitor sees both notifications of both clients')
+        for (const t of topics) {
+          const seen = monitor.others.filter((m) => m.topic === t)
+          assertPayload(seen[0]!, Notification.set(Buffer.from('v')))
+          assertPayload(seen[1]!, Notification.delete)
+        }
+        // The subscribed watcher: each change once, not once routed and once more delivered directly.
+        assertPayload(await watcher.nextNotification(), Notification.set(Buffer.from('v')))
+        assertPayload(await watcher.nextNotification(), Notification.delete)
+        assertPayload(await watcher.request(Request.keyNotify('routed-sentinel')), Reply.ok)
+        await c.request(Request.set('routed-sentinel', 'x'))
+        assert.equal((await watcher.nextNotification()).key.toString(), 'routed-sentinel', 'no second copy')
+        if (kind === 'embedded') {
+          // The broker in this process also hands them to the client that registered without subscribing.
+          assertPayload(await quiet.nextNotification(), Notification.set(Buffer.from('v')))
+          assertPayload(await quiet.nextNotification(), Notification.delete)
+        }
+      })
+
+      it('answers the article\'s literal examples as docs/emulator.md says', async () => {
+        // Lower-case verbs (the article's RESP3 examples): unknown command.
+        for (const example of [
+          '*3\r\n$3\r\nset\r\n$7\r\nSETKEY2\r\n$6\r\nVALUE5\r\n',
+          '*2\r\n$3\r\nget\r\n$7\r\nSETKEY2\r\n',
+          '*2\r\n$3\r\ndel\r\n$7\r\nSETKEY2\r\n',
+          '*3\r\n$4\r\nvdel\r\n$7\r\nSETKEY2\r\n$3\r\nABC\r\n',
+        ]) {
+          assertPayload(await c.request(Buffer.from(example)), err('UnknownCommand'), example)
+        }
+        // `NEX <value>`: the value is the SET's own; an argument after NEX is a syntax error.
+        assertPayload(await c.request(encodeCommand(['SET', 'LockName', 'Client1', 'NEX', 'Client1', 'PX', '10000'])), err('SyntaxError'))
+        // KEYNOTIFY with a GET option (the article ties VALUE to it): syntax error; VALUE is always sent.
+        assertPayload(await c.request(encodeCommand(['KEYNOTIFY', 'SOMEKEY', 'GET'])), err('SyntaxError'))
+        // The article's KEYNOTIFY layout without RESP3 framing: syntax error.
+        assertPayload(await c.request(Buffer.from('KEYNOTIFY\r\nSOMEKEY\r\n')), err('SyntaxError'))
+        // NX not applied and VDEL mismatch: `:-1`, not the article's `-1`.
+        assertPayload(await c.request(Request.set('article', 'a')), Reply.ok)
+        assertPayload(await c.request(Request.set('article', 'b', { condition: 'NX' })), Buffer.from(':-1\r\n'))
+        assertPayload(await c.request(Request.vdel('article', 'b')), Buffer.from(':-1\r\n'))
+        // A deletion is notified as `NOTIFY DELETE`, not the article's `NOTIFY DEL`.
+        assertPayload(await c.request(Request.keyNotify('article')), Reply.ok)
+        await c.request(Request.del('article'))
+        const n = await c.nextNotification()
+        assertPayload(n, Buffer.from('*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n'))
       })
     })
 

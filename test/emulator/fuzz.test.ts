@@ -9,10 +9,12 @@ import { Hlc } from '../../src/hlc'
 import { Prop, Reply, Request } from '../../src/protocol'
 import { decodeExact, encodeCommand } from '../../src/resp'
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator'
+import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/refusals'
 import { mosquittoUrl } from '../support/broker'
 import { RawClient, type Received } from './raw-client'
 
-const CATALOGUE = new Set<string>(Object.values(SERVICE_ERROR_TEXT))
+// The service's texts, and the emulator's own for correlation data reused by another request.
+const CATALOGUE = new Set<string>([...Object.values(SERVICE_ERROR_TEXT), EMULATOR_REFUSAL_TEXT.CorrelationReused])
 const WORDS = ['GET', 'SET', 'DEL', 'VDEL', 'KEYNOTIFY', 'STOP', 'NX', 'NEX', 'PX', 'EX', 'get', '1000', '0', '-1', '', '\r\n', '*1', '$-1']
 
 /** Text a broker passes as an MQTT UTF-8 string: no U+0000 (forbidden) and no lone surrogates. */
@@ -93,20 +95,32 @@ function fuzzSuite(brokerName: string, start: (ctx: Mocha.Context, options: Emul
       rmSync(dir, { recursive: true, force: true })
     })
 
-    it('answers every request with a well-formed reply, replays re-sends, and keeps serving', async () => {
-      const answered = new Map<string, Buffer>()
-      const past: Buffer[] = []
+    it('answers every request with a well-formed reply, replays re-sends, refuses other requests under used correlation data, and keeps serving', async () => {
+      const reused = Reply.error(EMULATOR_REFUSAL_TEXT.CorrelationReused)
+      const past: Array<{ correlation: Buffer; payload: Buffer; props: Record<string, string | string[]>; answer: Buffer }> = []
       await fc.assert(
-        fc.asyncProperty(payload, userProps, fc.integer({ min: 1, max: 3600 }), fc.nat(), fc.boolean(), async (p, props, expiry, pick, resend) => {
-          const correlation = resend && past.length > 0 ? past[pick % past.length]! : randomBytes(16)
-          const r = await client.request(p, { props, expiry, correlation, timeoutMs: 3000 })
-          assertWellFormed(r)
-          const before = answered.get(correlation.toString('hex'))
-          if (before) assert.ok(r.payload.equals(before), 'a re-send gets the first answer')
-          else {
-            answered.set(correlation.toString('hex'), r.payload)
-            past.push(correlation)
+        // Expiry from 30 s: every request stays remembered for the whole run.
+        fc.asyncProperty(payload, userProps, fc.integer({ min: 30, max: 3600 }), fc.nat(), fc.constantFrom('new', 'resend', 'reuse'), async (p, props, expiry, pick, kind) => {
+          const first = past.length > 0 && kind !== 'new' ? past[pick % past.length]! : null
+          if (first && kind === 'resend') {
+            // The same PUBLISH again, as MQTT re-sends it: the first answer, byte for byte.
+            const r = await client.request(first.payload, { props: first.props, expiry, correlation: first.correlation, timeoutMs: 3000 })
+            assert.ok(r.payload.equals(first.answer), 'a re-send gets the first answer')
+            return
           }
+          if (first) {
+            // Another request under the same correlation data: refused, whatever it asks.
+            const other = p.equals(first.payload) ? Buffer.concat([p, Buffer.from('x')]) : p
+            const r = await client.request(other, { props, expiry, correlation: first.correlation, timeoutMs: 3000 })
+            assertWellFormed(r)
+            assert.ok(r.payload.equals(reused), `another request under used correlation data is refused: ${JSON.stringify(r.payload.toString('latin1'))}`)
+            return
+          }
+          const full = { ...client.defaultProps(), ...props }
+          const correlation = randomBytes(16)
+          const r = await client.request(p, { props: full, expiry, correlation, timeoutMs: 3000 })
+          assertWellFormed(r)
+          past.push({ correlation, payload: p, props: full, answer: r.payload })
         }),
         { numRuns: 400 },
       )

@@ -6,6 +6,7 @@ import { encodeCommand } from '../../src/resp'
 import { Authorizer } from '../../src/emulator/authorization'
 import { parseCommand } from '../../src/emulator/commands'
 import { DedupCache } from '../../src/emulator/dedup'
+import { RequestPrint } from '../../src/emulator/request-print'
 import { Registrations } from '../../src/emulator/notifications'
 import { Hlc } from '../../src/hlc'
 
@@ -29,41 +30,67 @@ describe('emulator parts', () => {
   })
 
   describe('DedupCache', () => {
+    const REQ = RequestPrint.of(Buffer.from('*2\r\n$3\r\nGET\r\n$1\r\nk\r\n'), undefined)
     it('remembers answers until the request expires', () => {
       const cache = new DedupCache()
-      const entry = cache.begin('a', 1000, 0)
-      assert.equal(cache.lookup('a', 10).state, 'pending')
+      const entry = cache.begin('a', REQ, 1000, 0)
+      assert.equal(cache.lookup('a', REQ, 10).state, 'pending')
       cache.complete(entry, { payload: Buffer.from('+OK\r\n'), timestamp: 'v' })
-      const seen = cache.lookup('a', 999)
+      const seen = cache.lookup('a', REQ, 999)
       assert.equal(seen.state, 'done')
-      assert.equal(cache.lookup('a', 1000).state, 'new')
+      assert.equal(cache.lookup('a', REQ, 1000).state, 'new')
     })
 
     it('stays within its entry and byte budgets, oldest first, and evicts expired entries as new ones come', () => {
       const cache = new DedupCache({ maxEntries: 100, maxBytes: 50_000 })
-      for (let i = 0; i < 1000; i++) cache.complete(cache.begin(`r${i}`, 10_000_000, 0), { payload: Buffer.alloc(100), timestamp: undefined })
+      for (let i = 0; i < 1000; i++) cache.complete(cache.begin(`r${i}`, REQ, 10_000_000, 0), { payload: Buffer.alloc(100), timestamp: undefined })
       assert.ok(cache.size <= 100)
-      assert.equal(cache.lookup('r999', 1).state, 'done')
-      assert.equal(cache.lookup('r0', 1).state, 'new')
+      assert.equal(cache.lookup('r999', REQ, 1).state, 'done')
+      assert.equal(cache.lookup('r0', REQ, 1).state, 'new')
       const big = new DedupCache({ maxBytes: 10_000 })
-      for (let i = 0; i < 10; i++) big.complete(big.begin(`b${i}`, 10_000_000, 0), { payload: Buffer.alloc(4000), timestamp: undefined })
-      big.begin('next', 10_000_000, 0)
+      for (let i = 0; i < 10; i++) big.complete(big.begin(`b${i}`, REQ, 10_000_000, 0), { payload: Buffer.alloc(4000), timestamp: undefined })
+      big.begin('next', REQ, 10_000_000, 0)
       assert.ok(big.size <= 3)
       const short = new DedupCache()
-      for (let i = 0; i < 100; i++) short.complete(short.begin(`s${i}`, 100, 0), { payload: Buffer.alloc(1), timestamp: undefined })
-      short.begin('later', 10_000, 200)
+      for (let i = 0; i < 100; i++) short.complete(short.begin(`s${i}`, REQ, 100, 0), { payload: Buffer.alloc(1), timestamp: undefined })
+      short.begin('later', REQ, 10_000, 200)
       assert.equal(short.size, 1, 'expired entries left as the new one came')
     })
 
     it('hands the answer to re-sends that arrived while the original ran', () => {
       const cache = new DedupCache()
-      const entry = cache.begin('x', 1000, 0)
+      const entry = cache.begin('x', REQ, 1000, 0)
       const got: Array<string | null> = []
-      const seen = cache.lookup('x', 1)
+      const seen = cache.lookup('x', REQ, 1)
       assert.equal(seen.state, 'pending')
       if (seen.state === 'pending') seen.entry.waiters.push((a) => got.push(a?.payload.toString() ?? null))
       cache.complete(entry, { payload: Buffer.from(':1\r\n'), timestamp: undefined })
       assert.deepEqual(got, [':1\r\n'])
+    })
+
+    it('tells a re-send (same payload and user properties) from another request under the same correlation data', () => {
+      const set = (value: string | Buffer, props: Record<string, string | string[]>) => RequestPrint.of(encodeCommand(['SET', 'k', value]), props)
+      const first = set('first', { __ts: '1:0:c', __srcId: 'me' })
+      assert.ok(set('first', { __srcId: 'me', __ts: '1:0:c' }).equals(first), 'the order of user properties does not matter')
+      for (const other of [
+        set('second', { __ts: '1:0:c', __srcId: 'me' }),
+        set('first', { __ts: '2:0:c', __srcId: 'me' }),
+        set('first', { __ts: '1:0:c', __srcId: 'me', __ft: '1:0:l' }),
+        set('first', { __ts: ['1:0:c', 'x'], __srcId: 'me' }),
+        set('first', { __ts: '1:0:c' }),
+      ]) {
+        assert.ok(!other.equals(first) && !first.equals(other))
+      }
+      // Large payloads are compared by digest.
+      const big = Buffer.alloc(100_000, 7)
+      assert.ok(set(big, {}).equals(set(Buffer.from(big), {})))
+      assert.ok(!set(big, {}).equals(set(Buffer.concat([big.subarray(1), Buffer.from([8])]), {})))
+      const cache = new DedupCache()
+      const entry = cache.begin('x', first, 1000, 0)
+      assert.equal(cache.lookup('x', set('second', {}), 1).state, 'conflict')
+      cache.complete(entry, { payload: Buffer.from('+OK\r\n'), timestamp: 'v' })
+      assert.equal(cache.lookup('x', set('second', {}), 1).state, 'conflict')
+      assert.equal(cache.lookup('x', set('first', { __srcId: 'me', __ts: '1:0:c' }), 1).state, 'done', 'the entry of the first request is kept for its re-sends')
     })
   })
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
-import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
+import mqtt, { type IClientOptions, type IDisconnectPacket, type IPublishPacket, type MqttClient } from 'mqtt'
 import { HybridLogicalClock } from '../../src/hlc'
 import { CONTENT_TYPE, notificationFilter, parseNotificationTopic, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, responseTopicFor } from '../../src/protocol'
 
@@ -32,6 +32,8 @@ export interface SendOptions {
   responseTopic?: string | null
   /** Message Expiry in seconds; null for none. Default 10. */
   expiry?: number | null
+  /** Default 1, as the protocol requires. */
+  qos?: 0 | 1 | 2
   timeoutMs?: number
 }
 
@@ -46,12 +48,15 @@ export class RawClient {
   /** Correlation data (hex) → callers waiting for a response, first come first served (a re-send waits behind the original). */
   private readonly waiting = new Map<string, Array<{ resolve: (r: Received) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>>()
   private readonly notificationWaiters: Array<() => void> = []
+  /** Resolves with the DISCONNECT the broker sent, if it sends one. */
+  readonly disconnected: Promise<IDisconnectPacket>
 
   private constructor(
     readonly client: MqttClient,
     readonly clientId: string,
   ) {
     this.responseTopic = responseTopicFor(clientId)
+    this.disconnected = new Promise((resolve) => client.once('disconnect', resolve))
     client.on('message', (topic, payload, packet) => this.onMessage(topic, payload, packet))
   }
 
@@ -115,7 +120,7 @@ export class RawClient {
     const responseTopic = options.responseTopic === undefined ? this.responseTopic : options.responseTopic
     const expiry = options.expiry === undefined ? 10 : options.expiry
     this.client.publish(REQUEST_TOPIC, payload, {
-      qos: 1,
+      qos: options.qos ?? 1,
       properties: {
         ...(responseTopic !== null ? { responseTopic } : {}),
         ...(correlation !== null ? { correlationData: correlation } : {}),

@@ -75,6 +75,24 @@ describe('emulator store (injected clock)', () => {
     assert.deepEqual(deadlines, [...deadlines].sort((x, y) => x - y))
   })
 
+  it('mints the reading a request\'s __ts gave the clock as the version of its write, once, and only while the clock has not moved', () => {
+    const { time, clock, store, changes } = setup()
+    const received = clock.update(new Hlc(time.now + 5000, 0, 'client'))
+    assert.equal(received.toString(), new Hlc(time.now + 5000, 1, 'svc').toString())
+    const set = store.set(b('k'), b('v'), { received })
+    assert.ok(set.kind === 'applied' && set.version === received, 'the receive rule applied once: T:0 -> T:1')
+    // The same reading is never the version of a second change.
+    const again = store.set(b('k'), b('w'), { received })
+    assert.ok(again.kind === 'applied' && Hlc.compare(again.version, received) > 0)
+    // A reading the clock has moved past since (another change minted in between) is not used.
+    const stale = clock.update(new Hlc(time.now + 6000, 0, 'client'))
+    store.set(b('other'), b('v'))
+    const del = store.del(b('k'), { received: stale })
+    assert.ok(del.kind === 'deleted' && Hlc.compare(del.version, stale) > 0)
+    const versions = changes.map((c) => (c.kind === 'set' ? c.record.version : c.version))
+    for (let i = 1; i < versions.length; i++) assert.ok(Hlc.compare(versions[i]!, versions[i - 1]!) > 0, 'every change later than the one before')
+  })
+
   it('a renewal moves the deadline; the old deadline expires nothing', () => {
     const { time, store, changes } = setup()
     const t0 = time.now
