@@ -268,7 +268,7 @@ export class StateStoreService {
     const properties = {
       correlationData: reply.correlation,
       contentType: CONTENT_TYPE,
-      // mqtt-packet cannot encode an empty user-property map (a preview answer without a version).
+      // mqtt-packet turns a PUBLISH with an empty user-property map into zero bytes, silently (a preview answer without a version has one).
       ...(Object.keys(userProperties).length > 0 ? { userProperties } : {}),
       ...(messageExpiryInterval !== undefined ? { messageExpiryInterval } : {}),
     }

@@ -282,9 +282,10 @@ describe('the editor in a real browser (npm start, chromium)', function () {
     })
 
     it('offers every example flow under Import > Examples', async function () {
-      const expected = readdirSync(join(repoRoot, 'examples'))
-        .filter((f) => f.endsWith('.json'))
-        .map((f) => f.slice(0, -'.json'.length))
+      // Flows, and folders of flows (examples/two-runtimes), which the dialog shows as submenus.
+      const expected = readdirSync(join(repoRoot, 'examples'), { withFileTypes: true })
+        .filter((f) => f.isDirectory() || f.name.endsWith('.json'))
+        .map((f) => (f.isDirectory() ? f.name : f.name.slice(0, -'.json'.length)))
         .sort()
       const dialog = await editor.importExamplesOf('node-red-contrib-aio-statestore')
       assert.deepEqual([...dialog.names].sort(), expected)

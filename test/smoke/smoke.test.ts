@@ -128,8 +128,16 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
       })
 
       it('lists every example under Import > Examples', async function () {
-        const listed = await red!.getJson<Array<{ fn?: string }>>(`/library/examples/flows/${pkg.name}`)
-        assert.deepEqual(listed.map((e) => e.fn).sort(), EXAMPLES)
+        const listed = await red!.getJson<Array<{ fn?: string } | string>>(`/library/examples/flows/${pkg.name}`)
+        assert.deepEqual(listed.flatMap((e) => (typeof e === 'string' ? [] : [e.fn])).sort(), EXAMPLES)
+        // Folders (examples/two-runtimes, flows for two runtimes, run by two-runtimes.test.ts) are submenus.
+        const folders = readdirSync(join(repoRoot, 'examples'), { withFileTypes: true }).filter((f) => f.isDirectory())
+        assert.deepEqual(listed.filter((e) => typeof e === 'string').sort(), folders.map((f) => f.name).sort())
+        for (const folder of folders) {
+          const inside = await red!.getJson<Array<{ fn?: string }>>(`/library/examples/flows/${pkg.name}/${folder.name}`)
+          const files = readdirSync(join(repoRoot, 'examples', folder.name)).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length))
+          assert.deepEqual(inside.map((e) => e.fn).sort(), files.sort())
+        }
       })
 
       for (const name of EXAMPLES) {
