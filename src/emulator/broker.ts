@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { createServer, type Server, type Socket } from 'node:net'
+import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { Prop, REQUEST_TOPICS } from '../protocol'
@@ -79,7 +79,15 @@ const runningHere = new Map<string, () => Duplex>()
  * `npm start` or the config node's embedded emulator); null for any other URL.
  */
 export function inProcessConnector(url: string): (() => Duplex) | null {
-  return runningHere.get(url) ?? null
+  if (!runningHere.has(url)) return null
+  // Looked up at every (re)connect: a broker restarted on the same URL is reached in-process again,
+  // and while none runs here the client dials TCP and sees a refusal as any client would.
+  return () => {
+    const connect = runningHere.get(url)
+    if (connect) return connect()
+    const { hostname, port } = new URL(url)
+    return createConnection({ host: hostname.replace(/^\[|\]$/g, ''), port: Number(port), noDelay: true })
+  }
 }
 
 /**
@@ -174,8 +182,12 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
 
   let stopping: Promise<void> | null = null
   const connectInProcess = (): Duplex => {
-    if (stopping) throw new Error('the broker is stopped')
     const [clientEnd, brokerEnd] = inProcessPair()
+    if (stopping) {
+      // Called from an MQTT client's reconnect timer: a throw there would be uncaught, a refusal is not.
+      process.nextTick(() => clientEnd.destroy(Object.assign(new Error('the broker is stopped'), { code: 'ECONNREFUSED' })))
+      return clientEnd
+    }
     sockets.add(brokerEnd)
     brokerEnd.once('close', () => sockets.delete(brokerEnd))
     aedes.handle(brokerEnd)
