@@ -16,7 +16,7 @@ import { Prop, Reply, Request } from '../../src/protocol'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { RawClient } from '../emulator/raw-client'
 import { Mosquitto } from '../support/mosquitto'
-import { ALL, helper, lastStatus, nextMessage, onTab } from '../nodes/support'
+import { ALL, COMMON, helper, lastStatus, nextMessage, onTab } from '../nodes/support'
 import { requireMosquitto, until } from '../reliability/support'
 
 const notAuthorized = (err: unknown) => err instanceof ServiceError && err.code === 'NotAuthorized' && err.kind === 'service'
@@ -142,7 +142,7 @@ describe('security: authorization rules in the emulator', function () {
       assert.equal(error.source.id, id)
       assert.equal(c.marker, msg.marker, 'the msg is kept')
       assert.equal(c.topic, msg.topic)
-      assert.equal(lastStatus(helper.getNode(id)).text, 'node-red:common.status.error: service')
+      assert.equal(lastStatus(helper.getNode(id)).text, `node-red:common.status.error: ${COMMON}failure.NotAuthorized`)
 
       // The node carries on with a key it may use.
       const ok = nextMessage(helper.getNode('out'))

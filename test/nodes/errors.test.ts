@@ -1,0 +1,37 @@
+// How a node's failure reads where Node-RED shows it: the Debug sidebar (an uncaught error goes
+// through the runtime's encodeObject), the Catch node's msg.error, the console log.
+import assert from 'node:assert/strict'
+import { InputError, NodeFailure, toFailure } from '../../nodes/lib/errors'
+import { ConnectionError, ServiceError } from '../../src/errors'
+
+// The runtime's own encoder for the Debug sidebar, from the Node-RED this package is tested with.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { encodeObject } = require(require.resolve('@node-red/util/lib/util.js', { paths: [require.resolve('node-red')] })) as {
+  encodeObject(msg: { msg: unknown }): { msg: unknown; format: string }
+}
+
+describe('nodes: failures as Node-RED shows them', () => {
+  it('an uncaught failure is one line in the Debug sidebar, not an object with cause "[object Object]"', () => {
+    const failure = toFailure(new InputError('KeyEmpty', "the key is empty: set msg.topic, msg.key or the node's Key field"))
+    const encoded = encodeObject({ msg: failure })
+    assert.equal(encoded.msg, "the key is empty: set msg.topic, msg.key or the node's Key field")
+    assert.equal(String(failure), failure.message, 'the console log and Catch msg.error.message read the same line')
+  })
+
+  it('keeps code and cause for Catch, and the cause reads when stringified', () => {
+    const failure = toFailure(new ServiceError('the request fencing token is a lower version than the fencing token protecting the resource'))
+    assert.equal(failure.code, 'FencingTokenLowerVersion')
+    assert.deepEqual({ ...failure.cause }, { kind: 'service', code: 'FencingTokenLowerVersion', message: failure.message })
+    assert.equal(String(failure.cause), `service FencingTokenLowerVersion: ${failure.message}`)
+    // What the runtime copies into msg.error for a Catch node: own code and cause.
+    assert.ok(Object.hasOwn(failure, 'code') && Object.hasOwn(failure, 'cause'))
+  })
+
+  it('wraps every error once', () => {
+    const failure = toFailure(new ConnectionError('not connected'))
+    assert.ok(failure instanceof NodeFailure)
+    assert.equal(toFailure(failure), failure)
+    assert.equal(failure.cause.kind, 'connection')
+    assert.equal(failure.code, 'NotConnected')
+  })
+})
