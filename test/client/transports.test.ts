@@ -9,7 +9,8 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import { createServer as createHttpsServer } from 'node:https'
 import { createWebSocketStream, WebSocketServer } from 'ws'
 import { startBroker, startEmulator, type EmbeddedBroker, type Emulator } from '../../src/emulator'
-import { freePort, Mosquitto, mosquittoPath } from '../support/mosquitto'
+import { freePort } from '../../dev/ports'
+import { Mosquitto, mosquittoPath } from '../support/mosquitto'
 import { makeCerts, type TestCerts } from './support/certs'
 import { ClientPool, statusWhere } from './support/clients'
 
