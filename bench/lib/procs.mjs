@@ -2,10 +2,12 @@
 // Every one is killed when the benchmark exits, however it exits.
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BENCH_DIR, ROOT, sleep } from './harness.mjs'
+import { BENCH_DIR, ROOT } from './harness.mjs'
+import ports from '../../dev/ports.js'
+
+export const { freePort, waitForPort } = ports
 
 const children = new Set()
 function killAll() {
@@ -17,34 +19,6 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
     killAll()
     process.exit(130)
   })
-}
-
-export async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-export async function waitForPort(port, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const ok = await new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    })
-    if (ok) return
-    if (Date.now() > deadline) throw new Error(`${what}: nothing listening on 127.0.0.1:${port} after ${timeoutMs} ms`)
-    await sleep(50)
-  }
 }
 
 /** A child process that is killed with the benchmark; `output` collects what it printed. */

@@ -45,7 +45,11 @@ const SMALL_INTEGERS = Array.from({ length: 256 }, (_, n) => fixed({ kind: 'inte
  * every decoded value, are not to be changed. A notification is otherwise four wrappers and four
  * Buffer views, three of them for these words (bench/codec.mjs, `NOTIFY SET VALUE`).
  */
-const word = (text: string): { bytes: Buffer; value: RespValue } => ({ bytes: Buffer.from(text, 'latin1'), value: fixed({ kind: 'bulk', value: Buffer.from(text, 'latin1') }) })
+interface ProtocolWord {
+  bytes: Buffer
+  value: RespValue
+}
+const word = (text: string): ProtocolWord => ({ bytes: Buffer.from(text, 'latin1'), value: fixed({ kind: 'bulk', value: Buffer.from(text, 'latin1') }) })
 const WORD_SET = word('SET')
 const WORD_GET = word('GET')
 const WORD_DEL = word('DEL')
@@ -114,69 +118,72 @@ function commonShape(buf: Buffer, arrays: boolean): RespValue | undefined {
   const end = buf.length
   switch (buf[0]) {
     case 0x24 /* $ */: {
-      const value = bulkAt(buf, 0)
-      return value !== undefined && scanEnd === end ? { kind: 'bulk', value } : undefined
+      const lineEnd = digitsLineEnd(buf, 1)
+      return lineEnd > 0 && bulkStop(buf, 0, lineEnd) === end - 2 ? { kind: 'bulk', value: buf.subarray(lineEnd, end - 2) } : undefined
     }
     case 0x3a /* : */: {
-      if (buf[1] === 0x2d) {
-        const n = digitsLine(buf, 2)
-        if (n < 0 || scanEnd !== end) return undefined
-        // `:-0` is -0, as the reader's Number('-0') is.
-        return n === 1 ? MINUS_ONE : { kind: 'integer', value: -n }
-      }
-      const n = digitsLine(buf, 1)
-      if (n < 0 || scanEnd !== end) return undefined
+      const negative = buf[1] === 0x2d
+      const digits = negative ? 2 : 1
+      if (digitsLineEnd(buf, digits) !== end) return undefined
+      const n = digitsValue(buf, digits, end - 2)
+      // `:-0` is -0, as the reader's Number('-0') is.
+      if (negative) return n === 1 ? MINUS_ONE : { kind: 'integer', value: -n }
       return n < SMALL_INTEGERS.length ? SMALL_INTEGERS[n] : { kind: 'integer', value: n }
     }
     case 0x2a /* * */: {
       if (!arrays) return undefined
-      const count = digitsLine(buf, 1)
-      if (count < 0) return undefined
+      const lineEnd = digitsLineEnd(buf, 1)
+      if (lineEnd < 0) return undefined
+      const count = digitsValue(buf, 1, lineEnd - 2)
       // Every item takes at least 6 bytes (`$0\r\n\r\n`): a count the payload cannot hold is the reader's to refuse.
-      if (count > (end - scanEnd) / 6) return undefined
+      if (count > (end - lineEnd) / 6) return undefined
       const items: RespValue[] = new Array<RespValue>(count)
+      let at = lineEnd
       for (let i = 0; i < count; i++) {
-        const at = scanEnd
         if (buf[at] !== 0x24) return undefined
-        const known = knownWord(buf, at)
-        if (known !== undefined) {
-          items[i] = known
+        const word = knownWord(buf, at)
+        if (word !== undefined) {
+          items[i] = word.value
+          at += 6 + word.bytes.length
           continue
         }
-        const value = bulkAt(buf, at)
-        if (value === undefined) return undefined
-        items[i] = { kind: 'bulk', value }
+        const dataAt = digitsLineEnd(buf, at + 1)
+        const stop = dataAt > 0 ? bulkStop(buf, at, dataAt) : -1
+        if (stop < 0) return undefined
+        items[i] = { kind: 'bulk', value: buf.subarray(dataAt, stop) }
+        at = stop + 2
       }
-      return scanEnd === end ? { kind: 'array', value: items } : undefined
+      return at === end ? { kind: 'array', value: items } : undefined
     }
     default:
       return undefined
   }
 }
 
-/** Where the last `digitsLine` or `bulkAt` stopped. */
-let scanEnd = 0
-
-/** `<up to 15 digits>CRLF` at `at`: the number, with `scanEnd` after the CRLF; or -1. */
-function digitsLine(buf: Buffer, at: number): number {
+/** Where `<up to 15 digits>CRLF` at `at` ends (just after the CRLF), or -1 if there is no such line. */
+function digitsLineEnd(buf: Buffer, at: number): number {
   const limit = Math.min(buf.length, at + 15)
   let i = at
-  let n = 0
   while (i < limit) {
     const b = buf[i]!
     if (b < 0x30 || b > 0x39) break
-    n = n * 10 + (b - 0x30)
     i++
   }
   if (i === at || buf[i] !== CR || buf[i + 1] !== LF) return -1
-  scanEnd = i + 2
+  return i + 2
+}
+
+/** The number the digits from `at` up to `stop` spell (a line digitsLineEnd accepted). */
+function digitsValue(buf: Buffer, at: number, stop: number): number {
+  let n = 0
+  for (let i = at; i < stop; i++) n = n * 10 + (buf[i]! - 0x30)
   return n
 }
 
-/** The shared value of a protocol word whose `$` is at `at`, with `scanEnd` after it; or undefined. */
-function knownWord(buf: Buffer, at: number): RespValue | undefined {
+/** The shared protocol word (NOTIFY, SET, ...) whose `$` is at `at`, or undefined; it spans 6 + its length bytes. */
+function knownWord(buf: Buffer, at: number): ProtocolWord | undefined {
   if (buf[at + 2] !== CR) return undefined
-  let w: { bytes: Buffer; value: RespValue }
+  let w: ProtocolWord
   switch (buf[at + 1]) {
     case 0x33 /* 3 */:
       w = buf[at + 4] === 0x53 /* S */ ? WORD_SET : buf[at + 4] === 0x47 /* G */ ? WORD_GET : WORD_DEL
@@ -195,19 +202,16 @@ function knownWord(buf: Buffer, at: number): RespValue | undefined {
   const start = at + 4
   if (buf[at + 3] !== LF || buf[start + n] !== CR || buf[start + n + 1] !== LF) return undefined
   for (let i = 0; i < n; i++) if (buf[start + i] !== bytes[i]) return undefined
-  scanEnd = start + n + 2
-  return w.value
+  return w
 }
 
-/** A non-null bulk string whose `$` is at `at`, with `scanEnd` after it; or undefined. */
-function bulkAt(buf: Buffer, at: number): Buffer | undefined {
-  const n = digitsLine(buf, at + 1)
-  if (n < 0) return undefined
-  const start = scanEnd
-  const stop = start + n
-  if (stop + 2 > buf.length || buf[stop] !== CR || buf[stop + 1] !== LF) return undefined
-  scanEnd = stop + 2
-  return buf.subarray(start, stop)
+/**
+ * Where the data of the bulk string whose `$` is at `at` stops (its closing CRLF), given where its
+ * length line ends; -1 if the data and CRLF are not all there.
+ */
+function bulkStop(buf: Buffer, at: number, lineEnd: number): number {
+  const stop = lineEnd + digitsValue(buf, at + 1, lineEnd - 2)
+  return stop + 2 <= buf.length && buf[stop] === CR && buf[stop + 1] === LF ? stop : -1
 }
 
 class Reader {

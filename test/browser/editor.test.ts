@@ -294,36 +294,6 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       await editor.screenshot('import-examples', editor.page.locator('.ui-dialog:visible'))
       await dialog.cancel()
     })
-
-    // The README's picture (copied by hand to docs/images/editor.png): the active/standby example,
-    // where both sites compete for one lease and write with fencing tokens, after site A steps down
-    // and site B takes over, with the palette showing this package's category.
-    it('takes the editor screenshot for the README', async function () {
-      const page = editor.page
-      const viewport = page.viewportSize()
-      await page.setViewportSize({ width: 1600, height: 900 })
-      try {
-        await editor.onlyPaletteCategory('state store')
-        const tabs = await editor.workspaces()
-        const tab = tabs.find((t) => /active.?standby/i.test(t.label)) ?? tabs[0]
-        assert.ok(tab, 'the editor shows a flow tab')
-        await editor.showWorkspace(tab.id)
-        await page.locator('#red-ui-sidebar-debug-clear').click()
-        const onTab = (await editor.flowNodes()).filter((n) => n.z === tab.id)
-        // npm start's examples wait for their buttons: A takes the lease and B finds it held first.
-        for (const name of [/^A tries$/, /^B tries$/, /steps down/i, /tries again/i]) {
-          const inject = onTab.find((n) => n.type === 'inject' && name.test(n.name))
-          if (!inject) continue
-          const before = await page.locator('.red-ui-debug-msg').count()
-          await editor.pressButton(inject.id)
-          await page.waitForFunction((n) => document.querySelectorAll('.red-ui-debug-msg').length > n, before)
-        }
-        await editor.dismissNotifications()
-        await editor.screenshot('editor')
-      } finally {
-        await page.setViewportSize(viewport!)
-      }
-    })
   })
 
   for (const type of PALETTE_TYPES) {

@@ -12,7 +12,7 @@ import { StateStoreClient, type ConnectionStatus } from '../../src/client'
 import { backoffDelay } from '../../src/client/backoff'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { ArgumentError, CancelledError, ConnectionError, TimeoutError } from '../../src/errors'
-import { freePort } from '../support/mosquitto'
+import { freePort } from '../../dev/ports'
 import { ClientPool, eventually, statusWhere, uniqueId } from './support/clients'
 import { FakeBroker } from './support/fake-broker'
 

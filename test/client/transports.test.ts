@@ -9,15 +9,16 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import { createServer as createHttpsServer } from 'node:https'
 import { createWebSocketStream, WebSocketServer } from 'ws'
 import { startBroker, startEmulator, type EmbeddedBroker, type Emulator } from '../../src/emulator'
-import { freePort, Mosquitto, mosquittoPath } from '../support/mosquitto'
-import { makeCerts, type TestCerts } from './support/certs'
+import { freePort } from '../../dev/ports'
+import { Mosquitto, mosquittoPath } from '../support/mosquitto'
+import { makeCerts, type TestCerts } from '../support/certs'
 import { ClientPool, statusWhere } from './support/clients'
 
 describe('client transports', function () {
   const pool = new ClientPool()
   let certs: TestCerts
   before(() => {
-    certs = makeCerts()
+    certs = makeCerts({ serverAltNames: ['DNS:localhost'], clientKeyPassphrase: 'client-key-secret' })
   })
   afterEach(() => pool.closeAll())
   after(() => rmSync(certs.dir, { recursive: true, force: true }))

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { freePort } from '../support/mosquitto'
+import { freePort } from '../../dev/ports'
 import { Reply, Request } from '../../src/protocol'
 import { EmulatorProcess } from './cli-process'
 import { RawClient } from './raw-client'

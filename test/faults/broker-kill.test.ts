@@ -12,7 +12,8 @@ import { StateStoreClient, type KeyNotification, type SetResult } from '../../sr
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { Mosquitto } from '../support/mosquitto'
 import { ALL, helper, onTab, statuses, type TestNode } from '../nodes/support'
-import { Outcomes, Relay, requireMosquitto, retry, sleep, until } from '../reliability/support'
+import { Outcomes, requireMosquitto, retry, sleep, until } from '../reliability/support'
+import { TcpRelay } from '../support/relay'
 
 type Msg = Record<string, unknown>
 type Status = { fill?: string; shape?: string; text?: string }
@@ -23,7 +24,7 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
   this.timeout(60_000)
   let broker: Mosquitto
   let emulator: Emulator
-  let relay: Relay
+  let relay: TcpRelay
   const clients: StateStoreClient[] = []
   const emulatorLog: string[] = []
 
@@ -31,7 +32,7 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     requireMosquitto(this)
     broker = await Mosquitto.start()
     emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'debug', logger: (level, message) => emulatorLog.push(`${level} ${message}`) })
-    relay = await Relay.start(broker.port)
+    relay = await TcpRelay.start(broker.port)
   })
   after(async () => {
     await helper.unload()

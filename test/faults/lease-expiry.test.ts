@@ -12,20 +12,21 @@ import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { Mosquitto } from '../support/mosquitto'
-import { Relay, requireMosquitto, until } from '../reliability/support'
+import { requireMosquitto, until } from '../reliability/support'
+import { TcpRelay } from '../support/relay'
 
 describe('faults: a lease holder paused past its lease', function () {
   this.timeout(30_000)
   let broker: Mosquitto
   let emulator: Emulator
-  let relay: Relay
+  let relay: TcpRelay
   const clients: StateStoreClient[] = []
 
   before(async function () {
     requireMosquitto(this)
     broker = await Mosquitto.start()
     emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
-    relay = await Relay.start(broker.port)
+    relay = await TcpRelay.start(broker.port)
   })
   after(async () => {
     relay?.thaw()

@@ -4,8 +4,9 @@ import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { embeddedEmulator, stopEmbedded } from '../../nodes/lib/embedded'
-import { freePort } from '../support/mosquitto'
-import { ALL, COMMON, CountingProxy, TAB, configNode, helper, lastStatus, listen, nextMessage, onTab, startStore, statuses, until, type Store } from './support'
+import { freePort } from '../../dev/ports'
+import { TcpRelay } from '../support/relay'
+import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, onTab, startStore, statuses, until, type Store } from './support'
 
 const CONNECTED = { fill: 'green', shape: 'dot', text: 'node-red:common.status.connected' }
 
@@ -214,10 +215,10 @@ describe('nodes: ss-config lifecycle', function () {
 
 describe('nodes: ss-config authentication', function () {
   let emulator: Emulator
-  let proxy: CountingProxy
+  let proxy: TcpRelay
   before(async () => {
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error', brokerAuth: { users: { alice: 'secret' }, satTokens: ['sat-token-value'] } })
-    proxy = await CountingProxy.start(emulator.brokerUrl)
+    proxy = await TcpRelay.start(emulator.brokerUrl)
   })
   after(async () => {
     await proxy.stop()

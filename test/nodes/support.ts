@@ -1,6 +1,6 @@
-import { createServer, connect, type Server, type Socket } from 'node:net'
 import { EventEmitter } from 'node:events'
 import { startEmulator, type Emulator } from '../../src/emulator'
+import { TcpRelay } from '../support/relay'
 
 /** Node methods are sinon spies on Node.prototype during a test: calls of every node, told apart by thisValue. */
 export interface Spy {
@@ -44,72 +44,16 @@ export const ALL = Object.values(modules)
 
 export const COMMON = 'node-red-contrib-aio-statestore/ss-config:common.'
 
-/**
- * A TCP relay in front of the broker that counts open client connections, so tests can prove
- * deploys neither leak nor drop connections without reaching into the client or broker.
- */
-export class CountingProxy {
-  private readonly sockets = new Set<Socket>()
-  opened = 0
-  /** While set, new connections are cut at once (the broker is "down"). */
-  refusing = false
-  private constructor(
-    private readonly server: Server,
-    readonly url: string,
-  ) {}
-
-  static async start(target: string): Promise<CountingProxy> {
-    const { hostname, port } = new URL(target)
-    let proxy: CountingProxy | null = null
-    const server = createServer((client) => {
-      if (proxy!.refusing) {
-        client.destroy()
-        return
-      }
-      client.setNoDelay(true)
-      const upstream = connect({ host: hostname, port: Number(port) }, () => upstream.setNoDelay(true))
-      proxy!.opened += 1
-      proxy!.sockets.add(client)
-      const end = () => {
-        proxy!.sockets.delete(client)
-        client.destroy()
-        upstream.destroy()
-      }
-      client.pipe(upstream).pipe(client)
-      client.on('close', end).on('error', end)
-      upstream.on('close', end).on('error', end)
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    const { port: own } = server.address() as { port: number }
-    proxy = new CountingProxy(server, `mqtt://127.0.0.1:${own}`)
-    return proxy
-  }
-
-  get open(): number {
-    return this.sockets.size
-  }
-
-  /** Cuts every connection (a broker restart, seen from the client). */
-  dropAll(): void {
-    for (const s of this.sockets) s.destroy()
-  }
-
-  async stop(): Promise<void> {
-    this.dropAll()
-    await new Promise<void>((resolve) => this.server.close(() => resolve()))
-  }
-}
-
 export interface Store {
   emulator: Emulator
-  proxy: CountingProxy
+  proxy: TcpRelay
   url: string
   stop(): Promise<void>
 }
 
 export async function startStore(): Promise<Store> {
   const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
-  const proxy = await CountingProxy.start(emulator.brokerUrl)
+  const proxy = await TcpRelay.start(emulator.brokerUrl)
   return {
     emulator,
     proxy,

@@ -4,7 +4,6 @@
  * process, a TCP relay that can freeze a connection, and outcome counting.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { connect, createServer, type Server, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -126,94 +125,5 @@ export class EmulatorCli {
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     if (this.running) this.child.kill(signal)
     await this.exited
-  }
-}
-
-/**
- * A TCP relay in front of a broker. `freeze` stops moving bytes while keeping the sockets open (a
- * paused process or a stalled network, as the peer sees it); `thaw` lets them flow again; `cut`
- * closes everything and refuses new connections until `restore`.
- */
-export class Relay {
-  private readonly pairs = new Set<[Socket, Socket]>()
-  private accepting = true
-  private frozen = false
-
-  private constructor(
-    private readonly server: Server,
-    private readonly targetPort: number,
-  ) {}
-
-  static async start(targetPort: number): Promise<Relay> {
-    const server = createServer()
-    const relay = new Relay(server, targetPort)
-    server.on('connection', (socket) => relay.accept(socket))
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    return relay
-  }
-
-  get url(): string {
-    return `mqtt://127.0.0.1:${(this.server.address() as { port: number }).port}`
-  }
-
-  freeze(): void {
-    this.frozen = true
-    for (const [a, b] of this.pairs) {
-      a.pause()
-      b.pause()
-    }
-  }
-
-  thaw(): void {
-    this.frozen = false
-    for (const [a, b] of this.pairs) {
-      a.resume()
-      b.resume()
-    }
-  }
-
-  cut(): void {
-    this.accepting = false
-    for (const [a, b] of this.pairs) {
-      a.destroy()
-      b.destroy()
-    }
-    this.pairs.clear()
-  }
-
-  restore(): void {
-    this.accepting = true
-  }
-
-  async stop(): Promise<void> {
-    this.cut()
-    await new Promise<void>((resolve) => this.server.close(() => resolve()))
-  }
-
-  private accept(client: Socket): void {
-    if (!this.accepting) {
-      client.destroy()
-      return
-    }
-    client.setNoDelay(true)
-    const upstream = connect(this.targetPort, '127.0.0.1')
-    upstream.setNoDelay(true)
-    const pair: [Socket, Socket] = [client, upstream]
-    this.pairs.add(pair)
-    for (const s of pair) {
-      s.on('error', () => {})
-      s.on('close', () => {
-        this.pairs.delete(pair)
-        client.destroy()
-        upstream.destroy()
-      })
-    }
-    // Data events (not pipe) so that pause() holds bytes in the kernel buffers.
-    client.on('data', (d) => upstream.write(d))
-    upstream.on('data', (d) => client.write(d))
-    if (this.frozen) {
-      client.pause()
-      upstream.pause()
-    }
   }
 }

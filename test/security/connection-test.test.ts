@@ -11,8 +11,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ALL, helper as nodeHelper } from '../nodes/support'
 import { requireMosquitto } from '../reliability/support'
-import { freePort, Mosquitto } from '../support/mosquitto'
-import { coreNode, makePki, passwordFile, type Pki } from './support'
+import { freePort } from '../../dev/ports'
+import { makeCerts, type TestCerts } from '../support/certs'
+import { Mosquitto } from '../support/mosquitto'
+import { coreNode, passwordFile } from './support'
 
 const PASSWORD = 'correct-horse-battery-staple'
 const WRONG = 'tr0ub4dor-and-3'
@@ -35,7 +37,7 @@ interface Answer {
 describe('security: the config dialog\'s Test connection endpoint', function () {
   this.timeout(30_000)
   let dir: string
-  let pki: Pki
+  let pki: TestCerts
   let broker: Mosquitto
   let withPassword: string
   let withTls: string
@@ -45,7 +47,7 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
   before(async function () {
     requireMosquitto(this)
     dir = mkdtempSync(join(tmpdir(), 'security-test-button-'))
-    pki = makePki()
+    pki = makeCerts()
     const file = passwordFile(dir, { alice: PASSWORD })
     const [plain, tls] = [await freePort(), await freePort()]
     broker = await Mosquitto.start({

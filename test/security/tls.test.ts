@@ -9,14 +9,16 @@ import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
 import { StateStoreClient, type ConnectionStatus } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { freePort, Mosquitto } from '../support/mosquitto'
+import { freePort } from '../../dev/ports'
+import { Mosquitto } from '../support/mosquitto'
 import { ALL, helper, lastStatus, nextMessage, onTab, statuses } from '../nodes/support'
 import { requireMosquitto, until } from '../reliability/support'
-import { coreNode, makePki, type Pki } from './support'
+import { makeCerts, type TestCerts } from '../support/certs'
+import { coreNode } from './support'
 
 describe('security: TLS with mosquitto', function () {
   this.timeout(30_000)
-  let pki: Pki
+  let pki: TestCerts
   let broker: Mosquitto
   let emulator: Emulator
   let serverTls: string
@@ -25,7 +27,7 @@ describe('security: TLS with mosquitto', function () {
 
   before(async function () {
     requireMosquitto(this)
-    pki = makePki()
+    pki = makeCerts()
     const [plain, server, mutual] = [await freePort(), await freePort(), await freePort()]
     broker = await Mosquitto.start({
       port: plain,

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { freePort } from '../support/mosquitto'
+import { freePort } from '../../dev/ports'
 import { mergeExamples, pointAtBroker } from '../../dev/flows'
 import { EXPECTATIONS, type ExampleRun } from './expectations'
 import {
@@ -123,6 +123,9 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
         }
         const catalogues = Object.keys(messages).filter((k) => k.startsWith(`${pkg.name}/`))
         assert.ok(catalogues.length > 0, `no message catalogue for ${pkg.name}: ${Object.keys(messages).join(', ')}`)
+        const helpers = await fetch(`${red!.url}/resources/${pkg.name}/editor.js`)
+        assert.equal(helpers.status, 200, 'the shared editor helpers are served from resources/')
+        assert.match(await helpers.text(), /window\.AioStateStore\s*=/)
         const icons = await red!.getJson<Record<string, string[]>>('/icons')
         assert.ok((icons[pkg.name] ?? []).length > 0, `no icons for ${pkg.name}: ${JSON.stringify(icons)}`)
       })

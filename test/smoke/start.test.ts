@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort } from '../support/mosquitto'
+import { freePort } from '../../dev/ports'
 import { Comms, nodeBinary, repoRoot } from './node-red'
 
 const READY = /editor ready at (http:\/\/127\.0\.0\.1:\d+)/

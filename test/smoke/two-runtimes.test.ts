@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { StateStoreClient, type Observation } from '../../src/client'
 import { Hlc } from '../../src/hlc'
 import { EmulatorProcess } from '../emulator/cli-process'
-import { freePort } from '../support/mosquitto'
+import { freePort } from '../../dev/ports'
 import { installIntoUserDir, NodeRedProcess, pack, readJson, repoRoot, writeSettings, type Comms } from './node-red'
 
 const RED_JS = join(repoRoot, 'node_modules', 'node-red', 'red.js')

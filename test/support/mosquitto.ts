@@ -1,20 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
-import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-
-/** A port nobody is listening on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
+import { freePort, waitForPort } from '../../dev/ports'
 
 export function mosquittoPath(): string | null {
   for (const candidate of ['/usr/sbin/mosquitto', '/usr/bin/mosquitto']) {
@@ -70,7 +58,7 @@ export class Mosquitto {
     this.child = spawn(binary, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] })
     this.child.stdout?.on('data', (d) => (this.log += d))
     this.child.stderr?.on('data', (d) => (this.log += d))
-    await waitForPort(this.port, 5000, () => this.log)
+    await waitForPort(this.port, 5000, 'mosquitto', () => this.log)
   }
 
   /** SIGKILL, as a crash: no goodbye to anyone. */
@@ -90,22 +78,5 @@ export class Mosquitto {
       child.once('exit', () => resolve())
       child.kill(signal)
     })
-  }
-}
-
-export async function waitForPort(port: number, timeoutMs: number, log: () => string = () => ''): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    })
-    if (ok) return
-    if (Date.now() > deadline) throw new Error(`nothing listening on 127.0.0.1:${port} after ${timeoutMs} ms\n${log()}`)
-    await new Promise((r) => setTimeout(r, 50))
   }
 }

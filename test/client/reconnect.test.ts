@@ -9,7 +9,7 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { Prop } from '../../src/protocol'
 import { Mosquitto, mosquittoPath } from '../support/mosquitto'
 import { ClientPool, eventually, Inbox, statusWhere, uniqueId } from './support/clients'
-import { Proxy } from './support/proxy'
+import { TcpRelay } from '../support/relay'
 import { Responder } from './support/responder'
 import { onEveryBroker } from './support/topology'
 
@@ -18,10 +18,10 @@ const describeNotification = (n: { operation: string; key: Buffer; value: Buffer
 
 onEveryBroker('reconnect', (t) => {
   const pool = new ClientPool()
-  let proxy: Proxy
+  let proxy: TcpRelay
   let spy: Responder
   before(async () => {
-    proxy = await Proxy.start(t.port)
+    proxy = await TcpRelay.start(t.port)
     // Sees every request and answers none: proof of what the client sends.
     spy = await Responder.start(t.url, () => null)
   })
@@ -113,7 +113,7 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
   const pool = new ClientPool()
   let broker: Mosquitto
   let emulator: Emulator
-  let proxy: Proxy
+  let proxy: TcpRelay
   let spy: Responder
 
   before(async function () {
@@ -123,7 +123,7 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
     }
     broker = await Mosquitto.start()
     emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
-    proxy = await Proxy.start(broker.port)
+    proxy = await TcpRelay.start(broker.port)
     spy = await Responder.start(broker.url, () => null)
   })
   after(async () => {

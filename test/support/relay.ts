@@ -1,0 +1,107 @@
+import { connect, createServer, type Server, type Socket } from 'node:net'
+
+/**
+ * The tests' one TCP relay in front of a broker. It counts connections (`opened` ever, `open`
+ * now), so a test can prove deploys neither leak nor drop connections; `dropAll` cuts every
+ * connection (a broker restart, seen from the client); `refusing` turns new connections away (the
+ * broker is down), and `cut`/`restore` do both at once; `freeze` stops moving bytes while keeping
+ * the sockets open (a paused process or a stalled network, as the peer sees it), `thaw` resumes.
+ */
+export class TcpRelay {
+  private readonly pairs = new Set<[Socket, Socket]>()
+  private frozen = false
+  /** Connections accepted since the start. */
+  opened = 0
+  /** While set, new connections are closed at once. */
+  refusing = false
+
+  private constructor(
+    private readonly server: Server,
+    private readonly target: { host: string; port: number },
+  ) {}
+
+  /** Relays to a broker given by URL (`mqtt://host:port`) or by its port on 127.0.0.1. */
+  static async start(target: string | number): Promise<TcpRelay> {
+    const url = typeof target === 'number' ? null : new URL(target)
+    const server = createServer()
+    const relay = new TcpRelay(server, url ? { host: url.hostname, port: Number(url.port) } : { host: '127.0.0.1', port: target as number })
+    server.on('connection', (socket) => relay.accept(socket))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    return relay
+  }
+
+  get url(): string {
+    return `mqtt://127.0.0.1:${(this.server.address() as { port: number }).port}`
+  }
+
+  /** Connections open now. */
+  get open(): number {
+    return this.pairs.size
+  }
+
+  dropAll(): void {
+    for (const [a, b] of this.pairs) {
+      a.destroy()
+      b.destroy()
+    }
+    this.pairs.clear()
+  }
+
+  cut(): void {
+    this.refusing = true
+    this.dropAll()
+  }
+
+  restore(): void {
+    this.refusing = false
+  }
+
+  freeze(): void {
+    this.frozen = true
+    for (const [a, b] of this.pairs) {
+      a.pause()
+      b.pause()
+    }
+  }
+
+  thaw(): void {
+    this.frozen = false
+    for (const [a, b] of this.pairs) {
+      a.resume()
+      b.resume()
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.cut()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+
+  private accept(client: Socket): void {
+    if (this.refusing) {
+      client.destroy()
+      return
+    }
+    this.opened += 1
+    client.setNoDelay(true)
+    const upstream = connect(this.target.port, this.target.host)
+    upstream.setNoDelay(true)
+    const pair: [Socket, Socket] = [client, upstream]
+    this.pairs.add(pair)
+    for (const s of pair) {
+      s.on('error', () => {})
+      s.on('close', () => {
+        this.pairs.delete(pair)
+        client.destroy()
+        upstream.destroy()
+      })
+    }
+    // Data events (not pipe) so that pause() holds bytes in the kernel buffers.
+    client.on('data', (d) => upstream.write(d))
+    upstream.on('data', (d) => client.write(d))
+    if (this.frozen) {
+      client.pause()
+      upstream.pause()
+    }
+  }
+}
