@@ -204,10 +204,15 @@ export class Editor {
 
   /** Opens only the named palette category and closes the others, as a user tidies the palette. */
   async onlyPaletteCategory(label: string): Promise<void> {
-    for (const header of await this.page.locator('.red-ui-palette-category:visible > .red-ui-palette-header').all()) {
-      const open = (await header.getAttribute('aria-expanded')) === 'true'
-      if ((((await header.textContent()) ?? '').trim() === label) !== open) await header.click()
-    }
+    // In one go inside the page: the palette re-renders its categories (after a filter, say) between
+    // one locator call and the next, and a header listed a moment ago may be gone.
+    await this.page.evaluate((wanted) => {
+      for (const header of document.querySelectorAll<HTMLElement>('.red-ui-palette-category > .red-ui-palette-header')) {
+        if (header.offsetParent === null) continue
+        const open = header.getAttribute('aria-expanded') === 'true'
+        if (((header.textContent ?? '').trim() === wanted) !== open) header.click()
+      }
+    }, label)
   }
 
   /** Drags a node from the palette onto the canvas; the new node's id. */
