@@ -1,5 +1,6 @@
 import { Lock, type Observation, type StateStoreClient } from '../client'
 import type { ResolvedConfig } from './config'
+import type { Limiter } from './limiter'
 
 /** Scope → its top-level keys. */
 export type IndexState = Map<string, Set<string>>
@@ -32,6 +33,7 @@ export class KeyIndex {
   constructor(
     private readonly client: StateStoreClient,
     private readonly config: ResolvedConfig,
+    private readonly limiter: Limiter,
     private readonly onChange: (state: IndexState) => void,
   ) {
     this.indexKey = `${config.prefix}#keys`
@@ -123,7 +125,7 @@ export class KeyIndex {
       const { value } = await this.client.get(this.indexKey)
       const before = value?.toString('utf8') ?? null
       const state = this.parse(value)
-      const found = await Promise.all(batch.map(({ scope, top }) => this.client.get(`${this.config.prefix}${scope}/${top}`)))
+      const found = await Promise.all(batch.map(({ scope, top }) => this.limiter.run(() => this.client.get(`${this.config.prefix}${scope}/${top}`))))
       batch.forEach(({ scope, top }, i) => {
         const tops = state.get(scope) ?? new Set<string>()
         if (found[i]!.value !== null) tops.add(top)

@@ -4,6 +4,7 @@ import { Hlc } from '../hlc'
 import { decodeAuto, encodeJson } from '../value'
 import { resolveConfig, type ContextStoreConfig, type ResolvedConfig } from './config'
 import { KeyIndex, type IndexState } from './key-index'
+import { Limiter } from './limiter'
 import { getPath, parsePath, setPath, type Segment } from './path'
 
 type Callback = (err?: Error | null, ...values: unknown[]) => void
@@ -44,9 +45,12 @@ export class StateStoreContext {
   private readonly states = new Map<string, KeyState>()
   private readonly warnedCircular = new Set<string>()
   private closing = false
+  /** Requests of this store at once: half the client's limit, the rest of a burst waits here. */
+  private readonly limiter: Limiter
 
   constructor(config?: ContextStoreConfig) {
     this.config = resolveConfig(config)
+    this.limiter = new Limiter(Math.max(1, Math.floor((this.config.client.maxInFlight ?? 1000) / 2)))
   }
 
   get prefix(): string {
@@ -70,7 +74,7 @@ export class StateStoreContext {
       await this.close()
       throw this.named(err, `cannot reach ${brokerUrl}`)
     }
-    this.index = new KeyIndex(client, this.config, (state) => this.onIndex(state))
+    this.index = new KeyIndex(client, this.config, this.limiter, (state) => this.onIndex(state))
     if (this.config.cache) {
       try {
         const state = await this.index.open()
@@ -229,7 +233,8 @@ export class StateStoreContext {
   /** Registers for the key's notifications (once); with the cache only. */
   private observe(state: KeyState): Promise<Observation | null> {
     if (!this.config.cache || !this.client) return Promise.resolve(null)
-    state.observed ??= this.client.observe(state.serviceKey, (n) => this.onNotification(state, n)).catch((err: unknown) => {
+    const client = this.client
+    state.observed ??= this.limiter.run(() => client.observe(state.serviceKey, (n) => this.onNotification(state, n))).catch((err: unknown) => {
       state.observed = null
       throw err
     })
@@ -242,7 +247,7 @@ export class StateStoreContext {
     await this.observe(state)
     if (state.inflight || state.next) return // our own write is newer than anything a read could bring
     const seen = state.seen
-    const { value, version } = await this.client!.get(state.serviceKey)
+    const { value, version } = await this.limiter.run(() => this.client!.get(state.serviceKey))
     if (state.seen !== seen || state.inflight || state.next) return
     this.apply(state, value, version)
     if (value === null) this.index?.check(scope, top, false)
@@ -330,8 +335,10 @@ export class StateStoreContext {
         const client = await this.requireOpen()
         await this.observe(state)
         let version: Hlc | null
-        if (job.bytes === null) version = (await client.del(state.serviceKey)).version
-        else version = (await client.set(state.serviceKey, job.bytes, { persist: this.config.persist })).version
+        const bytes = job.bytes
+        const expired = this.expiry(client)
+        if (bytes === null) version = (await this.limiter.run(() => client.del(state.serviceKey), expired)).version
+        else version = (await this.limiter.run(() => client.set(state.serviceKey, bytes, { persist: this.config.persist }), expired)).version
         if (version && (!state.version || Hlc.compare(version, state.version) > 0)) state.version = version
         this.index?.check(state.scope, state.top, job.bytes !== null)
         for (const waiter of job.waiters) waiter()
@@ -344,6 +351,19 @@ export class StateStoreContext {
     const remote = state.remote
     state.remote = null
     if (remote && this.config.cache) this.apply(state, remote.bytes, remote.version)
+  }
+
+  /**
+   * A write that waited in the store's queue longer than the request timeout while the connection
+   * is down fails at once, as it would have had it been sent: a burst during an outage is reported
+   * within about one request timeout, not one timeout per queue-full.
+   */
+  private expiry(client: StateStoreClient): () => Error | null {
+    const deadline = Date.now() + this.config.requestTimeoutMs
+    return () =>
+      Date.now() > deadline && client.status.state !== 'connected'
+        ? new Error(`not connected (${client.status.reason ?? client.status.state}) for ${this.config.requestTimeoutMs} ms`)
+        : null
   }
 
   private async drain(): Promise<void> {
@@ -362,7 +382,7 @@ export class StateStoreContext {
     const client = await this.requireOpen()
     return Promise.all(
       paths.map(async (parts) => {
-        const { value } = await client.get(this.state(scope, String(parts[0])).serviceKey).catch((err: unknown) => {
+        const { value } = await this.limiter.run(() => client.get(this.state(scope, String(parts[0])).serviceKey)).catch((err: unknown) => {
           throw this.named(err, `reading ${scope}/${String(parts[0])}`)
         })
         return value === null ? undefined : getPath(decodeAuto(value), parts, 1)
@@ -382,7 +402,7 @@ export class StateStoreContext {
       [...byTop].map(async ([top, indices]) => {
         const holder = Object.create(null) as Scope
         if (indices.some((i) => paths[i]!.length > 1)) {
-          const { value } = await client.get(this.state(scope, top).serviceKey)
+          const { value } = await this.limiter.run(() => client.get(this.state(scope, top).serviceKey))
           if (value !== null) holder[top] = decodeAuto(value)
         }
         for (const i of indices) setPath(holder, paths[i]!, values[i])
