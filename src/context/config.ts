@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { basename } from 'node:path'
-import type { ClientOptions, Logger, TlsOptions } from '../client'
+import type { ClientOptions, Logger, TlsOptions } from '../index'
 
 /**
  * The `config` object of a `contextStorage` entry in Node-RED's settings.js. Connection settings

@@ -1,4 +1,5 @@
-import { Lock, type Observation, type StateStoreClient } from '../client'
+// The package's public API (src/index): the lock lives wherever the client's public API puts it.
+import { Lock, type Observation, type StateStoreClient } from '../index'
 import type { ResolvedConfig } from './config'
 import type { Limiter } from './limiter'
 
