@@ -55,8 +55,8 @@ function parse(expr: string): Segment[] {
       if (i === expr.length - 1) throw new PathError('unterminated expression')
       if (expr.startsWith('msg.', i + 1) || expr.startsWith('msg[', i + 1)) throw new PathError(`msg reference at position ${i + 1} in a context key`)
       const close = boxed(expr, i + 1, parts)
+      // Node-RED lets a name follow a ']' directly (`a[0]b` is a, 0, b)
       i = start = close + 1
-      if (i < expr.length && expr[i] !== '.' && expr[i] !== '[') throw unexpected(i)
     } else if ((c === '"' || c === "'") && i === start) {
       // a quoted segment: `"a b".c`
       const end = expr.indexOf(c, i + 1)
@@ -65,7 +65,6 @@ function parse(expr: string): Segment[] {
       parts.push(expr.slice(i + 1, end))
       i = start = end + 1
       if (i < expr.length && expr[i] !== '.' && expr[i] !== '[') throw new PathError(`unexpected ${expr[i]} expression at position ${i}`)
-      if (expr[i] === '.') start = ++i
     } else if (c === ']' || c === '"' || c === "'") {
       throw unexpected(i)
     } else if (c === ' ') {
@@ -74,7 +73,8 @@ function parse(expr: string): Segment[] {
       i++
     }
   }
-  if (start < expr.length) parts.push(segment(expr.slice(start)))
+  // Node-RED turns digits into a number only before a dot; a last segment stays a string
+  if (start < expr.length) parts.push(expr.slice(start))
   return parts
 }
 
