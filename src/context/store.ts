@@ -180,7 +180,9 @@ export class StateStoreContext {
         )
       return undefined
     }
-    const keys = Object.keys(this.data.get(scope) ?? {})
+    let keys = Object.keys(this.data.get(scope) ?? {})
+    // as the memory store: the global context object's own methods are never listed as keys
+    if (scope === 'global') keys = keys.filter((k) => k !== 'set' && k !== 'get' && k !== 'keys')
     if (!callback) return keys
     callback(null, keys)
     return undefined

@@ -67,6 +67,8 @@ describe('context store: the Node-RED Store API on the state store', function ()
       const readable = reads.filter((k) => !k.includes(' '))
       assert.deepEqual(ours.get(SCOPE, readable), theirs.get(SCOPE, readable))
       assert.deepEqual((ours.keys(SCOPE) as string[]).sort(), (theirs.keys(SCOPE) as string[]).sort())
+      for (const s of [ours, theirs]) s.set('global', ['get', 'x'], [1, 2])
+      assert.deepEqual(ours.keys('global'), theirs.keys('global'))
       for (const key of bad) {
         const expected = errorOf(() => theirs.get(SCOPE, key))
         const actual = errorOf(() => ours.get(SCOPE, key))
