@@ -175,14 +175,12 @@ export class StateStoreContext {
       this.requireOpen()
         .then(() => this.index!.read())
         .then(
-          (state) => callback(null, [...(state.get(scope) ?? [])]),
+          (state) => callback(null, withoutMethods(scope, [...(state.get(scope) ?? [])])),
           (err: Error) => callback(this.named(err, 'reading the key index')),
         )
       return undefined
     }
-    let keys = Object.keys(this.data.get(scope) ?? {})
-    // as the memory store: the global context object's own methods are never listed as keys
-    if (scope === 'global') keys = keys.filter((k) => k !== 'set' && k !== 'get' && k !== 'keys')
+    const keys = withoutMethods(scope, Object.keys(this.data.get(scope) ?? {}))
     if (!callback) return keys
     callback(null, keys)
     return undefined
@@ -429,6 +427,11 @@ export class StateStoreContext {
     }
     return error
   }
+}
+
+/** As the memory store: the global context object's own methods are never listed as keys. */
+function withoutMethods(scope: string, keys: string[]): string[] {
+  return scope === 'global' ? keys.filter((k) => k !== 'set' && k !== 'get' && k !== 'keys') : keys
 }
 
 function newer(a: Hlc | null, b: Hlc | null): boolean {
