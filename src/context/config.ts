@@ -89,7 +89,7 @@ export function resolveConfig(config: ContextStoreConfig = {}): ResolvedConfig {
     logger,
   }
   if (!config.embedded) client.brokerUrl = config.broker || DEFAULT_BROKER
-  if (config.sessionExpiry !== undefined) client.sessionExpirySec = positive(config.sessionExpiry, 'sessionExpiry', 0)
+  if (config.sessionExpiry !== undefined && Number(config.sessionExpiry) !== 0) client.sessionExpirySec = positive(config.sessionExpiry, 'sessionExpiry', 0)
   if (config.username) client.username = config.username
   if (config.password) client.password = config.password
   if (config.satTokenFile) client.satTokenFile = config.satTokenFile
@@ -99,11 +99,18 @@ export function resolveConfig(config: ContextStoreConfig = {}): ResolvedConfig {
 }
 
 function tlsOptions(config: ContextStoreConfig): TlsOptions | undefined {
-  const read = (file: string | undefined) => (file ? readFileSync(file) : undefined)
+  const read = (file: string | undefined, name: string) => {
+    if (!file) return undefined
+    try {
+      return readFileSync(file)
+    } catch (err) {
+      throw new Error(`state store context: cannot read the ${name} file: ${(err as Error).message}`)
+    }
+  }
   const tls: TlsOptions = {}
-  const ca = read(config.ca)
-  const cert = read(config.cert)
-  const key = read(config.key)
+  const ca = read(config.ca, 'ca')
+  const cert = read(config.cert, 'cert')
+  const key = read(config.key, 'key')
   if (ca) tls.ca = ca
   if (cert) tls.cert = cert
   if (key) tls.key = key
