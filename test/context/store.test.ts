@@ -275,6 +275,18 @@ describe('context store: the Node-RED Store API on the state store', function ()
       proxy.refusing = false
     })
 
+    it('close() with the broker gone still finishes, and says which writes did not make it', async () => {
+      const prefix = uniquePrefix()
+      const store = contextStore({ broker: proxy.url, prefix, requestTimeout: 300 })
+      await store.open()
+      proxy.refusing = true
+      proxy.dropAll()
+      for (let i = 0; i < 20; i++) store.set('global', `lost${i}`, i)
+      await store.close()
+      for (let i = 0; i < 20; i++) assert.ok(store.logs.some((l) => l.level === 'error' && l.message.includes(`${prefix}global/lost${i}:`)), `lost${i} reported`)
+      proxy.refusing = false
+    })
+
     it('after a reconnect the cache is reconciled with what changed meanwhile', async () => {
       const prefix = uniquePrefix()
       const watcher = await open({ broker: proxy.url, prefix, clientId: 'ctx-watcher' })
