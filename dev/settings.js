@@ -35,6 +35,26 @@ module.exports = {
   // install node-red-contrib-redis there. Only this package (and the core nodes) belong in the palette.
   externalModules: { palette: { allowList: ['node-red-contrib-aio-statestore'] } },
 
+  // Context in the state store (README, "Context store"): `global.get('counter', 'statestore')`.
+  // The default store stays in memory. npm start sets AIO_STATESTORE_URL to its broker with the
+  // emulator attached; on its own (npx node-red --settings dev/settings.js) the store runs the
+  // emulator embedded in Node-RED instead. Read when Node-RED opens its stores, hence the getters.
+  contextStorage: {
+    default: { module: 'memory' },
+    statestore: {
+      module: require(path.join(root, 'dist', 'src', 'context')),
+      config: {
+        get embedded() {
+          return !process.env.AIO_STATESTORE_URL
+        },
+        get broker() {
+          return process.env.AIO_STATESTORE_URL
+        },
+        prefix: 'examples/context/',
+      },
+    },
+  },
+
   telemetry: { enabled: false, updateNotification: false },
   diagnostics: { enabled: false, ui: false },
   editorTheme: {

@@ -1,4 +1,4 @@
-import { isUtf8 } from 'node:buffer'
+import { decodeAuto } from '../../src/value'
 import { InputError } from './errors'
 import type { Translate } from './i18n'
 import { typeName } from './props'
@@ -50,14 +50,7 @@ export function decodePayload(bytes: Buffer, decoding: Decoding, t: Translate): 
       } catch {
         throw new InputError('ValueNotJson', t('errors.decodeJson'))
       }
-    case 'auto': {
-      if (!isUtf8(bytes)) return bytes
-      const text = bytes.toString('utf8')
-      try {
-        return JSON.parse(text)
-      } catch {
-        return text
-      }
-    }
+    case 'auto':
+      return decodeAuto(bytes)
   }
 }

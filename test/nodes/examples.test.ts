@@ -8,12 +8,13 @@ const CORE = [
   require('@node-red/nodes/core/common/20-inject.js'),
   require('@node-red/nodes/core/common/90-comment.js'),
   require('@node-red/nodes/core/function/10-function.js'),
+  require('@node-red/nodes/core/function/15-change.js'),
 ]
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; name?: string }
 const dir = join(__dirname, '..', '..', 'examples')
-const ALLOWED = new Set(['tab', 'comment', 'inject', 'debug', 'function', 'catch', 'ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch'])
+const ALLOWED = new Set(['tab', 'comment', 'inject', 'debug', 'function', 'change', 'catch', 'ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch'])
 
 function load(name: string): FlowNode[] {
   return JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')) as FlowNode[]
@@ -90,6 +91,17 @@ const scenarios: Record<string, () => Promise<void>> = {
     press('one resigns')
     assert.equal(await shows('leadership lost'), 'one stepped down (resigned)')
     assert.equal(await shows('leader'), 'two leads')
+  },
+  // The helper runtime has no "statestore" context store: Node-RED falls back to its default store,
+  // which is what a user who imports the example without configuring the store gets.
+  'context-store-counter': async () => {
+    assert.equal(await shows('counter (A)'), 1)
+    press('count in B')
+    assert.equal(await shows('counter (B)'), 2)
+    press('count in A')
+    assert.equal(await shows('counter (A)'), 3)
+    press('show')
+    assert.equal(await shows('shown'), 3)
   },
   'thermostat-watch': async () => {
     assert.equal(await shows('set-point'), 21.5)

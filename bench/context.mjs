@@ -1,0 +1,190 @@
+// The context store (src/context), against references measured in the same run:
+//  - cached synchronous get (a plain key and a nested path) vs Node-RED's memory store: ops/s,
+//    interleaved in slices;
+//  - set throughput, 2,000 distinct keys with a callback each, 100 outstanding, until every one has
+//    landed in the emulator (its own process, through mosquitto), vs the localfilesystem store
+//    (cached, as Node-RED configures it: sets into memory, then close() writes the files) and vs the
+//    ss-set node (Node-RED test helper) on the same emulator, same keys and window;
+//  - a write-through burst of 10,000 synchronous sets, then close(): every key counted in the
+//    store afterwards with a plain client (nothing may be lost).
+import { createRequire } from 'node:module'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ROOT, benchArgs, fmtRange, fmtRatio, interleave, interleaveOps, table, writeResult } from './lib/harness.mjs'
+import { startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
+
+const require = createRequire(import.meta.url)
+const { quick, rounds } = benchArgs()
+const SETS = quick ? 1000 : 2000
+const WINDOW = 100
+const BURST = 10_000
+
+const contextStore = require(join(ROOT, 'dist/src/context/index.js'))
+const { StateStoreClient } = require(join(ROOT, 'dist/src/client/index.js'))
+const memoryStore = require('@node-red/runtime/lib/nodes/context/memory')
+const localFileSystem = require('@node-red/runtime/lib/nodes/context/localfilesystem')
+
+const broker = await startMosquitto()
+const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0] })
+const quiet = (level, message) => level === 'error' && console.error(message)
+let run = 0
+const open = async (extra = {}) => {
+  const store = contextStore({ broker: broker.urls[0], prefix: `bench/${process.pid}/${run++}/`, logger: quiet, ...extra })
+  await store.open()
+  return store
+}
+const dirs = []
+
+/** `count` calls of `one(i, done)`, `window` outstanding; resolves with calls per second. */
+function windowed(count, window, one) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    let sent = 0
+    let finished = 0
+    const next = () => {
+      if (sent >= count) return
+      const i = sent++
+      one(i, (err) => {
+        if (err) return reject(err)
+        finished += 1
+        if (finished === count) resolve((count / (performance.now() - started)) * 1000)
+        else next()
+      })
+    }
+    for (let w = 0; w < window; w++) next()
+  })
+}
+
+try {
+  // ---- cached sync get ----
+  const ours = await open()
+  const memory = memoryStore({})
+  const value = { a: { b: [1, 2, 3] }, text: 'x'.repeat(64) }
+  for (const s of [ours, memory]) {
+    for (let i = 0; i < 100; i++) s.set('global', `key${i}`, { ...value, i })
+  }
+  let k = 0
+  const gets = await interleaveOps({
+    fns: {
+      memory: () => memory.get('global', `key${k++ % 100}`),
+      statestore: () => ours.get('global', `key${k++ % 100}`),
+      'memory nested': () => memory.get('global', `key${k++ % 100}.a.b[1]`),
+      'statestore nested': () => ours.get('global', `key${k++ % 100}.a.b[1]`),
+    },
+    reference: 'memory',
+    rounds,
+  })
+  await ours.close()
+  const getRows = [
+    ['memory store, plain key (reference)', fmtRange(gets.memory.value, 0, ' ops/s'), '1.00x'],
+    ['state store context, plain key', fmtRange(gets.statestore.value, 0, ' ops/s'), fmtRatio(gets.statestore.value.ratio)],
+    ['memory store, nested path', fmtRange(gets['memory nested'].value, 0, ' ops/s'), fmtRatio(gets['memory nested'].value.ratio)],
+    ['state store context, nested path', fmtRange(gets['statestore nested'].value, 0, ' ops/s'), fmtRatio(gets['statestore nested'].value.ratio)],
+  ]
+  const nestedRatio = gets['statestore nested'].value.median / gets['memory nested'].value.median
+
+  // ---- set throughput ----
+  const helper = require('node-red-node-test-helper')
+  helper.init(require.resolve('node-red'))
+  const configNode = require(join(ROOT, 'dist/nodes/ss-config.js'))
+  const setNode = require(join(ROOT, 'dist/nodes/ss-set.js'))
+  await helper.load(
+    [configNode, setNode],
+    [
+      { id: 'tab', type: 'tab' },
+      { id: 'cfg', type: 'ss-config', broker: broker.urls[0], clientId: 'bench-context-ss-set', requestTimeout: '10000', maxInFlight: '1000' },
+      { id: 'set', type: 'ss-set', z: 'tab', store: 'cfg', key: 'topic', keyType: 'msg', value: 'payload', valueType: 'msg', condition: 'always', persist: true, overrides: true, wires: [['out']] },
+      { id: 'out', type: 'helper', z: 'tab' },
+    ],
+  )
+  const setNodeInstance = helper.getNode('set')
+  const out = helper.getNode('out')
+  let onOut = null
+  out.on('input', () => onOut?.())
+  await new Promise((r) => setTimeout(r, 1000)) // the config node connects
+
+  const sets = await interleave({
+    variants: ['localfilesystem', 'statestore', 'statestore rewrite', 'ss-set'],
+    reference: 'ss-set',
+    rounds,
+    warmup: 1,
+    measure: async (v, r) => {
+      const payload = (i) => ({ i, text: 'x'.repeat(64) })
+      if (v === 'statestore' || v === 'statestore rewrite') {
+        const store = await open()
+        // a rewrite finds the keys known (observed, indexed): only the SET and its notification remain
+        if (v === 'statestore rewrite') await windowed(SETS, WINDOW, (i, done) => store.set(`f${r}`, `k${i}`, payload(-i), done))
+        const rate = await windowed(SETS, WINDOW, (i, done) => store.set(`f${r}`, `k${i}`, payload(i), done))
+        await store.close()
+        return rate
+      }
+      if (v === 'localfilesystem') {
+        const dir = mkdtempSync(join(tmpdir(), 'bench-lfs-'))
+        dirs.push(dir)
+        const store = localFileSystem({ dir, base: 'context', settings: { userDir: dir } })
+        await store.open()
+        const started = performance.now()
+        await windowed(SETS, WINDOW, (i, done) => store.set(`f${r}`, `k${i}`, payload(i), done))
+        await store.close() // writes the files: durable from here
+        return (SETS / (performance.now() - started)) * 1000
+      }
+      // ss-set: one msg per key, the next sent when one comes out
+      // which msg came out does not matter, only how many: each output completes one outstanding send
+      const outstanding = []
+      onOut = () => outstanding.shift()?.()
+      return windowed(SETS, WINDOW, (i, done) => {
+        outstanding.push(done)
+        setNodeInstance.receive({ topic: `bench/ss-set/${r}/k${i}`, payload: payload(i) })
+      })
+    },
+  })
+  await helper.unload()
+  const vsLfs = (v) => `${(sets[v].value.median / sets.localfilesystem.value.median).toFixed(3)}x`
+  const setRows = [
+    ['ss-set node, same emulator (reference)', fmtRange(sets['ss-set'].value, 0, ' msgs/s'), '1.00x', vsLfs('ss-set')],
+    ['state store context, new keys (KEYNOTIFY + SET + index)', fmtRange(sets.statestore.value, 0, ' sets/s'), fmtRatio(sets.statestore.value.ratio), vsLfs('statestore')],
+    ['state store context, existing keys (SET)', fmtRange(sets['statestore rewrite'].value, 0, ' sets/s'), fmtRatio(sets['statestore rewrite'].value.ratio), vsLfs('statestore rewrite')],
+    ['localfilesystem (cached; close() writes the files)', fmtRange(sets.localfilesystem.value, 0, ' sets/s'), fmtRatio(sets.localfilesystem.value.ratio), '1.00x'],
+  ]
+
+  // ---- write-through burst ----
+  const burstPrefix = `bench/${process.pid}/burst/`
+  const burstStore = contextStore({ broker: broker.urls[0], prefix: burstPrefix, logger: quiet })
+  await burstStore.open()
+  const started = performance.now()
+  for (let i = 0; i < BURST; i++) burstStore.set('global', `b${i}`, i)
+  await burstStore.close()
+  const burstMs = performance.now() - started
+  const reader = new StateStoreClient({ brokerUrl: broker.urls[0], clientId: `bench-context-reader-${process.pid}` })
+  let found = 0
+  let wrong = 0
+  for (let from = 0; from < BURST; from += 500) {
+    const answers = await Promise.all(Array.from({ length: Math.min(500, BURST - from) }, (_, j) => reader.get(`${burstPrefix}global/b${from + j}`)))
+    answers.forEach((a, j) => {
+      if (a.value === null) return
+      found += 1
+      if (a.value.toString() !== String(from + j)) wrong += 1
+    })
+  }
+  const index = JSON.parse((await reader.get(`${burstPrefix}#keys`)).value?.toString() ?? '{}')
+  await reader.close()
+  const burstRows = [[`${BURST} synchronous sets, then close()`, `${burstMs.toFixed(0)} ms (${((BURST / burstMs) * 1000).toFixed(0)} sets/s)`, `${found} found, ${wrong} wrong, ${index.global?.length ?? 0} in the index`]]
+
+  const tables = [
+    table('cached synchronous get vs the memory store (interleaved slices)', ['variant', 'ops/s', 'vs memory'], getRows),
+    table(`set throughput, ${SETS} keys, ${WINDOW} outstanding, until acknowledged (localfilesystem: until written)`, ['variant', 'rate', 'vs ss-set', 'vs localfilesystem'], setRows),
+    table('write-through burst', ['what', 'time', 'in the store afterwards'], burstRows),
+  ]
+  const headline = [
+    { metric: 'context: cached sync get vs memory store (plain key)', value: `${gets.statestore.value.ratio.median.toFixed(2)}x`, target: '>= 0.9x', pass: gets.statestore.value.ratio.median >= 0.9 },
+    { metric: 'context: cached sync get vs memory store (nested path)', value: `${nestedRatio.toFixed(2)}x`, target: '>= 0.9x', pass: nestedRatio >= 0.9 },
+    { metric: `context: ${BURST} write-through sets, none lost`, value: `${found}/${BURST}`, target: `${BURST}`, pass: found === BURST && wrong === 0 && (index.global?.length ?? 0) === BURST },
+  ]
+  writeResult('context', { tables, headline, data: { gets, sets, burst: { ms: burstMs, found, wrong, indexed: index.global?.length ?? 0 } } })
+  if (found !== BURST || wrong !== 0) process.exitCode = 1
+} finally {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  await emu.stop()
+  await broker.stop()
+}

@@ -1,0 +1,447 @@
+import { StateStoreClient, type KeyNotification, type Observation } from '../index'
+import { acquireEmbedded, releaseEmbedded } from '../emulator/embedded'
+import { Hlc } from '../hlc'
+import { decodeAuto, encodeJson } from '../value'
+import { resolveConfig, type ContextStoreConfig, type ResolvedConfig } from './config'
+import { KeyIndex, type IndexState } from './key-index'
+import { Limiter } from './limiter'
+import { getPath, parsePath, setPath, type Segment } from './path'
+
+type Callback = (err?: Error | null, ...values: unknown[]) => void
+type Scope = Record<string, unknown>
+
+/** A key name with nothing that needs parsing: the common case, read without the parser. */
+const PLAIN = /^[A-Za-z_$][\w$-]*$/
+
+/** One stored key: writes to it go out one at a time, newest value last; later ones replace queued ones. */
+interface KeyState {
+  readonly scope: string
+  readonly top: string
+  readonly serviceKey: string
+  /** The service's version of the value the cache holds (null: not known yet). */
+  version: Hlc | null
+  /** Bumped by every notification: a GET answer older than one is dropped. */
+  seen: number
+  inflight: Promise<void> | null
+  next: { bytes: Buffer | null; waiters: Array<(err?: Error) => void> } | null
+  /** A change by someone else that arrived while our write was in flight: the newest, applied after it if newer. */
+  remote: { bytes: Buffer | null; version: Hlc | null } | null
+  observed: Promise<Observation | null> | null
+}
+
+/**
+ * A Node-RED context store on the state store (docs: README "Context store"). Each top-level
+ * context key is one service key, `<prefix><scope>/<key>`, holding the value as JSON; nested paths
+ * read and write inside it. An index key lists the keys of every scope, because the service cannot
+ * list keys (src/context/key-index.ts). With the cache, every value is held in memory and kept
+ * current through key notifications, so `get` can answer synchronously.
+ */
+export class StateStoreContext {
+  private readonly config: ResolvedConfig
+  private client: StateStoreClient | null = null
+  private usesEmbedded = false
+  private index: KeyIndex | null = null
+  private readonly data = new Map<string, Scope>()
+  private readonly states = new Map<string, KeyState>()
+  private readonly warnedCircular = new Set<string>()
+  private closing = false
+  /** Requests of this store at once: half the client's limit, the rest of a burst waits here. */
+  private readonly limiter: Limiter
+
+  constructor(config?: ContextStoreConfig) {
+    this.config = resolveConfig(config)
+    this.limiter = new Limiter(Math.max(1, Math.floor((this.config.client.maxInFlight ?? 1000) / 2)))
+  }
+
+  get prefix(): string {
+    return this.config.prefix
+  }
+
+  async open(): Promise<void> {
+    const { client: options, logger, requestTimeoutMs } = this.config
+    let brokerUrl = options.brokerUrl
+    if (this.config.embedded) {
+      const emulator = await acquireEmbedded(logger)
+      this.usesEmbedded = true
+      brokerUrl = emulator.brokerUrl
+    }
+    const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl! })
+    client.on('error', (err) => logger('warn', err.message))
+    this.client = client
+    try {
+      await client.ready({ timeoutMs: requestTimeoutMs })
+    } catch (err) {
+      await this.close()
+      throw this.named(err, `cannot reach ${brokerUrl}`)
+    }
+    this.index = new KeyIndex(client, this.config, this.limiter, (state) => this.onIndex(state))
+    if (this.config.cache) {
+      try {
+        const state = await this.index.open()
+        await Promise.all([...state].flatMap(([scope, tops]) => [...tops].map((top) => this.load(scope, top))))
+      } catch (err) {
+        await this.close()
+        throw this.named(err, 'loading the stored context')
+      }
+    }
+  }
+
+  /** Waits for every write and index update, then disconnects. */
+  async close(): Promise<void> {
+    this.closing = true
+    this.index?.stopping()
+    await this.drain()
+    await this.index?.close()
+    await this.client?.close()
+    this.client = null
+    if (this.usesEmbedded) {
+      this.usesEmbedded = false
+      releaseEmbedded()
+    }
+  }
+
+  get(scope: string, key: string | string[], callback?: Callback): unknown {
+    if (!this.config.cache) {
+      if (typeof callback !== 'function') throw new Error('State store context cache disabled - only asynchronous access supported')
+      void this.getUncached(scope, key).then(
+        (values) => (Array.isArray(key) ? callback(undefined, ...values) : callback(undefined, values[0])),
+        (err: Error) => callback(err),
+      )
+      return undefined
+    }
+    const data = this.data.get(scope)
+    if (!Array.isArray(key)) {
+      let value: unknown
+      try {
+        value = read(data, key)
+      } catch (err) {
+        if (!callback) throw err
+        callback(err as Error)
+        return undefined
+      }
+      if (!callback) return value
+      callback(undefined, value)
+      return undefined
+    }
+    const values: unknown[] = []
+    for (const k of key) {
+      try {
+        values.push(read(data, k))
+      } catch (err) {
+        if (!callback) throw err
+        callback(err as Error)
+        return undefined
+      }
+    }
+    if (!callback) return values
+    callback(undefined, ...values)
+    return undefined
+  }
+
+  set(scope: string, key: string | string[], value: unknown, callback?: Callback): void {
+    const keys = Array.isArray(key) ? key : [key]
+    const values = Array.isArray(key) ? (Array.isArray(value) ? value : [value]) : [value]
+    let writes: Array<Promise<void>>
+    try {
+      const paths = keys.map((k) => parsePath(k))
+      if (!this.config.cache) {
+        const done = this.setUncached(scope, paths, keys.map((_, i) => (i < values.length ? values[i] : null)))
+        if (callback) done.then(() => callback(), (err: Error) => callback(err))
+        else done.catch(() => {}) // each failed key is logged where it fails
+        return
+      }
+      const data = this.scopeData(scope)
+      const touched = new Set<string>()
+      paths.forEach((parts, i) => {
+        if (setPath(data, parts, i < values.length ? values[i] : null)) touched.add(String(parts[0]))
+      })
+      writes = [...touched].map((top) => this.write(scope, top, this.encode(scope, data[top]), !callback))
+    } catch (err) {
+      if (!callback) throw err
+      callback(err as Error)
+      return
+    }
+    if (callback) {
+      Promise.all(writes).then(
+        () => callback(),
+        (err: Error) => callback(err),
+      )
+    }
+  }
+
+  keys(scope: string, callback?: Callback): unknown {
+    if (!this.config.cache) {
+      if (typeof callback !== 'function') throw new Error('Callback must be a function')
+      this.requireOpen()
+        .then(() => this.index!.read())
+        .then(
+          (state) => callback(null, withoutMethods(scope, [...(state.get(scope) ?? [])])),
+          (err: Error) => callback(this.named(err, 'reading the key index')),
+        )
+      return undefined
+    }
+    const keys = withoutMethods(scope, Object.keys(this.data.get(scope) ?? {}))
+    if (!callback) return keys
+    callback(null, keys)
+    return undefined
+  }
+
+  /** Deletes every key of the scope. */
+  async delete(scope: string): Promise<void> {
+    const tops = new Set(Object.keys(this.data.get(scope) ?? {}))
+    const indexed = this.config.cache ? this.index?.current.get(scope) : (await this.requireOpen(), await this.index!.read()).get(scope)
+    for (const top of indexed ?? []) tops.add(top)
+    this.data.delete(scope)
+    try {
+      await Promise.all([...tops].map((top) => this.write(scope, top, null, false)))
+    } catch (err) {
+      throw this.named(err, `deleting the context ${scope}`)
+    }
+  }
+
+  /** Deletes the context of every node (and flow) not in `activeNodes`; global stays. */
+  async clean(activeNodes: string[]): Promise<void> {
+    const active = new Set(activeNodes)
+    const scopes = new Set(this.data.keys())
+    const indexed = this.config.cache ? this.index?.current : this.index ? await this.index.read() : undefined
+    for (const scope of indexed?.keys() ?? []) scopes.add(scope)
+    const gone = [...scopes].filter((scope) => scope !== 'global' && !active.has(scope.split(':')[0]!))
+    await Promise.all(gone.map((scope) => this.delete(scope)))
+  }
+
+  // ---- cache ----
+
+  private scopeData(scope: string): Scope {
+    let data = this.data.get(scope)
+    if (!data) {
+      data = Object.create(null) as Scope
+      this.data.set(scope, data)
+    }
+    return data
+  }
+
+  private state(scope: string, top: string): KeyState {
+    const serviceKey = `${this.config.prefix}${scope}/${top}`
+    let state = this.states.get(serviceKey)
+    if (!state) {
+      state = { scope, top, serviceKey, version: null, seen: 0, inflight: null, next: null, remote: null, observed: null }
+      this.states.set(serviceKey, state)
+    }
+    return state
+  }
+
+  /** Registers for the key's notifications (once); with the cache only. */
+  private observe(state: KeyState): Promise<Observation | null> {
+    if (!this.config.cache || !this.client) return Promise.resolve(null)
+    const client = this.client
+    state.observed ??= this.limiter.run(() => client.observe(state.serviceKey, (n) => this.onNotification(state, n))).catch((err: unknown) => {
+      state.observed = null
+      throw err
+    })
+    return state.observed
+  }
+
+  /** Reads a key someone else wrote into the cache (observing it first, so no later change is missed). */
+  private async load(scope: string, top: string): Promise<void> {
+    const state = this.state(scope, top)
+    await this.observe(state)
+    if (state.inflight || state.next) return // our own write is newer than anything a read could bring
+    const seen = state.seen
+    const { value, version } = await this.limiter.run(() => this.client!.get(state.serviceKey))
+    if (state.seen !== seen || state.inflight || state.next) return
+    this.apply(state, value, version)
+    if (value === null) this.index?.check(scope, top, false)
+  }
+
+  private onNotification(state: KeyState, n: KeyNotification): void {
+    state.seen += 1
+    const bytes = n.operation === 'SET' ? n.value : null
+    if (state.inflight || state.next) {
+      if (!state.remote || newer(n.version, state.remote.version)) state.remote = { bytes, version: n.version }
+      return
+    }
+    this.apply(state, bytes, n.version)
+  }
+
+  /** Puts what the service holds into the cache, unless the cache already holds something newer. */
+  private apply(state: KeyState, bytes: Buffer | null, version: Hlc | null): void {
+    if (version && state.version && Hlc.compare(version, state.version) < 0) return
+    if (bytes !== null && version && state.version && Hlc.compare(version, state.version) === 0) return
+    state.version = version
+    if (bytes === null) {
+      const data = this.data.get(state.scope)
+      if (data) delete data[state.top]
+    } else {
+      this.scopeData(state.scope)[state.top] = decodeAuto(bytes)
+    }
+  }
+
+  private onIndex(index: IndexState): void {
+    if (!this.config.cache || this.closing) return
+    // Keys others added: load them. Keys we hold that the index lacks: have them checked.
+    for (const [scope, tops] of index) {
+      const data = this.data.get(scope)
+      for (const top of tops) {
+        if (data && Object.hasOwn(data, top)) continue
+        const state = this.states.get(`${this.config.prefix}${scope}/${top}`)
+        if (state?.inflight || state?.next) continue
+        this.load(scope, top).catch((err: unknown) => this.config.logger('warn', `${this.named(err, `loading ${scope}/${top}`).message}`))
+      }
+    }
+    for (const [scope, data] of this.data) {
+      for (const top of Object.keys(data)) if (!index.get(scope)?.has(top)) this.index?.check(scope, top, true)
+    }
+  }
+
+  // ---- writes ----
+
+  private encode(scope: string, value: unknown): Buffer | null {
+    if (value === undefined) return null
+    return encodeJson(value, () => {
+      if (this.warnedCircular.has(scope)) return
+      this.warnedCircular.add(scope)
+      this.config.logger('warn', `context ${scope} contains a circular reference that cannot be persisted; it is stored as "[Circular]"`)
+    })
+  }
+
+  /**
+   * Queues a write (null deletes). Writes of one key go out one at a time, in order; a write queued
+   * behind another replaces a queued one (its value is newer) and both callers hear when it lands.
+   * `log`: nobody waits for the result, so a failure is logged, once, with the key.
+   */
+  private write(scope: string, top: string, bytes: Buffer | null, log: boolean): Promise<void> {
+    const state = this.state(scope, top)
+    const done = new Promise<void>((resolve, reject) => {
+      const waiter = (err?: Error) => (err ? reject(err) : resolve())
+      if (state.next) {
+        state.next.bytes = bytes
+        state.next.waiters.push(waiter)
+      } else {
+        state.next = { bytes, waiters: [waiter] }
+      }
+    })
+    if (!state.inflight) state.inflight = this.pump(state)
+    if (log) {
+      done.catch((err: unknown) => this.config.logger('error', this.named(err, `writing ${state.serviceKey}`).message))
+    }
+    return done
+  }
+
+  private async pump(state: KeyState): Promise<void> {
+    while (state.next) {
+      const job = state.next
+      state.next = null
+      try {
+        const client = await this.requireOpen()
+        await this.observe(state)
+        let version: Hlc | null
+        const bytes = job.bytes
+        const expired = this.expiry(client)
+        if (bytes === null) version = (await this.limiter.run(() => client.del(state.serviceKey), expired)).version
+        else version = (await this.limiter.run(() => client.set(state.serviceKey, bytes, { persist: this.config.persist }), expired)).version
+        if (version && (!state.version || Hlc.compare(version, state.version) > 0)) state.version = version
+        this.index?.check(state.scope, state.top, job.bytes !== null)
+        for (const waiter of job.waiters) waiter()
+      } catch (err) {
+        const error = this.named(err, `writing ${state.serviceKey}`)
+        for (const waiter of job.waiters) waiter(error)
+      }
+    }
+    state.inflight = null
+    const remote = state.remote
+    state.remote = null
+    if (remote && this.config.cache) this.apply(state, remote.bytes, remote.version)
+  }
+
+  /**
+   * A write that waited in the store's queue longer than the request timeout while the connection
+   * is down fails at once, as it would have had it been sent: a burst during an outage is reported
+   * within about one request timeout, not one timeout per queue-full.
+   */
+  private expiry(client: StateStoreClient): () => Error | null {
+    const deadline = Date.now() + this.config.requestTimeoutMs
+    return () =>
+      Date.now() > deadline && client.status.state !== 'connected'
+        ? new Error(`not connected (${client.status.reason ?? client.status.state}) for ${this.config.requestTimeoutMs} ms`)
+        : null
+  }
+
+  private async drain(): Promise<void> {
+    for (;;) {
+      const pending = [...this.states.values()].flatMap((s) => (s.inflight ? [s.inflight] : []))
+      if (pending.length === 0 && !this.index?.busy) break
+      await Promise.all([...pending, this.index?.flush()])
+    }
+  }
+
+  // ---- without cache ----
+
+  private async getUncached(scope: string, key: string | string[]): Promise<unknown[]> {
+    const keys = Array.isArray(key) ? key : [key]
+    const paths = keys.map((k) => parsePath(k))
+    const client = await this.requireOpen()
+    return Promise.all(
+      paths.map(async (parts) => {
+        const { value } = await this.limiter.run(() => client.get(this.state(scope, String(parts[0])).serviceKey)).catch((err: unknown) => {
+          throw this.named(err, `reading ${scope}/${String(parts[0])}`)
+        })
+        return value === null ? undefined : getPath(decodeAuto(value), parts, 1)
+      }),
+    )
+  }
+
+  /** Read-modify-write per top-level key (reads only for nested paths). */
+  private async setUncached(scope: string, paths: Array<readonly Segment[]>, values: unknown[]): Promise<void> {
+    const client = await this.requireOpen()
+    const byTop = new Map<string, number[]>()
+    paths.forEach((parts, i) => {
+      const top = String(parts[0])
+      byTop.set(top, [...(byTop.get(top) ?? []), i])
+    })
+    await Promise.all(
+      [...byTop].map(async ([top, indices]) => {
+        const holder = Object.create(null) as Scope
+        if (indices.some((i) => paths[i]!.length > 1)) {
+          const { value } = await this.limiter.run(() => client.get(this.state(scope, top).serviceKey))
+          if (value !== null) holder[top] = decodeAuto(value)
+        }
+        for (const i of indices) setPath(holder, paths[i]!, values[i])
+        await this.write(scope, top, this.encode(scope, holder[top]), false)
+      }),
+    )
+  }
+
+  private async requireOpen(): Promise<StateStoreClient> {
+    if (!this.client) throw new Error(`state store context ${this.config.prefix}: not open`)
+    return this.client
+  }
+
+  /** Errors name the store (its prefix), so a log line tells which context store failed. */
+  private named(err: unknown, what: string): Error {
+    const message = err instanceof Error ? err.message : String(err)
+    const error = new Error(`state store context ${this.config.prefix}: ${what}: ${message}`)
+    if (err instanceof Error) {
+      error.cause = err
+      const code = (err as { code?: unknown }).code
+      if (code !== undefined) (error as Error & { code?: unknown }).code = code
+    }
+    return error
+  }
+}
+
+/** As the memory store: the global context object's own methods are never listed as keys. */
+function withoutMethods(scope: string, keys: string[]): string[] {
+  return scope === 'global' ? keys.filter((k) => k !== 'set' && k !== 'get' && k !== 'keys') : keys
+}
+
+function newer(a: Hlc | null, b: Hlc | null): boolean {
+  return !a || !b || Hlc.compare(a, b) > 0
+}
+
+/** Node-RED's getObjectProperty for a context: only a malformed key throws. */
+function read(data: Scope | undefined, key: string): unknown {
+  if (PLAIN.test(key)) return data?.[key]
+  const parts = parsePath(key)
+  return data ? getPath(data, parts) : undefined
+}
+

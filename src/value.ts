@@ -1,0 +1,46 @@
+import { isUtf8 } from 'node:buffer'
+
+/**
+ * How values that are not bytes cross into the store, shared by the nodes (nodes/lib/codec.ts) and
+ * the context store (src/context): JSON, read back with the same detection everywhere.
+ */
+
+/** JSON if the bytes parse as JSON, else a string if they are valid UTF-8, else the Buffer itself. */
+export function decodeAuto(bytes: Buffer): unknown {
+  if (!isUtf8(bytes)) return bytes
+  const text = bytes.toString('utf8')
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+export const CIRCULAR = '[Circular]'
+
+/**
+ * JSON the way Node-RED's file context store writes it: a reference back to an object being written
+ * becomes the string "[Circular]" (reported through `onCircular`), functions and undefined
+ * properties are left out as JSON.stringify does. Throws what JSON.stringify throws (a BigInt).
+ * `undefined` on its own has no JSON: that is the caller's to handle (it means "delete").
+ */
+export function encodeJson(value: unknown, onCircular?: () => void): Buffer {
+  const json = JSON.stringify(value, circularReplacer(onCircular))
+  return Buffer.from(json ?? 'null', 'utf8')
+}
+
+function circularReplacer(onCircular?: () => void): (this: unknown, key: string, value: unknown) => unknown {
+  // The objects on the path from the root to the value being written: only those make a cycle
+  // (the same object twice side by side is fine and written twice, as JSON.stringify does).
+  const path: object[] = []
+  return function (this: unknown, _key: string, value: unknown) {
+    if (typeof value !== 'object' || value === null) return value
+    while (path.length > 0 && path[path.length - 1] !== this) path.pop()
+    if (path.includes(value)) {
+      onCircular?.()
+      return CIRCULAR
+    }
+    path.push(value)
+    return value
+  }
+}

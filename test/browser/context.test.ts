@@ -1,0 +1,64 @@
+// The context store in the editor: `npm start` configures the `statestore` context store and deploys
+// the context-store-counter example, which counts once on deploy. The Context Data sidebar must list
+// the example's keys in that store, for the flow and for global, with their values.
+// (The README's picture docs/images/context-sidebar.png is this test's screenshot, copied by hand.)
+import { strict as assert } from 'node:assert'
+import { Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
+import { Editor } from './editor'
+
+const FLOW_A = 'c0a7e57000000001'
+// The editor's global, inside the page.
+declare const RED: { actions: { invoke(name: string): void } }
+
+describe('the editor: the Context Data sidebar shows the state store context store (npm start, chromium)', function () {
+  this.timeout(60000)
+  let red: StartedEditor | null = null
+  let browser: Browser | null = null
+  let problems: PageProblems
+  let editor: Editor
+
+  before(async function () {
+    if (!chromiumInstalled()) {
+      if (process.env.CI) throw new Error(`CI must provide chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
+      console.warn(`      (skipped: no chromium at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH, to run these tests)`)
+      this.skip()
+    }
+    red = await StartedEditor.start(45000)
+    browser = await Browser.launch()
+    problems = new PageProblems(browser.page)
+    editor = new Editor(browser.page, red.url)
+    await problems.tolerating(LOAD_RACE, () => editor.open())
+  })
+
+  after(async function () {
+    await browser?.close()
+    browser = null
+    await red?.stop()
+    red = null
+  })
+
+  it('lists the flow and global keys of the statestore store with their values', async function () {
+    const page = browser!.page
+    await editor.showWorkspace(FLOW_A)
+    await page.evaluate(() => RED.actions.invoke('core:show-context-tab'))
+    // (the stack: Node-RED sets the class red-ui-sidebar-context on a jQuery object, not on the element)
+    const sidebar = page.locator('.red-ui-sidebar-context-stack')
+    try {
+      await sidebar.waitFor({ state: 'attached', timeout: 5000 })
+    } catch (err) {
+      await editor.screenshot('context-sidebar-missing')
+      throw err
+    }
+    // the flow and global sections load when their refresh button is pressed
+    const refresh = sidebar.locator('button:has(i.fa-refresh)')
+    for (let i = 0; i < (await refresh.count()); i++) if (await refresh.nth(i).isVisible()) await refresh.nth(i).click()
+    const row = (name: string) => sidebar.locator('tr.red-ui-help-info-row').filter({ has: page.locator('td.red-ui-sidebar-context-property', { hasText: name }) })
+    for (const name of ['presses', 'counter']) {
+      await row(name).first().waitFor()
+      assert.match(await row(name).first().innerText(), /statestore/, `${name} is listed under the statestore store`)
+      assert.match(await row(name).first().innerText(), /\b1\b/, `${name} shows its value`)
+    }
+    await editor.screenshot('context-sidebar')
+    assert.deepEqual(problems.take(), [], 'the page logged errors or had failed requests')
+  })
+})

@@ -1,0 +1,387 @@
+import assert from 'node:assert/strict'
+import { StateStoreClient } from '../../src/client'
+import { embeddedEmulator, stopEmbedded } from '../../src/emulator/embedded'
+import { TcpRelay } from '../support/relay'
+import { Backend, call, contextStore, memoryStore, uniquePrefix, until, type TestStore } from './support'
+
+describe('context store: the Node-RED Store API on the state store', function () {
+  this.timeout(30_000)
+  let backend: Backend
+  const opened: TestStore[] = []
+
+  before(async function () {
+    backend = await Backend.start(this)
+  })
+  after(async () => {
+    await backend?.stop()
+  })
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close()))
+  })
+
+  async function open(config: Parameters<typeof contextStore>[0] = {}): Promise<TestStore> {
+    const store = contextStore({ broker: backend.url, prefix: config.prefix ?? uniquePrefix(), ...config })
+    await store.open()
+    opened.push(store)
+    return store
+  }
+
+  /** A raw client to look at what the store wrote. */
+  async function raw(): Promise<StateStoreClient> {
+    const client = new StateStoreClient({ brokerUrl: backend.url, clientId: `raw-${Math.random().toString(36).slice(2)}` })
+    await client.ready({ timeoutMs: 5000 })
+    return client
+  }
+
+  /**
+   * Runs the same calls on Node-RED's memory store and on ours, comparing every answer and error.
+   * The cached store answers synchronously exactly as memory does; async calls as well.
+   */
+  describe('behaves like the memory store', () => {
+    const SCOPE = 'n1:f1'
+    const script: Array<[string, unknown]> = [
+      ['a', 1],
+      ['b.c', 'x'],
+      ['b.d[2]', true],
+      ['e[0].f', { g: [1, 2] }],
+      ['"quoted key".h', 5],
+      ['i["j k"]', null],
+      ['arr', [1, 2, 3]],
+      ['arr[1]', undefined],
+      ['a.x', 7], // through a number: nothing changes
+      ['gone', 'soon'],
+      ['gone', undefined],
+      ['123', 'digits'],
+    ]
+    const reads = ['a', 'b', 'b.c', 'b.d', 'b.d[2]', 'b.missing.deeper', 'e[0].f.g[1]', 'quoted key', 'i', 'arr', 'gone', 'nope', '123', 'a.x']
+    const bad = ['a b', '.a', 'a.', 'a[', 'a[x]', 'a]', "a['']"]
+
+    it('synchronous set, get, keys and the errors for malformed keys', async () => {
+      const ours = await open()
+      const theirs = memoryStore({})
+      for (const [key, value] of script) {
+        theirs.set(SCOPE, key, value)
+        ours.set(SCOPE, key, value)
+      }
+      for (const key of reads) assert.deepEqual(outcome(() => ours.get(SCOPE, key)), outcome(() => theirs.get(SCOPE, key)), key)
+      const readable = reads.filter((k) => !k.includes(' '))
+      assert.deepEqual(ours.get(SCOPE, readable), theirs.get(SCOPE, readable))
+      assert.deepEqual((ours.keys(SCOPE) as string[]).sort(), (theirs.keys(SCOPE) as string[]).sort())
+      for (const s of [ours, theirs]) s.set('global', ['get', 'x'], [1, 2])
+      assert.deepEqual(ours.keys('global'), theirs.keys('global'))
+      for (const key of bad) {
+        const expected = errorOf(() => theirs.get(SCOPE, key))
+        const actual = errorOf(() => ours.get(SCOPE, key))
+        assert.ok(expected, `memory refuses ${key}`)
+        assert.equal(actual?.code, 'INVALID_EXPR', `${key}: ${actual?.message}`)
+        assert.equal(errorOf(() => ours.set(SCOPE, key, 1))?.code, 'INVALID_EXPR', key)
+      }
+    })
+
+    it('refuses a msg cross-reference, which only means something in a msg property', async () => {
+      const ours = await open()
+      assert.equal(errorOf(() => ours.get(SCOPE, 'a[msg.b]'))?.code, 'INVALID_EXPR')
+    })
+
+    it('callbacks: several keys at once, values spread over the arguments, errors to the callback', async () => {
+      const ours = await open()
+      const theirs = memoryStore({})
+      await call((cb) => theirs.set(SCOPE, ['x', 'y.z', 'w'], [1, 2], cb))
+      await call((cb) => ours.set(SCOPE, ['x', 'y.z', 'w'], [1, 2], cb))
+      const expected = await call((cb) => theirs.get(SCOPE, ['x', 'y', 'w', 'none'], cb))
+      assert.deepEqual(await call((cb) => ours.get(SCOPE, ['x', 'y', 'w', 'none'], cb)), expected)
+      assert.deepEqual(expected, [1, { z: 2 }, null, undefined])
+      await assert.rejects(call((cb) => ours.get(SCOPE, 'a b', cb)), { code: 'INVALID_EXPR' })
+      await assert.rejects(call((cb) => ours.set(SCOPE, 'a b', 1, cb)), { code: 'INVALID_EXPR' })
+      assert.deepEqual(await call((cb) => ours.keys(SCOPE, cb as never)), [['x', 'y', 'w']])
+    })
+
+    it('without the cache: the same answers through callbacks, and sync access refused as localfilesystem does', async () => {
+      const ours = await open({ cache: false })
+      const theirs = memoryStore({})
+      for (const [key, value] of script) {
+        await call((cb) => theirs.set(SCOPE, key, value, cb))
+        await call((cb) => ours.set(SCOPE, key, value, cb))
+      }
+      for (const key of reads) {
+        // what comes back has been through JSON, as with localfilesystem (an array hole reads as null)
+        const expected = await call((cb) => theirs.get(SCOPE, key, cb)).then(json, (err: Error & { code?: string }) => ({ code: err.code }))
+        const actual = await call((cb) => ours.get(SCOPE, key, cb)).catch((err: Error & { code?: string }) => ({ code: err.code }))
+        assert.deepEqual(actual, expected, key)
+      }
+      const [keys] = await call<[string[]]>((cb) => ours.keys(SCOPE, cb as never))
+      assert.deepEqual(keys.sort(), (theirs.keys(SCOPE) as string[]).sort())
+      assert.throws(() => ours.get(SCOPE, 'a'), /only asynchronous access supported/)
+      assert.throws(() => ours.keys(SCOPE), /Callback must be a function/)
+    })
+  })
+
+  it('stores each top-level key as JSON under <prefix><scope>/<key>, readable by any client', async () => {
+    const prefix = uniquePrefix()
+    const store = await open({ prefix })
+    await call((cb) => store.set('global', ['count', 'text', 'nested.a'], [42, '42', [1]], cb))
+    const client = await raw()
+    try {
+      assert.equal((await client.get(`${prefix}global/count`)).value?.toString(), '42')
+      assert.equal((await client.get(`${prefix}global/text`)).value?.toString(), '"42"')
+      assert.equal((await client.get(`${prefix}global/nested`)).value?.toString(), '{"a":[1]}')
+      await until(async () => (await client.get(`${prefix}#keys`)).value?.toString() === '{"global":["count","nested","text"]}', 'the index')
+      // a value written by another client (ss-set writes a string as plain UTF-8) reads back as the nodes read it
+      await client.set(`${prefix}global/count`, '43')
+      await client.set(`${prefix}global/text`, 'hello')
+      await until(() => store.get('global', 'count') === 43, 'the notification')
+      await until(() => store.get('global', 'text') === 'hello', 'the second notification')
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('a value that cannot be JSON: circular references become "[Circular]" with one warning per scope, as localfilesystem does; a BigInt is refused', async () => {
+    const prefix = uniquePrefix()
+    const store = await open({ prefix })
+    const loop: Record<string, unknown> = { name: 'loop', fn: () => 1 }
+    loop.self = loop
+    await call((cb) => store.set('global', 'loop', loop, cb))
+    store.set('global', 'loop2', loop)
+    await store.close()
+    assert.equal(store.logs.filter((l) => l.level === 'warn' && /circular/.test(l.message)).length, 1)
+    const again = await open({ prefix })
+    assert.deepEqual(again.get('global', 'loop'), { name: 'loop', self: '[Circular]' })
+    assert.deepEqual(again.get('global', 'loop2'), { name: 'loop', self: '[Circular]' })
+    assert.throws(() => again.set('global', 'big', 1n), /BigInt/)
+    await assert.rejects(call((cb) => again.set('global', 'big', { n: 1n }, cb)), /BigInt/)
+  })
+
+  it('close flushes: synchronous sets issued just before close are all in the store afterwards, and reopening loads them', async () => {
+    const prefix = uniquePrefix()
+    const first = await open({ prefix })
+    for (let i = 0; i < 300; i++) first.set(`f${i % 3}`, `k${i}`, { i })
+    for (let i = 0; i < 50; i++) first.set('global', 'counter', i)
+    await first.close()
+    const second = await open({ prefix })
+    assert.equal(second.get('global', 'counter'), 49)
+    for (let f = 0; f < 3; f++) assert.equal((second.keys(`f${f}`) as string[]).length, 100)
+    assert.deepEqual(second.get('f1', 'k1'), { i: 1 })
+  })
+
+  it('delete(scope) and clean(activeNodes) remove the keys from the service, global stays', async () => {
+    const prefix = uniquePrefix()
+    const store = await open({ prefix })
+    await call((cb) => store.set('n1:f1', 'a', 1, cb))
+    await call((cb) => store.set('n2:f1', 'a', 2, cb))
+    await call((cb) => store.set('f1', 'a', 3, cb))
+    await call((cb) => store.set('f2', 'a', 4, cb))
+    await call((cb) => store.set('global', 'a', 5, cb))
+    await store.clean(['n1', 'f1'])
+    assert.deepEqual(
+      ['n1:f1', 'n2:f1', 'f1', 'f2', 'global'].map((s) => store.get(s, 'a')),
+      [1, undefined, 3, undefined, 5],
+    )
+    await store.delete('global')
+    assert.equal(store.get('global', 'a'), undefined)
+    const client = await raw()
+    try {
+      assert.equal((await client.get(`${prefix}n2:f1/a`)).value, null)
+      assert.equal((await client.get(`${prefix}global/a`)).value, null)
+      await until(async () => (await client.get(`${prefix}#keys`)).value?.toString() === '{"f1":["a"],"n1:f1":["a"]}', 'the index to follow')
+    } finally {
+      await client.close()
+    }
+    const fresh = await open({ prefix })
+    assert.deepEqual(fresh.keys('global'), [])
+    assert.deepEqual(fresh.keys('f1'), ['a'])
+  })
+
+  describe('two runtimes on one store', () => {
+    it('a set in one reaches the other’s synchronous get; a deletion leaves the other’s cache', async () => {
+      const prefix = uniquePrefix()
+      const a = await open({ prefix, clientId: 'ctx-a' })
+      const b = await open({ prefix, clientId: 'ctx-b' })
+      a.set('global', 'shared', { n: 1 })
+      await until(() => (b.get('global', 'shared') as { n: number } | undefined)?.n === 1, 'b to see a new key')
+      a.set('global', 'shared.n', 2)
+      await until(() => (b.get('global', 'shared') as { n: number }).n === 2, 'b to see the change')
+      assert.deepEqual(b.keys('global'), ['shared'])
+      b.set('global', 'shared', undefined)
+      await until(() => a.get('global', 'shared') === undefined, 'a to see the deletion')
+      await until(() => (a.keys('global') as string[]).length === 0, 'a to drop the key')
+    })
+
+    it('keys() agree after 1,000 concurrent sets from each, half of the keys shared', async () => {
+      const prefix = uniquePrefix()
+      const a = await open({ prefix, clientId: 'ctx-a' })
+      const b = await open({ prefix, clientId: 'ctx-b' })
+      const writes: Array<Promise<unknown>> = []
+      for (let i = 0; i < 1000; i++) {
+        writes.push(call((cb) => a.set('f1', i % 2 ? `a${i}` : `k${i}`, i, cb)))
+        writes.push(call((cb) => b.set('f1', i % 2 ? `b${i}` : `k${i}`, -(i + 1), cb)))
+      }
+      await Promise.all(writes)
+      const expected = 1500
+      await until(() => (a.keys('f1') as string[]).length === expected && (b.keys('f1') as string[]).length === expected, 'both to list every key', 25_000)
+      assert.deepEqual((a.keys('f1') as string[]).sort(), (b.keys('f1') as string[]).sort())
+      const client = await raw()
+      try {
+        await until(async () => JSON.parse((await client.get(`${prefix}#keys`)).value?.toString() ?? '{}').f1?.length === expected, 'the index')
+      } finally {
+        await client.close()
+      }
+      // the shared keys hold the same value in both caches (the last write wins in both)
+      for (let i = 0; i < 1000; i += 2) assert.equal(a.get('f1', `k${i}`), b.get('f1', `k${i}`))
+    })
+
+    it('a set racing a delete of the same key from the other runtime: the index follows whatever the key ends as', async () => {
+      const prefix = uniquePrefix()
+      const a = await open({ prefix, clientId: 'ctx-a' })
+      const b = await open({ prefix, clientId: 'ctx-b' })
+      for (let round = 0; round < 20; round++) {
+        await call((cb) => a.set('global', `r${round}`, 1, cb))
+        await until(() => b.get('global', `r${round}`) === 1, 'b to load the key')
+        await Promise.all([call((cb) => a.set('global', `r${round}`, undefined, cb)), call((cb) => b.set('global', `r${round}`, 2, cb))])
+      }
+      const client = await raw()
+      try {
+        await until(async () => {
+          const index = JSON.parse((await client.get(`${prefix}#keys`)).value?.toString() ?? '{}') as Record<string, string[]>
+          const present: string[] = []
+          for (let round = 0; round < 20; round++) if ((await client.get(`${prefix}global/r${round}`)).value !== null) present.push(`r${round}`)
+          return JSON.stringify((index.global ?? []).sort()) === JSON.stringify(present.sort())
+        }, 'the index to list exactly the keys that exist')
+      } finally {
+        await client.close()
+      }
+    })
+  })
+
+  describe('connection loss', () => {
+    let proxy: TcpRelay
+    beforeEach(async () => {
+      proxy = await TcpRelay.start(backend.url)
+    })
+    afterEach(async () => {
+      await proxy.stop()
+    })
+
+    it('while disconnected an async set calls back with an error naming the store; a sync set is logged once with its key; the cache keeps the value', async () => {
+      const prefix = uniquePrefix()
+      const store = await open({ broker: proxy.url, prefix, requestTimeout: 500 })
+      proxy.refusing = true
+      proxy.dropAll()
+      await assert.rejects(call((cb) => store.set('global', 'x', 1, cb)), (err: Error) => err.message.includes(`state store context ${prefix}`))
+      store.set('global', 'y', 2)
+      assert.equal(store.get('global', 'y'), 2)
+      await until(() => store.logs.some((l) => l.level === 'error' && l.message.includes(`${prefix}global/y`)), 'the failed write to be logged')
+      assert.equal(store.logs.filter((l) => l.level === 'error' && l.message.includes(`${prefix}global/y`)).length, 1)
+      proxy.refusing = false
+    })
+
+    it('close() with the broker gone still finishes, and says which writes did not make it', async () => {
+      const prefix = uniquePrefix()
+      const store = contextStore({ broker: proxy.url, prefix, requestTimeout: 300 })
+      await store.open()
+      proxy.refusing = true
+      proxy.dropAll()
+      for (let i = 0; i < 20; i++) store.set('global', `lost${i}`, i)
+      await store.close()
+      for (let i = 0; i < 20; i++) assert.ok(store.logs.some((l) => l.level === 'error' && l.message.includes(`${prefix}global/lost${i}:`)), `lost${i} reported`)
+      proxy.refusing = false
+    })
+
+    it('after a reconnect the cache is reconciled with what changed meanwhile', async () => {
+      const prefix = uniquePrefix()
+      const watcher = await open({ broker: proxy.url, prefix, clientId: 'ctx-watcher' })
+      const writer = await open({ prefix, clientId: 'ctx-writer' })
+      await call((cb) => writer.set('global', ['kept', 'changed', 'deleted'], [1, 1, 1], cb))
+      await until(() => watcher.get('global', 'deleted') === 1, 'the watcher to load')
+      proxy.refusing = true
+      proxy.dropAll()
+      await call((cb) => writer.set('global', ['changed', 'deleted', 'added'], [2, undefined, 3], cb))
+      proxy.refusing = false
+      await until(
+        () => watcher.get('global', 'changed') === 2 && watcher.get('global', 'deleted') === undefined && watcher.get('global', 'added') === 3,
+        'the watcher to reconcile',
+      )
+      assert.deepEqual((watcher.keys('global') as string[]).sort(), ['added', 'changed', 'kept'])
+    })
+  })
+
+  it('the broker killed during a burst of sets: every set lands or is reported, and the store carries on', async () => {
+    const prefix = uniquePrefix()
+    const store = await open({ prefix, requestTimeout: 1000 })
+    const outcomes = new Map<string, 'landed' | Error>()
+    const burst = 1000
+    const all: Array<Promise<void>> = []
+    for (let i = 0; i < burst; i++) {
+      const key = `k${i}`
+      all.push(call((cb) => store.set('global', key, { i }, cb)).then(() => void outcomes.set(key, 'landed'), (err: Error) => void outcomes.set(key, err)))
+      // and as many sets nobody waits for: a failure of those is logged with the key
+      store.set('f1', key, i)
+    }
+    await until(() => outcomes.size >= 100, 'the first writes to land')
+    await backend.mosquitto.kill()
+    await Promise.all(all)
+    await backend.mosquitto.start()
+    assert.equal(outcomes.size, burst)
+    const errors = [...outcomes.values()].filter((o): o is Error => o !== 'landed')
+    for (const err of errors) assert.match(err.message, new RegExp(`^state store context ${prefix}: writing`))
+    const client = await raw()
+    try {
+      for (const [key, outcome] of outcomes) {
+        if (outcome === 'landed') assert.equal((await client.get(`${prefix}global/${key}`)).value?.toString(), JSON.stringify({ i: Number(key.slice(1)) }), key)
+      }
+      // the unwatched sets: each one is in the store or was logged
+      for (let i = 0; i < burst; i++) {
+        const stored = (await client.get(`${prefix}f1/k${i}`)).value?.toString()
+        const logged = store.logs.some((l) => l.level === 'error' && l.message.includes(`${prefix}f1/k${i}:`))
+        assert.ok(stored === String(i) || logged, `f1/k${i}: neither stored nor reported`)
+      }
+    } finally {
+      await client.close()
+    }
+    console.log(`      (${burst - errors.length} of ${burst} acknowledged sets landed before the kill, ${errors.length} reported)`)
+    // the store works again once the broker is back
+    await call((cb) => store.set('global', 'after', 1, cb))
+    assert.equal(store.get('global', 'after'), 1)
+  })
+
+  it('open fails with a clear error when the broker cannot be reached', async () => {
+    const store = contextStore({ broker: 'mqtt://127.0.0.1:1', requestTimeout: 300, prefix: uniquePrefix() })
+    await assert.rejects(store.open(), /state store context .*cannot reach mqtt:\/\/127\.0\.0\.1:1/)
+  })
+
+  it('embedded: runs the in-process emulator the config node uses', async () => {
+    const store = contextStore({ embedded: true, prefix: uniquePrefix() })
+    try {
+      await store.open()
+      assert.ok(embeddedEmulator(), 'the shared emulator runs')
+      await call((cb) => store.set('global', 'e', 1, cb))
+      assert.equal(store.get('global', 'e'), 1)
+      await store.close()
+    } finally {
+      await stopEmbedded()
+    }
+  })
+})
+
+/** The callback's values as they come back from JSON. */
+function json(values: unknown[]): unknown[] {
+  return values.map((v) => (v === undefined ? undefined : (JSON.parse(JSON.stringify(v)) as unknown)))
+}
+
+/** A value, or the code of the error thrown, for comparing two stores. */
+function outcome(fn: () => unknown): unknown {
+  try {
+    return { value: fn() }
+  } catch (err) {
+    return { code: (err as { code?: unknown }).code }
+  }
+}
+
+function errorOf(fn: () => unknown): (Error & { code?: string }) | null {
+  try {
+    fn()
+    return null
+  } catch (err) {
+    return err as Error & { code?: string }
+  }
+}

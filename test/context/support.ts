@@ -1,0 +1,88 @@
+import { startEmulator, type Emulator } from '../../src/emulator'
+import { StateStoreContext } from '../../src/context/store'
+import type { ContextStoreConfig } from '../../src/context/config'
+import type { LogLevel } from '../../src/client'
+import { Mosquitto, mosquittoPath } from '../support/mosquitto'
+
+/** Node-RED's own memory store: the reference every behaviour here is compared with. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const memoryStore = require('@node-red/runtime/lib/nodes/context/memory') as (config: object) => NodeRedStore
+
+/** The Store API as Node-RED calls it. */
+export interface NodeRedStore {
+  open(): Promise<void>
+  close(): Promise<void>
+  get(scope: string, key: string | string[], callback?: (err?: Error | null, ...values: unknown[]) => void): unknown
+  set(scope: string, key: string | string[], value: unknown, callback?: (err?: Error | null) => void): void
+  keys(scope: string, callback?: (err: Error | null, keys?: string[]) => void): unknown
+  delete(scope: string): Promise<void>
+  clean(activeNodes: string[]): Promise<void>
+}
+
+export interface LogLine {
+  level: LogLevel
+  message: string
+}
+
+/** mosquitto with the emulator attached; each test file gets its own, on free ports. */
+export class Backend {
+  private constructor(
+    readonly mosquitto: Mosquitto,
+    public emulator: Emulator,
+  ) {}
+
+  static async start(ctx: Mocha.Context): Promise<Backend> {
+    if (!mosquittoPath()) {
+      if (process.env.CI) throw new Error('CI must provide mosquitto')
+      console.warn('      (skipped: mosquitto is not installed; apt-get install mosquitto to run these tests)')
+      ctx.skip()
+    }
+    const mosquitto = await Mosquitto.start()
+    const emulator = await startEmulator({ brokerUrl: mosquitto.url, logLevel: 'error' })
+    return new Backend(mosquitto, emulator)
+  }
+
+  get url(): string {
+    return this.mosquitto.url
+  }
+
+  async stop(): Promise<void> {
+    await this.emulator.stop()
+    await this.mosquitto.stop()
+  }
+}
+
+export interface TestStore extends NodeRedStore {
+  readonly logs: LogLine[]
+  readonly inner: StateStoreContext
+}
+
+/** A context store as Node-RED would create it, its log captured. */
+export function contextStore(config: ContextStoreConfig): TestStore {
+  const logs: LogLine[] = []
+  const inner = new StateStoreContext({ requestTimeout: 3000, logger: (level, message) => logs.push({ level, message }), ...config })
+  return Object.assign(inner as unknown as NodeRedStore, { logs, inner }) as TestStore
+}
+
+/** The callback form as a promise: resolves with the values after the error argument. */
+export function call<T extends unknown[]>(fn: (cb: (err?: Error | null, ...values: unknown[]) => void) => void): Promise<T> {
+  return new Promise((resolve, reject) => {
+    fn((err, ...values) => (err ? reject(err) : resolve(values as T)))
+  })
+}
+
+/** Waits until `check` returns true, polling; fails after `ms` with `what`. */
+export async function until(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+let counter = 0
+/** A prefix no other test uses, so tests on one emulator never see each other's keys. */
+export function uniquePrefix(): string {
+  counter += 1
+  return `test/${process.pid}-${counter}/`
+}
