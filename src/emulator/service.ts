@@ -9,6 +9,7 @@ import type { Logger } from './log'
 import type { OutgoingNotification } from './notifications'
 import type { PersistenceLog } from './persistence'
 import type { DirectMessage } from './broker'
+import { coalesceWrites } from '../transport/coalesce-writes'
 import { within } from './util'
 
 /**
@@ -65,6 +66,7 @@ export class StateStoreService {
     this.client = connectStream ? new mqtt.MqttClient(() => connectStream(), clientOptions) : mqtt.connect(options.brokerUrl, clientOptions)
     this.client.on('connect', (connack) => {
       ;(this.client.stream as Socket).setNoDelay?.(true)
+      coalesceWrites(this.client.stream)
       this.maxPacketSize = connack.properties?.maximumPacketSize
     })
     this.client.on('error', (err) => options.log('warn', `service connection: ${err.message}`))
