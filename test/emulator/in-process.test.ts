@@ -78,6 +78,15 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
       client.stream.destroy()
       assert.equal(await gone, 'alice-1', 'a dropped in-process connection is a disconnect')
       await client.endAsync(true)
+
+      const polite = new mqtt.MqttClient(() => broker.connectInProcess(), { protocolVersion: 5, clientId: 'alice-2', username: 'alice', password: 'secret', reconnectPeriod: 0 })
+      await new Promise((resolve) => polite.once('connect', resolve))
+      const left = new Promise<string>((resolve) => broker.onClientDisconnect((id) => id === 'alice-2' && resolve(id)))
+      const closed = new Promise((resolve) => polite.stream.once('close', resolve))
+      await polite.endAsync()
+      assert.equal(await left, 'alice-2', 'a DISCONNECT over an in-process connection is seen by the broker')
+      await closed
+      assert.ok(!broker.isConnected('alice-2'))
     } finally {
       await broker.stop()
     }
