@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { createServer, type Server, type Socket } from 'node:net'
+import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { Prop, REQUEST_TOPIC } from '../protocol'
@@ -72,11 +72,17 @@ const STOP_TIMEOUT_MS = 2000
 const runningHere = new Map<string, () => Duplex>()
 
 /**
- * How to reach the embedded broker at `url` without TCP when it runs in this process (as under
- * `npm start` or the config node's embedded emulator); null for any other URL.
+ * A stream builder (mqtt.js's, the client's `connectStream`) for the embedded broker at `url` when
+ * one runs in this process now (as under `npm start` or the config node's embedded emulator); null
+ * for any other URL. Each connection is in-process while a broker of this process serves the URL,
+ * and a TCP connection to the URL otherwise: the broker may stop, and another one, here or in
+ * another process, may serve the URL later, so reconnecting works as it does over TCP.
  */
 export function inProcessConnector(url: string): (() => Duplex) | null {
-  return runningHere.get(url) ?? null
+  if (!runningHere.has(url)) return null
+  const { hostname, port } = new URL(url)
+  const host = hostname.replace(/^\[(.*)\]$/, '$1')
+  return () => runningHere.get(url)?.() ?? createConnection({ host, port: Number(port), noDelay: true })
 }
 
 /**
@@ -161,8 +167,12 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
 
   let stopping: Promise<void> | null = null
   const connectInProcess = (): Duplex => {
-    if (stopping) throw new Error('the broker is stopped')
     const [clientEnd, brokerEnd] = inProcessPair()
+    if (stopping) {
+      // As a refused TCP connection: the client sees an error and a close, and retries later.
+      process.nextTick(() => clientEnd.destroy(Object.assign(new Error('the broker is stopped'), { code: 'ECONNREFUSED' })))
+      return clientEnd
+    }
     sockets.add(brokerEnd)
     brokerEnd.once('close', () => sockets.delete(brokerEnd))
     aedes.handle(brokerEnd)
