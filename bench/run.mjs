@@ -65,14 +65,22 @@ for (const { name, status } of ran) {
   const result = JSON.parse(readFileSync(file, 'utf8'))
   results[name] = result
   for (const h of result.headline ?? []) {
-    rows.push([name, h.metric, typeof h.value === 'number' ? `${h.value}${h.unit ?? 'x'}` : h.value, h.target, h.pass ? 'yes' : 'NO'])
+    rows.push([name, h.metric, shownValue(h), h.target, h.pass ? 'yes' : 'NO'])
   }
 }
-table('Summary: figures with a target (median of the rounds)', ['benchmark', 'figure', 'value', 'target', 'met'], rows)
+table('Summary: figures with a target (median of the rounds, min–max of the rounds)', ['benchmark', 'figure', 'value', 'target', 'met'], rows)
 mkdirSync(RESULTS_DIR, { recursive: true })
 writeFileSync(join(RESULTS_DIR, 'summary.json'), JSON.stringify({ machine, ran, results }, null, 2))
 writeFileSync(join(RESULTS_DIR, 'summary.md'), markdown(machine, ran, results))
 console.log(`\nresults: ${RESULTS_DIR}/<name>.json, summary.json, summary.md (the tables in Markdown, for bench/README.md)`)
+
+/** The median over the rounds, and their min–max when the figure has them. */
+function shownValue(h) {
+  if (typeof h.value !== 'number') return h.value
+  const unit = h.unit ?? 'x'
+  const range = typeof h.min === 'number' && typeof h.max === 'number' ? ` (${+h.min.toFixed(3)}–${+h.max.toFixed(3)})` : ''
+  return `${h.value}${unit}${range}`
+}
 
 function markdown(m, runs, all) {
   const out = [
@@ -83,7 +91,7 @@ function markdown(m, runs, all) {
   ]
   out.push('### Summary', '', '| benchmark | figure | value | target | met |', '| --- | --- | --- | --- | --- |')
   for (const [name, result] of Object.entries(all)) {
-    for (const h of result.headline ?? []) out.push(`| ${name} | ${h.metric} | ${typeof h.value === 'number' ? `${h.value}${h.unit ?? 'x'}` : h.value} | ${h.target} | ${h.pass ? 'yes' : '**no**'} |`)
+    for (const h of result.headline ?? []) out.push(`| ${name} | ${h.metric} | ${shownValue(h)} | ${h.target} | ${h.pass ? 'yes' : '**no**'} |`)
   }
   for (const [name, result] of Object.entries(all)) {
     const rm = result.machine

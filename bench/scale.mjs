@@ -11,9 +11,10 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BENCH_DIR, benchArgs, fmtNum, fmtRange, fmtRatio, interleave, table, writeResult } from './lib/harness.mjs'
+import { BENCH_DIR, benchArgs, fmtNum, fmtRange, fmtRatio, interleave, pairRatio, table, writeResult } from './lib/harness.mjs'
 import { connectClient, keyOf, VALUE_100 } from './lib/load.mjs'
 import { startEchoProcess, startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
+import { connectBare } from './lib/bare-requester.mjs'
 
 const { quick, rounds, argv } = benchArgs()
 const MS = quick ? 300 : 500
@@ -50,28 +51,35 @@ if (!argv.includes('--keys-only')) {
   const emu = await startEmulatorProcess({ brokerUrl: m1.urls[0] })
   const echo = await startEchoProcess({ brokerUrl: m2.urls[0] })
   const max = Math.max(...CONNECTIONS)
-  const clients = { emulator: [], echo: [] }
+  const clients = { emulator: [], echo: [], bare: [] }
   for (let i = 0; i < max; i++) {
     clients.emulator.push(await connectClient(m1.urls[0]))
     clients.echo.push(await connectClient(m2.urls[0]))
+    clients.bare.push(await connectBare(m2.urls[0]))
   }
+  // The bare-MQTT reference: the same number of plain mqtt.js requesters on the echo responder.
+  const driveBare = async (set, ms) => (await Promise.all(set.map((b) => b.drive({ op: 'GET', window: PER_CLIENT_WINDOW, ms })))).reduce((a, r) => a + r.opsPerSec, 0)
   await Promise.all(Array.from({ length: 1000 }, (_, i) => clients.emulator[0].set(keyOf(i), VALUE_100)))
   const rows = []
   data.connections = {}
   for (const n of CONNECTIONS) {
     const r = await interleave({
-      variants: ['emulator', 'echo'],
+      variants: ['emulator', 'echo', 'bare'],
       reference: 'echo',
       rounds,
       warmup: 1,
       measure: async (target) => {
         const set = clients[target].slice(0, n)
+        if (target === 'bare') {
+          await driveBare(set, LEAD_IN_MS)
+          return driveBare(set, MS)
+        }
         await driveMany(set, { op: 'GET', window: PER_CLIENT_WINDOW, ms: LEAD_IN_MS, keys: 1000 })
         return driveMany(set, { op: 'GET', window: PER_CLIENT_WINDOW, ms: MS, keys: 1000 })
       },
     })
     data.connections[n] = r
-    rows.push([n, n * PER_CLIENT_WINDOW, fmtRange(r.emulator.value), fmtRange(r.echo.value), fmtRatio(r.emulator.value.ratio)])
+    rows.push([n, n * PER_CLIENT_WINDOW, fmtRange(r.emulator.value), fmtRange(r.echo.value), fmtRange(r.bare.value), fmtRatio(r.emulator.value.ratio), fmtRatio(pairRatio(r, 'emulator', 'bare'))])
     console.log(`scale: ${n} connection(s): emulator ${fmtRange(r.emulator.value)} ops/s, echo ${fmtRange(r.echo.value)}, ratio ${fmtRatio(r.emulator.value.ratio)}`)
   }
   const first = data.connections[CONNECTIONS[0]].emulator.value.ratio.median
@@ -79,12 +87,12 @@ if (!argv.includes('--keys-only')) {
   headline.push({ metric: `${max} connections: emulator / echo, relative to 1 connection`, value: Number((last / first).toFixed(3)), target: 'about 1 (scales as the echo limit does)', pass: last / first >= 0.8 })
   tables.push(
     table(
-      `Connections: GET ops/s over all clients, ${PER_CLIENT_WINDOW} in flight per client, median (min–max) over ${rounds} interleaved rounds; ratio = emulator / echo limit per round`,
-      ['connections', 'in flight', 'emulator', 'echo limit', 'ratio'],
+      `Connections: GET ops/s over all clients, ${PER_CLIENT_WINDOW} in flight per client, median (min–max) over ${rounds} interleaved rounds; ratios per round: emulator / echo limit (both through StateStoreClient), ours / bare (StateStoreClient + emulator against bare mqtt.js requesters + echo)`,
+      ['connections', 'in flight', 'emulator', 'echo limit', 'bare mqtt.js on echo', 'emulator / echo', 'ours / bare'],
       rows,
     ),
   )
-  await Promise.all([...clients.emulator, ...clients.echo].map((c) => c.close()))
+  await Promise.all([...clients.emulator, ...clients.echo, ...clients.bare].map((c) => c.close()))
   await Promise.all([emu.stop(), echo.stop(), m1.stop(), m2.stop()])
 }
 

@@ -1,6 +1,7 @@
 import { connect, DefaultMessageIdProvider, MqttClient, ReasonCodes, type IClientOptions, type IConnackPacket, type IPublishPacket } from 'mqtt'
 import { ArgumentError, ConnectionError } from '../errors'
 import { publishPacketSize } from '../protocol'
+import { coalesceWrites } from '../transport/coalesce-writes'
 import { backoffDelay } from './backoff'
 import type { ResolvedOptions } from './options'
 import { SAT_AUTH_METHOD, SatToken } from './sat-token'
@@ -193,6 +194,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   private onConnect(connack: IConnackPacket): void {
     if (this.closing) return
     setNoDelay(this.mqtt.stream)
+    coalesceWrites(this.mqtt.stream)
     this.maxPacketSize = connack.properties?.maximumPacketSize
     this.attempt = 0
     this.mqtt.options.reconnectPeriod = backoffDelay(0, this.options.reconnectMinMs, this.options.reconnectMaxMs)

@@ -75,19 +75,17 @@ const STOP_TIMEOUT_MS = 2000
 const runningHere = new Map<string, () => Duplex>()
 
 /**
- * How to reach the embedded broker at `url` without TCP when it runs in this process (as under
- * `npm start` or the config node's embedded emulator); null for any other URL.
+ * A stream builder (mqtt.js's, the client's `connectStream`) for the embedded broker at `url` when
+ * one runs in this process now (as under `npm start` or the config node's embedded emulator); null
+ * for any other URL. Each connection is in-process while a broker of this process serves the URL,
+ * and a TCP connection to the URL otherwise: the broker may stop, and another one, here or in
+ * another process, may serve the URL later, so reconnecting works as it does over TCP.
  */
 export function inProcessConnector(url: string): (() => Duplex) | null {
   if (!runningHere.has(url)) return null
-  // Looked up at every (re)connect: a broker restarted on the same URL is reached in-process again,
-  // and while none runs here the client dials TCP and sees a refusal as any client would.
-  return () => {
-    const connect = runningHere.get(url)
-    if (connect) return connect()
-    const { hostname, port } = new URL(url)
-    return createConnection({ host: hostname.replace(/^\[|\]$/g, ''), port: Number(port), noDelay: true })
-  }
+  const { hostname, port } = new URL(url)
+  const host = hostname.replace(/^\[(.*)\]$/, '$1')
+  return () => runningHere.get(url)?.() ?? createConnection({ host, port: Number(port), noDelay: true })
 }
 
 /**
@@ -184,7 +182,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const connectInProcess = (): Duplex => {
     const [clientEnd, brokerEnd] = inProcessPair()
     if (stopping) {
-      // Called from an MQTT client's reconnect timer: a throw there would be uncaught, a refusal is not.
+      // As a refused TCP connection: the client sees an error and a close, and retries later.
       process.nextTick(() => clientEnd.destroy(Object.assign(new Error('the broker is stopped'), { code: 'ECONNREFUSED' })))
       return clientEnd
     }

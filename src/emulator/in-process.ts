@@ -17,6 +17,11 @@ class InProcessEnd extends Duplex {
   private held: Array<(err?: Error | null) => void> = []
   private blocked = false
 
+  constructor() {
+    // As a socket that the other side closed: when reading ends, writing ends too, and the end closes it.
+    super({ allowHalfOpen: false })
+  }
+
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
     this.enqueue(chunk)
     this.settle(callback)

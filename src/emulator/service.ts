@@ -13,6 +13,7 @@ import { EMULATOR_REFUSAL_TEXT, responseTopicRefusal, type EmulatorRefusalCode }
 import type { OutgoingNotification } from './notifications'
 import type { PersistenceLog } from './persistence'
 import type { DirectMessage } from './broker'
+import { coalesceWrites } from '../transport/coalesce-writes'
 import { within } from './util'
 
 /**
@@ -67,6 +68,7 @@ export class StateStoreService {
     this.client = connectStream ? new mqtt.MqttClient(() => connectStream(), clientOptions) : mqtt.connect(options.brokerUrl, clientOptions)
     this.client.on('connect', (connack) => {
       ;(this.client.stream as Socket).setNoDelay?.(true)
+      coalesceWrites(this.client.stream)
       this.maxPacketSize = connack.properties?.maximumPacketSize
     })
     this.client.on('error', (err) => options.log('warn', `service connection: ${err.message}`))

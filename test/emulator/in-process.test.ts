@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
+import { Socket } from 'node:net'
 import mqtt from 'mqtt'
 import { StateStoreClient } from '../../src/client'
-import { startBroker, startEmulator } from '../../src/emulator'
+import { inProcessConnector, startBroker, startEmulator } from '../../src/emulator'
 import { inProcessPair } from '../../src/emulator/in-process'
 
 const waitFor = async (check: () => boolean, what: string) => {
@@ -78,12 +79,58 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
       client.stream.destroy()
       assert.equal(await gone, 'alice-1', 'a dropped in-process connection is a disconnect')
       await client.endAsync(true)
+
+      const polite = new mqtt.MqttClient(() => broker.connectInProcess(), { protocolVersion: 5, clientId: 'alice-2', username: 'alice', password: 'secret', reconnectPeriod: 0 })
+      await new Promise((resolve) => polite.once('connect', resolve))
+      const left = new Promise<string>((resolve) => broker.onClientDisconnect((id) => id === 'alice-2' && resolve(id)))
+      const closed = new Promise((resolve) => polite.stream.once('close', resolve))
+      await polite.endAsync()
+      assert.equal(await left, 'alice-2', 'a DISCONNECT over an in-process connection is seen by the broker')
+      await closed
+      assert.ok(!broker.isConnected('alice-2'))
     } finally {
       await broker.stop()
     }
-    // Refused, not thrown: mqtt.js calls this from its reconnect timer, where a throw is uncaught.
-    const late = broker.connectInProcess()
-    const refusal = await new Promise<Error>((resolve) => late.once('error', resolve))
-    assert.match(refusal.message, /stopped/)
+    const refused = broker.connectInProcess()
+    const failure = await new Promise<Error>((resolve) => refused.once('error', resolve))
+    assert.match(failure.message, /stopped/, 'a stopped broker refuses like a closed port, without throwing')
+  })
+
+  it('a connector for a broker of this process connects over TCP while none of this process serves the URL, so a client reaches whoever serves it next', async () => {
+    const first = await startBroker({ port: 0 })
+    const url = first.url
+    const connector = inProcessConnector(url)
+    assert.ok(connector, 'a broker runs here at that URL')
+    assert.equal(inProcessConnector('mqtt://127.0.0.1:1'), null)
+    const client = new StateStoreClient({ brokerUrl: url, clientId: 'follower', connectStream: connector, reconnectMinMs: 50, reconnectMaxMs: 200 })
+    client.on('error', () => {})
+    const emulator = await startEmulator({ brokerUrl: url, logLevel: 'silent' })
+    try {
+      await client.ready({ timeoutMs: 5000 })
+      await client.set('k', 'before')
+      await emulator.stop()
+      await first.stop()
+      assert.equal(inProcessConnector(url), null)
+      const meanwhile = connector()
+      meanwhile.on('error', () => {})
+      assert.ok(meanwhile instanceof Socket, 'with no broker of this process at the URL, a TCP connection to it')
+      meanwhile.destroy()
+      // The same port again, served by a new broker: the client gets back to it.
+      const second = await startBroker({ port: Number(new URL(url).port) })
+      const again = await startEmulator({ brokerUrl: url, logLevel: 'silent' })
+      try {
+        await waitFor(() => client.status.state === 'connected', 'the client back online')
+        await client.set('k', 'after')
+        assert.equal((await client.get('k')).value?.toString(), 'after')
+      } finally {
+        await client.close()
+        await again.stop()
+        await second.stop()
+      }
+    } finally {
+      await client.close()
+      await emulator.stop()
+      await first.stop()
+    }
   })
 })
