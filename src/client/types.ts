@@ -1,5 +1,6 @@
 import type { Hlc, HybridLogicalClock } from '../hlc'
 import type { SetCondition } from '../protocol'
+import type { RequestRecorder } from '../observe/metrics'
 
 export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'disconnected' | 'closed'
 
@@ -54,6 +55,8 @@ export interface ClientOptions {
   maxClockDriftMs?: number
   /** Share one hybrid logical clock between clients of one application; created if absent. */
   clock?: HybridLogicalClock
+  /** Told of every request it settles, with its latency: for connection figures (see src/observe). */
+  metrics?: RequestRecorder
   /** Diagnostics the client cannot report anywhere else: dropped late responses, re-registration failures. */
   logger?: Logger
 }

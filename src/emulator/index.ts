@@ -1,4 +1,5 @@
 import { Hlc, HlcError, HybridLogicalClock } from '../hlc'
+import { EmulatorAdmin, registerAdmin } from './admin'
 import { Authorizer } from './authorization'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker'
 import { DedupCache } from './dedup'
@@ -11,6 +12,7 @@ import { Store } from './store'
 
 export { startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
 export type { LogLevel as EmulatorLogLevel } from './log'
+export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin'
 
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
@@ -38,6 +40,8 @@ export interface EmulatorOptions {
   persistCompactMinBytes?: number
   /** Requests waiting for the disk at once (default 10000); beyond it the emulator stops reading from the broker until they drain. */
   maxInFlight?: number
+  /** Open the admin channel (a key browser for tools in this process, see admin.ts). Off by default. */
+  admin?: boolean
 }
 
 export interface Emulator {
@@ -46,6 +50,8 @@ export interface Emulator {
   readonly keyCount: number
   /** The HLC node id in every version this emulator mints. */
   readonly nodeId: string
+  /** The admin channel when `admin` was asked for, else null. */
+  readonly admin: EmulatorAdmin | null
   /** Bounded in time; flushes persistence; leaves no socket or timer. */
   stop(): Promise<void>
 }
@@ -135,13 +141,17 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
     let stopping: Promise<void> | null = null
     const url = brokerUrl
+    const admin = options.admin ? new EmulatorAdmin(store) : null
+    const unregisterAdmin = admin ? registerAdmin(url, admin) : () => {}
     return {
       brokerUrl: url,
       nodeId: clock.nodeId,
+      admin,
       get keyCount() {
         return store.size
       },
       stop() {
+        unregisterAdmin()
         stopping ??= cleanup()
         return stopping
       },
