@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import { ConnectionError } from '../src/errors'
+import { StoreActivity } from '../src/observe'
 import { acquireEmbedded, releaseEmbedded } from './lib/embedded'
 import { positiveInt } from './lib/props'
 import type { StoreConfigNode, StoreUser } from './lib/store'
@@ -48,11 +49,16 @@ export = function (RED: NodeAPI) {
     let usesEmbedded = false
     let closing = false
     let usersGone: (() => void) | null = null
+    /** What the editor's state store sidebar shows of this connection (nodes/ss-sidebar.ts). */
+    const activity = new StoreActivity()
+    let brokerUrl = def.embedded ? '' : def.broker || 'mqtt://127.0.0.1:1883'
 
     /** Logged once per change between connected, disconnected and auth failed; retries in between are quiet. */
     let logged: string | null = null
     function publish(status: ConnectionStatus): void {
       connection = status
+      activity.metrics.onStatus(status)
+      activity.connectionChanged()
       const key = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
       if (key && key !== logged && !(key === 'disconnected' && logged === null)) {
         const text = RED._(`ss-config.log.${key}`, { client: clientId, reason: status.reason ?? '' })
@@ -72,6 +78,7 @@ export = function (RED: NodeAPI) {
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
         maxInFlight: positiveInt(def.maxInFlight, 1000),
+        metrics: activity.metrics,
         logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),
       }
       const expiry = Number(def.sessionExpiry)
@@ -90,7 +97,6 @@ export = function (RED: NodeAPI) {
 
     async function connect(): Promise<StateStoreClient> {
       publish({ state: 'connecting' })
-      let brokerUrl = def.broker || 'mqtt://127.0.0.1:1883'
       if (def.embedded) {
         usesEmbedded = true
         const emulator = await acquireEmbedded((level, message) => RED.log[level](`[ss-config:${node.id}] ${message}`))
@@ -98,7 +104,10 @@ export = function (RED: NodeAPI) {
       }
       const created = new StateStoreClient(options(brokerUrl))
       created.on('status', publish)
-      created.on('error', (err) => node.warn(err.message))
+      created.on('error', (err) => {
+        activity.metrics.addError(err.message)
+        node.warn(err.message)
+      })
       publish(created.status)
       return created
     }
@@ -125,6 +134,10 @@ export = function (RED: NodeAPI) {
     Object.defineProperties(node, {
       clientId: { value: clientId, enumerable: true },
       connection: { get: () => connection, enumerable: true },
+      activity: { value: activity, enumerable: true },
+      brokerUrl: { get: () => brokerUrl, enumerable: true },
+      embedded: { value: def.embedded === true, enumerable: true },
+      client: { get: () => client, enumerable: true },
     })
 
     node.register = (user) => {

@@ -75,6 +75,7 @@ export = function (RED: NodeAPI) {
           if (h?.campaigning) void campaign(name, h)
         })
         election.on('error', (err) => node.warn(err.message))
+        store?.activity.trackLease(node.id, name, mode, holder, leaseMs, election.lease, election)
         h.election = election
       } else {
         const options = { holder, leaseMs, renewPeriodMs }
@@ -86,6 +87,7 @@ export = function (RED: NodeAPI) {
           status.outcome('status.lost')
           node.send([null, { topic: name, payload: false, acquired: false, lost: true, holder, reason }])
         })
+        store?.activity.trackLease(node.id, name, mode, holder, leaseMs, lease)
         h.lease = lease
         h.lock = lock
       }
@@ -165,6 +167,7 @@ export = function (RED: NodeAPI) {
       if (action === 'holder') {
         const current = h.election ? { holder: await h.election.leader(), version: null } : await h.lease!.holder()
         msg.holder = text(current.holder)
+        store?.activity.holderSeen(node.id, name, msg.holder as string | null)
         msg.payload = msg.holder
         if (current.version) msg.version = current.version.toString()
         status.outcome(current.holder ? 'status.held' : 'status.free')

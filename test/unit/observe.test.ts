@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { EventEmitter } from 'node:events'
 import { Hlc } from '../../src/hlc'
 import { Coalescer, ConnectionMetrics, StoreActivity, viewValue } from '../../src/observe'
-import type { Lease } from '../../src/client'
+import { StateStoreClient, type Lease } from '../../src/client'
+import { startEmulator } from '../../src/emulator'
 
 describe('observe: connection metrics', () => {
   it('rate and quantiles over the last minute, within the histogram resolution', () => {
@@ -120,8 +121,6 @@ describe('observe: activity registry', () => {
 
 describe('observe: the client reports its requests', () => {
   it('every settled request reaches the recorder, failures with their error', async () => {
-    const { startEmulator } = await import('../../src/emulator')
-    const { StateStoreClient } = await import('../../src/client')
     const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 } })
     const metrics = new ConnectionMetrics()
     const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `observe-${process.pid}`, metrics })
