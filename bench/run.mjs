@@ -14,6 +14,7 @@ export const BENCHMARKS = {
   scale: 'throughput as connections and keys grow (measurement 7)',
   watch: 'notification latency and fan-out, 1,000 watched keys at 2,000 SETs/s (measurement 4)',
   nodered: 'Node-RED flow throughput vs node-red-contrib-redis, and ss-watch latency (measurements 3, 4)',
+  sidebar: 'editor sidebar: messages/s and runtime CPU with the tab open at 2,000 SETs/s; key browser first page at 1M keys (issue 12)',
 }
 
 const args = process.argv.slice(2)

@@ -6,7 +6,7 @@
 //   2. the key browser's first page at 1M keys (emulator admin channel, in this process): time to
 //      the page and the longest event-loop stall while it is computed. Reference, same run: the
 //      obvious implementation, a sorted copy of every key (`[...keys].sort()`), then the slice.
-// `node bench/sidebar.mjs [--rounds N] [--quick]` after `npm run build`.
+// `npm run bench -- sidebar [--rounds N] [--quick]` (Node-RED 5 needs the Node.js 24 that npm puts on PATH).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -74,7 +74,7 @@ async function startRuntime() {
     } catch {
       // not up yet
     }
-    if (Date.now() > deadline) throw new Error(`Node-RED did not start:\n${log}`)
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`Node-RED did not start:\n${log}`)
     await sleep(200)
   }
   return {

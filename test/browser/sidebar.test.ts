@@ -11,7 +11,7 @@ import { StateStoreClient } from '../../src/client'
 import { repoRoot } from '../smoke/node-red'
 import { AuthRuntime, RUNTIMES, USERS } from '../sidebar/runtime'
 import { Editor } from './editor'
-import { Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
+import { artifactsDir, Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
 
 const catalogue = JSON.parse(readFileSync(join(repoRoot, 'nodes', 'locales', 'en-US', 'ss-sidebar.json'), 'utf8')) as { 'ss-sidebar': Record<string, unknown> }
 function text(path: string, subs: Record<string, string | number> = {}): string {
@@ -27,6 +27,19 @@ const BULK = 100_000
 async function openSidebar(page: Page): Promise<void> {
   await page.locator('button[data-tab-id="aio-statestore"]').click()
   await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+}
+
+/**
+ * The sidebar as the user sees it, scrolled so `section` is at the top. An element screenshot
+ * would cut the scrolled panel apart, so the page is shot within the panel's box.
+ */
+async function shot(page: Page, name: string, section?: string): Promise<void> {
+  const panel = page.locator('.ss-sidebar')
+  if (section) await page.locator(section).first().evaluate((e) => e.scrollIntoView({ block: 'start' }))
+  else await panel.evaluate((e) => (e.scrollTop = 0))
+  const box = await panel.boundingBox()
+  assert.ok(box, 'the sidebar is on screen')
+  await page.screenshot({ path: join(artifactsDir(), `${name}.png`), clip: box, animations: 'disabled' })
 }
 
 /** Confirms the dialog a set or delete asks for (the one whose button says so). */
@@ -71,6 +84,12 @@ describe('editor: the state store sidebar', function () {
     editor = new Editor(browser.page, red.url)
     await problems.tolerating(LOAD_RACE, () => editor.open())
     await openSidebar(editor.page)
+    // Node-RED 5 shows the debug tab below ours; hidden, the state store tab has the whole height.
+    const debug = editor.page.locator('button[data-tab-id="debug"]')
+    if (await debug.count()) {
+      await debug.click()
+      await editor.page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+    }
   })
 
   after(async function () {
@@ -101,7 +120,7 @@ describe('editor: the state store sidebar', function () {
     const value = `{"celsius": ${20 + Math.round(Math.random() * 1000) / 100}}`
     await outside.set(WATCHED, value)
     await row.locator('.ss-sidebar-pre', { hasText: JSON.stringify(JSON.parse(value), null, 2).split('\n')[1]!.trim() }).waitFor()
-    await editor.screenshot('sidebar-watch', page.locator('.ss-sidebar-store').first())
+    await shot(page, 'sidebar-watch', '.ss-sidebar-watches')
   })
 
   it('shows the lock of the active/standby example with holder and fencing token', async function () {
@@ -129,7 +148,7 @@ describe('editor: the state store sidebar', function () {
     await inspector.locator('.ss-sidebar-get').click()
     await inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'changed outside' }).waitFor()
     assert.equal((await inspector.locator('.ss-sidebar-inspected-version .ss-sidebar-value').textContent())?.trim(), (await outside.get('sidebar/inspected')).version!.toString())
-    await editor.screenshot('sidebar-inspector', inspector)
+    await shot(page, 'sidebar-inspector', '.ss-sidebar-inspector')
 
     await inspector.locator('.ss-sidebar-delete').click()
     await confirm(page, 'delete')
@@ -167,7 +186,7 @@ describe('editor: the state store sidebar', function () {
     const rows = page.locator('.ss-sidebar-browsed .ss-sidebar-key')
     assert.equal(await rows.count(), 50)
     assert.equal(await rows.first().textContent(), 'bulk/004200')
-    await editor.screenshot('sidebar-browser', page.locator('.ss-sidebar-browser'))
+    await shot(page, 'sidebar-browser', '.ss-sidebar-browser')
     await page.locator('.ss-sidebar-next').click()
     await rows.first().filter({ hasText: 'bulk/004250' }).waitFor()
     assert.equal(await rows.last().textContent(), 'bulk/004299')
@@ -178,9 +197,9 @@ describe('editor: the state store sidebar', function () {
   })
 
   it('takes the screenshot the README shows', async function () {
-    const page = editor.page
-    await page.locator('.ss-sidebar').evaluate((e) => (e.scrollTop = 0))
-    await editor.screenshot('sidebar')
+    await shot(editor.page, 'sidebar')
+    await editor.page.locator('.ss-sidebar').evaluate((e) => (e.scrollTop = 0))
+    await editor.screenshot('sidebar-editor')
   })
 
   it('left nothing in the Node-RED log at error level, and no value in the log', function () {
@@ -235,7 +254,7 @@ describe('editor: the state store sidebar for a read-only user', function () {
     const [delResponse] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'DELETE' && r.url().includes('/aio-statestore/')), inspector.locator('.ss-sidebar-delete').click().then(() => confirm(page, 'delete'))])
     assert.ok([401, 403].includes(delResponse.status()), `delete answered ${delResponse.status()}`)
     await inspector.locator('.ss-sidebar-error', { hasText: text('errors.forbidden') }).waitFor()
-    await new Editor(page, rt!.url).screenshot('sidebar-read-only', inspector)
+    await shot(page, 'sidebar-read-only', '.ss-sidebar-inspector')
 
     const admin = await rt!.token('admin')
     const kept = (await rt!.request('GET', '/aio-statestore/stores/cfg1/key?key=guarded', admin)).json as { value: { preview: string } }

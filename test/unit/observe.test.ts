@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { EventEmitter } from 'node:events'
 import { Hlc } from '../../src/hlc'
-import { Coalescer, ConnectionMetrics, StoreActivity, viewValue } from '../../src/observe'
+import { Coalescer, ConnectionMetrics, LiveFeed, StoreActivity, viewValue, type StoreUpdate } from '../../src/observe'
 import { StateStoreClient, type Lease } from '../../src/client'
 import { startEmulator } from '../../src/emulator'
 
@@ -136,5 +136,47 @@ describe('observe: the client reports its requests', () => {
       await client.close()
       await emulator.stop()
     }
+  })
+})
+
+describe('observe: live feed', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+  it('pushes only while a viewer holds a lease, each changed item once per interval', async () => {
+    const updates: StoreUpdate[] = []
+    let now = 0
+    const feed = new LiveFeed({ publish: (u) => updates.push(u), intervalMs: 20, leaseMs: 1000, figuresMs: 10_000, now: () => now })
+    const activity = new StoreActivity()
+    feed.setStores(new Map([['cfg', activity]]))
+    activity.watchStarted('n', 'k')
+    const notify = (v: string) => activity.watchNotified('k', { key: Buffer.from('k'), operation: 'SET', value: Buffer.from(v), version: null, reconciled: false })
+    notify('unseen')
+    await sleep(40)
+    assert.equal(updates.length, 0, 'nothing while nobody looks')
+    assert.equal(activity.listenerCount('change'), 0, 'nobody listens to the registry either')
+
+    feed.open('editor')
+    for (let i = 0; i < 500; i++) notify(`v${i}`)
+    await sleep(60)
+    const watchUpdates = updates.filter((u) => u.watches)
+    assert.equal(watchUpdates.length, 1, 'one update for 500 changes within an interval')
+    assert.equal(watchUpdates[0]!.watches![0]!.value?.preview, 'v499')
+
+    activity.forget('n')
+    await sleep(60)
+    assert.deepEqual(updates.at(-1)?.unwatched, ['k'])
+
+    feed.close('editor')
+    assert.equal(feed.live, false)
+    const count = updates.length
+    activity.watchStarted('n', 'k2')
+    await sleep(40)
+    assert.equal(updates.length, count, 'nothing after the viewer closed')
+
+    feed.open('editor')
+    now = 2000 // the lease runs out without a renewal
+    ;(feed as unknown as { tick(): void }).tick()
+    assert.equal(feed.live, false, 'a viewer that stops renewing is dropped')
+    feed.stop()
   })
 })
