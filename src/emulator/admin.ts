@@ -49,7 +49,7 @@ export interface KeyDetails extends KeyEntry {
 
 /** How long one scan step may hold the event loop before it yields. */
 const STEP_MS = 8
-const CHECK_EVERY = 2048
+const CHECK_EVERY = 512
 const MAX_LIMIT = 1000
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })

@@ -27,6 +27,12 @@ const BULK = 100_000
 async function openSidebar(page: Page): Promise<void> {
   await page.locator('button[data-tab-id="aio-statestore"]').click()
   await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+  // Node-RED 5 shows the debug tab below ours; hidden, the state store tab has the whole height.
+  const debug = page.locator('button[data-tab-id="debug"]')
+  if (await debug.count()) {
+    await debug.click()
+    await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+  }
 }
 
 /**
@@ -84,12 +90,6 @@ describe('editor: the state store sidebar', function () {
     editor = new Editor(browser.page, red.url)
     await problems.tolerating(LOAD_RACE, () => editor.open())
     await openSidebar(editor.page)
-    // Node-RED 5 shows the debug tab below ours; hidden, the state store tab has the whole height.
-    const debug = editor.page.locator('button[data-tab-id="debug"]')
-    if (await debug.count()) {
-      await debug.click()
-      await editor.page.locator('.ss-sidebar').waitFor({ state: 'visible' })
-    }
   })
 
   after(async function () {
