@@ -3,6 +3,7 @@ import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
+import { StoreActivity } from '../src/observe'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
@@ -58,11 +59,16 @@ export = function (RED: NodeAPI) {
     let usesEmbedded = false
     let closing = false
     let usersGone: (() => void) | null = null
+    /** What the editor's state store sidebar shows of this connection (nodes/ss-sidebar.ts). */
+    const activity = new StoreActivity()
+    let brokerUrl = def.embedded ? '' : def.broker || 'mqtt://127.0.0.1:1883'
 
     /** Logged once per change between connected, disconnected and auth failed; retries in between are quiet. */
     let logged: string | null = null
     function publish(status: ConnectionStatus): void {
       connection = status
+      activity.metrics.onStatus(status)
+      activity.connectionChanged()
       const key = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
       if (key && key !== logged) {
         // The first failure after deploy is worth a warning (a wrong URL, a broker that is down); its retries are not.
@@ -87,6 +93,7 @@ export = function (RED: NodeAPI) {
         connectionWaitMs,
         maxInFlight: positiveInt(def.maxInFlight, DEFAULTS.maxInFlight),
         ...(def.protocol ? { protocol: def.protocol as ProtocolName } : {}),
+        metrics: activity.metrics,
         logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),
       }
       const expiry = Number(def.sessionExpiry)
@@ -105,7 +112,6 @@ export = function (RED: NodeAPI) {
 
     async function connect(): Promise<StateStoreClient> {
       publish({ state: 'connecting' })
-      let brokerUrl = def.broker || 'mqtt://127.0.0.1:1883'
       if (def.embedded) {
         usesEmbedded = true
         const emulator = await acquireEmbedded((level, message) => RED.log[level](`[ss-config:${node.id}] ${message}`))
@@ -115,7 +121,10 @@ export = function (RED: NodeAPI) {
       const connectStream = inProcessConnector(brokerUrl) ?? undefined
       const created = new StateStoreClient(options(brokerUrl, connectStream))
       created.on('status', publish)
-      created.on('error', (err) => node.warn(err.message))
+      created.on('error', (err) => {
+        activity.metrics.addError(err.message)
+        node.warn(err.message)
+      })
       publish(created.status)
       return created
     }
@@ -142,6 +151,10 @@ export = function (RED: NodeAPI) {
     Object.defineProperties(node, {
       clientId: { value: clientId, enumerable: true },
       connection: { get: () => connection, enumerable: true },
+      activity: { value: activity, enumerable: true },
+      brokerUrl: { get: () => brokerUrl, enumerable: true },
+      embedded: { value: def.embedded === true, enumerable: true },
+      client: { get: () => client, enumerable: true },
     })
 
     node.register = (user) => {

@@ -92,6 +92,7 @@ export = function (RED: NodeAPI) {
           if (created.campaigning) void campaign(name, created)
         })
         election.on('error', (err) => node.warn(err.message))
+        store?.activity.trackLease(node.id, name, mode, holder, leaseMs, election.lease, election)
         h = created
       } else {
         const options = { holder, leaseMs, renewPeriodMs }
@@ -104,6 +105,7 @@ export = function (RED: NodeAPI) {
           status.outcome('status.lost')
           node.send([null, { topic: name, payload: false, acquired: false, lost: true, holder, reason }])
         })
+        store?.activity.trackLease(node.id, name, mode, holder, leaseMs, lease)
         h = created
       }
       held.set(name, h)
@@ -183,6 +185,7 @@ export = function (RED: NodeAPI) {
       if (action === 'holder') {
         const current = h.mode === 'leader' ? { holder: await h.election.leader(), version: null } : await h.lease.holder()
         msg.holder = text(current.holder)
+        store?.activity.holderSeen(node.id, name, msg.holder as string | null)
         msg.payload = msg.holder
         if (current.version) msg.version = current.version.toString()
         status.outcome(current.holder ? 'status.held' : 'status.free')

@@ -55,6 +55,7 @@ export = function (RED: NodeAPI) {
     }
 
     function notified(key: string, n: KeyNotification): void {
+      store?.activity.watchNotified(key, n)
       status.outcome('status.changed', key)
       emit(key, n.value, { operation: n.operation, version: n.version?.toString(), reconciled: n.reconciled })
     }
@@ -79,6 +80,7 @@ export = function (RED: NodeAPI) {
         return
       }
       watched.set(key, observation)
+      store?.activity.watchStarted(node.id, key)
       status.outcome('status.watching', String(watched.size))
       if (initial) {
         const current = await c.get(key)
@@ -96,6 +98,7 @@ export = function (RED: NodeAPI) {
     async function unobserve(key: string): Promise<void> {
       const state = watched.get(key)
       watched.delete(key)
+      store?.activity.watchStopped(node.id, key)
       if (state && typeof state !== 'string') await state.close()
       status.outcome('status.watching', String(watched.size))
     }

@@ -154,6 +154,8 @@ async function main() {
     emulator = await startEmulator({
       listen: { host: '127.0.0.1', port: mqttPort },
       logLevel: process.env.EMULATOR_LOG_LEVEL || 'info',
+      // The editor's state store sidebar lists this emulator's keys through its admin channel.
+      admin: true,
       logger: (level, message) => console.log(`[emulator] [${level}] ${message}`),
     })
   } catch (err) {

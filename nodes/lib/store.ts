@@ -1,5 +1,6 @@
 import type { Node, NodeAPI } from 'node-red'
 import type { ConnectionStatus, StateStoreClient } from '../../src/client'
+import type { StoreActivity } from '../../src/observe'
 import { InputError } from './errors'
 import { commonTranslator, type Translate } from './i18n'
 import { StatusView } from './status'
@@ -14,6 +15,13 @@ export interface StoreUser {
 export interface StoreConfigNode extends Node {
   readonly clientId: string
   readonly connection: ConnectionStatus
+  /** What this connection and its users do, for the editor's sidebar. */
+  readonly activity: StoreActivity
+  /** The broker connected to ('' until the embedded emulator has started). */
+  readonly brokerUrl: string
+  readonly embedded: boolean
+  /** The client once created (null before the first user registers and after the last leaves). */
+  readonly client: Promise<StateStoreClient> | null
   register(user: StoreUser): void
   /** `removed`: the user was deleted or disabled (not just stopped); the last removed user disconnects. */
   deregister(user: StoreUser, removed: boolean): Promise<void>
@@ -62,6 +70,7 @@ export function attach(RED: NodeAPI, node: Node, storeId: string | undefined, op
       } catch (err) {
         node.warn(err instanceof Error ? err.message : String(err))
       }
+      store?.activity.forget(node.id)
       try {
         await store?.deregister(user, removed)
       } catch (err) {

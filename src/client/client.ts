@@ -7,7 +7,8 @@ import { del } from './del'
 import { get } from './get'
 import { Notifications } from './notifications'
 import { resolveOptions, type ResolvedOptions } from './options'
-import { Requests } from './requests'
+import { Requests, type Invoker } from './requests'
+import { measured } from './measured'
 import { set } from './set'
 import { TypedEmitter } from './typed-emitter'
 import type {
@@ -45,6 +46,8 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
   private readonly connection: Connection
   private readonly requests: Requests
   private readonly notifications: Notifications
+  /** The requests' invoker, timed when the options ask for metrics. */
+  private readonly invoke: Invoker
   private closing: Promise<void> | null = null
 
   constructor(options: ClientOptions) {
@@ -56,8 +59,9 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     const responseTopic = dialect.responseTopic(this.clientId)
     this.connection = new Connection(this.options, dialect.notifications ? [responseTopic, notificationFilter(this.clientId)] : [responseTopic])
     this.requests = new Requests(this.connection, this.options, responseTopic)
+    this.invoke = options.metrics ? measured(this.requests.invoke, options.metrics) : this.requests.invoke
     this.notifications = new Notifications(
-      this.requests.invoke,
+      this.invoke,
       this.options,
       () => this.connection.online,
       (n) => this.emit('notification', n),
@@ -130,19 +134,19 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
   }
 
   get(key: Bytes, options?: RequestOptions): Promise<GetResult> {
-    return get(this.requests.invoke, key, options)
+    return get(this.invoke, key, options)
   }
 
   set(key: Bytes, value: Bytes, options?: SetOptions): Promise<SetResult> {
-    return set(this.requests.invoke, key, value, options)
+    return set(this.invoke, key, value, options)
   }
 
   del(key: Bytes, options?: DeleteOptions): Promise<DeleteResult> {
-    return del(this.requests.invoke, key, options)
+    return del(this.invoke, key, options)
   }
 
   vdel(key: Bytes, value: Bytes, options?: DeleteOptions): Promise<DeleteResult> {
-    return vdel(this.requests.invoke, key, value, options)
+    return vdel(this.invoke, key, value, options)
   }
 
   /**

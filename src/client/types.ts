@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream'
 import type { Hlc, HybridLogicalClock } from '../hlc'
 import type { Logger } from '../log'
+import type { RequestRecorder } from '../observe/metrics'
 import type { ProtocolName, SetCondition } from '../protocol'
 
 export type { LogLevel, Logger } from '../log'
@@ -73,6 +74,8 @@ export interface ClientOptions {
    * notifications). See docs/client.md.
    */
   protocol?: ProtocolName
+  /** Told of every request it settles, with its latency: for connection figures (see src/observe). */
+  metrics?: RequestRecorder
   /** Diagnostics the client cannot report anywhere else: dropped late responses, re-registration failures. */
   logger?: Logger
 }

@@ -128,7 +128,8 @@ function literal(text: string): string {
   return text.replace(/\*/g, STAR).replace(/\?/g, QUESTION)
 }
 
-function globToRegExp(glob: string, hasLiterals = false): RegExp {
+/** A key glob (`*` any bytes, `?` one byte) over latin1 key strings. */
+export function globToRegExp(glob: string, hasLiterals = false): RegExp {
   let source = ''
   for (const ch of glob) {
     if (ch === '*') source += '[^]*'

@@ -19,7 +19,7 @@ let shared: Shared | null = null
 
 export async function acquireEmbedded(logger: Logger): Promise<Emulator> {
   if (!shared) {
-    shared = { emulator: startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logger, logLevel: 'warn' }), refs: 0 }
+    shared = { emulator: startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logger, logLevel: 'warn', admin: true }), refs: 0 }
   }
   const mine = shared
   mine.refs += 1

@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream'
 import { Hlc, HlcError, HybridLogicalClock } from '../hlc'
+import { EmulatorAdmin, registerAdmin } from './admin'
 import { Authorizer } from './authorization'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker'
 import { DedupCache } from './dedup'
@@ -14,6 +15,7 @@ import { Store } from './store'
 
 export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
 export type { LogThreshold as EmulatorLogLevel } from './log'
+export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin'
 
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
@@ -41,6 +43,8 @@ export interface EmulatorOptions {
   persistCompactMinBytes?: number
   /** Requests waiting for the disk at once (default 10000); beyond it the emulator stops reading from the broker until they drain. */
   maxInFlight?: number
+  /** Open the admin channel (a key browser for tools in this process, see admin.ts). Off by default. */
+  admin?: boolean
 }
 
 export interface Emulator {
@@ -54,6 +58,8 @@ export interface Emulator {
    * EmbeddedBroker.connectInProcess), for a client's `connectStream`; null with an external broker.
    */
   readonly connectInProcess: (() => Duplex) | null
+  /** The admin channel when `admin` was asked for, else null. */
+  readonly admin: EmulatorAdmin | null
   /** Bounded in time; flushes persistence; leaves no socket or timer. */
   stop(): Promise<void>
 }
@@ -143,14 +149,18 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
     let stopping: Promise<void> | null = null
     const url = brokerUrl
+    const admin = options.admin ? new EmulatorAdmin(store) : null
+    const unregisterAdmin = admin ? registerAdmin(url, admin) : () => {}
     return {
       brokerUrl: url,
       nodeId: clock.nodeId,
       connectInProcess: broker ? broker.connectInProcess.bind(broker) : null,
+      admin,
       get keyCount() {
         return store.size
       },
       stop() {
+        unregisterAdmin()
         stopping ??= cleanup()
         return stopping
       },

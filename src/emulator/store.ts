@@ -253,6 +253,17 @@ export class Store {
     }
   }
 
+  /**
+   * Every live record with its key as a latin1 string (one character per byte), made without a
+   * Buffer per key: for scans over the whole store (the admin key browser). Survives changes
+   * between steps (a Map iterator does), so a caller may pause in between.
+   */
+  *scan(): IterableIterator<[string, StoredRecord]> {
+    for (const [id, record] of this.records) {
+      if (record.expiresAt === 0 || record.expiresAt > this.now()) yield [id, record]
+    }
+  }
+
   /** Deletes every key whose deadline has passed, reporting each; arms the timer for the next one. */
   expireDue(): void {
     const now = this.now()

@@ -130,6 +130,13 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
         assert.ok((icons[pkg.name] ?? []).length > 0, `no icons for ${pkg.name}: ${JSON.stringify(icons)}`)
       })
 
+      it('serves the state store sidebar plugin to the editor', async function () {
+        const plugins = await red!.getJson<Array<{ id: string; module: string }>>('/plugins')
+        assert.ok(plugins.some((p) => p.id === `${pkg.name}/ss-sidebar`), `plugins: ${JSON.stringify(plugins.map((p) => p.id))}`)
+        const html = await (await fetch(`${red!.url}/plugins`, { headers: { Accept: 'text/html' } })).text()
+        assert.match(html, /registerPlugin\('ss-sidebar'/)
+      })
+
       it('lists every example under Import > Examples', async function () {
         const listed = await red!.getJson<Array<{ fn?: string } | string>>(`/library/examples/flows/${pkg.name}`)
         assert.deepEqual(listed.flatMap((e) => (typeof e === 'string' ? [] : [e.fn])).sort(), EXAMPLES)

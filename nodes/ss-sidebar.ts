@@ -1,0 +1,175 @@
+import type { NodeAPI } from 'node-red'
+import type { Request, Response } from 'express'
+import { adminFor, type EmulatorAdmin } from '../src/emulator'
+import { LiveFeed, lockView, viewValue, watchView, type StoreActivity } from '../src/observe'
+import type { StoreConfigNode } from './lib/store'
+
+/**
+ * The editor's "state store" sidebar, runtime half: admin endpoints under the runtime's admin API
+ * (read and write permissions apart) and live updates over RED.comms while an editor looks.
+ * The editor half is ss-sidebar.html; the figures and registries are src/observe.
+ */
+
+const BASE = '/aio-statestore'
+const TOPIC = 'aio-statestore/update'
+const READ = 'aio-statestore.read'
+const WRITE = 'aio-statestore.write'
+/** Characters of a value the key inspector returns; more is cut (the size is always given). */
+const INSPECT_CHARS = 64 * 1024
+const MAX_KEY_BYTES = 4096
+const MAX_VALUE_BYTES = 1024 * 1024
+
+type Handler = (req: Request, res: Response) => Promise<void> | void
+
+export = function (RED: NodeAPI) {
+  RED.plugins.registerPlugin('ss-sidebar', { type: 'aio-statestore-sidebar' })
+
+  function configNodes(): StoreConfigNode[] {
+    const found: StoreConfigNode[] = []
+    RED.nodes.eachNode((def) => {
+      if (def.type !== 'ss-config') return
+      const node = RED.nodes.getNode(def.id) as StoreConfigNode | null
+      if (node?.activity) found.push(node)
+    })
+    return found
+  }
+
+  const feed = new LiveFeed({ publish: (update) => RED.comms.publish(TOPIC, update, false) })
+  const syncFeed = () => feed.setStores(new Map(configNodes().map((n): [string, StoreActivity] => [n.id, n.activity])))
+  RED.events.on('flows:started', syncFeed)
+
+  function summary(n: StoreConfigNode) {
+    const activity = n.activity
+    return {
+      id: n.id,
+      name: n.name || '',
+      clientId: n.clientId,
+      broker: n.brokerUrl,
+      embedded: n.embedded,
+      browsable: admin(n) !== null,
+      connection: activity.metrics.figures(),
+      watches: [...activity.watches.values()].map(watchView),
+      locks: [...activity.locks.values()].map(lockView),
+    }
+  }
+
+  function admin(n: StoreConfigNode): EmulatorAdmin | null {
+    return n.brokerUrl ? adminFor(n.brokerUrl) : null
+  }
+
+  /** Errors say what went wrong by a code the editor translates, and the client's message as detail (never a value). */
+  function fail(res: Response, status: number, code: string, detail?: string): void {
+    res.status(status).json({ code, ...(detail ? { detail } : {}) })
+  }
+
+  function route(handler: Handler): Handler {
+    return async (req, res) => {
+      try {
+        await handler(req, res)
+      } catch (err) {
+        fail(res, 502, 'failed', err instanceof Error ? err.message : String(err))
+      }
+    }
+  }
+
+  function store(req: Request, res: Response): StoreConfigNode | null {
+    const n = configNodes().find((c) => c.id === req.params.id)
+    if (!n) fail(res, 404, 'noStore')
+    return n ?? null
+  }
+
+  function keyOf(raw: unknown, res: Response): Buffer | null {
+    if (typeof raw !== 'string' || raw.length === 0) {
+      fail(res, 400, 'noKey')
+      return null
+    }
+    const key = Buffer.from(raw, 'utf8')
+    if (key.length > MAX_KEY_BYTES) {
+      fail(res, 400, 'keyTooLong')
+      return null
+    }
+    return key
+  }
+
+  async function client(n: StoreConfigNode, res: Response) {
+    if (!n.client) {
+      fail(res, 503, 'notConnected')
+      return null
+    }
+    return n.connected()
+  }
+
+  const http = RED.httpAdmin
+  const needs = (p: string) => RED.auth.needsPermission(p)
+
+  http.get(`${BASE}/stores`, needs(READ), route((_req, res) => {
+    syncFeed()
+    res.json({ stores: configNodes().map(summary) })
+  }))
+
+  // An editor with the tab open renews this every few seconds; it closes it when the tab is hidden.
+  http.post(`${BASE}/live`, needs(READ), route((req, res) => {
+    const body = (req.body ?? {}) as { viewer?: unknown; open?: unknown }
+    const viewer = typeof body.viewer === 'string' ? body.viewer.slice(0, 64) : ''
+    if (!viewer) return fail(res, 400, 'noViewer')
+    if (body.open === false) feed.close(viewer)
+    else {
+      syncFeed()
+      feed.open(viewer)
+    }
+    res.json({ live: feed.live })
+  }))
+
+  http.get(`${BASE}/stores/:id/key`, needs(READ), route(async (req, res) => {
+    const n = store(req, res)
+    const key = n && keyOf(req.query.key, res)
+    const c = key && n && (await client(n, res))
+    if (!n || !key || !c) return
+    const got = await c.get(key)
+    if (got.value === null) return void res.json({ exists: false })
+    const details = admin(n)?.inspect(key) ?? null
+    res.json({
+      exists: true,
+      value: viewValue(got.value, INSPECT_CHARS),
+      version: got.version?.toString() ?? null,
+      ...(details ? { expiresAt: details.expiresAt, fencingToken: details.fencingToken, persisted: details.persisted } : {}),
+    })
+  }))
+
+  http.put(`${BASE}/stores/:id/key`, needs(WRITE), route(async (req, res) => {
+    const body = (req.body ?? {}) as { key?: unknown; value?: unknown }
+    const n = store(req, res)
+    const key = n && keyOf(body.key, res)
+    if (!n || !key) return
+    if (typeof body.value !== 'string') return fail(res, 400, 'noValue')
+    const value = Buffer.from(body.value, 'utf8')
+    if (value.length > MAX_VALUE_BYTES) return fail(res, 400, 'valueTooLarge')
+    const c = await client(n, res)
+    if (!c) return
+    const result = await c.set(key, value)
+    res.json({ applied: result.applied, version: result.version.toString() })
+  }))
+
+  http.delete(`${BASE}/stores/:id/key`, needs(WRITE), route(async (req, res) => {
+    const n = store(req, res)
+    const key = n && keyOf(req.query.key, res)
+    const c = key && n && (await client(n, res))
+    if (!n || !key || !c) return
+    const result = await c.del(key)
+    res.json({ deleted: result.deleted === 1 })
+  }))
+
+  http.get(`${BASE}/stores/:id/keys`, needs(READ), route(async (req, res) => {
+    const n = store(req, res)
+    if (!n) return
+    const a = admin(n)
+    if (!a) return fail(res, 404, 'noBrowser')
+    const q = req.query
+    const page = await a.listKeys({
+      ...(typeof q.pattern === 'string' ? { pattern: q.pattern } : {}),
+      ...(typeof q.after === 'string' && /^[0-9a-f]*$/i.test(q.after) ? { after: q.after } : {}),
+      ...(typeof q.limit === 'string' ? { limit: Number(q.limit) || 100 } : {}),
+    })
+    res.json(page)
+  }))
+}

@@ -1,0 +1,173 @@
+import type { KeyNotification } from '../client/types'
+import type { LeaderElection } from '../locks/leader'
+import type { Lease } from '../locks/lease'
+import { TypedEmitter } from '../client/typed-emitter'
+import { ConnectionMetrics } from './metrics'
+
+/** A key some part of the application observes, with the last change it heard of. */
+export interface WatchRecord {
+  readonly key: string
+  /** Who observes it (node ids). */
+  readonly observers: Set<string>
+  operation: 'SET' | 'DELETE' | null
+  /** The last value notified; kept by reference, shown only on request. */
+  value: Buffer | null
+  version: string | null
+  /** Wall-clock ms of the last notification. */
+  at: number | null
+  notifications: number
+}
+
+export type LockKind = 'lease' | 'lock' | 'leader'
+
+/** A lease, lock or election position used by one owner (a node) of this application. */
+export interface LockRecord {
+  /** `${owner}/${name}`: one owner may work with several names. */
+  readonly id: string
+  readonly owner: string
+  readonly name: string
+  readonly kind: LockKind
+  /** Our holder (candidate) value. */
+  readonly holder: string
+  readonly leaseMs: number
+  held: boolean
+  fencingToken: string | null
+  /** Wall-clock ms at which our hold lapses unless renewed; null when not held. */
+  expiresAt: number | null
+  renewals: number
+  /** Who holds it as far as we know (ourselves when held), null when free, undefined when unknown. */
+  currentHolder: string | null | undefined
+  lastReason: string | null
+  /** Wall-clock ms of the last change. */
+  at: number
+}
+
+export type ActivityChange = { kind: 'watch'; key: string } | { kind: 'lock'; id: string } | { kind: 'connection' }
+
+export type ActivityEvents = {
+  change: [ActivityChange]
+}
+
+/**
+ * What one client of the application is doing, for people to look at: its connection figures,
+ * the keys observed and the leases, locks and elections held or contested. The nodes report
+ * into it; a viewer reads snapshots and listens to `change` (which says what changed, not how).
+ */
+export class StoreActivity extends TypedEmitter<ActivityEvents> {
+  readonly metrics: ConnectionMetrics
+  readonly watches = new Map<string, WatchRecord>()
+  readonly locks = new Map<string, LockRecord>()
+  private readonly detachers = new Map<string, () => void>()
+
+  constructor(private readonly now: () => number = Date.now) {
+    super()
+    this.metrics = new ConnectionMetrics(now)
+  }
+
+  connectionChanged(): void {
+    this.emit('change', { kind: 'connection' })
+  }
+
+  watchStarted(owner: string, key: string): void {
+    let w = this.watches.get(key)
+    if (!w) {
+      w = { key, observers: new Set(), operation: null, value: null, version: null, at: null, notifications: 0 }
+      this.watches.set(key, w)
+    }
+    w.observers.add(owner)
+    this.emit('change', { kind: 'watch', key })
+  }
+
+  watchStopped(owner: string, key: string): void {
+    const w = this.watches.get(key)
+    if (!w) return
+    w.observers.delete(owner)
+    if (w.observers.size === 0) this.watches.delete(key)
+    this.emit('change', { kind: 'watch', key })
+  }
+
+  watchNotified(key: string, n: KeyNotification): void {
+    const w = this.watches.get(key)
+    if (!w) return
+    w.operation = n.operation
+    w.value = n.value
+    w.version = n.version?.toString() ?? null
+    w.at = this.now()
+    w.notifications += 1
+    this.emit('change', { kind: 'watch', key })
+  }
+
+  /** Follows a lease (of a lock node, a lock, or an election's position) until the owner forgets it. */
+  trackLease(owner: string, name: string, kind: LockKind, holder: string, leaseMs: number, lease: Lease, election?: LeaderElection): void {
+    const id = `${owner}/${name}`
+    this.detachers.get(id)?.()
+    const record: LockRecord = { id, owner, name, kind, holder, leaseMs, held: false, fencingToken: null, expiresAt: null, renewals: 0, currentHolder: undefined, lastReason: null, at: this.now() }
+    this.locks.set(id, record)
+    const changed = () => {
+      record.at = this.now()
+      this.emit('change', { kind: 'lock', id })
+    }
+    const onAcquired = ({ fencingToken }: { fencingToken: { toString(): string } }) => {
+      record.held = true
+      record.fencingToken = fencingToken.toString()
+      record.expiresAt = this.now() + leaseMs
+      record.currentHolder = holder
+      record.lastReason = null
+      changed()
+    }
+    const onRenewed = ({ fencingToken }: { fencingToken: { toString(): string } }) => {
+      record.renewals += 1
+      record.fencingToken = fencingToken.toString()
+      record.expiresAt = this.now() + leaseMs
+      changed()
+    }
+    const onLost = ({ reason }: { reason: string }) => {
+      record.held = false
+      record.fencingToken = null
+      record.expiresAt = null
+      record.currentHolder = undefined
+      record.lastReason = reason
+      changed()
+    }
+    const onReleased = () => {
+      record.held = false
+      record.fencingToken = null
+      record.expiresAt = null
+      record.currentHolder = null
+      changed()
+    }
+    const onHolder = ({ holder: h }: { holder: Buffer | null }) => {
+      record.currentHolder = h ? h.toString('utf8') : null
+      changed()
+    }
+    const onLeader = ({ leader }: { leader: Buffer | null }) => onHolder({ holder: leader })
+    lease.on('acquired', onAcquired).on('renewed', onRenewed).on('lost', onLost).on('released', onReleased).on('holder', onHolder)
+    election?.on('leader', onLeader)
+    this.detachers.set(id, () => {
+      lease.off('acquired', onAcquired).off('renewed', onRenewed).off('lost', onLost).off('released', onReleased).off('holder', onHolder)
+      election?.off('leader', onLeader)
+    })
+    changed()
+  }
+
+  /** What another reader found out about who holds a name (e.g. a 'holder' action). */
+  holderSeen(owner: string, name: string, holder: string | null): void {
+    const record = this.locks.get(`${owner}/${name}`)
+    if (!record) return
+    record.currentHolder = holder
+    record.at = this.now()
+    this.emit('change', { kind: 'lock', id: record.id })
+  }
+
+  /** An owner (node) is gone: its watches and locks leave the registry. */
+  forget(owner: string): void {
+    for (const [key, w] of this.watches) if (w.observers.has(owner)) this.watchStopped(owner, key)
+    for (const [id, record] of this.locks) {
+      if (record.owner !== owner) continue
+      this.detachers.get(id)?.()
+      this.detachers.delete(id)
+      this.locks.delete(id)
+      this.emit('change', { kind: 'lock', id })
+    }
+  }
+}

@@ -1,0 +1,6 @@
+export { StoreActivity, type ActivityChange, type ActivityEvents, type LockKind, type LockRecord, type WatchRecord } from './activity'
+export { Coalescer } from './coalescer'
+export { ConnectionMetrics, type ConnectionFigures, type RecentError, type RequestRecorder } from './metrics'
+export { keyText, viewValue, type ValueView } from './value'
+export { LiveFeed, type LiveFeedOptions, type StoreUpdate } from './feed'
+export { lockView, watchView, PREVIEW_CHARS, type ConnectionView, type LockView, type WatchView } from './views'

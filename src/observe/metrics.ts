@@ -1,0 +1,158 @@
+import type { ConnectionStatus } from '../client/types'
+
+/** What the client reports for every request it settles (see ClientOptions.metrics). */
+export interface RequestRecorder {
+  /** `error` is set when the request failed (timeout, refusal, connection loss). */
+  record(verb: string, latencyMs: number, error?: Error): void
+}
+
+export interface RecentError {
+  /** Wall-clock ms. */
+  at: number
+  message: string
+}
+
+export interface ConnectionFigures {
+  state: ConnectionStatus['state']
+  reason: string | null
+  authFailed: boolean
+  /** Wall-clock ms of the current connection's start; null while not connected. */
+  connectedSince: number | null
+  /** Connections made after the first one. */
+  reconnects: number
+  /** Over the last minute (or since the first request, when that is shorter). */
+  requestsPerSecond: number
+  requests: number
+  failures: number
+  /** Latency quantiles over the last minute, null without requests. Within 8 % (the histogram's resolution). */
+  p50Ms: number | null
+  p99Ms: number | null
+  /** Newest first. */
+  lastErrors: RecentError[]
+}
+
+const WINDOW_S = 60
+/** Bucket i holds latencies up to MIN_MS * GROWTH^i: 8 % steps from 10 µs to beyond a minute. */
+const MIN_MS = 0.01
+const GROWTH = 1.08
+const LOG_GROWTH = Math.log(GROWTH)
+const BUCKETS = 210
+const KEPT_ERRORS = 10
+const ERROR_CHARS = 300
+
+function bucketOf(ms: number): number {
+  if (!(ms > MIN_MS)) return 0
+  return Math.min(BUCKETS - 1, Math.ceil(Math.log(ms / MIN_MS) / LOG_GROWTH))
+}
+
+function upperBound(bucket: number): number {
+  return MIN_MS * GROWTH ** bucket
+}
+
+/** One second of requests: a latency histogram and counts. */
+class Second {
+  second = -1
+  count = 0
+  failures = 0
+  readonly histogram = new Uint32Array(BUCKETS)
+
+  reset(second: number): void {
+    this.second = second
+    this.count = 0
+    this.failures = 0
+    this.histogram.fill(0)
+  }
+}
+
+/**
+ * The figures of one connection: request rate and latency over a sliding minute (sixty one-second
+ * histograms, so recording is O(1) at any rate and the memory is fixed), reconnects and the last
+ * errors. Never holds a key or a value: error messages are the client's, which name neither.
+ */
+export class ConnectionMetrics implements RequestRecorder {
+  private readonly seconds = Array.from({ length: WINDOW_S }, () => new Second())
+  private readonly errors: RecentError[] = []
+  private status: ConnectionStatus = { state: 'disconnected' }
+  private connectedSince: number | null = null
+  private connections = 0
+  private firstRequestAt: number | null = null
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  record(_verb: string, latencyMs: number, error?: Error): void {
+    const now = this.now()
+    this.firstRequestAt ??= now
+    const s = this.slot(now)
+    s.count += 1
+    s.histogram[bucketOf(latencyMs)]! += 1
+    if (error) {
+      s.failures += 1
+      this.addError(error.message, now)
+    }
+  }
+
+  /** Every status change of the client. */
+  onStatus(status: ConnectionStatus): void {
+    const was = this.status.state
+    this.status = status
+    if (status.state === 'connected' && was !== 'connected') {
+      this.connections += 1
+      this.connectedSince = this.now()
+    } else if (status.state !== 'connected') {
+      this.connectedSince = null
+      if (was === 'connected' && status.reason) this.addError(status.reason, this.now())
+    }
+  }
+
+  /** An error with no request to blame (a failed re-registration, a broker refusal). */
+  addError(message: string, at = this.now()): void {
+    this.errors.unshift({ at, message: message.length > ERROR_CHARS ? `${message.slice(0, ERROR_CHARS - 1)}…` : message })
+    if (this.errors.length > KEPT_ERRORS) this.errors.length = KEPT_ERRORS
+  }
+
+  figures(): ConnectionFigures {
+    const now = this.now()
+    const current = Math.floor(now / 1000)
+    const merged = new Uint32Array(BUCKETS)
+    let requests = 0
+    let failures = 0
+    for (const s of this.seconds) {
+      if (s.second <= current - WINDOW_S || s.second > current) continue
+      requests += s.count
+      failures += s.failures
+      for (let i = 0; i < BUCKETS; i++) merged[i]! += s.histogram[i]!
+    }
+    const spanS = this.firstRequestAt === null ? WINDOW_S : Math.min(WINDOW_S, Math.max(1, (now - this.firstRequestAt) / 1000))
+    return {
+      state: this.status.state,
+      reason: this.status.reason ?? null,
+      authFailed: this.status.authFailed === true,
+      connectedSince: this.connectedSince,
+      reconnects: Math.max(0, this.connections - 1),
+      requestsPerSecond: requests / spanS,
+      requests,
+      failures,
+      p50Ms: quantile(merged, requests, 0.5),
+      p99Ms: quantile(merged, requests, 0.99),
+      lastErrors: this.errors.slice(),
+    }
+  }
+
+  private slot(now: number): Second {
+    const second = Math.floor(now / 1000)
+    const s = this.seconds[second % WINDOW_S]!
+    if (s.second !== second) s.reset(second)
+    return s
+  }
+}
+
+function quantile(histogram: Uint32Array, total: number, q: number): number | null {
+  if (total === 0) return null
+  const rank = Math.max(1, Math.ceil(total * q))
+  let seen = 0
+  for (let i = 0; i < BUCKETS; i++) {
+    seen += histogram[i]!
+    if (seen >= rank) return upperBound(i)
+  }
+  return upperBound(BUCKETS - 1)
+}

@@ -1,0 +1,300 @@
+// The "state store" sidebar in the editor, as users meet it: `npm start` (the example flows
+// deployed), Debian's chromium. It must show the connection, a watch changing live, the lock of the
+// active/standby example, the key inspector, the key browser over 100,000 keys, values as text
+// (never as HTML), and, in a runtime with adminAuth, a read-only user refused with a clear message.
+// Screenshots go to artifacts/browser/ (docs/images has the ones the README shows).
+import { strict as assert } from 'node:assert'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Page } from 'playwright-core'
+import { StateStoreClient } from '../../src/client'
+import { repoRoot } from '../smoke/node-red'
+import { AuthRuntime, RUNTIMES, USERS } from '../sidebar/runtime'
+import { Editor } from './editor'
+import { artifactsDir, Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
+
+const catalogue = JSON.parse(readFileSync(join(repoRoot, 'nodes', 'locales', 'en-US', 'ss-sidebar.json'), 'utf8')) as { 'ss-sidebar': Record<string, unknown> }
+function text(path: string, subs: Record<string, string | number> = {}): string {
+  const value = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], catalogue['ss-sidebar'])
+  if (typeof value !== 'string') throw new Error(`no catalogue text ${path}`)
+  return value.replace(/__(\w+)__/g, (_, k: string) => String(subs[k] ?? ''))
+}
+
+const WATCHED = 'examples/thermostat/setpoint'
+const LOCK = 'examples/pump-owner'
+const BULK = 100_000
+
+async function openSidebar(page: Page): Promise<void> {
+  // The editor adds plugins after the flows are drawn: wait for the tab's content to exist.
+  await page.locator('.ss-sidebar').waitFor({ state: 'attached' })
+  const button = page.locator('button[data-tab-id="aio-statestore"]')
+  // Node-RED 5 has a button per tab; Node-RED 4 a tab strip whose overflow hides some: its own call then.
+  if (await button.count()) await button.click()
+  else {
+    // Node-RED 4 shows its first tab once it has loaded, which may come after ours was shown.
+    let shownFor = 0
+    for (let attempt = 0; attempt < 30 && shownFor < 3; attempt++) {
+      if (await page.locator('.ss-sidebar').isVisible()) shownFor += 1
+      else {
+        shownFor = 0
+        await page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show('aio-statestore'))
+      }
+      await new Promise((r) => setTimeout(r, 500))
+    }
+    await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+  }
+  await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+  // Node-RED 5 shows the debug tab below ours; hidden, the state store tab has the whole height.
+  const debug = page.locator('button[data-tab-id="debug"]')
+  if (await debug.count()) {
+    await debug.click()
+    await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+  }
+}
+
+/**
+ * The sidebar as the user sees it, scrolled so `section` is at the top. An element screenshot
+ * would cut the scrolled panel apart, so the page is shot within the panel's box.
+ */
+async function shot(page: Page, name: string, section?: string): Promise<void> {
+  const panel = page.locator('.ss-sidebar')
+  if (section) await page.locator(section).first().evaluate((e) => e.scrollIntoView({ block: 'start' }))
+  else await panel.evaluate((e) => (e.scrollTop = 0))
+  const box = await panel.boundingBox()
+  assert.ok(box, 'the sidebar is on screen')
+  await page.screenshot({ path: join(artifactsDir(), `${name}.png`), clip: box, animations: 'disabled' })
+}
+
+/** Confirms the dialog a set or delete asks for (the one whose button says so). */
+async function confirm(page: Page, action: 'set' | 'delete'): Promise<void> {
+  await page.locator('.red-ui-notification button.ss-sidebar-confirm', { hasText: text(`inspector.${action}`) }).last().click()
+}
+
+/** 100,000 keys over the wire, pipelined in batches the client admits at once. */
+async function fill(client: StateStoreClient): Promise<void> {
+  for (let start = 0; start < BULK; start += 4000) {
+    await Promise.all(Array.from({ length: 4000 }, (_, i) => client.set(`bulk/${String(start + i).padStart(6, '0')}`, `v${start + i}`)))
+  }
+}
+
+describe('editor: the state store sidebar', function () {
+  this.timeout(180000)
+  let red: StartedEditor | null = null
+  let browser: Browser | null = null
+  let editor: Editor
+  let problems: PageProblems
+  let outside: StateStoreClient
+  let bulk: StateStoreClient
+  /** The keys for the browser load while the other tests run. */
+  let filled: Promise<void> = Promise.resolve()
+
+  before(async function () {
+    if (!chromiumInstalled()) {
+      if (process.env.CI) throw new Error(`chromium is required in CI (${CHROMIUM})`)
+      console.log(`      skipped: no chromium at ${CHROMIUM}`)
+      this.skip()
+    }
+    red = await StartedEditor.start(60000)
+    const brokerUrl = /broker ready at (mqtt:\/\/\S+)/.exec(red.output)?.[1]
+    assert.ok(brokerUrl, 'npm start names its broker')
+    outside = new StateStoreClient({ brokerUrl, clientId: `sidebar-outside-${process.pid}` })
+    await outside.ready({ timeoutMs: 10000 })
+    bulk = new StateStoreClient({ brokerUrl, clientId: `sidebar-bulk-${process.pid}`, maxInFlight: 2000, maxQueued: 2000 })
+    browser = await Browser.launch()
+    problems = new PageProblems(browser.page)
+    editor = new Editor(browser.page, red.url)
+    await problems.tolerating(LOAD_RACE, () => editor.open())
+    await openSidebar(editor.page)
+    // Started once the editor is up, so the load does not slow the page's first load.
+    filled = fill(bulk)
+    filled.catch(() => undefined)
+  })
+
+  after(async function () {
+    await filled.catch(() => undefined)
+    await bulk?.close()
+    await outside?.close()
+    await browser?.close()
+    await red?.stop()
+  })
+
+  afterEach(function () {
+    assert.deepEqual(problems?.take() ?? [], [], 'the page reported no problem')
+  })
+
+  it('shows the tab with its help, and the store connected', async function () {
+    const page = editor.page
+    assert.equal((await page.locator('.ss-sidebar-help').textContent())?.trim(), text('help'))
+    const store = page.locator('.ss-sidebar-store').first()
+    await store.locator('.ss-sidebar-status .ss-sidebar-value', { hasText: text('state.connected') }).waitFor()
+    await store.locator('.ss-sidebar-dot-ok').waitFor()
+    assert.ok(((await store.locator('.ss-sidebar-connection').textContent()) ?? '').includes('mqtt://127.0.0.1:'), 'the broker is shown')
+  })
+
+  it('updates a watch live after a SET from outside the editor', async function () {
+    const page = editor.page
+    const row = page.locator(`.ss-sidebar-watch[data-key="${WATCHED}"]`)
+    await row.waitFor()
+    const value = `{"celsius": ${20 + Math.round(Math.random() * 1000) / 100}}`
+    await outside.set(WATCHED, value)
+    await row.locator('.ss-sidebar-pre', { hasText: JSON.stringify(JSON.parse(value), null, 2).split('\n')[1]!.trim() }).waitFor()
+    await shot(page, 'sidebar-watch', '.ss-sidebar-watches')
+  })
+
+  it('shows the lock of the active/standby example with holder and fencing token', async function () {
+    const page = editor.page
+    const held = page.locator(`.ss-sidebar-lock.ss-sidebar-held[data-lock="${LOCK}"]`).first()
+    await held.waitFor({ timeout: 20000 })
+    assert.match((await held.locator('.ss-sidebar-lock-holder .ss-sidebar-value').textContent()) ?? '', /held by this runtime/)
+    // Every renewal is a new version (and token), so the two are compared until they agree.
+    let shown = ''
+    let stored = ''
+    for (let attempt = 0; attempt < 40; attempt++) {
+      shown = ((await held.locator('.ss-sidebar-lock-token .ss-sidebar-value').textContent()) ?? '').trim()
+      stored = (await outside.get(LOCK)).version?.toString() ?? ''
+      if (shown === stored) break
+      await new Promise((r) => setTimeout(r, 250))
+    }
+    assert.ok(stored, 'the lease key exists')
+    assert.equal(shown, stored, 'the token shown is the version of the lease key')
+  })
+
+  it('the key inspector sets, reads and deletes a key, each after a confirmation', async function () {
+    const page = editor.page
+    const inspector = page.locator('.ss-sidebar-inspector')
+    await inspector.locator('.ss-sidebar-inspector-key').fill('sidebar/inspected')
+    await inspector.locator('.ss-sidebar-inspector-value').fill('hello from the sidebar')
+    await inspector.locator('.ss-sidebar-set').click()
+    await confirm(page, 'set')
+    await inspector.locator('.ss-sidebar-ok', { hasText: 'Key set' }).waitFor()
+    assert.equal((await outside.get('sidebar/inspected')).value?.toString(), 'hello from the sidebar')
+
+    await outside.set('sidebar/inspected', 'changed outside')
+    await inspector.locator('.ss-sidebar-get').click()
+    await inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'changed outside' }).waitFor()
+    assert.equal((await inspector.locator('.ss-sidebar-inspected-version .ss-sidebar-value').textContent())?.trim(), (await outside.get('sidebar/inspected')).version!.toString())
+    await shot(page, 'sidebar-inspector', '.ss-sidebar-inspector')
+
+    await inspector.locator('.ss-sidebar-delete').click()
+    await confirm(page, 'delete')
+    await inspector.locator('.ss-sidebar-ok', { hasText: text('inspector.done.deleted') }).waitFor()
+    assert.equal((await outside.get('sidebar/inspected')).value, null)
+  })
+
+  it('shows an HTML-looking key and value as text', async function () {
+    const page = editor.page
+    const key = '<b>bold</b>'
+    const value = '<img src=x onerror="window.__ssXss=1"><script>window.__ssXss=1</script>'
+    await outside.set(key, value)
+    const inspector = page.locator('.ss-sidebar-inspector')
+    await inspector.locator('.ss-sidebar-inspector-key').fill(key)
+    await inspector.locator('.ss-sidebar-get').click()
+    const pre = inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre')
+    await pre.waitFor()
+    assert.equal(await pre.textContent(), value)
+    assert.equal(await page.locator('.ss-sidebar img, .ss-sidebar script, .ss-sidebar b').count(), 0, 'no element made from a value')
+    await page.locator('.ss-sidebar-browser-pattern').fill('<b>*')
+    await page.locator('.ss-sidebar-list').click()
+    await page.locator('.ss-sidebar-browsed .ss-sidebar-key', { hasText: key }).waitFor()
+    assert.equal(await page.locator('.ss-sidebar b').count(), 0, 'the key is text too')
+    assert.equal(await page.evaluate(() => (window as unknown as { __ssXss?: number }).__ssXss), undefined, 'nothing ran')
+  })
+
+  it('the key browser filters 100,000 keys, page by page', async function () {
+    const page = editor.page
+    await filled
+    await page.locator('.ss-sidebar-browser-pattern').fill('bulk/0042*')
+    await page.locator('.ss-sidebar-list').click()
+    const count = page.locator('.ss-sidebar-count', { hasText: /^100 of / })
+    await count.waitFor()
+    assert.match((await count.textContent()) ?? '', /^100 of 100,?0\d\d keys match$/)
+    const rows = page.locator('.ss-sidebar-browsed .ss-sidebar-key')
+    assert.equal(await rows.count(), 50)
+    assert.equal(await rows.first().textContent(), 'bulk/004200')
+    await shot(page, 'sidebar-browser', '.ss-sidebar-browser')
+    await page.locator('.ss-sidebar-next').click()
+    await rows.first().filter({ hasText: 'bulk/004250' }).waitFor()
+    assert.equal(await rows.last().textContent(), 'bulk/004299')
+    assert.equal(await page.locator('.ss-sidebar-next').count(), 0, 'the last page has no next')
+    // A key from the list opens in the inspector.
+    await rows.first().locator('a').click()
+    await page.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'v4250' }).waitFor()
+  })
+
+  it('takes the screenshot the README shows', async function () {
+    await shot(editor.page, 'sidebar')
+    await editor.page.locator('.ss-sidebar').evaluate((e) => (e.scrollTop = 0))
+    await editor.screenshot('sidebar-editor')
+  })
+
+  it('left nothing in the Node-RED log at error level, and no value in the log', function () {
+    assert.deepEqual(red!.errors(), [])
+    assert.ok(!red!.output.includes('hello from the sidebar'), 'a value set from the sidebar is not logged')
+  })
+})
+
+for (const [version, redJs] of Object.entries(RUNTIMES)) {
+describe(`editor: the state store sidebar for a read-only user, ${version}`, function () {
+  this.timeout(120000)
+  let rt: AuthRuntime | null = null
+  let browser: Browser | null = null
+
+  before(async function () {
+    if (!chromiumInstalled()) {
+      if (process.env.CI) throw new Error(`chromium is required in CI (${CHROMIUM})`)
+      this.skip()
+    }
+    rt = await AuthRuntime.start(redJs, [
+      { id: 'tab1', type: 'tab', label: 'sidebar' },
+      { id: 'cfg1', type: 'ss-config', name: 'local', embedded: true, clientId: 'sidebar-reader' },
+      { id: 'watch1', type: 'ss-watch', z: 'tab1', store: 'cfg1', keys: 'guarded', decode: 'auto', wires: [[]] },
+    ])
+    const admin = await rt.token('admin')
+    await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key: 'guarded', value: 'original' })
+    browser = await Browser.launch()
+  })
+
+  after(async function () {
+    await browser?.close()
+    await rt?.stop()
+  })
+
+  it('sees the key but is refused set and delete (HTTP 401/403) with a clear message', async function () {
+    const page = browser!.page
+    const problems = new PageProblems(page)
+    await page.goto(rt!.url)
+    await page.locator('#node-dialog-login-username').fill('reader')
+    await page.locator('#node-dialog-login-password').fill(USERS.reader)
+    await page.locator('#node-dialog-login-submit').click()
+    await page.locator('#red-ui-main-container').waitFor({ state: 'visible', timeout: 30000 })
+    await openSidebar(page).catch((err: Error) => {
+      throw new Error(`${err.message}\npage problems: ${problems.take().join('\n')}`)
+    })
+    const inspector = page.locator('.ss-sidebar-inspector')
+    await inspector.locator('.ss-sidebar-inspector-key').fill('guarded')
+    await inspector.locator('.ss-sidebar-get').click()
+    await inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'original' }).waitFor()
+
+    await inspector.locator('.ss-sidebar-inspector-value').fill('overwritten')
+    const [setResponse] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().includes('/aio-statestore/')), inspector.locator('.ss-sidebar-set').click().then(() => confirm(page, 'set'))])
+    assert.ok([401, 403].includes(setResponse.status()), `set answered ${setResponse.status()}`)
+    await inspector.locator('.ss-sidebar-error', { hasText: text('errors.forbidden') }).waitFor()
+
+    const [delResponse] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'DELETE' && r.url().includes('/aio-statestore/')), inspector.locator('.ss-sidebar-delete').click().then(() => confirm(page, 'delete'))])
+    assert.ok([401, 403].includes(delResponse.status()), `delete answered ${delResponse.status()}`)
+    await inspector.locator('.ss-sidebar-error', { hasText: text('errors.forbidden') }).waitFor()
+    await shot(page, `sidebar-read-only-${version.replace(/\W+/g, '')}`, '.ss-sidebar-inspector')
+
+    // The login prompt (the editor's first /settings) and the two refusals are the only HTTP errors;
+    // nothing else went wrong in the page.
+    const expected = [/^HTTP 401: (PUT|DELETE) .*\/aio-statestore\/stores\/cfg1\/key/, /^HTTP 401: GET .*\/settings\?/, /^console error: Failed to load resource: .* 401 .*\/(settings\?|aio-statestore\/stores\/cfg1\/key)/]
+    assert.deepEqual(
+      problems.take().filter((p) => !expected.some((re) => re.test(p))),
+      [],
+    )
+    const admin = await rt!.token('admin')
+    const kept = (await rt!.request('GET', '/aio-statestore/stores/cfg1/key?key=guarded', admin)).json as { value: { preview: string } }
+    assert.equal(kept.value.preview, 'original', 'the key is unchanged')
+  })
+})
+}

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict'
+import { HybridLogicalClock } from '../../src/hlc'
+import { adminFor, startEmulator } from '../../src/emulator'
+import { EmulatorAdmin } from '../../src/emulator/admin'
+import { Store } from '../../src/emulator/store'
+
+function filled(n: number, prefix = 'k'): Store {
+  const store = new Store({ clock: new HybridLogicalClock() })
+  // Inserted in a shuffled order, so byte order is the admin's doing, not the map's.
+  const order = Array.from({ length: n }, (_, i) => i)
+  for (let i = n - 1; i > 0; i--) {
+    const j = (i * 7919) % (i + 1)
+    ;[order[i], order[j]] = [order[j]!, order[i]!]
+  }
+  for (const i of order) store.set(Buffer.from(`${prefix}${String(i).padStart(6, '0')}`), Buffer.from(`v${i}`))
+  return store
+}
+
+describe('emulator admin channel: key browser', () => {
+  it('pages through every key in byte order, each key once', async () => {
+    const admin = new EmulatorAdmin(filled(2500))
+    const seen: string[] = []
+    let after: string | undefined
+    for (;;) {
+      const page = await admin.listKeys({ limit: 400, ...(after ? { after } : {}) })
+      assert.equal(page.total, 2500)
+      assert.equal(page.matching, 2500)
+      seen.push(...page.keys.map((k) => k.key!))
+      if (!page.next) break
+      after = page.next
+    }
+    assert.equal(seen.length, 2500)
+    assert.deepEqual(seen, [...seen].sort())
+    assert.equal(new Set(seen).size, 2500)
+    assert.equal(seen[0], 'k000000')
+  })
+
+  it('filters with a glob and counts the matches', async () => {
+    const admin = new EmulatorAdmin(filled(3000))
+    const page = await admin.listKeys({ pattern: 'k0012?0', limit: 5 })
+    assert.deepEqual(
+      page.keys.map((k) => k.key),
+      ['k001200', 'k001210', 'k001220', 'k001230', 'k001240'],
+    )
+    assert.equal(page.matching, 10)
+    assert.equal(page.next, Buffer.from('k001240').toString('hex'))
+    const rest = await admin.listKeys({ pattern: 'k0012?0', limit: 5, after: page.next! })
+    assert.deepEqual(
+      rest.keys.map((k) => k.key),
+      ['k001250', 'k001260', 'k001270', 'k001280', 'k001290'],
+    )
+    assert.equal(rest.next, null)
+    assert.equal((await admin.listKeys({ pattern: 'nothing*' })).keys.length, 0)
+  })
+
+  it('reports size, version, expiry, fencing token and persistence; binary keys by hex', async () => {
+    const clock = new HybridLogicalClock()
+    const store = new Store({ clock })
+    store.set(Buffer.from('plain'), Buffer.from('12345'))
+    const fence = clock.tick()
+    store.set(Buffer.from('fenced'), Buffer.from('x'), { fencingToken: fence, expiryMs: 60_000, persist: true })
+    store.set(Buffer.from([0xff, 0x00, 0x01]), Buffer.from('bin'))
+    const admin = new EmulatorAdmin(store)
+    const { keys } = await admin.listKeys()
+    assert.deepEqual(
+      keys.map((k) => k.key),
+      ['fenced', 'plain', null],
+    )
+    const [fenced, plain, binary] = keys
+    assert.equal(plain!.size, 5)
+    assert.equal(plain!.expiresAt, null)
+    assert.equal(plain!.fencingToken, null)
+    assert.equal(plain!.persisted, false)
+    assert.equal(fenced!.fencingToken, fence.toString())
+    assert.ok(fenced!.expiresAt! > Date.now())
+    assert.equal(fenced!.persisted, true)
+    assert.equal(binary!.keyHex, 'ff0001')
+    const details = admin.inspect(Buffer.from('fenced'))
+    assert.equal(details?.value.toString(), 'x')
+    assert.equal(details?.version, store.get(Buffer.from('fenced'))!.version.toString())
+    assert.equal(admin.inspect(Buffer.from('missing')), null)
+  })
+
+  it('lets the event loop run while it scans a large store', async () => {
+    const admin = new EmulatorAdmin(filled(100_000))
+    let ticks = 0
+    const ticker = setInterval(() => (ticks += 1), 1)
+    const page = await admin.listKeys({ pattern: '*9', limit: 3 })
+    clearInterval(ticker)
+    assert.deepEqual(
+      page.keys.map((k) => k.key),
+      ['k000009', 'k000019', 'k000029'],
+    )
+    assert.equal(page.matching, 10_000)
+    assert.ok(ticks > 0, 'timers ran during the scan')
+  })
+
+  it('is off unless asked for, and found by broker URL when on', async () => {
+    const off = await startEmulator({ listen: { host: '127.0.0.1', port: 0 } })
+    const on = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, admin: true })
+    try {
+      assert.equal(off.admin, null)
+      assert.equal(adminFor(off.brokerUrl), null)
+      assert.ok(on.admin)
+      assert.equal(adminFor(on.brokerUrl), on.admin)
+      assert.equal(adminFor(on.brokerUrl.replace('127.0.0.1', 'localhost')), on.admin)
+    } finally {
+      await off.stop()
+      await on.stop()
+    }
+    assert.equal(adminFor(on.brokerUrl), null)
+  })
+})
