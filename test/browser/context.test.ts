@@ -39,6 +39,7 @@ describe('the editor: the Context Data sidebar shows the state store context sto
 
   it('lists the flow and global keys of the statestore store with their values', async function () {
     const page = browser!.page
+    await editor.pressInject('count in A')
     await editor.showWorkspace(FLOW_A)
     await page.evaluate(() => RED.actions.invoke('core:show-context-tab'))
     // (the stack: Node-RED sets the class red-ui-sidebar-context on a jQuery object, not on the element)
@@ -50,8 +51,13 @@ describe('the editor: the Context Data sidebar shows the state store context sto
       throw err
     }
     // the flow and global sections load when their refresh button is pressed
-    const refresh = sidebar.locator('button:has(i.fa-refresh)')
-    for (let i = 0; i < (await refresh.count()); i++) if (await refresh.nth(i).isVisible()) await refresh.nth(i).click()
+    // In one go inside the page: a section re-renders as the one before it loads.
+    await page.evaluate(() => {
+      for (const icon of document.querySelectorAll<HTMLElement>('.red-ui-sidebar-context-stack button i.fa-refresh')) {
+        const button = icon.closest('button')
+        if (button && button.offsetParent !== null) button.click()
+      }
+    })
     const row = (name: string) => sidebar.locator('tr.red-ui-help-info-row').filter({ has: page.locator('td.red-ui-sidebar-context-property', { hasText: name }) })
     for (const name of ['presses', 'counter']) {
       await row(name).first().waitFor()

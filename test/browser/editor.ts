@@ -161,6 +161,16 @@ export class Editor {
   }
 
   /** Presses an inject node's button on the canvas. */
+  /**
+   * Presses the inject button of the node with this name: npm start's examples are quiet (their
+   * run-once injects are plain buttons), so a test that needs one running starts it as a user does.
+   */
+  async pressInject(name: string): Promise<void> {
+    const inject = (await this.flowNodes()).find((n) => n.type === 'inject' && n.name === name)
+    if (!inject) throw new Error(`no inject node named ${JSON.stringify(name)}`)
+    await this.pressButton(inject.id)
+  }
+
   async pressButton(id: string): Promise<void> {
     const z = await this.page.evaluate((nid) => RED.nodes.node(nid)?.z ?? '', id)
     await this.showWorkspace(z)

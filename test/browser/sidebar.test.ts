@@ -143,6 +143,7 @@ describe('editor: the state store sidebar', function () {
 
   it('shows the lock of the active/standby example with holder and fencing token', async function () {
     const page = editor.page
+    await editor.pressInject('A tries')
     const held = page.locator(`.ss-sidebar-lock.ss-sidebar-held[data-lock="${LOCK}"]`).first()
     await held.waitFor({ timeout: 20000 })
     assert.match((await held.locator('.ss-sidebar-lock-holder .ss-sidebar-value').textContent()) ?? '', /held by this runtime/)
