@@ -3,7 +3,8 @@
 // the example's keys in that store, for the flow and for global, with their values.
 // (The README's picture docs/images/context-sidebar.png is this test's screenshot, copied by hand.)
 import { strict as assert } from 'node:assert'
-import { Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
+import { openEditor, requireChromium, type OpenedEditor } from './session'
+import type { Browser, PageProblems } from './support'
 import { Editor } from './editor'
 
 const FLOW_A = 'c0a7e57000000001'
@@ -12,29 +13,21 @@ declare const RED: { actions: { invoke(name: string): void } }
 
 describe('the editor: the Context Data sidebar shows the state store context store (npm start, chromium)', function () {
   this.timeout(60000)
-  let red: StartedEditor | null = null
+  let session: OpenedEditor | null = null
   let browser: Browser | null = null
   let problems: PageProblems
   let editor: Editor
 
   before(async function () {
-    if (!chromiumInstalled()) {
-      if (process.env.CI) throw new Error(`CI must provide chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
-      console.warn(`      (skipped: no chromium at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH, to run these tests)`)
-      this.skip()
-    }
-    red = await StartedEditor.start(45000)
-    browser = await Browser.launch()
-    problems = new PageProblems(browser.page)
-    editor = new Editor(browser.page, red.url)
-    await problems.tolerating(LOAD_RACE, () => editor.open())
+    requireChromium(this)
+    session = await openEditor()
+    ;({ browser, problems, editor } = session)
   })
 
   after(async function () {
-    await browser?.close()
+    await session?.close()
+    session = null
     browser = null
-    await red?.stop()
-    red = null
   })
 
   it('lists the flow and global keys of the statestore store with their values', async function () {

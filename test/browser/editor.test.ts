@@ -6,7 +6,8 @@ import { strict as assert } from 'node:assert'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Editor, type NodeInfo } from './editor'
-import { Browser, CHROMIUM, chromiumInstalled, freshArtifacts, LOAD_RACE, PageProblems, StartedEditor } from './support'
+import { openEditor, requireChromium, type OpenedEditor } from './session'
+import { freshArtifacts, type Browser, type PageProblems, type StartedEditor } from './support'
 import { repoRoot } from '../smoke/node-red'
 
 const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch'] as const
@@ -184,6 +185,7 @@ async function assertTranslated(editor: Editor, type: string): Promise<void> {
 
 describe('the editor in a real browser (npm start, chromium)', function () {
   this.timeout(60000)
+  let session: OpenedEditor | null = null
   let red: StartedEditor | null = null
   let browser: Browser | null = null
   let problems: PageProblems
@@ -204,17 +206,10 @@ describe('the editor in a real browser (npm start, chromium)', function () {
   }
 
   before(async function () {
-    if (!chromiumInstalled()) {
-      if (process.env.CI) throw new Error(`CI must provide chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
-      console.warn(`      (skipped: no chromium at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH, to run these tests)`)
-      this.skip()
-    }
+    requireChromium(this)
     freshArtifacts()
-    red = await StartedEditor.start(45000)
-    browser = await Browser.launch()
-    problems = new PageProblems(browser.page)
-    editor = new Editor(browser.page, red.url)
-    await problems.tolerating(LOAD_RACE, () => editor.open())
+    session = await openEditor()
+    ;({ red, browser, problems, editor } = session)
     if (problems.tolerated.length > 0) console.log(`      (tolerated while the editor loaded: the Node-RED debug-sidebar race, ${problems.tolerated.length} console warnings)`)
     examples = (await editor.flowNodes()).filter((n) => n.type.startsWith('ss-'))
   })
@@ -227,10 +222,9 @@ describe('the editor in a real browser (npm start, chromium)', function () {
   })
 
   after(async function () {
-    await browser?.close()
+    await session?.close()
+    session = null
     browser = null
-    await red?.stop()
-    red = null
   })
 
   describe('on opening', function () {

@@ -5,11 +5,12 @@
 // go to artifacts/browser/first-hour-*.png (copied to docs/images/*-after.png for the record).
 import { strict as assert } from 'node:assert'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { Editor } from './editor'
-import { Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
+import { openEditor, requireChromium, type OpenedEditor } from './session'
+import type { Browser, PageProblems, StartedEditor } from './support'
 import { repoRoot } from '../smoke/node-red'
+import { freePort } from '../../dev/ports'
 
 declare const RED: {
   sidebar: { show(id: string): void }
@@ -22,20 +23,10 @@ const catalogue = JSON.parse(readFileSync(join(repoRoot, 'nodes', 'locales', 'en
 }
 const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch']
 
-/** A port with nothing listening on it (taken, then let go). */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 describe('the editor in its first hour (issue 17: npm start, chromium)', function () {
   this.timeout(60000)
+  let session: OpenedEditor | null = null
   let red: StartedEditor | null = null
   let browser: Browser | null = null
   let problems: PageProblems
@@ -43,16 +34,9 @@ describe('the editor in its first hour (issue 17: npm start, chromium)', functio
   let getId = ''
 
   before(async function () {
-    if (!chromiumInstalled()) {
-      if (process.env.CI) throw new Error(`CI must provide chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
-      console.warn(`      (skipped: no chromium at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH, to run these tests)`)
-      this.skip()
-    }
-    red = await StartedEditor.start(45000)
-    browser = await Browser.launch()
-    problems = new PageProblems(browser.page)
-    editor = new Editor(browser.page, red.url)
-    await problems.tolerating(LOAD_RACE, () => editor.open())
+    requireChromium(this)
+    session = await openEditor()
+    ;({ red, browser, problems, editor } = session)
   })
 
   afterEach(async function () {
@@ -62,10 +46,9 @@ describe('the editor in its first hour (issue 17: npm start, chromium)', functio
   })
 
   after(async function () {
-    await browser?.close()
+    await session?.close()
+    session = null
     browser = null
-    await red?.stop()
-    red = null
   })
 
   it('starts quiet: a first tab explains the examples, and Debug holds only the leader election\'s line', async function () {
@@ -204,7 +187,7 @@ describe('the editor in its first hour (issue 17: npm start, chromium)', functio
     assert.equal((await result.textContent())?.trim(), catalogue['ss-config'].test.connected)
     await editor.screenshot('first-hour-config-dialog', tray)
 
-    await editor.setText('node-config-input', 'broker', `mqtt://127.0.0.1:${await closedPort()}`)
+    await editor.setText('node-config-input', 'broker', `mqtt://127.0.0.1:${await freePort()}`)
     assert.ok(!(await resolved.isVisible()), 'a literal URL needs no resolving')
     await tray.locator('#ss-config-test').click()
     await editor.page.waitForFunction(() => document.querySelector('#ss-config-test-result')?.classList.contains('ss-config-test-failed') === true)

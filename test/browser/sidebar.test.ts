@@ -11,7 +11,8 @@ import { StateStoreClient } from '../../src/client'
 import { repoRoot } from '../smoke/node-red'
 import { AuthRuntime, RUNTIMES, USERS } from '../sidebar/runtime'
 import { Editor } from './editor'
-import { artifactsDir, Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
+import { openEditor, requireChromium, type OpenedEditor } from './session'
+import { artifactsDir, Browser, PageProblems } from './support'
 
 const catalogue = JSON.parse(readFileSync(join(repoRoot, 'nodes', 'locales', 'en-US', 'ss-sidebar.json'), 'utf8')) as { 'ss-sidebar': Record<string, unknown> }
 function text(path: string, subs: Record<string, string | number> = {}): string {
@@ -79,8 +80,7 @@ async function fill(client: StateStoreClient): Promise<void> {
 
 describe('editor: the state store sidebar', function () {
   this.timeout(180000)
-  let red: StartedEditor | null = null
-  let browser: Browser | null = null
+  let session: OpenedEditor | null = null
   let editor: Editor
   let problems: PageProblems
   let outside: StateStoreClient
@@ -89,21 +89,14 @@ describe('editor: the state store sidebar', function () {
   let filled: Promise<void> = Promise.resolve()
 
   before(async function () {
-    if (!chromiumInstalled()) {
-      if (process.env.CI) throw new Error(`chromium is required in CI (${CHROMIUM})`)
-      console.log(`      skipped: no chromium at ${CHROMIUM}`)
-      this.skip()
-    }
-    red = await StartedEditor.start(60000)
-    const brokerUrl = /broker ready at (mqtt:\/\/\S+)/.exec(red.output)?.[1]
+    requireChromium(this)
+    session = await openEditor(60000)
+    ;({ problems, editor } = session)
+    const brokerUrl = /broker ready at (mqtt:\/\/\S+)/.exec(session.red.output)?.[1]
     assert.ok(brokerUrl, 'npm start names its broker')
     outside = new StateStoreClient({ brokerUrl, clientId: `sidebar-outside-${process.pid}` })
     await outside.ready({ timeoutMs: 10000 })
     bulk = new StateStoreClient({ brokerUrl, clientId: `sidebar-bulk-${process.pid}`, maxInFlight: 2000, maxQueued: 2000 })
-    browser = await Browser.launch()
-    problems = new PageProblems(browser.page)
-    editor = new Editor(browser.page, red.url)
-    await problems.tolerating(LOAD_RACE, () => editor.open())
     await openSidebar(editor.page)
     // Started once the editor is up, so the load does not slow the page's first load.
     filled = fill(bulk)
@@ -114,8 +107,7 @@ describe('editor: the state store sidebar', function () {
     await filled.catch(() => undefined)
     await bulk?.close()
     await outside?.close()
-    await browser?.close()
-    await red?.stop()
+    await session?.close()
   })
 
   afterEach(function () {
@@ -229,8 +221,8 @@ describe('editor: the state store sidebar', function () {
   })
 
   it('left nothing in the Node-RED log at error level, and no value in the log', function () {
-    assert.deepEqual(red!.errors(), [])
-    assert.ok(!red!.output.includes('hello from the sidebar'), 'a value set from the sidebar is not logged')
+    assert.deepEqual(session!.red.errors(), [])
+    assert.ok(!session!.red.output.includes('hello from the sidebar'), 'a value set from the sidebar is not logged')
   })
 })
 
@@ -241,10 +233,7 @@ describe(`editor: the state store sidebar for a read-only user, ${version}`, fun
   let browser: Browser | null = null
 
   before(async function () {
-    if (!chromiumInstalled()) {
-      if (process.env.CI) throw new Error(`chromium is required in CI (${CHROMIUM})`)
-      this.skip()
-    }
+    requireChromium(this)
     rt = await AuthRuntime.start(redJs, [
       { id: 'tab1', type: 'tab', label: 'sidebar' },
       { id: 'cfg1', type: 'ss-config', name: 'local', embedded: true, clientId: 'sidebar-reader' },
