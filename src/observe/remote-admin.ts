@@ -48,10 +48,16 @@ export class RemoteEmulatorAdmin implements AdminChannel {
   static async discover(options: ClientOptions, timeoutMs = DISCOVERY_TIMEOUT_MS): Promise<{ admin: RemoteEmulatorAdmin; hello: AdminHello } | null> {
     const clientId = `${options.clientId}-admin-${randomBytes(3).toString('hex')}`.replace(/[+#/]/g, '_')
     const responseTopic = adminResponseTopic(clientId)
-    const resolved = resolveOptions({ ...options, clientId, cleanStart: true, connectTimeoutMs: timeoutMs, logger: () => {} })
-    delete resolved.sessionExpirySec
-    delete resolved.metrics
-    const admin = new RemoteEmulatorAdmin(new Connection(resolved, [responseTopic]), responseTopic)
+    let admin: RemoteEmulatorAdmin
+    try {
+      // Quiet: the store's own connection already reports on this broker.
+      const resolved = resolveOptions({ ...options, clientId, cleanStart: true, connectTimeoutMs: timeoutMs, logger: () => {} })
+      delete resolved.sessionExpirySec
+      delete resolved.metrics
+      admin = new RemoteEmulatorAdmin(new Connection(resolved, [responseTopic]), responseTopic)
+    } catch {
+      return null
+    }
     const deadline = Date.now() + timeoutMs
     try {
       await admin.online(timeoutMs)

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import mqtt, { type MqttClient } from 'mqtt'
 import { StateStoreClient } from '../../src/client'
 import { ADMIN_REQUEST_TOPIC, type AdminReply } from '../../src/emulator/admin-wire'
-import { RemoteEmulatorAdmin } from '../../src/observe'
+import { RemoteAdminRegistry, RemoteEmulatorAdmin } from '../../src/observe'
 import { requireMosquitto } from '../reliability/support'
 import { Mosquitto } from '../support/mosquitto'
 import { EmulatorProcess } from './cli-process'
@@ -135,5 +135,33 @@ describe('emulator admin channel over MQTT (--admin)', function () {
       await c.endAsync()
     }
     assert.equal(await RemoteEmulatorAdmin.discover({ brokerUrl: plainBroker.url, clientId: 'admin-mqtt-browser2' }, 5000), null)
+  })
+
+  it('serves it through the embedded broker too (--listen), and stops cleanly', async () => {
+    const p = await EmulatorProcess.start(['--listen', '0', '--admin', '--node-id', 'embedded-admin'])
+    try {
+      const found = await RemoteEmulatorAdmin.discover({ brokerUrl: p.url, clientId: 'admin-mqtt-embedded' }, 10_000)
+      assert.ok(found, 'the embedded broker carries the admin channel')
+      assert.equal(found.hello.nodeId, 'embedded-admin')
+      assert.deepEqual((await found.admin.listKeys({})).keys, [])
+      await found.admin.close()
+    } finally {
+      const { code } = await p.kill('SIGTERM')
+      assert.equal(code, 0)
+    }
+  })
+
+  it('is found once per store by the sidebar\'s registry, and looked for again when the options change', async () => {
+    const registry = new RemoteAdminRegistry(5000)
+    try {
+      const a = await registry.find('cfg', { brokerUrl: broker.url, clientId: 'admin-mqtt-registry' })
+      assert.ok(a)
+      assert.equal(await registry.find('cfg', { brokerUrl: broker.url, clientId: 'admin-mqtt-registry' }), a, 'the open connection is kept')
+      assert.equal(await registry.find('cfg', { brokerUrl: plainBroker.url, clientId: 'admin-mqtt-registry' }), null, 'another broker: looked for again')
+      assert.equal(a.open, false, 'the previous connection was closed')
+      assert.equal(await registry.find('bad', { brokerUrl: 'not a url', clientId: 'x' }), null, 'bad options: nothing, no throw')
+    } finally {
+      await registry.closeAll()
+    }
   })
 })
