@@ -16,6 +16,7 @@ export function adminResponseTopic(clientId: string): string {
   return `${ADMIN_TOPIC_ROOT}/response/${clientId.replace(/[+#/]/g, '_')}`
 }
 
+/** A request as parsed; on the wire the fields of `query` sit beside `op` (`{"op":"listKeys","pattern":"a*"}`). */
 export type AdminRequest =
   /** Whether an admin-enabled emulator serves on this broker, and which. */
   | { op: 'hello' }

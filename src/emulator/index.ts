@@ -17,7 +17,7 @@ import { Store } from './store'
 export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
 export type { LogThreshold as EmulatorLogLevel } from './log'
 export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin'
-export * from './admin-wire'
+export { ADMIN_REQUEST_TOPIC, adminResponseTopic, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './admin-wire'
 
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
