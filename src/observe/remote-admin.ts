@@ -24,6 +24,8 @@ const REQUEST_TIMEOUT_MS = 30_000
 export class RemoteEmulatorAdmin implements AdminChannel {
   private readonly pending = new Map<string, { resolve(reply: AdminReply): void; reject(err: Error): void }>()
   private readonly responseTopic: string
+  /** The broker said nobody serves the admin channel any more (the emulator stopped or restarted without it). */
+  private gone = false
 
   private constructor(private readonly connection: Connection, responseTopic: string) {
     this.responseTopic = responseTopic
@@ -69,8 +71,9 @@ export class RemoteEmulatorAdmin implements AdminChannel {
     }
   }
 
+  /** Worth asking again: not closed, and the emulator was still there at the last request. */
   get open(): boolean {
-    return !this.connection.closed
+    return !this.connection.closed && !this.gone
   }
 
   private online(timeoutMs: number): Promise<void> {
@@ -114,7 +117,10 @@ export class RemoteEmulatorAdmin implements AdminChannel {
       this.connection.publish(ADMIN_REQUEST_TOPIC, Buffer.from(JSON.stringify(body)), { responseTopic: this.responseTopic, correlationData: correlation, contentType: 'application/json' }, (outcome) => {
         if (outcome.error) finish(outcome.error)
         // PUBACK "no matching subscribers": no emulator serves the admin channel on this broker.
-        else if (outcome.noSubscribers) finish(new Error('no emulator serves the admin channel on this broker'))
+        else if (outcome.noSubscribers) {
+          this.gone = true
+          finish(new Error('no emulator serves the admin channel on this broker'))
+        }
       })
     })
     if (!reply.ok) throw new Error(`the emulator refused the admin request: ${reply.error}`)

@@ -164,4 +164,22 @@ describe('emulator admin channel over MQTT (--admin)', function () {
       await registry.closeAll()
     }
   })
+
+  it('is looked for again once its emulator has gone', async () => {
+    const own = await Mosquitto.start()
+    const p = await EmulatorProcess.start(['--broker', own.url, '--admin'])
+    const registry = new RemoteAdminRegistry(5000)
+    try {
+      const a = await registry.find('cfg', { brokerUrl: own.url, clientId: 'admin-mqtt-gone' })
+      assert.ok(a)
+      await p.kill('SIGTERM')
+      await assert.rejects(a.listKeys({}), /no emulator serves the admin channel/)
+      assert.equal(a.open, false)
+      assert.equal(await registry.find('cfg', { brokerUrl: own.url, clientId: 'admin-mqtt-gone' }), null)
+    } finally {
+      await registry.closeAll()
+      await p.kill('SIGKILL')
+      await own.stop()
+    }
+  })
 })
