@@ -155,6 +155,8 @@ export = function (RED: NodeAPI) {
       brokerUrl: { get: () => brokerUrl, enumerable: true },
       embedded: { value: def.embedded === true, enumerable: true },
       client: { get: () => client, enumerable: true },
+      // The sidebar opens its own connection with these to look for a standalone emulator's admin channel.
+      clientOptions: { value: () => (brokerUrl ? options(brokerUrl) : null) },
     })
 
     node.register = (user) => {

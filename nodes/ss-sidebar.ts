@@ -1,7 +1,7 @@
 import type { NodeAPI } from 'node-red'
 import type { Request, Response } from 'express'
-import { adminFor, type EmulatorAdmin } from '../src/emulator'
-import { LiveFeed, lockView, viewValue, watchView, type StoreActivity } from '../src/observe'
+import { adminFor } from '../src/emulator'
+import { LiveFeed, lockView, RemoteAdminRegistry, viewValue, watchView, type AdminChannel, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/store'
 
 /**
@@ -37,8 +37,10 @@ export = function (RED: NodeAPI) {
   const feed = new LiveFeed({ publish: (update) => RED.comms.publish(TOPIC, update, false) })
   const syncFeed = () => feed.setStores(new Map(configNodes().map((n): [string, StoreActivity] => [n.id, n.activity])))
   RED.events.on('flows:started', syncFeed)
+  const remoteAdmins = new RemoteAdminRegistry()
+  RED.events.on('flows:stopped', () => void remoteAdmins.closeAll())
 
-  function summary(n: StoreConfigNode) {
+  async function summary(n: StoreConfigNode) {
     const activity = n.activity
     return {
       id: n.id,
@@ -46,15 +48,20 @@ export = function (RED: NodeAPI) {
       clientId: n.clientId,
       broker: n.brokerUrl,
       embedded: n.embedded,
-      browsable: admin(n) !== null,
+      browsable: (await admin(n)) !== null,
       connection: activity.metrics.figures(),
       watches: [...activity.watches.values()].map(watchView),
       locks: [...activity.locks.values()].map(lockView),
     }
   }
 
-  function admin(n: StoreConfigNode): EmulatorAdmin | null {
-    return n.brokerUrl ? adminFor(n.brokerUrl) : null
+  /** The emulator's admin channel: in this process, else a standalone emulator's over MQTT (its `--admin`). */
+  async function admin(n: StoreConfigNode): Promise<AdminChannel | null> {
+    if (!n.brokerUrl) return null
+    const local = adminFor(n.brokerUrl)
+    if (local) return local
+    const options = n.clientOptions()
+    return options ? remoteAdmins.find(n.id, options) : null
   }
 
   /** Errors say what went wrong by a code the editor translates, and the client's message as detail (never a value). */
@@ -102,9 +109,9 @@ export = function (RED: NodeAPI) {
   const http = RED.httpAdmin
   const needs = (p: string) => RED.auth.needsPermission(p)
 
-  http.get(`${BASE}/stores`, needs(READ), route((_req, res) => {
+  http.get(`${BASE}/stores`, needs(READ), route(async (_req, res) => {
     syncFeed()
-    res.json({ stores: configNodes().map(summary) })
+    res.json({ stores: await Promise.all(configNodes().map(summary)) })
   }))
 
   // An editor with the tab open renews this every few seconds; it closes it when the tab is hidden.
@@ -127,7 +134,7 @@ export = function (RED: NodeAPI) {
     if (!n || !key || !c) return
     const got = await c.get(key)
     if (got.value === null) return void res.json({ exists: false })
-    const details = admin(n)?.inspect(key) ?? null
+    const details = (await (await admin(n))?.inspect(key)) ?? null
     res.json({
       exists: true,
       value: viewValue(got.value, INSPECT_CHARS),
@@ -162,7 +169,7 @@ export = function (RED: NodeAPI) {
   http.get(`${BASE}/stores/:id/keys`, needs(READ), route(async (req, res) => {
     const n = store(req, res)
     if (!n) return
-    const a = admin(n)
+    const a = await admin(n)
     if (!a) return fail(res, 404, 'noBrowser')
     const q = req.query
     const page = await a.listKeys({

@@ -1,5 +1,5 @@
 import type { Node, NodeAPI } from 'node-red'
-import type { ConnectionStatus, StateStoreClient } from '../../src/client'
+import type { ClientOptions, ConnectionStatus, StateStoreClient } from '../../src/client'
 import type { StoreActivity } from '../../src/observe'
 import { InputError } from './errors'
 import { commonTranslator, type Translate } from './i18n'
@@ -22,6 +22,8 @@ export interface StoreConfigNode extends Node {
   readonly embedded: boolean
   /** The client once created (null before the first user registers and after the last leaves). */
   readonly client: Promise<StateStoreClient> | null
+  /** The options the client connects with ('' broker: null), for another connection to the same broker. */
+  clientOptions(): ClientOptions | null
   register(user: StoreUser): void
   /** `removed`: the user was deleted or disabled (not just stopped); the last removed user disconnects. */
   deregister(user: StoreUser, removed: boolean): Promise<void>

@@ -40,6 +40,10 @@ Options:
   --sat-token <token>      With the embedded broker: accept this Kubernetes service account token with
                            the MQTT 5 enhanced authentication method K8S-SAT (repeatable).
   --sat-token-file <file>  The same, the token read from a file (repeatable).
+  --admin                  Serve the emulator's admin channel (list, filter and inspect every key; what the
+                           Node-RED sidebar's key browser uses) as MQTT 5 request/response on the topic
+                           aio-statestore-emulator/admin/v1/request. Off by default. For development only:
+                           anyone who can publish to that topic reads every key (restrict it with broker ACLs).
   --log-level <level>      silent, error, warn, info (default) or debug. Every refused request is logged
                            at info with the reason; dropped requests at warn.
   -h, --help               This text.
@@ -84,6 +88,7 @@ async function main(): Promise<void> {
         'sat-token': { type: 'string', multiple: true },
         'sat-token-file': { type: 'string', multiple: true },
         'log-level': { type: 'string' },
+        admin: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -130,6 +135,7 @@ async function main(): Promise<void> {
   if (values['max-keys'] !== undefined) options.maxKeys = parseCount('--max-keys', values['max-keys'])
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
   if (values.auth) options.authorizationFile = values.auth
+  if (values.admin) options.adminOverMqtt = true
 
   let emulator
   try {

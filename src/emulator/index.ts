@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream'
 import { Hlc, HlcError, HybridLogicalClock } from '../hlc'
 import { EmulatorAdmin, registerAdmin } from './admin'
+import { AdminServer } from './admin-mqtt'
 import { Authorizer } from './authorization'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker'
 import { DedupCache } from './dedup'
@@ -16,6 +17,7 @@ import { Store } from './store'
 export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
 export type { LogThreshold as EmulatorLogLevel } from './log'
 export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin'
+export { ADMIN_REQUEST_TOPIC, adminResponseTopic, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './admin-wire'
 
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
@@ -45,6 +47,12 @@ export interface EmulatorOptions {
   maxInFlight?: number
   /** Open the admin channel (a key browser for tools in this process, see admin.ts). Off by default. */
   admin?: boolean
+  /**
+   * Also serve the admin channel over MQTT on its own topics (admin-wire.ts), for tools in other
+   * processes (the CLI's `--admin`). Implies `admin`. Off by default: for development only, as
+   * anyone who can publish to its request topic reads every key.
+   */
+  adminOverMqtt?: boolean
 }
 
 export interface Emulator {
@@ -79,7 +87,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   let persistence: PersistenceLog | null = null
   let broker: EmbeddedBroker | null = null
   let service: StateStoreService | null = null
+  let adminServer: AdminServer | null = null
   const cleanup = async () => {
+    await adminServer?.stop()
     await service?.stop()
     store.close()
     await persistence?.close()
@@ -149,7 +159,17 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
     let stopping: Promise<void> | null = null
     const url = brokerUrl
-    const admin = options.admin ? new EmulatorAdmin(store) : null
+    const admin = options.admin || options.adminOverMqtt ? new EmulatorAdmin(store) : null
+    if (admin && options.adminOverMqtt) {
+      adminServer = await AdminServer.start({
+        brokerUrl: url,
+        ...credentials,
+        admin,
+        nodeId: clock.nodeId,
+        log,
+        ...(broker ? { connectStream: broker.connectInProcess.bind(broker) } : {}),
+      })
+    }
     const unregisterAdmin = admin ? registerAdmin(url, admin) : () => {}
     return {
       brokerUrl: url,

@@ -4,3 +4,4 @@ export { ConnectionMetrics, type ConnectionFigures, type RecentError, type Reque
 export { keyText, viewValue, type ValueView } from './value'
 export { LiveFeed, type LiveFeedOptions, type StoreUpdate } from './feed'
 export { lockView, watchView, PREVIEW_CHARS, type ConnectionView, type LockView, type WatchView } from './views'
+export { RemoteAdminRegistry, RemoteEmulatorAdmin, DISCOVERY_TIMEOUT_MS, type AdminChannel } from './remote-admin'

@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto'
+import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
+import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
+import type { EmulatorAdmin } from './admin'
+import { ADMIN_REQUEST_TOPIC, AdminRequestError, parseAdminRequest, toWireDetails, type AdminReply } from './admin-wire'
+import type { FilteredLogger } from './log'
+
+export interface AdminServerOptions {
+  brokerUrl: string
+  username?: string
+  password?: string
+  connectStream?: () => Duplex
+  admin: EmulatorAdmin
+  nodeId: string
+  log: FilteredLogger
+  connectTimeoutMs?: number
+}
+
+/**
+ * Serves the admin channel over MQTT (the CLI's `--admin`) on a connection of its own, so that a
+ * slow key scan or a bad admin request never touches the state store service's connection.
+ * For development only: whoever may publish to ADMIN_REQUEST_TOPIC reads every key.
+ * Neither keys nor values are logged.
+ */
+export class AdminServer {
+  private stopped = false
+
+  private constructor(
+    private readonly client: MqttClient,
+    private readonly options: AdminServerOptions,
+  ) {
+    client.on('connect', () => {
+      ;(client.stream as Socket).setNoDelay?.(true)
+    })
+    client.on('error', (err) => options.log('warn', `admin channel connection: ${err.message}`))
+    client.on('message', (_topic, payload, packet) => void this.answer(payload, packet))
+  }
+
+  static async start(options: AdminServerOptions): Promise<AdminServer> {
+    const clientOptions: IClientOptions = {
+      protocolVersion: 5,
+      clientId: `aio-statestore-emulator-admin-${randomBytes(6).toString('hex')}`,
+      clean: true,
+      keepalive: 30,
+      reconnectPeriod: 1000,
+      connectTimeout: options.connectTimeoutMs ?? 10_000,
+      // Subscribed again after every reconnect: the session is clean.
+      resubscribe: true,
+      ...(options.username !== undefined ? { username: options.username } : {}),
+      ...(options.password !== undefined ? { password: options.password } : {}),
+    }
+    const stream = options.connectStream
+    const client = stream ? new mqtt.MqttClient(() => stream(), clientOptions) : mqtt.connect(options.brokerUrl, clientOptions)
+    const server = new AdminServer(client, options)
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timeoutMs = clientOptions.connectTimeout!
+        const timer = setTimeout(() => done(new Error(`admin channel: no answer from the broker at ${options.brokerUrl} within ${timeoutMs} ms`)), timeoutMs)
+        const onError = (err: Error) => done(err)
+        const onConnect = () => done(null)
+        const done = (err: Error | null) => {
+          clearTimeout(timer)
+          client.off('error', onError)
+          client.off('connect', onConnect)
+          if (err) reject(err)
+          else resolve()
+        }
+        client.on('error', onError)
+        client.on('connect', onConnect)
+      })
+      const granted = await client.subscribeAsync(ADMIN_REQUEST_TOPIC, { qos: 1 })
+      const qos = granted[0]?.qos
+      if (qos !== 0 && qos !== 1) throw new Error(`the broker refused the subscription to ${ADMIN_REQUEST_TOPIC}`)
+    } catch (err) {
+      await server.stop()
+      throw err
+    }
+    options.log('info', `admin channel open on ${ADMIN_REQUEST_TOPIC} (development only: anyone who can publish there reads every key)`)
+    return server
+  }
+
+  private async answer(payload: Buffer, packet: IPublishPacket): Promise<void> {
+    const responseTopic = packet.properties?.responseTopic
+    const correlationData = packet.properties?.correlationData
+    if (!responseTopic) {
+      this.options.log('info', 'admin request without a response topic dropped')
+      return
+    }
+    let reply: AdminReply
+    try {
+      reply = { ok: true, result: await this.run(payload) }
+    } catch (err) {
+      if (!(err instanceof AdminRequestError)) this.options.log('warn', `admin request failed: ${(err as Error).message}`)
+      else this.options.log('info', `admin request refused: ${err.message}`)
+      reply = { ok: false, error: (err as Error).message }
+    }
+    if (this.stopped) return
+    this.client.publish(responseTopic, JSON.stringify(reply), { qos: 1, properties: { contentType: 'application/json', ...(correlationData ? { correlationData } : {}) } }, (err) => {
+      if (err && !this.stopped) this.options.log('warn', `admin answer not delivered: ${err.message}`)
+    })
+  }
+
+  private async run(payload: Buffer) {
+    const request = parseAdminRequest(payload)
+    const admin = this.options.admin
+    switch (request.op) {
+      case 'hello':
+        return { nodeId: this.options.nodeId, keyCount: admin.keyCount }
+      case 'listKeys':
+        return admin.listKeys(request.query)
+      case 'inspect': {
+        const details = admin.inspect(Buffer.from(request.keyHex, 'hex'))
+        return details ? toWireDetails(details) : null
+      }
+    }
+  }
+
+  /** Bounded in time; leaves no socket or timer. */
+  async stop(): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    await Promise.race([this.client.endAsync(), new Promise((r) => setTimeout(r, 1000).unref())])
+    if (!this.client.disconnected) this.client.end(true)
+  }
+}
