@@ -31,6 +31,7 @@ export type Invoker = (invocation: Invocation) => Promise<ServiceResponse>
 
 const RESEND_MIN_MS = 100
 const RESEND_MAX_MS = 2000
+const MAX_TIMER_MS = 2 ** 31 - 1
 
 type Phase = 'queued' | 'waiting' | 'sent'
 
@@ -261,7 +262,8 @@ export class Requests {
     if (this.sweepTimer !== undefined && deadline >= this.sweepAt) return
     clearTimeout(this.sweepTimer)
     this.sweepAt = deadline
-    this.sweepTimer = setTimeout(this.sweep, Math.max(1, Math.ceil(deadline - performance.now())))
+    // Capped at Node's longest timer (a longer delay would fire after 1 ms); the sweep re-arms for the rest.
+    this.sweepTimer = setTimeout(this.sweep, Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(deadline - performance.now()))))
   }
 
   /** Times out every request whose deadline has passed, then waits for the next deadline. */
