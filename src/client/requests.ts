@@ -31,6 +31,7 @@ export type Invoker = (invocation: Invocation) => Promise<ServiceResponse>
 
 const RESEND_MIN_MS = 100
 const RESEND_MAX_MS = 2000
+const MAX_TIMER_MS = 2 ** 31 - 1
 
 type Phase = 'queued' | 'waiting' | 'sent'
 
@@ -40,6 +41,7 @@ interface Pending {
   readonly correlation: Buffer
   readonly invocation: Invocation
   readonly timeoutMs: number
+  /** performance.now() when the request times out. */
   readonly deadline: number
   phase: Phase
   settled: boolean
@@ -47,7 +49,6 @@ interface Pending {
   messageId?: number
   /** Times the broker said no service was subscribed; each time the request is sent again after a pause. */
   unheard: number
-  timer?: NodeJS.Timeout
   resend?: NodeJS.Timeout
   /** The end of the wait for the connection (connectionWaitMs), while the request waits for it. */
   connectionWait?: NodeJS.Timeout
@@ -59,7 +60,7 @@ interface Pending {
 /**
  * Request/response over one connection: a correlation map of the requests in flight, bounded by
  * maxInFlight with a bounded wait queue behind it; every request settles exactly once (reply,
- * timeout, cancellation, close) and leaves no timer behind. Responses that match nothing (late,
+ * timeout, cancellation, close) and leaves no timer of its own behind. Responses that match nothing (late,
  * duplicate, foreign) are dropped.
  */
 export class Requests {
@@ -67,6 +68,15 @@ export class Requests {
   /** Insertion-ordered, so the oldest waiter is admitted first. */
   private readonly queue = new Set<Pending>()
   private closedWith: Error | null = null
+  /**
+   * One timer for every request's deadline, armed for the earliest one, instead of a setTimeout
+   * per request: with few requests in flight each of those created and dropped a timer list and
+   * re-armed libuv's timer, a cost per request that the bare requester does not have. It stays
+   * armed when nothing is pending (re-arming it per request would bring that cost back), but unref'd
+   * then, so that as before only a pending request keeps the process alive; close() clears it.
+   */
+  private sweepTimer: NodeJS.Timeout | undefined
+  private sweepAt = Infinity
   /**
    * Correlation data is 16 bytes: 8 random bytes drawn once per client (two 32-bit halves), then a
    * 64-bit sequence number. Unique per request like 16 random bytes each, without a call into the
@@ -120,14 +130,15 @@ export class Requests {
         correlation,
         invocation,
         timeoutMs,
-        deadline: Date.now() + timeoutMs,
+        deadline: performance.now() + timeoutMs,
         phase: 'queued',
         settled: false,
         unheard: 0,
         resolve,
         reject,
       }
-      p.timer = setTimeout(() => this.onTimeout(p), timeoutMs)
+      this.armSweep(p.deadline)
+      this.sweepTimer?.ref()
       const signal = invocation.signal
       if (signal) {
         const onAbort = () => this.settle(p, cancelledBy(signal, `the ${invocation.verb} request`))
@@ -179,6 +190,9 @@ export class Requests {
   close(error = new ConnectionError('the client was closed')): void {
     this.closedWith = error
     for (const p of [...this.queue, ...this.inFlight.values()]) this.settle(p, error)
+    clearTimeout(this.sweepTimer)
+    this.sweepTimer = undefined
+    this.sweepAt = Infinity
   }
 
   private admit(p: Pending): void {
@@ -206,7 +220,7 @@ export class Requests {
     if (p.settled) return
     clearTimeout(p.connectionWait)
     // The broker drops the request once our wait is over, so a late duplicate is not executed.
-    const expirySec = Math.ceil(Math.max(1, p.deadline - Date.now()) / 1000)
+    const expirySec = Math.ceil(Math.max(1, p.deadline - performance.now()) / 1000)
     let properties: PublishProperties
     if (!p.properties) {
       let timestamp: Hlc
@@ -244,6 +258,28 @@ export class Requests {
     })
   }
 
+  private armSweep(deadline: number): void {
+    if (this.sweepTimer !== undefined && deadline >= this.sweepAt) return
+    clearTimeout(this.sweepTimer)
+    this.sweepAt = deadline
+    // Capped at Node's longest timer (a longer delay would fire after 1 ms); the sweep re-arms for the rest.
+    this.sweepTimer = setTimeout(this.sweep, Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(deadline - performance.now()))))
+  }
+
+  /** Times out every request whose deadline has passed, then waits for the next deadline. */
+  private readonly sweep = (): void => {
+    this.sweepTimer = undefined
+    this.sweepAt = Infinity
+    const now = performance.now()
+    let next = Infinity
+    for (const p of [...this.queue, ...this.inFlight.values()]) {
+      if (p.settled) continue
+      if (p.deadline <= now) this.onTimeout(p)
+      else if (p.deadline < next) next = p.deadline
+    }
+    if (next !== Infinity && !this.sweepTimer) this.armSweep(next)
+  }
+
   private onTimeout(p: Pending): void {
     if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
     const where = p.unheard > 0 ? 'no state store service is subscribed to the request topic' : p.phase === 'sent' ? 'no response' : this.transport.online ? 'still waiting for a free slot' : 'not connected'
@@ -255,7 +291,6 @@ export class Requests {
   private settle(p: Pending, err: Error | undefined, reply?: ServiceResponse): void {
     if (p.settled) return
     p.settled = true
-    clearTimeout(p.timer)
     clearTimeout(p.resend)
     clearTimeout(p.connectionWait)
     p.detach?.()
@@ -264,6 +299,7 @@ export class Requests {
     if (err) p.reject(err)
     else p.resolve(reply!)
     this.promote()
+    if (this.inFlight.size === 0 && this.queue.size === 0) this.sweepTimer?.unref()
   }
 
   private promote(): void {
