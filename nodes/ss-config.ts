@@ -1,9 +1,9 @@
-import { hostname } from 'node:os'
 import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
 import { StoreActivity } from '../src/observe'
+import { authOptions, defaultClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
@@ -25,26 +25,13 @@ interface ConfigDef extends NodeDef {
   protocol?: string
 }
 
-interface Credentials {
-  username?: string
-  password?: string
-  satTokenFile?: string
-}
-
-interface TlsConfigNode extends Node {
-  addTLSOptions(options: Record<string, unknown>): void
-}
+type Credentials = StoreCredentials
 
 /** The config node closes within 2 s: users get this long to finish (release locks) before the client goes. */
 const USERS_GRACE_MS = 1000
 
 /** How long a msg waits for a connection that is down before it fails (blank setting); 0 = fail at once. */
 const CONNECTION_WAIT_MS = 2000
-
-/** Unique per Node-RED host and config node, and the same after a restart (notifications are addressed to it). */
-function defaultClientId(nodeId: string): string {
-  return `nodered-${hostname()}-${nodeId}`.replace(/[^A-Za-z0-9_.-]/g, '-')
-}
 
 export = function (RED: NodeAPI) {
   function SsConfig(this: Node<Credentials>, def: ConfigDef) {
@@ -98,16 +85,8 @@ export = function (RED: NodeAPI) {
       }
       const expiry = Number(def.sessionExpiry)
       if (String(def.sessionExpiry ?? '').trim() !== '' && Number.isSafeInteger(expiry) && expiry >= 0) opts.sessionExpirySec = expiry
-      if (creds.username) opts.username = creds.username
-      if (creds.password) opts.password = creds.password
-      if (creds.satTokenFile) opts.satTokenFile = creds.satTokenFile
-      const tlsNode = def.tls ? (RED.nodes.getNode(def.tls) as TlsConfigNode | null) : null
-      if (tlsNode) {
-        const tls: Record<string, unknown> = {}
-        tlsNode.addTLSOptions(tls)
-        opts.tls = tls as ClientOptions['tls']
-      }
-      return opts
+      const tlsNode = def.tls ? (RED.nodes.getNode(def.tls) as unknown as TlsConfigNode | null) : null
+      return { ...opts, ...authOptions(creds, tlsNode) }
     }
 
     async function connect(): Promise<StateStoreClient> {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
+import { authOptions, type StoreCredentials, type TlsConfigNode } from './client-options'
 
 /** What the config dialog's Test connection button reports. */
 export type ConnectionTestResult = 'connected' | 'authFailed' | 'refused' | 'tls' | 'notFound' | 'timeout' | 'failed'
@@ -67,11 +68,7 @@ interface TestRequest {
   tls?: string
   usetls?: boolean
   keepalive?: string
-  credentials?: { username?: string; password?: string; satTokenFile?: string }
-}
-
-interface TlsConfigNode {
-  addTLSOptions(options: Record<string, unknown>): void
+  credentials?: StoreCredentials
 }
 
 const ENV = /^\$\{(\w+)\}$/
@@ -120,23 +117,13 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       }
       const keepalive = Number(resolveEnv(body.keepalive))
       if (Number.isSafeInteger(keepalive) && keepalive > 0) options.keepaliveSec = keepalive
-      const username = resolveEnv(creds.username)
-      const password = resolveEnv(creds.password)
-      const satTokenFile = resolveEnv(creds.satTokenFile)
-      if (username) options.username = username
-      if (password) options.password = password
-      if (satTokenFile) options.satTokenFile = satTokenFile
       const tlsNode = body.usetls && body.tls ? (RED.nodes.getNode(body.tls) as unknown as TlsConfigNode | null) : null
       if (body.usetls && body.tls && !tlsNode) {
         res.json({ result: 'tlsNotDeployed' })
         return
       }
-      if (tlsNode) {
-        const tls: Record<string, unknown> = {}
-        tlsNode.addTLSOptions(tls)
-        options.tls = tls as ClientOptions['tls']
-      }
-      res.json(await testConnection(options, TEST_TIMEOUT_MS))
+      const resolved = { username: resolveEnv(creds.username), password: resolveEnv(creds.password), satTokenFile: resolveEnv(creds.satTokenFile) }
+      res.json(await testConnection({ ...options, ...authOptions(resolved, tlsNode) }, TEST_TIMEOUT_MS))
     })().catch((err: unknown) => res.json({ result: 'failed', reason: err instanceof Error ? err.message : String(err) }))
   })
   admin.get('/ss-config/broker', RED.auth.needsPermission('ss-config.read'), (req, res) => {

@@ -1,0 +1,35 @@
+import { hostname } from 'node:os'
+import type { ClientOptions } from '../../src/client'
+
+/** The credentials a config node holds (and the Test connection dialog sends). */
+export interface StoreCredentials {
+  username?: string | undefined
+  password?: string | undefined
+  satTokenFile?: string | undefined
+}
+
+export interface TlsConfigNode {
+  addTLSOptions(options: Record<string, unknown>): void
+}
+
+/** Unique per Node-RED host and config node, and the same after a restart (notifications are addressed to it). */
+export function defaultClientId(nodeId: string): string {
+  return `nodered-${hostname()}-${nodeId}`.replace(/[^A-Za-z0-9_.-]/g, '-')
+}
+
+/**
+ * The credentials and TLS settings of a connection, as the deployed config node and the dialog's
+ * Test connection both give them to the client: one place, so a test connects as the node would.
+ */
+export function authOptions(creds: StoreCredentials, tlsNode: TlsConfigNode | null): Pick<ClientOptions, 'username' | 'password' | 'satTokenFile' | 'tls'> {
+  const opts: Pick<ClientOptions, 'username' | 'password' | 'satTokenFile' | 'tls'> = {}
+  if (creds.username) opts.username = creds.username
+  if (creds.password) opts.password = creds.password
+  if (creds.satTokenFile) opts.satTokenFile = creds.satTokenFile
+  if (tlsNode) {
+    const tls: Record<string, unknown> = {}
+    tlsNode.addTLSOptions(tls)
+    opts.tls = tls as ClientOptions['tls']
+  }
+  return opts
+}
