@@ -13,7 +13,7 @@ export interface EmulatorBrokerOptions {
   connectStream?: () => Duplex
 }
 
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 
 /**
  * One clean-session MQTT 5 client with a random id under `clientIdPrefix`, with TCP_NODELAY on
