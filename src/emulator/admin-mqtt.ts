@@ -3,6 +3,7 @@ import type { EmulatorAdmin } from './admin'
 import { ADMIN_REQUEST_TOPIC, AdminRequestError, parseAdminRequest, toWireDetails, type AdminReply } from './admin-wire'
 import type { FilteredLogger } from './log'
 import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './mqtt-client'
+import { within } from './util'
 
 export interface AdminServerOptions extends EmulatorBrokerOptions {
   admin: EmulatorAdmin
@@ -84,7 +85,7 @@ export class AdminServer {
   async stop(): Promise<void> {
     if (this.stopped) return
     this.stopped = true
-    await Promise.race([this.client.endAsync(), new Promise((r) => setTimeout(r, 1000).unref())])
+    await within(this.client.endAsync(), 1000)
     if (!this.client.disconnected) this.client.end(true)
   }
 }
