@@ -16,7 +16,7 @@ export function decodeAuto(bytes: Buffer): unknown {
   }
 }
 
-export const CIRCULAR = '[Circular]'
+const CIRCULAR = '[Circular]'
 
 /**
  * JSON the way Node-RED's file context store writes it: a reference back to an object being written

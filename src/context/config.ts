@@ -58,7 +58,7 @@ export interface ResolvedConfig {
   client: Omit<ClientOptions, 'brokerUrl'> & { brokerUrl?: string }
 }
 
-export const DEFAULT_BROKER = 'mqtt://127.0.0.1:1883'
+const DEFAULT_BROKER = 'mqtt://127.0.0.1:1883'
 
 function positive(value: unknown, name: string, fallback: number): number {
   if (value === undefined || value === null || value === '') return fallback

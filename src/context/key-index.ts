@@ -135,7 +135,7 @@ export class KeyIndex {
         else state.delete(scope)
       })
       const after = serialize(state)
-      if (after !== before && !(after === null && before === null)) {
+      if (after !== before) {
         const fencingToken = this.lock.lease.fencingToken ?? acquired
         if (after === null) await this.client.del(this.indexKey, { fencingToken })
         else await this.client.set(this.indexKey, after, { fencingToken, persist: this.config.persist })

@@ -1,20 +1,14 @@
-import { randomBytes } from 'node:crypto'
-import type { Socket } from 'node:net'
-import type { Duplex } from 'node:stream'
-import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
+import type { IPublishPacket, MqttClient } from 'mqtt'
 import type { EmulatorAdmin } from './admin'
 import { ADMIN_REQUEST_TOPIC, AdminRequestError, parseAdminRequest, toWireDetails, type AdminReply } from './admin-wire'
 import type { FilteredLogger } from './log'
+import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './mqtt-client'
+import { within } from './util'
 
-export interface AdminServerOptions {
-  brokerUrl: string
-  username?: string
-  password?: string
-  connectStream?: () => Duplex
+export interface AdminServerOptions extends EmulatorBrokerOptions {
   admin: EmulatorAdmin
   nodeId: string
   log: FilteredLogger
-  connectTimeoutMs?: number
 }
 
 /**
@@ -30,45 +24,16 @@ export class AdminServer {
     private readonly client: MqttClient,
     private readonly options: AdminServerOptions,
   ) {
-    client.on('connect', () => {
-      ;(client.stream as Socket).setNoDelay?.(true)
-    })
     client.on('error', (err) => options.log('warn', `admin channel connection: ${err.message}`))
     client.on('message', (_topic, payload, packet) => void this.answer(payload, packet))
   }
 
   static async start(options: AdminServerOptions): Promise<AdminServer> {
-    const clientOptions: IClientOptions = {
-      protocolVersion: 5,
-      clientId: `aio-statestore-emulator-admin-${randomBytes(6).toString('hex')}`,
-      clean: true,
-      keepalive: 30,
-      reconnectPeriod: 1000,
-      connectTimeout: options.connectTimeoutMs ?? 10_000,
-      // Subscribed again after every reconnect: the session is clean.
-      resubscribe: true,
-      ...(options.username !== undefined ? { username: options.username } : {}),
-      ...(options.password !== undefined ? { password: options.password } : {}),
-    }
-    const stream = options.connectStream
-    const client = stream ? new mqtt.MqttClient(() => stream(), clientOptions) : mqtt.connect(options.brokerUrl, clientOptions)
+    // Subscribed again after every reconnect: the session is clean.
+    const client = emulatorMqttClient(options, 'aio-statestore-emulator-admin', { resubscribe: true })
     const server = new AdminServer(client, options)
     try {
-      await new Promise<void>((resolve, reject) => {
-        const timeoutMs = clientOptions.connectTimeout!
-        const timer = setTimeout(() => done(new Error(`admin channel: no answer from the broker at ${options.brokerUrl} within ${timeoutMs} ms`)), timeoutMs)
-        const onError = (err: Error) => done(err)
-        const onConnect = () => done(null)
-        const done = (err: Error | null) => {
-          clearTimeout(timer)
-          client.off('error', onError)
-          client.off('connect', onConnect)
-          if (err) reject(err)
-          else resolve()
-        }
-        client.on('error', onError)
-        client.on('connect', onConnect)
-      })
+      await firstConnect(client, options, 'admin channel: ')
       const granted = await client.subscribeAsync(ADMIN_REQUEST_TOPIC, { qos: 1 })
       const qos = granted[0]?.qos
       if (qos !== 0 && qos !== 1) throw new Error(`the broker refused the subscription to ${ADMIN_REQUEST_TOPIC}`)
@@ -120,7 +85,7 @@ export class AdminServer {
   async stop(): Promise<void> {
     if (this.stopped) return
     this.stopped = true
-    await Promise.race([this.client.endAsync(), new Promise((r) => setTimeout(r, 1000).unref())])
+    await within(this.client.endAsync(), 1000)
     if (!this.client.disconnected) this.client.end(true)
   }
 }

@@ -238,7 +238,7 @@ function connectedClient(aedes: Aedes, clientId: string): AedesClient | null {
 }
 
 /** MQTT topic filter matching: `+` one level, `#` the rest; `$` topics only match filters that name them. */
-export function topicMatches(filter: string, topic: string): boolean {
+function topicMatches(filter: string, topic: string): boolean {
   const f = filter.split('/')
   const t = topic.split('/')
   if (t[0]?.startsWith('$') && (f[0] === '+' || f[0] === '#')) return false

@@ -1,7 +1,4 @@
-import { randomBytes } from 'node:crypto'
-import type { Socket } from 'node:net'
-import type { Duplex } from 'node:stream'
-import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt'
+import type { IPublishPacket, MqttClient } from 'mqtt'
 import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
 import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from './dedup'
@@ -15,27 +12,22 @@ import type { PersistenceLog } from './persistence'
 import type { DirectMessage } from './broker'
 import { coalesceWrites } from '../transport/coalesce-writes'
 import { within } from './util'
+import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './mqtt-client'
 
 /**
  * The MQTT side of the emulator: one ordinary MQTT 5 client that takes requests from the request
  * topic, answers them on their Response Topic, and publishes key notifications.
  */
 
-export interface ServiceOptions {
-  brokerUrl: string
-  username?: string
-  password?: string
+export interface ServiceOptions extends EmulatorBrokerOptions {
   executor: Executor
   dedup: DedupCache
   persistence: PersistenceLog | null
   log: FilteredLogger
   /** Requests waiting for the disk at once; beyond it, reading from the broker pauses. */
   maxInFlight?: number
-  connectTimeoutMs?: number
   /** The embedded broker's way to reach a client that has not subscribed to its notifications. */
   deliverDirect?: (clientId: string, message: DirectMessage) => boolean
-  /** Connects through this stream (a broker in this process) instead of to `brokerUrl`. */
-  connectStream?: () => Duplex
 }
 
 /** How long a request without Message Expiry is remembered for deduplication. */
@@ -54,20 +46,8 @@ export class StateStoreService {
 
   private constructor(private readonly options: ServiceOptions) {
     this.maxInFlight = options.maxInFlight ?? 10_000
-    const clientOptions: IClientOptions = {
-      protocolVersion: 5,
-      clientId: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`,
-      clean: true,
-      keepalive: 30,
-      reconnectPeriod: 1000,
-      connectTimeout: options.connectTimeoutMs ?? 10_000,
-      ...(options.username !== undefined ? { username: options.username } : {}),
-      ...(options.password !== undefined ? { password: options.password } : {}),
-    }
-    const connectStream = options.connectStream
-    this.client = connectStream ? new mqtt.MqttClient(() => connectStream(), clientOptions) : mqtt.connect(options.brokerUrl, clientOptions)
+    this.client = emulatorMqttClient(options, 'aio-statestore-emulator')
     this.client.on('connect', (connack) => {
-      ;(this.client.stream as Socket).setNoDelay?.(true)
       coalesceWrites(this.client.stream)
       this.maxPacketSize = connack.properties?.maximumPacketSize
     })
@@ -90,22 +70,7 @@ export class StateStoreService {
   static async start(options: ServiceOptions): Promise<StateStoreService> {
     const service = new StateStoreService(options)
     try {
-      const timeoutMs = options.connectTimeoutMs ?? 10_000
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => done(new Error(`no answer from the broker at ${options.brokerUrl} within ${timeoutMs} ms`)), timeoutMs)
-        // A refused CONNECT or an unreachable broker fails the start instead of being retried forever.
-        const onError = (err: Error) => done(err)
-        const onConnect = () => done(null)
-        const done = (err: Error | null) => {
-          clearTimeout(timer)
-          service.client.off('error', onError)
-          service.client.off('connect', onConnect)
-          if (err) reject(err)
-          else resolve()
-        }
-        service.client.on('error', onError)
-        service.client.on('connect', onConnect)
-      })
+      await firstConnect(service.client, options)
       // At QoS 2, so that a request arrives with the QoS it was published with (a broker delivers at
       // the lower of the two) and one sent at QoS 0 or 2 can be refused. A broker without QoS 2
       // grants 1: QoS 2 requests then arrive as QoS 1 and are served.

@@ -34,7 +34,7 @@ export class RemoteEmulatorAdmin implements AdminChannel {
       const id = packet.properties?.correlationData?.toString('hex')
       const waiter = id === undefined ? undefined : this.pending.get(id)
       if (!waiter) return
-      this.pending.delete(id!)
+      // The waiter's finish() takes it out of `pending` and clears its timer.
       try {
         waiter.resolve(JSON.parse(payload.toString('utf8')) as AdminReply)
       } catch {
