@@ -3,13 +3,13 @@
 // both runtimes on one emulator. Function and Change nodes use the store; everything is observed
 // through the admin API and the editor's websocket, as a user would see it.
 import { strict as assert } from 'node:assert'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
-import { debugValue, installIntoUserDir, NodeRedProcess, pack, repoRoot, type Comms } from './node-red'
+import { debugValue, installIntoUserDir, NodeRedProcess, pack, repoRoot, writeSettings, type Comms } from './node-red'
 
 const STORE = 'statestore'
 const PREFIX = 'smoke/context/'
@@ -25,26 +25,12 @@ type ContextListing = Record<string, Record<string, { msg: string; format: strin
 function settingsFile(userDir: string, brokerUrl: string): string {
   const file = join(userDir, 'settings.js')
   // In the user directory, so `require` resolves the installed package exactly as a user's settings.js does.
-  writeFileSync(
+  writeSettings(
     file,
-    `module.exports = ${JSON.stringify(
-      {
-        uiHost: '127.0.0.1',
-        flowFile: 'flows.json',
-        credentialSecret: 'smoke-test',
-        telemetry: { enabled: false, updateNotification: false },
-        diagnostics: { enabled: false, ui: false },
-        editorTheme: { tours: false },
-        logging: { console: { level: 'info', metrics: false, audit: false } },
-      },
-      null,
-      2,
-    ).slice(0, -2)},
-  contextStorage: {
+    `  contextStorage: {
     default: { module: 'memory' },
     ${STORE}: { module: require('node-red-contrib-aio-statestore/context'), config: { broker: ${JSON.stringify(brokerUrl)}, prefix: ${JSON.stringify(PREFIX)}, requestTimeout: 5000 } },
   },
-}
 `,
   )
   return file
