@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
+import { eventually } from '../client/support/clients'
 import { debugValue, installIntoUserDir, NodeRedProcess, pack, repoRoot, writeSettings, type Comms } from './node-red'
 
 const STORE = 'statestore'
@@ -116,15 +117,7 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
   const [nr5, nr4] = [() => runtimes[0]!, () => runtimes[1]!]
   const outputs = (r: Runtime) => r.comms.debug.filter((m) => m.id === `${r.name}-out` && m.level === undefined).map(debugValue)
   const global = (r: Runtime) => r.red.getJson<ContextListing>('/context/global').then((c) => c[STORE] ?? {})
-  async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-    const deadline = Date.now() + ms
-    for (;;) {
-      const value = await check()
-      if (value !== undefined) return value
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
+  const until = <T>(what: string, check: () => Promise<T | undefined>, ms = 20_000): Promise<T> => eventually(check, ms, what)
 
   it('loads the store in both runtimes from settings.js, with no warning or error', async function () {
     for (const r of runtimes) {
