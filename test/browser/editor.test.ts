@@ -9,6 +9,7 @@ import { Editor, type NodeInfo } from './editor'
 import { openEditor, requireChromium, type OpenedEditor } from './session'
 import { freshArtifacts, type Browser, type PageProblems, type StartedEditor } from './support'
 import { repoRoot } from '../smoke/node-red'
+import { catalogue, type Catalogue } from './catalogue'
 
 const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch'] as const
 type PaletteType = (typeof PALETTE_TYPES)[number]
@@ -22,10 +23,6 @@ const VALUE_TYPES = ['msg', 'flow', 'global', 'str', 'num', 'bool', 'json', 'bin
 const TOKEN_TYPES = ['none', 'msg', 'flow', 'global', 'str', 'env', 'jsonata']
 
 // The English catalogues and help, as shipped: what the editor must show.
-type Catalogue = Record<string, unknown>
-function catalogue(type: string): Catalogue {
-  return JSON.parse(readFileSync(join(repoRoot, 'nodes', 'locales', 'en-US', `${type}.json`), 'utf8')) as Catalogue
-}
 function text(cat: Catalogue, path: string): string {
   const value = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], cat)
   if (typeof value !== 'string') throw new Error(`no catalogue text ${path}`)

@@ -4,12 +4,10 @@
 // config dialog's Test connection button and resolved ${AIO_STATESTORE_URL}. Screenshots of each
 // go to artifacts/browser/first-hour-*.png (copied to docs/images/*-after.png for the record).
 import { strict as assert } from 'node:assert'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { Editor } from './editor'
 import { openEditor, requireChromium, type OpenedEditor } from './session'
 import type { Browser, PageProblems, StartedEditor } from './support'
-import { repoRoot } from '../smoke/node-red'
+import { catalogue as readCatalogue } from './catalogue'
 import { freePort } from '../../dev/ports'
 
 declare const RED: {
@@ -17,7 +15,7 @@ declare const RED: {
   view: { importNodes(nodes: unknown[], options: Record<string, unknown>): void }
 }
 
-const catalogue = JSON.parse(readFileSync(join(repoRoot, 'nodes', 'locales', 'en-US', 'ss-config.json'), 'utf8')) as {
+const catalogue = readCatalogue('ss-config') as {
   'ss-config': { test: Record<string, string>; tip: Record<string, string> }
   common: { errors: Record<string, string>; failure: Record<string, string> }
 }

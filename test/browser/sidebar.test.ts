@@ -4,17 +4,16 @@
 // (never as HTML), and, in a runtime with adminAuth, a read-only user refused with a clear message.
 // Screenshots go to artifacts/browser/ (docs/images has the ones the README shows).
 import { strict as assert } from 'node:assert'
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { StateStoreClient } from '../../src/client'
-import { repoRoot } from '../smoke/node-red'
 import { AuthRuntime, RUNTIMES, USERS } from '../sidebar/runtime'
+import { catalogue as readCatalogue } from './catalogue'
 import { Editor } from './editor'
 import { openEditor, requireChromium, type OpenedEditor } from './session'
 import { artifactsDir, Browser, PageProblems } from './support'
 
-const catalogue = JSON.parse(readFileSync(join(repoRoot, 'nodes', 'locales', 'en-US', 'ss-sidebar.json'), 'utf8')) as { 'ss-sidebar': Record<string, unknown> }
+const catalogue = readCatalogue('ss-sidebar') as { 'ss-sidebar': Record<string, unknown> }
 function text(path: string, subs: Record<string, string | number> = {}): string {
   const value = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], catalogue['ss-sidebar'])
   if (typeof value !== 'string') throw new Error(`no catalogue text ${path}`)

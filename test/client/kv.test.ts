@@ -12,6 +12,7 @@ import { startEmulator } from '../../src/emulator'
 import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { ClientPool, Inbox, uniqueId } from './support/clients'
+import { until } from '../reliability/support'
 import { onEveryBroker } from './support/topology'
 
 onEveryBroker('key-value operations', (t) => {
@@ -62,7 +63,7 @@ onEveryBroker('key-value operations', (t) => {
     const k = key()
     await c.set(k, 'short', { expiryMs: 150 })
     await c.set(`${k}-kept`, 'long', { expiryMs: 60_000 })
-    await waitUntil(async () => (await c.get(k)).value === null)
+    await until(async () => (await c.get(k)).value === null, 'the key to expire', 5000)
     assert.equal((await c.get(`${k}-kept`)).value?.toString(), 'long')
   })
 
@@ -182,11 +183,3 @@ describe('persistence (emulator with a persistence file)', function () {
     }
   })
 })
-
-async function waitUntil(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}

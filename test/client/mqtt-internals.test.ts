@@ -19,6 +19,16 @@ function changed(what: string, reliedOnBy: string): string {
   return `mqtt.js ${MQTT_VERSION} changed ${what}; ${reliedOnBy} depends on it. Adapt that code, then widen the mqtt range in package.json.`
 }
 
+/** A message id provider that remembers the last id it handed out, to see which id publish() took. */
+class TrackingIdProvider extends DefaultMessageIdProvider {
+  last: number | undefined
+  override allocate(): number {
+    const id = super.allocate()
+    this.last = id
+    return id
+  }
+}
+
 describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rely on`, function () {
   let broker: FakeBroker
   const clients: MqttClient[] = []
@@ -104,15 +114,7 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
   })
 
   it('a messageIdProvider allocates the id synchronously inside publish(), and that id goes on the wire', async () => {
-    class Tracking extends DefaultMessageIdProvider {
-      last: number | undefined
-      override allocate(): number {
-        const id = super.allocate()
-        this.last = id
-        return id
-      }
-    }
-    const ids = new Tracking()
+    const ids = new TrackingIdProvider()
     const client = await connected({ messageIdProvider: ids })
     ids.last = undefined
     const done = new Promise<void>((resolve) => client.publish('t', 'x', { qos: 1 }, () => resolve()))
@@ -123,15 +125,7 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
   })
 
   it('while offline a QoS 1 publish waits in outgoing under its id, and removeOutgoingMessage drops it with an error', async () => {
-    class Tracking extends DefaultMessageIdProvider {
-      last: number | undefined
-      override allocate(): number {
-        const id = super.allocate()
-        this.last = id
-        return id
-      }
-    }
-    const ids = new Tracking()
+    const ids = new TrackingIdProvider()
     const client = await connected({ messageIdProvider: ids, reconnectPeriod: 60_000 })
     const offline = new Promise<void>((resolve) => client.once('offline', () => resolve()))
     broker.dropAll()

@@ -11,7 +11,7 @@ import { createWebSocketStream, WebSocketServer } from 'ws'
 import { startBroker, startEmulator, type EmbeddedBroker, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
 import { Mosquitto, mosquittoPath } from '../support/mosquitto'
-import { makeCerts, type TestCerts } from '../support/certs'
+import { makeCerts, tlsListener, type TestCerts } from '../support/certs'
 import { ClientPool, statusWhere } from './support/clients'
 
 describe('client transports', function () {
@@ -39,10 +39,7 @@ describe('client transports', function () {
         port: plain,
         extraConfig: [
           `listener ${plain} 127.0.0.1`,
-          `listener ${tls} 127.0.0.1`,
-          `cafile ${certs.caFile}`,
-          `certfile ${certs.serverCertFile}`,
-          `keyfile ${certs.serverKeyFile}`,
+          ...tlsListener(tls, certs),
           'require_certificate true',
           'allow_anonymous true',
         ],

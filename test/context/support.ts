@@ -71,14 +71,7 @@ export function call<T extends unknown[]>(fn: (cb: (err?: Error | null, ...value
   })
 }
 
-/** Waits until `check` returns true, polling; fails after `ms` with `what`. */
-export async function until(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}
+export { until } from '../reliability/support'
 
 let counter = 0
 /** A prefix no other test uses, so tests on one emulator never see each other's keys. */

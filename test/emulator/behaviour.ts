@@ -10,6 +10,7 @@ import { encodeCommand, encodeValue } from '../../src/resp'
 import type { Emulator, EmulatorOptions } from '../../src/emulator'
 import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/refusals'
 import { RawClient, sleep, type Received, type SendOptions } from './raw-client'
+import { until } from '../reliability/support'
 
 /**
  * The emulator as a client sees it, through a real MQTT 5 broker: raw requests in, exact payloads
@@ -30,20 +31,11 @@ function assertPayload(r: Received, expected: Buffer, message?: string): void {
 async function requestVia(c: RawClient, responseTopic: string, payload: Buffer, options: SendOptions = {}): Promise<Received> {
   await c.client.subscribeAsync(responseTopic, { qos: 1 })
   const correlation = randomBytes(16)
-  const arrived = until(() => c.others.some((m) => m.topic === responseTopic && m.properties.correlationData?.equals(correlation)), `an answer on ${responseTopic}`)
+  const arrived = until(() => c.others.some((m) => m.topic === responseTopic && m.properties.correlationData?.equals(correlation)), `an answer on ${responseTopic}`, 4000)
   c.send(payload, { ...options, responseTopic, correlation })
   await arrived
   await c.client.unsubscribeAsync(responseTopic)
   return c.others.find((m) => m.topic === responseTopic && m.properties.correlationData?.equals(correlation))!
-}
-
-/** Polls until `predicate` holds; fails naming `what` after `ms`. */
-async function until(predicate: () => boolean, what: string, ms = 4000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(10)
-  }
 }
 
 /** A running emulator plus the clients and logs of one describe block. */
@@ -541,7 +533,7 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         await c.request(Request.set('routed', 'v'))
         await c.request(Request.del('routed'))
         const topics = [notificationTopic(quiet.clientId, Buffer.from('routed')), notificationTopic(watcher.clientId, Buffer.from('routed'))]
-        await until(() => topics.every((t) => monitor.others.filter((m) => m.topic === t).length === 2), 'the monitor sees both notifications of both clients')
+        await until(() => topics.every((t) => monitor.others.filter((m) => m.topic === t).length === 2), 'the monitor sees both notifications of both clients', 4000)
         for (const t of topics) {
           const seen = monitor.others.filter((m) => m.topic === t)
           assertPayload(seen[0]!, Notification.set(Buffer.from('v')))

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { ALL, helper as nodeHelper } from '../nodes/support'
 import { requireMosquitto } from '../reliability/support'
 import { freePort } from '../../dev/ports'
-import { makeCerts, type TestCerts } from '../support/certs'
+import { makeCerts, tlsListener, type TestCerts } from '../support/certs'
 import { Mosquitto } from '../support/mosquitto'
 import { coreNode, passwordFile } from './support'
 
@@ -57,11 +57,8 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
         `listener ${plain} 127.0.0.1`,
         'allow_anonymous false',
         `password_file ${file}`,
-        `listener ${tls} 127.0.0.1`,
+        ...tlsListener(tls, pki),
         'allow_anonymous true',
-        `cafile ${pki.caFile}`,
-        `certfile ${pki.serverCertFile}`,
-        `keyfile ${pki.serverKeyFile}`,
       ],
     })
     withPassword = `mqtt://127.0.0.1:${plain}`

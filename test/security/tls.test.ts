@@ -13,7 +13,7 @@ import { freePort } from '../../dev/ports'
 import { Mosquitto } from '../support/mosquitto'
 import { ALL, helper, lastStatus, nextMessage, onTab, statuses } from '../nodes/support'
 import { requireMosquitto, until } from '../reliability/support'
-import { makeCerts, type TestCerts } from '../support/certs'
+import { makeCerts, tlsListener, type TestCerts } from '../support/certs'
 import { coreNode } from './support'
 
 describe('security: TLS with mosquitto', function () {
@@ -34,14 +34,8 @@ describe('security: TLS with mosquitto', function () {
       extraConfig: [
         `listener ${plain} 127.0.0.1`,
         'allow_anonymous true',
-        `listener ${server} 127.0.0.1`,
-        `cafile ${pki.caFile}`,
-        `certfile ${pki.serverCertFile}`,
-        `keyfile ${pki.serverKeyFile}`,
-        `listener ${mutual} 127.0.0.1`,
-        `cafile ${pki.caFile}`,
-        `certfile ${pki.serverCertFile}`,
-        `keyfile ${pki.serverKeyFile}`,
+        ...tlsListener(server, pki),
+        ...tlsListener(mutual, pki),
         'require_certificate true',
       ],
     })

@@ -3,13 +3,14 @@
 // both runtimes on one emulator. Function and Change nodes use the store; everything is observed
 // through the admin API and the editor's websocket, as a user would see it.
 import { strict as assert } from 'node:assert'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
-import { debugValue, installIntoUserDir, NodeRedProcess, pack, repoRoot, type Comms } from './node-red'
+import { eventually } from '../client/support/clients'
+import { debugValue, installIntoUserDir, NodeRedProcess, pack, repoRoot, writeSettings, type Comms } from './node-red'
 
 const STORE = 'statestore'
 const PREFIX = 'smoke/context/'
@@ -25,26 +26,12 @@ type ContextListing = Record<string, Record<string, { msg: string; format: strin
 function settingsFile(userDir: string, brokerUrl: string): string {
   const file = join(userDir, 'settings.js')
   // In the user directory, so `require` resolves the installed package exactly as a user's settings.js does.
-  writeFileSync(
+  writeSettings(
     file,
-    `module.exports = ${JSON.stringify(
-      {
-        uiHost: '127.0.0.1',
-        flowFile: 'flows.json',
-        credentialSecret: 'smoke-test',
-        telemetry: { enabled: false, updateNotification: false },
-        diagnostics: { enabled: false, ui: false },
-        editorTheme: { tours: false },
-        logging: { console: { level: 'info', metrics: false, audit: false } },
-      },
-      null,
-      2,
-    ).slice(0, -2)},
-  contextStorage: {
+    `  contextStorage: {
     default: { module: 'memory' },
     ${STORE}: { module: require('node-red-contrib-aio-statestore/context'), config: { broker: ${JSON.stringify(brokerUrl)}, prefix: ${JSON.stringify(PREFIX)}, requestTimeout: 5000 } },
   },
-}
 `,
   )
   return file
@@ -130,15 +117,7 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
   const [nr5, nr4] = [() => runtimes[0]!, () => runtimes[1]!]
   const outputs = (r: Runtime) => r.comms.debug.filter((m) => m.id === `${r.name}-out` && m.level === undefined).map(debugValue)
   const global = (r: Runtime) => r.red.getJson<ContextListing>('/context/global').then((c) => c[STORE] ?? {})
-  async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-    const deadline = Date.now() + ms
-    for (;;) {
-      const value = await check()
-      if (value !== undefined) return value
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
+  const until = <T>(what: string, check: () => Promise<T | undefined>, ms = 20_000): Promise<T> => eventually(check, ms, what)
 
   it('loads the store in both runtimes from settings.js, with no warning or error', async function () {
     for (const r of runtimes) {

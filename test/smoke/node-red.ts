@@ -84,8 +84,11 @@ export async function installIntoUserDir(userDir: string, tarball: string): Prom
   await npmRun(['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], userDir, 120000)
 }
 
-/** Settings for a throwaway runtime: loopback only, nothing phones home, no first-run prompts. */
-export function writeSettings(file: string): void {
+/**
+ * Settings for a throwaway runtime: loopback only, nothing phones home, no first-run prompts.
+ * `moreSource`: further properties as JavaScript source, for what JSON can't say (a `require`).
+ */
+export function writeSettings(file: string, moreSource = ''): void {
   const settings = {
     uiHost: '127.0.0.1',
     flowFile: 'flows.json',
@@ -95,7 +98,8 @@ export function writeSettings(file: string): void {
     editorTheme: { tours: false },
     logging: { console: { level: 'info', metrics: false, audit: false } },
   }
-  writeFileSync(file, `module.exports = ${JSON.stringify(settings, null, 2)}\n`)
+  const json = JSON.stringify(settings, null, 2)
+  writeFileSync(file, `module.exports = ${moreSource ? `${json.slice(0, -2)},\n${moreSource}}` : json}\n`)
 }
 
 export interface NodeSetInfo {

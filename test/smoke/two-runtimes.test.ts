@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { StateStoreClient, type Observation } from '../../src/client'
 import { Hlc } from '../../src/hlc'
 import { EmulatorProcess } from '../emulator/cli-process'
+import { eventually as until } from '../client/support/clients'
 import { freePort } from '../../dev/ports'
 import { installIntoUserDir, NodeRedProcess, pack, readJson, repoRoot, writeSettings, type Comms } from './node-red'
 
@@ -36,16 +37,6 @@ interface Write {
 function exampleFor(file: string, brokerUrl: string, clientId: string): FlowNode[] {
   const nodes = readJson<FlowNode[]>(join(repoRoot, 'examples', 'two-runtimes', file))
   return nodes.map((n) => (n.type === 'ss-config' ? { ...n, broker: brokerUrl, clientId } : n))
-}
-
-async function until<T>(poll: () => T | undefined, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = poll()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

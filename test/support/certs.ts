@@ -65,3 +65,8 @@ export function makeCerts(options: CertOptions = {}): TestCerts {
     passphrase,
   }
 }
+
+/** mosquitto.conf lines for a TLS listener on 127.0.0.1 serving `certs`' server certificate (add per-listener options after them). */
+export function tlsListener(port: number, certs: TestCerts): string[] {
+  return [`listener ${port} 127.0.0.1`, `cafile ${certs.caFile}`, `certfile ${certs.serverCertFile}`, `keyfile ${certs.serverKeyFile}`]
+}

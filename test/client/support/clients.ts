@@ -30,10 +30,10 @@ export class ClientPool {
 }
 
 /** Resolves with the first value `poll` returns that is not undefined; fails after timeoutMs. */
-export async function eventually<T>(poll: () => T | undefined, timeoutMs = 5000, what = 'condition'): Promise<T> {
+export async function eventually<T>(poll: () => T | undefined | Promise<T | undefined>, timeoutMs = 5000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const value = poll()
+    const value = await poll()
     if (value !== undefined) return value
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((r) => setTimeout(r, 10))
