@@ -75,7 +75,11 @@ function entry(id: string, record: StoredRecord, size: number): KeyEntry {
 }
 
 export class EmulatorAdmin {
-  constructor(private readonly store: Store) {}
+  /** `stepMs`: how long one step of a scan may hold the event loop (tests make it 0). */
+  constructor(
+    private readonly store: Store,
+    private readonly stepMs = STEP_MS,
+  ) {}
 
   get keyCount(): number {
     return this.store.size
@@ -101,7 +105,7 @@ export class EmulatorAdmin {
       const id = item[0]
       if (++since >= CHECK_EVERY) {
         since = 0
-        if (performance.now() - stepStart > STEP_MS) {
+        if (performance.now() - stepStart > this.stepMs) {
           await yieldToEventLoop()
           query.signal?.throwIfAborted()
           stepStart = performance.now()
