@@ -4,6 +4,9 @@
 //   argv: <userDir> <echo broker url>
 //   IPC in:  { run: <entry node id>, sink: <name>, count, window, key prefix }  -> { msgsPerSec, errors }
 //            { bare: true, count, window } -> { msgsPerSec }: the bare mqtt.js reference, SET then GET per msg
+//            { bare: 'embedded', count, window } -> { msgsPerSec }: the same requester on the embedded
+//              emulator of the `embconf` config node, through its in-process stream (no Node-RED node,
+//              no client of ours on the path: the ceiling of the embedded flow)
 //            { watch: 'start' } / { watch: 'stop' } -> { latencies } (ms, from the hrtime in the value)
 //            'stop'
 import { createServer } from 'node:http'
@@ -70,7 +73,18 @@ function run({ run: entryId, sink, count, window, prefix }) {
 
 /** The bare reference: a plain mqtt.js requester in this process, two requests per msg like the flow. */
 const bare = await connectBare(process.argv[3])
-function runBare({ count, window }) {
+const embeddedBare = (async () => {
+  const { embeddedEmulator } = require(join(ROOT, 'dist/src/emulator/embedded'))
+  const { inProcessConnector } = require(join(ROOT, 'dist/src/emulator'))
+  const emulator = await embeddedEmulator()
+  if (!emulator) throw new Error('no embedded emulator runs in this process (the embconf config node starts it)')
+  return connectBare(emulator.brokerUrl, { connectStream: inProcessConnector(emulator.brokerUrl) })
+})()
+embeddedBare.catch(() => {})
+function runBare({ bare: where, count, window }) {
+  return where === 'embedded' ? embeddedBare.then((requester) => drivePairs(requester, count, window)) : drivePairs(bare, count, window)
+}
+function drivePairs(bare, count, window) {
   return new Promise((resolve) => {
     const setBytes = fixedRequest('SET')
     const getBytes = fixedRequest('GET')
@@ -95,6 +109,7 @@ let latencies = []
 process.on('message', async (m) => {
   if (m === 'stop') {
     await bare.close()
+    await (await embeddedBare.catch(() => null))?.close()
     await RED.stop()
     server.closeAllConnections()
     server.close()

@@ -7,7 +7,9 @@
 //    rounds interleaved, ratios per round. Also ss-set/ss-get on the config node's embedded
 //    emulator (in the Node-RED process, reached without TCP), and the bare-MQTT reference: a plain
 //    mqtt.js requester (bench/lib/bare-requester.mjs) in the Node-RED process doing the flow's two
-//    requests per msg (SET, then GET) on the same echo responder, 100 msgs at a time.
+//    requests per msg (SET, then GET) on the same echo responder, 100 msgs at a time; and the same
+//    bare requester on the embedded emulator through its in-process stream (no node, no client of
+//    ours: what the embedded MQTT path itself allows in this process, the embedded flow's ceiling).
 //  - ss-watch latency: one ss-watch node watching 1,000 keys, 2,000 SETs/s from a client in
 //    another process (bench/lib/watch-writer.mjs); SET sent -> msg at the node after ss-watch.
 import { fork } from 'node:child_process'
@@ -73,12 +75,13 @@ try {
   await sleep(2000)
 
   const r = await interleave({
-    variants: ['ss', 'emb', 'echo', 'bare', 'redis'],
+    variants: ['ss', 'emb', 'echo', 'bare', 'embbare', 'redis'],
     reference: 'redis',
     rounds,
     warmup: 1,
     measure: async (v) => {
       if (v === 'bare') return (await ask({ bare: true, count: COUNT, window: WINDOW })).msgsPerSec
+      if (v === 'embbare') return (await ask({ bare: 'embedded', count: COUNT, window: WINDOW })).msgsPerSec
       const { msgsPerSec, errors } = await ask({ run: v === 'redis' ? 'rd-set' : `${v}-set`, sink: v, count: COUNT, window: WINDOW, prefix: `${v}-` })
       if (errors > 0) throw new Error(`${v}: ${errors} msgs came out with the wrong payload`)
       return msgsPerSec
@@ -87,7 +90,8 @@ try {
   // ss against the echo limit, per round.
   const vsEcho = summarize(r.ss.value.samples.map((x, i) => x / r.echo.value.samples[i]))
   const toBare = (v) => pairRatio(r, v, 'bare')
-  console.log(`node-red: ss ${fmtRange(r.ss.value)} msgs/s, ss embedded ${fmtRange(r.emb.value)}, ss on the echo responder ${fmtRange(r.echo.value)}, bare mqtt.js ${fmtRange(r.bare.value)}, redis ${fmtRange(r.redis.value)} msgs/s; ss / redis ${fmtRatio(r.ss.value.ratio)}, embedded / redis ${fmtRatio(r.emb.value.ratio)}, ss / echo ${fmtRatio(vsEcho)}, ss / bare ${fmtRatio(toBare('ss'))}`)
+  const embToItsBare = pairRatio(r, 'emb', 'embbare')
+  console.log(`node-red: ss ${fmtRange(r.ss.value)} msgs/s, ss embedded ${fmtRange(r.emb.value)}, ss on the echo responder ${fmtRange(r.echo.value)}, bare mqtt.js ${fmtRange(r.bare.value)}, redis ${fmtRange(r.redis.value)} msgs/s; ss / redis ${fmtRatio(r.ss.value.ratio)}, embedded / redis ${fmtRatio(r.emb.value.ratio)}, bare mqtt.js on the embedded emulator / redis ${fmtRatio(r.embbare.value.ratio)}, embedded / its bare ${fmtRatio(embToItsBare)}, ss / echo ${fmtRatio(vsEcho)}, ss / bare ${fmtRatio(toBare('ss'))}`)
 
   // ss-watch latency, several rounds of the same load.
   const writer = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], 'statestore', String(WATCH_RATE), String(WATCH_MS), String(WATCH_KEYS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
@@ -118,13 +122,14 @@ try {
   const lost = watchRounds.reduce((a, x) => a + x.lost, 0)
   const t1 = table(
     `Node-RED flow: ${COUNT} msgs through set -> change -> get, ${WINDOW} in the flow, msgs/s median (min–max) over ${rounds} interleaved rounds`,
-    ['flow', 'msgs/s', 'ratio to redis', 'ratio to the echo limit', 'ratio to bare MQTT'],
+    ['flow', 'msgs/s', 'ratio to redis', 'ratio to the echo limit', 'ratio to bare MQTT', 'ratio to bare MQTT on the embedded emulator'],
     [
-      ['ss-set -> ss-get (emulator via mosquitto)', fmtRange(r.ss.value), fmtRatio(r.ss.value.ratio), fmtRatio(vsEcho), fmtRatio(toBare('ss'))],
-      ['ss-set -> ss-get (embedded emulator, in the Node-RED process, no TCP)', fmtRange(r.emb.value), fmtRatio(r.emb.value.ratio), '', fmtRatio(toBare('emb'))],
-      ['ss-set -> ss-get (echo responder via mosquitto: the MQTT limit)', fmtRange(r.echo.value), fmtRatio(r.echo.value.ratio), '1 (reference)', fmtRatio(toBare('echo'))],
-      ['bare mqtt.js SET then GET per msg (echo responder via mosquitto, in the Node-RED process)', fmtRange(r.bare.value), fmtRatio(r.bare.value.ratio), '', '1 (reference)'],
-      ['redis-command set -> get (node-red-contrib-redis, redis-server)', fmtRange(r.redis.value), '1 (reference)', '', ''],
+      ['ss-set -> ss-get (emulator via mosquitto)', fmtRange(r.ss.value), fmtRatio(r.ss.value.ratio), fmtRatio(vsEcho), fmtRatio(toBare('ss')), ''],
+      ['ss-set -> ss-get (embedded emulator, in the Node-RED process, no TCP)', fmtRange(r.emb.value), fmtRatio(r.emb.value.ratio), '', fmtRatio(toBare('emb')), fmtRatio(embToItsBare)],
+      ['bare mqtt.js SET then GET per msg on the embedded emulator (in-process stream, in the Node-RED process)', fmtRange(r.embbare.value), fmtRatio(r.embbare.value.ratio), '', '', '1 (reference)'],
+      ['ss-set -> ss-get (echo responder via mosquitto: the MQTT limit)', fmtRange(r.echo.value), fmtRatio(r.echo.value.ratio), '1 (reference)', fmtRatio(toBare('echo')), ''],
+      ['bare mqtt.js SET then GET per msg (echo responder via mosquitto, in the Node-RED process)', fmtRange(r.bare.value), fmtRatio(r.bare.value.ratio), '', '1 (reference)', ''],
+      ['redis-command set -> get (node-red-contrib-redis, redis-server)', fmtRange(r.redis.value), '1 (reference)', '', '', ''],
     ],
   )
   const t2 = table(
@@ -137,6 +142,8 @@ try {
     headline: [
       { metric: 'Node-RED set->get flow: ss / node-red-contrib-redis', value: Number(r.ss.value.ratio.median.toFixed(3)), min: r.ss.value.ratio.min, max: r.ss.value.ratio.max, target: 'report (no target)', pass: true },
       { metric: 'Node-RED set->get flow: ss on the embedded emulator (in-process) / node-red-contrib-redis', value: Number(r.emb.value.ratio.median.toFixed(3)), min: r.emb.value.ratio.min, max: r.emb.value.ratio.max, target: '>= 0.5x', pass: r.emb.value.ratio.median >= 0.5 },
+      { metric: 'Node-RED set->get flow: bare mqtt.js on the embedded emulator (the embedded MQTT ceiling) / node-red-contrib-redis', value: Number(r.embbare.value.ratio.median.toFixed(3)), min: r.embbare.value.ratio.min, max: r.embbare.value.ratio.max, target: 'report (no target)', pass: true },
+      { metric: 'Node-RED set->get flow: ss on the embedded emulator / bare mqtt.js on the embedded emulator', value: Number(embToItsBare.median.toFixed(3)), min: embToItsBare.min, max: embToItsBare.max, target: 'report (no target)', pass: true },
       { metric: 'Node-RED set->get flow: ss (emulator via mosquitto) / bare mqtt.js via mosquitto', value: Number(toBare('ss').median.toFixed(3)), min: toBare('ss').min, max: toBare('ss').max, target: 'report (no target)', pass: true },
       { metric: 'Node-RED set->get flow: ss on the emulator / ss on the echo responder', value: Number(vsEcho.median.toFixed(3)), min: vsEcho.min, max: vsEcho.max, target: 'report (no target)', pass: true },
       { metric: 'ss-watch p99 (SET sent -> msg after ss-watch)', value: Number(wp99.median.toFixed(2)), unit: ' ms', min: wp99.min, max: wp99.max, target: '< 5 ms', pass: wp99.median < 5 },

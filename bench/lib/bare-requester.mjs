@@ -24,10 +24,15 @@ export function fixedRequest(op) {
   return Buffer.concat([Buffer.from(`*3\r\n$3\r\nSET\r\n$${key.length}\r\n${key}\r\n$100\r\n`), Buffer.alloc(100, 0x76), Buffer.from('\r\n')])
 }
 
-export async function connectBare(brokerUrl) {
+/**
+ * `connectStream` (optional): a stream factory for mqtt.js instead of a TCP connection to the URL,
+ * e.g. the embedded broker's in-process stream (src/emulator's inProcessConnector).
+ */
+export async function connectBare(brokerUrl, { connectStream } = {}) {
   const clientId = `bare-${process.pid}-${++count}`
   const responseTopic = `clients/${clientId}/services/${REQUEST_TOPIC}/response`
-  const client = mqtt.connect(brokerUrl, { protocolVersion: 5, clientId, clean: true, keepalive: 30, reconnectPeriod: 0, resubscribe: false })
+  const options = { protocolVersion: 5, clientId, clean: true, keepalive: 30, reconnectPeriod: 0, resubscribe: false }
+  const client = connectStream ? new mqtt.MqttClient(() => connectStream(), options) : mqtt.connect(brokerUrl, options)
   client.on('error', () => {})
   await new Promise((resolve, reject) => {
     client.once('connect', resolve)
