@@ -120,7 +120,7 @@ const SPECS: Record<PaletteType, Spec> = {
       await e.setTyped(PREFIX, 'key', 'str', 'browser-del')
       await e.field(PREFIX, 'mode').selectOption('vdel')
     },
-    label: 'vdel browser-del',
+    label: 'delete if equal browser-del',
     ports: 1,
   },
   'ss-lock': {
