@@ -9,7 +9,11 @@ export interface AdminServerOptions extends EmulatorBrokerOptions {
   admin: EmulatorAdmin
   nodeId: string
   log: FilteredLogger
+  /** Admin requests answered at once; more are refused with a "busy" error. Default 8. */
+  maxConcurrent?: number
 }
+
+const DEFAULT_MAX_CONCURRENT = 8
 
 /**
  * Serves the admin channel over MQTT (the CLI's `--admin`) on a connection of its own, so that a
@@ -19,6 +23,8 @@ export interface AdminServerOptions extends EmulatorBrokerOptions {
  */
 export class AdminServer {
   private stopped = false
+  /** Key scans yield between steps, so without a bound a burst of requests would all run at once. */
+  private running = 0
 
   private constructor(
     private readonly client: MqttClient,
@@ -53,12 +59,21 @@ export class AdminServer {
       return
     }
     let reply: AdminReply
-    try {
-      reply = { ok: true, result: await this.run(payload) }
-    } catch (err) {
-      if (!(err instanceof AdminRequestError)) this.options.log('warn', `admin request failed: ${(err as Error).message}`)
-      else this.options.log('info', `admin request refused: ${err.message}`)
-      reply = { ok: false, error: (err as Error).message }
+    const max = this.options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT
+    if (this.running >= max) {
+      this.options.log('info', `admin request refused: ${max} admin requests are running`)
+      reply = { ok: false, error: `busy: ${max} admin requests are running; try again when one has been answered` }
+    } else {
+      this.running++
+      try {
+        reply = { ok: true, result: await this.run(payload) }
+      } catch (err) {
+        if (!(err instanceof AdminRequestError)) this.options.log('warn', `admin request failed: ${(err as Error).message}`)
+        else this.options.log('info', `admin request refused: ${err.message}`)
+        reply = { ok: false, error: (err as Error).message }
+      } finally {
+        this.running--
+      }
     }
     if (this.stopped) return
     this.client.publish(responseTopic, JSON.stringify(reply), { qos: 1, properties: { contentType: 'application/json', ...(correlationData ? { correlationData } : {}) } }, (err) => {
