@@ -7,12 +7,14 @@
 //      the page and the longest event-loop stall while it is computed. Reference, same run: the
 //      obvious implementation, a sorted copy of every key (`[...keys].sort()`), then the slice.
 // `npm run bench -- sidebar [--rounds N] [--quick]` (Node-RED 5 needs the Node.js 24 that npm puts on PATH).
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { benchArgs, fmtNum, fmtRange, fmtRatio, interleave, ROOT, sleep, table, writeResult } from './lib/harness.mjs'
 import { freePort } from './lib/procs.mjs'
+import nodeRed from '../dev/node-red.js'
+
+const { FROM_WORKING_TREE, runtimeSettings, startNodeRed, writeSettings } = nodeRed
 
 const { StateStoreClient } = await import(join(ROOT, 'dist', 'src', 'client', 'index.js'))
 const { EmulatorAdmin } = await import(join(ROOT, 'dist', 'src', 'emulator', 'admin.js'))
@@ -37,19 +39,8 @@ function cpuMs(pid) {
 
 async function startRuntime() {
   const dir = mkdtempSync(join(tmpdir(), 'aio-ss-bench-sidebar-'))
-  const port = await freePort()
-  const settings = {
-    uiHost: '127.0.0.1',
-    flowFile: 'flows.json',
-    credentialSecret: 'bench',
-    nodesDir: [ROOT],
-    externalModules: { palette: { allowList: ['node-red-contrib-aio-statestore'] } },
-    telemetry: { enabled: false, updateNotification: false },
-    diagnostics: { enabled: false, ui: false },
-    editorTheme: { tours: false, palette: { catalogues: [] } },
-    logging: { console: { level: 'warn', metrics: false, audit: false } },
-  }
-  writeFileSync(join(dir, 'settings.js'), `module.exports = ${JSON.stringify(settings)}\n`)
+  const settingsFile = join(dir, 'settings.js')
+  writeSettings(settingsFile, runtimeSettings({ ...FROM_WORKING_TREE, credentialSecret: 'bench', logging: { console: { level: 'warn', metrics: false, audit: false } } }))
   const keys = Array.from({ length: WATCHED }, (_, i) => `bench/watched/${i}`)
   writeFileSync(
     join(dir, 'flows.json'),
@@ -59,30 +50,24 @@ async function startRuntime() {
       { id: 'watch1', type: 'ss-watch', z: 'tab1', store: 'cfg1', keys: keys.join('\n'), decode: 'auto', wires: [[]] },
     ]),
   )
-  const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'node-red', 'red.js'), '--userDir', dir, '--port', String(port), '--settings', join(dir, 'settings.js')], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let log = ''
-  child.stdout.on('data', (d) => (log += d))
-  child.stderr.on('data', (d) => (log += d))
-  const url = `http://127.0.0.1:${port}`
   let store
-  for (const deadline = Date.now() + 60000; ; ) {
-    try {
+  const child = await startNodeRed({
+    userDir: dir,
+    port: await freePort(),
+    settingsFile,
+    timeoutMs: 60000,
+    ready: async (url) => {
       const res = await fetch(`${url}/aio-statestore/stores`)
       store = (await res.json()).stores.find((s) => s.connection.state === 'connected' && s.watches.length === WATCHED)
-      if (store) break
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`Node-RED did not start:\n${log}`)
-    await sleep(200)
-  }
+      return Boolean(store)
+    },
+  })
   return {
-    url,
+    url: child.url,
     pid: child.pid,
     broker: store.broker,
     stop: async () => {
-      child.kill('SIGTERM')
-      await new Promise((r) => child.once('exit', r))
+      await child.stop()
       rmSync(dir, { recursive: true, force: true })
     },
   }

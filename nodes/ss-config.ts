@@ -8,7 +8,9 @@ import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
 import { DEFAULTS } from '../src/client/options'
-import type { StoreConfigNode, StoreUser } from './lib/store'
+import type { StoreConfigNode } from './lib/store'
+import { ConnectionLog } from './lib/connection-log'
+import { StoreUsers } from './lib/store-users'
 
 interface ConfigDef extends NodeDef {
   broker: string
@@ -37,7 +39,7 @@ export = function (RED: NodeAPI) {
   function SsConfig(this: Node<Credentials>, def: ConfigDef) {
     RED.nodes.createNode(this, def)
     const node = this as Node<Credentials> & StoreConfigNode
-    const users = new Map<string, StoreUser>()
+    const users = new StoreUsers()
     const clientId = def.clientId?.trim() || defaultClientId(node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, DEFAULTS.requestTimeoutMs)
     const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, CONNECTION_WAIT_MS), requestTimeoutMs)
@@ -45,27 +47,22 @@ export = function (RED: NodeAPI) {
     let client: Promise<StateStoreClient> | null = null
     let usesEmbedded = false
     let closing = false
-    let usersGone: (() => void) | null = null
     /** What the editor's state store sidebar shows of this connection (nodes/ss-sidebar.ts). */
     const activity = new StoreActivity()
     let brokerUrl = def.embedded ? '' : def.broker || 'mqtt://127.0.0.1:1883'
 
-    /** Logged once per change between connected, disconnected and auth failed; retries in between are quiet. */
-    let logged: string | null = null
+    const log = new ConnectionLog()
     function publish(status: ConnectionStatus): void {
       connection = status
       activity.metrics.onStatus(status)
       activity.connectionChanged()
-      const key = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
-      if (key && key !== logged) {
-        // The first failure after deploy is worth a warning (a wrong URL, a broker that is down); its retries are not.
-        const first = key === 'disconnected' && logged === null
-        const text = RED._(`ss-config.log.${first ? 'connectFailed' : key}`, { client: clientId, reason: status.reason ?? '' })
-        if (key === 'authFailed' || first) node.warn(text)
+      const line = log.next(status)
+      if (line) {
+        const text = RED._(`ss-config.log.${line.key}`, { client: clientId, reason: status.reason ?? '' })
+        if (line.warn) node.warn(text)
         else node.log(text)
       }
-      if (key) logged = key
-      for (const user of users.values()) user.onConnection(status)
+      users.tell(status)
     }
 
     function options(brokerUrl: string, connectStream?: ClientOptions['connectStream']): ClientOptions {
@@ -139,7 +136,7 @@ export = function (RED: NodeAPI) {
     })
 
     node.register = (user) => {
-      users.set(user.id, user)
+      users.add(user)
       if (!client && !closing) {
         client = connect()
         client.catch((err: unknown) => {
@@ -151,11 +148,7 @@ export = function (RED: NodeAPI) {
     }
 
     node.deregister = async (user, removed) => {
-      users.delete(user.id)
-      if (users.size === 0) {
-        usersGone?.()
-        if (removed && !closing) await disconnect()
-      }
+      if (users.remove(user) && removed && !closing) await disconnect()
     }
 
     node.connected = async () => {
@@ -177,14 +170,7 @@ export = function (RED: NodeAPI) {
       closing = true
       void (async () => {
         // Users close at the same time; wait briefly so a lock node can still release over this connection.
-        if (users.size > 0) {
-          let timer: NodeJS.Timeout | undefined
-          await new Promise<void>((resolve) => {
-            usersGone = resolve
-            timer = setTimeout(resolve, USERS_GRACE_MS)
-          })
-          clearTimeout(timer)
-        }
+        await users.left(USERS_GRACE_MS)
         await disconnect()
         done()
       })()

@@ -89,7 +89,6 @@ export = function (RED: NodeAPI) {
           if (closing) return
           status.outcome('status.follower')
           node.send([null, { topic: name, payload: false, leader: false, holder, reason }])
-          if (created.campaigning) void campaign(name, created)
         })
         election.on('error', (err) => node.warn(err.message))
         store?.activity.trackLease(node.id, name, mode, holder, leaseMs, election.lease, election)
@@ -112,22 +111,21 @@ export = function (RED: NodeAPI) {
       return h
     }
 
-    /** Campaigns until elected; the 'elected' event reports it. Stops on close or release. */
-    async function campaign(name: string, h: LeaderHeld): Promise<void> {
+    /** Stands for election (the core campaigns again after a lost term); stops on close or release. */
+    function campaign(name: string, h: LeaderHeld): void {
       h.campaigning?.abort()
       const abort = new AbortController()
       h.campaigning = abort
-      status.outcome('status.campaigning')
-      while (!abort.signal.aborted && !closing) {
-        try {
-          await h.election.campaign({ signal: abort.signal })
-          return
-        } catch (err) {
-          if (abort.signal.aborted || closing) return
-          reportError(node, status, err, { topic: name })
-          await new Promise((resolve) => setTimeout(resolve, 1000).unref())
-        }
-      }
+      h.election
+        .stand({
+          signal: abort.signal,
+          onCampaign: () => status.outcome('status.campaigning'),
+          onError: (err) => reportError(node, status, err, { topic: name }),
+        })
+        .catch((err: Error) => node.warn(err.message))
+        .finally(() => {
+          if (h.campaigning === abort) h.campaigning = undefined
+        })
     }
 
     /** Leader mode starts campaigning for its configured name when deployed (and again after a failed start). */
@@ -138,7 +136,7 @@ export = function (RED: NodeAPI) {
       try {
         const name = parseKey(await evaluateInput(RED, node, keyProp, {}, 'key', t), t)
         const h = entry(await client(), name)
-        if (h.mode === 'leader' && !h.campaigning) void campaign(name, h)
+        if (h.mode === 'leader' && !h.campaigning) campaign(name, h)
       } catch (err) {
         started = false
         // Cut short by the node closing (a deploy, a stop): no error of the flow's.
@@ -202,7 +200,7 @@ export = function (RED: NodeAPI) {
       }
       if (h.mode === 'leader') {
         if (action === 'renew') throw new InputError('ActionUnsupported', t('errors.renewLeader'))
-        if (!h.campaigning) void campaign(name, h)
+        if (!h.campaigning) campaign(name, h)
         return
       }
       const lease = h.lease

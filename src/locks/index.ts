@@ -4,5 +4,5 @@
  */
 export { Lease, DEFAULT_LEASE_MS, type HolderChange, type LeaseEvents, type LeaseOptions } from './lease'
 export { Lock, type LockOptions } from './lock'
-export { LeaderElection, type LeaderElectionEvents, type LeaderElectionOptions } from './leader'
+export { LeaderElection, type LeaderElectionEvents, type LeaderElectionOptions, type StandOptions } from './leader'
 export type { WaitOptions } from './acquire'

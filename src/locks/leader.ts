@@ -1,6 +1,7 @@
 import type { Hlc } from '../hlc'
 import type { Bytes } from '../protocol'
 import { acquireLease, type WaitOptions } from './acquire'
+import { pause } from './wait'
 import { requirePositive, requireValue } from '../client/arguments'
 import { DEFAULT_LEASE_MS, Lease } from './lease'
 import { TypedEmitter } from '../client/typed-emitter'
@@ -14,6 +15,19 @@ export interface LeaderElectionOptions {
   /** The leader renews its term at this period; default a third of termMs. */
   renewPeriodMs?: number
 }
+
+export interface StandOptions {
+  /** Ends the candidacy; a term held then is kept (resign to give it up). */
+  signal: AbortSignal
+  /** Wait this long before campaigning again after a campaign failed; default 1000 ms. */
+  retryMs?: number
+  /** Called each time a campaign starts: at first, and again after a lost term or a failed campaign. */
+  onCampaign?: () => void
+  /** A campaign failed (the service refused it, say); it is tried again after retryMs. */
+  onError?: (err: Error) => void
+}
+
+const STAND_RETRY_MS = 1000
 
 export type LeaderElectionEvents = {
   /** This candidate became the leader. */
@@ -36,6 +50,8 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   private known: Buffer | null | undefined = undefined
   private watching: Promise<Observation> | null = null
   private closed = false
+  /** Why the last term ended, so that a candidacy can tell a resignation from a lost term. */
+  private lastLoss: string | null = null
 
   constructor(
     client: StateStoreClient,
@@ -69,6 +85,36 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   async campaign(options: WaitOptions = {}): Promise<Hlc> {
     await this.watch(options)
     return acquireLease(this.lease, options, 'campaign')
+  }
+
+  /**
+   * Stands for the position until `signal` aborts: campaigns until elected, and again whenever a
+   * term is lost other than by resigning (a renewal refused or failed); a campaign that fails is
+   * tried again after retryMs. Ends, without rejecting, when the signal aborts, on resign or close,
+   * or when the client is closed.
+   */
+  async stand(options: StandOptions): Promise<void> {
+    const { signal } = options
+    const retryMs = requirePositive(options.retryMs, 'retryMs') ?? STAND_RETRY_MS
+    const client = this.lease.client
+    const stopped = () => signal.aborted || this.closed || client.status.state === 'closed'
+    while (!stopped()) {
+      options.onCampaign?.()
+      try {
+        await this.campaign({ signal })
+      } catch (err) {
+        if (stopped()) return
+        options.onError?.(err as Error)
+        try {
+          await pause(retryMs, { signal, client, what: 'campaign' })
+        } catch {
+          return // aborted or the client closed
+        }
+        continue
+      }
+      const reason = await this.termEnded(signal)
+      if (reason === null || reason === 'resigned' || reason === 'closed') return
+    }
   }
 
   /** Gives up the position if we hold it; true when our term was ended. */
@@ -112,6 +158,24 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
     return this.watching
   }
 
+  /** Resolves with the reason our term ended, or null when `signal` aborts first. */
+  private termEnded(signal: AbortSignal): Promise<string | null> {
+    if (signal.aborted) return Promise.resolve(null)
+    // The term may have ended already, between the election and this call.
+    if (!this.elected) return Promise.resolve(this.lastLoss)
+    return new Promise((resolve) => {
+      const finish = (reason: string | null) => {
+        this.off('lost', onLost)
+        signal.removeEventListener('abort', onAbort)
+        resolve(reason)
+      }
+      const onLost = ({ reason }: { reason: string }) => finish(reason)
+      const onAbort = () => finish(null)
+      this.on('lost', onLost)
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
   private seen(leader: Buffer | null): void {
     if (this.known !== undefined && (this.known === null ? leader === null : leader !== null && this.known.equals(leader))) return
     this.known = leader
@@ -121,6 +185,7 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   private lose(lost: { reason: string; error?: Error }): void {
     if (!this.elected) return
     this.elected = false
+    this.lastLoss = lost.reason
     this.emit('lost', lost)
   }
 }

@@ -10,6 +10,7 @@ import { ArgumentError, CancelledError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { ClientPool, eventually, uniqueId } from './support/clients'
 import { onEveryBroker } from './support/topology'
+import { startEmulator, type Emulator } from '../../src/emulator'
 
 onEveryBroker('leases', (t) => {
   const pool = new ClientPool()
@@ -253,6 +254,53 @@ onEveryBroker('leader election', (t) => {
     assert.ok(seenByB.includes(a.clientId))
   })
 
+  it('stands for the position: campaigns again after losing a term, until stopped', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const position = uniqueId('position')
+    const ea = election(a, position, 600)
+    let campaigns = 0
+    const losses: string[] = []
+    ea.on('lost', ({ reason }) => losses.push(reason))
+    const stop = new AbortController()
+    const standing = ea.stand({ signal: stop.signal, onCampaign: () => (campaigns += 1) })
+    await eventually(() => (ea.isLeader ? true : undefined), 3000, 'A elected')
+    assert.equal(campaigns, 1)
+
+    // B takes the key over: A's next renewal is refused, the term is lost, and A campaigns again.
+    await b.set(position, 'usurper')
+    await eventually(() => (campaigns === 2 ? true : undefined), 3000, 'a second campaign')
+    assert.match(losses[0] ?? '', /another holder/)
+    assert.equal(ea.isLeader, false)
+    await b.del(position)
+    await eventually(() => (ea.isLeader ? true : undefined), 3000, 'A elected again')
+
+    // Stopping ends the candidacy and keeps the term; a resignation then is not followed by a campaign.
+    stop.abort()
+    await standing
+    assert.equal(ea.isLeader, true)
+    assert.equal(await ea.resign(), true)
+    assert.equal(campaigns, 2)
+  })
+
+  it('ends a candidacy on resign and when the client closes', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const position = uniqueId('position')
+    const ea = election(a, position, 10_000)
+    const eb = election(b, position, 10_000)
+    const errors: Error[] = []
+    const standingA = ea.stand({ signal: new AbortController().signal, onError: (e) => errors.push(e) })
+    await eventually(() => (ea.isLeader ? true : undefined), 3000, 'A elected')
+    const standingB = eb.stand({ signal: new AbortController().signal, onError: (e) => errors.push(e) })
+    await ea.resign()
+    await standingA
+    await eventually(() => (eb.isLeader ? true : undefined), 3000, 'B elected after A resigned')
+    await b.close()
+    await standingB
+    assert.deepEqual(errors, [])
+  })
+
   it('hands over at once when the leader resigns', async function () {
     const a = await pool.ready(t.url)
     const b = await pool.ready(t.url)
@@ -269,5 +317,32 @@ onEveryBroker('leader election', (t) => {
     assert.equal(eb.isLeader, true)
     assert.equal(await eb.resign(), true)
     assert.equal(await eb.leader(), null)
+  })
+})
+
+describe('leader election: a failed campaign is tried again (emulator with a key quota)', function () {
+  let emulator: Emulator
+  const pool = new ClientPool()
+  before(async () => {
+    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, maxKeys: 1, logLevel: 'error' })
+  })
+  afterEach(() => pool.closeAll())
+  after(() => emulator.stop())
+
+  it('reports each failed campaign and is elected once the service accepts it', async function () {
+    const a = await pool.ready(emulator.brokerUrl)
+    await a.set('filler', 'the only key the quota allows')
+    const ea = new LeaderElection(a, uniqueId('position'), { termMs: 10_000 })
+    const errors: Error[] = []
+    const stop = new AbortController()
+    const standing = ea.stand({ signal: stop.signal, retryMs: 50, onError: (e) => errors.push(e) })
+    await eventually(() => (errors.length >= 2 ? true : undefined), 5000, 'two failed campaigns')
+    assert.match(errors[0]!.message, /quota/)
+    assert.equal(ea.isLeader, false)
+    await a.del('filler')
+    await eventually(() => (ea.isLeader ? true : undefined), 5000, 'elected once the quota has room')
+    stop.abort()
+    await standing
+    await ea.close()
   })
 })

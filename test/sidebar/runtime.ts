@@ -1,10 +1,9 @@
 // A real Node-RED runtime (4 or 5, its own CLI in a child process) loading this package from the
 // working tree, with adminAuth: an admin user (every permission) and a reader (read only).
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { nodeBinary, repoRoot } from '../smoke/node-red'
+import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -13,33 +12,28 @@ const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: numbe
 export const USERS = { admin: 'admin-password', reader: 'reader-password' } as const
 export type UserName = keyof typeof USERS
 
-export const RUNTIMES = {
-  'Node-RED 5': join(repoRoot, 'node_modules', 'node-red', 'red.js'),
-  'Node-RED 4': join(repoRoot, 'node_modules', 'node-red-v4', 'red.js'),
-} as const
+export const RUNTIMES = { 'Node-RED 5': RED_JS[5], 'Node-RED 4': RED_JS[4] } as const
 
 export class AuthRuntime {
-  log = ''
-  private child: ChildProcess | null = null
-  private exited: Promise<void> = Promise.resolve()
   private constructor(
     private readonly dir: string,
-    readonly url: string,
+    private readonly child: NodeRedChild,
   ) {}
+
+  get url(): string {
+    return this.child.url
+  }
+
+  get log(): string {
+    return this.child.log
+  }
 
   static async start(redJs: string, flows: unknown[]): Promise<AuthRuntime> {
     const dir = mkdtempSync(join(tmpdir(), 'aio-ss-sidebar-'))
     const settingsFile = join(dir, 'settings.js')
-    const settings = {
-      uiHost: '127.0.0.1',
-      flowFile: 'flows.json',
+    const settings = runtimeSettings({
+      ...FROM_WORKING_TREE,
       credentialSecret: 'sidebar-test',
-      nodesDir: [repoRoot],
-      externalModules: { palette: { allowList: ['node-red-contrib-aio-statestore'] } },
-      telemetry: { enabled: false, updateNotification: false },
-      diagnostics: { enabled: false, ui: false },
-      editorTheme: { tours: false, palette: { catalogues: [] } },
-      logging: { console: { level: 'info', metrics: false, audit: false } },
       adminAuth: {
         type: 'credentials',
         users: [
@@ -47,24 +41,23 @@ export class AuthRuntime {
           { username: 'reader', password: bcrypt.hashSync(USERS.reader, 4), permissions: 'read' },
         ],
       },
-    }
-    writeFileSync(settingsFile, `module.exports = ${JSON.stringify(settings, null, 2)}\n`)
+    })
+    writeSettings(settingsFile, settings)
     writeFileSync(join(dir, 'flows.json'), JSON.stringify(flows))
-    const port = await freePort()
-    const rt = new AuthRuntime(dir, `http://127.0.0.1:${port}`)
-    const child = spawn(nodeBinary(), [redJs, '--userDir', dir, '--port', String(port), '--settings', settingsFile], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
-    rt.child = child
-    child.stdout!.on('data', (d) => (rt.log += d))
-    child.stderr!.on('data', (d) => (rt.log += d))
-    rt.exited = new Promise((resolve) => child.once('exit', () => resolve()))
     try {
-      // With adminAuth only the login scheme answers without a token; flows have started once the store connected.
-      await eventually(async () => ((await fetch(`${rt.url}/auth/login`)).ok && rt.log.includes('connected to the state store') ? true : undefined), 'Node-RED started', 30000)
+      const child = await startNodeRed({
+        redJs,
+        userDir: dir,
+        port: await freePort(),
+        settingsFile,
+        // With adminAuth only the login scheme answers without a token; flows have started once the store connected.
+        ready: async (url, log) => (await fetch(`${url}/auth/login`)).ok && log.includes('connected to the state store'),
+      })
+      return new AuthRuntime(dir, child)
     } catch (err) {
-      await rt.stop()
-      throw new Error(`${(err as Error).message}\n${rt.log}`)
+      rmSync(dir, { recursive: true, force: true })
+      throw err
     }
-    return rt
   }
 
   /** An access token as the editor's login gets it. */
@@ -94,14 +87,7 @@ export class AuthRuntime {
   }
 
   async stop(): Promise<void> {
-    const child = this.child
-    this.child = null
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const killer = setTimeout(() => child.kill('SIGKILL'), 10000)
-      child.kill('SIGTERM')
-      await this.exited
-      clearTimeout(killer)
-    }
+    await this.child.stop()
     rmSync(this.dir, { recursive: true, force: true })
   }
 }

@@ -10,7 +10,7 @@ import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
 import { eventually } from '../client/support/clients'
-import { debugValue, installIntoUserDir, NodeRedProcess, pack, repoRoot, writeSettings, type Comms } from './node-red'
+import { debugValue, installIntoUserDir, NodeRedProcess, pack, RED_JS, writeSettings, type Comms } from './node-red'
 
 const STORE = 'statestore'
 const PREFIX = 'smoke/context/'
@@ -90,8 +90,8 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
     const tarball = await pack(work)
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'warn' })
     const majors = [
-      { name: 'nr5', redJs: join(repoRoot, 'node_modules', 'node-red', 'red.js') },
-      { name: 'nr4', redJs: join(repoRoot, 'node_modules', 'node-red-v4', 'red.js') },
+      { name: 'nr5', redJs: RED_JS[5] },
+      { name: 'nr4', redJs: RED_JS[4] },
     ]
     await Promise.all(majors.map(({ name }) => installIntoUserDir(join(work, name), tarball)))
     for (const { name, redJs } of majors) {

@@ -1,10 +1,13 @@
 // What the smoke test needs to treat Node-RED as a black box: pack and install the package as a
 // user would, run the real `red.js` CLI as a child process, and talk to it only through its admin
 // HTTP API and the editor's /comms websocket.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import WebSocket from 'ws'
+import { runtimeSettings, startNodeRed, writeSettings as writeSettingsFile, type NodeRedChild } from '../../dev/node-red'
+
+export { nodeBinary, RED_JS } from '../../dev/node-red'
 
 export const repoRoot = join(__dirname, '..', '..')
 
@@ -17,15 +20,6 @@ function childEnv(): NodeJS.ProcessEnv {
     env[k] = v
   }
   return env
-}
-
-/** A Node.js that can run Node-RED 5 (>= 22.9): this one, or the `node` devDependency. */
-export function nodeBinary(): string {
-  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number)
-  if (major > 22 || (major === 22 && minor >= 9)) return process.execPath
-  const local = join(repoRoot, 'node_modules', '.bin', 'node')
-  if (existsSync(local)) return local
-  throw new Error(`Node-RED 5 needs Node.js >= 22.9; this is ${process.version} and node_modules/.bin/node is missing`)
 }
 
 export interface RunResult {
@@ -84,22 +78,9 @@ export async function installIntoUserDir(userDir: string, tarball: string): Prom
   await npmRun(['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], userDir, 120000)
 }
 
-/**
- * Settings for a throwaway runtime: loopback only, nothing phones home, no first-run prompts.
- * `moreSource`: further properties as JavaScript source, for what JSON can't say (a `require`).
- */
+/** Settings for a throwaway runtime; `moreSource`: further properties as JavaScript source, for what JSON can't say (a `require`). */
 export function writeSettings(file: string, moreSource = ''): void {
-  const settings = {
-    uiHost: '127.0.0.1',
-    flowFile: 'flows.json',
-    credentialSecret: 'smoke-test',
-    telemetry: { enabled: false, updateNotification: false },
-    diagnostics: { enabled: false, ui: false },
-    editorTheme: { tours: false },
-    logging: { console: { level: 'info', metrics: false, audit: false } },
-  }
-  const json = JSON.stringify(settings, null, 2)
-  writeFileSync(file, `module.exports = ${moreSource ? `${json.slice(0, -2)},\n${moreSource}}` : json}\n`)
+  writeSettingsFile(file, runtimeSettings({ credentialSecret: 'smoke-test' }), moreSource)
 }
 
 export interface NodeSetInfo {
@@ -136,11 +117,11 @@ export function debugValue(d: DebugMessage): unknown {
   return JSON.parse(d.msg)
 }
 
-/** A Node-RED runtime started from its CLI in a child process. */
+/** A Node-RED runtime started from its CLI in a child process; it can be stopped and started again. */
 export class NodeRedProcess {
+  /** Its output over every start. */
   log = ''
-  private child: ChildProcess | null = null
-  private exited: Promise<void> = Promise.resolve()
+  private child: NodeRedChild | null = null
 
   constructor(
     readonly redJs: string,
@@ -154,48 +135,31 @@ export class NodeRedProcess {
   }
 
   async start(timeoutMs: number): Promise<void> {
-    const child = spawn(
-      nodeBinary(),
-      [this.redJs, '--userDir', this.userDir, '--port', String(this.port), '--settings', this.settingsFile],
-      { cwd: this.userDir, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-    this.child = child
-    child.stdout?.on('data', (d) => (this.log += d))
-    child.stderr?.on('data', (d) => (this.log += d))
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()))
-    // red.js listens only after the runtime has loaded every node set, so an answering admin API
-    // means registration is over.
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`Node-RED exited with ${child.exitCode}\n${this.log}`)
-      try {
-        const res = await fetch(`${this.url}/settings`, { headers: { Accept: 'application/json' } })
-        if (res.ok) return
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) throw new Error(`Node-RED did not answer within ${timeoutMs} ms\n${this.log}`)
-      await new Promise((r) => setTimeout(r, 100))
-    }
+    this.child = await startNodeRed({
+      redJs: this.redJs,
+      userDir: this.userDir,
+      port: this.port,
+      settingsFile: this.settingsFile,
+      env: childEnv(),
+      timeoutMs,
+      onOutput: (d) => (this.log += d),
+      // red.js listens only after the runtime has loaded every node set, so an answering admin API
+      // means registration is over.
+      ready: async (url) => (await fetch(`${url}/settings`, { headers: { Accept: 'application/json' } })).ok,
+    })
   }
 
   async stop(): Promise<void> {
     const child = this.child
     this.child = null
-    if (!child || child.exitCode !== null || child.signalCode !== null) return
-    const killer = setTimeout(() => child.kill('SIGKILL'), 10000)
-    child.kill('SIGTERM')
-    await this.exited
-    clearTimeout(killer)
+    await child?.stop()
   }
 
   /** `kill -9`: no flow is closed and no lease released, as when the machine dies. */
   async kill(): Promise<void> {
     const child = this.child
     this.child = null
-    if (!child || child.exitCode !== null || child.signalCode !== null) return
-    child.kill('SIGKILL')
-    await this.exited
+    await child?.kill()
   }
 
   async getJson<T>(path: string): Promise<T> {

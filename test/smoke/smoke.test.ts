@@ -18,6 +18,7 @@ import {
   NodeRedProcess,
   pack,
   readJson,
+  RED_JS,
   repoRoot,
   writeSettings,
   type Comms,
@@ -35,8 +36,8 @@ const EXAMPLES = readdirSync(join(repoRoot, 'examples'))
 const BENIGN_WARNINGS = [/Encrypted credentials not found/, /Projects disabled/]
 
 const RUNTIMES = [
-  { major: 5, redJs: join(repoRoot, 'node_modules', 'node-red', 'red.js') },
-  { major: 4, redJs: join(repoRoot, 'node_modules', 'node-red-v4', 'red.js') },
+  { major: 5, redJs: RED_JS[5] },
+  { major: 4, redJs: RED_JS[4] },
 ]
 
 type FlowNode = { id: string; type: string; z?: string; name?: string; [k: string]: unknown }

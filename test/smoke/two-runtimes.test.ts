@@ -15,9 +15,8 @@ import { Hlc } from '../../src/hlc'
 import { EmulatorProcess } from '../emulator/cli-process'
 import { eventually as until } from '../client/support/clients'
 import { freePort } from '../../dev/ports'
-import { installIntoUserDir, NodeRedProcess, pack, readJson, repoRoot, writeSettings, type Comms } from './node-red'
+import { installIntoUserDir, NodeRedProcess, pack, readJson, RED_JS, repoRoot, writeSettings, type Comms } from './node-red'
 
-const RED_JS = join(repoRoot, 'node_modules', 'node-red', 'red.js')
 const OUTPUT_KEY = 'examples/two-runtimes/pump-setting'
 const LEASE_MS = 2000
 
@@ -88,7 +87,7 @@ describe('smoke: active/standby across two Node-RED 5 runtimes', function () {
         const start = async (name: 'a' | 'b', fresh = false): Promise<{ red: NodeRedProcess; comms: Comms }> => {
           // A fresh start must not run the flows the previous test left in the user directory.
           if (fresh) rmSync(join(work, name, 'flows.json'), { force: true })
-          const red = new NodeRedProcess(RED_JS, join(work, name), await freePort(), settings())
+          const red = new NodeRedProcess(RED_JS[5], join(work, name), await freePort(), settings())
           runtimes.push(red)
           await red.start(30000)
           const c = await red.comms()

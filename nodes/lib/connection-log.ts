@@ -1,0 +1,25 @@
+import type { ConnectionStatus } from '../../src/client'
+
+/** The catalogue key of a log line under `ss-config.log.` */
+export type ConnectionLogKey = 'connected' | 'disconnected' | 'authFailed' | 'connectFailed'
+
+type Shown = 'connected' | 'disconnected' | 'authFailed'
+
+/**
+ * Which connection changes a config node logs: one line per change between connected,
+ * disconnected and authentication failed, so the client's retries in between are quiet. The first
+ * failure after deploy (a wrong URL, a broker that is down) and every authentication failure are
+ * warnings; the rest is info.
+ */
+export class ConnectionLog {
+  private last: Shown | null = null
+
+  /** The line to log for this status, or null when it is nothing new. */
+  next(status: ConnectionStatus): { key: ConnectionLogKey; warn: boolean } | null {
+    const shown: Shown | null = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
+    if (shown === null || shown === this.last) return null
+    const first = shown === 'disconnected' && this.last === null
+    this.last = shown
+    return { key: first ? 'connectFailed' : shown, warn: first || shown === 'authFailed' }
+  }
+}
