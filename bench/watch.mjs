@@ -4,13 +4,22 @@
 // sent to the watcher's listener being called; every applied SET must arrive as one notification.
 // Reference, interleaved round by round: the same writer publishing the same bytes at QoS 1 straight
 // to a topic the watcher subscribes to through the same mosquitto (one broker hop, where a key
-// notification takes two and the emulator in between).
+// notification takes two and the emulator in between). And a second reference, to tell what part of
+// the ratio is the emulator's: the same bytes through two hops with a bare mqtt.js relay process in
+// between (bench/lib/watch-relay.mjs), the least a notification's path can cost.
+//
+// `--trace` loads bench/lib/watch-trace.cjs into every process and prints where each message's time
+// goes, stage by stage (it costs a little CPU; the headline figures of a traced run are not the ones
+// to quote).
 import { fork } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BENCH_DIR, benchArgs, fmtRange, fmtRatio, interleave, percentiles, sleep, table, writeResult } from './lib/harness.mjs'
+import { BENCH_DIR, benchArgs, fmtRange, fmtRatio, interleave, pairRatio, percentiles, sleep, table, writeResult } from './lib/harness.mjs'
 import { connectClient, keyOf } from './lib/load.mjs'
-import { startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
+import { launch, startEmulatorProcess, startMosquitto, waitForOutput } from './lib/procs.mjs'
+import { traceReport } from './lib/watch-trace-report.mjs'
 
 const require = createRequire(import.meta.url)
 const mqtt = require('mqtt')
@@ -21,16 +30,30 @@ const KEYS = 1000
 const RATE = argv.includes('--rate') ? Number(argv[argv.indexOf('--rate') + 1]) : 2000
 const MS = quick ? 1000 : 2000
 const DRAIN_MS = 3000
+const WARMUP = 1
+
+const trace = argv.includes('--trace')
+const TRACER = join(BENCH_DIR, 'lib/watch-trace.cjs')
+const traceArgs = trace ? ['--require', TRACER] : []
+if (trace) {
+  process.env.WATCH_TRACE_DIR = mkdtempSync(join(tmpdir(), 'watch-trace-'))
+  createRequire(import.meta.url)(TRACER)
+}
+const traceRole = (role) => ({ ...process.env, WATCH_TRACE_ROLE: role })
 
 const broker = await startMosquitto()
-const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0] })
+const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0], nodeArgs: traceArgs, env: traceRole('emulator') })
+const relay = launch(process.execPath, [...traceArgs, join(BENCH_DIR, 'lib/watch-relay.mjs'), broker.urls[0]], { env: traceRole('relay') })
+await waitForOutput(relay, /relay ready/, 15000, 'relay')
 
 // Per round: latencies in ms, and the sequence numbers seen.
 let latencies = []
 let seen = new Set()
 let duplicates = 0
+let mode = ''
 function received(value) {
   const now = process.hrtime.bigint()
+  globalThis.__watchTrace?.listener(mode, value)
   latencies.push(Number(now - value.readBigUInt64LE(0)) / 1e6)
   const seq = value.readUInt32LE(8)
   if (seen.has(seq)) duplicates++
@@ -52,7 +75,11 @@ await raw.subscribeAsync('bench/watch/#', { qos: 1 })
 raw.on('message', (_topic, payload) => received(payload))
 
 async function startWriter(mode) {
-  const child = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], mode, String(RATE), String(MS), String(KEYS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], mode, String(RATE), String(MS), String(KEYS)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: traceArgs,
+    env: traceRole(`writer-${mode}`),
+  })
   const next = () => new Promise((resolve) => child.once('message', resolve))
   await next()
   return {
@@ -67,14 +94,15 @@ async function startWriter(mode) {
     },
   }
 }
-const writers = { statestore: await startWriter('statestore'), raw: await startWriter('raw') }
+const writers = { statestore: await startWriter('statestore'), raw: await startWriter('raw'), relay: await startWriter('relay') }
 
 const r = await interleave({
-  variants: ['statestore', 'raw'],
+  variants: ['statestore', 'relay', 'raw'],
   reference: 'raw',
   rounds,
-  warmup: 1,
-  measure: async (mode) => {
+  warmup: WARMUP,
+  measure: async (variant) => {
+    mode = variant
     latencies = []
     seen = new Set()
     duplicates = 0
@@ -93,27 +121,34 @@ await watcher.close()
 await raw.endAsync()
 await Promise.all(Object.values(writers).map((w) => w.stop()))
 await emu.stop()
+await relay.stop()
 await broker.stop()
 
 const s = r.statestore
+const row = (name, v) => [name, fmtRange(v.p50, 2, ' ms'), fmtRange(v.p99, 2, ' ms'), fmtRange(v.max, 1, ' ms'), fmtRange(v.lost), fmtRange(v.failed), fmtRange(v.rate)]
+const toRelay = Object.fromEntries(['p50', 'p99', 'max'].map((m) => [m, pairRatio(r, 'statestore', 'relay', m)]))
 const rows = [
-  ['state store (SET -> notification)', fmtRange(s.p50, 2, ' ms'), fmtRange(s.p99, 2, ' ms'), fmtRange(s.max, 1, ' ms'), fmtRange(s.lost), fmtRange(s.failed), fmtRange(s.rate)],
-  ['raw MQTT publish (reference)', fmtRange(r.raw.p50, 2, ' ms'), fmtRange(r.raw.p99, 2, ' ms'), fmtRange(r.raw.max, 1, ' ms'), fmtRange(r.raw.lost), fmtRange(r.raw.failed), fmtRange(r.raw.rate)],
-  ['ratio state store / raw', fmtRatio(s.p50.ratio), fmtRatio(s.p99.ratio), fmtRatio(s.max.ratio), '', '', ''],
+  row('state store (SET -> notification)', s),
+  row('raw MQTT publish, one hop (reference)', r.raw),
+  row('bare relay, two hops (second reference)', r.relay),
+  ['ratio state store / one hop (target)', fmtRatio(s.p50.ratio), fmtRatio(s.p99.ratio), fmtRatio(s.max.ratio), '', '', ''],
+  ['ratio two-hop relay / one hop', fmtRatio(r.relay.p50.ratio), fmtRatio(r.relay.p99.ratio), fmtRatio(r.relay.max.ratio), '', '', ''],
+  ['ratio state store / two-hop relay', fmtRatio(toRelay.p50), fmtRatio(toRelay.p99), fmtRatio(toRelay.max), '', '', ''],
 ]
 const t = table(
   `Watch: ${KEYS} keys watched, ${RATE} SETs/s for ${MS} ms from another process, through mosquitto; median (min–max) over ${rounds} interleaved rounds`,
   ['path', 'p50', 'p99', 'max', 'lost', 'failed SETs', 'rate /s'],
   rows,
 )
+const traceTables = trace ? traceReport({ dir: process.env.WATCH_TRACE_DIR, watcher: globalThis.__watchTrace.events, warmup: WARMUP }) : []
 const totalLost = s.lost.samples.reduce((a, b) => a + b, 0)
 writeResult('watch', {
-  tables: [t],
+  tables: [t, ...traceTables],
   headline: [
     { metric: `notification p99 at ${RATE} SETs/s (SET sent -> client listener)`, value: Number(s.p99.median.toFixed(2)), unit: ' ms', min: s.p99.min, max: s.p99.max, target: '< 10 ms', pass: s.p99.median < 10 },
     { metric: `notification p99 / one-hop publish p99, same run, ${RATE} SETs/s`, value: Number(s.p99.ratio.median.toFixed(3)), min: s.p99.ratio.min, max: s.p99.ratio.max, target: '<= 3x', pass: s.p99.ratio.median <= 3 },
     { metric: 'notifications lost, all rounds', value: totalLost, unit: '', target: '0', pass: totalLost === 0 },
   ],
-  data: r,
+  data: { ...r, statestoreToRelay: toRelay },
   notes: ['latency clock: process.hrtime (CLOCK_MONOTONIC, shared by the writer and watcher processes)', 'lost = SETs answered +OK minus distinct notifications received within 3 s after the last SET'],
 })

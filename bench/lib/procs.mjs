@@ -100,11 +100,11 @@ export async function startMosquitto({ listeners = [{}] } = {}) {
  * or `--trace-gc`) is added to its node flags, and with BENCH_EMULATOR_OUTPUT=<file> what it printed is
  * written there when it stops.
  */
-export async function startEmulatorProcess({ brokerUrl, nodeArgs = [], persistFile } = {}) {
+export async function startEmulatorProcess({ brokerUrl, nodeArgs = [], persistFile, env } = {}) {
   const args = brokerUrl ? ['--broker', brokerUrl] : ['--listen', '127.0.0.1:0']
   if (persistFile) args.push('--persist', persistFile)
   const extra = (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean)
-  const child = launch(process.execPath, [...extra, ...nodeArgs, join(ROOT, 'dist/src/emulator/cli.js'), ...args, '--log-level', 'warn'])
+  const child = launch(process.execPath, [...extra, ...nodeArgs, join(ROOT, 'dist/src/emulator/cli.js'), ...args, '--log-level', 'warn'], env ? { env } : {})
   const m = await waitForOutput(child, /ready on (mqtt:\/\/\S+)/, 60000, 'emulator')
   const output = process.env.BENCH_EMULATOR_OUTPUT
   return {
