@@ -8,6 +8,10 @@
 // the ratio is the emulator's: the same bytes through two hops with a bare mqtt.js relay process in
 // between (bench/lib/watch-relay.mjs), the least a notification's path can cost.
 //
+// `--baseline <dir>`: a checkout of an earlier version with its dist/ built; its emulator runs too,
+// with its own mosquitto, watcher client and writer (this version's client code on both sides), and
+// its rounds interleave with the others: a before/after of the emulator in one run, round by round.
+//
 // `--trace` loads bench/lib/watch-trace.cjs into every process and prints where each message's time
 // goes, stage by stage (it costs a little CPU; the headline figures of a traced run are not the ones
 // to quote).
@@ -18,7 +22,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BENCH_DIR, benchArgs, fmtRange, fmtRatio, interleave, pairRatio, percentiles, sleep, table, writeResult } from './lib/harness.mjs'
 import { connectClient, keyOf } from './lib/load.mjs'
-import { launch, startEmulatorProcess, startMosquitto, waitForOutput } from './lib/procs.mjs'
+import { cpuMsOf, launch, startEmulatorProcess, startMosquitto, waitForOutput } from './lib/procs.mjs'
 import { traceReport } from './lib/watch-trace-report.mjs'
 
 const require = createRequire(import.meta.url)
@@ -41,8 +45,13 @@ if (trace) {
 }
 const traceRole = (role) => ({ ...process.env, WATCH_TRACE_ROLE: role })
 
+const baselineDir = argv.includes('--baseline') ? argv[argv.indexOf('--baseline') + 1] : null
+
 const broker = await startMosquitto()
 const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0], nodeArgs: traceArgs, env: traceRole('emulator') })
+const baseBroker = baselineDir ? await startMosquitto() : null
+const baseEmu = baselineDir ? await startEmulatorProcess({ brokerUrl: baseBroker.urls[0], cli: join(baselineDir, 'dist/src/emulator/cli.js'), env: traceRole('baseline-emulator') }) : null
+const emulatorOf = { statestore: emu, baseline: baseEmu }
 const relay = launch(process.execPath, [...traceArgs, join(BENCH_DIR, 'lib/watch-relay.mjs'), broker.urls[0]], { env: traceRole('relay') })
 await waitForOutput(relay, /relay ready/, 15000, 'relay')
 
@@ -67,6 +76,8 @@ const listener = (n) => {
 }
 const observations = await Promise.all(Array.from({ length: KEYS }, (_, i) => watcher.observe(keyOf(i), listener)))
 console.log(`watch: ${observations.length} keys observed in ${Date.now() - t0} ms`)
+const baseWatcher = baseBroker ? await connectClient(baseBroker.urls[0]) : null
+if (baseWatcher) observations.push(...(await Promise.all(Array.from({ length: KEYS }, (_, i) => baseWatcher.observe(keyOf(i), listener)))))
 
 const raw = mqtt.connect(broker.urls[0], { protocolVersion: 5, clientId: `watch-raw-${process.pid}`, reconnectPeriod: 0 })
 raw.on('connect', () => raw.stream.setNoDelay?.(true))
@@ -74,11 +85,11 @@ await new Promise((resolve) => raw.once('connect', resolve))
 await raw.subscribeAsync('bench/watch/#', { qos: 1 })
 raw.on('message', (_topic, payload) => received(payload))
 
-async function startWriter(mode) {
-  const child = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], mode, String(RATE), String(MS), String(KEYS)], {
+async function startWriter(mode, url = broker.urls[0], role = `writer-${mode}`) {
+  const child = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [url, mode, String(RATE), String(MS), String(KEYS)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    execArgv: traceArgs,
-    env: traceRole(`writer-${mode}`),
+    execArgv: role.startsWith('baseline') ? [] : traceArgs,
+    env: traceRole(role),
   })
   const next = () => new Promise((resolve) => child.once('message', resolve))
   await next()
@@ -95,9 +106,10 @@ async function startWriter(mode) {
   }
 }
 const writers = { statestore: await startWriter('statestore'), raw: await startWriter('raw'), relay: await startWriter('relay') }
+if (baseBroker) writers.baseline = await startWriter('statestore', baseBroker.urls[0], 'baseline-writer')
 
 const r = await interleave({
-  variants: ['statestore', 'relay', 'raw'],
+  variants: [...(baseBroker ? ['baseline'] : []), 'statestore', 'relay', 'raw'],
   reference: 'raw',
   rounds,
   warmup: WARMUP,
@@ -106,27 +118,38 @@ const r = await interleave({
     latencies = []
     seen = new Set()
     duplicates = 0
-    const { sent, acked, failed } = await writers[mode].run()
+    const emulator = emulatorOf[variant]
+    const cpuBefore = emulator ? cpuMsOf(emulator.child.pid) : 0
+    const { sent, acked, failed } = await writers[variant].run()
     const deadline = Date.now() + DRAIN_MS
     while (seen.size < acked && Date.now() < deadline) await sleep(20)
+    // The emulator's CPU per SET (user + system, from /proc; the drain's idle wait adds nothing).
+    const cpuUsPerSet = emulator ? ((cpuMsOf(emulator.child.pid) - cpuBefore) * 1000) / Math.max(1, sent) : 0
     const p = percentiles(latencies)
     const lost = acked - seen.size
-    console.log(`watch ${mode}: sent ${sent}, applied ${acked}, failed ${failed}, notified ${seen.size}, lost ${lost}, duplicates ${duplicates}, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(2)} ms`)
-    return { p50: p.p50, p99: p.p99, max: p.max, lost, sent, failed, duplicates, rate: (acked / MS) * 1000 }
+    console.log(`watch ${variant}: sent ${sent}, applied ${acked}, failed ${failed}, notified ${seen.size}, lost ${lost}, duplicates ${duplicates}, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(2)} ms`)
+    return { p50: p.p50, p99: p.p99, max: p.max, lost, sent, failed, duplicates, rate: (acked / MS) * 1000, cpuUsPerSet }
   },
 })
 
 for (const o of observations) await o.close()
 await watcher.close()
+await baseWatcher?.close()
 await raw.endAsync()
 await Promise.all(Object.values(writers).map((w) => w.stop()))
 await emu.stop()
 await relay.stop()
 await broker.stop()
+await baseEmu?.stop()
+await baseBroker?.stop()
 
 const s = r.statestore
 const row = (name, v) => [name, fmtRange(v.p50, 2, ' ms'), fmtRange(v.p99, 2, ' ms'), fmtRange(v.max, 1, ' ms'), fmtRange(v.lost), fmtRange(v.failed), fmtRange(v.rate)]
 const toRelay = Object.fromEntries(['p50', 'p99', 'max'].map((m) => [m, pairRatio(r, 'statestore', 'relay', m)]))
+const baseRows = baseBroker
+  ? [row('state store, baseline emulator (before)', r.baseline), ['ratio state store / baseline (after / before)', ...['p50', 'p99', 'max'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m))), '', '', '']]
+  : []
+const cpuRows = [['emulator CPU per SET, µs', fmtRange(s.cpuUsPerSet), ...(baseBroker ? [fmtRange(r.baseline.cpuUsPerSet), fmtRatio(pairRatio(r, 'statestore', 'baseline', 'cpuUsPerSet'))] : [])]]
 const rows = [
   row('state store (SET -> notification)', s),
   row('raw MQTT publish, one hop (reference)', r.raw),
@@ -134,16 +157,18 @@ const rows = [
   ['ratio state store / one hop (target)', fmtRatio(s.p50.ratio), fmtRatio(s.p99.ratio), fmtRatio(s.max.ratio), '', '', ''],
   ['ratio two-hop relay / one hop', fmtRatio(r.relay.p50.ratio), fmtRatio(r.relay.p99.ratio), fmtRatio(r.relay.max.ratio), '', '', ''],
   ['ratio state store / two-hop relay', fmtRatio(toRelay.p50), fmtRatio(toRelay.p99), fmtRatio(toRelay.max), '', '', ''],
+  ...baseRows,
 ]
 const t = table(
   `Watch: ${KEYS} keys watched, ${RATE} SETs/s for ${MS} ms from another process, through mosquitto; median (min–max) over ${rounds} interleaved rounds`,
   ['path', 'p50', 'p99', 'max', 'lost', 'failed SETs', 'rate /s'],
   rows,
 )
+const cpuTable = table('Emulator CPU per SET (user + system, /proc, during the rounds; median (min–max))', ['measure', 'this version', ...(baseBroker ? ['baseline', 'ratio'] : [])], cpuRows)
 const traceTables = trace ? traceReport({ dir: process.env.WATCH_TRACE_DIR, watcher: globalThis.__watchTrace.events, warmup: WARMUP }) : []
 const totalLost = s.lost.samples.reduce((a, b) => a + b, 0)
 writeResult('watch', {
-  tables: [t, ...traceTables],
+  tables: [t, cpuTable, ...traceTables],
   headline: [
     { metric: `notification p99 at ${RATE} SETs/s (SET sent -> client listener)`, value: Number(s.p99.median.toFixed(2)), unit: ' ms', min: s.p99.min, max: s.p99.max, target: '< 10 ms', pass: s.p99.median < 10 },
     { metric: `notification p99 / one-hop publish p99, same run, ${RATE} SETs/s`, value: Number(s.p99.ratio.median.toFixed(3)), min: s.p99.ratio.min, max: s.p99.ratio.max, target: '<= 3x', pass: s.p99.ratio.median <= 3 },
