@@ -51,9 +51,13 @@ const broker = await startMosquitto()
 const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0], nodeArgs: traceArgs, env: traceRole('emulator') })
 const baseBroker = baselineDir ? await startMosquitto() : null
 const baseEmu = baselineDir ? await startEmulatorProcess({ brokerUrl: baseBroker.urls[0], cli: join(baselineDir, 'dist/src/emulator/cli.js'), env: traceRole('baseline-emulator') }) : null
-const emulatorOf = { statestore: emu, baseline: baseEmu }
+// The processes each variant's messages go through besides the writer and this one (the watcher):
+// their CPU per message is measured round by round.
+const middleOf = { statestore: emu, baseline: baseEmu }
+const brokerOf = { statestore: broker, raw: broker, relay: broker, baseline: baseBroker }
 const relay = launch(process.execPath, [...traceArgs, join(BENCH_DIR, 'lib/watch-relay.mjs'), broker.urls[0]], { env: traceRole('relay') })
 await waitForOutput(relay, /relay ready/, 15000, 'relay')
+middleOf.relay = { child: relay }
 
 // Per round: latencies in ms, and the sequence numbers seen.
 let latencies = []
@@ -94,6 +98,7 @@ async function startWriter(mode, url = broker.urls[0], role = `writer-${mode}`) 
   const next = () => new Promise((resolve) => child.once('message', resolve))
   await next()
   return {
+    pid: child.pid,
     run: async () => {
       const reply = next()
       child.send('go')
@@ -118,17 +123,41 @@ const r = await interleave({
     latencies = []
     seen = new Set()
     duplicates = 0
-    const emulator = emulatorOf[variant]
-    const cpuBefore = emulator ? cpuMsOf(emulator.child.pid) : 0
+    // CPU (user + system) of every process on the path, from /proc (the watcher: this process).
+    const pids = { writer: writers[variant].pid, broker: brokerOf[variant].child.pid, middle: middleOf[variant]?.child.pid }
+    const ownCpuMs = () => {
+      const u = process.cpuUsage()
+      return (u.user + u.system) / 1000
+    }
+    const cpuBefore = { ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuMsOf(pid) : 0])), watcher: ownCpuMs() }
+    const wallStart = performance.now()
     const { sent, acked, failed } = await writers[variant].run()
     const deadline = Date.now() + DRAIN_MS
     while (seen.size < acked && Date.now() < deadline) await sleep(20)
-    // The emulator's CPU per SET (user + system, from /proc; the drain's idle wait adds nothing).
-    const cpuUsPerSet = emulator ? ((cpuMsOf(emulator.child.pid) - cpuBefore) * 1000) / Math.max(1, sent) : 0
+    const wallMs = performance.now() - wallStart
+    const cpu = { ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuMsOf(pid) - cpuBefore[k] : 0])), watcher: ownCpuMs() - cpuBefore.watcher }
+    const perMessage = (msTotal) => (msTotal * 1000) / Math.max(1, sent)
+    const cpuTotal = cpu.writer + cpu.broker + cpu.middle + cpu.watcher
     const p = percentiles(latencies)
     const lost = acked - seen.size
     console.log(`watch ${variant}: sent ${sent}, applied ${acked}, failed ${failed}, notified ${seen.size}, lost ${lost}, duplicates ${duplicates}, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(2)} ms`)
-    return { p50: p.p50, p99: p.p99, max: p.max, lost, sent, failed, duplicates, rate: (acked / MS) * 1000, cpuUsPerSet }
+    return {
+      p50: p.p50,
+      p99: p.p99,
+      max: p.max,
+      lost,
+      sent,
+      failed,
+      duplicates,
+      rate: (acked / MS) * 1000,
+      cpuWriter: perMessage(cpu.writer),
+      cpuBroker: perMessage(cpu.broker),
+      cpuMiddle: perMessage(cpu.middle),
+      cpuWatcher: perMessage(cpu.watcher),
+      cpuTotal: perMessage(cpuTotal),
+      // Of the machine's cores, how busy these processes kept them over the round and its drain.
+      coresBusy: cpuTotal / wallMs,
+    }
   },
 })
 
@@ -149,7 +178,11 @@ const toRelay = Object.fromEntries(['p50', 'p99', 'max'].map((m) => [m, pairRati
 const baseRows = baseBroker
   ? [row('state store, baseline emulator (before)', r.baseline), ['ratio state store / baseline (after / before)', ...['p50', 'p99', 'max'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m))), '', '', '']]
   : []
-const cpuRows = [['emulator CPU per SET, µs', fmtRange(s.cpuUsPerSet), ...(baseBroker ? [fmtRange(r.baseline.cpuUsPerSet), fmtRatio(pairRatio(r, 'statestore', 'baseline', 'cpuUsPerSet'))] : [])]]
+const cpuNames = { baseline: 'state store, baseline emulator', statestore: 'state store', relay: 'two-hop bare relay', raw: 'one-hop publish' }
+const cpuRows = Object.keys(cpuNames)
+  .filter((v) => r[v])
+  .map((v) => [cpuNames[v], ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal'].map((m) => fmtRange(r[v][m])), fmtRange(r[v].coresBusy, 2)])
+if (baseBroker) cpuRows.push(['ratio state store / baseline', ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal', 'coresBusy'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m)))])
 const rows = [
   row('state store (SET -> notification)', s),
   row('raw MQTT publish, one hop (reference)', r.raw),
@@ -164,7 +197,11 @@ const t = table(
   ['path', 'p50', 'p99', 'max', 'lost', 'failed SETs', 'rate /s'],
   rows,
 )
-const cpuTable = table('Emulator CPU per SET (user + system, /proc, during the rounds; median (min–max))', ['measure', 'this version', ...(baseBroker ? ['baseline', 'ratio'] : [])], cpuRows)
+const cpuTable = table(
+  'CPU per message (user + system, µs, from /proc in 10 ms steps) of each process on the path, and the cores they kept busy; median (min–max) over the rounds',
+  ['path', 'writer', 'mosquitto', 'emulator / relay', 'watcher', 'total', 'cores busy'],
+  cpuRows,
+)
 const traceTables = trace ? traceReport({ dir: process.env.WATCH_TRACE_DIR, watcher: globalThis.__watchTrace.events, warmup: WARMUP }) : []
 const totalLost = s.lost.samples.reduce((a, b) => a + b, 0)
 writeResult('watch', {

@@ -30,7 +30,12 @@ export class RequestPrint {
   /** Roughly what it holds, for the cache's byte budget. */
   get bytes(): number {
     let n = this.body.length
-    for (const [name, v] of Object.entries(this.props ?? {})) n += name.length + (Array.isArray(v) ? v.reduce((s, x) => s + x.length, 0) : v.length)
+    // Counted for every request the cache keeps: a plain loop, no arrays of entries.
+    const props = this.props
+    for (const name in props) {
+      const v = props[name]!
+      n += name.length + (Array.isArray(v) ? v.reduce((s, x) => s + x.length, 0) : v.length)
+    }
     return n
   }
 
