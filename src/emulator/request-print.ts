@@ -49,7 +49,13 @@ function propertiesKey(props: UserProperties | undefined): string {
   if (!props) return ''
   const names = Object.keys(props)
   if (names.length === 0) return ''
-  names.sort()
+  // A handful of names: sorted in place (Array#sort allocates a work array per call, per request here).
+  for (let i = 1; i < names.length; i++) {
+    const name = names[i]!
+    let j = i - 1
+    for (; j >= 0 && names[j]! > name; j--) names[j + 1] = names[j]!
+    names[j + 1] = name
+  }
   const pairs: Array<string | string[]> = []
   for (const name of names) pairs.push(name, props[name]!)
   return JSON.stringify(pairs)
