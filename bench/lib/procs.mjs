@@ -100,11 +100,11 @@ export async function startMosquitto({ listeners = [{}] } = {}) {
  * or `--trace-gc`) is added to its node flags, and with BENCH_EMULATOR_OUTPUT=<file> what it printed is
  * written there when it stops.
  */
-export async function startEmulatorProcess({ brokerUrl, nodeArgs = [], persistFile } = {}) {
+export async function startEmulatorProcess({ brokerUrl, nodeArgs = [], persistFile, env, cli = join(ROOT, 'dist/src/emulator/cli.js') } = {}) {
   const args = brokerUrl ? ['--broker', brokerUrl] : ['--listen', '127.0.0.1:0']
   if (persistFile) args.push('--persist', persistFile)
   const extra = (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean)
-  const child = launch(process.execPath, [...extra, ...nodeArgs, join(ROOT, 'dist/src/emulator/cli.js'), ...args, '--log-level', 'warn'])
+  const child = launch(process.execPath, [...extra, ...nodeArgs, cli, ...args, '--log-level', 'warn'], env ? { env } : {})
   const m = await waitForOutput(child, /ready on (mqtt:\/\/\S+)/, 60000, 'emulator')
   const output = process.env.BENCH_EMULATOR_OUTPUT
   return {
@@ -133,6 +133,14 @@ export async function startRedis() {
   const child = launch(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'])
   await waitForPort(port, 5000, 'redis-server')
   return { child, port, url: `redis://127.0.0.1:${port}`, stop: () => child.stop() }
+}
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc (10 ms steps). */
+export function cpuMsOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
 }
 
 /** Resident set size of a process, in bytes, from /proc. */

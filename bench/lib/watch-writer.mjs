@@ -1,11 +1,12 @@
 // The writer of the watch benchmark, in its own process (forked by bench/watch.mjs):
-//   watch-writer.mjs <brokerUrl> <mode: statestore|raw> <rate/s> <ms> <keys>
+//   watch-writer.mjs <brokerUrl> <mode: statestore|raw|relay> <rate/s> <ms> <keys>
 // On the message 'go' it writes at `rate` per second for `ms`, round-robin over `keys` keys, and
 // replies { sent, acked, failed }. Every value carries the moment it was sent (CLOCK_MONOTONIC via
 // process.hrtime, which every process on the machine shares) and a sequence number, so the watcher
 // measures latency and counts losses. `statestore` writes SETs through StateStoreClient; `raw`
 // publishes the same bytes at QoS 1 straight to a topic the watcher subscribes to: one broker hop,
-// the least a notification can cost.
+// the least a notification can cost. `relay` publishes them to bench/relay/<key>, which
+// bench/lib/watch-relay.mjs republishes to the watcher's topic: two broker hops, as a notification takes.
 import { createRequire } from 'node:module'
 import { connectClient, keyOf } from './load.mjs'
 
@@ -30,7 +31,8 @@ if (mode === 'statestore') {
     client.once('connect', resolve)
     client.once('error', reject)
   })
-  write = (i, value) => client.publishAsync(`bench/watch/${keyOf(i % keys)}`, value, { qos: 1 })
+  const prefix = mode === 'relay' ? 'bench/relay' : 'bench/watch'
+  write = (i, value) => client.publishAsync(`${prefix}/${keyOf(i % keys)}`, value, { qos: 1 })
   close = () => client.endAsync()
 }
 

@@ -23,8 +23,8 @@ export interface DedupEntry {
   /** Wall-clock ms at which the request expires. */
   readonly expiresAt: number
   answer: CachedAnswer | null
-  /** Re-sends that arrived while the first was still being executed. */
-  waiters: Array<(answer: CachedAnswer | null) => void>
+  /** Re-sends that arrived while the first was still being executed (null for none, the usual case: no array per entry). */
+  waiters: Array<(answer: CachedAnswer | null) => void> | null
   done: boolean
   bytes: number
 }
@@ -77,11 +77,17 @@ export class DedupCache {
 
   /** Records that a request is being executed; evicts what has expired or no longer fits. */
   begin(id: string, request: RequestPrint, expiresAt: number, now: number): DedupEntry {
-    const entry: DedupEntry = { id, request, expiresAt, answer: null, waiters: [], done: false, bytes: ENTRY_OVERHEAD + id.length + request.bytes }
+    const entry: DedupEntry = { id, request, expiresAt, answer: null, waiters: null, done: false, bytes: ENTRY_OVERHEAD + id.length + request.bytes }
     this.entries.set(id, entry)
     this.bytes += entry.bytes
     this.evict(now)
     return entry
+  }
+
+  /** Calls `waiter` with the answer once the entry's request has one (null: it got none). */
+  whenAnswered(entry: DedupEntry, waiter: (answer: CachedAnswer | null) => void): void {
+    if (entry.done) return waiter(entry.answer)
+    ;(entry.waiters ??= []).push(waiter)
   }
 
   complete(entry: DedupEntry, answer: CachedAnswer | null): void {
@@ -97,8 +103,8 @@ export class DedupCache {
       }
     }
     const waiters = entry.waiters
-    entry.waiters = []
-    for (const w of waiters) w(answer)
+    entry.waiters = null
+    if (waiters) for (const w of waiters) w(answer)
   }
 
   clear(): void {

@@ -15,8 +15,11 @@ export interface OutgoingNotification {
  * Both directions are indexed: by key to fan a change out, by client to forget a client at once.
  */
 export class Registrations {
-  /** key (latin1) → client ids, in registration order. */
-  private readonly byKey = new Map<string, Set<string>>()
+  /**
+   * key (latin1) → client id → the notification topic, in registration order. The topic (two hex
+   * encodings and a concatenation) is made once at registration rather than for every notification.
+   */
+  private readonly byKey = new Map<string, Map<string, string>>()
   /** client id → keys (latin1). */
   private readonly byClient = new Map<string, Set<string>>()
 
@@ -29,7 +32,9 @@ export class Registrations {
   /** Registering twice is the same as once. */
   register(clientId: string, key: Buffer): void {
     const id = key.toString('latin1')
-    add(this.byKey, id, clientId)
+    let clients = this.byKey.get(id)
+    if (!clients) this.byKey.set(id, (clients = new Map()))
+    if (!clients.has(clientId)) clients.set(clientId, notificationTopic(clientId, key))
     add(this.byClient, clientId, id)
   }
 
@@ -70,12 +75,10 @@ export class Registrations {
   notificationsFor(change: StoreChange): OutgoingNotification[] {
     const clients = this.byKey.get(change.key.toString('latin1'))
     if (!clients || clients.size === 0) return []
-    const payload = change.kind === 'set' ? Notification.set(change.record.value) : Notification.delete
+    const payload = change.kind === 'set' ? Notification.set(change.value) : Notification.delete
     const version = change.kind === 'set' ? change.record.version : change.version
     const out: OutgoingNotification[] = []
-    for (const clientId of clients) {
-      out.push({ clientId, key: change.key, topic: notificationTopic(clientId, change.key), payload, version })
-    }
+    for (const [clientId, topic] of clients) out.push({ clientId, key: change.key, topic, payload, version })
     return out
   }
 }
@@ -86,7 +89,7 @@ function add(index: Map<string, Set<string>>, a: string, b: string): void {
   set.add(b)
 }
 
-function remove(index: Map<string, Set<string>>, a: string, b: string): boolean {
+function remove(index: Map<string, { delete(b: string): boolean; readonly size: number }>, a: string, b: string): boolean {
   const set = index.get(a)
   if (!set || !set.delete(b)) return false
   if (set.size === 0) index.delete(a)

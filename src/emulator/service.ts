@@ -170,7 +170,7 @@ export class StateStoreService {
     }
     if (seen.state === 'pending') {
       const entry = seen.entry
-      entry.waiters.push((answer) => answer && this.respond(reply, answer, entry.expiresAt))
+      this.options.dedup.whenAnswered(entry, (answer) => answer && this.respond(reply, answer, entry.expiresAt))
       return
     }
     const entry = this.options.dedup.begin(dedupId, request, expiresAt, now)

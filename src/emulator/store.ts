@@ -24,7 +24,8 @@ export interface StoredRecord {
 }
 
 export type StoreChange =
-  | { kind: 'set'; key: Buffer; record: StoredRecord; wasPersisted: boolean }
+  /** `value` is the value as written (the record may hold it in another form): notifications are made from it. */
+  | { kind: 'set'; key: Buffer; value: Buffer; record: StoredRecord; wasPersisted: boolean }
   | { kind: 'delete'; key: Buffer; version: Hlc; cause: 'del' | 'vdel' | 'expired'; wasPersisted: boolean }
 
 export interface WriteOptions {
@@ -203,7 +204,7 @@ export class Store {
     const record = this.slot(value, version, newerToken(existing?.fencingToken ?? null, token), expiresAt, options.persist === true)
     this.records.set(id, record)
     if (expiresAt !== 0) this.track(id, expiresAt)
-    this.onChange({ kind: 'set', key, record, wasPersisted: existing?.persisted ?? false })
+    this.onChange({ kind: 'set', key, value, record, wasPersisted: existing?.persisted ?? false })
     return { kind: 'applied', version }
   }
 

@@ -10,6 +10,7 @@ import mqtt, { DefaultMessageIdProvider, type IClientOptions, type IPublishPacke
 import { FakeBroker } from './support/fake-broker'
 import { eventually } from './support/clients'
 import { mosquittoUrl } from '../support/broker'
+import { storeWithoutCopy } from '../../src/transport/store-without-copy'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const MQTT_VERSION = (require('mqtt/package.json') as { version: string }).version
@@ -163,5 +164,27 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     await eventually(() => (handled.length === 2 ? true : undefined), 3000, changed('handleMessage (the callback no longer releases the next message)', 'StateStoreService'))
     assert.deepEqual(handled, ['one', 'two'])
     release!()
+  })
+
+  it('_storeAndSend puts a QoS 1 PUBLISH in outgoingStore and writes it; with storeWithoutCopy the stored one is the one sent (emulator)', async () => {
+    const client = await connected()
+    const internal = client as unknown as { _storeAndSend?: unknown; _writePacket?: unknown }
+    assert.equal(typeof internal._storeAndSend, 'function', changed('or removed MqttClient#_storeAndSend', 'storeWithoutCopy (src/transport/store-without-copy.ts, the emulator)'))
+    assert.equal(typeof internal._writePacket, 'function', changed('or removed MqttClient#_writePacket', 'storeWithoutCopy'))
+    storeWithoutCopy(client)
+    const stored: IPublishPacket[] = []
+    const put = client.outgoingStore.put.bind(client.outgoingStore)
+    client.outgoingStore.put = (packet, cb) => {
+      stored.push(packet as IPublishPacket)
+      return put(packet, cb)
+    }
+    const payload = Buffer.from('notification')
+    const properties = { correlationData: Buffer.from('c1'), userProperties: { __ts: '1:0:n' } }
+    await client.publishAsync('s/t', payload, { qos: 1, properties })
+    assert.equal(stored.length, 1, changed('where a QoS 1 PUBLISH is stored (no longer outgoingStore.put)', 'storeWithoutCopy'))
+    assert.equal(stored[0]!.payload, payload, 'storeWithoutCopy: the stored PUBLISH is a copy')
+    assert.equal(stored[0]!.topic, 's/t')
+    assert.equal(broker.publishes[0]?.topic, 's/t', 'the PUBLISH reaches the broker')
+    assert.equal(broker.publishes[0]?.messageId, stored[0]!.messageId, 'with the stored message id')
   })
 })

@@ -63,7 +63,7 @@ describe('emulator parts', () => {
       const got: Array<string | null> = []
       const seen = cache.lookup('x', REQ, 1)
       assert.equal(seen.state, 'pending')
-      if (seen.state === 'pending') seen.entry.waiters.push((a) => got.push(a?.payload.toString() ?? null))
+      if (seen.state === 'pending') cache.whenAnswered(seen.entry, (a) => got.push(a?.payload.toString() ?? null))
       cache.complete(entry, { payload: Buffer.from(':1\r\n'), timestamp: undefined })
       assert.deepEqual(got, [':1\r\n'])
     })

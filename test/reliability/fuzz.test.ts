@@ -291,13 +291,14 @@ function stringBytes(text: string): number {
 function retainedBytes(h: Harness): number {
   let n = 0
   // The huge client ids are shared constants here, so each distinct id is counted once.
-  const byKey = (h.registrations as unknown as { byKey?: Map<string, Set<string>> }).byKey
+  const byKey = (h.registrations as unknown as { byKey?: Map<string, Map<string, string>> }).byKey
   if (!(byKey instanceof Map)) throw new Error('Registrations no longer keeps byKey: update retainedBytes to its new shape')
   const ids = new Set<string>()
   for (const [k, clients] of byKey) {
     n += 2 * (k.length + 64)
-    for (const client of clients) {
-      n += 64
+    for (const [client, topic] of clients) {
+      if (typeof topic !== 'string') throw new Error('Registrations no longer keeps a topic per registration: update retainedBytes to its new shape')
+      n += 64 + stringBytes(topic)
       ids.add(client)
     }
   }
