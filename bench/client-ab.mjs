@@ -7,7 +7,7 @@
 // (median (min–max)). Start the echo responder with bench/lib/procs.mjs's startEchoProcess.
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
-import { connectBare } from './lib/bare-requester.mjs'
+import { connectBare, connectBarePromises } from './lib/bare-requester.mjs'
 import { drive, keyOf, VALUE_100 } from './lib/load.mjs'
 
 const require = createRequire(import.meta.url)
@@ -16,7 +16,7 @@ const clients = { bare: await connectBare(url) }
 let n = 0
 for (const spec of builds) {
   if (spec === 'bare-promise') {
-    clients[spec] = await connectBare(url, { promises: true })
+    clients[spec] = await connectBarePromises(url)
     continue
   }
   const [name, dist] = spec.split('=')
