@@ -4,8 +4,13 @@ import { maxNotifiedKeyBytes, toBytes, type Bytes } from '../protocol'
 
 /** A value must be bytes or a string; anything else is a programming error caught before sending. */
 export function requireValue(value: Bytes, what = 'value'): Buffer {
+  return toBytes(requireBytes(value, what))
+}
+
+/** requireValue without the conversion, for a value that goes straight into a request (which encodes strings itself). */
+export function requireBytes(value: Bytes, what = 'value'): Bytes {
   if (typeof value !== 'string' && !Buffer.isBuffer(value)) throw new ArgumentError(`the ${what} must be a Buffer or a string`)
-  return toBytes(value)
+  return value
 }
 
 /**

@@ -4,13 +4,6 @@ import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
 import { CONTENT_TYPE, dialect as dialectNamed, PROTOCOL_VERSION, Prop, type Dialect } from '../protocol'
 import type { PublishProperties } from './connection'
 
-/** What a response or notification carries besides its payload. */
-export interface ServiceResponse {
-  payload: Buffer
-  /** `__ts`: the key's version (and, on a lease SET, the fencing token). */
-  version: Hlc | null
-}
-
 export interface RequestEnvelope {
   clientId: string
   responseTopic: string
@@ -58,17 +51,18 @@ export function userProperty(properties: Properties, name: string): string | und
 /**
  * Checks a response's headers the way the official clients do: `__stat` required and below 400,
  * `__protVer` major 1 when present, and a `__ts` that parses and that the clock accepts (a drifted
- * one fails the call).
+ * one fails the call). Returns that `__ts`: the key's version (and, on a lease SET, the fencing
+ * token); null when the response has none.
  */
-export function readResponse(properties: Properties, payload: Buffer, clock: HybridLogicalClock, d: Dialect = V1): ServiceResponse {
+export function readResponseVersion(properties: Properties, clock: HybridLogicalClock, d: Dialect = V1): Hlc | null {
   // The preview dialect has no status header: errors travel only as -ERR payloads.
-  if (!d.statusHeaders) return { payload, version: readTimestamp(properties, clock, d.timestampProperty) }
+  if (!d.statusHeaders) return readTimestamp(properties, clock, d.timestampProperty)
   const status = userProperty(properties, Prop.status)
   if (status === undefined) throw new ProtocolError(`the response has no ${Prop.status} header`)
   // The answer to nearly every request; the general checks below are for the rest.
   if (status === '200') {
     checkVersion(properties)
-    return { payload, version: readTimestamp(properties, clock) }
+    return readTimestamp(properties, clock)
   }
   const code = Number(status)
   if (!/^[0-9]+$/.test(status) || !Number.isSafeInteger(code)) throw new ProtocolError(`the response ${Prop.status} ${JSON.stringify(status)} is not a status code`)
@@ -77,7 +71,7 @@ export function readResponse(properties: Properties, payload: Buffer, clock: Hyb
     throw new ProtocolError(`the service answered status ${code}${message ? `: ${message}` : ''}`)
   }
   checkVersion(properties)
-  return { payload, version: readTimestamp(properties, clock) }
+  return readTimestamp(properties, clock)
 }
 
 /** `__ts` of a response or notification, merged into the clock. */

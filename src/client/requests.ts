@@ -5,7 +5,7 @@ import { HlcError, type Hlc } from '../hlc'
 import { cancelledBy } from './arguments'
 import { backoffDelay } from './backoff'
 import type { PublishProperties } from './connection'
-import { readResponse, requestProperties, type ServiceResponse } from './envelope'
+import { readResponseVersion, requestProperties } from './envelope'
 import type { ResolvedOptions } from './options'
 import type { ConnectionStatus } from './types'
 
@@ -17,7 +17,7 @@ export interface Transport {
   forget(messageId: number): void
 }
 
-export interface Invocation {
+export interface Invocation<T = unknown> {
   /** For messages only: GET, SET, … */
   verb: string
   payload: Buffer
@@ -25,9 +25,15 @@ export interface Invocation {
   signal?: AbortSignal
   fencingToken?: Hlc
   persist?: boolean
+  /**
+   * Turns the answer (its payload and `__ts`, the headers already checked) into the caller's
+   * result; what it throws fails the request. Given here rather than applied by the caller to a
+   * resolved reply, so that a request is one promise, not a second one awaiting the first.
+   */
+  parse: (payload: Buffer, version: Hlc | null) => T
 }
 
-export type Invoker = (invocation: Invocation) => Promise<ServiceResponse>
+export type Invoker = <T>(invocation: Invocation<T>) => Promise<T>
 
 const RESEND_MIN_MS = 100
 const RESEND_MAX_MS = 2000
@@ -53,7 +59,7 @@ interface Pending {
   /** The end of the wait for the connection (connectionWaitMs), while the request waits for it. */
   connectionWait?: NodeJS.Timeout
   detach?: () => void
-  resolve(reply: ServiceResponse): void
+  resolve(result: unknown): void
   reject(err: Error): void
 }
 
@@ -100,8 +106,8 @@ export class Requests {
     return { inFlight: this.inFlight.size, queued: this.queue.size }
   }
 
-  readonly invoke: Invoker = (invocation) =>
-    new Promise<ServiceResponse>((resolve, reject) => {
+  readonly invoke: Invoker = <T>(invocation: Invocation<T>) =>
+    new Promise<T>((resolve, reject) => {
       const timeoutMs = invocation.timeoutMs ?? this.options.requestTimeoutMs
       if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
         reject(new ArgumentError(`the timeout must be a positive number of milliseconds, got ${timeoutMs}`))
@@ -125,6 +131,7 @@ export class Requests {
       correlation.writeUInt32BE(this.prefixLow, 4)
       correlation.writeUInt32BE(Math.floor(id / 0x1_0000_0000), 8)
       correlation.writeUInt32BE(id >>> 0, 12)
+      // Every field from the start, so that each record has the same shape from its creation on.
       const p: Pending = {
         id,
         correlation,
@@ -133,8 +140,13 @@ export class Requests {
         deadline: performance.now() + timeoutMs,
         phase: 'queued',
         settled: false,
+        properties: undefined,
+        messageId: undefined,
         unheard: 0,
-        resolve,
+        resend: undefined,
+        connectionWait: undefined,
+        detach: undefined,
+        resolve: resolve as (result: unknown) => void,
         reject,
       }
       this.armSweep(p.deadline)
@@ -157,14 +169,14 @@ export class Requests {
       this.options.logger('debug', `dropped a response with ${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, duplicate or foreign)`)
       return
     }
-    let reply: ServiceResponse
+    let result: unknown
     try {
-      reply = readResponse(packet.properties, payload, this.options.clock, this.options.dialect)
+      result = p.invocation.parse(payload, readResponseVersion(packet.properties, this.options.clock, this.options.dialect))
     } catch (err) {
       this.settle(p, err as Error)
       return
     }
-    this.settle(p, undefined, reply)
+    this.settle(p, undefined, result)
   }
 
   /** The sequence number in correlation data of ours; -1 (matching nothing) for anyone else's. */
@@ -237,8 +249,8 @@ export class Requests {
         correlation: p.correlation,
         timestamp,
         expirySec,
-        ...(p.invocation.fencingToken ? { fencingToken: p.invocation.fencingToken } : {}),
-        ...(p.invocation.persist ? { persist: true } : {}),
+        fencingToken: p.invocation.fencingToken,
+        persist: p.invocation.persist,
       })
     } else {
       // mqtt.js holds on to the properties of the first send until its PUBACK: a re-send gets its own.
@@ -288,7 +300,7 @@ export class Requests {
     this.settle(p, err)
   }
 
-  private settle(p: Pending, err: Error | undefined, reply?: ServiceResponse): void {
+  private settle(p: Pending, err: Error | undefined, result?: unknown): void {
     if (p.settled) return
     p.settled = true
     clearTimeout(p.resend)
@@ -297,7 +309,7 @@ export class Requests {
     if (p.phase === 'queued') this.queue.delete(p)
     else this.inFlight.delete(p.id)
     if (err) p.reject(err)
-    else p.resolve(reply!)
+    else p.resolve(result)
     this.promote()
     if (this.inFlight.size === 0 && this.queue.size === 0) this.sweepTimer?.unref()
   }

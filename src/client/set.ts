@@ -1,24 +1,26 @@
 import { ArgumentError, ProtocolError } from '../errors'
+import type { Hlc } from '../hlc'
 import { parseSetResponse, Request, type Bytes } from '../protocol'
-import { requireFencingToken, requireValue } from './arguments'
+import { requireBytes, requireFencingToken } from './arguments'
 import type { Invoker } from './requests'
 import type { SetOptions, SetResult } from './types'
 
 /** SET with an optional NX/NEX condition, expiry, fencing token and persistence. */
-export async function set(invoke: Invoker, key: Bytes, value: Bytes, options: SetOptions = {}): Promise<SetResult> {
-  const fencingToken = requireFencingToken(options.fencingToken)
-  if (options.persist !== undefined && typeof options.persist !== 'boolean') throw new ArgumentError('persist must be true or false')
-  const payload = Request.set(requireValue(key, 'key'), requireValue(value), { condition: options.condition, expiryMs: options.expiryMs })
-  const reply = await invoke({
-    verb: 'SET',
-    payload,
-    timeoutMs: options.timeoutMs,
-    signal: options.signal,
-    ...(fencingToken ? { fencingToken } : {}),
-    ...(options.persist ? { persist: true } : {}),
-  })
-  const applied = parseSetResponse(reply.payload)
+export function set(invoke: Invoker, key: Bytes, value: Bytes, options: SetOptions = {}): Promise<SetResult> {
+  // Not async: the request's own promise is the result. A bad argument still rejects, never throws.
+  try {
+    const fencingToken = requireFencingToken(options.fencingToken)
+    if (options.persist !== undefined && typeof options.persist !== 'boolean') throw new ArgumentError('persist must be true or false')
+    const payload = Request.set(requireBytes(key, 'key'), requireBytes(value), options)
+    return invoke({ verb: 'SET', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken, persist: options.persist === true || undefined, parse: setResult })
+  } catch (err) {
+    return Promise.reject(err as Error)
+  }
+}
+
+function setResult(payload: Buffer, version: Hlc | null): SetResult {
+  const applied = parseSetResponse(payload)
   // The version is the point of a SET response (and the fencing token of a lease): the service always sends it.
-  if (!reply.version) throw new ProtocolError('the SET response carries no __ts version')
-  return { applied, version: reply.version }
+  if (!version) throw new ProtocolError('the SET response carries no __ts version')
+  return { applied, version }
 }

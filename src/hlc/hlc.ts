@@ -44,6 +44,20 @@ export class Hlc {
   }
 
   static parse(text: string): Hlc {
+    // Every response and notification parses one `__ts`: the well-formed text is read in place, without
+    // splitting it into an array of strings or converting its fields with Number(); anything else
+    // (including fields too long to be summed exactly) takes the general path with its errors.
+    const first = text.indexOf(':')
+    const second = first < 0 ? -1 : text.indexOf(':', first + 1)
+    if (second > first + 1 && first > 0 && first <= 15 && second - first - 1 <= 15 && second < text.length - 1 && text.indexOf(':', second + 1) < 0) {
+      const timestamp = shortDecimal(text, 0, first)
+      const counter = shortDecimal(text, first + 1, second)
+      if (timestamp >= 0 && counter >= 0) return new Hlc(timestamp, counter, text.slice(second + 1))
+    }
+    return Hlc.parseFields(text)
+  }
+
+  private static parseFields(text: string): Hlc {
     const fields = text.split(':')
     if (fields.length !== 3) {
       throw new HlcError('malformed', `HLC ${JSON.stringify(text)} must have three fields separated by ":", it has ${fields.length}`)
@@ -73,6 +87,17 @@ export class Hlc {
 
 let lastTimestamp = -1
 let lastTimestampText = ''
+
+/** The value of text[start, end), at most 15 decimal digits (so exact); -1 when a character is not a digit. */
+function shortDecimal(text: string, start: number, end: number): number {
+  let n = 0
+  for (let i = start; i < end; i++) {
+    const d = text.charCodeAt(i) - 0x30
+    if (d < 0 || d > 9) return -1
+    n = n * 10 + d
+  }
+  return n
+}
 
 function decimal(field: string, name: string, text: string): number {
   // A loop rather than a regular expression: every response and notification parses one `__ts`.

@@ -19,9 +19,16 @@ export function toBytes(value: Bytes): Buffer {
 
 /** Refuses what the service would refuse anyway, before anything is sent. */
 export function requireKey(key: Bytes): Buffer {
-  const bytes = toBytes(key)
-  if (bytes.length === 0) throw new ArgumentError('the key must not be empty')
-  return bytes
+  return toBytes(keyArgument(key))
+}
+
+/**
+ * requireKey for a request's payload: a string stays a string, because encodeCommand writes it
+ * into the payload as UTF-8 at once, where converting it first would make a Buffer per request.
+ */
+function keyArgument(key: Bytes): Bytes {
+  if (key.length === 0) throw new ArgumentError('the key must not be empty')
+  return key
 }
 
 export function requireExpiry(expiryMs: number | undefined): number | undefined {
@@ -34,10 +41,10 @@ export function requireExpiry(expiryMs: number | undefined): number | undefined 
 
 /** Payload builders for every request the service understands. */
 export const Request = {
-  get: (key: Bytes): Buffer => encodeCommand(['GET', requireKey(key)]),
+  get: (key: Bytes): Buffer => encodeCommand(['GET', keyArgument(key)]),
 
   set(key: Bytes, value: Bytes, options: SetRequestOptions = {}): Buffer {
-    const args: Array<Buffer | string> = ['SET', requireKey(key), toBytes(value)]
+    const args: Array<Buffer | string> = ['SET', keyArgument(key), value]
     const condition = options.condition ?? 'always'
     if (condition !== 'always') {
       if (condition !== 'NX' && condition !== 'NEX') throw new ArgumentError(`unknown SET condition ${JSON.stringify(condition)}`)
@@ -48,8 +55,8 @@ export const Request = {
     return encodeCommand(args)
   },
 
-  del: (key: Bytes): Buffer => encodeCommand(['DEL', requireKey(key)]),
-  vdel: (key: Bytes, value: Bytes): Buffer => encodeCommand(['VDEL', requireKey(key), toBytes(value)]),
-  keyNotify: (key: Bytes): Buffer => encodeCommand(['KEYNOTIFY', requireKey(key)]),
-  keyNotifyStop: (key: Bytes): Buffer => encodeCommand(['KEYNOTIFY', requireKey(key), 'STOP']),
+  del: (key: Bytes): Buffer => encodeCommand(['DEL', keyArgument(key)]),
+  vdel: (key: Bytes, value: Bytes): Buffer => encodeCommand(['VDEL', keyArgument(key), value]),
+  keyNotify: (key: Bytes): Buffer => encodeCommand(['KEYNOTIFY', keyArgument(key)]),
+  keyNotifyStop: (key: Bytes): Buffer => encodeCommand(['KEYNOTIFY', keyArgument(key), 'STOP']),
 } as const

@@ -119,9 +119,46 @@ describe('client requests (scripted responder)', function () {
     await assert.rejects(client.vdel('', 'v'), ArgumentError)
     await assert.rejects(client.get('k', { timeoutMs: 0 }), ArgumentError)
     await assert.rejects(client.set('k', undefined as unknown as string), ArgumentError)
+    await assert.rejects(client.get(42 as unknown as string), ArgumentError)
+    await assert.rejects(client.del(null as unknown as string), ArgumentError)
+    await assert.rejects(client.vdel('k', {} as unknown as string), ArgumentError)
+    await assert.rejects(client.set('k', 'v', { persist: 'yes' as unknown as boolean }), ArgumentError)
+    await assert.rejects(client.get('k', null as unknown as undefined), TypeError)
     await assert.rejects(client.observe('', () => {}), ArgumentError)
     await client.get('sentinel')
     assert.deepEqual(responder.requests.map((r) => r.words.join(' ')), ['GET sentinel'])
+  })
+
+  it('sends string keys and values as their UTF-8 bytes, as it sends Buffers', async function () {
+    const client = await pool.ready(url)
+    const key = 'ключ/✓'
+    const value = 'é'.repeat(40) + 'x'.repeat(70)
+    await client.set(key, value)
+    await client.set(Buffer.from(key), Buffer.from(value))
+    await client.get(key)
+    await client.get(Buffer.from(key))
+    const [s1, s2, g1, g2] = responder.requests.map((r) => r.payload)
+    assert.deepEqual(s1, s2)
+    assert.deepEqual(g1, g2)
+    const k = Buffer.from(key)
+    const v = Buffer.from(value)
+    assert.deepEqual(s1, Buffer.concat([Buffer.from(`*3\r\n$3\r\nSET\r\n$${k.length}\r\n`), k, Buffer.from(`\r\n$${v.length}\r\n`), v, Buffer.from('\r\n')]))
+  })
+
+  it('counts an answered request as succeeded in its metrics even when the answer is -ERR, and a timeout as failed', async function () {
+    const recorded: Array<{ verb: string; error?: Error }> = []
+    const client = await pool.ready(url, { metrics: { record: (verb, _ms, error) => recorded.push({ verb, error }) } })
+    responder.handler = () => responder.answer(Reply.error('something new'))
+    await assert.rejects(client.get('k'), ServiceError)
+    responder.handler = () => ({ payload: Reply.ok, user: { [Prop.status]: '503' } })
+    await assert.rejects(client.set('k', 'v'), ProtocolError)
+    responder.handler = () => null
+    await assert.rejects(client.get('k', { timeoutMs: 50 }), TimeoutError)
+    await eventually(() => (recorded.length === 3 ? true : undefined))
+    assert.deepEqual(recorded.map((r) => r.verb), ['GET', 'SET', 'GET'])
+    assert.equal(recorded[0]!.error, undefined)
+    assert.ok(recorded[1]!.error instanceof ProtocolError)
+    assert.ok(recorded[2]!.error instanceof TimeoutError)
   })
 
   it('turns -ERR into a ServiceError with its catalogue code, unknown text kept', async function () {

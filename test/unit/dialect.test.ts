@@ -1,6 +1,6 @@
 // The two dialects of the protocol (src/protocol/dialect.ts) and the client envelope built from them.
 import assert from 'node:assert/strict'
-import { readResponse, requestProperties } from '../../src/client/envelope'
+import { readResponseVersion, requestProperties } from '../../src/client/envelope'
 import { resolveOptions } from '../../src/client/options'
 import { ArgumentError, ProtocolError } from '../../src/errors'
 import { Hlc, HybridLogicalClock } from '../../src/hlc'
@@ -74,8 +74,8 @@ describe('protocol dialects', function () {
 
   it('client responses: the preview needs no __stat and reads its version from Timestamp', function () {
     const clock = new HybridLogicalClock()
-    const reply = readResponse({ userProperties: { Timestamp: '1696374425000:3:svc' } }, Buffer.from('+OK\r\n'), clock, preview)
-    assert.ok(reply.version?.equals(new Hlc(1696374425000, 3, 'svc')))
-    assert.throws(() => readResponse({ userProperties: { Timestamp: '1696374425000:3:svc' } }, Buffer.from('+OK\r\n'), clock, v1), ProtocolError)
+    const version = readResponseVersion({ userProperties: { Timestamp: '1696374425000:3:svc' } }, clock, preview)
+    assert.ok(version?.equals(new Hlc(1696374425000, 3, 'svc')))
+    assert.throws(() => readResponseVersion({ userProperties: { Timestamp: '1696374425000:3:svc' } }, clock, v1), ProtocolError)
   })
 })

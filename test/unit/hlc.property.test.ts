@@ -101,6 +101,28 @@ describe('HLC properties', function () {
     )
   })
 
+  it('parse reads any text as the plain three-field reading would (fields of any width, digits or not)', () => {
+    // The oracle: split on ":", each number field non-empty decimal digits that fit a safe integer.
+    const oracle = (text: string): Hlc | null => {
+      const f = text.split(':')
+      if (f.length !== 3 || f[2] === '') return null
+      const [a, b] = [f[0]!, f[1]!].map((x) => (/^[0-9]+$/.test(x) && Number.isSafeInteger(Number(x)) ? Number(x) : NaN))
+      return Number.isNaN(a) || Number.isNaN(b) ? null : new Hlc(a!, b!, f[2]!)
+    }
+    const digits = fc.oneof(fc.stringMatching(/^[0-9]{0,17}$/), fc.constant('9007199254740993'), fc.constant('000000000000000'))
+    const field = fc.oneof(digits, digits, fc.string({ maxLength: 4 }))
+    fc.assert(
+      fc.property(field, field, fc.string({ maxLength: 6 }), fc.constantFrom(':', ''), (ts, count, node, extra) => {
+        const text = `${ts}:${count}:${node}${extra}`
+        const want = oracle(text)
+        if (want === null) return malformed(text)
+        const got = Hlc.parse(text)
+        assert.deepEqual([got.timestamp, got.counter, got.nodeId], [want.timestamp, want.counter, want.nodeId])
+      }),
+      { numRuns: 2000 },
+    )
+  })
+
   it('parse refuses an empty node id', () => {
     fc.assert(
       fc.property(fc.nat(), fc.nat(), (ts, count) => malformed(`${ts}:${count}:`)),
