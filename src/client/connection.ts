@@ -2,6 +2,7 @@ import { connect, DefaultMessageIdProvider, MqttClient, ReasonCodes, type IClien
 import { ArgumentError, ConnectionError } from '../errors'
 import { publishPacketSize } from '../protocol'
 import { coalesceWrites } from '../transport/coalesce-writes'
+import { storeWithoutCopy } from '../transport/store-without-copy'
 import { backoffDelay } from './backoff'
 import type { ResolvedOptions } from './options'
 import { SAT_AUTH_METHOD, SatToken } from './sat-token'
@@ -56,6 +57,8 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
     this.token = options.satTokenFile ? new SatToken(options.satTokenFile) : null
     const stream = options.connectStream
     this.mqtt = stream ? new MqttClient(() => stream(), this.mqttOptions()) : connect(options.brokerUrl, this.mqttOptions())
+    // We send no Topic Alias, so mqtt.js's deep copy of every request for its replay store buys nothing.
+    storeWithoutCopy(this.mqtt)
     this.wire()
     this.token?.watch(
       (token) => this.reauthenticate(token),

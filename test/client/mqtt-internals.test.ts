@@ -166,10 +166,10 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     release!()
   })
 
-  it('_storeAndSend puts a QoS 1 PUBLISH in outgoingStore and writes it; with storeWithoutCopy the stored one is the one sent (emulator)', async () => {
+  it('_storeAndSend puts a QoS 1 PUBLISH in outgoingStore and writes it; with storeWithoutCopy the stored one is the one sent (client and emulator)', async () => {
     const client = await connected()
     const internal = client as unknown as { _storeAndSend?: unknown; _writePacket?: unknown }
-    assert.equal(typeof internal._storeAndSend, 'function', changed('or removed MqttClient#_storeAndSend', 'storeWithoutCopy (src/transport/store-without-copy.ts, the emulator)'))
+    assert.equal(typeof internal._storeAndSend, 'function', changed('or removed MqttClient#_storeAndSend', 'storeWithoutCopy (src/transport/store-without-copy.ts, the client and the emulator)'))
     assert.equal(typeof internal._writePacket, 'function', changed('or removed MqttClient#_writePacket', 'storeWithoutCopy'))
     storeWithoutCopy(client)
     const stored: IPublishPacket[] = []
