@@ -7,11 +7,11 @@
 //      the page and the longest event-loop stall while it is computed. Reference, same run: the
 //      obvious implementation, a sorted copy of every key (`[...keys].sort()`), then the slice.
 // `npm run bench -- sidebar [--rounds N] [--quick]` (Node-RED 5 needs the Node.js 24 that npm puts on PATH).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { benchArgs, fmtNum, fmtRange, fmtRatio, interleave, ROOT, sleep, table, writeResult } from './lib/harness.mjs'
-import { freePort } from './lib/procs.mjs'
+import { cpuMsOf, freePort } from './lib/procs.mjs'
 import nodeRed from '../dev/node-red.js'
 
 const { FROM_WORKING_TREE, runtimeSettings, startNodeRed, writeSettings } = nodeRed
@@ -30,12 +30,6 @@ const tables = []
 const headline = []
 
 // ---------- 1. live updates under 2,000 SETs/s ----------
-
-function cpuMs(pid) {
-  // utime + stime, in clock ticks (100 per second on Linux).
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
-}
 
 async function startRuntime() {
   const dir = mkdtempSync(join(tmpdir(), 'aio-ss-bench-sidebar-'))
@@ -125,14 +119,14 @@ async function liveUpdates() {
         const viewer = 'bench'
         await fetch(`${rt.url}/aio-statestore/live`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ viewer, open: variant === 'tab open' }) })
         await sleep(500)
-        const c0 = cpuMs(rt.pid)
+        const c0 = cpuMsOf(rt.pid)
         const m0 = { ...comms.counts }
         const s0 = w.sent()
         const t0 = performance.now()
         await sleep(WINDOW_MS)
         const seconds = (performance.now() - t0) / 1000
         return {
-          cpu: (cpuMs(rt.pid) - c0) / 10 / seconds, // percent of one core
+          cpu: (cpuMsOf(rt.pid) - c0) / 10 / seconds, // percent of one core
           messages: (comms.counts.messages - m0.messages) / seconds,
           watchItems: (comms.counts.watchItems - m0.watchItems) / seconds,
           kbytes: (comms.counts.bytes - m0.bytes) / 1024 / seconds,
