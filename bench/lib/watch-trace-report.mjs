@@ -108,35 +108,44 @@ export function traceReport({ dir, watcher, warmup }) {
   }
   const tables = []
   const get = (rounds, field = 't') => (r, seq) => rounds[r]?.get(seq)?.[field] ?? NaN
+  const cg = gcOf(w)
+  // Every path starts in a writer and ends at the watcher's listener; only the stages between differ.
+  const writerStages = (wp, wg) => [
+    ['value stamped', get(wp, 'stamp'), wg],
+    ['writer publish()', get(wp), wg],
+    ['writer socket write', get(wp, 'w'), wg],
+  ]
+  const watcherStages = (cl) => [
+    ['watcher bytes in', get(cl, 'bytesIn'), cg],
+    ['watcher message', get(cl, 'message'), cg],
+    ['listener', get(cl), cg],
+  ]
+  const addTable = (title, chain, cl) => {
+    const t = stageTable(title, chain, cl.length, warmup, (r) => cl[r]?.keys() ?? [])
+    if (t) tables.push(t)
+  }
 
   // State store: writer SET publish -> emulator request -> notification publish -> watcher.
   {
     const writer = load('writer-statestore-')
     const wp = byRound(writer, 'P', 'Q', { withWrite: true })
     const emu = load('emulator-')
-    const [wg, eg, cg] = [gcOf(writer), gcOf(emu), gcOf(w)]
+    const eg = gcOf(emu)
     const er = byRound(emu, 'R', 'Q')
     const ep = byRound(emu, 'P', 'N', { withWrite: true })
     const cl = byRound(w, 'L', 'statestore')
-    const t = stageTable(
+    addTable(
       'trace, state store',
       [
-        ['value stamped', get(wp, 'stamp'), wg],
-        ['writer publish()', get(wp), wg],
-        ['writer socket write', get(wp, 'w'), wg],
+        ...writerStages(wp, gcOf(writer)),
         ['emulator bytes in', get(er, 'extra'), eg],
         ['emulator request handled', get(er), eg],
         ['notification publish()', get(ep), eg],
         ['emulator socket write', get(ep, 'w'), eg],
-        ['watcher bytes in', get(cl, 'bytesIn'), cg],
-        ['watcher message', get(cl, 'message'), cg],
-        ['listener', get(cl), cg],
+        ...watcherStages(cl),
       ],
-      cl.length,
-      warmup,
-      (r) => cl[r]?.keys() ?? [],
+      cl,
     )
-    if (t) tables.push(t)
   }
   // The references: one hop (raw), two hops through a bare relay (relay).
   for (const mode of ['raw', 'relay']) {
@@ -144,28 +153,17 @@ export function traceReport({ dir, watcher, warmup }) {
     const wp = byRound(writer, 'P', 'B', { withWrite: true })
     if (wp.length === 0) continue
     const relay = mode === 'relay' ? load('relay-') : []
-    const [wg, rg, cg] = [gcOf(writer), gcOf(relay), gcOf(w)]
+    const rg = gcOf(relay)
     const rr = byRound(relay, 'R', 'B')
     const rp = byRound(relay, 'P', 'B', { withWrite: true })
     const cl = byRound(w, 'L', mode)
-    const chain = [
-      ['value stamped', get(wp, 'stamp'), wg],
-      ['writer publish()', get(wp), wg],
-      ['writer socket write', get(wp, 'w'), wg],
-      ...(mode === 'relay'
-        ? [
-            ['relay bytes in', get(rr, 'extra'), rg],
-            ['relay message', get(rr), rg],
-            ['relay publish()', get(rp), rg],
-            ['relay socket write', get(rp, 'w'), rg],
-          ]
-        : []),
-      ['watcher bytes in', get(cl, 'bytesIn'), cg],
-      ['watcher message', get(cl, 'message'), cg],
-      ['listener', get(cl), cg],
+    const relayStages = [
+      ['relay bytes in', get(rr, 'extra'), rg],
+      ['relay message', get(rr), rg],
+      ['relay publish()', get(rp), rg],
+      ['relay socket write', get(rp, 'w'), rg],
     ]
-    const t = stageTable(`trace, ${mode === 'raw' ? 'one-hop publish' : 'two-hop bare relay'}`, chain, cl.length, warmup, (r) => cl[r]?.keys() ?? [])
-    if (t) tables.push(t)
+    addTable(`trace, ${mode === 'raw' ? 'one-hop publish' : 'two-hop bare relay'}`, [...writerStages(wp, gcOf(writer)), ...(mode === 'relay' ? relayStages : []), ...watcherStages(cl)], cl)
   }
   // How much each process collects over the whole run (warm-up and set-up included).
   const gcRows = []
