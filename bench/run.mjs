@@ -19,8 +19,8 @@ export const BENCHMARKS = {
 }
 
 const args = process.argv.slice(2)
-// Names are the words that are neither flags nor a flag's value (`--rounds 7`, `--rate 500`).
-const names = args.filter((a, i) => !a.startsWith('--') && !/^\d+$/.test(a) && !(i > 0 && /^--(rounds|rate)$/.test(args[i - 1])))
+// Names are the words that are neither flags nor a flag's value (`--rounds 7`, `--rate 500`, `--baseline <dir>`).
+const names = args.filter((a, i) => !a.startsWith('--') && !/^\d+$/.test(a) && !(i > 0 && /^--(rounds|rate|baseline)$/.test(args[i - 1])))
 const flags = args.filter((a) => !names.includes(a))
 const unknown = names.filter((n) => !(n in BENCHMARKS))
 if (unknown.length > 0) {

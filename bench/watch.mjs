@@ -41,7 +41,7 @@ const TRACER = join(BENCH_DIR, 'lib/watch-trace.cjs')
 const traceArgs = trace ? ['--require', TRACER] : []
 if (trace) {
   process.env.WATCH_TRACE_DIR = mkdtempSync(join(tmpdir(), 'watch-trace-'))
-  createRequire(import.meta.url)(TRACER)
+  require(TRACER)
 }
 const traceRole = (role) => ({ ...process.env, WATCH_TRACE_ROLE: role })
 
