@@ -7,10 +7,9 @@
 //   node bench/client-layer.mjs <GET|SET> <window> <rounds> before=/path/to/dist after=dist
 import { createRequire } from 'node:module'
 import { resolve } from 'node:path'
+import { keyOf, VALUE_100 } from './lib/load.mjs'
 const require = createRequire(import.meta.url)
 const [op, window, rounds, ...builds] = process.argv.slice(2)
-const VALUE_100 = Buffer.alloc(100, 0x76)
-const keyOf = (i) => `key-${String(i).padStart(12, '0')}`
 const variants = builds.map((spec) => {
   const [name, dist] = spec.split('=')
   const d = resolve(dist, 'src')
