@@ -12,7 +12,6 @@ import { ROOT } from './harness.mjs'
 
 const require = createRequire(import.meta.url)
 const mqtt = require('mqtt')
-const { coalesceWrites } = require(join(ROOT, 'dist/src/transport/coalesce-writes'))
 
 // Topic and fixed strings as the client and the protocol have them (src/protocol); written out here
 // so that not even our constants module is on the path.
@@ -111,6 +110,8 @@ export async function connectBare(brokerUrl, { connectStream } = {}) {
  * clock, envelope, correlation records or checks.
  */
 export async function connectBarePromises(brokerUrl) {
+  // Loaded here, not with the module: the bare reference itself never loads code of ours.
+  const { coalesceWrites } = require(join(ROOT, 'dist/src/transport/coalesce-writes'))
   const bare = await connectBare(brokerUrl)
   coalesceWrites(bare.mqtt.stream)
   return {
