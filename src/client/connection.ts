@@ -306,7 +306,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
 }
 
 /** Remembers the id it hands out, so a caller can tell which packet id a publish got. */
-class TrackingMessageIdProvider extends DefaultMessageIdProvider {
+export class TrackingMessageIdProvider extends DefaultMessageIdProvider {
   last: number | undefined
   override allocate(): number {
     const id = super.allocate()

@@ -1,18 +1,15 @@
 import type { Hlc } from '../hlc'
 import { parseGetResponse, Request, type Bytes } from '../protocol'
 import { requireBytes } from './arguments'
-import type { Invoker } from './requests'
+import { invokeBuilt, type Invoker } from './requests'
 import type { GetResult, RequestOptions } from './types'
 
 /** GET: the value and its version, or nulls when the key does not exist. */
 export function get(invoke: Invoker, key: Bytes, options: RequestOptions = {}): Promise<GetResult> {
-  // Not async: the request's own promise is the result. A bad argument still rejects, never throws.
-  try {
+  return invokeBuilt(invoke, () => {
     const payload = Request.get(requireBytes(key, 'key'))
-    return invoke({ verb: 'GET', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken: undefined, persist: undefined, parse: getResult })
-  } catch (err) {
-    return Promise.reject(err as Error)
-  }
+    return { verb: 'GET', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken: undefined, persist: undefined, parse: getResult }
+  })
 }
 
 function getResult(payload: Buffer, version: Hlc | null): GetResult {

@@ -35,6 +35,21 @@ export interface Invocation<T = unknown> {
 
 export type Invoker = <T>(invocation: Invocation<T>) => Promise<T>
 
+/**
+ * Invokes the request `build` describes. What `build` throws (a bad argument) rejects the promise
+ * instead of throwing, so that the operations need not be async: the request's own promise is their
+ * result, not a second one awaiting it.
+ */
+export function invokeBuilt<T>(invoke: Invoker, build: () => Invocation<T>): Promise<T> {
+  let invocation: Invocation<T>
+  try {
+    invocation = build()
+  } catch (err) {
+    return Promise.reject(err as Error)
+  }
+  return invoke(invocation)
+}
+
 const RESEND_MIN_MS = 100
 const RESEND_MAX_MS = 2000
 const MAX_TIMER_MS = 2 ** 31 - 1

@@ -2,20 +2,17 @@ import { ArgumentError, ProtocolError } from '../errors'
 import type { Hlc } from '../hlc'
 import { parseSetResponse, Request, type Bytes } from '../protocol'
 import { requireBytes, requireFencingToken } from './arguments'
-import type { Invoker } from './requests'
+import { invokeBuilt, type Invoker } from './requests'
 import type { SetOptions, SetResult } from './types'
 
 /** SET with an optional NX/NEX condition, expiry, fencing token and persistence. */
 export function set(invoke: Invoker, key: Bytes, value: Bytes, options: SetOptions = {}): Promise<SetResult> {
-  // Not async: the request's own promise is the result. A bad argument still rejects, never throws.
-  try {
+  return invokeBuilt(invoke, () => {
     const fencingToken = requireFencingToken(options.fencingToken)
     if (options.persist !== undefined && typeof options.persist !== 'boolean') throw new ArgumentError('persist must be true or false')
     const payload = Request.set(requireBytes(key, 'key'), requireBytes(value), options)
-    return invoke({ verb: 'SET', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken, persist: options.persist === true || undefined, parse: setResult })
-  } catch (err) {
-    return Promise.reject(err as Error)
-  }
+    return { verb: 'SET', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken, persist: options.persist === true || undefined, parse: setResult }
+  })
 }
 
 function setResult(payload: Buffer, version: Hlc | null): SetResult {

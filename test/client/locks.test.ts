@@ -12,18 +12,26 @@ import { ClientPool, eventually, uniqueId } from './support/clients'
 import { onEveryBroker } from './support/topology'
 import { startEmulator, type Emulator } from '../../src/emulator'
 
-onEveryBroker('leases', (t) => {
-  const pool = new ClientPool()
-  const closers: Array<{ close(): Promise<void> }> = []
+/**
+ * Registers an afterEach that closes what a test passed to the returned function (leases,
+ * elections), then the pool's clients, so that nothing a failed test opened outlives it.
+ */
+function closedAfterEach(pool: ClientPool): <T extends { close(): Promise<void> }>(opened: T) => T {
+  const open: Array<{ close(): Promise<void> }> = []
   afterEach(async () => {
-    await Promise.all(closers.splice(0).map((c) => c.close()))
+    await Promise.all(open.splice(0).map((o) => o.close()))
     await pool.closeAll()
   })
-  const lease = (c: StateStoreClient, name: string, options: ConstructorParameters<typeof Lease>[2] = {}) => {
-    const l = new Lease(c, name, options)
-    closers.push(l)
-    return l
+  return (opened) => {
+    open.push(opened)
+    return opened
   }
+}
+
+onEveryBroker('leases', (t) => {
+  const pool = new ClientPool()
+  const closing = closedAfterEach(pool)
+  const lease = (c: StateStoreClient, name: string, options: ConstructorParameters<typeof Lease>[2] = {}) => closing(new Lease(c, name, options))
 
   it('try-acquires, reports the holder, renews with a greater token, releases', async function () {
     const a = await pool.ready(t.url)
@@ -207,16 +215,8 @@ onEveryBroker('locks', (t) => {
 
 onEveryBroker('leader election', (t) => {
   const pool = new ClientPool()
-  const elections: LeaderElection[] = []
-  afterEach(async () => {
-    await Promise.all(elections.splice(0).map((e) => e.close()))
-    await pool.closeAll()
-  })
-  const election = (c: StateStoreClient, position: string, termMs: number) => {
-    const e = new LeaderElection(c, position, { termMs })
-    elections.push(e)
-    return e
-  }
+  const closing = closedAfterEach(pool)
+  const election = (c: StateStoreClient, position: string, termMs: number) => closing(new LeaderElection(c, position, { termMs }))
 
   it('elects one leader, renews its term, and fails over when the leader stops renewing', async function () {
     const a = await pool.ready(t.url)
@@ -326,13 +326,13 @@ describe('leader election: a failed campaign is tried again (emulator with a key
   before(async () => {
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, maxKeys: 1, logLevel: 'error' })
   })
-  afterEach(() => pool.closeAll())
+  const closing = closedAfterEach(pool)
   after(() => emulator.stop())
 
   it('reports each failed campaign and is elected once the service accepts it', async function () {
     const a = await pool.ready(emulator.brokerUrl)
     await a.set('filler', 'the only key the quota allows')
-    const ea = new LeaderElection(a, uniqueId('position'), { termMs: 10_000 })
+    const ea = closing(new LeaderElection(a, uniqueId('position'), { termMs: 10_000 }))
     const errors: Error[] = []
     const stop = new AbortController()
     const standing = ea.stand({ signal: stop.signal, retryMs: 50, onError: (e) => errors.push(e) })
@@ -343,6 +343,5 @@ describe('leader election: a failed campaign is tried again (emulator with a key
     await eventually(() => (ea.isLeader ? true : undefined), 5000, 'elected once the quota has room')
     stop.abort()
     await standing
-    await ea.close()
   })
 })

@@ -6,11 +6,12 @@
  * messageIdProvider option, the packetreceive event) is checked where we depend on a detail of it.
  */
 import assert from 'node:assert/strict'
-import mqtt, { DefaultMessageIdProvider, type IClientOptions, type IPublishPacket, type MqttClient, type Packet } from 'mqtt'
+import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient, type Packet } from 'mqtt'
 import { FakeBroker } from './support/fake-broker'
 import { eventually } from './support/clients'
 import { mosquittoUrl } from '../support/broker'
 import { storeWithoutCopy } from '../../src/transport/store-without-copy'
+import { TrackingMessageIdProvider } from '../../src/client/connection'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const MQTT_VERSION = (require('mqtt/package.json') as { version: string }).version
@@ -18,16 +19,6 @@ const MQTT_VERSION = (require('mqtt/package.json') as { version: string }).versi
 /** The failure message: which mqtt.js behaviour changed, and what of ours depends on it. */
 function changed(what: string, reliedOnBy: string): string {
   return `mqtt.js ${MQTT_VERSION} changed ${what}; ${reliedOnBy} depends on it. Adapt that code, then widen the mqtt range in package.json.`
-}
-
-/** A message id provider that remembers the last id it handed out, to see which id publish() took. */
-class TrackingIdProvider extends DefaultMessageIdProvider {
-  last: number | undefined
-  override allocate(): number {
-    const id = super.allocate()
-    this.last = id
-    return id
-  }
 }
 
 describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rely on`, function () {
@@ -115,7 +106,7 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
   })
 
   it('a messageIdProvider allocates the id synchronously inside publish(), and that id goes on the wire', async () => {
-    const ids = new TrackingIdProvider()
+    const ids = new TrackingMessageIdProvider()
     const client = await connected({ messageIdProvider: ids })
     ids.last = undefined
     const done = new Promise<void>((resolve) => client.publish('t', 'x', { qos: 1 }, () => resolve()))
@@ -126,7 +117,7 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
   })
 
   it('while offline a QoS 1 publish waits in outgoing under its id, and removeOutgoingMessage drops it with an error', async () => {
-    const ids = new TrackingIdProvider()
+    const ids = new TrackingMessageIdProvider()
     const client = await connected({ messageIdProvider: ids, reconnectPeriod: 60_000 })
     const offline = new Promise<void>((resolve) => client.once('offline', () => resolve()))
     broker.dropAll()

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { Prop } from '../../src/protocol'
-import { Mosquitto, mosquittoPath } from '../support/mosquitto'
+import { Mosquitto } from '../support/mosquitto'
+import { requireMosquitto, retry } from '../reliability/support'
 import { ClientPool, eventually, Inbox, statusWhere, uniqueId } from './support/clients'
 import { TcpRelay } from '../support/relay'
 import { Responder } from './support/responder'
@@ -117,10 +118,7 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
   let spy: Responder
 
   before(async function () {
-    if (!mosquittoPath()) {
-      if (process.env.CI) throw new Error('CI must provide mosquitto')
-      this.skip()
-    }
+    requireMosquitto(this)
     broker = await Mosquitto.start()
     emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
     proxy = await TcpRelay.start(broker.port)
@@ -169,14 +167,3 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
     assert.equal(describeNotification(live!), `SET ${k}=live`)
   })
 })
-
-async function retry<T>(attempt: () => Promise<T>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await attempt()
-    } catch (err) {
-      if (Date.now() > deadline) throw err
-    }
-  }
-}

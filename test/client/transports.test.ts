@@ -10,7 +10,8 @@ import { createServer as createHttpsServer } from 'node:https'
 import { createWebSocketStream, WebSocketServer } from 'ws'
 import { startBroker, startEmulator, type EmbeddedBroker, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
-import { Mosquitto, mosquittoPath } from '../support/mosquitto'
+import { Mosquitto } from '../support/mosquitto'
+import { requireMosquitto } from '../reliability/support'
 import { makeCerts, tlsListener, type TestCerts } from '../support/certs'
 import { ClientPool, statusWhere } from './support/clients'
 
@@ -29,10 +30,7 @@ describe('client transports', function () {
     let tlsUrl: string
 
     before(async function () {
-      if (!mosquittoPath()) {
-        if (process.env.CI) throw new Error('CI must provide mosquitto')
-        this.skip()
-      }
+      requireMosquitto(this)
       const plain = await freePort()
       const tls = await freePort()
       broker = await Mosquitto.start({
