@@ -160,15 +160,13 @@ export class StateStoreService {
     const dedupId = DedupCache.idOf(responseTopic, correlation)
     const request = RequestPrint.of(payload, props.userProperties)
     const seen = this.options.dedup.lookup(dedupId, request, now)
-    if (seen.state === 'done') {
-      if (log.enabled('debug')) log('debug', `request from ${who} is a re-send; answered from the cache`)
-      return this.respond(reply, seen.entry.answer!, seen.entry.expiresAt)
-    }
     if (seen.state === 'conflict') {
       // Neither executed nor answered from the cache: the first request keeps its entry for its own re-sends.
       return this.refuse(reply, expiresAt, who, 'CorrelationReused', `its correlation data ${correlation.toString('hex').slice(0, 64)} was used by another request`)
     }
-    if (seen.state === 'pending') {
+    if (seen.state !== 'new') {
+      // A re-send: answered with the first answer, now or once the first is answered (not at all if it gets none).
+      if (log.enabled('debug')) log('debug', `request from ${who} is a re-send; answered from the cache`)
       const entry = seen.entry
       this.options.dedup.whenAnswered(entry, (answer) => answer && this.respond(reply, answer, entry.expiresAt))
       return
