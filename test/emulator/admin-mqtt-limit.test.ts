@@ -1,4 +1,4 @@
-// The admin channel's bound on requests answered at once: a burst beyond it is refused with "busy"
+// The admin channel's bound on key listings running at once: a burst beyond it is refused with "busy"
 // instead of running every key scan together, and the channel serves again once they are answered.
 import assert from 'node:assert/strict'
 import mqtt, { type MqttClient } from 'mqtt'
@@ -67,6 +67,22 @@ describe('emulator admin channel: concurrent requests are bounded', function () 
     assert.equal(replies.length, 0, 'nothing refused while within the bound')
     held.releaseAll()
     await until(() => replies.length === 3, '3 answers')
+    assert.ok(replies.every((r) => r.ok))
+  })
+
+  it('bounds only key listings: hello and inspect are answered while the listings fill the bound', async () => {
+    replies.length = 0
+    send(3)
+    await until(() => held.waiting.length === 3, '3 running scans')
+    raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'hello' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from('hello') } })
+    raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'inspect', keyHex: '6b' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from('inspect') } })
+    await until(() => replies.length === 2, 'the hello and inspect answers')
+    assert.deepEqual(replies, [
+      { ok: true, result: { nodeId: 'limit-node', keyCount: 0 } },
+      { ok: true, result: null },
+    ])
+    held.releaseAll()
+    await until(() => replies.length === 5, 'the 3 held answers')
     assert.ok(replies.every((r) => r.ok))
   })
 })
