@@ -35,8 +35,7 @@ export class AdminServer {
   }
 
   static async start(options: AdminServerOptions): Promise<AdminServer> {
-    // Subscribed again after every reconnect: the session is clean.
-    const client = emulatorMqttClient(options, 'aio-statestore-emulator-admin', { resubscribe: true })
+    const client = emulatorMqttClient(options, 'aio-statestore-emulator-admin')
     const server = new AdminServer(client, options)
     try {
       await firstConnect(client, options, 'admin channel: ')
