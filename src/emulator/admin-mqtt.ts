@@ -1,5 +1,5 @@
 import type { IPublishPacket, MqttClient } from 'mqtt'
-import type { EmulatorAdmin } from './admin'
+import type { EmulatorAdmin, KeyQuery } from './admin'
 import { ADMIN_REQUEST_TOPIC, AdminRequestError, parseAdminRequest, toWireDetails, type AdminReply } from './admin-wire'
 import type { FilteredLogger } from './log'
 import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './mqtt-client'
@@ -9,7 +9,7 @@ export interface AdminServerOptions extends EmulatorBrokerOptions {
   admin: EmulatorAdmin
   nodeId: string
   log: FilteredLogger
-  /** Admin requests answered at once; more are refused with a "busy" error. Default 8. */
+  /** Key listings run at once; more are refused with a "busy" error. Default 8. */
   maxConcurrent?: number
 }
 
@@ -23,7 +23,7 @@ const DEFAULT_MAX_CONCURRENT = 8
  */
 export class AdminServer {
   private stopped = false
-  /** Key scans yield between steps, so without a bound a burst of requests would all run at once. */
+  /** Key listings running: scans yield between steps, so without a bound a burst of them would all run at once. */
   private running = 0
 
   private constructor(
@@ -35,8 +35,7 @@ export class AdminServer {
   }
 
   static async start(options: AdminServerOptions): Promise<AdminServer> {
-    // Subscribed again after every reconnect: the session is clean.
-    const client = emulatorMqttClient(options, 'aio-statestore-emulator-admin', { resubscribe: true })
+    const client = emulatorMqttClient(options, 'aio-statestore-emulator-admin')
     const server = new AdminServer(client, options)
     try {
       await firstConnect(client, options, 'admin channel: ')
@@ -59,21 +58,12 @@ export class AdminServer {
       return
     }
     let reply: AdminReply
-    const max = this.options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT
-    if (this.running >= max) {
-      this.options.log('info', `admin request refused: ${max} admin requests are running`)
-      reply = { ok: false, error: `busy: ${max} admin requests are running; try again when one has been answered` }
-    } else {
-      this.running++
-      try {
-        reply = { ok: true, result: await this.run(payload) }
-      } catch (err) {
-        if (!(err instanceof AdminRequestError)) this.options.log('warn', `admin request failed: ${(err as Error).message}`)
-        else this.options.log('info', `admin request refused: ${err.message}`)
-        reply = { ok: false, error: (err as Error).message }
-      } finally {
-        this.running--
-      }
+    try {
+      reply = { ok: true, result: await this.run(payload) }
+    } catch (err) {
+      if (!(err instanceof AdminRequestError)) this.options.log('warn', `admin request failed: ${(err as Error).message}`)
+      else this.options.log('info', `admin request refused: ${err.message}`)
+      reply = { ok: false, error: (err as Error).message }
     }
     if (this.stopped) return
     this.client.publish(responseTopic, JSON.stringify(reply), { qos: 1, properties: { contentType: 'application/json', ...(correlationData ? { correlationData } : {}) } }, (err) => {
@@ -88,11 +78,27 @@ export class AdminServer {
       case 'hello':
         return { nodeId: this.options.nodeId, keyCount: admin.keyCount }
       case 'listKeys':
-        return admin.listKeys(request.query)
+        return this.scan(request.query)
       case 'inspect': {
         const details = admin.inspect(Buffer.from(request.keyHex, 'hex'))
         return details ? toWireDetails(details) : null
       }
+    }
+  }
+
+  /**
+   * A key listing within the bound. Only listings count: they are the requests that run for a while
+   * (a scan that yields between steps); `hello` and `inspect` are answered at once, so a discovery
+   * by another editor still finds this emulator while listings run.
+   */
+  private async scan(query: KeyQuery) {
+    const max = this.options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT
+    if (this.running >= max) throw new AdminRequestError(`busy: ${max} admin requests are running; try again when one has been answered`)
+    this.running++
+    try {
+      return await this.options.admin.listKeys(query)
+    } finally {
+      this.running--
     }
   }
 

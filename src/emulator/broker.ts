@@ -146,8 +146,9 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
           client.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
           return
         }
+        // Set in place: the packet was parsed for this publish alone, so a copy per request buys nothing.
         const properties = (packet.properties ??= {})
-        properties.userProperties = { ...properties.userProperties, [Prop.sourceId]: client.id }
+        ;(properties.userProperties ??= {})[Prop.sourceId] = client.id
       }
       done(null)
     },

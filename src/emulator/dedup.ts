@@ -1,13 +1,12 @@
 import type { RequestPrint } from './request-print'
 
 /**
- * The command cache: a request seen again with the same (Response Topic, Correlation Data) while
- * its Message Expiry lasts is a re-send, answered with the first answer and never executed twice
- * (spec section 10). A re-send is the same request (see `RequestPrint`), which the entry keeps.
- * Another request under the same correlation data is a conflict,
- * never answered from the cache (the RPC command cache calls it a protocol error). Bounded in
- * entries and bytes; expired entries go in insertion order as new ones arrive, so there is no timer
- * per entry.
+ * The command cache: a request seen again with the same (Response Topic, Correlation Data), the
+ * entry's id, while its Message Expiry lasts is a re-send, answered with the first answer and never
+ * executed twice (spec section 10). A re-send is also the same request (its `RequestPrint`, which
+ * the entry keeps): another request under the same id is a conflict, never answered from the cache
+ * (the RPC command cache calls it a protocol error). Bounded in entries and bytes; expired entries
+ * go in insertion order as new ones arrive, so there is no timer per entry.
  */
 
 export interface CachedAnswer {

@@ -18,9 +18,10 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 
 /**
  * One clean-session MQTT 5 client with a random id under `clientIdPrefix`, with TCP_NODELAY on
- * every (re)connect; `extra` adds what one user needs beyond the shared settings.
+ * every (re)connect. Its subscriptions are made again after every reconnect (mqtt.js's
+ * `resubscribe`, on by default), as a clean session loses them.
  */
-export function emulatorMqttClient(options: EmulatorBrokerOptions, clientIdPrefix: string, extra: Partial<IClientOptions> = {}): MqttClient {
+export function emulatorMqttClient(options: EmulatorBrokerOptions, clientIdPrefix: string): MqttClient {
   const clientOptions: IClientOptions = {
     protocolVersion: 5,
     clientId: `${clientIdPrefix}-${randomBytes(6).toString('hex')}`,
@@ -33,7 +34,6 @@ export function emulatorMqttClient(options: EmulatorBrokerOptions, clientIdPrefi
     // mqtt.js calls its `debug` logger some 30 times per message even when it prints nothing (1.6 %
     // of the emulator's CPU in a profile); the same rule as the client's (src/client/connection.ts).
     ...(process.env.DEBUG ? {} : { log: () => {} }),
-    ...extra,
   }
   const connectStream = options.connectStream
   const client = connectStream ? new mqtt.MqttClient(() => connectStream(), clientOptions) : mqtt.connect(options.brokerUrl, clientOptions)

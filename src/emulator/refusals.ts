@@ -1,4 +1,4 @@
-import { REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../protocol'
+import { REQUEST_TOPICS, SERVICE_CLIENTS_PREFIX } from '../protocol'
 
 /**
  * Requests the emulator refuses with a text of its own. No official client ever sends them (they
@@ -19,11 +19,12 @@ export type EmulatorRefusalCode = keyof typeof EMULATOR_REFUSAL_TEXT
 
 /**
  * Why a Response Topic may not be used on a state store request, or null when it may. The article
- * forbids the request topic and anything under the service's notification prefix; a wildcard is not
- * a topic name at all.
+ * forbids the request topic (either dialect's: an answer there would come back as a request) and
+ * anything under the service's notification prefix; a wildcard is not a topic name at all. The same
+ * rule as `isAllowedResponseTopic` (src/protocol), with the reason for the log.
  */
 export function responseTopicRefusal(topic: string): string | null {
-  if (topic === REQUEST_TOPIC) return 'it is the request topic'
+  if (REQUEST_TOPICS.includes(topic)) return 'it is the request topic'
   if (topic.startsWith(SERVICE_CLIENTS_PREFIX)) return `it begins with ${SERVICE_CLIENTS_PREFIX}, which belongs to the state store`
   if (/[+#]/.test(topic)) return 'it contains a wildcard'
   return null

@@ -141,13 +141,14 @@ export class StateStoreService {
     const raw = userProps(props.userProperties)
     const prop = (name: string) => raw(dialectPropertyName(dialect, name))
     const caller = callerOf(prop, responseTopic)
-    const who = describeCaller(caller, responseTopic)
-    if (!responseTopic) return log('warn', `request from ${who} dropped: no Response Topic`)
-    if (!correlation || correlation.length === 0) return log('warn', `request from ${who} dropped: no Correlation Data`)
+    // Described only for a log line: most requests never need it.
+    const who = () => describeCaller(caller, responseTopic)
+    if (!responseTopic) return log('warn', `request from ${who()} dropped: no Response Topic`)
+    if (!correlation || correlation.length === 0) return log('warn', `request from ${who()} dropped: no Correlation Data`)
     const refusal = responseTopicRefusal(responseTopic)
     if (refusal) {
       // The state store disconnects such a client; a client of another broker can only be ignored.
-      return log('warn', `request from ${who} dropped: its Response Topic ${JSON.stringify(responseTopic.slice(0, 200))} is not permitted (${refusal})`)
+      return log('warn', `request from ${who()} dropped: its Response Topic ${JSON.stringify(responseTopic.slice(0, 200))} is not permitted (${refusal})`)
     }
     const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload)
     const now = Date.now()
@@ -156,19 +157,17 @@ export class StateStoreService {
     const expirySec = props.messageExpiryInterval || undefined
     const expiresAt = now + (expirySec !== undefined ? expirySec * 1000 : DEFAULT_DEDUP_WINDOW_MS)
     const reply = { responseTopic, correlation, hasExpiry: expirySec !== undefined, dialect }
-    if (packet.qos !== 1) return this.refuse(reply, expiresAt, who, 'NotQos1', `published with QoS ${packet.qos}`)
+    if (packet.qos !== 1) return this.refuse(reply, expiresAt, who(), 'NotQos1', `published with QoS ${packet.qos}`)
     const dedupId = DedupCache.idOf(responseTopic, correlation)
     const request = RequestPrint.of(payload, props.userProperties)
     const seen = this.options.dedup.lookup(dedupId, request, now)
-    if (seen.state === 'done') {
-      if (log.enabled('debug')) log('debug', `request from ${who} is a re-send; answered from the cache`)
-      return this.respond(reply, seen.entry.answer!, seen.entry.expiresAt)
-    }
     if (seen.state === 'conflict') {
       // Neither executed nor answered from the cache: the first request keeps its entry for its own re-sends.
-      return this.refuse(reply, expiresAt, who, 'CorrelationReused', `its correlation data ${correlation.toString('hex').slice(0, 64)} was used by another request`)
+      return this.refuse(reply, expiresAt, who(), 'CorrelationReused', `its correlation data ${correlation.toString('hex').slice(0, 64)} was used by another request`)
     }
-    if (seen.state === 'pending') {
+    if (seen.state !== 'new') {
+      // A re-send: answered with the first answer, now or once the first is answered (not at all if it gets none).
+      if (log.enabled('debug')) log('debug', `request from ${who()} is a re-send; answered from the cache`)
       const entry = seen.entry
       this.options.dedup.whenAnswered(entry, (answer) => answer && this.respond(reply, answer, entry.expiresAt))
       return
@@ -179,12 +178,12 @@ export class StateStoreService {
       answer = this.options.executor.execute(payload, { prop, clientId: caller, dialect } satisfies RequestContext)
     } catch (err) {
       // A bug, not a bad request: say so loudly, answer nothing, keep serving.
-      log('error', `request from ${who} failed: ${(err as Error).stack ?? err}`)
+      log('error', `request from ${who()} failed: ${(err as Error).stack ?? err}`)
       this.options.dedup.complete(entry, null)
       return
     }
     if (answer.error) {
-      log('info', `refused ${answer.command?.verb ?? 'request'} from ${who}: -ERR ${answer.error.code} (${answer.error.detail})`)
+      log('info', `refused ${answer.command?.verb ?? 'request'} from ${who()}: -ERR ${answer.error.code} (${answer.error.detail})`)
     }
     const cached: CachedAnswer = { payload: answer.payload, timestamp: answer.timestamp }
     if (answer.durableSeq === undefined || !this.options.persistence) return this.finish(entry, reply, cached)
@@ -192,7 +191,7 @@ export class StateStoreService {
     this.options.persistence.whenDurable(answer.durableSeq).then(
       () => this.finish(entry, reply, cached),
       (err: Error) => {
-        log('error', `request from ${who} not answered: it could not be made durable (${err.message})`)
+        log('error', `request from ${who()} not answered: it could not be made durable (${err.message})`)
         this.options.dedup.complete(entry, null)
       },
     ).finally(() => this.settled())

@@ -1,4 +1,4 @@
-// The admin channel's bound on requests answered at once: a burst beyond it is refused with "busy"
+// The admin channel's bound on key listings running at once: a burst beyond it is refused with "busy"
 // instead of running every key scan together, and the channel serves again once they are answered.
 import assert from 'node:assert/strict'
 import mqtt, { type MqttClient } from 'mqtt'
@@ -6,7 +6,7 @@ import { AdminServer } from '../../src/emulator/admin-mqtt'
 import { ADMIN_REQUEST_TOPIC, type AdminReply } from '../../src/emulator/admin-wire'
 import type { EmulatorAdmin } from '../../src/emulator'
 import { makeLogger } from '../../src/emulator/log'
-import { requireMosquitto } from '../reliability/support'
+import { requireMosquitto, until } from '../reliability/support'
 import { Mosquitto } from '../support/mosquitto'
 
 /** An admin whose key scans wait until released, so that requests stay running for as long as the test wants. */
@@ -47,32 +47,42 @@ describe('emulator admin channel: concurrent requests are bounded', function () 
   const send = (n: number) => {
     for (let i = 0; i < n; i++) raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'listKeys' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from([i]) } })
   }
-  const until = async (what: string, ok: () => boolean) => {
-    for (const end = Date.now() + 10_000; !ok(); ) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
-  }
 
   it('refuses what is beyond the bound with a busy error, and answers the rest once their scans end', async () => {
     send(5)
-    await until('3 running scans and 2 refusals', () => held.waiting.length === 3 && replies.length === 2)
+    await until(() => held.waiting.length === 3 && replies.length === 2, '3 running scans and 2 refusals')
     for (const r of replies) {
       assert.equal(r.ok, false)
       assert.match(r.ok ? '' : r.error, /busy: 3 admin requests are running/)
     }
     held.releaseAll()
-    await until('the 3 held answers', () => replies.length === 5)
+    await until(() => replies.length === 5, 'the 3 held answers')
     assert.deepEqual(replies.slice(2).map((r) => r.ok), [true, true, true])
   })
 
   it('serves again once the running requests are answered', async () => {
     replies.length = 0
     send(3)
-    await until('3 running scans', () => held.waiting.length === 3)
+    await until(() => held.waiting.length === 3, '3 running scans')
     assert.equal(replies.length, 0, 'nothing refused while within the bound')
     held.releaseAll()
-    await until('3 answers', () => replies.length === 3)
+    await until(() => replies.length === 3, '3 answers')
+    assert.ok(replies.every((r) => r.ok))
+  })
+
+  it('bounds only key listings: hello and inspect are answered while the listings fill the bound', async () => {
+    replies.length = 0
+    send(3)
+    await until(() => held.waiting.length === 3, '3 running scans')
+    raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'hello' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from('hello') } })
+    raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'inspect', keyHex: '6b' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from('inspect') } })
+    await until(() => replies.length === 2, 'the hello and inspect answers')
+    assert.deepEqual(replies, [
+      { ok: true, result: { nodeId: 'limit-node', keyCount: 0 } },
+      { ok: true, result: null },
+    ])
+    held.releaseAll()
+    await until(() => replies.length === 5, 'the 3 held answers')
     assert.ok(replies.every((r) => r.ok))
   })
 })

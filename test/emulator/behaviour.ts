@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
-import { CONTENT_TYPE, Notification, notificationTopic, Prop, Reply, Request, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
+import { CONTENT_TYPE, Notification, notificationTopic, PREVIEW_REQUEST_TOPIC, Prop, Reply, Request, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
 import { encodeCommand, encodeValue } from '../../src/resp'
 import type { Emulator, EmulatorOptions } from '../../src/emulator'
 import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/refusals'
@@ -474,7 +474,7 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         assert.ok(f.logs.some((l) => l.includes('NotQos1') && l.includes('QoS 2')))
       })
 
-      const reservedTopics = [REQUEST_TOPIC, `${SERVICE_CLIENTS_PREFIX}/x/response`, SERVICE_CLIENTS_PREFIX]
+      const reservedTopics = [REQUEST_TOPIC, PREVIEW_REQUEST_TOPIC, `${SERVICE_CLIENTS_PREFIX}/x/response`, SERVICE_CLIENTS_PREFIX]
       if (kind === 'embedded') {
         it('disconnects a client whose request names the request topic or a topic under the service\'s prefix as its Response Topic', async () => {
           for (const [i, topic] of reservedTopics.entries()) {

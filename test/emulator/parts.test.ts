@@ -8,6 +8,8 @@ import { parseCommand } from '../../src/emulator/commands'
 import { DedupCache } from '../../src/emulator/dedup'
 import { RequestPrint } from '../../src/emulator/request-print'
 import { Registrations } from '../../src/emulator/notifications'
+import { responseTopicRefusal } from '../../src/emulator/refusals'
+import { isAllowedResponseTopic, PREVIEW_REQUEST_TOPIC, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
 import { Hlc } from '../../src/hlc'
 
 describe('emulator parts', () => {
@@ -91,6 +93,28 @@ describe('emulator parts', () => {
       cache.complete(entry, { payload: Buffer.from('+OK\r\n'), timestamp: 'v' })
       assert.equal(cache.lookup('x', set('second', {}), 1).state, 'conflict')
       assert.equal(cache.lookup('x', set('first', { __srcId: 'me', __ts: '1:0:c' }), 1).state, 'done', 'the entry of the first request is kept for its re-sends')
+    })
+  })
+
+  describe('responseTopicRefusal', () => {
+    it('refuses exactly the Response Topics the protocol module refuses, each with a reason', () => {
+      const topics = [
+        REQUEST_TOPIC,
+        PREVIEW_REQUEST_TOPIC,
+        SERVICE_CLIENTS_PREFIX,
+        `${SERVICE_CLIENTS_PREFIX}/x/response`,
+        'replies/+/x',
+        'replies/#',
+        'clients/c1/services/statestore/_any_/command/invoke/response',
+        `clients/c1/${REQUEST_TOPIC}`,
+        'replies/for/me',
+      ]
+      for (const topic of topics) {
+        const refusal = responseTopicRefusal(topic)
+        assert.equal(refusal === null, isAllowedResponseTopic(topic), topic)
+        if (refusal !== null) assert.ok(refusal.length > 0, topic)
+      }
+      assert.equal(responseTopicRefusal(PREVIEW_REQUEST_TOPIC), 'it is the request topic')
     })
   })
 

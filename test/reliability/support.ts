@@ -1,7 +1,8 @@
 /**
  * Shared by the reliability, fault and security suites: a mosquitto requirement that skips on a
- * laptop and fails in CI, a heap reading after a full GC, the built emulator CLI as a child
- * process, a TCP relay that can freeze a connection, and outcome counting.
+ * laptop and fails in CI, a heap reading after a full GC, waiting and retrying, the built emulator
+ * CLI as a child process, and outcome counting. (The TCP relay that can freeze a connection is
+ * test/support/relay.ts.)
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
