@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
-import { authOptions, type StoreCredentials, type TlsConfigNode } from './client-options'
+import { authOptions, defaultClientId, type StoreCredentials, type TlsConfigNode } from './client-options'
 
 /** What the config dialog's Test connection button reports. */
 export type ConnectionTestResult = 'connected' | 'authFailed' | 'refused' | 'tls' | 'notFound' | 'timeout' | 'failed'
@@ -112,7 +112,7 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       if (creds.password === SAVED_PASSWORD) creds.password = saved?.password
       const options: ClientOptions = {
         brokerUrl: resolveEnv(body.broker) || 'mqtt://127.0.0.1:1883',
-        clientId: (resolveEnv(body.clientId) || `nodered-${body.id ?? 'config'}`).replace(/[^A-Za-z0-9_.-]/g, '-'),
+        clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || defaultClientId(body.id ?? 'config'),
         connectTimeoutMs: TEST_TIMEOUT_MS,
       }
       const keepalive = Number(resolveEnv(body.keepalive))
