@@ -106,6 +106,14 @@ export = function (RED: NodeAPI) {
     return n.connected()
   }
 
+  /** The store, key and client a read or delete of `?key=` works on; null once a failure is answered. */
+  async function keyTarget(req: Request, res: Response) {
+    const n = store(req, res)
+    const key = n && keyOf(req.query.key, res)
+    const c = key && n && (await client(n, res))
+    return n && key && c ? { n, key, c } : null
+  }
+
   const http = RED.httpAdmin
   const needs = (p: string) => RED.auth.needsPermission(p)
 
@@ -128,10 +136,9 @@ export = function (RED: NodeAPI) {
   }))
 
   http.get(`${BASE}/stores/:id/key`, needs(READ), route(async (req, res) => {
-    const n = store(req, res)
-    const key = n && keyOf(req.query.key, res)
-    const c = key && n && (await client(n, res))
-    if (!n || !key || !c) return
+    const target = await keyTarget(req, res)
+    if (!target) return
+    const { n, key, c } = target
     const got = await c.get(key)
     if (got.value === null) return void res.json({ exists: false })
     const details = (await (await admin(n))?.inspect(key)) ?? null
@@ -158,11 +165,9 @@ export = function (RED: NodeAPI) {
   }))
 
   http.delete(`${BASE}/stores/:id/key`, needs(WRITE), route(async (req, res) => {
-    const n = store(req, res)
-    const key = n && keyOf(req.query.key, res)
-    const c = key && n && (await client(n, res))
-    if (!n || !key || !c) return
-    const result = await c.del(key)
+    const target = await keyTarget(req, res)
+    if (!target) return
+    const result = await target.c.del(target.key)
     res.json({ deleted: result.deleted === 1 })
   }))
 

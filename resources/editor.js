@@ -12,11 +12,11 @@ window.AioStateStore = window.AioStateStore || (function () {
     KEY_TYPES: KEY_TYPES,
     TOKEN_TYPES: [{ value: "none", label: t("label.none"), hasValue: false }, "msg", "flow", "global", "str", "env", "jsonata"],
     VALUE_TYPES: ["msg", "flow", "global", "str", "num", "bool", "json", "bin", "env", "jsonata"],
-    /** How a key shows in a node label: the literal, msg.x, flow.x, ${X} or "expression". */
+    /** How a key shows in a node label: the literal, msg.x, flow.x, ${X} or (JSONata) "expression". */
     keyLabel: function (value, type) {
       if (type === "str") return ellipsis(String(value || ""), 24);
       if (type === "env") return "${" + value + "}";
-      if (type === "jsonata") return "expression";
+      if (type === "jsonata") return t("label.expression");
       return type + "." + value;
     },
     /** A typedInput that must not be empty (any type) and must be valid for its type. */

@@ -12,6 +12,9 @@ export interface TlsConfigNode {
   addTLSOptions(options: Record<string, unknown>): void
 }
 
+/** Where a config node connects when its Broker URL is blank: `npm start`'s broker, a broker on this machine. */
+export const DEFAULT_BROKER_URL = 'mqtt://127.0.0.1:1883'
+
 /** Unique per Node-RED host and config node, and the same after a restart (notifications are addressed to it). */
 export function defaultClientId(nodeId: string): string {
   return `nodered-${hostname()}-${nodeId}`.replace(/[^A-Za-z0-9_.-]/g, '-')

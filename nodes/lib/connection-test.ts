@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
-import { authOptions, type StoreCredentials, type TlsConfigNode } from './client-options'
+import { DEFAULTS } from '../../src/client/options'
+import { authOptions, DEFAULT_BROKER_URL, defaultClientId, type StoreCredentials, type TlsConfigNode } from './client-options'
+import { positiveInt } from './props'
 
 /** What the config dialog's Test connection button reports. */
 export type ConnectionTestResult = 'connected' | 'authFailed' | 'refused' | 'tls' | 'notFound' | 'timeout' | 'failed'
@@ -111,12 +113,11 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       const creds = { ...body.credentials }
       if (creds.password === SAVED_PASSWORD) creds.password = saved?.password
       const options: ClientOptions = {
-        brokerUrl: resolveEnv(body.broker) || 'mqtt://127.0.0.1:1883',
-        clientId: (resolveEnv(body.clientId) || `nodered-${body.id ?? 'config'}`).replace(/[^A-Za-z0-9_.-]/g, '-'),
+        brokerUrl: resolveEnv(body.broker) || DEFAULT_BROKER_URL,
+        clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || defaultClientId(body.id ?? 'config'),
+        keepaliveSec: positiveInt(resolveEnv(body.keepalive), DEFAULTS.keepaliveSec),
         connectTimeoutMs: TEST_TIMEOUT_MS,
       }
-      const keepalive = Number(resolveEnv(body.keepalive))
-      if (Number.isSafeInteger(keepalive) && keepalive > 0) options.keepaliveSec = keepalive
       const tlsNode = body.usetls && body.tls ? (RED.nodes.getNode(body.tls) as unknown as TlsConfigNode | null) : null
       if (body.usetls && body.tls && !tlsNode) {
         res.json({ result: 'tlsNotDeployed' })

@@ -12,7 +12,7 @@ export interface AdminChannel {
 }
 
 /** How long a broker gets to show an admin-enabled emulator (connect + hello) before the browser says "not available". */
-export const DISCOVERY_TIMEOUT_MS = 2000
+const DISCOVERY_TIMEOUT_MS = 2000
 /** A page of a million keys is a full scan: give it time. */
 const REQUEST_TIMEOUT_MS = 30_000
 

@@ -48,13 +48,3 @@ function cut(kind: 'json' | 'text', text: string, size: number, limit: number, p
   if (text.length <= limit) return { size, kind, preview: text, truncated: partial }
   return { size, kind, preview: text.slice(0, limit), truncated: true }
 }
-
-/** A key as text when it is UTF-8, otherwise null (then shown as hex). */
-export function keyText(key: Buffer): string | null {
-  try {
-    const text = decoder.decode(key)
-    return printable(text) ? text : null
-  } catch {
-    return null
-  }
-}

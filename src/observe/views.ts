@@ -29,7 +29,7 @@ export interface LockView {
 }
 
 /** Characters of a value shown in a list; the key inspector shows more. */
-export const PREVIEW_CHARS = 512
+const PREVIEW_CHARS = 512
 
 export function watchView(w: WatchRecord): WatchView {
   return {

@@ -6,8 +6,8 @@ import { strict as assert } from 'node:assert'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Editor, type NodeInfo } from './editor'
-import { openEditor, requireChromium, type OpenedEditor } from './session'
-import { freshArtifacts, type Browser, type PageProblems, type StartedEditor } from './support'
+import { checkPage, openEditor, requireChromium, type OpenedEditor } from './session'
+import { freshArtifacts } from './support'
 import { repoRoot } from '../smoke/node-red'
 import { catalogue, type Catalogue } from './catalogue'
 
@@ -183,9 +183,6 @@ async function assertTranslated(editor: Editor, type: string): Promise<void> {
 describe('the editor in a real browser (npm start, chromium)', function () {
   this.timeout(60000)
   let session: OpenedEditor | null = null
-  let red: StartedEditor | null = null
-  let browser: Browser | null = null
-  let problems: PageProblems
   let editor: Editor
   let examples: NodeInfo[] = []
   let scratch = ''
@@ -206,22 +203,19 @@ describe('the editor in a real browser (npm start, chromium)', function () {
     requireChromium(this)
     freshArtifacts()
     session = await openEditor()
-    ;({ red, browser, problems, editor } = session)
-    if (problems.tolerated.length > 0) console.log(`      (tolerated while the editor loaded: the Node-RED debug-sidebar race, ${problems.tolerated.length} console warnings)`)
+    ;({ editor } = session)
+    const { tolerated } = session.problems
+    if (tolerated.length > 0) console.log(`      (tolerated while the editor loaded: the Node-RED debug-sidebar race, ${tolerated.length} console warnings)`)
     examples = (await editor.flowNodes()).filter((n) => n.type.startsWith('ss-'))
   })
 
   afterEach(async function () {
-    if (!browser) return
-    if (this.currentTest?.state === 'failed') await editor.closeAllTrays()
-    const seen = problems.take()
-    assert.deepEqual(seen, [], 'the page logged errors or had failed requests')
+    await checkPage(this, session)
   })
 
   after(async function () {
     await session?.close()
     session = null
-    browser = null
   })
 
   describe('on opening', function () {
@@ -454,7 +448,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
     })
 
     it('left nothing in the Node-RED log at error level', function () {
-      assert.deepEqual(red!.errors(), [])
+      assert.deepEqual(session!.red.errors(), [])
     })
   })
 })

@@ -5,8 +5,7 @@
 // go to artifacts/browser/first-hour-*.png (copied to docs/images/*-after.png for the record).
 import { strict as assert } from 'node:assert'
 import { Editor } from './editor'
-import { openEditor, requireChromium, type OpenedEditor } from './session'
-import type { Browser, PageProblems, StartedEditor } from './support'
+import { checkPage, openEditor, requireChromium, type OpenedEditor } from './session'
 import { catalogue as readCatalogue } from './catalogue'
 import { freePort } from '../../dev/ports'
 
@@ -25,28 +24,22 @@ const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch']
 describe('the editor in its first hour (issue 17: npm start, chromium)', function () {
   this.timeout(60000)
   let session: OpenedEditor | null = null
-  let red: StartedEditor | null = null
-  let browser: Browser | null = null
-  let problems: PageProblems
   let editor: Editor
   let getId = ''
 
   before(async function () {
     requireChromium(this)
     session = await openEditor()
-    ;({ red, browser, problems, editor } = session)
+    ;({ editor } = session)
   })
 
   afterEach(async function () {
-    if (!browser) return
-    if (this.currentTest?.state === 'failed') await editor.closeAllTrays()
-    assert.deepEqual(problems.take(), [], 'the page logged errors or had failed requests')
+    await checkPage(this, session)
   })
 
   after(async function () {
     await session?.close()
     session = null
-    browser = null
   })
 
   it('starts quiet: a first tab explains the examples, and Debug holds only the leader election\'s line', async function () {
@@ -169,7 +162,7 @@ describe('the editor in its first hour (issue 17: npm start, chromium)', functio
   })
 
   it('the config dialog shows what ${AIO_STATESTORE_URL} is, and Test connection says connected or refused', async function () {
-    const brokerUrl = /broker ready at (mqtt:\/\/\S+)/.exec(red!.output)?.[1]
+    const brokerUrl = /broker ready at (mqtt:\/\/\S+)/.exec(session!.red.output)?.[1]
     assert.ok(brokerUrl, 'npm start printed its broker URL')
     await editor.edit(getId)
     await editor.openConfig('store', 'edit')
@@ -196,6 +189,6 @@ describe('the editor in its first hour (issue 17: npm start, chromium)', functio
   })
 
   it('left nothing in the Node-RED log at error level but the uncaught error made on purpose', function () {
-    assert.deepEqual(red!.errors().filter((line) => !line.endsWith(`[ss-get:${getId}] ${catalogue.common.errors.keyEmpty}`)), [])
+    assert.deepEqual(session!.red.errors().filter((line) => !line.endsWith(`[ss-get:${getId}] ${catalogue.common.errors.keyEmpty}`)), [])
   })
 })

@@ -1,6 +1,7 @@
 // What every editor suite does around its tests: `npm start` on free ports, Debian's chromium on its
 // editor, the page's problems watched from the first load. Without chromium the suite skips with a
 // message, except in CI, where that is a failure.
+import { strict as assert } from 'node:assert'
 import { Editor } from './editor'
 import { Browser, CHROMIUM, chromiumInstalled, LOAD_RACE, PageProblems, StartedEditor } from './support'
 
@@ -46,4 +47,14 @@ export async function openEditor(startTimeoutMs = 45000): Promise<OpenedEditor> 
     await red.stop()
     throw err
   }
+}
+
+/**
+ * In an `afterEach`: closes the trays a failed test left open (the next test starts from the
+ * canvas) and fails the test when the page logged an error or a request failed meanwhile.
+ */
+export async function checkPage(ctx: Mocha.Context, session: EditorSession | null): Promise<void> {
+  if (!session) return
+  if (ctx.currentTest?.state === 'failed') await session.editor.closeAllTrays()
+  assert.deepEqual(session.problems.take(), [], 'the page logged errors or had failed requests')
 }
