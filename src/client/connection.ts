@@ -2,6 +2,7 @@ import { connect, DefaultMessageIdProvider, MqttClient, ReasonCodes, type IClien
 import { ArgumentError, ConnectionError } from '../errors'
 import { publishPacketSize } from '../protocol'
 import { coalesceWrites } from '../transport/coalesce-writes'
+import { mqttLogOption, setNoDelay } from '../transport/mqtt-settings'
 import { storeWithoutCopy } from '../transport/store-without-copy'
 import { backoffDelay } from './backoff'
 import type { ResolvedOptions } from './options'
@@ -142,7 +143,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
       resubscribe: false,
       queueQoSZero: false,
       messageIdProvider: this.ids,
-      ...(process.env.DEBUG ? {} : { log: ignoreLog }),
+      ...mqttLogOption(),
       ...tlsRest(o.tls),
       // tls.connect takes a mixed array of CAs; mqtt.js types it more narrowly than it passes it on.
       ...(o.tls?.ca !== undefined ? { ca: o.tls.ca as IClientOptions['ca'] } : {}),
@@ -315,13 +316,6 @@ export class TrackingMessageIdProvider extends DefaultMessageIdProvider {
   }
 }
 
-/**
- * mqtt.js calls its `debug` logger about thirty times per request and answer even with logging off (a call with
- * its arguments and a check each time: 5 % of a requester's CPU in a profile). Without DEBUG in the
- * environment nothing would be printed, so it gets a no-op instead; with DEBUG set it keeps its own.
- */
-function ignoreLog(): void {}
-
 function tlsRest(tls: ResolvedOptions['tls']): Omit<NonNullable<ResolvedOptions['tls']>, 'ca'> {
   if (!tls) return {}
   const { ca: _ca, ...rest } = tls
@@ -330,10 +324,4 @@ function tlsRest(tls: ResolvedOptions['tls']): Omit<NonNullable<ResolvedOptions[
 
 function reasonText(code: number): string {
   return (ReasonCodes as Record<number, string | undefined>)[code] ?? `reason code 0x${code.toString(16)}`
-}
-
-function setNoDelay(stream: unknown): void {
-  // net.Socket and tls.TLSSocket; the ws transport sets it on its own socket.
-  const s = stream as { setNoDelay?: (on: boolean) => unknown } | undefined
-  if (typeof s?.setNoDelay === 'function') s.setNoDelay(true)
 }
