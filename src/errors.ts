@@ -2,7 +2,7 @@
  * Typed errors of the state store core. A program tells them apart by `kind` (or `instanceof`);
  * `code` narrows a service error to one entry of the catalogue.
  */
-export type StateStoreErrorKind = 'service' | 'timeout' | 'connection' | 'protocol' | 'argument' | 'cancelled' | 'overloaded'
+export type StateStoreErrorKind = 'service' | 'timeout' | 'connection' | 'protocol' | 'argument' | 'cancelled' | 'overloaded' | 'not-supported'
 
 export abstract class StateStoreError extends Error {
   abstract readonly kind: StateStoreErrorKind
@@ -76,4 +76,17 @@ export class CancelledError extends StateStoreError {
 export class OverloadedError extends StateStoreError {
   readonly kind = 'overloaded'
   override readonly name = 'OverloadedError'
+}
+
+/** The state store answered that it does not know the command: a verb this broker does not have yet (SCAN). */
+export class NotSupportedError extends StateStoreError {
+  readonly kind = 'not-supported'
+  override readonly name = 'NotSupportedError'
+  constructor(
+    /** The verb the broker does not know. */
+    readonly verb: string,
+    options?: ErrorOptions,
+  ) {
+    super(`this state store does not support ${verb} (it answered "unknown command"); the released AIO broker has no ${verb} yet, the emulator has`, options)
+  }
 }

@@ -5,7 +5,7 @@ import { StateStoreError } from '../../src/errors'
  * `message`, `code`, `stack` and `cause` from the error handed to `done`).
  */
 export interface ErrorInfo {
-  /** `service`, `timeout`, `connection`, `protocol`, `argument`, `cancelled`, `overloaded`, or `input` for a bad msg. */
+  /** `service`, `timeout`, `connection`, `protocol`, `argument`, `cancelled`, `overloaded`, `not-supported`, or `input` for a bad msg. */
   kind: string
   /** A service error's catalogue name (`FencingTokenLowerVersion`, ...), or a name for the problem (`KeyEmpty`, `Timeout`, ...). */
   code: string
@@ -30,6 +30,7 @@ const CODE_BY_KIND: Record<string, string> = {
   argument: 'InvalidArgument',
   cancelled: 'Cancelled',
   overloaded: 'Overloaded',
+  'not-supported': 'NotSupported',
 }
 
 export function describeError(err: unknown): ErrorInfo {

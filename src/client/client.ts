@@ -9,6 +9,7 @@ import { Notifications } from './notifications'
 import { resolveOptions, type ResolvedOptions } from './options'
 import { Requests, type Invoker } from './requests'
 import { measured } from './measured'
+import { KeyScan } from './scan'
 import { set } from './set'
 import { TypedEmitter } from './typed-emitter'
 import type {
@@ -147,6 +148,17 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
 
   vdel(key: Bytes, value: Bytes, options?: DeleteOptions): Promise<DeleteResult> {
     return vdel(this.invoke, key, value, options)
+  }
+
+  /**
+   * The keys matching a glob over the whole key (`*`, `?`, `[a-z]`, `[!…]`), page by page:
+   * `for await (const keys of client.scan('sensor/*'))`. Each page is one request, made when asked
+   * for. Every key that exists for the whole scan comes at least once; keys that are not UTF-8
+   * never. A state store without SCAN (the released AIO broker) fails the first page with
+   * NotSupportedError.
+   */
+  scan(pattern: Bytes, options?: RequestOptions): KeyScan {
+    return new KeyScan(this.invoke, pattern, options)
   }
 
   /**

@@ -1,4 +1,5 @@
 export { StateStoreClient, type ClientEvents } from './client'
+export { KeyScan } from './scan'
 export type {
   ClientOptions,
   ConnectionState,

@@ -9,6 +9,8 @@ export type Command =
   | { verb: 'DEL'; key: Buffer }
   | { verb: 'VDEL'; key: Buffer; value: Buffer }
   | { verb: 'KEYNOTIFY'; key: Buffer; stop: boolean }
+  /** Designed in the SDKs (ADR 34), not in a released broker; see scan.ts. */
+  | { verb: 'SCAN'; pattern: Buffer; token: Buffer | null }
 
 export type Verb = Command['verb']
 
@@ -21,6 +23,7 @@ const ARITY: Record<Verb, [number, number]> = {
   DEL: [1, 1],
   VDEL: [2, 2],
   KEYNOTIFY: [1, 2],
+  SCAN: [1, 2],
 }
 
 /**
@@ -50,6 +53,10 @@ export function parseCommand(payload: Buffer): ParseResult {
   const n = args.length - 1
   if (n < min || n > max) return fail('WrongNumberOfArguments', `${v} takes ${min === max ? min : `${min} to ${max}`} argument(s), got ${n}`)
   const key = args[1]!
+  if (v === 'SCAN') {
+    if (key.length === 0) return fail('SyntaxError', 'SCAN with an empty pattern')
+    return { ok: true, command: { verb: v, pattern: key, token: n === 2 ? args[2]! : null } }
+  }
   if (key.length === 0) return fail('KeyLengthZero', `${v} with an empty key`)
   switch (v) {
     case 'GET':
@@ -96,7 +103,10 @@ function fail(code: ServiceErrorCode, detail: string): ParseResult {
   return { ok: false, code, detail }
 }
 
+/** A command on one key. */
+export type KeyCommand = Exclude<Command, { verb: 'SCAN' }>
+
 /** What the verb needs from the authorization rules. */
-export function accessOf(command: Command): 'read' | 'write' {
+export function accessOf(command: KeyCommand): 'read' | 'write' {
   return command.verb === 'GET' || command.verb === 'KEYNOTIFY' ? 'read' : 'write'
 }

@@ -6,6 +6,7 @@ import type { Authorizer } from './authorization'
 import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './notifications'
 import type { PersistenceLog } from './persistence'
+import { ScanWalks, type ScanLimits } from './scan'
 import type { Store } from './store'
 
 /** What the executor needs to know about a request besides its payload. */
@@ -38,6 +39,8 @@ export interface ExecutorOptions {
   registrations: Registrations
   authorizer?: Authorizer | null
   persistence?: PersistenceLog | null
+  /** SCAN's page sizes and how long a scan is remembered; DEFAULT_SCAN_LIMITS otherwise. */
+  scanLimits?: ScanLimits
 }
 
 /**
@@ -45,7 +48,11 @@ export interface ExecutorOptions {
  * come: payload, timestamps, authorization, fencing token, then the verb itself.
  */
 export class Executor {
-  constructor(private readonly options: ExecutorOptions) {}
+  private readonly scans: ScanWalks
+
+  constructor(private readonly options: ExecutorOptions) {
+    this.scans = new ScanWalks(() => options.store.scan(), options.scanLimits)
+  }
 
   execute(payload: Buffer, ctx: RequestContext): Answer {
     const parsed = parseCommand(payload)
@@ -71,7 +78,8 @@ export class Executor {
       return refuseAs('UnknownClient', 'no __srcId, $partition or __invId, and a response topic not under clients/<id>/', command)
     }
     // A caller without a client id is matched as the empty one: only a rule for any client ("*") grants it.
-    if (authorizer && !authorizer.allows(ctx.clientId ?? '', command.key, accessOf(command))) {
+    // SCAN is not refused: it leaves out the keys the caller may not read (scan.ts).
+    if (authorizer && command.verb !== 'SCAN' && !authorizer.allows(ctx.clientId ?? '', command.key, accessOf(command))) {
       return refuse('NotAuthorized', `${JSON.stringify(ctx.clientId)} may not ${accessOf(command)} the key`, command)
     }
 
@@ -137,6 +145,18 @@ export class Executor {
           case 'mismatch':
             return { payload: Reply.notApplied, timestamp: outcome.version.toString() }
         }
+      }
+      case 'SCAN': {
+        const caller = ctx.clientId ?? ''
+        const authorizer = this.options.authorizer
+        const page = this.scans.page({
+          pattern: command.pattern,
+          token: command.token,
+          clientId: caller,
+          mayRead: authorizer ? (key) => authorizer.allows(caller, key, 'read') : () => true,
+        })
+        if (page.ok) return { payload: Reply.scanPage(page.keys, page.token) }
+        return page.refusal === 'SyntaxError' ? refuse('SyntaxError', page.detail, command) : refuseAs(page.refusal, page.detail, command)
       }
       case 'KEYNOTIFY': {
         // Checked in execute(); repeated for the type.

@@ -11,6 +11,7 @@ import { makeLogger, stderrSink, type FilteredLogger, type LogThreshold } from '
 import { Registrations } from './notifications'
 import type { Replayed } from './log-format'
 import { PersistenceLog } from './persistence'
+import { DEFAULT_SCAN_LIMITS } from './scan'
 import { StateStoreService } from './service'
 import { Store } from './store'
 
@@ -53,6 +54,8 @@ export interface EmulatorOptions {
    * anyone who can publish to its request topic reads every key.
    */
   adminOverMqtt?: boolean
+  /** Keys in one SCAN page at most (default 1000); smaller pages show paging with few keys. */
+  scanPageKeys?: number
 }
 
 export interface Emulator {
@@ -78,6 +81,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   if (options.brokerUrl && options.listen) throw new Error('give either brokerUrl or listen, not both')
   if (options.maxKeys !== undefined && (!Number.isSafeInteger(options.maxKeys) || options.maxKeys < 0)) {
     throw new Error(`maxKeys must be a whole number >= 0, got ${options.maxKeys}`)
+  }
+  if (options.scanPageKeys !== undefined && (!Number.isSafeInteger(options.scanPageKeys) || options.scanPageKeys < 1)) {
+    throw new Error(`scanPageKeys must be a whole number >= 1, got ${options.scanPageKeys}`)
   }
   const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
   const store = new Store({ clock, ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}) })
@@ -148,7 +154,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     service = await StateStoreService.start({
       brokerUrl,
       ...credentials,
-      executor: new Executor({ store, clock, registrations, authorizer, persistence }),
+      executor: new Executor({
+        store,
+        clock,
+        registrations,
+        authorizer,
+        persistence,
+        ...(options.scanPageKeys !== undefined ? { scanLimits: { ...DEFAULT_SCAN_LIMITS, maxKeys: options.scanPageKeys } } : {}),
+      }),
       dedup: new DedupCache(),
       persistence,
       log,

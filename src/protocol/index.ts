@@ -15,8 +15,8 @@ export type { Dialect, ProtocolName } from './dialect'
 export const { Notification, Reply } = replies
 export const { Request, requireExpiry, requireKey, toBytes } = requests
 export type { Bytes, SetCondition, SetRequestOptions } from './requests'
-export const { parseDeleteResponse, parseGetResponse, parseKeyNotifyResponse, parseNotification, parseSetResponse } = responses
-export type { NotificationOperation } from './responses'
+export const { parseDeleteResponse, parseGetResponse, parseKeyNotifyResponse, parseNotification, parseScanResponse, parseSetResponse } = responses
+export type { NotificationOperation, ScanPage } from './responses'
 export const { hexDecode, hexUpper, isAllowedResponseTopic, MAX_TOPIC_BYTES, maxNotifiedKeyBytes, notificationFilter, notificationTopic, parseNotificationTopic, responseTopicFor } = topics
 export const { publishPacketSize } = packetSize
 export type { PublishPropertiesForSize } from './packet-size'

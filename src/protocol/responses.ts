@@ -37,6 +37,35 @@ export function parseKeyNotifyResponse(payload: Buffer): boolean {
   throw unexpected('KEYNOTIFY', v)
 }
 
+export interface ScanPage {
+  /** The keys of this page, as text: SCAN never returns a key that is not UTF-8. */
+  keys: string[]
+  /** The continuation token for the next page; null on the last page. */
+  token: Buffer | null
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** SCAN: `*1 [keys]` (the last page) or `*2 [keys] <token>`. A key that is not UTF-8 breaks the protocol. */
+export function parseScanResponse(payload: Buffer): ScanPage {
+  const v = reply(payload, 'SCAN')
+  if (v.kind === 'array' && (v.value.length === 1 || v.value.length === 2)) {
+    const [page, token] = v.value
+    if (page!.kind === 'array' && page!.value.every((k) => k.kind === 'bulk') && (token === undefined || token.kind === 'bulk')) {
+      const keys: string[] = []
+      for (const k of page!.value as Array<{ value: Buffer }>) {
+        try {
+          keys.push(strictUtf8.decode(k.value))
+        } catch {
+          throw new ProtocolError(`SCAN returned a key that is not UTF-8 (${k.value.toString('hex').slice(0, 64)})`)
+        }
+      }
+      return { keys, token: token ? (token as { value: Buffer }).value : null }
+    }
+  }
+  throw unexpected('SCAN', v)
+}
+
 export type NotificationOperation = { operation: 'SET'; value: Buffer } | { operation: 'DELETE' }
 
 /** `NOTIFY SET VALUE <v>` or `NOTIFY DELETE`. */

@@ -17,6 +17,7 @@ import {
   parseKeyNotifyResponse,
   parseNotification,
   parseNotificationTopic,
+  parseScanResponse,
   parseSetResponse,
   Request,
   type SetRequestOptions,
@@ -39,24 +40,9 @@ type Json = Record<string, unknown>
 const VECTORS: Vector[] = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'vectors.json'), 'utf8'))
 const TOTAL = 240
 
-const SCAN = 'SCAN exists only on the unmerged Rust branch ok/scan-impl (spec 5, 6.2); the service on main and this package have no SCAN'
-
 /** Vectors that test something outside the RESP3/HLC/protocol layer, or a feature we do not have. */
 const NOT_APPLICABLE: Record<number, string> = {
   47: 'Content Type checking is a transport concern (the client checks the MQTT property); the payload parsers never see it',
-  52: SCAN,
-  53: SCAN,
-  54: SCAN,
-  55: SCAN,
-  56: SCAN,
-  57: SCAN,
-  58: SCAN,
-  59: SCAN,
-  60: SCAN,
-  61: SCAN,
-  62: SCAN,
-  63: SCAN,
-  64: SCAN,
   67: 'a SET reply without __ts is refused by the client, which sees the MQTT user properties; parseSetResponse sees only the payload',
   68: 'a SET reply without __ts is refused by the client, which sees the MQTT user properties; parseSetResponse sees only the payload',
   131: '.NET generic array builder refusing zero elements: our encodeCommand is a plain RESP3 encoder (`*0` is valid RESP3) and every Request.* builder always has a verb',
@@ -214,6 +200,7 @@ function requestEncode(v: Vector): void {
     eq(encodeBulk(bytes(input.bulk_string)).toString('latin1'), v.expected)
     return
   }
+  if (input.op === 'SCAN') return scanEncode(v, input)
   if (typeof input.op !== 'string' || typeof v.expected !== 'string') unhandled(v)
   const key = input.key as string
   const value = input.value as string
@@ -253,6 +240,13 @@ function requestEncode(v: Vector): void {
   } else {
     eq(build().toString('latin1'), v.expected, `Request.${input.op}`)
   }
+}
+
+/** SCAN (the Rust branch ok/scan-impl): the pattern, and the opaque token of the previous page. */
+function scanEncode(v: Vector, input: Json): void {
+  const expected = v.expected_b64 !== undefined ? Buffer.from(v.expected_b64, 'base64') : typeof v.expected === 'string' ? bytes(v.expected) : unhandled(v)
+  const token = typeof input.continuation_token_b64 === 'string' ? Buffer.from(input.continuation_token_b64, 'base64') : input.continuation_token === null ? null : unhandled(v)
+  eq(Request.scan(input.pattern as string, token), expected)
 }
 
 // ---- response-parse ----
@@ -333,8 +327,13 @@ function responseParse(v: Vector): void {
 
   // Rust Response::deserialize: one reply shape, whichever request it answers.
   if (ctx.sdk === 'rust') {
-    if (expected.ok === false) return refusedByParsers(payload)
+    if (expected.ok === false) return refusedByParsers(payload, [...ALL_PARSERS, parseScanResponse])
     switch (expected.variant) {
+      case 'KeysScanned': {
+        const token = typeof expected.continuation_token_b64 === 'string' ? Buffer.from(expected.continuation_token_b64, 'base64') : null
+        eq(parseScanResponse(payload), { keys: expected.keys, token })
+        return
+      }
       case 'Ok':
         eq(parseSetResponse(payload), true)
         eq(parseKeyNotifyResponse(payload), true)
@@ -360,7 +359,7 @@ function responseParse(v: Vector): void {
         eq(parseDeleteResponse(payload, 'VDEL'), expected.count)
         return
       case 'Error':
-        for (const parse of ALL_PARSERS) eq(throwsTyped(() => parse(payload), ServiceError).text, expected.message)
+        for (const parse of [...ALL_PARSERS, parseScanResponse]) eq(throwsTyped(() => parse(payload), ServiceError).text, expected.message)
         return
     }
   }
