@@ -11,6 +11,8 @@ interface GetDef extends NodeDef {
   decode: Decoding
   notFound: 'output' | 'payload'
   overrides: boolean
+  /** `value` reads the key; `keys` lists the keys the Key setting matches as a glob (SCAN). */
+  mode?: 'value' | 'keys'
 }
 
 export = function (RED: NodeAPI) {
@@ -22,9 +24,20 @@ export = function (RED: NodeAPI) {
     const decode: Decoding = isDecoding(def.decode) ? def.decode : 'auto'
     const overrides = def.overrides !== false
     const secondOutput = def.notFound === 'output'
+    const listKeys = def.mode === 'keys'
 
     onInput(node, status, async (msg, send) => {
       const name = await resolveKey(RED, node, msg, key, overrides, t)
+      if (listKeys) {
+        const keys: string[] = []
+        for await (const page of (await client()).scan(name)) keys.push(...page)
+        msg.payload = keys.sort()
+        msg.found = keys.length > 0
+        msg.version = undefined
+        status.outcome('status.listed', String(keys.length))
+        send(secondOutput ? (msg.found ? [msg, null] : [null, msg]) : msg)
+        return
+      }
       const result = await (await client()).get(name)
       if (result.value === null) {
         msg.payload = undefined

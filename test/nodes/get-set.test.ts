@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
 import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, until, useStore } from './support'
 
@@ -285,5 +286,28 @@ describe('nodes: ss-set and ss-get', function () {
     w = nextMessage(helper.getNode('out1'))
     helper.getNode('set').receive({ payload: 'still works' })
     assert.equal((await w).applied, true)
+  })
+
+  it('lists the keys matching a pattern (SCAN) as one sorted array', async () => {
+    await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'fleet/*/state', keyType: 'str', mode: 'keys' }))
+    const client = new StateStoreClient({ brokerUrl: store.url, clientId: 'list-writer' })
+    try {
+      await client.ready({ timeoutMs: 5000 })
+      for (const k of ['fleet/b/state', 'fleet/a/state', 'fleet/a/config', 'other/a/state']) await client.set(k, 'x')
+    } finally {
+      await client.close()
+    }
+    const read = nextMessage(helper.getNode('out1'))
+    helper.getNode('get').receive({ payload: 'x' })
+    const r = await read
+    assert.deepEqual(r.payload, ['fleet/a/state', 'fleet/b/state'])
+    assert.equal(r.found, true)
+    assert.equal(lastStatus(helper.getNode('get')).text, `${COMMON}status.listed 2`)
+
+    const none = nextMessage(helper.getNode('out1'))
+    helper.getNode('get').receive({ key: 'nothing/[0-9]' })
+    const n = await none
+    assert.deepEqual(n.payload, [])
+    assert.equal(n.found, false)
   })
 })
