@@ -27,5 +27,7 @@ for (const dir of ['locales']) {
 }
 cpSync(join(root, 'icons'), join(out, 'icons'), { recursive: true })
 
-const cli = join(root, 'dist', 'src', 'emulator', 'cli.js')
-if (existsSync(cli)) chmodSync(cli, 0o755)
+// The package's bin entries, runnable from dist/ as they are once installed.
+for (const cli of [join(root, 'dist', 'src', 'emulator', 'cli.js'), join(root, 'dist', 'src', 'cli', 'main.js')]) {
+  if (existsSync(cli)) chmodSync(cli, 0o755)
+}
