@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { connectionFrom } from '../../src/cli/connection'
+import { UsageError } from '../../src/cli/exit'
+import { startEmulator, type Emulator } from '../../src/emulator'
+import { Reply } from '../../src/protocol'
+import { mosquittoUrl } from '../support/broker'
+import { Responder } from '../client/support/responder'
+import { cliBehaviour } from './behaviour'
+import { FROM_SOURCE, runCli, startCli, withoutAioEnv } from './run'
+
+cliBehaviour('aio-statestore (from source) against the emulator', () => FROM_SOURCE)
+
+describe('aio-statestore: help, connection and failures', function () {
+  this.timeout(60_000)
+  let emulator: Emulator
+  before(async () => {
+    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
+  })
+  after(async () => {
+    await emulator?.stop()
+  })
+
+  it('has --help for every command, and the overview lists them', async () => {
+    const overview = await runCli(FROM_SOURCE, ['--help'])
+    assert.equal(overview.code, 0)
+    const commands = ['get', 'set', 'del', 'vdel', 'watch', 'keys', 'lock']
+    for (const c of commands) assert.match(overview.stdout.toString(), new RegExp(`^  ${c} +\\S`, 'm'), c)
+    assert.match(overview.stdout.toString(), /AIO_BROKER_HOSTNAME/)
+    for (const c of commands) {
+      const r = await runCli(FROM_SOURCE, [c, '--help'])
+      assert.equal(r.code, 0, c)
+      assert.match(r.stdout.toString(), new RegExp(`^Usage: aio-statestore ${c} `), c)
+      assert.match(r.stdout.toString(), /--broker <url>/, c)
+    }
+    assert.equal((await runCli(FROM_SOURCE, [])).code, 2, 'no command is a usage error')
+  })
+
+  it('connects where the AIO SDKs\' environment variables say, flags winning', async () => {
+    const url = new URL(emulator.brokerUrl)
+    const env = withoutAioEnv({ AIO_BROKER_HOSTNAME: url.hostname, AIO_BROKER_TCP_PORT: url.port, AIO_MQTT_USE_TLS: 'false', AIO_MQTT_CLIENT_ID: 'cli-from-env' })
+    assert.equal((await runCli(FROM_SOURCE, ['set', 'env/key', 'v'], { env })).code, 0)
+    assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'env/key'], { env })).stdout, Buffer.from('v'))
+    // A --broker flag overrides the environment.
+    const wrongPort = { ...env, AIO_BROKER_TCP_PORT: '1' }
+    assert.equal((await runCli(FROM_SOURCE, ['get', 'env/key', '--broker', emulator.brokerUrl], { env: wrongPort })).code, 0)
+  })
+
+  it('reads the connection settings as the SDKs name them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aio-ss-cli-env-'))
+    try {
+      const password = join(dir, 'password')
+      writeFileSync(password, 's3cret\n')
+      const { options, timeoutMs } = connectionFrom(
+        { timeout: '2500' },
+        { AIO_BROKER_HOSTNAME: 'aio-broker', AIO_MQTT_USERNAME: 'me', AIO_MQTT_PASSWORD_FILE: password, AIO_MQTT_KEEP_ALIVE: '30', AIO_MQTT_SESSION_EXPIRY: '0', AIO_MQTT_CLEAN_START: 'false' },
+      )
+      assert.equal(options.brokerUrl, 'mqtts://aio-broker:8883', 'TLS and port 8883 unless told otherwise, as the SDKs')
+      assert.equal(options.username, 'me')
+      assert.equal(options.password, 's3cret', 'the line end of the file is not part of the password')
+      assert.equal(options.keepaliveSec, 30)
+      assert.equal(options.sessionExpirySec, 0)
+      assert.equal(options.cleanStart, false)
+      assert.equal(timeoutMs, 2500)
+      assert.match(options.clientId, /^aio-statestore-cli-[0-9a-f]{8}$/)
+      assert.throws(() => connectionFrom({}, { AIO_SAT_FILE: password, AIO_MQTT_PASSWORD_FILE: password }), UsageError, 'a password and a SAT at once')
+      assert.throws(() => connectionFrom({ 'cert-file': password }, {}), UsageError, 'a certificate without its key')
+      assert.throws(() => connectionFrom({}, { AIO_MQTT_USE_TLS: 'yes', AIO_BROKER_HOSTNAME: 'h' }), UsageError)
+      assert.throws(() => connectionFrom({ 'password-file': join(dir, 'missing') }, {}), UsageError)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('exits 3 with one line when it cannot connect', async () => {
+    const r = await runCli(FROM_SOURCE, ['get', 'k', '--broker', 'mqtt://127.0.0.1:1', '--timeout', '500'])
+    assert.equal(r.code, 3)
+    assert.match(r.stderr, /^aio-statestore: cannot connect to mqtt:\/\/127\.0\.0\.1:1: .+\n$/)
+  })
+
+  it('keys exits 3 saying so where the state store has no SCAN', async function () {
+    const url = await mosquittoUrl(this)
+    const responder = await Responder.start(url, () => ({ payload: Reply.error('unknown command') }))
+    try {
+      const r = await runCli(FROM_SOURCE, ['keys', '*', '--broker', url])
+      assert.equal(r.code, 3)
+      assert.match(r.stderr, /^aio-statestore: this state store does not support SCAN .+\n$/)
+    } finally {
+      await responder.stop()
+    }
+  })
+
+  it('lock forwards SIGTERM to the command, releases the lock and exits as the command did', async () => {
+    const job = startCli(FROM_SOURCE, ['lock', 'cli/signalled', '--broker', emulator.brokerUrl, '--', process.execPath, '-e', "console.error('job running');setTimeout(()=>{},60000)"])
+    await job.waitForStderr('job running')
+    job.child.kill('SIGTERM')
+    const ended = await job.ended
+    assert.equal(ended.code, 128 + 15, ended.stderr)
+    assert.equal((await runCli(FROM_SOURCE, ['get', 'cli/signalled', '--broker', emulator.brokerUrl])).code, 1, 'released')
+  })
+
+  it('lock --wait gives up with exit 3 while another holds the lock', async () => {
+    const holder = startCli(FROM_SOURCE, ['lock', 'cli/busy', '--broker', emulator.brokerUrl, '--', process.execPath, '-e', "console.error('holding');setTimeout(()=>{},60000)"])
+    try {
+      await holder.waitForStderr('holding')
+      const r = await runCli(FROM_SOURCE, ['lock', 'cli/busy', '--wait', '300', '--broker', emulator.brokerUrl, '--', process.execPath, '-e', 'process.exit(0)'])
+      assert.equal(r.code, 3)
+      assert.match(r.stderr, /timed out/)
+    } finally {
+      holder.child.kill('SIGINT')
+      await holder.ended
+    }
+  })
+})
