@@ -4,7 +4,7 @@ import { join } from 'node:path'
 const ROOT = join(__dirname, '..', '..')
 
 /** How to start `aio-statestore`: from its TypeScript source (no build needed), or an installed bin. */
-export type CliCommand = { file: string; args: string[] }
+export type CliCommand = { file: string; args: string[]; cwd?: string }
 
 export const FROM_SOURCE: CliCommand = { file: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')] }
 
@@ -48,7 +48,7 @@ export class CliProcess {
 }
 
 export function startCli(cli: CliCommand, args: string[], options: { input?: Buffer | string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): CliProcess {
-  const child = spawn(cli.file, [...cli.args, ...args], { cwd: options.cwd ?? ROOT, env: options.env ?? withoutAioEnv(), stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(cli.file, [...cli.args, ...args], { cwd: options.cwd ?? cli.cwd ?? ROOT, env: options.env ?? withoutAioEnv(), stdio: ['pipe', 'pipe', 'pipe'] })
   return new CliProcess(child, options.input)
 }
 

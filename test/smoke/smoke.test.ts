@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
 import { mergeExamples, pointAtBroker } from '../../dev/flows'
+import { cliBehaviour } from '../cli/behaviour'
 import { EXPECTATIONS, type ExampleRun } from './expectations'
 import {
   debugValue,
@@ -176,6 +177,12 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
       }
     })
   }
+
+  // The command-line client as npm installs it with the package: the bin link, run from outside the repository.
+  cliBehaviour('the installed aio-statestore command', () => {
+    const userDir = join(work, `node-red-${RUNTIMES[0]!.major}`)
+    return { file: join(userDir, 'node_modules', '.bin', 'aio-statestore'), args: [], cwd: userDir }
+  })
 })
 
 const STEP_TIMEOUT_MS = 10000
