@@ -28,6 +28,6 @@ for (const dir of ['locales']) {
 cpSync(join(root, 'icons'), join(out, 'icons'), { recursive: true })
 
 // The package's bin entries, runnable from dist/ as they are once installed.
-for (const cli of [join(root, 'dist', 'src', 'emulator', 'cli.js'), join(root, 'dist', 'src', 'cli', 'main.js')]) {
+for (const cli of [join(root, 'dist', 'src', 'emulator', 'cli', 'main.js'), join(root, 'dist', 'src', 'cli', 'main.js')]) {
   if (existsSync(cli)) chmodSync(cli, 0o755)
 }
