@@ -1,6 +1,6 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
 import type { SetOptions } from '../src/client'
-import { encodePayload } from './lib/codec'
+import { encodeAs, isEncoding, type Encoding } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
 import { evaluateInput, override, parseExpiry, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
@@ -19,6 +19,7 @@ interface SetDef extends NodeDef {
   persist: boolean
   notApplied: 'output' | 'same'
   overrides: boolean
+  encode?: Encoding
 }
 
 const CONDITIONS = ['always', 'NX', 'NEX'] as const
@@ -33,10 +34,11 @@ export = function (RED: NodeAPI) {
     const token = typedSetting(def, 'fencingToken')
     const overrides = def.overrides !== false
     const secondOutput = def.notApplied === 'output'
+    const encoding: Encoding = isEncoding(def.encode) ? def.encode : 'auto'
 
     onInput(node, status, async (msg, send) => {
       const name = await resolveKey(RED, node, msg, key, overrides, t)
-      const bytes = encodePayload(await evaluateInput(RED, node, value, msg, 'value', t), t)
+      const bytes = encodeAs(await evaluateInput(RED, node, value, msg, 'value', t), encoding, t)
       const condition = override(msg, 'condition', overrides, def.condition || 'always')
       if (!CONDITIONS.includes(condition as SetOptions['condition'] & string)) {
         throw new InputError('ConditionInvalid', t('errors.condition', { value: preview(condition) }))

@@ -44,7 +44,7 @@ window.AioStateStore = window.AioStateStore || (function () {
       $("#node-input-key").typedInput({ default: "msg", types: KEY_TYPES, typeField: "#node-input-keyType" });
     },
     decodeOptions: function (select) {
-      ["auto", "utf8", "buffer", "json"].forEach(function (d) {
+      ["auto", "utf8", "buffer", "json", "ndjson"].forEach(function (d) {
         $("<option>").val(d).text(t("decode." + d)).appendTo(select);
       });
     },

@@ -1,3 +1,4 @@
+import { decodeNdjson, encodeNdjson, NdjsonError } from '../../src/ndjson'
 import { decodeAuto } from '../../src/value'
 import { InputError } from './errors'
 import type { Translate } from './i18n'
@@ -8,9 +9,28 @@ import { typeName } from './props'
  * they are, strings as UTF-8, and everything else JSON can represent as JSON. Reading back with the
  * matching decoding returns what was written (Buffers byte for byte, JSON structurally).
  */
-export type Decoding = 'auto' | 'utf8' | 'buffer' | 'json'
+export type Decoding = 'auto' | 'utf8' | 'buffer' | 'json' | 'ndjson'
 
-export const DECODINGS: readonly Decoding[] = ['auto', 'utf8', 'buffer', 'json']
+export const DECODINGS: readonly Decoding[] = ['auto', 'utf8', 'buffer', 'json', 'ndjson']
+
+/** How ss-set writes a value: as it is (objects as JSON), or an array of objects as NDJSON (a dataflow dataset). */
+export type Encoding = 'auto' | 'ndjson'
+
+export function isEncoding(value: unknown): value is Encoding {
+  return value === 'auto' || value === 'ndjson'
+}
+
+/** The bytes ss-set stores for a value in the chosen encoding. */
+export function encodeAs(value: unknown, encoding: Encoding, t: Translate): Buffer {
+  if (encoding === 'auto') return encodePayload(value, t)
+  try {
+    return encodeNdjson(value)
+  } catch (err) {
+    if (!(err instanceof NdjsonError)) throw err
+    if (err.reason === 'not-an-array') throw new InputError('DatasetInvalid', t('errors.datasetNotArray', { type: typeName(value) }))
+    throw new InputError('DatasetInvalid', t('errors.datasetRecord', { n: err.line ?? 0, type: typeName((value as unknown[])[err.line! - 1]) }))
+  }
+}
 
 export function encodePayload(value: unknown, t: Translate): Buffer {
   if (Buffer.isBuffer(value)) return value
@@ -52,5 +72,12 @@ export function decodePayload(bytes: Buffer, decoding: Decoding, t: Translate): 
       }
     case 'auto':
       return decodeAuto(bytes)
+    case 'ndjson':
+      try {
+        return decodeNdjson(bytes)
+      } catch (err) {
+        if (err instanceof NdjsonError) throw new InputError('ValueNotNdjson', t('errors.decodeNdjson', { line: err.line ?? 0 }))
+        throw err
+      }
   }
 }

@@ -310,4 +310,52 @@ describe('nodes: ss-set and ss-get', function () {
     assert.deepEqual(n.payload, [])
     assert.equal(n.found, false)
   })
+
+  it('stores an array of objects as NDJSON (a dataflow dataset) and reads it back as the array', async () => {
+    await helper.load(ALL, [
+      ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'dataset/assets', keyType: 'str', encode: 'ndjson' }),
+      onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'dataset/assets', keyType: 'str', decode: 'ndjson', wires: [['got']] }),
+      onTab({ id: 'got', type: 'helper' }),
+    ])
+    const records = [
+      { asset: 'thermostat-1', site: 'Line 1', max: 24.5 },
+      { asset: 'thermostat-2', site: 'Line "2"\nnorth', max: null },
+    ]
+    const written = nextMessage(helper.getNode('out1'))
+    helper.getNode('set').receive({ payload: records })
+    assert.equal((await written).applied, true)
+    const client = new StateStoreClient({ brokerUrl: store.url, clientId: 'ndjson-reader' })
+    try {
+      await client.ready({ timeoutMs: 5000 })
+      const lines = (await client.get('dataset/assets')).value!.toString('utf8').split('\n')
+      assert.deepEqual(lines, [JSON.stringify(records[0]), JSON.stringify(records[1]), ''], 'one object per line')
+    } finally {
+      await client.close()
+    }
+    const read = nextMessage(helper.getNode('got'))
+    helper.getNode('get').receive({})
+    assert.deepEqual((await read).payload, records)
+
+    // Not a dataset: the msg fails with a code and nothing is written.
+    for (const payload of [{ asset: 'x' }, [{ ok: 1 }, 'text']]) {
+      const caught = nextMessage(helper.getNode('caught'))
+      helper.getNode('set').receive({ payload })
+      assert.equal(((await caught).error as { code: string }).code, 'DatasetInvalid')
+    }
+    const still = nextMessage(helper.getNode('got'))
+    helper.getNode('get').receive({})
+    assert.deepEqual((await still).payload, records)
+  })
+
+  it('fails an NDJSON read of a value that is not NDJSON', async () => {
+    await helper.load(ALL, roundTripFlow(store.url, 'ndjson'))
+    const written = nextMessage(helper.getNode('out1'))
+    helper.getNode('set').receive({ payload: 'plain text' })
+    await written
+    const caught = nextMessage(helper.getNode('caught'))
+    helper.getNode('get').receive({ payload: 'keep me' })
+    const c = await caught
+    assert.equal(c.payload, 'keep me')
+    assert.equal((c.error as { code: string }).code, 'ValueNotNdjson')
+  })
 })
