@@ -103,6 +103,17 @@ const scenarios: Record<string, () => Promise<void>> = {
     press('show')
     assert.equal(await shows('shown'), 3)
   },
+  'dataflow-dataset': async () => {
+    assert.equal(await shows('stored'), true)
+    const records = [
+      { asset: 'thermostat-1', site: 'Line 1', maxTemperature: 24.5 },
+      { asset: 'thermostat-2', site: 'Line 2', maxTemperature: 22 },
+      { asset: 'thermostat-3', site: 'Line 2', maxTemperature: 23 },
+    ]
+    assert.deepEqual(await shows('dataset'), records)
+    press('look up thermostat-2')
+    assert.deepEqual(await shows('first match'), records[1])
+  },
   'thermostat-watch': async () => {
     assert.equal(await shows('set-point'), 21.5)
     press('set 19')

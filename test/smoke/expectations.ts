@@ -75,6 +75,19 @@ export const EXPECTATIONS: Record<string, Expectation> = {
     },
   },
 
+  'dataflow-dataset': {
+    async run(x) {
+      assert.equal(await x.next('stored', 0), true)
+      const records = [
+        { asset: 'thermostat-1', site: 'Line 1', maxTemperature: 24.5 },
+        { asset: 'thermostat-2', site: 'Line 2', maxTemperature: 22 },
+        { asset: 'thermostat-3', site: 'Line 2', maxTemperature: 23 },
+      ]
+      assert.deepEqual(await x.next('dataset', 0), records)
+      assert.deepEqual(await press(x, 'look up thermostat-2', 'first match'), records[1])
+    },
+  },
+
   'expiring-keys': {
     async run(x) {
       assert.equal(await x.next('stored', 0), true)
