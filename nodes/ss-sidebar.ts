@@ -1,7 +1,8 @@
 import type { NodeAPI } from 'node-red'
 import type { Request, Response } from 'express'
 import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulator/admin'
-import { LiveFeed, lockView, viewValue, watchView, type StoreActivity } from '../src/observe'
+import type { StateStoreClient } from '../src/client'
+import { LiveFeed, lockView, ScanKeyBrowser, viewValue, watchView, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/store'
 
 /**
@@ -18,6 +19,8 @@ const WRITE = 'aio-statestore.write'
 const INSPECT_CHARS = 64 * 1024
 const MAX_KEY_BYTES = 4096
 const MAX_VALUE_BYTES = 1024 * 1024
+/** How long the sidebar waits for a state store to say whether it answers SCAN. */
+const SCAN_PROBE_MS = 2000
 
 type Handler = (req: Request, res: Response) => Promise<void> | void
 
@@ -48,14 +51,31 @@ export = function (RED: NodeAPI) {
       clientId: n.clientId,
       broker: n.brokerUrl,
       embedded: n.embedded,
-      browsable: (await admin(n)) !== null,
+      browsable: (await scanBrowser(n)) !== null || (await admin(n)) !== null,
       connection: activity.metrics.figures(),
       watches: [...activity.watches.values()].map(watchView),
       locks: [...activity.locks.values()].map(lockView),
     }
   }
 
-  /** The emulator's admin channel: in this process, else a standalone emulator's over MQTT (its `--admin`). */
+  const scanBrowsers = new WeakMap<StateStoreClient, ScanKeyBrowser>()
+
+  /**
+   * The key browser over SCAN, where the store answers it (the emulator; the SDKs' design, not yet
+   * the released broker): the browser's first choice, as it needs nothing but the state store.
+   */
+  async function scanBrowser(n: StoreConfigNode): Promise<ScanKeyBrowser | null> {
+    if (!n.client || n.connection.state !== 'connected') return null
+    const c = await n.client
+    let browser = scanBrowsers.get(c)
+    if (!browser) {
+      browser = new ScanKeyBrowser(c)
+      scanBrowsers.set(c, browser)
+    }
+    return (await browser.answersScan(SCAN_PROBE_MS)) ? browser : null
+  }
+
+  /** The emulator's admin channel, where the store has no SCAN: in this process, else a standalone emulator's over MQTT (its `--admin`). */
   async function admin(n: StoreConfigNode): Promise<AdminChannel | null> {
     if (!n.brokerUrl) return null
     const local = adminFor(n.brokerUrl)
@@ -174,14 +194,22 @@ export = function (RED: NodeAPI) {
   http.get(`${BASE}/stores/:id/keys`, needs(READ), route(async (req, res) => {
     const n = store(req, res)
     if (!n) return
+    const q = req.query
+    const after = typeof q.after === 'string' && /^[0-9a-f]*$/i.test(q.after) ? q.after : undefined
+    const limit = typeof q.limit === 'string' ? Number(q.limit) || 100 : 100
+    const scanned = await (await scanBrowser(n))?.page({ ...(typeof q.pattern === 'string' ? { pattern: q.pattern } : {}), ...(after ? { cursor: after } : {}), limit })
+    if (scanned) {
+      // The shape of an admin page; what SCAN does not tell (counts, expiry, fencing, persistence) is null.
+      const keys = scanned.keys.map((k) => ({ ...k, expiresAt: null, fencingToken: null, persisted: false }))
+      return void res.json({ source: 'scan', keys, matching: null, total: null, next: scanned.next })
+    }
     const a = await admin(n)
     if (!a) return fail(res, 404, 'noBrowser')
-    const q = req.query
     const page = await a.listKeys({
       ...(typeof q.pattern === 'string' ? { pattern: q.pattern } : {}),
-      ...(typeof q.after === 'string' && /^[0-9a-f]*$/i.test(q.after) ? { after: q.after } : {}),
-      ...(typeof q.limit === 'string' ? { limit: Number(q.limit) || 100 } : {}),
+      ...(after ? { after } : {}),
+      limit,
     })
-    res.json(page)
+    res.json({ source: 'admin', ...page })
   }))
 }

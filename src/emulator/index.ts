@@ -57,6 +57,11 @@ export interface EmulatorOptions {
   adminOverMqtt?: boolean
   /** Keys in one SCAN page at most (default 1000); smaller pages show paging with few keys. */
   scanPageKeys?: number
+  /**
+   * false: answer SCAN `-ERR unknown command`, as the released AIO broker does (SCAN is ahead of it),
+   * to try what a client or tool does without it. Default true.
+   */
+  scan?: boolean
 }
 
 export interface Emulator {
@@ -158,6 +163,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         registrations,
         authorizer,
         persistence: persistence !== null,
+        ...(options.scan === false ? { scan: false } : {}),
         ...(options.scanPageKeys !== undefined ? { scanLimits: { ...DEFAULT_SCAN_LIMITS, maxKeys: options.scanPageKeys } } : {}),
       }),
       dedup: new DedupCache(),

@@ -4,3 +4,4 @@ export { ConnectionMetrics, type ConnectionFigures, type RecentError, type Reque
 export { viewValue, type ValueView } from './value'
 export { LiveFeed, type LiveFeedOptions, type StoreUpdate } from './feed'
 export { lockView, watchView, type ConnectionView, type LockView, type WatchView } from './views'
+export { ScanKeyBrowser, type ScannedKey, type ScannedPage } from './scan-browser'

@@ -215,6 +215,20 @@ describe('client.scan', function () {
     assert.deepEqual(iterated.sort(), keys.filter((k) => /^dev\/1.$/.test(k)).sort())
   })
 
+  it('fails with NotSupportedError against an emulator told to answer as the released broker (scan: false)', async () => {
+    const released = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error', scan: false })
+    const client = new StateStoreClient({ brokerUrl: released.brokerUrl, clientId: 'scanner-released' })
+    try {
+      await client.ready({ timeoutMs: 5000 })
+      await client.set('k', 'v')
+      await assert.rejects(client.scan('*').next(), NotSupportedError)
+      assert.equal((await client.get('k')).value?.toString(), 'v', 'everything else is served')
+    } finally {
+      await client.close()
+      await released.stop()
+    }
+  })
+
   it('fails with NotSupportedError where the state store does not know SCAN', async function () {
     const url = await mosquittoUrl(this)
     // A state store as released: SCAN is an unknown command.

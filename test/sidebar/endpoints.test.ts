@@ -61,7 +61,8 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.equal(body.expiresAt, null)
       assert.equal(body.persisted, false)
       await eventually(async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === '<b>21</b>' ? true : undefined), 'watch shows the value')
-      const page = (await rt.request('GET', '/aio-statestore/stores/cfg1/keys?pattern=sidebar/*', reader)).json as { keys: Array<{ key: string }>; matching: number }
+      const page = (await rt.request('GET', '/aio-statestore/stores/cfg1/keys?pattern=sidebar/*', reader)).json as { source: string; keys: Array<{ key: string }> }
+      assert.equal(page.source, 'scan', 'the embedded emulator answers SCAN: the browser lists through the state store')
       assert.deepEqual(
         page.keys.map((k) => k.key),
         ['sidebar/watched'],

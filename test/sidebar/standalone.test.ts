@@ -1,6 +1,7 @@
 // The sidebar's key browser for a standalone emulator: Node-RED's config node points at mosquitto,
-// where the emulator CLI serves; with `--admin` the browser and the inspector's extra fields work
-// over MQTT, without it the browser says it is not available (as for any other broker).
+// where the emulator CLI serves. With SCAN the browser lists through the state store itself; without
+// it (`--no-scan`, as the released broker) it falls back to the admin channel when the emulator has
+// `--admin`, and says it is not available otherwise. The inspector's extra fields need `--admin`.
 import { strict as assert } from 'node:assert'
 import { StateStoreClient } from '../../src/client'
 import { EmulatorProcess } from '../emulator/cli-process'
@@ -18,15 +19,26 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
   this.timeout(60_000)
   let withAdmin: Mosquitto
   let without: Mosquitto
+  let withScan: Mosquitto
   const emulators: EmulatorProcess[] = []
   let rt: AuthRuntime
   let reader: string
   let writer: StateStoreClient
+  let scanWriter: StateStoreClient
 
   before(async function () {
     requireMosquitto(this)
-    ;[withAdmin, without] = await Promise.all([Mosquitto.start(), Mosquitto.start()])
-    emulators.push(...(await Promise.all([EmulatorProcess.start(['--broker', withAdmin.url, '--admin']), EmulatorProcess.start(['--broker', without.url])])))
+    ;[withAdmin, without, withScan] = await Promise.all([Mosquitto.start(), Mosquitto.start(), Mosquitto.start()])
+    emulators.push(
+      ...(await Promise.all([
+        EmulatorProcess.start(['--broker', withAdmin.url, '--admin', '--no-scan']),
+        EmulatorProcess.start(['--broker', without.url, '--no-scan']),
+        EmulatorProcess.start(['--broker', withScan.url]),
+      ])),
+    )
+    scanWriter = new StateStoreClient({ brokerUrl: withScan.url, clientId: 'sidebar-standalone-scan-writer' })
+    await scanWriter.ready({ timeoutMs: 10_000 })
+    await Promise.all(Array.from({ length: 130 }, (_, i) => scanWriter.set(`scan/${String(i).padStart(3, '0')}`, 'x'.repeat(i))))
     writer = new StateStoreClient({ brokerUrl: withAdmin.url, clientId: 'sidebar-standalone-writer' })
     await writer.ready({ timeoutMs: 10_000 })
     await Promise.all(Array.from({ length: 120 }, (_, i) => writer.set(`remote/${String(i).padStart(3, '0')}`, `v${i}`)))
@@ -35,25 +47,29 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
       { id: 'tab1', type: 'tab', label: 'standalone' },
       { id: 'cfgAdmin', type: 'ss-config', name: 'admin', broker: withAdmin.url, clientId: 'sidebar-standalone-admin' },
       { id: 'cfgPlain', type: 'ss-config', name: 'plain', broker: without.url, clientId: 'sidebar-standalone-plain' },
+      { id: 'cfgScan', type: 'ss-config', name: 'scan', broker: withScan.url, clientId: 'sidebar-standalone-scan' },
       { id: 'get1', type: 'ss-get', z: 'tab1', store: 'cfgAdmin', wires: [[]] },
       { id: 'get2', type: 'ss-get', z: 'tab1', store: 'cfgPlain', wires: [[]] },
+      { id: 'get3', type: 'ss-get', z: 'tab1', store: 'cfgScan', wires: [[]] },
     ])
     reader = await rt.token('reader')
   })
   after(async () => {
     await rt?.stop()
     await writer?.close()
+    await scanWriter?.close()
     await Promise.all(emulators.map((e) => e.kill('SIGTERM')))
-    await Promise.all([withAdmin?.stop(), without?.stop()])
+    await Promise.all([withAdmin?.stop(), without?.stop(), withScan?.stop()])
   })
 
   const stores = async () => ((await rt.request('GET', '/aio-statestore/stores', reader)).json as { stores: Store[] }).stores
 
-  it('finds the admin channel on the broker of the emulator started with --admin, and only there', async () => {
+  it('browses where the store answers SCAN or the emulator has --admin, and only there', async () => {
     const all = await eventually(async () => {
       const s = await stores()
-      return s.length === 2 && s.every((x) => x.connection.state === 'connected') ? s : undefined
-    }, 'both stores connected')
+      return s.length === 3 && s.every((x) => x.connection.state === 'connected') ? s : undefined
+    }, 'the three stores connected')
+    assert.equal(all.find((s) => s.id === 'cfgScan')!.browsable, true)
     assert.equal(all.find((s) => s.id === 'cfgAdmin')!.browsable, true)
     assert.equal(all.find((s) => s.id === 'cfgPlain')!.browsable, false)
     const refused = await rt.request('GET', '/aio-statestore/stores/cfgPlain/keys', reader)
@@ -61,10 +77,35 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
     assert.deepEqual(refused.json, { code: 'noBrowser' })
   })
 
-  it('lists, filters and pages the standalone emulator\'s keys', async () => {
+  it('lists keys with SCAN where the store answers it, page by page, each with its size and version', async () => {
+    type Page = { source: string; keys: Array<{ key: string; size: number; version: string | null }>; matching: number | null; next: string | null }
+    const seen: string[] = []
+    let next: string | null = null
+    let pages = 0
+    do {
+      const res = await rt.request('GET', `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12${next ? `&after=${next}` : ''}`, reader)
+      assert.equal(res.status, 200, JSON.stringify(res.json))
+      const page = res.json as Page
+      assert.equal(page.source, 'scan')
+      assert.equal(page.matching, null, 'SCAN does not count')
+      assert.ok(page.keys.length <= 12)
+      for (const k of page.keys) {
+        assert.equal(k.size, Number(k.key.slice(5)), `the size of ${k.key}`)
+        assert.match(String(k.version), /^\d{15}:\d{5}:/)
+      }
+      seen.push(...page.keys.map((k) => k.key))
+      next = page.next
+      pages++
+    } while (next && pages < 20)
+    assert.deepEqual(seen.sort(), Array.from({ length: 30 }, (_, i) => `scan/${100 + i}`))
+    assert.equal(pages, 3, 'the last page says it is the last')
+  })
+
+  it('lists, filters and pages the standalone emulator\'s keys through the admin channel where the store has no SCAN', async () => {
     const first = await rt.request('GET', '/aio-statestore/stores/cfgAdmin/keys?pattern=remote/0*&limit=50', reader)
     assert.equal(first.status, 200, JSON.stringify(first.json))
-    const page = first.json as { keys: Array<{ key: string; size: number }>; matching: number; total: number; next: string | null }
+    const page = first.json as { source: string; keys: Array<{ key: string; size: number }>; matching: number; total: number; next: string | null }
+    assert.equal(page.source, 'admin')
     assert.equal(page.matching, 100)
     assert.equal(page.total, 121)
     assert.equal(page.keys.length, 50)

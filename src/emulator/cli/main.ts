@@ -40,6 +40,8 @@ Options:
   --sat-token <token>      With the embedded broker: accept this Kubernetes service account token with
                            the MQTT 5 enhanced authentication method K8S-SAT (repeatable).
   --sat-token-file <file>  The same, the token read from a file (repeatable).
+  --no-scan                Answer SCAN "-ERR unknown command", as the released AIO broker does (the emulator
+                           has SCAN, which the SDKs designed but no released broker answers yet).
   --admin                  Serve the emulator's admin channel (list, filter and inspect every key; what the
                            Node-RED sidebar's key browser uses) as MQTT 5 request/response on the topic
                            aio-statestore-emulator/admin/v1/request. Off by default. For development only:
@@ -89,6 +91,7 @@ async function main(): Promise<void> {
         'sat-token-file': { type: 'string', multiple: true },
         'log-level': { type: 'string' },
         admin: { type: 'boolean' },
+        'no-scan': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -136,6 +139,7 @@ async function main(): Promise<void> {
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
   if (values.auth) options.authorizationFile = values.auth
   if (values.admin) options.adminOverMqtt = true
+  if (values['no-scan']) options.scan = false
 
   let emulator
   try {

@@ -39,6 +39,8 @@ export interface ExecutorOptions {
   persistence?: boolean
   /** SCAN's page sizes and how long a scan is remembered; DEFAULT_SCAN_LIMITS otherwise. */
   scanLimits?: ScanLimits
+  /** false: answer SCAN `unknown command`, as the released broker does. Default true. */
+  scan?: boolean
 }
 
 /**
@@ -59,6 +61,7 @@ export class Executor {
     if (command.verb === 'KEYNOTIFY' && ctx.dialect?.notifications === false) {
       return refuse('UnknownCommand', `KEYNOTIFY does not exist in the ${ctx.dialect.name} dialect`, command)
     }
+    if (command.verb === 'SCAN' && this.options.scan === false) return refuse('UnknownCommand', 'SCAN is off, as in the released broker', command)
     const { clock, authorizer } = this.options
 
     const tsText = ctx.prop(Prop.timestamp)
