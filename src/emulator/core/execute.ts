@@ -51,7 +51,7 @@ export class Executor {
   private readonly scans: ScanWalks
 
   constructor(private readonly options: ExecutorOptions) {
-    this.scans = new ScanWalks(() => options.store.scan(), options.scanLimits)
+    this.scans = new ScanWalks(options.store, options.scanLimits)
   }
 
   execute(payload: Buffer, ctx: RequestContext): Answer {

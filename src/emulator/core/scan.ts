@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { isUtf8 } from 'node:buffer'
 import { compileScanGlob } from './scan-glob'
-import type { StoredRecord } from './store'
 
 /**
  * SCAN's paging: which keys one page holds and what its continuation token means. Pure: no MQTT.
@@ -22,13 +21,24 @@ export interface ScanLimits {
   maxBytes: number
   /** Keys looked at for one page at most: what bounds the time one request holds the event loop. */
   maxVisited: number
+  /** And the time one page may take, in ms: under load a page ends early rather than hold the event loop. */
+  maxPageMs: number
   /** A walk not continued for this long is forgotten. */
   idleMs: number
   /** Walks kept at once; the least recently used goes first. */
   maxWalks: number
 }
 
-export const DEFAULT_SCAN_LIMITS: ScanLimits = { maxKeys: 1000, maxBytes: 128 * 1024, maxVisited: 20_000, idleMs: 60_000, maxWalks: 1024 }
+export const DEFAULT_SCAN_LIMITS: ScanLimits = { maxKeys: 1000, maxBytes: 128 * 1024, maxVisited: 20_000, maxPageMs: 5, idleMs: 60_000, maxWalks: 1024 }
+
+/** What a scan needs of the store: its keys in an order that survives changes, and whether one is live. */
+export interface ScannedStore {
+  ids(): Iterator<string>
+  has(id: string): boolean
+}
+
+/** How many keys are looked at between two looks at the clock. */
+const CLOCK_EVERY = 1024
 
 export type ScanAnswer =
   | { ok: true; keys: Buffer[]; token: Buffer | null }
@@ -48,7 +58,7 @@ interface Walk {
   readonly pattern: string
   readonly clientId: string
   readonly matches: (latin1Key: string) => boolean
-  readonly entries: Iterator<[string, StoredRecord]>
+  readonly ids: Iterator<string>
   /** The number of the last page given out (1 for the first). */
   page: number
   last: { keys: Buffer[]; token: Buffer | null }
@@ -63,8 +73,7 @@ export class ScanWalks {
   private readonly walks = new Map<string, Walk>()
 
   constructor(
-    /** The store's live entries, keyed by latin1 strings; an iterator that survives changes. */
-    private readonly entries: () => Iterator<[string, StoredRecord]>,
+    private readonly store: ScannedStore,
     private readonly limits: ScanLimits = DEFAULT_SCAN_LIMITS,
     private readonly now: () => number = Date.now,
   ) {}
@@ -86,7 +95,7 @@ export class ScanWalks {
         pattern,
         clientId: request.clientId,
         matches: glob.matches,
-        entries: this.entries(),
+        ids: this.store.ids(),
         page: 0,
         last: { keys: [], token: null },
         usedAt: now,
@@ -111,20 +120,22 @@ export class ScanWalks {
 
   /** The walk's next page. */
   private advance(walk: Walk, mayRead: (key: Buffer) => boolean): ScanAnswer {
-    const { maxKeys, maxBytes, maxVisited } = this.limits
+    const { maxKeys, maxBytes, maxVisited, maxPageMs } = this.limits
+    const deadline = performance.now() + maxPageMs
     const keys: Buffer[] = []
     let bytes = 0
     let visited = 0
     let done = false
     while (keys.length < maxKeys && bytes < maxBytes && visited < maxVisited) {
-      const next = walk.entries.next()
+      if (++visited % CLOCK_EVERY === 0 && performance.now() > deadline) break
+      const next = walk.ids.next()
       if (next.done) {
         done = true
         break
       }
-      visited++
-      const id = next.value[0]
-      if (!walk.matches(id)) continue
+      const id = next.value
+      // Matched first: the liveness check and the Buffer are for the few keys that match.
+      if (!walk.matches(id) || !this.store.has(id)) continue
       const key = Buffer.from(id, 'latin1')
       if (!isUtf8(key) || !mayRead(key)) continue
       keys.push(key)
