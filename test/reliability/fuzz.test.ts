@@ -24,6 +24,7 @@ import { isAllowedResponseTopic, Prop, REQUEST_TOPIC, Request, SERVICE_CLIENTS_P
 import { decodeExact, encodeCommand, encodeValue, type RespValue } from '../../src/resp'
 import { startBroker, startEmulator, type EmbeddedBroker, type Emulator } from '../../src/emulator'
 import { DedupCache } from '../../src/emulator/core/dedup'
+import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/core/refusals'
 import { Executor } from '../../src/emulator/core/execute'
 import type { LogLevel } from '../../src/log'
 import { makeLogger } from '../../src/emulator/logger'
@@ -42,7 +43,8 @@ interface Published {
   properties: Properties
 }
 
-const ERROR_TEXTS = new Set<string>(Object.values(SERVICE_ERROR_TEXT))
+// The catalogue, and the emulator's own answer to a SCAN token it does not know (a fuzzed SCAN can carry any token).
+const ERROR_TEXTS = new Set<string>([...Object.values(SERVICE_ERROR_TEXT), EMULATOR_REFUSAL_TEXT.ScanTokenUnknown])
 const FUZZ_CLIENT = 'fuzz-client'
 /** An MQTT string (topic, user property) is at most 65,535 bytes: the longest a broker can hand over. */
 const MAX_STRING = 65_000
@@ -207,6 +209,12 @@ function checkAnswer(r: FuzzRequest, answer: Published): void {
     // Beside the catalogue, the emulator's own refusal of a watch no notification topic could carry.
     const text = reply.value.slice(4)
     assert.ok(ERROR_TEXTS.has(text) || /^the key is too long to be notified: at most \d+ bytes for this client id$/.test(text), `an error from the catalogue: ${reply.value}`)
+  } else if (reply.kind === 'array') {
+    // A SCAN page: `*1 [keys]` or `*2 [keys] <token>`.
+    const [page, token, ...rest] = reply.value
+    assert.ok(page?.kind === 'array' && page.value.every((k) => k.kind === 'bulk'), 'a SCAN page holds an array of keys')
+    assert.ok(token === undefined || token.kind === 'bulk', 'and then a token')
+    assert.equal(rest.length, 0)
   } else {
     assert.ok(reply.kind === 'simple' || reply.kind === 'integer' || reply.kind === 'bulk' || reply.kind === 'null', `a reply shape of the protocol: ${reply.kind}`)
   }
