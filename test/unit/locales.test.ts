@@ -13,6 +13,10 @@ import { repoRoot } from '../smoke/node-red'
 
 const LOCALES = join(repoRoot, 'nodes', 'locales')
 const ENGLISH = 'en-US'
+/** The languages of the Node-RED editor this package runs in (its locales folder lists them). */
+const NODE_RED_LANGUAGES = readdirSync(join(repoRoot, 'node_modules', '@node-red', 'editor-client', 'locales'))
+  .filter((l) => l !== ENGLISH)
+  .sort()
 const englishFiles = readdirSync(join(LOCALES, ENGLISH)).sort()
 const languages = readdirSync(LOCALES)
   .filter((l) => l !== ENGLISH)
@@ -58,6 +62,10 @@ function helpStructure(html: string) {
 }
 
 describe('locales: every language has every English text', function () {
+  it("covers every language of Node-RED's editor", function () {
+    assert.deepEqual(languages, NODE_RED_LANGUAGES, 'nodes/locales has a folder for each language Node-RED ships, and no other')
+  })
+
   for (const lang of languages) {
     describe(lang, function () {
       it('has the files en-US has, and no others', function () {
