@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
+import { startEmulator } from '../../src/emulator'
 import { Hlc } from '../../src/hlc'
 import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, until, useStore } from './support'
 
@@ -309,6 +310,22 @@ describe('nodes: ss-set and ss-get', function () {
     const n = await none
     assert.deepEqual(n.payload, [])
     assert.equal(n.found, false)
+  })
+
+  it('fails a key listing with NotSupported where the store has no SCAN, and keeps working', async () => {
+    const released = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error', scan: false })
+    try {
+      await helper.load(ALL, flowWith(released.brokerUrl, { id: 'get', type: 'ss-get', key: '*', keyType: 'str', mode: 'keys' }))
+      const caught = nextMessage(helper.getNode('caught'))
+      helper.getNode('get').receive({ payload: 'keep me' })
+      const c = await caught
+      assert.equal(c.payload, 'keep me')
+      assert.equal((c.error as { code: string }).code, 'NotSupported')
+      await until(() => lastStatus(helper.getNode('get')).text === `node-red:common.status.error: ${COMMON}failure.NotSupported`, 'the status names it')
+    } finally {
+      await helper.unload()
+      await released.stop()
+    }
   })
 
   it('stores an array of objects as NDJSON (a dataflow dataset) and reads it back as the array', async () => {
