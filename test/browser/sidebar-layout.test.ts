@@ -8,9 +8,9 @@
 import { strict as assert } from 'node:assert'
 import type { Locator, Page } from 'playwright-core'
 import { StateStoreClient } from '../../src/client'
-import { Editor } from './editor'
+import { Editor, openSidebar } from './editor'
 import { checkPage, openEditor, requireChromium, type OpenedEditor } from './session'
-import { columnShot, confirm, openSidebar, text } from './sidebar-support'
+import { columnShot, confirm, text } from './sidebar-support'
 
 const LOCK = 'examples/pump-owner'
 const WATCHED = 'examples/thermostat/setpoint'

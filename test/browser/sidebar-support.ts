@@ -1,5 +1,5 @@
-// What the sidebar suites share: the sidebar's catalogue texts, opening its tab, screenshots of it,
-// confirming its dialogs.
+// What the sidebar suites share: the sidebar's catalogue texts, screenshots of it, confirming its
+// dialogs (opening its tab is editor.ts's openSidebar).
 import { strict as assert } from 'node:assert'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
@@ -13,39 +13,6 @@ export function text(path: string, subs: Record<string, string | number> = {}): 
   const value = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], catalogue['ss-sidebar'])
   if (typeof value !== 'string') throw new Error(`no catalogue text ${path}`)
   return value.replace(/__(\w+)__/g, (_, k: string) => String(subs[k] ?? ''))
-}
-
-/**
- * Shows the state store tab. Node-RED 5 puts the Debug tab below it by default; `layout: 'tall'`
- * hides Debug so the tab has the sidebar's whole height, `layout: 'default'` leaves it as a new
- * user finds it.
- */
-export async function openSidebar(page: Page, layout: 'tall' | 'default' = 'tall'): Promise<void> {
-  // The editor adds plugins after the flows are drawn: wait for the tab's content to exist.
-  await page.locator('.ss-sidebar').waitFor({ state: 'attached' })
-  const button = page.locator('button[data-tab-id="aio-statestore"]')
-  // Node-RED 5 has a button per tab; Node-RED 4 a tab strip whose overflow hides some: its own call then.
-  if (await button.count()) await button.click()
-  else {
-    // Node-RED 4 shows its first tab once it has loaded, which may come after ours was shown.
-    let shownFor = 0
-    for (let attempt = 0; attempt < 30 && shownFor < 3; attempt++) {
-      if (await page.locator('.ss-sidebar').isVisible()) shownFor += 1
-      else {
-        shownFor = 0
-        await page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show('aio-statestore'))
-      }
-      await new Promise((r) => setTimeout(r, 500))
-    }
-    await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
-  }
-  await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
-  if (layout === 'default') return
-  const debug = page.locator('button[data-tab-id="debug"]')
-  if (await debug.count()) {
-    await debug.click()
-    await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
-  }
 }
 
 /**

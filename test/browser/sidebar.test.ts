@@ -6,9 +6,9 @@
 import { strict as assert } from 'node:assert'
 import { StateStoreClient } from '../../src/client'
 import { AuthRuntime, RUNTIMES, USERS } from '../sidebar/runtime'
-import { Editor } from './editor'
+import { Editor, openSidebar } from './editor'
 import { openEditor, requireChromium, type OpenedEditor } from './session'
-import { confirm, openSidebar, shot, text } from './sidebar-support'
+import { confirm, shot, text } from './sidebar-support'
 import { Browser, PageProblems } from './support'
 
 const WATCHED = 'examples/thermostat/setpoint'
