@@ -30,12 +30,23 @@ interface Browse {
   usedAt: number
 }
 
+/** A page already given out under a cursor: asked for again (the editor re-reads it after a Set or Delete), it is the same keys, read again. */
+interface Served {
+  readonly names: string[]
+  readonly next: string | null
+  usedAt: number
+}
+
 const IDLE_MS = 5 * 60_000
 const MAX_BROWSES = 16
+const MAX_SERVED = 64
 const MAX_LIMIT = 200
 
 export class ScanKeyBrowser {
+  /** By the cursor of the page they continue with. */
   private readonly browses = new Map<string, Browse>()
+  /** By the cursor they were asked for with. */
+  private readonly served = new Map<string, Served>()
   /** Whether the store answers SCAN: unknown until a scan has been tried, then what it said. */
   private supported: boolean | null = null
 
@@ -60,18 +71,24 @@ export class ScanKeyBrowser {
     return this.supported
   }
 
-  /** A page of keys matching the glob (all keys when empty), from the start or after `cursor`; null when the store has no SCAN. */
+  /**
+   * A page of keys matching the glob (all keys when empty), from the start or at `cursor` (the
+   * `next` of an earlier page); null when the store has no SCAN. Asking for a cursor again gives
+   * the same keys (those still there), read again; a cursor forgotten starts over.
+   */
   async page(query: { pattern?: string; cursor?: string; limit?: number; timeoutMs?: number }): Promise<ScannedPage | null> {
     const limit = Math.min(MAX_LIMIT, Math.max(1, Math.floor(query.limit ?? 50)))
-    this.forgetIdle()
-    let id = query.cursor
-    let browse = id !== undefined ? this.browses.get(id) : undefined
-    if (!browse) {
-      // A cursor that expired starts over: the browser shows the first page again rather than nothing.
-      id = randomBytes(8).toString('hex')
-      browse = { pager: this.client.scan(query.pattern || '*', query.timeoutMs !== undefined ? { timeoutMs: query.timeoutMs } : {}), buffered: [], done: false, usedAt: this.now() }
+    const now = this.now()
+    this.forgetIdle(now)
+    const cursor = query.cursor
+    const again = cursor !== undefined ? this.served.get(cursor) : undefined
+    if (again) {
+      again.usedAt = now
+      return { keys: await this.describeAll(again.names, query.timeoutMs), next: again.next }
     }
-    this.browses.delete(id!)
+    let browse = cursor !== undefined ? this.browses.get(cursor) : undefined
+    if (browse) this.browses.delete(cursor!)
+    else browse = { pager: this.client.scan(query.pattern || '*', query.timeoutMs !== undefined ? { timeoutMs: query.timeoutMs } : {}), buffered: [], done: false, usedAt: now }
     try {
       // One key past the page, so that the last page is known to be the last.
       while (browse.buffered.length <= limit && !browse.done) {
@@ -88,14 +105,19 @@ export class ScanKeyBrowser {
     }
     this.supported = true
     const names = browse.buffered.splice(0, limit).sort()
-    const keys = await Promise.all(names.map((name) => this.describe(name, query.timeoutMs)))
-    const more = browse.buffered.length > 0
-    if (more) {
-      browse.usedAt = this.now()
-      if (this.browses.size >= MAX_BROWSES) this.browses.delete(this.browses.keys().next().value!)
-      this.browses.set(id!, browse)
+    let next: string | null = null
+    if (browse.buffered.length > 0) {
+      next = randomBytes(8).toString('hex')
+      browse.usedAt = now
+      remember(this.browses, next, browse, MAX_BROWSES)
     }
-    return { keys: keys.filter((k) => k !== null), next: more ? id! : null }
+    if (cursor !== undefined) remember(this.served, cursor, { names, next, usedAt: now }, MAX_SERVED)
+    return { keys: await this.describeAll(names, query.timeoutMs), next }
+  }
+
+  private async describeAll(names: string[], timeoutMs: number | undefined): Promise<ScannedKey[]> {
+    const keys = await Promise.all(names.map((name) => this.describe(name, timeoutMs)))
+    return keys.filter((k) => k !== null)
   }
 
   /** A listed key's size and version; null when it was deleted in between. */
@@ -105,8 +127,13 @@ export class ScanKeyBrowser {
     return { keyHex: Buffer.from(key, 'utf8').toString('hex'), key, size: value.length, version: version?.toString() ?? null }
   }
 
-  private forgetIdle(): void {
-    const now = this.now()
-    for (const [id, browse] of this.browses) if (now - browse.usedAt >= IDLE_MS) this.browses.delete(id)
+  private forgetIdle(now: number): void {
+    for (const map of [this.browses, this.served]) for (const [id, entry] of map) if (now - entry.usedAt >= IDLE_MS) map.delete(id)
   }
+}
+
+/** Sets the entry, dropping the oldest one beyond `max`. */
+function remember<T>(map: Map<string, T>, id: string, entry: T, max: number): void {
+  if (map.size >= max) map.delete(map.keys().next().value!)
+  map.set(id, entry)
 }
