@@ -99,6 +99,13 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
     } while (next && pages < 20)
     assert.deepEqual(seen.sort(), Array.from({ length: 30 }, (_, i) => `scan/${100 + i}`))
     assert.equal(pages, 3, 'the last page says it is the last')
+    // The editor reads a page again after a Set or Delete: the same cursor gives the same keys, still there.
+    const first = (await rt.request('GET', '/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12', reader)).json as Page
+    const second = (await rt.request('GET', `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12&after=${first.next}`, reader)).json as Page
+    await scanWriter.del(second.keys[0]!.key)
+    const reread = (await rt.request('GET', `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12&after=${first.next}`, reader)).json as Page
+    assert.deepEqual(reread.keys.map((k) => k.key), second.keys.slice(1).map((k) => k.key))
+    assert.equal(reread.next, second.next)
   })
 
   it('lists, filters and pages the standalone emulator\'s keys through the admin channel where the store has no SCAN', async () => {
