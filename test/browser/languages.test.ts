@@ -74,7 +74,7 @@ for (const lang of ['ja', 'de']) {
       assert.equal((await tray.locator('label[for="node-input-key"]').first().textContent())?.trim(), text(config, 'common.label.key'))
       assert.equal((await tray.locator('label[for="node-input-store"]').textContent())?.trim(), text(config, 'common.label.store'))
       const decodeOptions = (await tray.locator('#node-input-decode option').allTextContents()).map((o) => o.trim())
-      assert.deepEqual(decodeOptions, ['auto', 'utf8', 'buffer', 'json'].map((d) => text(config, `common.decode.${d}`)))
+      assert.deepEqual(decodeOptions, ['auto', 'utf8', 'buffer', 'json', 'ndjson'].map((d) => text(config, `common.decode.${d}`)))
 
       const help = await editor.helpFromDialog()
       assert.deepEqual(help.headings, helpHeadings('ss-get', lang))
