@@ -1,7 +1,7 @@
 import { ArgumentError, ConnectionError, TimeoutError } from '../errors'
 import type { HybridLogicalClock } from '../hlc'
 import { notificationFilter, type Bytes, type ProtocolName } from '../protocol'
-import { cancelledBy, requirePositive } from './arguments'
+import { cancelledBy, requirePositive } from '../arguments'
 import { Connection } from './connection'
 import { del } from './del'
 import { get } from './get'
@@ -10,7 +10,7 @@ import { resolveOptions, type ResolvedOptions } from './options'
 import { Requests, type Invoker } from './requests'
 import { measured } from './measured'
 import { set } from './set'
-import { TypedEmitter } from './typed-emitter'
+import { TypedEmitter } from '../typed-emitter'
 import type {
   ClientOptions,
   ConnectionStatus,

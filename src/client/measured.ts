@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { Hlc } from '../hlc'
-import type { RequestRecorder } from '../observe/metrics'
+import type { RequestRecorder } from './types'
 import type { Invocation, Invoker } from './requests'
 
 /** The invoker, reporting each request's latency and outcome to `recorder` (which must not throw). */
