@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { ArgumentError, CancelledError, ConnectionError, OverloadedError, ProtocolError, ServiceError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { notificationFilter, Prop, Reply, responseTopicFor } from '../../src/protocol'
-import { mosquittoUrl } from '../support/broker'
+import { mqttBrokerUrl } from '../support/broker'
 import { ClientPool, eventually } from './support/clients'
 import { Responder, type Answer, type SeenRequest } from './support/responder'
 
@@ -32,7 +32,7 @@ describe('client requests (scripted responder)', function () {
   const pool = new ClientPool()
 
   before(async function () {
-    url = await mosquittoUrl(this)
+    url = await mqttBrokerUrl(this)
     responder = await Responder.start(url, (r) => standard(r, responder))
   })
 

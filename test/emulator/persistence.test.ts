@@ -8,7 +8,7 @@ import { Prop, Reply, Request } from '../../src/protocol'
 import { startEmulator } from '../../src/emulator'
 import { decodeLog, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet } from '../../src/emulator/journal/format'
 import { Journal } from '../../src/emulator/journal/journal'
-import { mosquittoUrl } from '../support/broker'
+import { mqttBrokerUrl } from '../support/broker'
 import { EmulatorProcess } from './cli-process'
 import { RawClient } from './raw-client'
 
@@ -276,7 +276,7 @@ describe('emulator persistence', function () {
     const logs: string[] = []
 
     before(async function () {
-      url = await mosquittoUrl(this)
+      url = await mqttBrokerUrl(this)
     })
     afterEach(async () => {
       await watcher?.close()
