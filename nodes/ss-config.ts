@@ -7,7 +7,7 @@ import { authOptions, DEFAULT_BROKER_URL, defaultClientId, type StoreCredentials
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
-import type { StoreConfigNode } from './lib/store'
+import type { StoreConfigNode } from './lib/config-node'
 import { ConnectionLog } from './lib/connection-log'
 import { StoreUsers } from './lib/store-users'
 

@@ -1,7 +1,7 @@
 import type { Hlc } from '../hlc'
 import { parseGetResponse, Request, type Bytes } from '../protocol'
 import { requireBytes, requireOptions } from '../arguments'
-import { invokeBuilt, type Invoker } from './requests'
+import { invokeBuilt, type Invoker } from './pending-requests'
 import type { GetResult, RequestOptions } from './types'
 
 /** GET: the value and its version, or nulls when the key does not exist. */

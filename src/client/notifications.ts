@@ -8,7 +8,7 @@ import { checkVersion } from './envelope'
 import { get } from './get'
 import { keyNotify, keyNotifyStop } from './keynotify'
 import type { ResolvedOptions } from './options'
-import type { Invoker } from './requests'
+import type { Invoker } from './pending-requests'
 import type { KeyNotification, NotificationListener, Observation, RequestOptions } from './types'
 
 interface Watcher {

@@ -2,7 +2,7 @@ import { ArgumentError, ProtocolError } from '../errors'
 import type { Hlc } from '../hlc'
 import { parseSetResponse, Request, type Bytes } from '../protocol'
 import { requireBytes, requireFencingToken, requireOptions } from '../arguments'
-import { invokeBuilt, type Invoker } from './requests'
+import { invokeBuilt, type Invoker } from './pending-requests'
 import type { SetOptions, SetResult } from './types'
 
 /** SET with an optional NX/NEX condition, expiry, fencing token and persistence. */

@@ -1,7 +1,7 @@
 import type { Hlc } from '../hlc'
 import { parseDeleteResponse, Request, type Bytes } from '../protocol'
 import { requireBytes, requireFencingToken, requireOptions } from '../arguments'
-import { invokeBuilt, type Invoker } from './requests'
+import { invokeBuilt, type Invoker } from './pending-requests'
 import type { DeleteOptions, DeleteResult } from './types'
 
 /** VDEL: delete only if the key holds `value`; 1 deleted, 0 no such key, -1 another value. */

@@ -84,7 +84,7 @@ interface Pending {
  * timeout, cancellation, close) and leaves no timer of its own behind. Responses that match nothing (late,
  * duplicate, foreign) are dropped.
  */
-export class Requests {
+export class PendingRequests {
   private readonly inFlight = new Map<number, Pending>()
   /** Insertion-ordered, so the oldest waiter is admitted first. */
   private readonly queue = new Set<Pending>()
