@@ -43,3 +43,23 @@ after(async () => {
   await standalone?.stop()
   standalone = null
 })
+
+/** A broker of a test's own, whichever kind startMqttBroker found. */
+export interface OwnBroker {
+  readonly url: string
+  readonly port: number
+  stop(): Promise<void>
+}
+
+/**
+ * A fresh MQTT 5 broker of the test's own, for tests that need only that: mosquitto in a process of
+ * its own, or, where mosquitto is absent outside CI, our embedded broker alone (no state store
+ * policy), as mqttBrokerUrl decides.
+ */
+export async function startMqttBroker(ctx: Mocha.Context): Promise<OwnBroker> {
+  if (mosquittoPath() || process.env.CI) {
+    await mosquittoUrl(ctx)
+    return Mosquitto.start()
+  }
+  return startBroker({ port: 0 })
+}
