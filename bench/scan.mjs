@@ -6,7 +6,7 @@
 //     emulator looks at for one page (20,000), so both do the same work per round trip; COUNT 10,
 //     redis's default, is shown too.
 //  b) The emulator's longest event-loop block per page: every page of the same scan executed by the
-//     emulator's own Executor (parse, walk, reply encoding) on a Store of 1M keys in this process, each
+//     emulator's own Executor (parse, walk, reply encoding) on a Keyspace of 1M keys in this process, each
 //     call timed. A SCAN page is one synchronous call, so its duration is the block. Target <= 20 ms.
 //     Measured as CPU time (process.cpuUsage around the call) and as wall time: on a machine with more
 //     runnable processes than cores the wall time also counts the time the process waited for a core
@@ -22,7 +22,7 @@ import { connectClient, keyOf, VALUE_100 } from './lib/load.mjs'
 import { startEmulatorProcess, startMosquitto, startRedis } from './lib/procs.mjs'
 
 const require = createRequire(import.meta.url)
-const { Store } = require(join(ROOT, 'dist/src/emulator/core/store'))
+const { Keyspace } = require(join(ROOT, 'dist/src/emulator/core/keyspace'))
 const { Executor } = require(join(ROOT, 'dist/src/emulator/core/execute'))
 const { DEFAULT_SCAN_LIMITS } = require(join(ROOT, 'dist/src/emulator/core/scan'))
 const { Registrations } = require(join(ROOT, 'dist/src/emulator/core/registrations'))
@@ -123,7 +123,7 @@ try {
 
 {
   const clock = new HybridLogicalClock()
-  const store = new Store({ clock })
+  const store = new Keyspace({ clock })
   for (let i = 0; i < KEYS; i++) store.set(Buffer.from(keyOf(i)), VALUE_100)
   const executor = new Executor({ store, clock, registrations: new Registrations() })
   const ctx = { prop: () => undefined, clientId: 'bench', dialect: undefined }

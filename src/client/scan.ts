@@ -1,7 +1,7 @@
 import { ArgumentError, NotSupportedError, ServiceError } from '../errors'
 import { parseScanResponse, Request, type Bytes, type ScanPage } from '../protocol'
-import { requireBytes } from './arguments'
-import { invokeBuilt, type Invoker } from './requests'
+import { requireBytes, requireOptions } from '../arguments'
+import { invokeBuilt, type Invoker } from './pending-requests'
 import type { RequestOptions } from './types'
 
 /**
@@ -43,6 +43,7 @@ export class KeyScan implements AsyncIterable<string[]> {
 
 function scanPage(invoke: Invoker, pattern: Bytes, token: Buffer | null, options: RequestOptions): Promise<ScanPage> {
   return invokeBuilt(invoke, () => {
+    requireOptions(options)
     const payload = Request.scan(requireBytes(pattern, 'pattern'), token)
     return { verb: 'SCAN', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken: undefined, persist: undefined, parse: scanResult }
   })

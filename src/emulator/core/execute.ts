@@ -5,8 +5,8 @@ import { accessOf, parseCommand, type Command } from './commands'
 import type { Authorizer } from './authorization'
 import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './registrations'
+import type { Keyspace } from './keyspace'
 import { ScanWalks, type ScanLimits } from './scan'
-import type { Store } from './store'
 
 /** What the executor needs to know about a request besides its payload. */
 export interface RequestContext {
@@ -31,7 +31,7 @@ export interface Answer {
 }
 
 export interface ExecutorOptions {
-  store: Store
+  store: Keyspace
   clock: HybridLogicalClock
   registrations: Registrations
   authorizer?: Authorizer | null

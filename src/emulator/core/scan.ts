@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import { isUtf8 } from 'node:buffer'
 import { compileScanGlob } from './scan-glob'
 
 /**
@@ -63,6 +62,18 @@ interface Walk {
   page: number
   last: { keys: Buffer[]; token: Buffer | null }
   usedAt: number
+}
+
+/** Throws on bytes that are not UTF-8: which keys SCAN never returns. */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+function isUtf8(key: Buffer): boolean {
+  try {
+    strictUtf8.decode(key)
+    return true
+  } catch {
+    return false
+  }
 }
 
 const ID_BYTES = 8
