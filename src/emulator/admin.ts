@@ -1,5 +1,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import { globToRegExp } from './authorization'
+import { globToRegExp } from './core/key-pattern'
+import { PatternError } from './core/principal'
+import { PersistencePolicy } from './core/persistence-policy'
 import type { Store, StoredRecord } from './store'
 
 /**
@@ -46,6 +48,18 @@ export interface KeyPage {
 
 export interface KeyDetails extends KeyEntry {
   value: Buffer
+  /**
+   * Why the key is in the persistence file (`stateStoreResources[0] Pattern "cfg/*"`, `mode All`,
+   * `the user property aio-persistence=true`); null when it is not.
+   */
+  persistedBy: string | null
+}
+
+export interface AdminOptions {
+  /** How long one step of a scan may hold the event loop (tests make it 0). */
+  stepMs?: number
+  /** The persistence policy in force, to say why a key is persisted. */
+  persistencePolicy?: PersistencePolicy
 }
 
 /** How long one scan step may hold the event loop before it yields. */
@@ -75,11 +89,16 @@ function entry(id: string, record: StoredRecord, size: number): KeyEntry {
 }
 
 export class EmulatorAdmin {
-  /** `stepMs`: how long one step of a scan may hold the event loop (tests make it 0). */
+  private readonly stepMs: number
+  private readonly persistencePolicy: PersistencePolicy
+
   constructor(
     private readonly store: Store,
-    private readonly stepMs = STEP_MS,
-  ) {}
+    options: AdminOptions = {},
+  ) {
+    this.stepMs = options.stepMs ?? STEP_MS
+    this.persistencePolicy = options.persistencePolicy ?? PersistencePolicy.dynamicOnly
+  }
 
   get keyCount(): number {
     return this.store.size
@@ -93,7 +112,7 @@ export class EmulatorAdmin {
    */
   async listKeys(query: KeyQuery = {}): Promise<KeyPage> {
     const limit = Math.min(MAX_LIMIT, Math.max(1, Math.floor(query.limit ?? 100)))
-    const pattern = query.pattern ? globToRegExp(Buffer.from(query.pattern, 'utf8').toString('latin1')) : null
+    const pattern = query.pattern ? filterOf(query.pattern) : null
     const after = query.after ? Buffer.from(query.after, 'hex').toString('latin1') : null
     /** Sorted ascending; at most limit + 1 (the extra one says whether there is a next page). */
     const best: Array<[string, StoredRecord]> = []
@@ -136,7 +155,25 @@ export class EmulatorAdmin {
     const record = this.store.get(key)
     if (!record) return null
     const value = record.value
-    return { ...entry(key.toString('latin1'), record, value.length), value }
+    const id = key.toString('latin1')
+    return { ...entry(id, record, value.length), value, persistedBy: record.persisted ? this.whyPersisted(id) : null }
+  }
+
+  /** A persisted key is one the key rules name, or one SET with the dynamic property. */
+  private whyPersisted(id: string): string {
+    const policy = this.persistencePolicy
+    return policy.decideKey(id).rule ?? `the user property ${policy.userPropertyKey}=${policy.userPropertyValue}`
+  }
+}
+
+/** The key filter: the state store's glob; a pattern that is no glob (an unclosed `[`) is taken literally. */
+function filterOf(pattern: string): RegExp {
+  const latin1 = Buffer.from(pattern, 'utf8').toString('latin1')
+  try {
+    return globToRegExp(latin1)
+  } catch (err) {
+    if (!(err instanceof PatternError)) throw err
+    return new RegExp(`^${latin1.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&')}$`)
   }
 }
 

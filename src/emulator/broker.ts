@@ -3,6 +3,9 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { Prop, REQUEST_TOPICS } from '../protocol'
+import type { AuthorizationPolicy } from './core/authorization-policy'
+import { describePrincipal as describe, type Principal } from './core/principal'
+import { topicMatches } from './core/topic-filter'
 import { inProcessPair } from './in-process'
 import { makeLogger, type FilteredLogger } from './log'
 import { responseTopicRefusal } from './refusals'
@@ -14,6 +17,11 @@ export interface BrokerAuth {
   users?: Record<string, string>
   /** Service account tokens accepted with the MQTT 5 enhanced authentication method `K8S-SAT`. */
   satTokens?: string[]
+  /**
+   * Authorization attributes of users (user name → attribute → value), what a cluster takes from a
+   * client's X.509 certificate or service account: rules with `principals.attributes` match them.
+   */
+  attributes?: Record<string, Record<string, string>>
 }
 
 export interface BrokerOptions {
@@ -22,6 +30,13 @@ export interface BrokerOptions {
   /** 0 picks a free port. */
   port: number
   auth?: BrokerAuth
+  /**
+   * BrokerAuthorization rules: CONNECT needs a `Connect` resource (else CONNACK 0x87), a PUBLISH a
+   * `Publish` topic (else PUBACK 0x87), a SUBSCRIBE a `Subscribe` topic (else SUBACK 0x87), as on an
+   * AIO broker. Requests on the state store request topic are judged by the state store rules
+   * instead. A policy without any broker resource governs state store requests only.
+   */
+  authorization?: AuthorizationPolicy | null
   log?: FilteredLogger
 }
 
@@ -35,6 +50,8 @@ export interface EmbeddedBroker {
   readonly serviceCredentials: { username: string; password: string } | null
   /** Called with the MQTT client id of every client whose connection ends. */
   onClientDisconnect(listener: (clientId: string) => void): void
+  /** Who a connected client is (user name, attributes) to authorization rules; its client id alone when unknown. */
+  principalOf(clientId: string): Principal
   /** Whether a client with this id is connected right now. */
   isConnected(clientId: string): boolean
   /**
@@ -97,12 +114,34 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const host = options.host ?? '127.0.0.1'
   const auth = options.auth
   const authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
-  const serviceCredentials = authOn ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
+  const policy = options.authorization?.grantsBrokerResources ? options.authorization : null
+  // The emulator's own connections are told apart by these credentials, from clients the rules judge.
+  const serviceCredentials = authOn || policy ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
   const users = new Map(Object.entries(auth?.users ?? {}))
   if (serviceCredentials) users.set(serviceCredentials.username, serviceCredentials.password)
   const satTokens = new Set((auth?.satTokens ?? []).map((t) => t.trim()))
   /** The verdict on a client's K8S-SAT token, taken in preConnect, used in authenticate. */
   const satVerdicts = new WeakMap<AedesClient, boolean>()
+  const attributes = new Map(Object.entries(auth?.attributes ?? {}))
+  /** Connected clients' principals, by the client object (a takeover replaces it under the same id). */
+  const principals = new WeakMap<AedesClient, Principal>()
+  const serviceClients = new WeakSet<AedesClient>()
+  const isService = (username: string | undefined, password: Buffer | undefined) =>
+    serviceCredentials !== null && username === serviceCredentials.username && password !== undefined && password.equals(Buffer.from(serviceCredentials.password, 'utf8'))
+  /** The broker's verdict for one client; with a rules file, CONNECT needs a Connect resource. */
+  const admit = (client: AedesClient, username: string | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void) => {
+    const userAttributes = username !== undefined ? attributes.get(username) : undefined
+    const principal: Principal = { clientId: client.id, ...(username !== undefined ? { username } : {}), ...(userAttributes ? { attributes: userAttributes } : {}) }
+    principals.set(client, principal)
+    if (!policy) return done(null, true)
+    const decision = policy.decideConnect(principal)
+    if (decision.allowed) {
+      log('info', `client ${JSON.stringify(client.id)} connects by ${decision.rule}`)
+      return done(null, true)
+    }
+    log('info', `client ${JSON.stringify(client.id)} refused at CONNECT (0x87): no authorization rule gives ${describe(principal)} Connect`)
+    return done(authError('not authorized: no authorization rule allows this client to connect', NOT_AUTHORIZED), null)
+  }
 
   // aedes 2 is ESM-only; this package is CommonJS.
   const { Aedes: AedesClass } = await import('aedes')
@@ -120,16 +159,31 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       done(null, true)
     },
     authenticate: (client, username, password, done) => {
-      if (!authOn) return done(null, true)
+      const secret = password !== undefined ? Buffer.from(password) : undefined
+      if (isService(username, secret)) {
+        serviceClients.add(client)
+        return done(null, true)
+      }
       const sat = satVerdicts.get(client)
-      if (sat === true) return done(null, true)
+      // Without any user or token configured, anyone may connect; a user name is then taken as given.
+      if (!authOn) return admit(client, username, done)
+      // SAT authentication verifies no user name (AIO docs): a token's client is known by its id alone.
+      if (sat === true) return admit(client, undefined, done)
       if (sat === false) return done(authError('not authorized: the K8S-SAT token is not accepted', NOT_AUTHORIZED), null)
       if (username !== undefined) {
         const expected = users.get(username)
-        if (expected !== undefined && password !== undefined && Buffer.from(password).equals(Buffer.from(expected, 'utf8'))) return done(null, true)
+        if (expected !== undefined && secret !== undefined && secret.equals(Buffer.from(expected, 'utf8'))) return admit(client, username, done)
         return done(authError('bad user name or password', BAD_USERNAME_OR_PASSWORD), null)
       }
       return done(authError('not authorized: no credentials', NOT_AUTHORIZED), null)
+    },
+    authorizeSubscribe: (client, sub, done) => {
+      if (!policy || !client || serviceClients.has(client)) return done(null, sub)
+      const principal = principals.get(client) ?? { clientId: client.id }
+      const decision = policy.decideSubscribe(principal, sub.topic)
+      if (decision.allowed) return done(null, sub)
+      log('info', `client ${JSON.stringify(client.id)}: SUBSCRIBE ${JSON.stringify(sub.topic)} refused (0x87): no authorization rule gives ${describe(principal)} Subscribe to it`)
+      return done(null, null)
     },
     // The service knows a caller by its request's __srcId (authorization rules, notifications). This
     // broker knows who is connected, so a client cannot claim to be someone else.
@@ -149,6 +203,15 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         // Set in place: the packet was parsed for this publish alone, so a copy per request buys nothing.
         const properties = (packet.properties ??= {})
         ;(properties.userProperties ??= {})[Prop.sourceId] = client.id
+        // Judged by the state store rules, key by key, once it is a request.
+        return done(null)
+      }
+      if (policy && client && !serviceClients.has(client)) {
+        const principal = principals.get(client) ?? { clientId: client.id }
+        if (!policy.decidePublish(principal, packet.topic).allowed) {
+          log('info', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): no authorization rule gives ${describe(principal)} Publish to it`)
+          return done(new Error('not authorized'))
+        }
       }
       done(null)
     },
@@ -202,6 +265,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     onClientDisconnect(listener) {
       aedes.on('clientDisconnect', (client) => listener(client.id))
     },
+    principalOf(clientId) {
+      const client = connectedClient(aedes, clientId)
+      return (client && principals.get(client)) || { clientId }
+    },
     isConnected(clientId) {
       return connectedClient(aedes, clientId) !== null
     },
@@ -209,7 +276,8 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       const client = connectedClient(aedes, clientId)
       if (!client || client.closed) return false
       const filters = Object.keys((client as unknown as { subscriptions: Record<string, unknown> }).subscriptions ?? {})
-      if (filters.some((f) => topicMatches(f, message.topic))) return false
+      const topic = message.topic.split('/')
+      if (filters.some((f) => topicMatches(f.split('/'), topic))) return false
       client.publish({ cmd: 'publish', topic: message.topic, payload: message.payload, qos: 1, retain: false, dup: false, properties: message.properties }, (err) => {
         if (err) log('debug', `broker: direct delivery to ${clientId} failed: ${err.message}`)
       })
@@ -236,19 +304,6 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
 function connectedClient(aedes: Aedes, clientId: string): AedesClient | null {
   const clients = (aedes as unknown as { clients: Record<string, AedesClient> }).clients
   return Object.hasOwn(clients, clientId) ? clients[clientId]! : null
-}
-
-/** MQTT topic filter matching: `+` one level, `#` the rest; `$` topics only match filters that name them. */
-function topicMatches(filter: string, topic: string): boolean {
-  const f = filter.split('/')
-  const t = topic.split('/')
-  if (t[0]?.startsWith('$') && (f[0] === '+' || f[0] === '#')) return false
-  for (let i = 0; i < f.length; i++) {
-    if (f[i] === '#') return true
-    if (i >= t.length) return false
-    if (f[i] !== '+' && f[i] !== t[i]) return false
-  }
-  return f.length === t.length
 }
 
 function authError(message: string, returnCode: number): AuthenticateError {

@@ -2,7 +2,9 @@ import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
 import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../protocol'
 import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../errors'
 import { accessOf, parseCommand, type Command } from './commands'
-import type { Authorizer } from './authorization'
+import type { AuthorizationPolicy } from './core/authorization-policy'
+import { PersistencePolicy } from './core/persistence-policy'
+import { describePrincipal, type Principal } from './core/principal'
 import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './notifications'
 import type { PersistenceLog } from './persistence'
@@ -25,6 +27,10 @@ export interface Answer {
   payload: Buffer
   /** `__ts` of the answer: the version concerned, when there is one. */
   timestamp?: string
+  /** The authorization rule that allowed the request, when a policy is in force (for the log). */
+  authorizedBy?: string
+  /** Why a SET's key is persisted (for the log); absent when it is not. */
+  persistedBy?: string
   /** Set when the answer is `-ERR`: which error and why, for the log. */
   error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
   /** The request wrote to the persistence log; answer once `whenDurable(durableSeq)` resolves. */
@@ -36,8 +42,13 @@ export interface ExecutorOptions {
   store: Store
   clock: HybridLogicalClock
   registrations: Registrations
-  authorizer?: Authorizer | null
+  /** The BrokerAuthorization rules in force; null or absent: every request is allowed. */
+  authorization?: AuthorizationPolicy | null
+  /** Who a client id is (user name, attributes) where the broker knows; by default the client id alone. */
+  principalOf?: (clientId: string) => Principal
   persistence?: PersistenceLog | null
+  /** Which SETs are persisted (with `persistence`); by default those with `aio-persistence: true`. */
+  persistencePolicy?: PersistencePolicy
 }
 
 /**
@@ -54,7 +65,7 @@ export class Executor {
     if (command.verb === 'KEYNOTIFY' && ctx.dialect?.notifications === false) {
       return refuse('UnknownCommand', `KEYNOTIFY does not exist in the ${ctx.dialect.name} dialect`, command)
     }
-    const { clock, authorizer, persistence } = this.options
+    const { clock, authorization, persistence } = this.options
 
     const tsText = ctx.prop(Prop.timestamp)
     let ts: Hlc | null = null
@@ -71,8 +82,15 @@ export class Executor {
       return refuseAs('UnknownClient', 'no __srcId, $partition or __invId, and a response topic not under clients/<id>/', command)
     }
     // A caller without a client id is matched as the empty one: only a rule for any client ("*") grants it.
-    if (authorizer && !authorizer.allows(ctx.clientId ?? '', command.key, accessOf(command))) {
-      return refuse('NotAuthorized', `${JSON.stringify(ctx.clientId)} may not ${accessOf(command)} the key`, command)
+    let authorizedBy: string | undefined
+    if (authorization) {
+      const clientId = ctx.clientId ?? ''
+      const principal = this.options.principalOf?.(clientId) ?? { clientId }
+      const decision = authorization.decideKey(principal, accessOf(command), command.key.toString('latin1'))
+      if (!decision.allowed) {
+        return refuse('NotAuthorized', `no rule allows ${describePrincipal(principal)} to ${accessOf(command)} this key`, command)
+      }
+      authorizedBy = decision.rule ?? undefined
     }
 
     let fencingToken: Hlc | null = null
@@ -101,6 +119,7 @@ export class Executor {
     const seqBefore = persistence?.appendedSeq ?? 0
     const answer = this.run(command, ctx, { fencingToken, received })
     answer.command = command
+    if (authorizedBy !== undefined) answer.authorizedBy = authorizedBy
     const seqAfter = persistence?.appendedSeq ?? 0
     if (seqAfter !== seqBefore) answer.durableSeq = seqAfter
     return answer
@@ -114,7 +133,9 @@ export class Executor {
         return record ? { payload: Reply.value(record.value), timestamp: record.version.toString() } : { payload: Reply.nil }
       }
       case 'SET': {
-        const persist = persistence != null && ctx.prop(Prop.persist)?.toLowerCase() === 'true'
+        const policy = this.options.persistencePolicy ?? PersistencePolicy.dynamicOnly
+        const persistedBy = persistence != null ? policy.decide(command.key.toString('latin1'), ctx.prop).rule : null
+        const persist = persistedBy !== null
         const outcome = store.set(command.key, command.value, {
           condition: command.condition,
           ...(command.expiryMs !== undefined ? { expiryMs: command.expiryMs } : {}),
@@ -122,7 +143,9 @@ export class Executor {
           persist,
         })
         if (outcome.kind === 'error') return refuse(outcome.code, 'SET refused by the store', command)
-        return { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
+        const answer: Answer = { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
+        if (persistedBy !== null && outcome.kind === 'applied') answer.persistedBy = persistedBy
+        return answer
       }
       case 'DEL':
       case 'VDEL': {

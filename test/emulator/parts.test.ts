@@ -1,9 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { encodeCommand } from '../../src/resp'
-import { Authorizer } from '../../src/emulator/authorization'
 import { parseCommand } from '../../src/emulator/commands'
 import { DedupCache } from '../../src/emulator/dedup'
 import { RequestPrint } from '../../src/emulator/request-print'
@@ -115,47 +111,6 @@ describe('emulator parts', () => {
         if (refusal !== null) assert.ok(refusal.length > 0, topic)
       }
       assert.equal(responseTopicRefusal(PREVIEW_REQUEST_TOPIC), 'it is the request topic')
-    })
-  })
-
-  describe('Authorizer', () => {
-    const rules = new Authorizer([
-      { principals: { clientIds: ['app-?', 'svc-*'] }, stateStoreResources: [{ method: 'Read', keys: ['cfg/*'] }, { method: 'ReadWrite', keyType: 'String', keys: ['exact*'] }] },
-      { principals: { clientIds: ['*'] }, stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['home/{principal.clientId}/*'] }] },
-      { principals: { clientIds: ['bin'] }, stateStoreResources: [{ method: 'Write', keyType: 'Binary', keys: [Buffer.from([0xff, 0x00]).toString('base64')] }] },
-    ])
-    const k = (s: string) => Buffer.from(s)
-
-    it('matches client id and key globs, String keys exactly, Binary keys by bytes', () => {
-      assert.ok(rules.allows('app-1', k('cfg/a/b'), 'read'))
-      assert.ok(!rules.allows('app-1', k('cfg/a'), 'write'))
-      assert.ok(!rules.allows('app-12', k('cfg/a'), 'read'))
-      assert.ok(rules.allows('svc-x', k('exact*'), 'write'))
-      assert.ok(!rules.allows('svc-x', k('exactly'), 'write'))
-      assert.ok(rules.allows('bin', Buffer.from([0xff, 0x00]), 'write'))
-      assert.ok(!rules.allows('bin', Buffer.from([0xff, 0x01]), 'write'))
-    })
-
-    it('substitutes {principal.clientId} literally, so a client id with glob characters matches only itself', () => {
-      assert.ok(rules.allows('alice', k('home/alice/x'), 'write'))
-      assert.ok(!rules.allows('alice', k('home/bob/x'), 'read'))
-      assert.ok(rules.allows('a*', k('home/a*/x'), 'read'))
-      assert.ok(!rules.allows('a*', k('home/ab/x'), 'read'))
-    })
-
-    it('loads a rules file and explains what is wrong with a bad one', () => {
-      const dir = mkdtempSync(join(tmpdir(), 'emu-auth-'))
-      try {
-        const file = join(dir, 'auth.json')
-        writeFileSync(file, JSON.stringify([{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Read', keys: ['*'] }] }]))
-        assert.ok(Authorizer.fromFile(file).allows('x', k('any'), 'read'))
-        writeFileSync(file, JSON.stringify({ rules: [{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Delete', keys: ['*'] }] }] }))
-        assert.throws(() => Authorizer.fromFile(file), /"method" must be Read, Write or ReadWrite/)
-        writeFileSync(file, '{ not json')
-        assert.throws(() => Authorizer.fromFile(file), /cannot read the authorization file/)
-      } finally {
-        rmSync(dir, { recursive: true, force: true })
-      }
     })
   })
 

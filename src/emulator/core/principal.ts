@@ -10,6 +10,14 @@ export interface Principal {
   attributes?: Readonly<Record<string, string>>
 }
 
+/** The principal for a log line: `client "a", user "alice", attributes {"city":"seattle"}`. */
+export function describePrincipal(p: Principal): string {
+  const parts = [`client ${JSON.stringify(p.clientId)}`]
+  if (p.username !== undefined) parts.push(`user ${JSON.stringify(p.username)}`)
+  if (p.attributes && Object.keys(p.attributes).length > 0) parts.push(`attributes ${JSON.stringify(p.attributes)}`)
+  return parts.join(', ')
+}
+
 /** A `{principal.…}` substitution in a key pattern or a topic. */
 export type PrincipalField = { kind: 'clientId' } | { kind: 'username' } | { kind: 'attribute'; name: string }
 
