@@ -2,6 +2,8 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import { globToRegExp } from './core/key-pattern'
 import { PatternError } from './core/principal'
 import { PersistencePolicy } from './core/persistence-policy'
+import type { AuthorizationPolicy, Decision } from './core/authorization-policy'
+import type { Principal } from './core/principal'
 import type { Store, StoredRecord } from './store'
 
 /**
@@ -53,6 +55,11 @@ export interface KeyDetails extends KeyEntry {
    * `the user property aio-persistence=true`); null when it is not.
    */
   persistedBy: string | null
+  /**
+   * What the authorization rules let one client do with this key, and by which rule; null when no
+   * policy is in force or no client was named.
+   */
+  access: { clientId: string; read: Decision; write: Decision } | null
 }
 
 export interface AdminOptions {
@@ -60,6 +67,10 @@ export interface AdminOptions {
   stepMs?: number
   /** The persistence policy in force, to say why a key is persisted. */
   persistencePolicy?: PersistencePolicy
+  /** The authorization rules in force, to say what a client may do with a key. */
+  authorization?: AuthorizationPolicy | null
+  /** Who a client id is to the rules (the embedded broker knows user names and attributes). */
+  principalOf?: (clientId: string) => Principal
 }
 
 /** How long one scan step may hold the event loop before it yields. */
@@ -91,6 +102,8 @@ function entry(id: string, record: StoredRecord, size: number): KeyEntry {
 export class EmulatorAdmin {
   private readonly stepMs: number
   private readonly persistencePolicy: PersistencePolicy
+  private readonly authorization: AuthorizationPolicy | null
+  private readonly principalOf: (clientId: string) => Principal
 
   constructor(
     private readonly store: Store,
@@ -98,6 +111,8 @@ export class EmulatorAdmin {
   ) {
     this.stepMs = options.stepMs ?? STEP_MS
     this.persistencePolicy = options.persistencePolicy ?? PersistencePolicy.dynamicOnly
+    this.authorization = options.authorization ?? null
+    this.principalOf = options.principalOf ?? ((clientId) => ({ clientId }))
   }
 
   get keyCount(): number {
@@ -150,13 +165,22 @@ export class EmulatorAdmin {
     return { keys, matching, total: this.store.size, next: more && keys.length > 0 ? keys[keys.length - 1]!.keyHex : null }
   }
 
-  /** A key with its value and everything the store knows about it; null when it does not exist. */
-  inspect(key: Buffer): KeyDetails | null {
+  /**
+   * A key with its value and everything the store knows about it; null when it does not exist.
+   * `asClientId`: also what the authorization rules let that client do with the key.
+   */
+  inspect(key: Buffer, asClientId?: string): KeyDetails | null {
     const record = this.store.get(key)
     if (!record) return null
     const value = record.value
     const id = key.toString('latin1')
-    return { ...entry(id, record, value.length), value, persistedBy: record.persisted ? this.whyPersisted(id) : null }
+    return { ...entry(id, record, value.length), value, persistedBy: record.persisted ? this.whyPersisted(id) : null, access: this.access(id, asClientId) }
+  }
+
+  private access(id: string, clientId: string | undefined): KeyDetails['access'] {
+    if (!this.authorization || clientId === undefined) return null
+    const principal = this.principalOf(clientId)
+    return { clientId, read: this.authorization.decideKey(principal, 'read', id), write: this.authorization.decideKey(principal, 'write', id) }
   }
 
   /** A persisted key is one the key rules name, or one SET with the dynamic property. */

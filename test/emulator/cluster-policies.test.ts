@@ -203,7 +203,7 @@ spec:
         assert.ok(emulator.stderr.includes('state store persistence mode Custom: 3 key pattern(s) and the user property aio-persistence=true'), emulator.stderr)
         const c = await RawClient.connect(emulator.url)
         for (const key of [...kept, ...gone]) {
-          const props = key === 'asked' ? { 'aio-persistence': 'true' } : {}
+          const props: Record<string, string> = key === 'asked' ? { 'aio-persistence': 'true' } : {}
           assert.equal((await c.request(Request.set(key, `v-${key}`), { props })).payload.toString(), Reply.ok.toString())
         }
         await c.close()

@@ -10,7 +10,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
+import { startEmulator } from '../../src/emulator'
 import { KeyPattern } from '../../src/emulator/core/key-pattern'
+import { Reply, Request } from '../../src/protocol'
+import { RawClient } from './raw-client'
 import type { Principal } from '../../src/emulator/core/principal'
 import { TopicTemplate } from '../../src/emulator/core/topic-filter'
 import { readAuthorizationFile, readBrokerConfigFile, ResourceFileError } from '../../src/emulator/resource-file'
@@ -375,6 +378,33 @@ spec:
         /stateStoreResources\[0\]\.keys\[0\]: a \{principal\.…\} substitution has no meaning here/,
       )
       assert.throws(() => readBrokerConfigFile(broker(`    stateStore: { mode: All, stateStoreSettings: {} }\n`)), /stateStoreSettings: applies to mode Custom only/)
+    })
+  })
+
+  describe('the key inspector (admin channel)', () => {
+    it('says by which rule a key is persisted, and what a client may do with it by which rule', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'emu-inspect-'))
+      const auth = join(dir, 'authz.yaml')
+      const brokerConfig = join(dir, 'broker.yaml')
+      writeFileSync(auth, `kind: BrokerAuthorization\napiVersion: mqttbroker.iotoperations.azure.com/v1\nmetadata: { name: p }\nspec:\n  authorizationPolicies:\n    rules:\n      - principals: { clientIds: [w] }\n        brokerResources: [{ method: Connect }, { method: Subscribe, topics: ["#"] }]\n        stateStoreResources:\n          - { method: ReadWrite, keys: ["cfg/*", "free"] }\n      - principals: { clientIds: [r] }\n        brokerResources: [{ method: Connect }]\n        stateStoreResources:\n          - { method: Read, keys: ["cfg/*"] }\n`)
+      writeFileSync(brokerConfig, `kind: Broker\napiVersion: mqttbroker.iotoperations.azure.com/v1\nspec:\n  persistence:\n    maxSize: 1GiB\n    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources: [{ keyType: Pattern, keys: ["cfg/*"] }]\n        dynamic: { mode: Enabled }\n`)
+      const emulator = await startEmulator({ listen: { port: 0 }, admin: true, authorizationFile: auth, brokerConfigFile: brokerConfig, persistFile: join(dir, 'store.aof'), logLevel: 'silent' })
+      try {
+        const w = await RawClient.connect(emulator.brokerUrl, 'w')
+        assert.equal((await w.request(Request.set('cfg/a', '1'))).payload.toString(), Reply.ok.toString())
+        assert.equal((await w.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })).payload.toString(), Reply.ok.toString())
+        await w.close()
+        const cfg = emulator.admin!.inspect(Buffer.from('cfg/a'), 'r')!
+        assert.equal(cfg.persistedBy, 'stateStoreResources[0] Pattern "cfg/*"')
+        assert.deepEqual(cfg.access, { clientId: 'r', read: { allowed: true, rule: 'p rules[1].stateStoreResources[0] Read Pattern ("cfg/*")' }, write: { allowed: false, rule: null } })
+        const free = emulator.admin!.inspect(Buffer.from('free'), 'w')!
+        assert.equal(free.persistedBy, 'the user property aio-persistence=true')
+        assert.equal(free.access?.write.rule, 'p rules[0].stateStoreResources[0] ReadWrite Pattern ("free")')
+        assert.equal(emulator.admin!.inspect(Buffer.from('free'))!.access, null, 'no client named, nothing said')
+      } finally {
+        await emulator.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
     })
   })
 })
