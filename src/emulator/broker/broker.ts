@@ -2,14 +2,12 @@ import { randomBytes } from 'node:crypto'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
-import { Prop, REQUEST_TOPICS } from '../protocol'
-import type { AuthorizationPolicy } from './core/authorization-policy'
-import { describePrincipal as describe, type Principal } from './core/principal'
-import { topicMatches } from './core/topic-filter'
+import type { AuthorizationPolicy } from '../core/authorization-policy'
+import { describePrincipal as describe, type Principal } from '../core/principal'
+import { topicMatches } from '../core/topic-filter'
 import { inProcessPair } from './in-process'
-import { makeLogger, type FilteredLogger } from './log'
-import { responseTopicRefusal } from './refusals'
-import { within } from './util'
+import { makeLogger, type FilteredLogger } from '../logger'
+import { within } from '../within'
 
 /** Who may connect to the embedded broker; without it anyone may. */
 export interface BrokerAuth {
@@ -24,19 +22,46 @@ export interface BrokerAuth {
   attributes?: Record<string, Record<string, string>>
 }
 
+/** The BrokerAuthorization rules the broker enforces, and what it leaves to the service behind it. */
+export interface BrokerAuthorization {
+  policy: AuthorizationPolicy
+  /** Topics whose publishes the service judges itself (the state store's request topics: key by key). */
+  servedTopics: readonly string[]
+}
+
+/** A client's PUBLISH as a publish policy sees it: its properties may be amended in place. */
+export interface InspectedPublish {
+  topic: string
+  properties?: { responseTopic?: string; userProperties?: Record<string, string | string[]> }
+}
+
+/**
+ * A service's rules for what clients publish, given to the broker by the service that runs it (the
+ * state store emulator's are in service/broker-policy.ts); the broker itself knows no topic but `$SYS/`.
+ */
+export interface PublishPolicy {
+  /**
+   * Judges a client's PUBLISH before it is routed, and may amend its properties in place. A reason
+   * disconnects the client (reason code 0x90, Topic Name invalid) and drops the message; null lets it through.
+   */
+  inspect(clientId: string, packet: InspectedPublish): string | null
+}
+
 export interface BrokerOptions {
   /** Default 127.0.0.1. */
   host?: string
   /** 0 picks a free port. */
   port: number
   auth?: BrokerAuth
+  /** Without one, the broker routes every publish but those to `$SYS/`, as any broker. */
+  publishPolicy?: PublishPolicy
   /**
    * BrokerAuthorization rules: CONNECT needs a `Connect` resource (else CONNACK 0x87), a PUBLISH a
    * `Publish` topic (else PUBACK 0x87), a SUBSCRIBE a `Subscribe` topic (else SUBACK 0x87), as on an
-   * AIO broker. Requests on the state store request topic are judged by the state store rules
-   * instead. A policy without any broker resource governs state store requests only.
+   * AIO broker. A policy without any broker resource leaves connections, publishes and
+   * subscriptions alone.
    */
-  authorization?: AuthorizationPolicy | null
+  authorization?: BrokerAuthorization
   log?: FilteredLogger
 }
 
@@ -107,14 +132,17 @@ export function inProcessConnector(url: string): (() => Duplex) | null {
 
 /**
  * The embedded MQTT 5 broker: aedes on a TCP port, TCP_NODELAY on every connection, optional
- * username/password and K8S-SAT authentication. Usable on its own (tests, `npm start`).
+ * username/password and K8S-SAT authentication, and the publish policy of the service it serves.
+ * Usable on its own (tests, `npm start`).
  */
 export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroker> {
   const log = options.log ?? makeLogger('warn')
   const host = options.host ?? '127.0.0.1'
   const auth = options.auth
+  const publishPolicy = options.publishPolicy
   const authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
-  const policy = options.authorization?.grantsBrokerResources ? options.authorization : null
+  const policy = options.authorization?.policy.grantsBrokerResources ? options.authorization.policy : null
+  const servedTopics = options.authorization?.servedTopics ?? []
   // The emulator's own connections are told apart by these credentials, from clients the rules judge.
   const serviceCredentials = authOn || policy ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
   const users = new Map(Object.entries(auth?.users ?? {}))
@@ -185,28 +213,16 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       log('info', `client ${JSON.stringify(client.id)}: SUBSCRIBE ${JSON.stringify(sub.topic)} refused (0x87): no authorization rule gives ${describe(principal)} Subscribe to it`)
       return done(null, null)
     },
-    // The service knows a caller by its request's __srcId (authorization rules, notifications). This
-    // broker knows who is connected, so a client cannot claim to be someone else.
     authorizePublish: (client, packet, done) => {
       if (packet.topic.startsWith('$SYS/')) return done(new Error('$SYS/ topics are reserved'))
-      if (client && REQUEST_TOPICS.includes(packet.topic)) {
-        // The article: "The state store disconnects MQTT clients that use an invalid response topic."
-        const responseTopic = packet.properties?.responseTopic
-        const refusal = responseTopic ? responseTopicRefusal(responseTopic) : null
-        if (refusal) {
-          const reasonString = `the Response Topic of a state store request may not be ${JSON.stringify(responseTopic!.slice(0, 200))}: ${refusal}`
-          log('warn', `client ${JSON.stringify(client.id)} disconnected: ${reasonString}`)
-          // The request goes nowhere: aedes drops a publish refused here once the connection is closed.
-          client.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
-          return
-        }
-        // Set in place: the packet was parsed for this publish alone, so a copy per request buys nothing.
-        const properties = (packet.properties ??= {})
-        ;(properties.userProperties ??= {})[Prop.sourceId] = client.id
-        // Judged by the state store rules, key by key, once it is a request.
-        return done(null)
+      const reasonString = client && publishPolicy ? publishPolicy.inspect(client.id, packet) : null
+      if (reasonString !== null) {
+        log('warn', `client ${JSON.stringify(client!.id)} disconnected: ${reasonString}`)
+        // The message goes nowhere: aedes drops a publish refused here once the connection is closed.
+        client!.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
+        return
       }
-      if (policy && client && !serviceClients.has(client)) {
+      if (policy && client && !serviceClients.has(client) && !servedTopics.includes(packet.topic)) {
         const principal = principals.get(client) ?? { clientId: client.id }
         if (!policy.decidePublish(principal, packet.topic).allowed) {
           log('info', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): no authorization rule gives ${describe(principal)} Publish to it`)

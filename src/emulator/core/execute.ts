@@ -1,13 +1,12 @@
-import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
-import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../protocol'
-import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../errors'
+import { Hlc, HlcError, type HybridLogicalClock } from '../../hlc'
+import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../../protocol'
+import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../errors'
 import { accessOf, parseCommand, type Command } from './commands'
-import type { AuthorizationPolicy } from './core/authorization-policy'
-import { PersistencePolicy } from './core/persistence-policy'
-import { describePrincipal, type Principal } from './core/principal'
+import type { AuthorizationPolicy } from './authorization-policy'
+import { PersistencePolicy } from './persistence-policy'
+import { describePrincipal, type Principal } from './principal'
 import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
-import type { Registrations } from './notifications'
-import type { PersistenceLog } from './persistence'
+import type { Registrations } from './registrations'
 import type { Store } from './store'
 
 /** What the executor needs to know about a request besides its payload. */
@@ -33,8 +32,6 @@ export interface Answer {
   persistedBy?: string
   /** Set when the answer is `-ERR`: which error and why, for the log. */
   error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
-  /** The request wrote to the persistence log; answer once `whenDurable(durableSeq)` resolves. */
-  durableSeq?: number
   command?: Command
 }
 
@@ -46,7 +43,8 @@ export interface ExecutorOptions {
   authorization?: AuthorizationPolicy | null
   /** Who a client id is (user name, attributes) where the broker knows; by default the client id alone. */
   principalOf?: (clientId: string) => Principal
-  persistence?: PersistenceLog | null
+  /** Whether SETs can make persistent keys (the emulator has a persistence file). */
+  persistence?: boolean
   /** Which SETs are persisted (with `persistence`); by default those with `aio-persistence: true`. */
   persistencePolicy?: PersistencePolicy
 }
@@ -65,7 +63,7 @@ export class Executor {
     if (command.verb === 'KEYNOTIFY' && ctx.dialect?.notifications === false) {
       return refuse('UnknownCommand', `KEYNOTIFY does not exist in the ${ctx.dialect.name} dialect`, command)
     }
-    const { clock, authorization, persistence } = this.options
+    const { clock, authorization } = this.options
 
     const tsText = ctx.prop(Prop.timestamp)
     let ts: Hlc | null = null
@@ -116,12 +114,9 @@ export class Executor {
       }
     }
 
-    const seqBefore = persistence?.appendedSeq ?? 0
     const answer = this.run(command, ctx, { fencingToken, received })
     answer.command = command
     if (authorizedBy !== undefined) answer.authorizedBy = authorizedBy
-    const seqAfter = persistence?.appendedSeq ?? 0
-    if (seqAfter !== seqBefore) answer.durableSeq = seqAfter
     return answer
   }
 
@@ -134,7 +129,7 @@ export class Executor {
       }
       case 'SET': {
         const policy = this.options.persistencePolicy ?? PersistencePolicy.dynamicOnly
-        const persistedBy = persistence != null ? policy.decide(command.key.toString('latin1'), ctx.prop).rule : null
+        const persistedBy = persistence === true ? policy.decide(command.key.toString('latin1'), ctx.prop).rule : null
         const persist = persistedBy !== null
         const outcome = store.set(command.key, command.value, {
           condition: command.condition,
@@ -169,7 +164,6 @@ export class Executor {
         const withVersion = (payload: Buffer): Answer => (version ? { payload, timestamp: version } : { payload })
         if (command.stop) {
           if (!registrations.unregister(clientId, command.key)) return withVersion(Reply.integer(0))
-          persistence?.recordKeyNotify(clientId, command.key, true)
           return withVersion(Reply.ok)
         }
         const max = maxNotifiedKeyBytes(clientId)
@@ -179,8 +173,6 @@ export class Executor {
           return { payload: Reply.error(text), error: { code: 'KeyTooLongToNotify', detail: `a ${command.key.length}-byte key` }, command }
         }
         registrations.register(clientId, command.key)
-        // Recorded even when already registered: the earlier record may not be on disk yet.
-        persistence?.recordKeyNotify(clientId, command.key, false)
         return withVersion(Reply.ok)
       }
     }
