@@ -1,6 +1,5 @@
 import type { Duplex } from 'node:stream'
 import { Hlc, HlcError, HybridLogicalClock } from '../hlc'
-import { REQUEST_TOPICS } from '../protocol'
 import { EmulatorAdmin, registerAdmin } from './admin/key-browser'
 import { AdminServer } from './admin/server'
 import type { AuthorizationPolicy } from './core/authorization-policy'
@@ -14,7 +13,7 @@ import { makeLogger, stderrSink, type FilteredLogger, type LogThreshold } from '
 import { Registrations } from './core/registrations'
 import type { Replayed } from './journal/format'
 import { PersistenceLog } from './journal/journal'
-import { stateStorePublishPolicy } from './service/broker-policy'
+import { stateStorePublishPolicy, stateStoreServedTopics } from './service/broker-policy'
 import { StateStoreService } from './service/service'
 import { Store } from './core/store'
 
@@ -159,7 +158,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         publishPolicy: stateStorePublishPolicy,
         ...(listen.host !== undefined ? { host: listen.host } : {}),
         ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
-        ...(authorization ? { authorization: { policy: authorization, servedTopics: REQUEST_TOPICS } } : {}),
+        ...(authorization ? { authorization: { policy: authorization, served: stateStoreServedTopics } } : {}),
       })
       brokerUrl = broker.url
       if (broker.serviceCredentials) credentials = broker.serviceCredentials

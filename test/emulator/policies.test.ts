@@ -10,6 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
+import { StateStoreClient } from '../../src/client'
+import { ServiceError } from '../../src/errors'
 import { startEmulator } from '../../src/emulator'
 import { KeyPattern } from '../../src/emulator/core/key-pattern'
 import { Reply, Request } from '../../src/protocol'
@@ -402,6 +404,41 @@ spec:
         assert.equal(free.access?.write.rule, 'p rules[0].stateStoreResources[0] ReadWrite Pattern ("free")')
         assert.equal(emulator.admin!.inspect(Buffer.from('free'))!.access, null, 'no client named, nothing said')
       } finally {
+        await emulator.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  })
+
+  describe('the README\'s policy with the project\'s own client', () => {
+    it('lets the named client connect, use its keys and watch them (its own notifications need no Subscribe rule), and refuses the rest', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'emu-readme-policy-'))
+      const auth = join(dir, 'authz.yaml')
+      writeFileSync(
+        auth,
+        `apiVersion: mqttbroker.iotoperations.azure.com/v1\nkind: BrokerAuthorization\nmetadata: { name: node-red-policy }\nspec:\n  authorizationPolicies:\n    rules:\n      - principals:\n          clientIds: ["node-red-0"]\n        brokerResources:\n          - method: Connect\n          - method: Subscribe\n            topics: ["clients/{principal.clientId}/#"]\n        stateStoreResources:\n          - method: ReadWrite\n            keyType: Pattern\n            keys: ["lines/{principal.clientId}/*", "recipe[0-9]"]\n          - method: Read\n            keyType: String\n            keys: ["plant-config"]\n`,
+      )
+      const emulator = await startEmulator({ listen: { port: 0 }, authorizationFile: auth, logLevel: 'silent' })
+      const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-0', requestTimeoutMs: 3000 })
+      const stranger = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-1', requestTimeoutMs: 3000 })
+      try {
+        await client.ready({ timeoutMs: 5000 })
+        const seen: string[] = []
+        const watch = await client.observe('recipe3', (n) => seen.push(n.operation))
+        assert.equal((await client.set('lines/node-red-0/speed', '12')).applied, true)
+        assert.equal((await client.set('recipe3', 'A')).applied, true)
+        assert.equal((await client.get('plant-config')).value, null)
+        await assert.rejects(client.set('plant-config', 'x'), (err) => err instanceof ServiceError && err.code === 'NotAuthorized')
+        await assert.rejects(client.set('recipe33', 'x'), (err) => err instanceof ServiceError && err.code === 'NotAuthorized')
+        const started = Date.now()
+        while (seen.length === 0 && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 20))
+        assert.deepEqual(seen.slice(0, 1), ['SET'])
+        await watch.close()
+        // Nobody lets node-red-1 connect: the client reports it and keeps trying, never connected.
+        await assert.rejects(stranger.ready({ timeoutMs: 1500 }))
+        assert.notEqual(stranger.status.state, 'connected')
+      } finally {
+        await Promise.all([client.close(), stranger.close()])
         await emulator.stop()
         rmSync(dir, { recursive: true, force: true })
       }

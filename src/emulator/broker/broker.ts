@@ -25,8 +25,14 @@ export interface BrokerAuth {
 /** The BrokerAuthorization rules the broker enforces, and what it leaves to the service behind it. */
 export interface BrokerAuthorization {
   policy: AuthorizationPolicy
-  /** Topics whose publishes the service judges itself (the state store's request topics: key by key). */
-  servedTopics: readonly string[]
+  /** What the service judges itself (the state store: its requests key by key, a client's own notifications). */
+  served: ServedTopics
+}
+
+/** Topics that belong to the service's protocol rather than to the broker's rules. */
+export interface ServedTopics {
+  publish(topic: string): boolean
+  subscribe(clientId: string, filter: string): boolean
 }
 
 /** A client's PUBLISH as a publish policy sees it: its properties may be amended in place. */
@@ -142,7 +148,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const publishPolicy = options.publishPolicy
   const authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
   const policy = options.authorization?.policy.grantsBrokerResources ? options.authorization.policy : null
-  const servedTopics = options.authorization?.servedTopics ?? []
+  const served = options.authorization?.served
   // The emulator's own connections are told apart by these credentials, from clients the rules judge.
   const serviceCredentials = authOn || policy ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
   const users = new Map(Object.entries(auth?.users ?? {}))
@@ -206,7 +212,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       return done(authError('not authorized: no credentials', NOT_AUTHORIZED), null)
     },
     authorizeSubscribe: (client, sub, done) => {
-      if (!policy || !client || serviceClients.has(client)) return done(null, sub)
+      if (!policy || !client || serviceClients.has(client) || served?.subscribe(client.id, sub.topic)) return done(null, sub)
       const principal = principals.get(client) ?? { clientId: client.id }
       const decision = policy.decideSubscribe(principal, sub.topic)
       if (decision.allowed) return done(null, sub)
@@ -222,7 +228,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         client!.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
         return
       }
-      if (policy && client && !serviceClients.has(client) && !servedTopics.includes(packet.topic)) {
+      if (policy && client && !serviceClients.has(client) && !served?.publish(packet.topic)) {
         const principal = principals.get(client) ?? { clientId: client.id }
         if (!policy.decidePublish(principal, packet.topic).allowed) {
           log('info', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): no authorization rule gives ${describe(principal)} Publish to it`)

@@ -1,5 +1,5 @@
-import { Prop, REQUEST_TOPICS } from '../../protocol'
-import type { InspectedPublish, PublishPolicy } from '../broker/broker'
+import { notificationFilter, Prop, REQUEST_TOPICS } from '../../protocol'
+import type { InspectedPublish, PublishPolicy, ServedTopics } from '../broker/broker'
 import { responseTopicRefusal } from '../core/refusals'
 
 /**
@@ -19,5 +19,19 @@ export const stateStorePublishPolicy: PublishPolicy = {
     const properties = (packet.properties ??= {})
     ;(properties.userProperties ??= {})[Prop.sourceId] = clientId
     return null
+  },
+}
+
+/**
+ * What a BrokerAuthorization leaves to the state store (the emulator's choice where the AIO docs are
+ * silent, see docs/emulator.md): a request is judged key by key by `stateStoreResources`, and a
+ * client's subscription to its own key notifications needs no Subscribe rule, since KEYNOTIFY
+ * already needed Read on the key.
+ */
+export const stateStoreServedTopics: ServedTopics = {
+  publish: (topic) => REQUEST_TOPICS.includes(topic),
+  subscribe: (clientId, filter) => {
+    const own = notificationFilter(clientId)
+    return filter === own || (filter.startsWith(own.slice(0, -1)) && !/[+#]/.test(filter.slice(own.length - 1)))
   },
 }
