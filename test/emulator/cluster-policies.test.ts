@@ -21,7 +21,8 @@ import { Reply, Request } from '../../src/protocol'
 import { freePort } from '../../dev/ports'
 import { EmulatorProcess } from './cli-process'
 import { RawClient } from './raw-client'
-import { until } from '../reliability/support'
+import { requireMosquitto, until } from '../reliability/support'
+import { Mosquitto } from '../support/mosquitto'
 
 const REQUEST_TOPIC = 'statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke'
 
@@ -230,5 +231,26 @@ spec:
     const { code } = await p.exit()
     assert.equal(code, 1)
     assert.match(p.stderr, /cannot start: .*bad\.yaml:36: spec\.authorizationPolicies\.rules\[1\]\.stateStoreResources\[0\]\.keyType: must be Pattern, String or Binary/)
+  })
+
+  it('behind an external broker applies the state store rules alone, and says so when it starts', async function () {
+    requireMosquitto(this)
+    const file = join(dir, 'external.yaml')
+    writeFileSync(file, AUTHORIZATION)
+    const broker = await Mosquitto.start()
+    let emulator: EmulatorProcess | null = null
+    try {
+      emulator = await EmulatorProcess.start(['--broker', broker.url, '--auth', file, '--log-level', 'info'])
+      assert.match(emulator.stderr, /behind an external broker only the state store rules \(stateStoreResources\) apply/)
+      // mosquitto lets anyone connect; the emulator still judges keys, by the client id the request carries (__srcId, as the SDKs send it).
+      const srcId = (id: string) => ['-D', 'publish', 'user-property', '__srcId', id]
+      assert.equal((await rr(broker.url, 'sensor-1', Request.set('devices/sensor-1/t', '1'), srcId('sensor-1'))).stdout, Reply.ok.toString('latin1'))
+      assert.equal((await rr(broker.url, 'sensor-1', Request.set('unit1', '1'), srcId('sensor-1'))).stdout, NOT_AUTHORIZED)
+      // No user name is known behind another broker: a usernames principal grants nothing.
+      assert.equal((await rr(broker.url, 'laptop', Request.set('literal*', 'x'), [...srcId('laptop'), '-u', 'alice'])).stdout, NOT_AUTHORIZED)
+    } finally {
+      await emulator?.kill('SIGTERM')
+      await broker.stop()
+    }
   })
 })
