@@ -13,7 +13,9 @@ import fc from 'fast-check'
 import { StateStoreClient } from '../../src/client'
 import { ServiceError } from '../../src/errors'
 import { startEmulator } from '../../src/emulator'
+import { AuthorizationPolicy } from '../../src/emulator/core/authorization-policy'
 import { KeyPattern } from '../../src/emulator/core/key-pattern'
+import { Fields } from '../../src/emulator/core/resource-error'
 import { Reply, Request } from '../../src/protocol'
 import { RawClient } from './raw-client'
 import type { Principal } from '../../src/emulator/core/principal'
@@ -178,6 +180,33 @@ describe('emulator policies', () => {
           assert.equal(compiled.matches(latin1(Buffer.from(bytes))), true)
           assert.equal(compiled.matches(latin1(Buffer.from(other))), Buffer.from(bytes).equals(Buffer.from(other)))
         }),
+      )
+    })
+  })
+
+  describe('principal names against a reference (fast-check)', () => {
+    /** `*` any characters, `?` one, the rest literal: backtracking over code points. */
+    function referenceName(glob: string, name: string): boolean {
+      const g = [...glob]
+      const n = [...name]
+      const at = (gi: number, ni: number): boolean => {
+        if (gi === g.length) return ni === n.length
+        if (g[gi] === '*') return at(gi + 1, ni) || (ni < n.length && at(gi, ni + 1))
+        return ni < n.length && (g[gi] === '?' || g[gi] === n[ni]) && at(gi + 1, ni + 1)
+      }
+      return at(0, 0)
+    }
+    const text = (parts: string[]) => fc.array(fc.constantFrom(...parts), { maxLength: 6 }).map((p) => p.join(''))
+
+    it('a clientIds or usernames entry matches exactly the names the reference matches', () => {
+      fc.assert(
+        fc.property(text(['a', 'b', '-', '.', 'é', '*', '?', '[']), text(['a', 'b', '-', '.', 'é', '*', '?', '[']), (glob, name) => {
+          const policy = AuthorizationPolicy.compile([{ value: { rules: [{ principals: { clientIds: [glob], usernames: [glob] }, brokerResources: [{ method: 'Connect' }] }] }, fields: new Fields(0, []) }])
+          const expected = referenceName(glob, name)
+          assert.equal(policy.decideConnect({ clientId: name }).allowed, expected, `clientIds ${glob} ${name}`)
+          assert.equal(policy.decideConnect({ clientId: '\u0000', username: name }).allowed, expected || referenceName(glob, '\u0000'), `usernames ${glob} ${name}`)
+        }),
+        { numRuns: 3000 },
       )
     })
   })

@@ -35,8 +35,8 @@ interface CompiledBrokerResource {
 
 interface CompiledRule {
   where: string
-  clientIds: RegExp[]
-  usernames: RegExp[]
+  clientIds: NameMatcher[]
+  usernames: NameMatcher[]
   attributes: Array<Record<string, string>>
   broker: CompiledBrokerResource[]
   stateStore: CompiledStateStoreResource[]
@@ -107,9 +107,9 @@ export class AuthorizationPolicy {
 }
 
 function appliesTo(rule: CompiledRule, principal: Principal): boolean {
-  if (rule.clientIds.some((re) => re.test(principal.clientId))) return true
+  if (rule.clientIds.some((matches) => matches(principal.clientId))) return true
   const username = principal.username
-  if (username !== undefined && rule.usernames.some((re) => re.test(username))) return true
+  if (username !== undefined && rule.usernames.some((matches) => matches(username))) return true
   const attributes = principal.attributes
   if (!attributes) return false
   return rule.attributes.some((wanted) => Object.entries(wanted).every(([name, value]) => Object.hasOwn(attributes, name) && attributes[name] === value))
@@ -198,11 +198,21 @@ function compileStateStoreResource(value: unknown, f: Fields, where: string): Co
   }
 }
 
+type NameMatcher = (name: string) => boolean
+
 /**
  * Client ids and user names in principals: exact, or a glob with `*` and `?` (the emulator's
- * authorization file always took these; an exact name matches itself either way).
+ * authorization file always took these; an exact name matches itself either way). Exact names and
+ * `prefix*` are compared as strings: they are most rules, and every request tries every rule.
  */
-function nameGlob(name: string): RegExp {
+function nameGlob(name: string): NameMatcher {
+  const star = name.indexOf('*')
+  if (!name.includes('?') && (star < 0 || star === name.length - 1)) {
+    if (star < 0) return (n) => n === name
+    const prefix = name.slice(0, -1)
+    return (n) => n.startsWith(prefix)
+  }
   const source = [...name].map((ch) => (ch === '*' ? '[^]*' : ch === '?' ? '[^]' : ch.replace(/[\\^$.|?*+()[\]{}/]/g, '\\$&'))).join('')
-  return new RegExp(`^${source}$`, 'u')
+  const re = new RegExp(`^${source}$`, 'u')
+  return (n) => re.test(n)
 }

@@ -1,4 +1,4 @@
-import { parseTemplate, PatternError, substituteParts, type Principal, type TemplatePart } from './principal'
+import { parseTemplate, PatternError, principalValue, substituteParts, type Principal, type TemplatePart } from './principal'
 
 /**
  * State store key patterns as a BrokerAuthorization or Broker persistence resource writes them.
@@ -105,7 +105,7 @@ const CACHE_LIMIT = 1024
 export class KeyPattern {
   private readonly parts: TemplatePart[] | null
   private readonly fixed: RegExp | string | null
-  private readonly cache = new Map<string, RegExp | null>()
+  private readonly cache = new Map<string, RegExp>()
 
   /** Throws PatternError when the key is not valid for its type. */
   constructor(
@@ -141,17 +141,23 @@ export class KeyPattern {
 
   private forPrincipal(principal: Principal): RegExp | null {
     const parts = this.parts!
-    const values = substituteParts(parts, principal, () => '', (v) => v)
-    const cacheKey = values === null ? '' : JSON.stringify(values)
+    // The principal's values, joined by a byte no MQTT string carries, name its compiled pattern.
+    let cacheKey = ''
+    for (const part of parts) {
+      if (part.kind !== 'principal') continue
+      const v = principalValue(principal, part.field)
+      if (v === undefined) return null
+      cacheKey += `${v}\u0000`
+    }
     let re = this.cache.get(cacheKey)
-    if (re !== undefined) return re
+    if (re) return re
     const sources = substituteParts(
       parts,
       principal,
       (t) => globTokens(latin1(t)).map(tokenSource).join(''),
       (v) => escapeRegExp(latin1(v)),
-    )
-    re = sources === null ? null : new RegExp(`^${sources.join('')}$`)
+    )!
+    re = new RegExp(`^${sources.join('')}$`)
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!)
     this.cache.set(cacheKey, re)
     return re
