@@ -3,7 +3,7 @@ import { globToRegExp } from '../core/key-pattern'
 import { PatternError, type Principal } from '../core/principal'
 import { PersistencePolicy } from '../core/persistence-policy'
 import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
-import type { Store, StoredRecord } from '../core/store'
+import type { Keyspace, StoredRecord } from '../core/keyspace'
 
 /**
  * The emulator's admin channel: looking at the whole store from outside the state store protocol
@@ -105,7 +105,7 @@ export class EmulatorAdmin {
   private readonly principalOf: (clientId: string) => Principal
 
   constructor(
-    private readonly store: Store,
+    private readonly store: Keyspace,
     options: AdminOptions = {},
   ) {
     this.stepMs = options.stepMs ?? STEP_MS

@@ -2,9 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
-import type { AuthorizationPolicy } from '../core/authorization-policy'
-import { describePrincipal as describe, type Principal } from '../core/principal'
-import { topicMatches } from '../core/topic-filter'
+import { topicMatches } from '../../protocol'
 import { inProcessPair } from './in-process'
 import { makeLogger, type FilteredLogger } from '../logger'
 import { within } from '../within'
@@ -22,17 +20,28 @@ export interface BrokerAuth {
   attributes?: Record<string, Record<string, string>>
 }
 
-/** The BrokerAuthorization rules the broker enforces, and what it leaves to the service behind it. */
-export interface BrokerAuthorization {
-  policy: AuthorizationPolicy
-  /** What the service judges itself (the state store: its requests key by key, a client's own notifications). */
-  served: ServedTopics
+/** Who a connected client is, as this broker authenticated it: what access rules match. */
+export interface ConnectedClient {
+  clientId: string
+  username?: string
+  attributes?: Readonly<Record<string, string>>
 }
 
-/** Topics that belong to the service's protocol rather than to the broker's rules. */
-export interface ServedTopics {
-  publish(topic: string): boolean
-  subscribe(clientId: string, filter: string): boolean
+/** An access rule's answer; `reason` says, for the log, which rule allowed it or why nothing did. */
+export interface AccessVerdict {
+  allowed: boolean
+  reason: string
+}
+
+/**
+ * Who may connect, publish and subscribe, given to the broker by the service that runs it (the
+ * state store emulator's, from a BrokerAuthorization, is in service/broker-policy.ts). Refusals are
+ * answered as the AIO broker answers: CONNACK, PUBACK and SUBACK 0x87 (not authorized).
+ */
+export interface AccessPolicy {
+  connect(client: ConnectedClient): AccessVerdict
+  publish(client: ConnectedClient, topic: string): AccessVerdict
+  subscribe(client: ConnectedClient, filter: string): AccessVerdict
 }
 
 /** A client's PUBLISH as a publish policy sees it: its properties may be amended in place. */
@@ -61,13 +70,8 @@ export interface BrokerOptions {
   auth?: BrokerAuth
   /** Without one, the broker routes every publish but those to `$SYS/`, as any broker. */
   publishPolicy?: PublishPolicy
-  /**
-   * BrokerAuthorization rules: CONNECT needs a `Connect` resource (else CONNACK 0x87), a PUBLISH a
-   * `Publish` topic (else PUBACK 0x87), a SUBSCRIBE a `Subscribe` topic (else SUBACK 0x87), as on an
-   * AIO broker. A policy without any broker resource leaves connections, publishes and
-   * subscriptions alone.
-   */
-  authorization?: BrokerAuthorization
+  /** Without one, every authenticated client may connect, publish and subscribe. The broker's own service connections are never asked. */
+  accessPolicy?: AccessPolicy
   log?: FilteredLogger
 }
 
@@ -82,7 +86,7 @@ export interface EmbeddedBroker {
   /** Called with the MQTT client id of every client whose connection ends. */
   onClientDisconnect(listener: (clientId: string) => void): void
   /** Who a connected client is (user name, attributes) to authorization rules; its client id alone when unknown. */
-  principalOf(clientId: string): Principal
+  principalOf(clientId: string): ConnectedClient
   /** Whether a client with this id is connected right now. */
   isConnected(clientId: string): boolean
   /**
@@ -147,8 +151,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const auth = options.auth
   const publishPolicy = options.publishPolicy
   const authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
-  const policy = options.authorization?.policy.grantsBrokerResources ? options.authorization.policy : null
-  const served = options.authorization?.served
+  const policy = options.accessPolicy ?? null
   // The emulator's own connections are told apart by these credentials, from clients the rules judge.
   const serviceCredentials = authOn || policy ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
   const users = new Map(Object.entries(auth?.users ?? {}))
@@ -158,22 +161,22 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const satVerdicts = new WeakMap<AedesClient, boolean>()
   const attributes = new Map(Object.entries(auth?.attributes ?? {}))
   /** Connected clients' principals, by the client object (a takeover replaces it under the same id). */
-  const principals = new WeakMap<AedesClient, Principal>()
+  const principals = new WeakMap<AedesClient, ConnectedClient>()
   const serviceClients = new WeakSet<AedesClient>()
   const isService = (username: string | undefined, password: Buffer | undefined) =>
     serviceCredentials !== null && username === serviceCredentials.username && password !== undefined && password.equals(Buffer.from(serviceCredentials.password, 'utf8'))
-  /** The broker's verdict for one client; with a rules file, CONNECT needs a Connect resource. */
+  /** The broker's verdict for one authenticated client: the access policy's, when there is one. */
   const admit = (client: AedesClient, username: string | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void) => {
     const userAttributes = username !== undefined ? attributes.get(username) : undefined
-    const principal: Principal = { clientId: client.id, ...(username !== undefined ? { username } : {}), ...(userAttributes ? { attributes: userAttributes } : {}) }
+    const principal: ConnectedClient = { clientId: client.id, ...(username !== undefined ? { username } : {}), ...(userAttributes ? { attributes: userAttributes } : {}) }
     principals.set(client, principal)
     if (!policy) return done(null, true)
-    const decision = policy.decideConnect(principal)
-    if (decision.allowed) {
-      log('info', `client ${JSON.stringify(client.id)} connects by ${decision.rule}`)
+    const verdict = policy.connect(principal)
+    if (verdict.allowed) {
+      log('info', `client ${JSON.stringify(client.id)} connects: ${verdict.reason}`)
       return done(null, true)
     }
-    log('info', `client ${JSON.stringify(client.id)} refused at CONNECT (0x87): no authorization rule gives ${describe(principal)} Connect`)
+    log('info', `client ${JSON.stringify(client.id)} refused at CONNECT (0x87): ${verdict.reason}`)
     return done(authError('not authorized: no authorization rule allows this client to connect', NOT_AUTHORIZED), null)
   }
 
@@ -212,11 +215,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       return done(authError('not authorized: no credentials', NOT_AUTHORIZED), null)
     },
     authorizeSubscribe: (client, sub, done) => {
-      if (!policy || !client || serviceClients.has(client) || served?.subscribe(client.id, sub.topic)) return done(null, sub)
-      const principal = principals.get(client) ?? { clientId: client.id }
-      const decision = policy.decideSubscribe(principal, sub.topic)
-      if (decision.allowed) return done(null, sub)
-      log('info', `client ${JSON.stringify(client.id)}: SUBSCRIBE ${JSON.stringify(sub.topic)} refused (0x87): no authorization rule gives ${describe(principal)} Subscribe to it`)
+      if (!policy || !client || serviceClients.has(client)) return done(null, sub)
+      const verdict = policy.subscribe(principals.get(client) ?? { clientId: client.id }, sub.topic)
+      if (verdict.allowed) return done(null, sub)
+      log('info', `client ${JSON.stringify(client.id)}: SUBSCRIBE ${JSON.stringify(sub.topic)} refused (0x87): ${verdict.reason}`)
       return done(null, null)
     },
     authorizePublish: (client, packet, done) => {
@@ -228,10 +230,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         client!.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
         return
       }
-      if (policy && client && !serviceClients.has(client) && !served?.publish(packet.topic)) {
-        const principal = principals.get(client) ?? { clientId: client.id }
-        if (!policy.decidePublish(principal, packet.topic).allowed) {
-          log('info', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): no authorization rule gives ${describe(principal)} Publish to it`)
+      if (policy && client && !serviceClients.has(client)) {
+        const verdict = policy.publish(principals.get(client) ?? { clientId: client.id }, packet.topic)
+        if (!verdict.allowed) {
+          log('info', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): ${verdict.reason}`)
           return done(new Error('not authorized'))
         }
       }

@@ -7,7 +7,7 @@ import { PersistencePolicy } from './persistence-policy'
 import { describePrincipal, type Principal } from './principal'
 import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './registrations'
-import type { Store } from './store'
+import type { Keyspace } from './keyspace'
 
 /** What the executor needs to know about a request besides its payload. */
 export interface RequestContext {
@@ -36,7 +36,7 @@ export interface Answer {
 }
 
 export interface ExecutorOptions {
-  store: Store
+  store: Keyspace
   clock: HybridLogicalClock
   registrations: Registrations
   /** The BrokerAuthorization rules in force; null or absent: every request is allowed. */

@@ -1,3 +1,4 @@
+import { topicMatches } from '../../protocol'
 import { parseTemplate, PatternError, substituteParts, type Principal, type TemplatePart } from './principal'
 
 /**
@@ -45,15 +46,4 @@ export class TopicTemplate {
     }
     return granted.length === asked.length
   }
-}
-
-/** MQTT matching: `+` one level, `#` the rest; `$` topics only match filters that name their first level. */
-export function topicMatches(filter: readonly string[], topic: readonly string[]): boolean {
-  if (topic[0]?.startsWith('$') && (filter[0] === '+' || filter[0] === '#')) return false
-  for (let i = 0; i < filter.length; i++) {
-    if (filter[i] === '#') return true
-    if (i >= topic.length) return false
-    if (filter[i] !== '+' && filter[i] !== topic[i]) return false
-  }
-  return filter.length === topic.length
 }
