@@ -2,7 +2,9 @@ import { Hlc, HlcError, type HybridLogicalClock } from '../../hlc'
 import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../../protocol'
 import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../errors'
 import { accessOf, parseCommand, type Command } from './commands'
-import type { Authorizer } from './authorization'
+import type { AuthorizationPolicy } from './authorization-policy'
+import { PersistencePolicy } from './persistence-policy'
+import { describePrincipal, type Principal } from './principal'
 import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './registrations'
 import type { Keyspace } from './keyspace'
@@ -25,6 +27,10 @@ export interface Answer {
   payload: Buffer
   /** `__ts` of the answer: the version concerned, when there is one. */
   timestamp?: string
+  /** The authorization rule that allowed the request, when a policy is in force (for the log). */
+  authorizedBy?: string
+  /** Why a SET's key is persisted (for the log); absent when it is not. */
+  persistedBy?: string
   /** Set when the answer is `-ERR`: which error and why, for the log. */
   error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
   command?: Command
@@ -34,9 +40,14 @@ export interface ExecutorOptions {
   store: Keyspace
   clock: HybridLogicalClock
   registrations: Registrations
-  authorizer?: Authorizer | null
-  /** Whether SETs with `aio-persistence=true` make persistent keys (the emulator has a persistence file). */
+  /** The BrokerAuthorization rules in force; null or absent: every request is allowed. */
+  authorization?: AuthorizationPolicy | null
+  /** Who a client id is (user name, attributes) where the broker knows; by default the client id alone. */
+  principalOf?: (clientId: string) => Principal
+  /** Whether SETs can make persistent keys (the emulator has a persistence file). */
   persistence?: boolean
+  /** Which SETs are persisted (with `persistence`); by default those with `aio-persistence: true`. */
+  persistencePolicy?: PersistencePolicy
   /** SCAN's page sizes and how long a scan is remembered; DEFAULT_SCAN_LIMITS otherwise. */
   scanLimits?: ScanLimits
   /** false: answer SCAN `unknown command`, as the released broker does. Default true. */
@@ -62,7 +73,7 @@ export class Executor {
       return refuse('UnknownCommand', `KEYNOTIFY does not exist in the ${ctx.dialect.name} dialect`, command)
     }
     if (command.verb === 'SCAN' && this.options.scan === false) return refuse('UnknownCommand', 'SCAN is off, as in the released broker', command)
-    const { clock, authorizer } = this.options
+    const { clock, authorization } = this.options
 
     const tsText = ctx.prop(Prop.timestamp)
     let ts: Hlc | null = null
@@ -79,9 +90,16 @@ export class Executor {
       return refuseAs('UnknownClient', 'no __srcId, $partition or __invId, and a response topic not under clients/<id>/', command)
     }
     // A caller without a client id is matched as the empty one: only a rule for any client ("*") grants it.
+    let authorizedBy: string | undefined
     // SCAN is not refused: it leaves out the keys the caller may not read (scan.ts).
-    if (authorizer && command.verb !== 'SCAN' && !authorizer.allows(ctx.clientId ?? '', command.key, accessOf(command))) {
-      return refuse('NotAuthorized', `${JSON.stringify(ctx.clientId)} may not ${accessOf(command)} the key`, command)
+    if (authorization && command.verb !== 'SCAN') {
+      const clientId = ctx.clientId ?? ''
+      const principal = this.options.principalOf?.(clientId) ?? { clientId }
+      const decision = authorization.decideKey(principal, accessOf(command), command.key.toString('latin1'))
+      if (!decision.allowed) {
+        return refuse('NotAuthorized', `no rule allows ${describePrincipal(principal)} to ${accessOf(command)} this key`, command)
+      }
+      authorizedBy = decision.rule ?? undefined
     }
 
     let fencingToken: Hlc | null = null
@@ -109,6 +127,7 @@ export class Executor {
 
     const answer = this.run(command, ctx, { fencingToken, received })
     answer.command = command
+    if (authorizedBy !== undefined) answer.authorizedBy = authorizedBy
     return answer
   }
 
@@ -120,7 +139,9 @@ export class Executor {
         return record ? { payload: Reply.value(record.value), timestamp: record.version.toString() } : { payload: Reply.nil }
       }
       case 'SET': {
-        const persist = persistence === true && ctx.prop(Prop.persist)?.toLowerCase() === 'true'
+        const policy = this.options.persistencePolicy ?? PersistencePolicy.dynamicOnly
+        const persistedBy = persistence === true ? policy.decide(command.key.toString('latin1'), ctx.prop).rule : null
+        const persist = persistedBy !== null
         const outcome = store.set(command.key, command.value, {
           condition: command.condition,
           ...(command.expiryMs !== undefined ? { expiryMs: command.expiryMs } : {}),
@@ -128,7 +149,9 @@ export class Executor {
           persist,
         })
         if (outcome.kind === 'error') return refuse(outcome.code, 'SET refused by the store', command)
-        return { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
+        const answer: Answer = { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
+        if (persistedBy !== null && outcome.kind === 'applied') answer.persistedBy = persistedBy
+        return answer
       }
       case 'DEL':
       case 'VDEL': {
@@ -146,12 +169,14 @@ export class Executor {
       }
       case 'SCAN': {
         const caller = ctx.clientId ?? ''
-        const authorizer = this.options.authorizer
+        const authorization = this.options.authorization
+        // Per key, the decision GET would get: a key the caller may not Read is left out.
+        const principal = authorization ? (this.options.principalOf?.(caller) ?? { clientId: caller }) : null
         const page = this.scans.page({
           pattern: command.pattern,
           token: command.token,
           clientId: caller,
-          mayRead: authorizer ? (key) => authorizer.allows(caller, key, 'read') : () => true,
+          mayRead: authorization && principal ? (key) => authorization.decideKey(principal, 'read', key.toString('latin1')).allowed : () => true,
         })
         if (page.ok) return { payload: Reply.scanPage(page.keys, page.token) }
         return page.refusal === 'SyntaxError' ? refuse('SyntaxError', page.detail, command) : refuseAs(page.refusal, page.detail, command)
