@@ -345,9 +345,70 @@ describe('context store: the Node-RED Store API on the state store', function ()
     assert.equal(store.get('global', 'after'), 1)
   })
 
-  it('open fails with a clear error when the broker cannot be reached', async () => {
-    const store = contextStore({ broker: 'mqtt://127.0.0.1:1', requestTimeout: 300, prefix: uniquePrefix() })
-    await assert.rejects(store.open(), /state store context .*cannot reach mqtt:\/\/127\.0\.0\.1:1/)
+  describe('the broker down when the store opens', () => {
+    it('open resolves and says it waits; reads fail clearly; writes are held and applied once loaded, in order, over nothing they should not touch', async () => {
+      const prefix = uniquePrefix()
+      const earlier = await open({ prefix })
+      await call((cb) => earlier.set('global', ['count', 'keep'], [41, 'stored before'], cb))
+      await call((cb) => earlier.set('n1:f1', 'old', 1, cb))
+      await earlier.close()
+      const proxy = await TcpRelay.start(backend.url)
+      try {
+        proxy.refusing = true
+        const store = contextStore({ broker: proxy.url, prefix, requestTimeout: 1000 })
+        opened.push(store)
+        await store.open()
+        assert.ok(store.logs.some((l) => l.level === 'warn' && l.message.includes(`waiting for its broker ${proxy.url}`)), 'the wait is logged')
+        // a synchronous read cannot answer: it throws rather than hand a flow an undefined to write back
+        assert.equal(errorOf(() => store.get('global', 'count'))?.code, 'CONTEXT_NOT_LOADED')
+        assert.match(errorOf(() => store.keys('global'))?.message ?? '', new RegExp(`state store context ${prefix}: not loaded yet: waiting for its broker`))
+        // async calls wait the request timeout, then hear an error naming the store; a set given up is dropped
+        await assert.rejects(call((cb) => store.get('global', 'count', cb)), (err: Error & { code?: string }) => err.code === 'CONTEXT_NOT_LOADED' && err.message.includes(prefix))
+        await assert.rejects(call((cb) => store.set('global', 'given-up', 1, cb)), { code: 'CONTEXT_NOT_LOADED' })
+        // writes nobody waits for are held, in order; clean (which Node-RED awaits before starting flows) resolves at once
+        store.set('global', 'count', 1)
+        store.set('global', 'count', 2)
+        store.set('global', 'fresh.a', 1)
+        await store.clean(['n2'])
+        proxy.refusing = false
+        // the client's reconnect backoff decides when: wait for the load to be logged
+        await until(() => store.logs.some((l) => l.level === 'info' && l.message.includes('the context is loaded')), 'the load', 20_000)
+        assert.deepEqual(store.get('global', ['count', 'keep']), [2, 'stored before'])
+        assert.deepEqual(await call((cb) => store.get('global', ['count', 'keep'], cb)), [2, 'stored before'])
+        assert.deepEqual(store.get('global', 'fresh'), { a: 1 })
+        assert.equal(store.get('global', 'given-up'), undefined)
+        await store.close()
+        const after = await open({ prefix })
+        assert.deepEqual(after.get('global', ['count', 'keep', 'fresh', 'given-up']), [2, 'stored before', { a: 1 }, undefined])
+        assert.deepEqual(after.keys('n1:f1'), [], 'the held clean ran')
+      } finally {
+        await proxy.stop()
+      }
+    })
+
+    it('a broker unreachable for good: open still resolves; close reports the changes that were never applied', async () => {
+      const store = contextStore({ broker: 'mqtt://127.0.0.1:1', requestTimeout: 300, prefix: uniquePrefix() })
+      await store.open()
+      store.set('global', 'never', 1)
+      await store.close()
+      assert.ok(store.logs.some((l) => l.level === 'error' && /closed before its context was loaded; 1 change/.test(l.message)))
+    })
+  })
+
+  it('an index of the earlier single-key form is moved into the buckets, so every stored key stays listed', async () => {
+    const prefix = uniquePrefix()
+    const client = await raw()
+    try {
+      await client.set(`${prefix}global/a`, '1')
+      await client.set(`${prefix}f1/b`, '"x"')
+      await client.set(`${prefix}#keys`, JSON.stringify({ f1: ['b'], global: ['a'] }))
+      const store = await open({ prefix })
+      assert.deepEqual([store.get('global', 'a'), store.get('f1', 'b')], [1, 'x'])
+      assert.deepEqual(await readIndex(client, prefix), { f1: ['b'], global: ['a'] })
+      assert.equal((await client.get(`${prefix}#keys`)).value, null)
+    } finally {
+      await client.close()
+    }
   })
 
   it('embedded: runs the in-process emulator the config node uses', async () => {
