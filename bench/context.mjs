@@ -18,11 +18,12 @@ import { ROOT, benchArgs, fmtRange, fmtRatio, interleave, interleaveOps, table, 
 import { startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
 
 const require = createRequire(import.meta.url)
-const { quick, rounds } = benchArgs()
+const { quick, rounds, argv } = benchArgs()
 const SETS = quick ? 1000 : 2000
 const WINDOW = 100
 const BURST = 10_000
-const SCALES = [1_000, 10_000, 100_000]
+// --keys 1000,10000 to stop earlier (filling and loading 100,000 keys takes minutes)
+const SCALES = (argv.includes('--keys') ? argv[argv.indexOf('--keys') + 1] : '1000,10000,100000').split(',').map(Number)
 const SCALE_SETS = 500
 
 const contextStore = require(join(ROOT, 'dist/src/context/index.js'))
@@ -185,7 +186,8 @@ try {
 
   // ---- scale: new key vs existing key at 1,000 / 10,000 / 100,000 keys ----
   const scalePrefix = `bench/${process.pid}/scale/`
-  const filler = await open({ prefix: scalePrefix })
+  // two runtimes on one prefix: each needs its own client id (the default is one per prefix and user directory)
+  const filler = await open({ prefix: scalePrefix, clientId: `bench-scale-filler-${process.pid}` })
   const scaleRows = []
   const scale = {}
   let held = 0
@@ -195,7 +197,7 @@ try {
     const fillMs = performance.now() - fillStarted
     held = n
     const openStarted = performance.now()
-    const store = await open({ prefix: scalePrefix })
+    const store = await open({ prefix: scalePrefix, clientId: `bench-scale-${n}-${process.pid}` })
     const openMs = performance.now() - openStarted
     const result = await interleave({
       variants: ['existing', 'new'],

@@ -57,7 +57,7 @@ export class KeyIndex {
   private running: Promise<void> | null = null
   private timer: NodeJS.Timeout | null = null
   private scheduled = false
-  private observations: Observation[] = []
+  private readonly observations: Array<Observation | undefined> = []
   private closing = false
 
   constructor(
@@ -82,15 +82,16 @@ export class KeyIndex {
   /** Reads the whole index; with the cache, follows every bucket from then on. */
   async open(): Promise<void> {
     if (this.config.cache) {
-      this.observations = await Promise.all(
-        this.buckets.map((_, i) =>
-          this.limiter.run(() =>
+      // a retry after a failed load observes only the buckets not observed yet
+      await Promise.all(
+        this.buckets.map(async (_, i) => {
+          this.observations[i] ??= await this.limiter.run(() =>
             this.client.observe(this.bucketKey(i), (n) => {
               this.seen[i]! += 1
               this.replace(i, this.parse(n.operation === 'SET' ? n.value : null, i), true)
             }),
-          ),
-        ),
+          )
+        }),
       )
     }
     await this.migrateLegacy()
@@ -154,7 +155,7 @@ export class KeyIndex {
     this.closing = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
-    await Promise.all(this.observations.splice(0).map((o) => o.close()))
+    await Promise.all(this.observations.splice(0).map((o) => o?.close()))
   }
 
   private async run(): Promise<void> {
