@@ -99,7 +99,12 @@ export class StateStoreContext {
     client.on('error', (err) => logger('warn', err.message))
     this.client = client
     this.index = new KeyIndex(client, this.config, this.limiter, (added, removed) => this.onIndex(added, removed))
-    if (await firstAttempt(client, requestTimeoutMs)) {
+    // Node-RED waits for open() before it starts the flows: wait for the broker as long as a request would
+    const connected = await client.ready({ timeoutMs: requestTimeoutMs }).then(
+      () => true,
+      () => false,
+    )
+    if (connected) {
       try {
         await this.loadAll()
         this.markLoaded()
@@ -588,29 +593,6 @@ function checkCallback(callback: unknown): Callback | undefined {
   if (!callback) return undefined
   if (typeof callback !== 'function') throw new TypeError('Callback must be a function')
   return callback as Callback
-}
-
-/**
- * Resolves true once connected, false as soon as the first attempt fails (or after `timeoutMs`):
- * Node-RED waits for open(), and should not wait long for a broker that is down.
- */
-function firstAttempt(client: StateStoreClient, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const finish = (connected: boolean) => {
-      client.off('status', onStatus)
-      clearTimeout(timer)
-      resolve(connected)
-    }
-    const onStatus = (s: { state: string }) => {
-      if (s.state === 'disconnected' || s.state === 'reconnecting' || s.state === 'closed') finish(false)
-    }
-    const timer = setTimeout(() => finish(client.status.state === 'connected'), timeoutMs)
-    client.on('status', onStatus)
-    client.ready({ timeoutMs }).then(
-      () => finish(true),
-      () => finish(false),
-    )
-  })
 }
 
 /** As the memory store: the global context object's own methods are never listed as keys. */
