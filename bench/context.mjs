@@ -185,20 +185,21 @@ try {
   const burstRows = [[`${BURST} synchronous sets, then close()`, `${burstMs.toFixed(0)} ms (${((BURST / burstMs) * 1000).toFixed(0)} sets/s)`, `${found} found, ${wrong} wrong, ${index.global?.length ?? 0} in the index`]]
 
   // ---- scale: new key vs existing key at 1,000 / 10,000 / 100,000 keys ----
+  // One runtime holds the keys (a second one on the prefix would load every new key too, measuring
+  // two runtimes); it grows the key count between levels. Opening a store at each level is timed
+  // with a second store, opened and closed before the measuring starts.
   const scalePrefix = `bench/${process.pid}/scale/`
-  // two runtimes on one prefix: each needs its own client id (the default is one per prefix and user directory)
-  const filler = await open({ prefix: scalePrefix, clientId: `bench-scale-filler-${process.pid}` })
+  const store = await open({ prefix: scalePrefix, clientId: `bench-scale-${process.pid}` })
   const scaleRows = []
   const scale = {}
   let held = 0
   for (const n of SCALES) {
-    const fillStarted = performance.now()
-    await windowed(n - held, 200, (i, done) => filler.set(`f${(held + i) % 10}`, `k${held + i}`, { i: held + i }, done))
-    const fillMs = performance.now() - fillStarted
+    await windowed(n - held, 200, (i, done) => store.set(`f${(held + i) % 10}`, `k${held + i}`, { i: held + i }, done))
     held = n
     const openStarted = performance.now()
-    const store = await open({ prefix: scalePrefix, clientId: `bench-scale-${n}-${process.pid}` })
+    const opened = await open({ prefix: scalePrefix, clientId: `bench-scale-open-${n}-${process.pid}` })
     const openMs = performance.now() - openStarted
+    await opened.close()
     const result = await interleave({
       variants: ['existing', 'new'],
       reference: 'existing',
@@ -211,10 +212,9 @@ try {
         return rate
       },
     })
-    await store.close()
     // cost = 1 / rate: how many existing-key sets one new-key set costs
     const cost = { median: 1 / result.new.value.ratio.median, min: 1 / result.new.value.ratio.max, max: 1 / result.new.value.ratio.min }
-    scale[n] = { fillMs, openMs, result, cost }
+    scale[n] = { openMs, result, cost }
     scaleRows.push([
       n.toLocaleString('en'),
       fmtRange(result.existing.value, 0, ' sets/s'),
@@ -223,7 +223,7 @@ try {
       `${(openMs / 1000).toFixed(1)} s`,
     ])
   }
-  await filler.close()
+  await store.close()
 
   const tables = [
     table('cached synchronous get vs the memory store (interleaved slices)', ['variant', 'ops/s', 'vs memory'], getRows),
