@@ -231,6 +231,19 @@ describe('context store: the Node-RED Store API on the state store', function ()
       for (let i = 0; i < 1000; i += 2) assert.equal(a.get('f1', `k${i}`), b.get('f1', `k${i}`))
     })
 
+    it('a key whose set has called back in one runtime is seen at once by keys, delete and clean in another without the cache', async () => {
+      const prefix = uniquePrefix()
+      const a = await open({ prefix, clientId: 'ctx-a' })
+      const b = await open({ prefix, clientId: 'ctx-b', cache: false })
+      for (let round = 0; round < 10; round++) {
+        await call((cb) => a.set(`n${round}:f1`, 'fresh', round, cb))
+        assert.deepEqual(await call((cb) => b.keys(`n${round}:f1`, cb as never)), [['fresh']], `round ${round}: keys`)
+        if (round % 2) await b.delete(`n${round}:f1`)
+        else await b.clean([])
+        assert.deepEqual(await call((cb) => b.get(`n${round}:f1`, 'fresh', cb)), [undefined], `round ${round}: deleted`)
+      }
+    })
+
     it('a set racing a delete of the same key from the other runtime: the index follows whatever the key ends as', async () => {
       const prefix = uniquePrefix()
       const a = await open({ prefix, clientId: 'ctx-a' })
