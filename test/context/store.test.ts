@@ -293,6 +293,8 @@ describe('context store: the Node-RED Store API on the state store', function ()
       const prefix = uniquePrefix()
       const store = contextStore({ broker: proxy.url, prefix, requestTimeout: 300 })
       await store.open()
+      // on a busy machine the first connect can take longer than 300 ms: then open() resolves and loads after
+      await until(() => !errorOf(() => store.keys('global')), 'the store to load')
       proxy.refusing = true
       proxy.dropAll()
       for (let i = 0; i < 20; i++) store.set('global', `lost${i}`, i)
