@@ -26,6 +26,7 @@ export = function (RED: NodeAPI) {
     onInput(node, status, async (msg, send) => {
       const name = await resolveKey(RED, node, msg, key, overrides, t)
       const result = await (await client()).get(name)
+      msg.key = name
       if (result.value === null) {
         msg.payload = undefined
         msg.found = false

@@ -72,6 +72,22 @@ describe('nodes: ss-set and ss-get', function () {
     })
   }
 
+  it('leaves the key it wrote in msg.key, so a get with the default Key (msg.topic) reads the same key', async () => {
+    // inject (no topic) → set with a fixed key → get with its editor defaults → debug
+    await helper.load(ALL, [
+      ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'fixed-key', keyType: 'str', wires: [['get']] }),
+      onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['got']] }),
+      onTab({ id: 'got', type: 'helper' }),
+    ])
+    const read = nextMessage(helper.getNode('got'))
+    helper.getNode('set').receive({ payload: 41 })
+    const r = await read
+    assert.equal(r.key, 'fixed-key')
+    assert.equal(r.found, true)
+    assert.equal(r.payload, 41)
+    assert.equal(r.topic, undefined, 'the msg is otherwise unchanged')
+  })
+
   it('reports a missing key as msg.found = false on the same output by default', async () => {
     await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'never-written', keyType: 'str' }))
     const read = nextMessage(helper.getNode('out1'))
