@@ -127,7 +127,7 @@ describe('nodes: ss-lock', function () {
 
   it('lets msg.action and msg.key override the settings unless refused; unknown actions are errors', async () => {
     await helper.load(ALL, lockFlow(store.url, [
-      { id: 'a', key: 'ov', mode: 'lease', holder: 'A' },
+      { id: 'a', key: '"ov"', keyType: 'jsonata', mode: 'lease', holder: 'A' },
       { id: 'r', key: 'ov-refused', mode: 'lease', holder: 'R', overrides: false },
     ]))
     assert.equal((await act('a', { key: 'ov-other' })).acquired, true)
