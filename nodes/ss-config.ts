@@ -3,7 +3,7 @@ import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
 import { StoreActivity } from '../src/observe'
-import { authOptions, DEFAULT_BROKER_URL, defaultClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
+import { authOptions, DEFAULT_BROKER_URL, configClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
@@ -40,7 +40,7 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, def)
     const node = this as Node<Credentials> & StoreConfigNode
     const users = new StoreUsers()
-    const clientId = def.clientId?.trim() || defaultClientId(node.id)
+    const clientId = def.clientId?.trim() || configClientId(RED.settings.userDir, node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, DEFAULTS.requestTimeoutMs)
     const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, CONNECTION_WAIT_MS), requestTimeoutMs)
     let connection: ConnectionStatus = { state: 'disconnected' }

@@ -1,5 +1,4 @@
-import { hostname } from 'node:os'
-import type { ClientOptions } from '../../src/client'
+import { defaultClientId, type ClientOptions } from '../../src/client'
 
 /** The credentials a config node holds (and the Test connection dialog sends). */
 export interface StoreCredentials {
@@ -15,9 +14,9 @@ export interface TlsConfigNode {
 /** Where a config node connects when its Broker URL is blank: `npm start`'s broker, a broker on this machine. */
 export const DEFAULT_BROKER_URL = 'mqtt://127.0.0.1:1883'
 
-/** Unique per Node-RED host and config node, and the same after a restart (notifications are addressed to it). */
-export function defaultClientId(nodeId: string): string {
-  return `nodered-${hostname()}-${nodeId}`.replace(/[^A-Za-z0-9_.-]/g, '-')
+/** A config node's client id when its field is blank: unique per runtime and config node, the same after a restart. */
+export function configClientId(userDir: string | undefined, nodeId: string): string {
+  return defaultClientId(userDir ?? process.cwd(), nodeId)
 }
 
 /**

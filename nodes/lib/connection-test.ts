@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
 import { DEFAULTS } from '../../src/client/options'
-import { authOptions, DEFAULT_BROKER_URL, defaultClientId, type StoreCredentials, type TlsConfigNode } from './client-options'
+import { authOptions, DEFAULT_BROKER_URL, configClientId, type StoreCredentials, type TlsConfigNode } from './client-options'
 import { positiveInt } from './props'
 
 /** What the config dialog's Test connection button reports. */
@@ -114,7 +114,7 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       if (creds.password === SAVED_PASSWORD) creds.password = saved?.password
       const options: ClientOptions = {
         brokerUrl: resolveEnv(body.broker) || DEFAULT_BROKER_URL,
-        clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || defaultClientId(body.id ?? 'config'),
+        clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || configClientId(RED.settings.userDir, body.id ?? 'config'),
         keepaliveSec: positiveInt(resolveEnv(body.keepalive), DEFAULTS.keepaliveSec),
         connectTimeoutMs: TEST_TIMEOUT_MS,
       }

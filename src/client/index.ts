@@ -1,4 +1,5 @@
 export { StateStoreClient, type ClientEvents } from './client'
+export { defaultClientId } from './client-id'
 export type {
   ClientOptions,
   ConnectionState,

@@ -4,6 +4,7 @@
 // .html/locales/icons in the tarball, a type registered under another name, examples not shipped,
 // examples that do not work.
 import { strict as assert } from 'node:assert'
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -60,6 +61,14 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
 
   after(function () {
     if (work) rmSync(work, { recursive: true, force: true })
+  })
+
+  it('packs a package.json with no script that runs when it is installed', function () {
+    // `prepare` (it built the working tree) made installing the tarball warn about install scripts;
+    // the build now runs on `prepack`, `prestart` and `pretest`, none of which an install runs.
+    const packed = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as { scripts?: Record<string, string> }
+    const atInstall = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare', 'prepublish', 'dependencies']
+    assert.deepEqual(Object.keys(packed.scripts ?? {}).filter((name) => atInstall.includes(name)), [])
   })
 
   it('has an expectation for every example it ships', function () {
