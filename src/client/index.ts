@@ -2,6 +2,7 @@ export { StateStoreClient, type ClientEvents } from './client'
 export { defaultClientId } from './client-id'
 export type {
   ClientOptions,
+  ConnectionProblem,
   ConnectionState,
   ConnectionStatus,
   DeleteOptions,

@@ -15,7 +15,19 @@ export interface ConnectionStatus {
   error?: Error
   /** The broker refused our credentials (CONNACK 0x86, 0x87 or 0x8C); the client keeps retrying with backoff. */
   authFailed?: boolean
+  /** What is wrong, when the client can tell; a program tells these apart by this, never by `reason`. */
+  problem?: ConnectionProblem
 }
+
+/**
+ * - `takenOver`: the broker ended the session because another connection came with the same
+ *   client id (DISCONNECT 0x8E); reconnects back off further with every takeover.
+ * - `notMqtt`: the peer answered our CONNECT with bytes that are not MQTT, or closed the connection
+ *   without a byte (a wrong port, or a TLS listener given plain MQTT).
+ * - `tlsExpected`: the peer answered with TLS: the URL says mqtt:// or ws:// for a TLS port.
+ * - `tlsUnexpected`: the peer closed our TLS handshake: the URL says mqtts:// or wss:// for a plain port.
+ */
+export type ConnectionProblem = 'takenOver' | 'notMqtt' | 'tlsExpected' | 'tlsUnexpected'
 
 export interface TlsOptions {
   ca?: string | Buffer | Array<string | Buffer>
