@@ -95,7 +95,8 @@ export = function (RED: NodeAPI) {
       }
       // A broker in this process (the embedded emulator, `npm start`'s) is reached without loopback TCP.
       const connectStream = inProcessConnector(brokerUrl) ?? undefined
-      const created = new StateStoreClient(options(brokerUrl, connectStream))
+      // Checks after every connect that a state store answers: the status says so when none does, and msgs fail at once.
+      const created = new StateStoreClient({ ...options(brokerUrl, connectStream), checkService: true })
       created.on('status', publish)
       created.on('error', (err) => {
         activity.metrics.addError(err.message)

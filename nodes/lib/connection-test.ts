@@ -5,7 +5,19 @@ import { authOptions, DEFAULT_BROKER_URL, configClientId, type StoreCredentials,
 import { positiveInt } from './props'
 
 /** What the config dialog's Test connection button reports. */
-export type ConnectionTestResult = 'connected' | 'authFailed' | 'refused' | 'tls' | 'notFound' | 'timeout' | 'failed'
+export type ConnectionTestResult =
+  | 'connected'
+  | 'noService'
+  | 'silent'
+  | 'authFailed'
+  | 'refused'
+  | 'tls'
+  | 'notFound'
+  | 'notMqtt'
+  | 'tlsExpected'
+  | 'tlsUnexpected'
+  | 'timeout'
+  | 'failed'
 
 export interface ConnectionTestOutcome {
   result: ConnectionTestResult
@@ -17,6 +29,9 @@ export interface ConnectionTestOutcome {
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_OSSL)/
 
 function classify(status: ConnectionStatus): ConnectionTestOutcome {
+  const problem = status.problem
+  // The catalogue text of these says all there is to say, and what to change.
+  if (problem === 'notMqtt' || problem === 'tlsExpected' || problem === 'tlsUnexpected') return { result: problem }
   const reason = status.reason
   const code = String((status.error as { code?: unknown } | undefined)?.code ?? '')
   const result: ConnectionTestResult = status.authFailed
@@ -33,8 +48,9 @@ function classify(status: ConnectionStatus): ConnectionTestOutcome {
 
 /**
  * Connects once with the settings the dialog holds, as a client of its own (a client id of its own,
- * so the deployed connection is not taken over), and says how it went. Never retries, never
- * throws, closes what it opened.
+ * so the deployed connection is not taken over), then asks whether a state store answers (a plain
+ * MQTT broker is reachable but has none), and says how it went. Never retries, never throws,
+ * closes what it opened.
  */
 export async function testConnection(options: ClientOptions, timeoutMs: number): Promise<ConnectionTestOutcome> {
   let client: StateStoreClient
@@ -43,6 +59,7 @@ export async function testConnection(options: ClientOptions, timeoutMs: number):
   } catch (err) {
     return { result: 'failed', reason: err instanceof Error ? err.message : String(err) }
   }
+  const deadline = performance.now() + timeoutMs
   try {
     const outcome = await new Promise<ConnectionTestOutcome>((resolve) => {
       const timer = setTimeout(() => resolve({ result: 'timeout', ...(client.status.reason ? { reason: client.status.reason } : {}) }), timeoutMs)
@@ -56,7 +73,9 @@ export async function testConnection(options: ClientOptions, timeoutMs: number):
       })
       if (client.status.state === 'connected') settle({ result: 'connected' })
     })
-    return outcome
+    if (outcome.result !== 'connected') return outcome
+    const found = await client.checkService({ timeoutMs: Math.max(1, Math.round(deadline - performance.now())) })
+    return found === 'answered' ? outcome : { result: found === 'none' ? 'noService' : 'silent' }
   } finally {
     await client.close()
   }

@@ -64,7 +64,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   private lastReason: string | undefined
   private authFailed = false
   /** What this connection attempt found wrong with the peer (not MQTT, TLS on one side only); cleared by the next attempt. */
-  private peerProblem: ConnectionProblem | undefined
+  private peerProblem: 'notMqtt' | 'tlsExpected' | 'tlsUnexpected' | undefined
   /** Takeovers in a row: DISCONNECT 0x8E, or a connection the broker closed without a word soon after accepting it. */
   private takeovers = 0
   private takenOver = false
@@ -381,7 +381,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
     })
   }
 
-  private problemReason(problem: ConnectionProblem, code?: unknown): string {
+  private problemReason(problem: Exclude<ConnectionProblem, 'noService'>, code?: unknown): string {
     const url = new URL(this.options.brokerUrl)
     const peer = `${url.hostname}:${url.port || '(default port)'}`
     switch (problem) {

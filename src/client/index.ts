@@ -1,5 +1,6 @@
 export { StateStoreClient, type ClientEvents } from './client'
 export { defaultClientId } from './client-id'
+export type { ServiceCheck } from './service-check'
 export type {
   ClientOptions,
   ConnectionProblem,
