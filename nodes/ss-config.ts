@@ -3,7 +3,7 @@ import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
 import { StoreActivity } from '../src/observe'
-import { authOptions, DEFAULT_BROKER_URL, configClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
+import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
@@ -49,7 +49,7 @@ export = function (RED: NodeAPI) {
     let closing = false
     /** What the editor's state store sidebar shows of this connection (nodes/ss-sidebar.ts). */
     const activity = new StoreActivity()
-    let brokerUrl = def.embedded ? '' : def.broker || DEFAULT_BROKER_URL
+    let brokerUrl = def.embedded ? '' : def.broker || defaultBrokerUrl()
 
     const log = new ConnectionLog()
     function publish(status: ConnectionStatus): void {

@@ -11,8 +11,16 @@ export interface TlsConfigNode {
   addTLSOptions(options: Record<string, unknown>): void
 }
 
-/** Where a config node connects when its Broker URL is blank: `npm start`'s broker, a broker on this machine. */
-export const DEFAULT_BROKER_URL = 'mqtt://127.0.0.1:1883'
+/** The environment variable `npm start` (scripts/start.mjs) sets to its broker's URL; its seeded flows name it too. */
+export const START_BROKER_ENV = 'AIO_STATESTORE_URL'
+
+/**
+ * Where a config node connects when its Broker URL is blank: `npm start`'s broker when Node-RED
+ * runs under it (or whatever AIO_STATESTORE_URL says), else a broker on this machine.
+ */
+export function defaultBrokerUrl(): string {
+  return process.env[START_BROKER_ENV] || 'mqtt://127.0.0.1:1883'
+}
 
 /** A config node's client id when its field is blank: unique per runtime and config node, the same after a restart. */
 export function configClientId(userDir: string | undefined, nodeId: string): string {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
 import { DEFAULTS } from '../../src/client/options'
-import { authOptions, DEFAULT_BROKER_URL, configClientId, type StoreCredentials, type TlsConfigNode } from './client-options'
+import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './client-options'
 import { positiveInt } from './props'
 
 /** What the config dialog's Test connection button reports. */
@@ -121,7 +121,8 @@ function shownBrokerUrl(value: string | undefined): string | null {
  * The config dialog's admin endpoints, behind the editor's permissions:
  * POST /ss-config/test connects once with the dialog's settings and answers { result, reason };
  * GET /ss-config/broker?value=${NAME} answers what an environment variable in the broker field
- * resolves to, only when it is a broker URL (no other environment value ever leaves the runtime).
+ * resolves to, only when it is a broker URL (no other environment value ever leaves the runtime);
+ * with a blank value, the broker a blank field connects to.
  */
 export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
   const admin = RED.httpAdmin
@@ -132,7 +133,7 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       const creds = { ...body.credentials }
       if (creds.password === SAVED_PASSWORD) creds.password = saved?.password
       const options: ClientOptions = {
-        brokerUrl: resolveEnv(body.broker) || DEFAULT_BROKER_URL,
+        brokerUrl: resolveEnv(body.broker) || defaultBrokerUrl(),
         clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || configClientId(RED.settings.userDir, body.id ?? 'config'),
         keepaliveSec: positiveInt(resolveEnv(body.keepalive), DEFAULTS.keepaliveSec),
         connectTimeoutMs: TEST_TIMEOUT_MS,
@@ -147,7 +148,8 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
     })().catch((err: unknown) => res.json({ result: 'failed', reason: err instanceof Error ? err.message : String(err) }))
   })
   admin.get('/ss-config/broker', RED.auth.needsPermission('ss-config.read'), (req, res) => {
-    const value = typeof req.query.value === 'string' ? req.query.value : ''
-    res.json({ resolved: ENV.test(value.trim()) ? shownBrokerUrl(resolveEnv(value)) : null })
+    const value = typeof req.query.value === 'string' ? req.query.value.trim() : ''
+    // Blank: where a blank field connects (npm start's broker under npm start), for the field's placeholder.
+    res.json({ resolved: value === '' ? shownBrokerUrl(defaultBrokerUrl()) : ENV.test(value) ? shownBrokerUrl(resolveEnv(value)) : null })
   })
 }
