@@ -155,6 +155,22 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
     }
   })
 
+  it('tells where a blank Broker URL connects: npm start\'s broker (AIO_STATESTORE_URL) when set, else 127.0.0.1:1883', async () => {
+    const blank = async () => (await helper.request().get('/ss-config/broker').query({ value: '' }).expect(200)).body
+    const saved = process.env.AIO_STATESTORE_URL
+    try {
+      delete process.env.AIO_STATESTORE_URL
+      assert.deepEqual(await blank(), { resolved: 'mqtt://127.0.0.1:1883' })
+      process.env.AIO_STATESTORE_URL = bare.url
+      assert.deepEqual(await blank(), { resolved: bare.url })
+      // And Test connection with a blank field goes there (a broker with no state store behind it).
+      assert.deepEqual(await test({ broker: '' }), { result: 'noService' })
+    } finally {
+      if (saved === undefined) delete process.env.AIO_STATESTORE_URL
+      else process.env.AIO_STATESTORE_URL = saved
+    }
+  })
+
   it('logged no credential', () => {
     const node = helper.getNode('cfg')
     const calls = [...node.warn.getCalls(), ...node.error.getCalls()].map((c) => JSON.stringify(c.args))
