@@ -1,6 +1,6 @@
-import { decodeExact, RespProtocolError } from '../resp'
-import type { ServiceErrorCode } from '../errors'
-import type { SetCondition } from '../protocol'
+import { decodeExact, RespProtocolError } from '../../resp'
+import type { ServiceErrorCode } from '../../errors'
+import type { SetCondition } from '../../protocol'
 
 /** A request payload understood: one of the verbs of the state store, with its arguments as bytes. */
 export type Command =

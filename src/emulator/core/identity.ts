@@ -1,4 +1,4 @@
-import { Prop } from '../protocol'
+import { Prop } from '../../protocol'
 
 /**
  * Who sent a request, as far as the service can stand behind it: the MQTT client id, which names

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { Connection } from '../client/connection'
-import { resolveOptions } from '../client/options'
-import type { ClientOptions } from '../client/types'
-import type { KeyDetails, KeyPage, KeyQuery } from '../emulator/admin'
-import { ADMIN_REQUEST_TOPIC, adminResponseTopic, fromWireDetails, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from '../emulator/admin-wire'
+import { Connection } from '../../client/connection'
+import { resolveOptions } from '../../client/options'
+import type { ClientOptions } from '../../client/types'
+import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
+import { ADMIN_REQUEST_TOPIC, adminResponseTopic, fromWireDetails, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './wire'
 
 /** What the key browser needs of an emulator's admin channel, in this process or over MQTT. */
 export interface AdminChannel {
@@ -17,7 +17,7 @@ const DISCOVERY_TIMEOUT_MS = 2000
 const REQUEST_TIMEOUT_MS = 30_000
 
 /**
- * The client of an emulator's admin channel over MQTT (see src/emulator/admin-wire.ts), on a
+ * The client of an emulator's admin channel over MQTT (see src/emulator/admin/wire.ts), on a
  * connection of its own made with the config node's options (TLS, credentials, TCP_NODELAY) and a
  * client id of its own, so that the store's connection and its session are left alone.
  */

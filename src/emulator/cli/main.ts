@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { isLogThreshold, type LogThreshold } from './log'
-import { startEmulator, type EmulatorOptions } from './index'
+import { isLogThreshold, type LogThreshold } from '../logger'
+import { startEmulator, type EmulatorOptions } from '../index'
 
 const HELP = `aio-statestore-emulator: a local Azure IoT Operations state store (MQTT 5 + RESP3)
 

@@ -2,11 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
-import { Prop, REQUEST_TOPICS } from '../protocol'
 import { inProcessPair } from './in-process'
-import { makeLogger, type FilteredLogger } from './log'
-import { responseTopicRefusal } from './refusals'
-import { within } from './util'
+import { makeLogger, type FilteredLogger } from '../logger'
+import { within } from '../within'
 
 /** Who may connect to the embedded broker; without it anyone may. */
 export interface BrokerAuth {
@@ -16,12 +14,32 @@ export interface BrokerAuth {
   satTokens?: string[]
 }
 
+/** A client's PUBLISH as a publish policy sees it: its properties may be amended in place. */
+export interface InspectedPublish {
+  topic: string
+  properties?: { responseTopic?: string; userProperties?: Record<string, string | string[]> }
+}
+
+/**
+ * A service's rules for what clients publish, given to the broker by the service that runs it (the
+ * state store emulator's are in service/broker-policy.ts); the broker itself knows no topic but `$SYS/`.
+ */
+export interface PublishPolicy {
+  /**
+   * Judges a client's PUBLISH before it is routed, and may amend its properties in place. A reason
+   * disconnects the client (reason code 0x90, Topic Name invalid) and drops the message; null lets it through.
+   */
+  inspect(clientId: string, packet: InspectedPublish): string | null
+}
+
 export interface BrokerOptions {
   /** Default 127.0.0.1. */
   host?: string
   /** 0 picks a free port. */
   port: number
   auth?: BrokerAuth
+  /** Without one, the broker routes every publish but those to `$SYS/`, as any broker. */
+  publishPolicy?: PublishPolicy
   log?: FilteredLogger
 }
 
@@ -90,12 +108,14 @@ export function inProcessConnector(url: string): (() => Duplex) | null {
 
 /**
  * The embedded MQTT 5 broker: aedes on a TCP port, TCP_NODELAY on every connection, optional
- * username/password and K8S-SAT authentication. Usable on its own (tests, `npm start`).
+ * username/password and K8S-SAT authentication, and the publish policy of the service it serves.
+ * Usable on its own (tests, `npm start`).
  */
 export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroker> {
   const log = options.log ?? makeLogger('warn')
   const host = options.host ?? '127.0.0.1'
   const auth = options.auth
+  const publishPolicy = options.publishPolicy
   const authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
   const serviceCredentials = authOn ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
   const users = new Map(Object.entries(auth?.users ?? {}))
@@ -131,24 +151,14 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       }
       return done(authError('not authorized: no credentials', NOT_AUTHORIZED), null)
     },
-    // The service knows a caller by its request's __srcId (authorization rules, notifications). This
-    // broker knows who is connected, so a client cannot claim to be someone else.
     authorizePublish: (client, packet, done) => {
       if (packet.topic.startsWith('$SYS/')) return done(new Error('$SYS/ topics are reserved'))
-      if (client && REQUEST_TOPICS.includes(packet.topic)) {
-        // The article: "The state store disconnects MQTT clients that use an invalid response topic."
-        const responseTopic = packet.properties?.responseTopic
-        const refusal = responseTopic ? responseTopicRefusal(responseTopic) : null
-        if (refusal) {
-          const reasonString = `the Response Topic of a state store request may not be ${JSON.stringify(responseTopic!.slice(0, 200))}: ${refusal}`
-          log('warn', `client ${JSON.stringify(client.id)} disconnected: ${reasonString}`)
-          // The request goes nowhere: aedes drops a publish refused here once the connection is closed.
-          client.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
-          return
-        }
-        // Set in place: the packet was parsed for this publish alone, so a copy per request buys nothing.
-        const properties = (packet.properties ??= {})
-        ;(properties.userProperties ??= {})[Prop.sourceId] = client.id
+      const reasonString = client && publishPolicy ? publishPolicy.inspect(client.id, packet) : null
+      if (reasonString !== null) {
+        log('warn', `client ${JSON.stringify(client!.id)} disconnected: ${reasonString}`)
+        // The message goes nowhere: aedes drops a publish refused here once the connection is closed.
+        client!.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
+        return
       }
       done(null)
     },

@@ -1,6 +1,6 @@
-import { Hlc, type HybridLogicalClock } from '../hlc'
-import type { ServiceErrorCode } from '../errors'
-import type { SetCondition } from '../protocol'
+import { Hlc, type HybridLogicalClock } from '../../hlc'
+import type { ServiceErrorCode } from '../../errors'
+import type { SetCondition } from '../../protocol'
 import { ExpiryHeap } from './expiry-heap'
 
 /**

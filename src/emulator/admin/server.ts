@@ -1,9 +1,9 @@
 import type { IPublishPacket, MqttClient } from 'mqtt'
-import type { EmulatorAdmin, KeyQuery } from './admin'
-import { ADMIN_REQUEST_TOPIC, AdminRequestError, parseAdminRequest, toWireDetails, type AdminReply } from './admin-wire'
-import type { FilteredLogger } from './log'
-import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './mqtt-client'
-import { within } from './util'
+import type { EmulatorAdmin, KeyQuery } from './key-browser'
+import { ADMIN_REQUEST_TOPIC, AdminRequestError, parseAdminRequest, toWireDetails, type AdminReply } from './wire'
+import type { FilteredLogger } from '../logger'
+import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from '../service/mqtt-client'
+import { within } from '../within'
 
 export interface AdminServerOptions extends EmulatorBrokerOptions {
   admin: EmulatorAdmin

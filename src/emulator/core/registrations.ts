@@ -1,6 +1,13 @@
-import type { Hlc } from '../hlc'
-import { Notification, notificationTopic } from '../protocol'
+import type { Hlc } from '../../hlc'
+import { Notification, notificationTopic } from '../../protocol'
 import type { StoreChange } from './store'
+
+/** A change of the registrations while serving (replay makes none), for the journal. */
+export type RegistrationChange =
+  /** KEYNOTIFY, or KEYNOTIFY STOP that removed a registration; a KEYNOTIFY is reported even when already registered. */
+  | { kind: 'keynotify'; clientId: string; key: Buffer; stop: boolean }
+  /** A client with registrations disconnected: all of them end. */
+  | { kind: 'drop-client'; clientId: string }
 
 export interface OutgoingNotification {
   clientId: string
@@ -22,6 +29,12 @@ export class Registrations {
   private readonly byKey = new Map<string, Map<string, string>>()
   /** client id → keys (latin1). */
   private readonly byClient = new Map<string, Set<string>>()
+  private onChange: (change: RegistrationChange) => void = () => {}
+
+  /** Replaces the change listener (wired after replaying persistence, as the store's). */
+  setListener(onChange: (change: RegistrationChange) => void): void {
+    this.onChange = onChange
+  }
 
   get size(): number {
     let n = 0
@@ -36,13 +49,17 @@ export class Registrations {
     if (!clients) this.byKey.set(id, (clients = new Map()))
     if (!clients.has(clientId)) clients.set(clientId, notificationTopic(clientId, key))
     add(this.byClient, clientId, id)
+    this.onChange({ kind: 'keynotify', clientId, key, stop: false })
   }
 
   /** False when the client was not registered for the key (the service answers `:0`). */
   unregister(clientId: string, key: Buffer): boolean {
     const id = key.toString('latin1')
     const removed = remove(this.byKey, id, clientId)
-    if (removed) remove(this.byClient, clientId, id)
+    if (removed) {
+      remove(this.byClient, clientId, id)
+      this.onChange({ kind: 'keynotify', clientId, key, stop: true })
+    }
     return removed
   }
 
@@ -52,6 +69,7 @@ export class Registrations {
     if (!keys) return 0
     this.byClient.delete(clientId)
     for (const id of keys) remove(this.byKey, id, clientId)
+    this.onChange({ kind: 'drop-client', clientId })
     return keys.size
   }
 

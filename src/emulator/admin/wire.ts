@@ -1,4 +1,4 @@
-import type { KeyDetails, KeyPage, KeyQuery } from './admin'
+import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
 
 /**
  * The admin channel over MQTT (what `--admin` serves): JSON request/response on topics of its own,

@@ -1,13 +1,14 @@
 import { closeSync, existsSync, openSync, fsyncSync, readFileSync, writeSync, ftruncateSync } from 'node:fs'
 import { open, rename, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import type { Logger } from '../log'
-import { decodeLog, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet, MAGIC, MAGIC_V1, type ReplayResult } from './log-format'
-import type { StoreChange, StoredRecord } from './store'
+import type { Logger } from '../../log'
+import { decodeLog, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet, MAGIC, MAGIC_V1, type ReplayResult } from './format'
+import type { RegistrationChange } from '../core/registrations'
+import type { StoreChange, StoredRecord } from '../core/store'
 
 /**
  * The durability engine of the append-only log of persistent keys (SETs that carried
- * `aio-persistence=true`) and KEYNOTIFY registrations; log-format.ts holds the record format. A
+ * `aio-persistence=true`) and KEYNOTIFY registrations; format.ts holds the record format. A
  * record is durable (written and fdatasync'd) before the request it belongs to is answered; the
  * records of concurrent requests share one sync. The log is rewritten as a snapshot of the live
  * persistent keys when it has doubled since the last rewrite, as Redis rewrites its AOF.
@@ -96,24 +97,27 @@ export class PersistenceLog {
     return this.appended
   }
 
-  /** Records what a store change means for the log; no-op for changes to keys that are not persistent. */
-  record(change: StoreChange): void {
-    if (change.kind === 'set') {
-      if (change.record.persisted) this.append(encodeSet(change.key, change.record))
-      else if (change.wasPersisted) this.append(encodeDelete(change.key))
-    } else if (change.wasPersisted) {
-      this.append(encodeDelete(change.key))
+  /**
+   * Records what a change of the service's state means for the log: the one place the log is
+   * written from while serving. A change to a key that is not persistent writes nothing; a
+   * KEYNOTIFY is recorded even when already registered, as the earlier record may not be on disk yet.
+   */
+  record(change: StoreChange | RegistrationChange): void {
+    switch (change.kind) {
+      case 'set':
+        if (change.record.persisted) this.append(encodeSet(change.key, change.record))
+        else if (change.wasPersisted) this.append(encodeDelete(change.key))
+        break
+      case 'delete':
+        if (change.wasPersisted) this.append(encodeDelete(change.key))
+        break
+      case 'keynotify':
+        this.append(encodeKeyNotify(change.clientId, change.key, change.stop))
+        break
+      case 'drop-client':
+        this.append(encodeDropClient(change.clientId))
+        break
     }
-  }
-
-  /** Records a KEYNOTIFY registration, or its end by KEYNOTIFY STOP. */
-  recordKeyNotify(clientId: string, key: Buffer, stop: boolean): void {
-    this.append(encodeKeyNotify(clientId, key, stop))
-  }
-
-  /** Records that a client disconnected, which ends all its registrations. */
-  recordDropClient(clientId: string): void {
-    this.append(encodeDropClient(clientId))
   }
 
   /** Resolves once every record up to `seq` is on disk. */

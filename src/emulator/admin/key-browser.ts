@@ -1,13 +1,13 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import { globToRegExp } from './authorization'
-import type { Store, StoredRecord } from './store'
+import { globToRegExp } from '../core/authorization'
+import type { Store, StoredRecord } from '../core/store'
 
 /**
  * The emulator's admin channel: looking at the whole store from outside the state store protocol
  * (a key browser for people), so the service's wire behaviour stays that of the real service.
  * Off by default (`EmulatorOptions.admin`): an emulator started with it registers here under its
  * broker URL, where the Node-RED sidebar in the same process finds it. `adminOverMqtt` (the CLI's
- * `--admin`) also serves it over MQTT for other processes (admin-wire.ts, admin-mqtt.ts).
+ * `--admin`) also serves it over MQTT for other processes (wire.ts, server.ts).
  */
 
 export interface KeyQuery {

@@ -1,4 +1,4 @@
-import { REQUEST_TOPICS, SERVICE_CLIENTS_PREFIX } from '../protocol'
+import { REQUEST_TOPICS, SERVICE_CLIENTS_PREFIX } from '../../protocol'
 
 /**
  * Requests the emulator refuses with a text of its own. No official client ever sends them (they

@@ -1,9 +1,9 @@
 import * as zlib from 'node:zlib'
-import { Hlc } from '../hlc'
-import type { StoredRecord } from './store'
+import { Hlc } from '../../hlc'
+import type { StoredRecord } from '../core/store'
 
 /**
- * The on-disk record format of the persistence log (the durability engine is persistence.ts).
+ * The on-disk record format of the persistence log (the durability engine is journal.ts).
  *
  * File: an 8-byte magic, then records `[u32 body length][u32 CRC-32 of body][body]`, little endian.
  * Body: `u8 type` then, for SET (1), `u32 key length, key, u32 value length, value, u16 version

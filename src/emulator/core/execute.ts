@@ -1,11 +1,10 @@
-import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
-import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../protocol'
-import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../errors'
+import { Hlc, HlcError, type HybridLogicalClock } from '../../hlc'
+import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../../protocol'
+import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../errors'
 import { accessOf, parseCommand, type Command } from './commands'
 import type { Authorizer } from './authorization'
 import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
-import type { Registrations } from './notifications'
-import type { PersistenceLog } from './persistence'
+import type { Registrations } from './registrations'
 import type { Store } from './store'
 
 /** What the executor needs to know about a request besides its payload. */
@@ -27,8 +26,6 @@ export interface Answer {
   timestamp?: string
   /** Set when the answer is `-ERR`: which error and why, for the log. */
   error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
-  /** The request wrote to the persistence log; answer once `whenDurable(durableSeq)` resolves. */
-  durableSeq?: number
   command?: Command
 }
 
@@ -37,7 +34,8 @@ export interface ExecutorOptions {
   clock: HybridLogicalClock
   registrations: Registrations
   authorizer?: Authorizer | null
-  persistence?: PersistenceLog | null
+  /** Whether SETs with `aio-persistence=true` make persistent keys (the emulator has a persistence file). */
+  persistence?: boolean
 }
 
 /**
@@ -54,7 +52,7 @@ export class Executor {
     if (command.verb === 'KEYNOTIFY' && ctx.dialect?.notifications === false) {
       return refuse('UnknownCommand', `KEYNOTIFY does not exist in the ${ctx.dialect.name} dialect`, command)
     }
-    const { clock, authorizer, persistence } = this.options
+    const { clock, authorizer } = this.options
 
     const tsText = ctx.prop(Prop.timestamp)
     let ts: Hlc | null = null
@@ -98,11 +96,8 @@ export class Executor {
       }
     }
 
-    const seqBefore = persistence?.appendedSeq ?? 0
     const answer = this.run(command, ctx, { fencingToken, received })
     answer.command = command
-    const seqAfter = persistence?.appendedSeq ?? 0
-    if (seqAfter !== seqBefore) answer.durableSeq = seqAfter
     return answer
   }
 
@@ -114,7 +109,7 @@ export class Executor {
         return record ? { payload: Reply.value(record.value), timestamp: record.version.toString() } : { payload: Reply.nil }
       }
       case 'SET': {
-        const persist = persistence != null && ctx.prop(Prop.persist)?.toLowerCase() === 'true'
+        const persist = persistence === true && ctx.prop(Prop.persist)?.toLowerCase() === 'true'
         const outcome = store.set(command.key, command.value, {
           condition: command.condition,
           ...(command.expiryMs !== undefined ? { expiryMs: command.expiryMs } : {}),
@@ -146,7 +141,6 @@ export class Executor {
         const withVersion = (payload: Buffer): Answer => (version ? { payload, timestamp: version } : { payload })
         if (command.stop) {
           if (!registrations.unregister(clientId, command.key)) return withVersion(Reply.integer(0))
-          persistence?.recordKeyNotify(clientId, command.key, true)
           return withVersion(Reply.ok)
         }
         const max = maxNotifiedKeyBytes(clientId)
@@ -156,8 +150,6 @@ export class Executor {
           return { payload: Reply.error(text), error: { code: 'KeyTooLongToNotify', detail: `a ${command.key.length}-byte key` }, command }
         }
         registrations.register(clientId, command.key)
-        // Recorded even when already registered: the earlier record may not be on disk yet.
-        persistence?.recordKeyNotify(clientId, command.key, false)
         return withVersion(Reply.ok)
       }
     }

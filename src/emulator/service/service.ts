@@ -1,17 +1,17 @@
 import type { IPublishPacket, MqttClient } from 'mqtt'
-import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, publishPacketSize, type PublishPropertiesForSize } from '../protocol'
-import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../protocol'
-import { DedupCache, type CachedAnswer, type DedupEntry } from './dedup'
-import { RequestPrint } from './request-print'
-import type { Answer, Executor, RequestContext } from './execute'
-import type { FilteredLogger } from './log'
-import { callerOf, describeCaller } from './identity'
-import { EMULATOR_REFUSAL_TEXT, responseTopicRefusal, type EmulatorRefusalCode } from './refusals'
-import type { OutgoingNotification } from './notifications'
-import type { PersistenceLog } from './persistence'
-import type { DirectMessage } from './broker'
-import { coalesceWrites } from '../transport/coalesce-writes'
-import { within } from './util'
+import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, publishPacketSize, type PublishPropertiesForSize } from '../../protocol'
+import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../../protocol'
+import { DedupCache, type CachedAnswer, type DedupEntry } from '../core/dedup'
+import { RequestPrint } from '../core/request-print'
+import type { Answer, Executor, RequestContext } from '../core/execute'
+import type { FilteredLogger } from '../logger'
+import { callerOf, describeCaller } from '../core/identity'
+import { EMULATOR_REFUSAL_TEXT, responseTopicRefusal, type EmulatorRefusalCode } from '../core/refusals'
+import type { OutgoingNotification } from '../core/registrations'
+import type { PersistenceLog } from '../journal/journal'
+import type { DirectMessage } from '../broker/broker'
+import { coalesceWrites } from '../../transport/coalesce-writes'
+import { within } from '../within'
 import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './mqtt-client'
 
 /**
@@ -174,8 +174,13 @@ export class StateStoreService {
     }
     const entry = this.options.dedup.begin(dedupId, request, expiresAt, now)
     let answer: Answer
+    let durableSeq: number | undefined
     try {
+      const appendedBefore = this.options.persistence?.appendedSeq ?? 0
       answer = this.options.executor.execute(payload, { prop, clientId: caller, dialect } satisfies RequestContext)
+      // The request changed something persistent: it is answered once that is on disk.
+      const appendedAfter = this.options.persistence?.appendedSeq ?? 0
+      if (appendedAfter !== appendedBefore) durableSeq = appendedAfter
     } catch (err) {
       // A bug, not a bad request: say so loudly, answer nothing, keep serving.
       log('error', `request from ${who()} failed: ${(err as Error).stack ?? err}`)
@@ -186,9 +191,9 @@ export class StateStoreService {
       log('info', `refused ${answer.command?.verb ?? 'request'} from ${who()}: -ERR ${answer.error.code} (${answer.error.detail})`)
     }
     const cached: CachedAnswer = { payload: answer.payload, timestamp: answer.timestamp }
-    if (answer.durableSeq === undefined || !this.options.persistence) return this.finish(entry, reply, cached)
+    if (durableSeq === undefined || !this.options.persistence) return this.finish(entry, reply, cached)
     this.inFlight++
-    this.options.persistence.whenDurable(answer.durableSeq).then(
+    this.options.persistence.whenDurable(durableSeq).then(
       () => this.finish(entry, reply, cached),
       (err: Error) => {
         log('error', `request from ${who()} not answered: it could not be made durable (${err.message})`)

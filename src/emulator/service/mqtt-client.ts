@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { Duplex } from 'node:stream'
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
-import { mqttLogOption, setNoDelay } from '../transport/mqtt-settings'
-import { storeWithoutCopy } from '../transport/store-without-copy'
+import { mqttLogOption, setNoDelay } from '../../transport/mqtt-settings'
+import { storeWithoutCopy } from '../../transport/store-without-copy'
 
 /** How the emulator's own MQTT clients (the service's, the admin channel's) reach the broker. */
 export interface EmulatorBrokerOptions {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 
 /**
  * State store authorization, modelled on the AIO broker's BrokerAuthorization rules: each rule names
@@ -54,14 +53,15 @@ export class Authorizer {
     this.rules = rules.map(compileRule)
   }
 
-  static fromFile(path: string): Authorizer {
+  /** The rules of an authorization file's text; `source` names the file in errors. */
+  static fromText(text: string, source: string): Authorizer {
     let parsed: unknown
     try {
-      parsed = JSON.parse(readFileSync(path, 'utf8'))
+      parsed = JSON.parse(text)
     } catch (err) {
-      throw new Error(`cannot read the authorization file ${path}: ${(err as Error).message}`)
+      throw new Error(`cannot read the authorization file ${source}: ${(err as Error).message}`)
     }
-    return new Authorizer(validateRules(parsed, path))
+    return new Authorizer(validateRules(parsed, source))
   }
 
   allows(clientId: string, key: Buffer, access: Access): boolean {
