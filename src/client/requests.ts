@@ -94,10 +94,12 @@ export class Requests {
   /**
    * What the last request published found behind the request topic: `absent` when the broker said
    * nobody is subscribed (PUBACK 0x10) and nothing answered since. A request sent while it is known
-   * absent fails at once with NoServiceError instead of waiting its timeout; one that finds it so
-   * first keeps trying (a service that restarts is back within its timeout).
+   * absent fails at once with NoServiceError instead of waiting its timeout; the one that finds it
+   * so first keeps trying (absentFoundBy), unless it is a service check.
    */
   private service: 'unknown' | 'present' | 'absent' = 'unknown'
+  /** The request that found the service absent (0: a service check): it alone keeps trying, as a service that restarts is back within its timeout. */
+  private absentFoundBy = 0
   /** Told when the service becomes known absent, or present again. */
   onServiceChange: ((absent: boolean) => void) | undefined
   /**
@@ -295,16 +297,17 @@ export class Requests {
       properties = { ...p.properties, messageExpiryInterval: expirySec }
     }
     p.phase = 'sent'
-    const knownAbsent = this.service === 'absent' && p.unheard === 0
     p.messageId = this.transport.publish(this.options.dialect.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
       if (error) this.settle(p, error)
       else if (!noSubscribers) this.serviceIs('present')
       else if (p.settled) return
-      else if (knownAbsent || p.invocation.probe) {
+      else {
+        if (this.service !== 'absent') this.absentFoundBy = p.invocation.probe ? 0 : p.id
         this.serviceIs('absent')
-        this.settle(p, new NoServiceError(`the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`))
-      } else {
-        this.serviceIs('absent')
+        if (this.absentFoundBy !== p.id) {
+          this.settle(p, new NoServiceError(`the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`))
+          return
+        }
         // Nobody received it, so sending it again cannot execute it twice.
         clearTimeout(p.resend)
         p.resend = setTimeout(() => {

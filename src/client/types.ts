@@ -26,8 +26,9 @@ export interface ConnectionStatus {
  *   without a byte (a wrong port, or a TLS listener given plain MQTT).
  * - `tlsExpected`: the peer answered with TLS: the URL says mqtt:// or ws:// for a TLS port.
  * - `tlsUnexpected`: the peer closed our TLS handshake: the URL says mqtts:// or wss:// for a plain port.
- * - `noService`: connected, but the broker says nobody is subscribed to the request topic (a plain
- *   MQTT broker, not the one with the state store); requests fail at once with NoServiceError.
+ * - `noService`: connected, but the broker said nobody is subscribed to the request topic (a plain
+ *   MQTT broker, not the one with the state store) to a service check or a request, and nothing
+ *   answered since; requests fail at once with NoServiceError.
  */
 export type ConnectionProblem = 'takenOver' | 'notMqtt' | 'tlsExpected' | 'tlsUnexpected' | 'noService'
 

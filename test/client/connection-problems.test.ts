@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
 import { StateStoreClient, type ConnectionStatus } from '../../src/client'
+import { NoServiceError, TimeoutError } from '../../src/errors'
 import { Mosquitto } from '../support/mosquitto'
 import { makeCerts, type TestCerts } from '../support/certs'
 import { requireMosquitto, sleep } from '../reliability/support'
@@ -107,6 +108,41 @@ describe('client connection: problems it names', function () {
       // without the takeover rule it would stay within reconnectMaxMs (200 ms) every time.
       assert.ok(waits[3]! >= 800, `waits ${waits.map(Math.round).join(', ')} ms`)
       assert.equal(client.status.problem, undefined, 'connected again: no problem left on the status')
+    } finally {
+      await broker.stop()
+    }
+  })
+
+  it('no state store behind the broker (PUBACK 0x10): a service check says so on the status; requests fail at once but the one that found it out', async () => {
+    const broker = await FakeBroker.start()
+    try {
+      broker.pubackCode = 0x10
+      const client = pool.create(broker.url, { checkService: true, requestTimeoutMs: 1500 })
+      const status = await statusWhere(client, (s) => s.problem === 'noService')
+      assert.equal(status.state, 'connected')
+      assert.match(status.reason ?? '', /no state store service is subscribed to the request topic/)
+      // Known absent since the check: a request fails at once, with a typed error.
+      const first = await client.get('k').then(() => null, (e: unknown) => e)
+      assert.ok(first instanceof NoServiceError, String(first))
+      assert.equal(first.code, 'NoService')
+      assert.equal(first.kind, 'connection')
+      assert.equal(await client.checkService(), 'none')
+
+      // The broker now delivers the requests (a service subscribed), so the status clears at the next check.
+      broker.pubackCode = 0
+      await statusWhere(client, (s) => s.state === 'connected' && s.problem === undefined, 10_000)
+
+      // Without the check: the request that finds no service keeps trying (a restarting service is
+      // back within its timeout); one sent once that is known fails at once.
+      const plain = pool.create(broker.url, { requestTimeoutMs: 1500 })
+      await plain.ready({ timeoutMs: 5000 })
+      broker.pubackCode = 0x10
+      const finder = plain.get('a').then(() => null, (e: unknown) => e)
+      // The status tells what a request found out, service check or not.
+      await statusWhere(plain, (s) => s.problem === 'noService', 5000)
+      const later = await plain.get('b').then(() => null, (e: unknown) => e)
+      assert.ok(later instanceof NoServiceError, String(later))
+      assert.ok((await finder) instanceof TimeoutError, 'the finder waited its whole timeout, re-sending')
     } finally {
       await broker.stop()
     }
