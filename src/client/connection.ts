@@ -25,7 +25,11 @@ const AUTH_FAILED = new Set([0x86, 0x87, 0x8c])
 const NO_MATCHING_SUBSCRIBERS = 0x10
 const REAUTHENTICATE = 0x19
 const SESSION_TAKEN_OVER = 0x8e
-/** Reconnects after a takeover back off up to this: two runtimes with one client id would otherwise take turns forever. */
+/**
+ * Reconnects after a takeover the broker announced back off up to this: two runtimes with one
+ * client id would otherwise take turns forever. A takeover only inferred (DROPPED_SOON_MS) backs
+ * off within reconnectMaxMs, as a connection that a proxy or a fault keeps dropping may look the same.
+ */
 const TAKEOVER_MAX_MS = 60_000
 /** A connection that stayed up this long after a takeover starts its takeover backoff afresh. */
 const TAKEOVER_CALM_MS = 2 * TAKEOVER_MAX_MS
@@ -68,6 +72,8 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   /** Takeovers in a row: DISCONNECT 0x8E, or a connection the broker closed without a word soon after accepting it. */
   private takeovers = 0
   private takenOver = false
+  /** The last takeover was announced (DISCONNECT 0x8E), not inferred. */
+  private takeoverSaid = false
   /** This connection's close was counted among the takeovers; when not, the close ends the run. */
   private closeCounted = false
   private onlineAt = 0
@@ -348,6 +354,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
     this.closeCounted = true
     if (!said && this.takeovers < 2) return
     this.takenOver = true
+    this.takeoverSaid = said
     this.lastReason = this.problemReason('takenOver', said ? undefined : this.takeovers)
     // Read by mqtt.js when the socket closes, which follows (mqtt.js's own close handler arms the reconnect first).
     this.mqtt.options.reconnectPeriod = this.takeoverDelay()
@@ -355,7 +362,8 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
   }
 
   private takeoverDelay(): number {
-    return backoffDelay(this.takeovers + this.attempt, this.options.reconnectMinMs, Math.max(TAKEOVER_MAX_MS, this.options.reconnectMaxMs))
+    const max = this.takeoverSaid ? Math.max(TAKEOVER_MAX_MS, this.options.reconnectMaxMs) : this.options.reconnectMaxMs
+    return backoffDelay(this.takeovers + this.attempt, this.options.reconnectMinMs, max)
   }
 
   /**
