@@ -227,7 +227,9 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
       // Kept even after close: mqtt.js emits 'error' late, and an unhandled 'error' would throw.
       this.lastError = err
       const code = (err as { code?: unknown }).code
-      if (typeof code === 'string' && NOT_TLS_CODES.has(code) && this.tlsPending) this.peerProblem = 'tlsUnexpected'
+      // A reset during the handshake is what a plain port does to a TLS hello, but also what a proxy
+      // does while the broker behind it restarts: named only before this client ever connected.
+      if (typeof code === 'string' && NOT_TLS_CODES.has(code) && this.tlsPending && !this.everOnline) this.peerProblem = 'tlsUnexpected'
       // mqtt.js's parser error (`Invalid header flag bits…`) says less than what checkPeer found.
       this.lastReason = this.peerProblem ? this.problemReason(this.peerProblem, code) : err.message
       if (typeof code === 'number' && AUTH_FAILED.has(code)) this.authFailed = true
@@ -293,9 +295,11 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
     if (this.closing) return
     if (!this.closeCounted) this.takeovers = 0
     this.closeCounted = false
-    if (this.reached && !this.answered && !this.peerProblem && /^(mqtt|tcp):$/.test(new URL(this.options.brokerUrl).protocol)) {
+    if (!this.everOnline && this.reached && !this.answered && !this.peerProblem && /^(mqtt|tcp):$/.test(new URL(this.options.brokerUrl).protocol)) {
       // Accepted, then closed (or timed out) without a byte in answer to CONNECT: what a TLS listener
-      // (mosquitto's, Node's) does with plain bytes, and what a port of some other silent protocol does.
+      // (mosquitto's, Node's) does with plain bytes, and what a port of some other silent protocol
+      // does. A proxy whose broker is restarting does it too: named only before this client ever
+      // connected, when the URL is the likely cause.
       this.peerProblem = 'notMqtt'
       this.lastReason = this.problemReason('notMqtt')
     }

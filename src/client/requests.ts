@@ -93,13 +93,19 @@ export class Requests {
   private closedWith: Error | null = null
   /**
    * What the last request published found behind the request topic: `absent` when the broker said
-   * nobody is subscribed (PUBACK 0x10) and nothing answered since. A request sent while it is known
-   * absent fails at once with NoServiceError instead of waiting its timeout; the one that finds it
-   * so first keeps trying (absentFoundBy), unless it is a service check.
+   * nobody is subscribed (PUBACK 0x10) and nothing answered since. While no service has ever
+   * answered (servedBefore), a request that meets an absence found by another (a service check, say)
+   * fails at once with NoServiceError instead of waiting its timeout.
    */
   private service: 'unknown' | 'present' | 'absent' = 'unknown'
-  /** The request that found the service absent (0: a service check): it alone keeps trying, as a service that restarts is back within its timeout. */
+  /** The request that found the service absent (0: a service check): it alone keeps trying, as a service that starts with us may be there within its timeout. */
   private absentFoundBy = 0
+  /**
+   * A service has answered on this client before. Then an absence is a service restarting (or
+   * resubscribing after a broker restart), and every request rides through it within its timeout;
+   * only a service never seen (a plain MQTT broker) makes requests fail at once.
+   */
+  private servedBefore = false
   /** Told when the service becomes known absent, or present again. */
   onServiceChange: ((absent: boolean) => void) | undefined
   /**
@@ -135,6 +141,7 @@ export class Requests {
   }
 
   private serviceIs(state: 'present' | 'absent'): void {
+    if (state === 'present') this.servedBefore = true
     if (this.service === state) return
     const wasAbsent = this.service === 'absent'
     this.service = state
@@ -304,7 +311,7 @@ export class Requests {
       else {
         if (this.service !== 'absent') this.absentFoundBy = p.invocation.probe ? 0 : p.id
         this.serviceIs('absent')
-        if (this.absentFoundBy !== p.id) {
+        if (p.invocation.probe || (!this.servedBefore && this.absentFoundBy !== p.id)) {
           this.settle(p, new NoServiceError(`the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`))
           return
         }

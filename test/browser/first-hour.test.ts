@@ -90,7 +90,7 @@ describe('the editor in its first hour (issue 17: npm start, chromium)', functio
     // No palette label of ours is one a core node uses (core's file watch is "watch"), so a search that finds both tells them apart.
     const labels = await page
       .locator('.red-ui-palette-node')
-      .evaluateAll((els) => els.map((el) => [el.getAttribute('data-palette-type') ?? '', el.querySelector('.red-ui-palette-label')?.textContent?.trim() ?? '']))
+      .evaluateAll((els) => els.map((el) => [el.getAttribute('data-palette-type') ?? '', el.querySelector('.red-ui-palette-label')?.textContent?.replace(/\s+/g, ' ').trim() ?? '']))
     for (const type of PALETTE_TYPES) {
       const label = labels.find(([t]) => t === type)?.[1]
       assert.ok(label, `${type} has a palette label`)
