@@ -1,6 +1,6 @@
 import { NoServiceError, ServiceError, TimeoutError } from '../errors'
 import { Request } from '../protocol'
-import type { Invoker } from './requests'
+import type { Invoker } from './pending-requests'
 
 /** What a service check found behind the request topic. */
 export type ServiceCheck = 'answered' | 'none' | 'silent'

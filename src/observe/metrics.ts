@@ -1,10 +1,4 @@
-import type { ConnectionStatus } from '../client/types'
-
-/** What the client reports for every request it settles (see ClientOptions.metrics). */
-export interface RequestRecorder {
-  /** `error` is set when the request failed (timeout, refusal, connection loss). */
-  record(verb: string, latencyMs: number, error?: Error): void
-}
+import type { ConnectionStatus, RequestRecorder } from '../client'
 
 export interface RecentError {
   /** Wall-clock ms. */
