@@ -3,7 +3,7 @@ import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionS
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
 import { StoreActivity } from '../src/observe'
-import { authOptions, DEFAULT_BROKER_URL, defaultClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
+import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
@@ -39,7 +39,7 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, def)
     const node = this as Node<Credentials> & StoreConfigNode
     const users = new StoreUsers()
-    const clientId = def.clientId?.trim() || defaultClientId(node.id)
+    const clientId = def.clientId?.trim() || configClientId(RED.settings.userDir, node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, CLIENT_DEFAULTS.requestTimeoutMs)
     const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, CONNECTION_WAIT_MS), requestTimeoutMs)
     let connection: ConnectionStatus = { state: 'disconnected' }
@@ -48,7 +48,7 @@ export = function (RED: NodeAPI) {
     let closing = false
     /** What the editor's state store sidebar shows of this connection (nodes/ss-sidebar.ts). */
     const activity = new StoreActivity()
-    let brokerUrl = def.embedded ? '' : def.broker || DEFAULT_BROKER_URL
+    let brokerUrl = def.embedded ? '' : def.broker || defaultBrokerUrl()
 
     const log = new ConnectionLog()
     function publish(status: ConnectionStatus): void {
@@ -94,7 +94,8 @@ export = function (RED: NodeAPI) {
       }
       // A broker in this process (the embedded emulator, `npm start`'s) is reached without loopback TCP.
       const connectStream = inProcessConnector(brokerUrl) ?? undefined
-      const created = new StateStoreClient(options(brokerUrl, connectStream))
+      // Checks after every connect that a state store answers: the status says so when none does, and msgs fail at once.
+      const created = new StateStoreClient({ ...options(brokerUrl, connectStream), checkService: true })
       created.on('status', publish)
       created.on('error', (err) => {
         activity.metrics.addError(err.message)

@@ -33,6 +33,7 @@ export = function (RED: NodeAPI) {
       const fencingToken = await resolveFencingToken(RED, node, msg, token, t)
       const c = await client()
       const result = expected ? await c.vdel(name, expected, { fencingToken }) : await c.del(name, { fencingToken })
+      msg.key = name
       msg.deleted = result.deleted
       status.outcome(result.deleted === 1 ? 'status.deleted' : result.deleted === 0 ? 'status.notFound' : 'status.mismatch')
       send(msg)

@@ -39,6 +39,7 @@ export = function (RED: NodeAPI) {
         return
       }
       const result = await (await client()).get(name)
+      msg.key = name
       if (result.value === null) {
         msg.payload = undefined
         msg.found = false

@@ -83,12 +83,12 @@ export = function (RED: NodeAPI) {
         const created: LeaderHeld = { mode, election, busy: 0 }
         election.on('elected', ({ fencingToken }) => {
           status.outcome('status.leader')
-          node.send([{ topic: name, payload: true, leader: true, holder, fencingToken: fencingToken.toString() }, null])
+          node.send([{ topic: name, key: name, payload: true, leader: true, holder, fencingToken: fencingToken.toString() }, null])
         })
         election.on('lost', ({ reason }) => {
           if (closing) return
           status.outcome('status.follower')
-          node.send([null, { topic: name, payload: false, leader: false, holder, reason }])
+          node.send([null, { topic: name, key: name, payload: false, leader: false, holder, reason }])
         })
         election.on('error', (err) => node.warn(err.message))
         store?.activity.trackLease(node.id, name, mode, holder, leaseMs, election.lease, election)
@@ -102,7 +102,7 @@ export = function (RED: NodeAPI) {
         lease.on('lost', ({ reason }) => {
           if (closing || created.busy > 0) return
           status.outcome('status.lost')
-          node.send([null, { topic: name, payload: false, acquired: false, lost: true, holder, reason }])
+          node.send([null, { topic: name, key: name, payload: false, acquired: false, lost: true, holder, reason }])
         })
         store?.activity.trackLease(node.id, name, mode, holder, leaseMs, lease)
         h = created
@@ -178,7 +178,11 @@ export = function (RED: NodeAPI) {
     })
 
     async function act(h: Held, action: Action, name: string, msg: NodeMessage, send: Send): Promise<void> {
-      const out = (ok: boolean, m: NodeMessage) => send(ok ? [m, null] : [null, m])
+      const out = (ok: boolean, m: NodeMessage) => {
+        // The key it used stays on the msg, so a following node with a blank Key works on the same one.
+        m.key = name
+        send(ok ? [m, null] : [null, m])
+      }
 
       if (action === 'holder') {
         const current = h.mode === 'leader' ? { holder: await h.election.leader(), version: null } : await h.lease.holder()

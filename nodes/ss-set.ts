@@ -50,6 +50,7 @@ export = function (RED: NodeAPI) {
         persist: Boolean(override(msg, 'persist', overrides, def.persist === true)),
       }
       const result = await (await client()).set(name, bytes, options)
+      msg.key = name
       msg.applied = result.applied
       msg.version = result.version.toString()
       status.outcome(result.applied ? 'status.applied' : 'status.notApplied')

@@ -55,6 +55,14 @@ export class ConnectionError extends StateStoreError {
   override readonly name = 'ConnectionError'
 }
 
+/**
+ * Connected, but no state store service is behind the broker: it said nobody is subscribed to the
+ * request topic (PUBACK 0x10), as a plain MQTT broker does. `code` tells it from other connection errors.
+ */
+export class NoServiceError extends ConnectionError {
+  readonly code = 'NoService'
+}
+
 /** The peer broke the protocol: an unparseable payload, a missing or bad header, a drifted clock. */
 export class ProtocolError extends StateStoreError {
   readonly kind = 'protocol'

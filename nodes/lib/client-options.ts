@@ -1,5 +1,4 @@
-import { hostname } from 'node:os'
-import type { ClientOptions } from '../../src/client'
+import { defaultClientId, type ClientOptions } from '../../src/client'
 
 /** The credentials a config node holds (and the Test connection dialog sends). */
 export interface StoreCredentials {
@@ -12,12 +11,20 @@ export interface TlsConfigNode {
   addTLSOptions(options: Record<string, unknown>): void
 }
 
-/** Where a config node connects when its Broker URL is blank: `npm start`'s broker, a broker on this machine. */
-export const DEFAULT_BROKER_URL = 'mqtt://127.0.0.1:1883'
+/** The environment variable `npm start` (scripts/start.mjs) sets to its broker's URL; its seeded flows name it too. */
+export const START_BROKER_ENV = 'AIO_STATESTORE_URL'
 
-/** Unique per Node-RED host and config node, and the same after a restart (notifications are addressed to it). */
-export function defaultClientId(nodeId: string): string {
-  return `nodered-${hostname()}-${nodeId}`.replace(/[^A-Za-z0-9_.-]/g, '-')
+/**
+ * Where a config node connects when its Broker URL is blank: `npm start`'s broker when Node-RED
+ * runs under it (or whatever AIO_STATESTORE_URL says), else a broker on this machine.
+ */
+export function defaultBrokerUrl(): string {
+  return process.env[START_BROKER_ENV] || 'mqtt://127.0.0.1:1883'
+}
+
+/** A config node's client id when its field is blank: unique per runtime and config node, the same after a restart. */
+export function configClientId(userDir: string | undefined, nodeId: string): string {
+  return defaultClientId(userDir ?? process.cwd(), nodeId)
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { ConnectionStatus } from '../../src/client'
 
 /** The catalogue key of a log line under `ss-config.log.` */
-export type ConnectionLogKey = 'connected' | 'disconnected' | 'authFailed' | 'connectFailed'
+export type ConnectionLogKey = 'connected' | 'disconnected' | 'authFailed' | 'connectFailed' | 'takenOver' | 'noService'
 
 type Shown = 'connected' | 'disconnected' | 'authFailed'
 
@@ -13,9 +13,17 @@ type Shown = 'connected' | 'disconnected' | 'authFailed'
  */
 export class ConnectionLog {
   private last: Shown | null = null
+  /** Takeovers and a missing service are warned about once, with what to do; they go on quietly after. */
+  private readonly warned = new Set<'takenOver' | 'noService'>()
 
   /** The line to log for this status, or null when it is nothing new. */
   next(status: ConnectionStatus): { key: ConnectionLogKey; warn: boolean } | null {
+    const problem = status.problem
+    if ((problem === 'takenOver' || problem === 'noService') && !this.warned.has(problem)) {
+      this.warned.add(problem)
+      this.last = problem === 'noService' ? 'connected' : 'disconnected'
+      return { key: problem, warn: true }
+    }
     const shown: Shown | null = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
     if (shown === null || shown === this.last) return null
     const first = shown === 'disconnected' && this.last === null

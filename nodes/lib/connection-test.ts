@@ -1,10 +1,22 @@
 import { randomBytes } from 'node:crypto'
 import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
-import { authOptions, DEFAULT_BROKER_URL, defaultClientId, type StoreCredentials, type TlsConfigNode } from './client-options'
+import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './client-options'
 import { positiveInt } from './props'
 
 /** What the config dialog's Test connection button reports. */
-export type ConnectionTestResult = 'connected' | 'authFailed' | 'refused' | 'tls' | 'notFound' | 'timeout' | 'failed'
+export type ConnectionTestResult =
+  | 'connected'
+  | 'noService'
+  | 'silent'
+  | 'authFailed'
+  | 'refused'
+  | 'tls'
+  | 'notFound'
+  | 'notMqtt'
+  | 'tlsExpected'
+  | 'tlsUnexpected'
+  | 'timeout'
+  | 'failed'
 
 export interface ConnectionTestOutcome {
   result: ConnectionTestResult
@@ -16,6 +28,9 @@ export interface ConnectionTestOutcome {
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_OSSL)/
 
 function classify(status: ConnectionStatus): ConnectionTestOutcome {
+  const problem = status.problem
+  // The catalogue text of these says all there is to say, and what to change.
+  if (problem === 'notMqtt' || problem === 'tlsExpected' || problem === 'tlsUnexpected') return { result: problem }
   const reason = status.reason
   const code = String((status.error as { code?: unknown } | undefined)?.code ?? '')
   const result: ConnectionTestResult = status.authFailed
@@ -32,8 +47,9 @@ function classify(status: ConnectionStatus): ConnectionTestOutcome {
 
 /**
  * Connects once with the settings the dialog holds, as a client of its own (a client id of its own,
- * so the deployed connection is not taken over), and says how it went. Never retries, never
- * throws, closes what it opened.
+ * so the deployed connection is not taken over), then asks whether a state store answers (a plain
+ * MQTT broker is reachable but has none), and says how it went. Never retries, never throws,
+ * closes what it opened.
  */
 export async function testConnection(options: ClientOptions, timeoutMs: number): Promise<ConnectionTestOutcome> {
   let client: StateStoreClient
@@ -42,6 +58,7 @@ export async function testConnection(options: ClientOptions, timeoutMs: number):
   } catch (err) {
     return { result: 'failed', reason: err instanceof Error ? err.message : String(err) }
   }
+  const deadline = performance.now() + timeoutMs
   try {
     const outcome = await new Promise<ConnectionTestOutcome>((resolve) => {
       const timer = setTimeout(() => resolve({ result: 'timeout', ...(client.status.reason ? { reason: client.status.reason } : {}) }), timeoutMs)
@@ -55,7 +72,9 @@ export async function testConnection(options: ClientOptions, timeoutMs: number):
       })
       if (client.status.state === 'connected') settle({ result: 'connected' })
     })
-    return outcome
+    if (outcome.result !== 'connected') return outcome
+    const found = await client.checkService({ timeoutMs: Math.max(1, Math.round(deadline - performance.now())) })
+    return found === 'answered' ? outcome : { result: found === 'none' ? 'noService' : 'silent' }
   } finally {
     await client.close()
   }
@@ -101,7 +120,8 @@ function shownBrokerUrl(value: string | undefined): string | null {
  * The config dialog's admin endpoints, behind the editor's permissions:
  * POST /ss-config/test connects once with the dialog's settings and answers { result, reason };
  * GET /ss-config/broker?value=${NAME} answers what an environment variable in the broker field
- * resolves to, only when it is a broker URL (no other environment value ever leaves the runtime).
+ * resolves to, only when it is a broker URL (no other environment value ever leaves the runtime);
+ * with a blank value, the broker a blank field connects to.
  */
 export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
   const admin = RED.httpAdmin
@@ -112,8 +132,8 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       const creds = { ...body.credentials }
       if (creds.password === SAVED_PASSWORD) creds.password = saved?.password
       const options: ClientOptions = {
-        brokerUrl: resolveEnv(body.broker) || DEFAULT_BROKER_URL,
-        clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || defaultClientId(body.id ?? 'config'),
+        brokerUrl: resolveEnv(body.broker) || defaultBrokerUrl(),
+        clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || configClientId(RED.settings.userDir, body.id ?? 'config'),
         keepaliveSec: positiveInt(resolveEnv(body.keepalive), CLIENT_DEFAULTS.keepaliveSec),
         connectTimeoutMs: TEST_TIMEOUT_MS,
       }
@@ -127,7 +147,8 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
     })().catch((err: unknown) => res.json({ result: 'failed', reason: err instanceof Error ? err.message : String(err) }))
   })
   admin.get('/ss-config/broker', RED.auth.needsPermission('ss-config.read'), (req, res) => {
-    const value = typeof req.query.value === 'string' ? req.query.value : ''
-    res.json({ resolved: ENV.test(value.trim()) ? shownBrokerUrl(resolveEnv(value)) : null })
+    const value = typeof req.query.value === 'string' ? req.query.value.trim() : ''
+    // Blank: where a blank field connects (npm start's broker under npm start), for the field's placeholder.
+    res.json({ resolved: value === '' ? shownBrokerUrl(defaultBrokerUrl()) : ENV.test(value) ? shownBrokerUrl(resolveEnv(value)) : null })
   })
 }

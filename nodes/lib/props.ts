@@ -82,9 +82,15 @@ export function parseWatchedKey(key: unknown, clientId: string, t: Translate): s
   return text
 }
 
-/** The key a msg addresses: `msg.key` when overrides are allowed, else the node's key property. */
+/**
+ * The key a msg addresses. A fixed key typed in the node always applies, as a core node's own
+ * setting beats a msg property: every state store node leaves the key it used in `msg.key`, so a
+ * lock → set or set → set chain with keys of their own must not take the previous node's key.
+ * Otherwise `msg.key`, when overrides are allowed, comes before the Key setting (`msg.topic`, …).
+ */
 export async function resolveKey(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, overrides: boolean, t: Translate): Promise<string> {
-  const value = overrides && msg.key !== undefined ? msg.key : await evaluateInput(RED, node, key, msg, 'key', t)
+  const fixed = key.type === 'str' && key.value !== ''
+  const value = !fixed && overrides && msg.key !== undefined ? msg.key : await evaluateInput(RED, node, key, msg, 'key', t)
   return parseKey(value, t)
 }
 

@@ -15,13 +15,19 @@ function clip(text: string, max: number): string {
 export function connectionStatus(status: ConnectionStatus, t: Translate): NodeStatus {
   switch (status.state) {
     case 'connected':
+      // Connected to a broker with no state store behind it: msgs fail at once, so not green.
+      if (status.problem === 'noService') return { fill: 'yellow', shape: 'dot', text: t('status.noService') }
       return { fill: 'green', shape: 'dot', text: t('node-red:common.status.connected') }
     case 'connecting':
     case 'reconnecting':
+      // Between takeovers the client waits longer and longer: the reason stays in view meanwhile.
+      if (status.problem === 'takenOver') return { fill: 'yellow', shape: 'ring', text: t('status.takenOver') }
       return { fill: 'yellow', shape: 'ring', text: t('node-red:common.status.connecting') }
     case 'disconnected':
     case 'closed':
       if (status.authFailed) return { fill: 'red', shape: 'ring', text: t('status.authFailed') }
+      // A problem the client named has a catalogue text that says what to change, shown in full.
+      if (status.problem) return { fill: 'red', shape: 'ring', text: t(`status.${status.problem}`) }
       return {
         fill: 'red',
         shape: 'ring',

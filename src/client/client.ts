@@ -2,6 +2,7 @@ import { ArgumentError, ConnectionError, TimeoutError } from '../errors'
 import type { HybridLogicalClock } from '../hlc'
 import { notificationFilter, type Bytes, type ProtocolName } from '../protocol'
 import { cancelledBy, requirePositive } from '../arguments'
+import { backoffDelay } from './backoff'
 import { Connection } from './connection'
 import { del } from './del'
 import { get } from './get'
@@ -10,6 +11,7 @@ import { resolveOptions, type ResolvedOptions } from './options'
 import { PendingRequests, type Invoker } from './pending-requests'
 import { measured } from './measured'
 import { KeyScan } from './scan'
+import { checkService, type ServiceCheck } from './service-check'
 import { set } from './set'
 import { TypedEmitter } from '../typed-emitter'
 import type {
@@ -50,6 +52,9 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
   /** The requests' invoker, timed when the options ask for metrics. */
   private readonly invoke: Invoker
   private closing: Promise<void> | null = null
+  /** The next service check while none answers (ClientOptions.checkService). */
+  private recheck: NodeJS.Timeout | undefined
+  private rechecks = 0
 
   constructor(options: ClientOptions) {
     super()
@@ -75,9 +80,39 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     this.connection.on('online', ({ resumed, first }) => {
       this.requests.onOnline(resumed, first)
       this.notifications.onOnline(first)
+      if (this.options.checkService) this.watchService(0)
     })
-    this.connection.on('offline', () => this.notifications.onOffline())
-    this.connection.on('status', (status) => this.emit('status', status))
+    this.connection.on('offline', () => {
+      clearTimeout(this.recheck)
+      this.notifications.onOffline()
+    })
+    this.connection.on('status', () => this.emit('status', this.status))
+    this.requests.onServiceChange = () => {
+      if (this.connection.online) this.emit('status', this.status)
+    }
+  }
+
+  /** Checks for a service now, and again with backoff (1 s to 60 s) for as long as the broker says there is none. */
+  private watchService(rechecks: number): void {
+    clearTimeout(this.recheck)
+    this.rechecks = rechecks
+    void this.checkService().then(
+      (found) => {
+        if (found !== 'none' || this.closing || !this.connection.online) return
+        this.recheck = setTimeout(() => this.watchService(this.rechecks + 1), backoffDelay(this.rechecks, 1000, 60_000))
+        this.recheck.unref()
+      },
+      () => {},
+    )
+  }
+
+  /**
+   * Whether a state store answers on this connection (service-check.ts): `answered`, `none` (the
+   * broker says nobody is subscribed to the request topic) or `silent` (no answer within the
+   * timeout, default the request timeout).
+   */
+  checkService(options: { timeoutMs?: number } = {}): Promise<ServiceCheck> {
+    return checkService(this.requests.invoke, requirePositive(options.timeoutMs, 'timeoutMs') ?? this.options.requestTimeoutMs)
   }
 
   /** The dialect this client speaks (ClientOptions.protocol). */
@@ -91,7 +126,9 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
   }
 
   get status(): ConnectionStatus {
-    return this.connection.status
+    const status = this.connection.status
+    if (status.state !== 'connected' || !this.requests.serviceAbsent) return status
+    return { ...status, problem: 'noService', reason: 'connected, but no state store service is subscribed to the request topic: is this the broker with the state store?' }
   }
 
   /** Requests admitted (sent or waiting for the connection) and requests waiting for a free slot. */
@@ -174,6 +211,7 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
   /** Bounded (2 s), idempotent; pending requests fail with ConnectionError. */
   close(): Promise<void> {
     if (!this.closing) {
+      clearTimeout(this.recheck)
       this.notifications.close()
       this.requests.close()
       this.closing = this.connection.close()

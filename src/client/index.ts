@@ -5,8 +5,11 @@
  */
 export { StateStoreClient, type ClientEvents } from './client'
 export { KeyScan } from './scan'
+export { defaultClientId } from './client-id'
+export type { ServiceCheck } from './service-check'
 export type {
   ClientOptions,
+  ConnectionProblem,
   ConnectionState,
   ConnectionStatus,
   DeleteOptions,

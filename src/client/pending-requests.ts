@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { IPublishPacket } from 'mqtt'
-import { ArgumentError, ConnectionError, OverloadedError, ProtocolError, TimeoutError } from '../errors'
+import { ArgumentError, ConnectionError, NoServiceError, OverloadedError, ProtocolError, TimeoutError } from '../errors'
 import { HlcError, type Hlc } from '../hlc'
 import { cancelledBy } from '../arguments'
 import { backoffDelay } from './backoff'
@@ -25,6 +25,8 @@ export interface Invocation<T = unknown> {
   signal?: AbortSignal
   fencingToken?: Hlc
   persist?: boolean
+  /** A check for a service (service-check.ts): with no subscriber on the request topic it fails at once instead of being sent again. */
+  probe?: boolean
   /**
    * Turns the answer (its payload and `__ts`, the headers already checked) into the caller's
    * result; what it throws fails the request. Given here rather than applied by the caller to a
@@ -90,6 +92,23 @@ export class PendingRequests {
   private readonly queue = new Set<Pending>()
   private closedWith: Error | null = null
   /**
+   * What the last request published found behind the request topic: `absent` when the broker said
+   * nobody is subscribed (PUBACK 0x10) and nothing answered since. While no service has ever
+   * answered (servedBefore), a request that meets an absence found by another (a service check, say)
+   * fails at once with NoServiceError instead of waiting its timeout.
+   */
+  private service: 'unknown' | 'present' | 'absent' = 'unknown'
+  /** The request that found the service absent (0: a service check): it alone keeps trying, as a service that starts with us may be there within its timeout. */
+  private absentFoundBy = 0
+  /**
+   * A service has answered on this client before. Then an absence is a service restarting (or
+   * resubscribing after a broker restart), and every request rides through it within its timeout;
+   * only a service never seen (a plain MQTT broker) makes requests fail at once.
+   */
+  private servedBefore = false
+  /** Told when the service becomes known absent, or present again. */
+  onServiceChange: ((absent: boolean) => void) | undefined
+  /**
    * One timer for every request's deadline, armed for the earliest one, instead of a setTimeout
    * per request: with few requests in flight each of those created and dropped a timer list and
    * re-armed libuv's timer, a cost per request that the bare requester does not have. It stays
@@ -115,6 +134,18 @@ export class PendingRequests {
     const prefix = randomBytes(8)
     this.prefixHigh = prefix.readUInt32BE(0)
     this.prefixLow = prefix.readUInt32BE(4)
+  }
+
+  get serviceAbsent(): boolean {
+    return this.service === 'absent'
+  }
+
+  private serviceIs(state: 'present' | 'absent'): void {
+    if (state === 'present') this.servedBefore = true
+    if (this.service === state) return
+    const wasAbsent = this.service === 'absent'
+    this.service = state
+    if (wasAbsent !== (state === 'absent')) this.onServiceChange?.(state === 'absent')
   }
 
   get size(): { inFlight: number; queued: number } {
@@ -184,6 +215,7 @@ export class PendingRequests {
       this.options.logger('debug', `dropped a response with ${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, duplicate or foreign)`)
       return
     }
+    this.serviceIs('present')
     let result: unknown
     try {
       result = p.invocation.parse(payload, readResponseVersion(packet.properties, this.options.clock, this.options.dialect))
@@ -274,7 +306,15 @@ export class PendingRequests {
     p.phase = 'sent'
     p.messageId = this.transport.publish(this.options.dialect.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
       if (error) this.settle(p, error)
-      else if (noSubscribers && !p.settled) {
+      else if (!noSubscribers) this.serviceIs('present')
+      else if (p.settled) return
+      else {
+        if (this.service !== 'absent') this.absentFoundBy = p.invocation.probe ? 0 : p.id
+        this.serviceIs('absent')
+        if (p.invocation.probe || (!this.servedBefore && this.absentFoundBy !== p.id)) {
+          this.settle(p, new NoServiceError(`the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`))
+          return
+        }
         // Nobody received it, so sending it again cannot execute it twice.
         clearTimeout(p.resend)
         p.resend = setTimeout(() => {

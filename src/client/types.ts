@@ -23,7 +23,22 @@ export interface ConnectionStatus {
   error?: Error
   /** The broker refused our credentials (CONNACK 0x86, 0x87 or 0x8C); the client keeps retrying with backoff. */
   authFailed?: boolean
+  /** What is wrong, when the client can tell; a program tells these apart by this, never by `reason`. */
+  problem?: ConnectionProblem
 }
+
+/**
+ * - `takenOver`: the broker ended the session because another connection came with the same
+ *   client id (DISCONNECT 0x8E); reconnects back off further with every takeover.
+ * - `notMqtt`: the peer answered our CONNECT with bytes that are not MQTT, or closed the connection
+ *   without a byte (a wrong port, or a TLS listener given plain MQTT).
+ * - `tlsExpected`: the peer answered with TLS: the URL says mqtt:// or ws:// for a TLS port.
+ * - `tlsUnexpected`: the peer closed our TLS handshake: the URL says mqtts:// or wss:// for a plain port.
+ * - `noService`: connected, but the broker said nobody is subscribed to the request topic (a plain
+ *   MQTT broker, not the one with the state store) to a service check or a request, and nothing
+ *   answered since; requests fail at once with NoServiceError.
+ */
+export type ConnectionProblem = 'takenOver' | 'notMqtt' | 'tlsExpected' | 'tlsUnexpected' | 'noService'
 
 export interface TlsOptions {
   ca?: string | Buffer | Array<string | Buffer>
@@ -68,6 +83,13 @@ export interface ClientOptions {
    * timeout (the request waits for the connection, then times out).
    */
   connectionWaitMs?: number
+  /**
+   * After every connect, check that a state store answers (one GET of a key nobody uses; a healthy
+   * service answers at once). While the broker says nobody is subscribed to the request topic the
+   * status carries problem `noService` and the check is repeated, less and less often. Requests
+   * never wait for it. Default false.
+   */
+  checkService?: boolean
   /** Requests admitted at once, default 1000. Beyond it requests wait in a queue of maxQueued. */
   maxInFlight?: number
   /** Requests that may wait for a free slot, default equal to maxInFlight; beyond it OverloadedError. */

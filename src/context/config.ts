@@ -1,9 +1,6 @@
-import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { hostname } from 'node:os'
 import { basename } from 'node:path'
-import type { ClientOptions, Logger, TlsOptions } from '../client'
-import { CLIENT_DEFAULTS } from '../client'
+import { CLIENT_DEFAULTS, defaultClientId, type ClientOptions, type Logger, type TlsOptions } from '../client'
 
 /**
  * The `config` object of a `contextStorage` entry in Node-RED's settings.js. Connection settings
@@ -68,18 +65,13 @@ function positive(value: unknown, name: string, fallback: number): number {
   return n
 }
 
-function shortHash(text: string): string {
-  return createHash('sha256').update(text).digest('hex').slice(0, 8)
-}
-
 export function resolveConfig(config: ContextStoreConfig = {}): ResolvedConfig {
   if (typeof config !== 'object' || config === null) throw new Error('state store context: config must be an object')
   const userDir = config.settings?.userDir ?? process.cwd()
   const prefix = config.prefix ?? `nodered/${basename(userDir) || 'node-red'}/`
   if (typeof prefix !== 'string') throw new Error('state store context: prefix must be a string')
   const requestTimeoutMs = positive(config.requestTimeout, 'requestTimeout', CLIENT_DEFAULTS.requestTimeoutMs)
-  const clientId =
-    config.clientId?.trim() || `nodered-context-${hostname()}-${shortHash(`${userDir}\n${prefix}`)}`.replace(/[^A-Za-z0-9_.-]/g, '-')
+  const clientId = config.clientId?.trim() || defaultClientId(userDir, prefix, 'context')
   const logger = config.logger ?? nodeRedLogger()
   const client: ResolvedConfig['client'] = {
     clientId,

@@ -1,6 +1,9 @@
 /** The logic the ss-config node delegates: which connection changes it logs, and its users' coming and going. */
 import assert from 'node:assert/strict'
-import type { ConnectionStatus } from '../../src/client'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { ConnectionProblem, ConnectionStatus } from '../../src/client'
+import { connectionStatus } from '../../nodes/lib/status'
 import { ConnectionLog } from '../../nodes/lib/connection-log'
 import { StoreUsers } from '../../nodes/lib/store-users'
 
@@ -40,6 +43,53 @@ describe('nodes/lib: ConnectionLog', function () {
 
   it('warns of an authentication failure even as the first change', () => {
     assert.deepEqual(new ConnectionLog().next({ state: 'disconnected', authFailed: true }), { key: 'authFailed', warn: true })
+  })
+
+  it('warns once of a session takeover and of a missing state store, with what to do, then goes on quietly', () => {
+    const log = new ConnectionLog()
+    const seen = (statuses: ConnectionStatus[]) => statuses.map((s) => log.next(s))
+    assert.deepEqual(
+      seen([
+        { state: 'connected' },
+        { state: 'connected', problem: 'noService' },
+        { state: 'connected', problem: 'noService' },
+        { state: 'connected' },
+        { state: 'disconnected', problem: 'takenOver' },
+        { state: 'reconnecting', problem: 'takenOver' },
+        { state: 'connected' },
+        { state: 'disconnected', problem: 'takenOver' },
+        { state: 'connected', problem: 'noService' },
+      ]),
+      [
+        { key: 'connected', warn: false },
+        { key: 'noService', warn: true },
+        null,
+        null,
+        { key: 'takenOver', warn: true },
+        null,
+        { key: 'connected', warn: false },
+        { key: 'disconnected', warn: false },
+        { key: 'connected', warn: false },
+      ],
+    )
+  })
+})
+
+describe('nodes/lib: connectionStatus', function () {
+  const t = (key: string) => `<${key}>`
+  it('names each problem the client found in full, in the connection\'s colour', () => {
+    assert.deepEqual(connectionStatus({ state: 'connected', problem: 'noService' }, t), { fill: 'yellow', shape: 'dot', text: '<status.noService>' })
+    assert.deepEqual(connectionStatus({ state: 'reconnecting', problem: 'takenOver' }, t), { fill: 'yellow', shape: 'ring', text: '<status.takenOver>' })
+    for (const problem of ['takenOver', 'notMqtt', 'tlsExpected', 'tlsUnexpected'] as const) {
+      assert.deepEqual(connectionStatus({ state: 'disconnected', problem, reason: 'a long reason the status would cut' }, t), { fill: 'red', shape: 'ring', text: `<status.${problem}>` })
+    }
+    assert.deepEqual(connectionStatus({ state: 'connected' }, t), { fill: 'green', shape: 'dot', text: '<node-red:common.status.connected>' })
+  })
+
+  it('has a catalogue text for every problem', () => {
+    const catalogue = JSON.parse(readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', 'en-US', 'ss-config.json'), 'utf8')) as { common: { status: Record<string, string> } }
+    const problems: ConnectionProblem[] = ['takenOver', 'notMqtt', 'tlsExpected', 'tlsUnexpected', 'noService']
+    for (const p of problems) assert.ok(catalogue.common.status[p], `common.status.${p}`)
   })
 })
 

@@ -43,7 +43,7 @@ describe('nodes: ss-config lifecycle', function () {
     await until(() => store.proxy.open === 0, 'no connection left after unload')
   })
 
-  it('connects once for all its users, with a stable client id derived from the host and node id', async () => {
+  it('connects once for all its users, with a stable client id derived from the host, user directory and node id', async () => {
     const before = store.proxy.opened
     await helper.load(ALL, usersFlow(store.url))
     await connected('set', 'get')
@@ -52,7 +52,8 @@ describe('nodes: ss-config lifecycle', function () {
     assert.equal(store.proxy.open, 1)
     assert.equal(store.proxy.opened - before, 1)
     const cfg = helper.getNode('cfg') as unknown as { clientId: string }
-    assert.equal(cfg.clientId, `nodered-${hostname()}-cfg`.replace(/[^A-Za-z0-9_.-]/g, '-'))
+    // The host, then a hash of the runtime's user directory and the node id (test/unit/client-id.test.ts has the rule).
+    assert.match(cfg.clientId, new RegExp(`^nodered-${hostname().replace(/[^A-Za-z0-9_.-]/g, '-').replace(/\./g, '\\.')}-[0-9a-f]{8}$`))
   })
 
   it('keeps the same connection across a "modified nodes" deploy, and closes it on a full deploy', async () => {

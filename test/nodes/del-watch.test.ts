@@ -31,6 +31,7 @@ describe('nodes: ss-del', function () {
     const first = await run('del', { topic: 'd1', payload: 'kept' })
     assert.equal(first.deleted, 1)
     assert.equal(first.payload, 'kept')
+    assert.equal(first.key, 'd1', 'the key it deleted stays on the msg')
     assert.equal(lastStatus(helper.getNode('del')).text, `${COMMON}status.deleted`)
     assert.equal((await run('del', { topic: 'd1' })).deleted, 0)
     assert.equal(lastStatus(helper.getNode('del')).text, `${COMMON}status.notFound`)

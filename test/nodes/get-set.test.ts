@@ -75,6 +75,22 @@ describe('nodes: ss-set and ss-get', function () {
     })
   }
 
+  it('leaves the key it wrote in msg.key, so a get with the default Key (msg.topic) reads the same key', async () => {
+    // inject (no topic) → set with a fixed key → get with its editor defaults → debug
+    await helper.load(ALL, [
+      ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'fixed-key', keyType: 'str', wires: [['get']] }),
+      onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['got']] }),
+      onTab({ id: 'got', type: 'helper' }),
+    ])
+    const read = nextMessage(helper.getNode('got'))
+    helper.getNode('set').receive({ payload: 41 })
+    const r = await read
+    assert.equal(r.key, 'fixed-key')
+    assert.equal(r.found, true)
+    assert.equal(r.payload, 41)
+    assert.equal(r.topic, undefined, 'the msg is otherwise unchanged')
+  })
+
   it('reports a missing key as msg.found = false on the same output by default', async () => {
     await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'never-written', keyType: 'str' }))
     const read = nextMessage(helper.getNode('out1'))
@@ -175,21 +191,26 @@ describe('nodes: ss-set and ss-get', function () {
     }
   })
 
-  it('lets msg.key override the configured key, unless overrides are refused', async () => {
+  it('lets msg.key override a Key read from the msg, unless overrides are refused; a fixed Key always applies', async () => {
     const flow = [
-      ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'configured', keyType: 'str' }),
-      onTab({ id: 'refusing', type: 'ss-set', store: 'cfg', key: 'configured', keyType: 'str', overrides: false, wires: [['refOut']] }),
+      ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'topic', keyType: 'msg' }),
+      onTab({ id: 'refusing', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', overrides: false, wires: [['refOut']] }),
+      onTab({ id: 'fixed', type: 'ss-set', store: 'cfg', key: 'fixed', keyType: 'str', wires: [['refOut']] }),
       onTab({ id: 'refOut', type: 'helper' }),
       onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['got']] }),
       onTab({ id: 'got', type: 'helper' }),
     ]
     await helper.load(ALL, flow)
     let w = nextMessage(helper.getNode('out1'))
-    helper.getNode('set').receive({ key: 'overridden', payload: 'via msg.key' })
-    await w
+    helper.getNode('set').receive({ topic: 'configured', key: 'overridden', payload: 'via msg.key' })
+    assert.equal((await w).key, 'overridden')
     w = nextMessage(helper.getNode('refOut'))
-    helper.getNode('refusing').receive({ key: 'overridden', payload: 'refused override', condition: 'NX', expiry: -5 })
+    helper.getNode('refusing').receive({ topic: 'configured', key: 'overridden', payload: 'refused override', condition: 'NX', expiry: -5 })
     assert.equal((await w).applied, true, 'refused overrides are ignored, not errors')
+    w = nextMessage(helper.getNode('refOut'))
+    // What a lock node or another set node upstream leaves in msg.key does not move a node with a key of its own.
+    helper.getNode('fixed').receive({ key: 'examples/counter/lock', payload: 'fixed wins' })
+    assert.equal((await w).key, 'fixed')
     const read = async (key: string) => {
       const r = nextMessage(helper.getNode('got'))
       helper.getNode('get').receive({ topic: key })
@@ -197,6 +218,8 @@ describe('nodes: ss-set and ss-get', function () {
     }
     assert.equal(await read('overridden'), 'via msg.key')
     assert.equal(await read('configured'), 'refused override')
+    assert.equal(await read('fixed'), 'fixed wins')
+    assert.equal(await read('examples/counter/lock'), undefined)
   })
 
   it('applies NX and NEX conditions from the node and from msg.condition', async () => {

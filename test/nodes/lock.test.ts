@@ -52,11 +52,12 @@ describe('nodes: ss-lock', function () {
     assert.equal(got.acquired, true)
     assert.equal(got.holder, 'A')
     assert.equal(got.payload, 'go')
+    assert.equal(got.key, 'pump', 'the lock name it used stays on the msg')
     assert.doesNotThrow(() => Hlc.parse(String(got.fencingToken)))
     assert.equal(lastStatus(helper.getNode('a')).text, `${COMMON}status.acquired`)
 
     const refused = await act('b', {}, 'no')
-    assert.deepEqual({ acquired: refused.acquired, holder: refused.holder }, { acquired: false, holder: 'A' })
+    assert.deepEqual({ acquired: refused.acquired, holder: refused.holder, key: refused.key }, { acquired: false, holder: 'A', key: 'pump' })
     assert.equal(lastStatus(helper.getNode('b')).text, `${COMMON}status.notAcquired`)
 
     const who = await act('b', { action: 'holder' })
@@ -126,7 +127,7 @@ describe('nodes: ss-lock', function () {
 
   it('lets msg.action and msg.key override the settings unless refused; unknown actions are errors', async () => {
     await helper.load(ALL, lockFlow(store.url, [
-      { id: 'a', key: 'ov', mode: 'lease', holder: 'A' },
+      { id: 'a', key: '"ov"', keyType: 'jsonata', mode: 'lease', holder: 'A' },
       { id: 'r', key: 'ov-refused', mode: 'lease', holder: 'R', overrides: false },
     ]))
     assert.equal((await act('a', { key: 'ov-other' })).acquired, true)
@@ -159,7 +160,7 @@ describe('nodes: ss-lock', function () {
     const first = await Promise.race([nextMessage(ok('one')).then((m) => ['one', m] as const), nextMessage(ok('two')).then((m) => ['two', m] as const)])
     const [leader, elected] = first
     const follower = leader === 'one' ? 'two' : 'one'
-    assert.deepEqual({ topic: elected.topic, payload: elected.payload, leader: elected.leader, holder: elected.holder }, { topic: 'position', payload: true, leader: true, holder: leader })
+    assert.deepEqual({ topic: elected.topic, key: elected.key, payload: elected.payload, leader: elected.leader, holder: elected.holder }, { topic: 'position', key: 'position', payload: true, leader: true, holder: leader })
     assert.doesNotThrow(() => Hlc.parse(String(elected.fencingToken)))
     await noMessage(ok(follower), 200)
     assert.equal(lastStatus(helper.getNode(leader)).text, `${COMMON}status.leader`)

@@ -1,6 +1,8 @@
 /**
  * The config dialog's Test connection button: its admin endpoint (POST /ss-config/test) against a
- * real mosquitto with a password file and a TLS listener, and a closed port. It reports connected /
+ * real mosquitto with a password file and a TLS listener (the emulator serving the state store
+ * through it), a plain mosquitto with no state store behind it, a port that is not MQTT, and a
+ * closed port. It reports connected / no state store / not MQTT / TLS on one side only /
  * authentication failed / refused / TLS error, uses the deployed password when the dialog shows the
  * saved-password placeholder, and never puts a credential in its answer or in any log. GET
  * /ss-config/broker tells what ${VAR} in the broker field is, only when it is a broker URL.
@@ -15,6 +17,8 @@ import { freePort } from '../../dev/ports'
 import { makeCerts, tlsListener, type TestCerts } from '../support/certs'
 import { Mosquitto } from '../support/mosquitto'
 import { coreNode, passwordFile } from './support'
+import { startEmulator, type Emulator } from '../../src/emulator'
+import { createServer, type Server } from 'node:net'
 
 const PASSWORD = 'correct-horse-battery-staple'
 const WRONG = 'tr0ub4dor-and-3'
@@ -42,6 +46,9 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
   let withPassword: string
   let withTls: string
   let closed: string
+  let service: Emulator
+  let bare: Mosquitto
+  let notMqtt: Server
 
   before(async function () {
     requireMosquitto(this)
@@ -63,6 +70,11 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
     withPassword = `mqtt://127.0.0.1:${plain}`
     withTls = `mqtts://127.0.0.1:${tls}`
     closed = `mqtt://127.0.0.1:${await freePort()}`
+    // The state store behind the broker: the emulator's service, attached as a client of it.
+    service = await startEmulator({ brokerUrl: withPassword, brokerUsername: 'alice', brokerPassword: PASSWORD })
+    bare = await Mosquitto.start()
+    notMqtt = createServer((socket) => socket.once('data', () => socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')))
+    await new Promise<void>((resolve) => notMqtt.listen(0, '127.0.0.1', resolve))
     await helper.load(
       [...ALL, coreNode('network/05-tls.js')],
       [
@@ -76,6 +88,9 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
   })
   after(async () => {
     await helper.unload()
+    await service?.stop()
+    await bare?.stop()
+    notMqtt?.close()
     await broker?.stop()
     if (dir) rmSync(dir, { recursive: true, force: true })
     if (pki) rmSync(pki.dir, { recursive: true, force: true })
@@ -97,6 +112,17 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
 
   it('uses the deployed password when the dialog shows the saved-password placeholder', async () => {
     assert.deepEqual(await test({ id: 'cfg', broker: withPassword, credentials: { username: 'alice', password: '__PWRD__' } }), { result: 'connected' })
+  })
+
+  it('no state store on a broker without one (plain mosquitto), not connected; connected where one answers', async () => {
+    assert.deepEqual(await test({ broker: bare.url }), { result: 'noService' })
+    assert.deepEqual(await test({ broker: withPassword, credentials: { username: 'alice', password: PASSWORD } }), { result: 'connected' })
+  })
+
+  it('not MQTT on a port that answers something else, or nothing (mqtt:// on the TLS port); mqtts:// on a plain port is told apart', async () => {
+    assert.deepEqual(await test({ broker: `mqtt://127.0.0.1:${(notMqtt.address() as { port: number }).port}` }), { result: 'notMqtt' })
+    assert.deepEqual(await test({ broker: withTls.replace('mqtts:', 'mqtt:') }), { result: 'notMqtt' })
+    assert.deepEqual(await test({ broker: bare.url.replace('mqtt:', 'mqtts:'), usetls: true, tls: 'tlsGood' }), { result: 'tlsUnexpected' })
   })
 
   it('refused on a closed port, with the reason', async () => {
@@ -126,6 +152,22 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
     } finally {
       delete process.env.SS_TEST_BUTTON_URL
       delete process.env.SS_TEST_BUTTON_OTHER
+    }
+  })
+
+  it('tells where a blank Broker URL connects: npm start\'s broker (AIO_STATESTORE_URL) when set, else 127.0.0.1:1883', async () => {
+    const blank = async () => (await helper.request().get('/ss-config/broker').query({ value: '' }).expect(200)).body
+    const saved = process.env.AIO_STATESTORE_URL
+    try {
+      delete process.env.AIO_STATESTORE_URL
+      assert.deepEqual(await blank(), { resolved: 'mqtt://127.0.0.1:1883' })
+      process.env.AIO_STATESTORE_URL = bare.url
+      assert.deepEqual(await blank(), { resolved: bare.url })
+      // And Test connection with a blank field goes there (a broker with no state store behind it).
+      assert.deepEqual(await test({ broker: '' }), { result: 'noService' })
+    } finally {
+      if (saved === undefined) delete process.env.AIO_STATESTORE_URL
+      else process.env.AIO_STATESTORE_URL = saved
     }
   })
 

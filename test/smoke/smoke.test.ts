@@ -4,7 +4,8 @@
 // .html/locales/icons in the tarball, a type registered under another name, examples not shipped,
 // examples that do not work.
 import { strict as assert } from 'node:assert'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmulator, type Emulator } from '../../src/emulator'
@@ -61,6 +62,19 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
 
   after(function () {
     if (work) rmSync(work, { recursive: true, force: true })
+  })
+
+  it('packs a package.json with no script that runs when it is installed', function () {
+    // `prepare` (it built the working tree) made installing the tarball warn about install scripts;
+    // the build now runs on `prepack`, `prestart` and `pretest`, none of which an install runs.
+    const packed = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as { scripts?: Record<string, string> }
+    const atInstall = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare', 'prepublish', 'dependencies']
+    assert.deepEqual(Object.keys(packed.scripts ?? {}).filter((name) => atInstall.includes(name)), [])
+    // Built from an empty dist/: a file the sources no longer make (a module moved since the last
+    // build) would otherwise ship, and a require of the old path would load it instead of the new one.
+    const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n').filter((f) => f.startsWith('package/dist/src/') && f.endsWith('.js'))
+    const stale = files.filter((f) => !existsSync(join(repoRoot, 'src', f.slice('package/dist/src/'.length).replace(/\.js$/, '.ts'))))
+    assert.deepEqual(stale, [], 'every packed module has its source')
   })
 
   it('has an expectation for every example it ships', function () {

@@ -40,6 +40,11 @@ export class FakeBroker {
     this.sockets.clear()
   }
 
+  /** Ends every connection with a DISCONNECT carrying this reason code (0x8E: session taken over), as a broker does. */
+  disconnectAll(reasonCode: number): void {
+    for (const s of this.sockets) s.end(generate({ cmd: 'disconnect', reasonCode }, { protocolVersion: 5 }))
+  }
+
   async stop(): Promise<void> {
     this.dropAll()
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
