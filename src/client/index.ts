@@ -1,4 +1,5 @@
 export { StateStoreClient, type ClientEvents } from './client'
+export { downCode } from './connection'
 export type {
   ClientOptions,
   ConnectionState,

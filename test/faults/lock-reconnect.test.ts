@@ -1,0 +1,96 @@
+/**
+ * A Lock.acquire waiting for a held lock rides through its connection dropping, with the
+ * connection wait of a config node: each try made while the broker is away fails with a
+ * ConnectionError `not-connected` whose message says "(the connection closed)", which once made
+ * the waiter give up (it decided by matching /closed/ in the message). And a waiter whose client is
+ * closed fails at once with the code `closed`.
+ */
+import assert from 'node:assert/strict'
+import { StateStoreClient } from '../../src/client'
+import { Lock } from '../../src/locks'
+import { ConnectionError } from '../../src/errors'
+import { Hlc } from '../../src/hlc'
+import { startEmulator, type Emulator } from '../../src/emulator'
+import { TcpRelay } from '../support/relay'
+import { sleep, until } from '../reliability/support'
+
+/** nodes/ss-config.ts's default connection wait, which ss-lock's requests get. */
+const CONFIG_CONNECTION_WAIT_MS = 2000
+const RECONNECT_MS = 1500
+
+describe('faults: a lock waiter through a reconnect', function () {
+  this.timeout(30_000)
+  let emulator: Emulator
+  let relay: TcpRelay
+  const clients: StateStoreClient[] = []
+  const client = (url: string, id: string, reconnectMs = 50) => {
+    const c = new StateStoreClient({ brokerUrl: url, clientId: `${id}-${process.pid}`, connectionWaitMs: CONFIG_CONNECTION_WAIT_MS, reconnectMinMs: reconnectMs, reconnectMaxMs: reconnectMs })
+    clients.push(c)
+    return c
+  }
+
+  before(async () => {
+    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
+    relay = await TcpRelay.start(emulator.brokerUrl)
+  })
+  afterEach(async () => {
+    relay.restore()
+    await Promise.all(clients.splice(0).map((c) => c.close()))
+  })
+  after(async () => {
+    await relay?.stop()
+    await emulator?.stop()
+  })
+
+  it('keeps waiting while its connection is down for longer than the connection wait, and acquires once the holder releases', async () => {
+    const holderClient = client(emulator.brokerUrl, 'holder')
+    const waiterClient = client(relay.url, 'waiter', RECONNECT_MS)
+    await Promise.all([holderClient.ready({ timeoutMs: 5000 }), waiterClient.ready({ timeoutMs: 5000 })])
+    const holder = new Lock(holderClient, 'fault/reconnect', { leaseMs: 20_000 })
+    const holderToken = await holder.acquire({ timeoutMs: 2000 })
+
+    // A short lease: the waiter looks again every 300 ms, so it tries while its connection is down.
+    const waiter = new Lock(waiterClient, 'fault/reconnect', { leaseMs: 300 })
+    const startedAt = Date.now()
+    let settled: string | null = null
+    const acquiring = waiter.acquire({ timeoutMs: 15_000 }).then(
+      (token) => ((settled = 'acquired'), token),
+      (err: unknown) => {
+        settled = `failed after ${Date.now() - startedAt} ms: ${String(err)}`
+        throw err
+      },
+    )
+    await sleep(400)
+
+    // The broker goes away: the connection drops and the reconnects, every 1.5 s, are turned away for 3.5 s.
+    relay.cut()
+    const downAt = Date.now()
+    await sleep(2 * RECONNECT_MS + 500)
+    relay.restore()
+    await until(() => waiterClient.status.state === 'connected', 'the waiter to reconnect', 10_000)
+    const downMs = Date.now() - downAt
+    assert.ok(downMs > CONFIG_CONNECTION_WAIT_MS, `the outage (${downMs} ms) outlasts the connection wait, so tries in it failed`)
+    assert.equal(settled, null, 'the waiter still waits')
+
+    assert.equal(await holder.release(), true)
+    const token = await acquiring
+    assert.ok(Hlc.compare(token, holderToken) > 0, 'a greater fencing token than the holder had')
+    await waiter.release()
+  })
+
+  it('fails at once with the code closed when its client is closed', async () => {
+    const holderClient = client(emulator.brokerUrl, 'holder2')
+    const waiterClient = client(relay.url, 'waiter2')
+    await Promise.all([holderClient.ready({ timeoutMs: 5000 }), waiterClient.ready({ timeoutMs: 5000 })])
+    const holder = new Lock(holderClient, 'fault/closed', { leaseMs: 20_000 })
+    await holder.acquire({ timeoutMs: 2000 })
+    // No timeout of its own: only the close can end this wait.
+    const waiting = new Lock(waiterClient, 'fault/closed', { leaseMs: 300 }).acquire()
+    await sleep(200)
+    relay.cut()
+    await sleep(100)
+    await waiterClient.close()
+    await assert.rejects(waiting, (err: unknown) => err instanceof ConnectionError && err.code === 'closed')
+    await holder.release()
+  })
+})
