@@ -1,9 +1,12 @@
-import { ArgumentError } from '../errors'
+import { ArgumentError, isTransient } from '../errors'
 import type { Hlc } from '../hlc'
 import { requireKey, type Bytes } from '../protocol'
 import { requirePositive, requireValue } from '../client/arguments'
 import { TypedEmitter } from '../client/typed-emitter'
 import type { Observation, RequestOptions, StateStoreClient } from '../client'
+
+/** How soon a renewal that met a connection loss tries again. */
+const RENEW_RETRY_MS = 100
 
 export interface LeaseOptions {
   /** The value stored under the lease name; default the client id. */
@@ -148,10 +151,29 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     this.timer = setTimeout(() => {
       this.timer = null
       // A renewal slower than the time the lease has left is worthless.
-      this.renew({ timeoutMs: Math.max(1, this.leaseMs - this.renewPeriodMs!) }).catch((err: Error) => {
-        if (generation === this.generation) this.drop({ reason: `renewal failed: ${err.message}`, error: err })
-      })
+      void this.renewBefore(generation, performance.now() + this.leaseMs - this.renewPeriodMs!)
     }, this.renewPeriodMs)
+  }
+
+  /**
+   * Renews, trying again after a connection loss (the service keeps the lease meanwhile) until
+   * the lease would have run out; any other failure, or running out, loses the lease.
+   */
+  private async renewBefore(generation: number, deadline: number): Promise<void> {
+    for (;;) {
+      try {
+        await this.renew({ timeoutMs: Math.max(1, deadline - performance.now()) })
+        return
+      } catch (err) {
+        if (generation !== this.generation) return
+        if (!isTransient(err) || deadline - performance.now() <= RENEW_RETRY_MS) {
+          this.drop({ reason: `renewal failed: ${(err as Error).message}`, error: err as Error })
+          return
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, RENEW_RETRY_MS))
+      if (generation !== this.generation) return
+    }
   }
 
   private stopRenewal(): void {

@@ -78,6 +78,26 @@ describe('faults: a lock waiter through a reconnect', function () {
     await waiter.release()
   })
 
+  it('keeps a held lease through a connection loss shorter than the lease: renewals try again', async () => {
+    const c = new StateStoreClient({ brokerUrl: relay.url, clientId: `renewer-${process.pid}`, connectionWaitMs: 200, reconnectMinMs: 50, reconnectMaxMs: 100 })
+    clients.push(c)
+    const observer = client(emulator.brokerUrl, 'observer')
+    await Promise.all([c.ready({ timeoutMs: 5000 }), observer.ready({ timeoutMs: 5000 })])
+    const held = new Lock(c, 'fault/renew', { leaseMs: 4000, renewPeriodMs: 300 })
+    const lost: string[] = []
+    held.lease.on('lost', ({ reason }) => lost.push(reason))
+    const first = await held.acquire({ timeoutMs: 2000 })
+    relay.cut()
+    // Renewals fall due and each waits only 200 ms for the connection: they fail `not-connected` and try again.
+    await sleep(1200)
+    relay.restore()
+    await until(() => held.lease.fencingToken !== null && Hlc.compare(held.lease.fencingToken, first) > 0 && c.status.state === 'connected', 'a renewal after the reconnect')
+    assert.deepEqual(lost, [])
+    assert.equal((await observer.get('fault/renew')).value?.toString(), c.clientId)
+    await held.release()
+    await held.lease.close()
+  })
+
   it('fails at once with the code closed when its client is closed', async () => {
     const holderClient = client(emulator.brokerUrl, 'holder2')
     const waiterClient = client(relay.url, 'waiter2')
