@@ -15,6 +15,8 @@ export interface LeaseOptions {
   leaseMs?: number
   /** Renew automatically at this period after acquiring; must be shorter than leaseMs. */
   renewPeriodMs?: number
+  /** Ask the service to persist the lease (`aio-persistence`), so it outlives an emulator restart with `--persist`; Lock.edit's write too. */
+  persist?: boolean
 }
 
 export interface HolderChange {
@@ -45,6 +47,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   readonly holderValue: Buffer
   readonly leaseMs: number
   readonly renewPeriodMs: number | undefined
+  readonly persist: boolean
   private token: Hlc | null = null
   private timer: NodeJS.Timeout | null = null
   /** Bumped by release and close, so a renewal answer that arrives afterwards changes nothing. */
@@ -65,6 +68,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     this.holderValue = Buffer.from(requireValue(options.holder ?? client.clientId, 'holder'))
     if (this.holderValue.length === 0) throw new ArgumentError('the holder must not be empty')
     this.leaseMs = requireWholeMs(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs')
+    this.persist = options.persist === true
     this.renewPeriodMs = options.renewPeriodMs === undefined ? undefined : requireWholeMs(options.renewPeriodMs, 'renewPeriodMs')
     if (this.renewPeriodMs !== undefined && this.renewPeriodMs >= this.leaseMs) {
       throw new ArgumentError(`renewPeriodMs (${this.renewPeriodMs}) must be shorter than leaseMs (${this.leaseMs})`)
@@ -80,7 +84,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   async tryAcquire(options: RequestOptions = {}): Promise<{ acquired: boolean; fencingToken: Hlc | null }> {
     const generation = this.generation
     const held = this.token !== null
-    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs })
+    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
     if (generation !== this.generation) return { acquired: result.applied, fencingToken: result.applied ? result.version : null }
     if (!result.applied) {
       this.drop(held ? { reason: 'another holder has the lease' } : null)
@@ -95,7 +99,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   /** Extends the lease we hold; false (and 'lost') when someone else holds it now. */
   async renew(options: RequestOptions = {}): Promise<boolean> {
     const generation = this.generation
-    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs })
+    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
     if (generation !== this.generation) return result.applied
     if (!result.applied) {
       this.drop({ reason: 'another holder has the lease' })

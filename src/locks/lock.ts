@@ -43,7 +43,7 @@ export class Lock {
       // The newest token (renewal mints greater ones). Had the lock been lost meanwhile, the service
       // refuses the old token once the next holder has written with its own: that is what fencing is for.
       const fencingToken = this.lease.fencingToken ?? acquired
-      return next === null ? await this.client.del(key, { fencingToken }) : await this.client.set(key, next, { fencingToken })
+      return next === null ? await this.client.del(key, { fencingToken }) : await this.client.set(key, next, { fencingToken, persist: this.lease.persist })
     } finally {
       await this.release().catch(() => {})
     }
