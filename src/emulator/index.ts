@@ -5,6 +5,7 @@ import { AdminServer } from './admin-mqtt'
 import { Authorizer } from './authorization'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker'
 import { DedupCache } from './dedup'
+import { DurableNotifications } from './durable-notifications'
 import { Executor } from './execute'
 import type { Logger } from '../log'
 import { makeLogger, stderrSink, type FilteredLogger, type LogThreshold } from './log'
@@ -112,9 +113,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       log('info', `persistence: ${store.size} key(s) and ${registrations.size} KEYNOTIFY registration(s) restored from ${options.persistFile}`)
     }
     const persisted = persistence
+    const notifications = new DurableNotifications(persisted, (n) => service?.notify(n), log)
     store.setListener((change) => {
       persisted?.record(change)
-      if (service) for (const n of registrations.notificationsFor(change)) service.notify(n)
+      if (service) notifications.publish(registrations.notificationsFor(change), persisted?.appendedSeq ?? 0)
     })
 
     let brokerUrl = options.brokerUrl

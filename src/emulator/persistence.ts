@@ -96,6 +96,11 @@ export class PersistenceLog {
     return this.appended
   }
 
+  /** How many records are written and synced. */
+  get durableSeq(): number {
+    return this.durable
+  }
+
   /** Records what a store change means for the log; no-op for changes to keys that are not persistent. */
   record(change: StoreChange): void {
     if (change.kind === 'set') {
