@@ -49,6 +49,8 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   readonly renewPeriodMs: number | undefined
   readonly persist: boolean
   private token: Hlc | null = null
+  /** performance.now() by which the lease surely still holds: when the request that took or renewed it was sent, plus leaseMs. */
+  private heldUntil = 0
   private timer: NodeJS.Timeout | null = null
   /** Bumped by release and close, so a renewal answer that arrives afterwards changes nothing. */
   private generation = 0
@@ -80,10 +82,16 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     return this.token
   }
 
+  /** How long the lease surely still holds, as this client measures it (the service may keep it longer); 0 when not held. */
+  get remainingMs(): number {
+    return this.token === null ? 0 : Math.max(0, this.heldUntil - performance.now())
+  }
+
   /** One attempt; on success starts automatic renewal when renewPeriodMs is set. */
   async tryAcquire(options: RequestOptions = {}): Promise<{ acquired: boolean; fencingToken: Hlc | null }> {
     const generation = this.generation
     const held = this.token !== null
+    const sentAt = performance.now()
     const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
     if (generation !== this.generation) return { acquired: result.applied, fencingToken: result.applied ? result.version : null }
     if (!result.applied) {
@@ -91,6 +99,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
       return { acquired: false, fencingToken: null }
     }
     this.token = result.version
+    this.heldUntil = sentAt + this.leaseMs
     this.emit(held ? 'renewed' : 'acquired', { fencingToken: result.version })
     this.schedule()
     return { acquired: true, fencingToken: result.version }
@@ -99,6 +108,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   /** Extends the lease we hold; false (and 'lost') when someone else holds it now. */
   async renew(options: RequestOptions = {}): Promise<boolean> {
     const generation = this.generation
+    const sentAt = performance.now()
     const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
     if (generation !== this.generation) return result.applied
     if (!result.applied) {
@@ -107,6 +117,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     }
     const renewed = this.token !== null
     this.token = result.version
+    this.heldUntil = sentAt + this.leaseMs
     this.emit(renewed ? 'renewed' : 'acquired', { fencingToken: result.version })
     this.schedule()
     return true

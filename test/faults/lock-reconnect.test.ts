@@ -3,12 +3,13 @@
  * connection wait of a config node: each try made while the broker is away fails with a
  * ConnectionError `not-connected` whose message says "(the connection closed)", which once made
  * the waiter give up (it decided by matching /closed/ in the message). And a waiter whose client is
- * closed fails at once with the code `closed`.
+ * closed fails at once with the code `closed`. A lease kept through a short loss; an edit that does
+ * not write past its lease.
  */
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Lock } from '../../src/locks'
-import { ConnectionError } from '../../src/errors'
+import { ConnectionError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
@@ -96,6 +97,24 @@ describe('faults: a lock waiter through a reconnect', function () {
     assert.equal((await observer.get('fault/renew')).value?.toString(), c.clientId)
     await held.release()
     await held.lease.close()
+  })
+
+  it('Lock.edit does not write once its lease may have run out, so the next holder loses no increment (chaos run, seed 20261125)', async () => {
+    const [a, b] = [client(emulator.brokerUrl, 'slow-holder'), client(emulator.brokerUrl, 'next-holder')]
+    await Promise.all([a.ready({ timeoutMs: 5000 }), b.ready({ timeoutMs: 5000 })])
+    const counter = 'fault/counter'
+    const bump = (current: Buffer | null) => String(Number(current?.toString() ?? '0') + 1)
+    // A reads 0 and is held up past its 1 s lease; B takes the lock, reads 0, and is slow too; A's write would land in between.
+    const slow = new Lock(a, 'fault/edit', { leaseMs: 1000 }).edit(counter, async (current) => (await sleep(1500), bump(current)))
+    const slowOutcome = slow.then(
+      () => 'written',
+      (err: unknown) => (err instanceof TimeoutError ? 'timeout' : String(err)),
+    )
+    await sleep(1100)
+    const next = await new Lock(b, 'fault/edit', { leaseMs: 5000 }).edit(counter, async (current) => (await sleep(800), bump(current)), { timeoutMs: 5000 })
+    assert.equal(await slowOutcome, 'timeout', 'the holder past its lease does not write')
+    assert.ok('applied' in next && next.applied)
+    assert.equal((await b.get(counter)).value?.toString(), '1', 'one acknowledged increment, one count')
   })
 
   it('fails at once with the code closed when its client is closed', async () => {
