@@ -121,19 +121,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (const fault of plan) {
         const wait = fault.at - (performance.now() - startedAt)
         if (wait > 0) await sleep(wait)
-        await injector.apply(fault, sleep)
+        await within(injector.apply(fault, sleep), fault.durationMs + 20_000, `the fault ${describeFault(fault)} to be applied and healed`)
       }
       const rest = roundMs - (performance.now() - startedAt)
       if (rest > 0) await sleep(rest)
       injector.healAll()
       if (!emulator || !emulator.running) emulator = await EmulatorCli.start(emulatorArgs)
-      await Promise.all(clients.map((c) => c.ready({ timeoutMs: 15_000 })))
-
-      await Promise.all([requests.stop(), locks.stop()])
+      await within(Promise.all(clients.map((c) => c.ready({ timeoutMs: 15_000 }))), 20_000, 'every client to reconnect after the faults healed')
+      await within(Promise.all([requests.stop(), locks.stop()]), 30_000, 'the workloads to stop')
       const checked = requests.check()
-      const lockCheck = await locks.check(reader)
-      const watchViolations = await watches.check(reader, 5000)
-      await Promise.all([locks.close(), watches.close()])
+      const lockCheck = await within(locks.check(reader), 30_000, 'the locks check')
+      const watchViolations = await within(watches.check(reader, 5000), 30_000, 'the watches check')
+      await within(Promise.all([locks.close(), watches.close()]), 10_000, 'the elections and watches to close')
       const skew = await skewRefused(probe)
       const violations = [...checked.violations, ...lockCheck.violations, ...watchViolations, ...skew]
       report.operations += checked.operations + lockCheck.operations
@@ -154,6 +153,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const applied = FAULT_KINDS.filter((k) => report.faults.has(k))
   report.line = `chaos: ${report.operations} operations checked in ${report.schedules} fault schedules (${applied.join(', ')}), ${report.violations.length} violations`
   return report
+}
+
+/** A phase that does not end in time is a failure of the run that says which phase, not a hang. */
+async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`chaos: timed out after ${ms} ms waiting for ${what}`)), ms)))
+  try {
+    return await Promise.race([work, late])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** A client 90 s ahead is refused, and the error says the clocks differ. */
