@@ -24,7 +24,7 @@ async function settled() {
 
 const [mode, arg] = process.argv.slice(2)
 if (mode === 'store') {
-  const { Store } = require(join(ROOT, 'dist/src/emulator/store'))
+  const { Store } = require(join(ROOT, 'dist/src/emulator/core/store'))
   const { HybridLogicalClock } = require(join(ROOT, 'dist/src/hlc'))
   const n = Number(arg)
   const store = new Store({ clock: new HybridLogicalClock() })
@@ -52,7 +52,7 @@ if (mode === 'store') {
   const keep = new Array(n).fill(0)
   let map = null
   const before = await settled()
-  // Each part in the shape src/emulator/store.ts gives it. Key strings come from Buffers as the
+  // Each part in the shape src/emulator/core/store.ts gives it. Key strings come from Buffers as the
   // store makes them (flat strings; a template literal of 13+ characters would be a cons string,
   // some 30 bytes more).
   if (name === 'map') {

@@ -50,7 +50,7 @@ const baselineDir = argv.includes('--baseline') ? argv[argv.indexOf('--baseline'
 const broker = await startMosquitto()
 const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0], nodeArgs: traceArgs, env: traceRole('emulator') })
 const baseBroker = baselineDir ? await startMosquitto() : null
-const baseEmu = baselineDir ? await startEmulatorProcess({ brokerUrl: baseBroker.urls[0], cli: join(baselineDir, 'dist/src/emulator/cli.js'), env: traceRole('baseline-emulator') }) : null
+const baseEmu = baselineDir ? await startEmulatorProcess({ brokerUrl: baseBroker.urls[0], cli: join(baselineDir, 'dist/src/emulator/cli/main.js'), env: traceRole('baseline-emulator') }) : null
 // The processes each variant's messages go through besides the writer and this one (the watcher):
 // their CPU per message is measured round by round.
 const middleOf = { statestore: emu, baseline: baseEmu }

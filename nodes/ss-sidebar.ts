@@ -1,7 +1,7 @@
 import type { NodeAPI } from 'node-red'
 import type { Request, Response } from 'express'
-import { adminFor } from '../src/emulator'
-import { LiveFeed, lockView, RemoteAdminRegistry, viewValue, watchView, type AdminChannel, type StoreActivity } from '../src/observe'
+import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulator/admin'
+import { LiveFeed, lockView, viewValue, watchView, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/store'
 
 /**

@@ -27,5 +27,5 @@ for (const dir of ['locales']) {
 }
 cpSync(join(root, 'icons'), join(out, 'icons'), { recursive: true })
 
-const cli = join(root, 'dist', 'src', 'emulator', 'cli.js')
+const cli = join(root, 'dist', 'src', 'emulator', 'cli', 'main.js')
 if (existsSync(cli)) chmodSync(cli, 0o755)

@@ -23,7 +23,7 @@ let url
 let broker = null
 if (argv[0] === '--broker') url = argv[1]
 else if (argv[0] === '--listen') {
-  const { startBroker } = require(join(ROOT, 'dist/src/emulator/broker'))
+  const { startBroker } = require(join(ROOT, 'dist/src/emulator/broker/broker'))
   broker = await startBroker({ port: 0 })
   url = broker.url
 } else {

@@ -8,8 +8,8 @@ import { ROOT } from './harness.mjs'
 import { keyOf, VALUE_100 } from './load.mjs'
 
 const require = createRequire(import.meta.url)
-const { Store } = require(join(ROOT, 'dist/src/emulator/store'))
-const { PersistenceLog } = require(join(ROOT, 'dist/src/emulator/persistence'))
+const { Store } = require(join(ROOT, 'dist/src/emulator/core/store'))
+const { PersistenceLog } = require(join(ROOT, 'dist/src/emulator/journal/journal'))
 const { HybridLogicalClock } = require(join(ROOT, 'dist/src/hlc'))
 
 const [file, count] = process.argv.slice(2)

@@ -100,7 +100,7 @@ export async function startMosquitto({ listeners = [{}] } = {}) {
  * or `--trace-gc`) is added to its node flags, and with BENCH_EMULATOR_OUTPUT=<file> what it printed is
  * written there when it stops.
  */
-export async function startEmulatorProcess({ brokerUrl, nodeArgs = [], persistFile, env, cli = join(ROOT, 'dist/src/emulator/cli.js') } = {}) {
+export async function startEmulatorProcess({ brokerUrl, nodeArgs = [], persistFile, env, cli = join(ROOT, 'dist/src/emulator/cli/main.js') } = {}) {
   const args = brokerUrl ? ['--broker', brokerUrl] : ['--listen', '127.0.0.1:0']
   if (persistFile) args.push('--persist', persistFile)
   const extra = (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean)

@@ -1,24 +1,25 @@
 import type { Duplex } from 'node:stream'
 import { Hlc, HlcError, HybridLogicalClock } from '../hlc'
-import { EmulatorAdmin, registerAdmin } from './admin'
-import { AdminServer } from './admin-mqtt'
-import { Authorizer } from './authorization'
-import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker'
-import { DedupCache } from './dedup'
-import { DurableNotifications } from './durable-notifications'
-import { Executor } from './execute'
+import { EmulatorAdmin, registerAdmin } from './admin/key-browser'
+import { AdminServer } from './admin/server'
+import { readAuthorizationFile } from './authorization-file'
+import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker/broker'
+import { DedupCache } from './core/dedup'
+import { DurableNotifications } from './journal/durable-notifications'
+import { Executor } from './core/execute'
 import type { Logger } from '../log'
-import { makeLogger, stderrSink, type FilteredLogger, type LogThreshold } from './log'
-import { Registrations } from './notifications'
-import type { Replayed } from './log-format'
-import { PersistenceLog } from './persistence'
-import { StateStoreService } from './service'
-import { Store } from './store'
+import { makeLogger, stderrSink, type FilteredLogger, type LogThreshold } from './logger'
+import { Registrations } from './core/registrations'
+import type { Replayed } from './journal/format'
+import { PersistenceLog } from './journal/journal'
+import { stateStorePublishPolicy } from './service/broker-policy'
+import { StateStoreService } from './service/service'
+import { Store } from './core/store'
 
-export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker'
-export type { LogThreshold as EmulatorLogLevel } from './log'
-export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin'
-export { ADMIN_REQUEST_TOPIC, adminResponseTopic, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './admin-wire'
+export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
+export type { LogThreshold as EmulatorLogLevel } from './logger'
+export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin/key-browser'
+export { ADMIN_REQUEST_TOPIC, adminResponseTopic, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './admin/wire'
 
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
@@ -34,7 +35,7 @@ export interface EmulatorOptions {
   maxKeys?: number
   /** HLC node id of the service; a fresh UUID by default. */
   nodeId?: string
-  /** JSON rules: client id patterns → key patterns with Read/Write (see authorization.ts). */
+  /** JSON rules: client id patterns → key patterns with Read/Write (see core/authorization.ts). */
   authorizationFile?: string
   /** Embedded broker only: username/password and K8S-SAT tokens accepted. */
   brokerAuth?: BrokerAuth
@@ -46,10 +47,10 @@ export interface EmulatorOptions {
   persistCompactMinBytes?: number
   /** Requests waiting for the disk at once (default 10000); beyond it the emulator stops reading from the broker until they drain. */
   maxInFlight?: number
-  /** Open the admin channel (a key browser for tools in this process, see admin.ts). Off by default. */
+  /** Open the admin channel (a key browser for tools in this process, see admin/key-browser.ts). Off by default. */
   admin?: boolean
   /**
-   * Also serve the admin channel over MQTT on its own topics (admin-wire.ts), for tools in other
+   * Also serve the admin channel over MQTT on its own topics (admin/wire.ts), for tools in other
    * processes (the CLI's `--admin`). Implies `admin`. Off by default: for development only, as
    * anyone who can publish to its request topic reads every key.
    */
@@ -82,7 +83,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
   const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
   const store = new Store({ clock, ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}) })
-  const authorizer = options.authorizationFile ? Authorizer.fromFile(options.authorizationFile) : null
+  const authorizer = options.authorizationFile ? readAuthorizationFile(options.authorizationFile) : null
   const registrations = new Registrations()
 
   let persistence: PersistenceLog | null = null
@@ -112,12 +113,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       }
       log('info', `persistence: ${store.size} key(s) and ${registrations.size} KEYNOTIFY registration(s) restored from ${options.persistFile}`)
     }
+    // The journal is written from here alone: from the changes the core reports.
     const persisted = persistence
     const notifications = new DurableNotifications(persisted, (n) => service?.notify(n), log)
     store.setListener((change) => {
       persisted?.record(change)
       if (service) notifications.publish(registrations.notificationsFor(change), persisted?.appendedSeq ?? 0)
     })
+    if (persisted) registrations.setListener((change) => persisted.record(change))
 
     let brokerUrl = options.brokerUrl
     let credentials: { username?: string; password?: string } = {}
@@ -127,30 +130,25 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       if (options.brokerPassword !== undefined) credentials.password = options.brokerPassword
     } else {
       const listen = options.listen ?? { port: 0 }
-      broker = await startBroker({ port: listen.port, log, ...(listen.host !== undefined ? { host: listen.host } : {}), ...(options.brokerAuth ? { auth: options.brokerAuth } : {}) })
+      broker = await startBroker({ port: listen.port, log, publishPolicy: stateStorePublishPolicy, ...(listen.host !== undefined ? { host: listen.host } : {}), ...(options.brokerAuth ? { auth: options.brokerAuth } : {}) })
       brokerUrl = broker.url
       if (broker.serviceCredentials) credentials = broker.serviceCredentials
       // The service forgets a client's registrations when its connection ends; only a broker in this process can tell.
-      const dropClient = (clientId: string) => {
-        const n = registrations.dropClient(clientId)
-        if (n > 0) persisted?.recordDropClient(clientId)
-        return n
-      }
       broker.onClientDisconnect((clientId) => {
-        const n = dropClient(clientId)
+        const n = registrations.dropClient(clientId)
         if (n > 0) log('debug', `client ${JSON.stringify(clientId)} disconnected; ${n} KEYNOTIFY registration(s) dropped`)
       })
       // A broker that just started has no clients: whoever registered before was disconnected when
       // the previous one stopped (e.g. the file was last used behind an external broker).
       const stale = registrations.clients()
-      for (const clientId of stale) dropClient(clientId)
+      for (const clientId of stale) registrations.dropClient(clientId)
       if (stale.length > 0) log('info', `persistence: KEYNOTIFY registrations of ${stale.length} client(s) dropped; the embedded broker starts without clients`)
     }
 
     service = await StateStoreService.start({
       brokerUrl,
       ...credentials,
-      executor: new Executor({ store, clock, registrations, authorizer, persistence }),
+      executor: new Executor({ store, clock, registrations, authorizer, persistence: persistence !== null }),
       dedup: new DedupCache(),
       persistence,
       log,

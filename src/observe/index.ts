@@ -4,4 +4,3 @@ export { ConnectionMetrics, type ConnectionFigures, type RecentError, type Reque
 export { viewValue, type ValueView } from './value'
 export { LiveFeed, type LiveFeedOptions, type StoreUpdate } from './feed'
 export { lockView, watchView, type ConnectionView, type LockView, type WatchView } from './views'
-export { RemoteAdminRegistry, RemoteEmulatorAdmin, type AdminChannel } from './remote-admin'

@@ -422,3 +422,32 @@ export class Editor {
     return file
   }
 }
+
+/** Shows the "state store" sidebar tab (also for a page an Editor does not drive, e.g. after a login). */
+export async function openSidebar(page: Page): Promise<void> {
+  // The editor adds plugins after the flows are drawn: wait for the tab's content to exist.
+  await page.locator('.ss-sidebar').waitFor({ state: 'attached' })
+  const button = page.locator('button[data-tab-id="aio-statestore"]')
+  // Node-RED 5 has a button per tab; Node-RED 4 a tab strip whose overflow hides some: its own call then.
+  if (await button.count()) await button.click()
+  else {
+    // Node-RED 4 shows its first tab once it has loaded, which may come after ours was shown.
+    let shownFor = 0
+    for (let attempt = 0; attempt < 30 && shownFor < 3; attempt++) {
+      if (await page.locator('.ss-sidebar').isVisible()) shownFor += 1
+      else {
+        shownFor = 0
+        await page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show('aio-statestore'))
+      }
+      await new Promise((r) => setTimeout(r, 500))
+    }
+    await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+  }
+  await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+  // Node-RED 5 shows the debug tab below ours; hidden, the state store tab has the whole height.
+  const debug = page.locator('button[data-tab-id="debug"]')
+  if (await debug.count()) {
+    await debug.click()
+    await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
+  }
+}

@@ -23,11 +23,11 @@ export function requireChromium(ctx: Mocha.Context): void {
 /** Starts `npm start` and opens its editor in chromium; `close()` stops both. */
 export type OpenedEditor = EditorSession & { close(): Promise<void> }
 
-export async function openEditor(startTimeoutMs = 45000): Promise<OpenedEditor> {
+export async function openEditor(startTimeoutMs = 45000, options: { editorLanguage?: string } = {}): Promise<OpenedEditor> {
   const red = await StartedEditor.start(startTimeoutMs)
   let browser: Browser | null = null
   try {
-    browser = await Browser.launch()
+    browser = await Browser.launch(options)
     const problems = new PageProblems(browser.page)
     const editor = new Editor(browser.page, red.url)
     await problems.tolerating(LOAD_RACE, () => editor.open())

@@ -9,7 +9,7 @@ import type { Page } from 'playwright-core'
 import { StateStoreClient } from '../../src/client'
 import { AuthRuntime, RUNTIMES, USERS } from '../sidebar/runtime'
 import { catalogue as readCatalogue } from './catalogue'
-import { Editor } from './editor'
+import { Editor, openSidebar } from './editor'
 import { openEditor, requireChromium, type OpenedEditor } from './session'
 import { artifactsDir, Browser, PageProblems } from './support'
 
@@ -23,34 +23,6 @@ function text(path: string, subs: Record<string, string | number> = {}): string 
 const WATCHED = 'examples/thermostat/setpoint'
 const LOCK = 'examples/pump-owner'
 const BULK = 100_000
-
-async function openSidebar(page: Page): Promise<void> {
-  // The editor adds plugins after the flows are drawn: wait for the tab's content to exist.
-  await page.locator('.ss-sidebar').waitFor({ state: 'attached' })
-  const button = page.locator('button[data-tab-id="aio-statestore"]')
-  // Node-RED 5 has a button per tab; Node-RED 4 a tab strip whose overflow hides some: its own call then.
-  if (await button.count()) await button.click()
-  else {
-    // Node-RED 4 shows its first tab once it has loaded, which may come after ours was shown.
-    let shownFor = 0
-    for (let attempt = 0; attempt < 30 && shownFor < 3; attempt++) {
-      if (await page.locator('.ss-sidebar').isVisible()) shownFor += 1
-      else {
-        shownFor = 0
-        await page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show('aio-statestore'))
-      }
-      await new Promise((r) => setTimeout(r, 500))
-    }
-    await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
-  }
-  await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
-  // Node-RED 5 shows the debug tab below ours; hidden, the state store tab has the whole height.
-  const debug = page.locator('button[data-tab-id="debug"]')
-  if (await debug.count()) {
-    await debug.click()
-    await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
-  }
-}
 
 /**
  * The sidebar as the user sees it, scrolled so `section` is at the top. An element screenshot

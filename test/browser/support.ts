@@ -95,7 +95,11 @@ export class Browser {
     private readonly profile: string,
   ) {}
 
-  static async launch(): Promise<Browser> {
+  /**
+   * `editorLanguage` is Node-RED's own language setting (User settings > View > Language), which the
+   * editor keeps in the browser's localStorage as `editor-language`: set before the editor loads.
+   */
+  static async launch(options: { editorLanguage?: string } = {}): Promise<Browser> {
     const profile = mkdtempSync(join(tmpdir(), 'aio-ss-browser-profile-'))
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
@@ -116,6 +120,9 @@ export class Browser {
         '--disable-dev-shm-usage',
       ],
     })
+    if (options.editorLanguage) {
+      await context.addInitScript((lang) => window.localStorage.setItem('editor-language', lang), options.editorLanguage)
+    }
     const page = context.pages()[0] ?? (await context.newPage())
     // Every step here takes well under a second; a wait that runs longer has found a fault.
     page.setDefaultTimeout(8000)

@@ -1,5 +1,5 @@
 /**
- * The mqtt.js behaviour src/client/connection.ts and src/emulator/service.ts rely on beyond its
+ * The mqtt.js behaviour src/client/connection.ts and src/emulator/service/service.ts rely on beyond its
  * documented API, each checked on its own so that an mqtt.js release that changes one fails here
  * with a message naming what changed and what depends on it (package.json pins mqtt to the minor
  * versions these tests passed on). Documented API (removeOutgoingMessage, handleMessage, the

@@ -2,10 +2,10 @@
 // instead of running every key scan together, and the channel serves again once they are answered.
 import assert from 'node:assert/strict'
 import mqtt, { type MqttClient } from 'mqtt'
-import { AdminServer } from '../../src/emulator/admin-mqtt'
-import { ADMIN_REQUEST_TOPIC, type AdminReply } from '../../src/emulator/admin-wire'
+import { AdminServer } from '../../src/emulator/admin/server'
+import { ADMIN_REQUEST_TOPIC, type AdminReply } from '../../src/emulator/admin/wire'
 import type { EmulatorAdmin } from '../../src/emulator'
-import { makeLogger } from '../../src/emulator/log'
+import { makeLogger } from '../../src/emulator/logger'
 import { requireMosquitto, until } from '../reliability/support'
 import { Mosquitto } from '../support/mosquitto'
 

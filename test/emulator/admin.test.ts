@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { HybridLogicalClock } from '../../src/hlc'
 import { adminFor, startEmulator } from '../../src/emulator'
-import { EmulatorAdmin } from '../../src/emulator/admin'
-import { Store } from '../../src/emulator/store'
+import { EmulatorAdmin } from '../../src/emulator/admin/key-browser'
+import { Store } from '../../src/emulator/core/store'
 
 function filled(n: number, prefix = 'k'): Store {
   const store = new Store({ clock: new HybridLogicalClock() })

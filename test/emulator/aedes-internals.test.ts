@@ -1,5 +1,5 @@
 /**
- * The aedes internals src/emulator/broker.ts reads, checked on their own so that an aedes release
+ * The aedes internals src/emulator/broker/broker.ts reads, checked on their own so that an aedes release
  * that changes them fails here with a message naming what changed (package.json pins aedes to the
  * version these tests passed on): `aedes.clients`, connected clients by id (isConnected and direct
  * delivery of notifications), and `client.subscriptions`, a client's filters by topic.
@@ -24,7 +24,7 @@ function installedVersion(name: string): string {
 const AEDES_VERSION = installedVersion('aedes')
 
 function changed(what: string): string {
-  return `aedes ${AEDES_VERSION} changed ${what}; src/emulator/broker.ts (isConnected, deliverUnsubscribed) depends on it. Adapt it, then widen the aedes range in package.json.`
+  return `aedes ${AEDES_VERSION} changed ${what}; src/emulator/broker/broker.ts (isConnected, deliverUnsubscribed) depends on it. Adapt it, then widen the aedes range in package.json.`
 }
 
 describe(`aedes ${AEDES_VERSION}: the internals the embedded broker reads`, function () {

@@ -8,7 +8,7 @@ import { Hlc } from '../../src/hlc'
 import { CONTENT_TYPE, Notification, notificationTopic, PREVIEW_REQUEST_TOPIC, Prop, Reply, Request, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
 import { encodeCommand, encodeValue } from '../../src/resp'
 import type { Emulator, EmulatorOptions } from '../../src/emulator'
-import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/refusals'
+import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/core/refusals'
 import { RawClient, sleep, type Received, type SendOptions } from './raw-client'
 import { until } from '../reliability/support'
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 
 const ROOT = join(__dirname, '..', '..')
-const CLI = join(ROOT, 'src', 'emulator', 'cli.ts')
+const CLI = join(ROOT, 'src', 'emulator', 'cli', 'main.ts')
 
 /** `aio-statestore-emulator` run as a child process from its TypeScript source (no build needed). */
 export class EmulatorProcess {

@@ -58,7 +58,7 @@ describe('aio-statestore-emulator (command line)', function () {
 
   it('is the package bin, with a node shebang', () => {
     const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { bin: Record<string, string> }
-    assert.equal(pkg.bin['aio-statestore-emulator'], 'dist/src/emulator/cli.js')
-    assert.match(readFileSync(join(__dirname, '..', '..', 'src', 'emulator', 'cli.ts'), 'utf8'), /^#!\/usr\/bin\/env node\n/)
+    assert.equal(pkg.bin['aio-statestore-emulator'], 'dist/src/emulator/cli/main.js')
+    assert.match(readFileSync(join(__dirname, '..', '..', 'src', 'emulator', 'cli', 'main.ts'), 'utf8'), /^#!\/usr\/bin\/env node\n/)
   })
 })

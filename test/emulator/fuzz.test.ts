@@ -9,7 +9,7 @@ import { Hlc } from '../../src/hlc'
 import { Prop, Reply, Request } from '../../src/protocol'
 import { decodeExact, encodeCommand } from '../../src/resp'
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator'
-import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/refusals'
+import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/core/refusals'
 import { mosquittoUrl } from '../support/broker'
 import { RawClient, type Received } from './raw-client'
 

@@ -3,7 +3,7 @@ import { Socket } from 'node:net'
 import mqtt from 'mqtt'
 import { StateStoreClient } from '../../src/client'
 import { inProcessConnector, startBroker, startEmulator } from '../../src/emulator'
-import { inProcessPair } from '../../src/emulator/in-process'
+import { inProcessPair } from '../../src/emulator/broker/in-process'
 
 const waitFor = async (check: () => boolean, what: string) => {
   const deadline = Date.now() + 5000

@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { encodeCommand } from '../../src/resp'
-import { Authorizer } from '../../src/emulator/authorization'
-import { parseCommand } from '../../src/emulator/commands'
-import { DedupCache } from '../../src/emulator/dedup'
-import { RequestPrint } from '../../src/emulator/request-print'
-import { Registrations } from '../../src/emulator/notifications'
-import { responseTopicRefusal } from '../../src/emulator/refusals'
+import { readAuthorizationFile } from '../../src/emulator/authorization-file'
+import { Authorizer } from '../../src/emulator/core/authorization'
+import { parseCommand } from '../../src/emulator/core/commands'
+import { DedupCache } from '../../src/emulator/core/dedup'
+import { RequestPrint } from '../../src/emulator/core/request-print'
+import { Registrations } from '../../src/emulator/core/registrations'
+import { responseTopicRefusal } from '../../src/emulator/core/refusals'
 import { isAllowedResponseTopic, PREVIEW_REQUEST_TOPIC, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
 import { Hlc } from '../../src/hlc'
 
@@ -148,11 +149,11 @@ describe('emulator parts', () => {
       try {
         const file = join(dir, 'auth.json')
         writeFileSync(file, JSON.stringify([{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Read', keys: ['*'] }] }]))
-        assert.ok(Authorizer.fromFile(file).allows('x', k('any'), 'read'))
+        assert.ok(readAuthorizationFile(file).allows('x', k('any'), 'read'))
         writeFileSync(file, JSON.stringify({ rules: [{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Delete', keys: ['*'] }] }] }))
-        assert.throws(() => Authorizer.fromFile(file), /"method" must be Read, Write or ReadWrite/)
+        assert.throws(() => readAuthorizationFile(file), /"method" must be Read, Write or ReadWrite/)
         writeFileSync(file, '{ not json')
-        assert.throws(() => Authorizer.fromFile(file), /cannot read the authorization file/)
+        assert.throws(() => readAuthorizationFile(file), /cannot read the authorization file/)
       } finally {
         rmSync(dir, { recursive: true, force: true })
       }

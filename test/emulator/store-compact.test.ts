@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { Hlc, HybridLogicalClock } from '../../src/hlc'
-import { Store, type StoreChange, type StoredRecord } from '../../src/emulator/store'
+import { Store, type StoreChange, type StoredRecord } from '../../src/emulator/core/store'
 
 // The store keeps small values as latin1 strings and versions as numbers (for memory); these check
 // that what comes back out is exactly what went in, on both sides of the size threshold.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { Hlc, HybridLogicalClock } from '../../src/hlc'
-import { Store, type StoreChange, type Timers } from '../../src/emulator/store'
+import { Store, type StoreChange, type Timers } from '../../src/emulator/core/store'
 
 /** A wall clock and a timer queue the test moves by hand. */
 class FakeTime implements Timers {

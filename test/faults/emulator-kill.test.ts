@@ -1,5 +1,5 @@
 /**
- * The emulator CLI (`dist/src/emulator/cli.js --persist`) killed with SIGKILL while a client
+ * The emulator CLI (`dist/src/emulator/cli/main.js --persist`) killed with SIGKILL while a client
  * writes persistent and in-memory keys, then started again on the same file. Every persistent SET
  * that was acknowledged is back with the acknowledged version; in-memory keys written before the
  * crash are gone (only `aio-persistence=true` SETs are kept); the client, which never lost its

@@ -1,0 +1,197 @@
+import { randomBytes } from 'node:crypto'
+import { Connection } from '../../client/connection'
+import { resolveOptions } from '../../client/options'
+import type { ClientOptions } from '../../client/types'
+import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
+import { ADMIN_REQUEST_TOPIC, adminResponseTopic, fromWireDetails, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './wire'
+
+/** What the key browser needs of an emulator's admin channel, in this process or over MQTT. */
+export interface AdminChannel {
+  listKeys(query: KeyQuery): Promise<KeyPage> | KeyPage
+  inspect(key: Buffer): Promise<KeyDetails | null> | KeyDetails | null
+}
+
+/** How long a broker gets to show an admin-enabled emulator (connect + hello) before the browser says "not available". */
+const DISCOVERY_TIMEOUT_MS = 2000
+/** A page of a million keys is a full scan: give it time. */
+const REQUEST_TIMEOUT_MS = 30_000
+
+/**
+ * The client of an emulator's admin channel over MQTT (see src/emulator/admin/wire.ts), on a
+ * connection of its own made with the config node's options (TLS, credentials, TCP_NODELAY) and a
+ * client id of its own, so that the store's connection and its session are left alone.
+ */
+export class RemoteEmulatorAdmin implements AdminChannel {
+  private readonly pending = new Map<string, { resolve(reply: AdminReply): void; reject(err: Error): void }>()
+  private readonly responseTopic: string
+  /** The broker said nobody serves the admin channel any more (the emulator stopped or restarted without it). */
+  private gone = false
+
+  private constructor(private readonly connection: Connection, responseTopic: string) {
+    this.responseTopic = responseTopic
+    connection.on('message', (topic, payload, packet) => {
+      if (topic !== this.responseTopic) return
+      const id = packet.properties?.correlationData?.toString('hex')
+      const waiter = id === undefined ? undefined : this.pending.get(id)
+      if (!waiter) return
+      // The waiter's finish() takes it out of `pending` and clears its timer.
+      try {
+        waiter.resolve(JSON.parse(payload.toString('utf8')) as AdminReply)
+      } catch {
+        waiter.reject(new Error('the emulator answered the admin request with something that is not JSON'))
+      }
+    })
+  }
+
+  /**
+   * Connects and asks for the emulator; null when none answers within the timeout (no emulator,
+   * an emulator without `--admin`, a broker that refuses us): the connection is then closed.
+   */
+  static async discover(options: ClientOptions, timeoutMs = DISCOVERY_TIMEOUT_MS): Promise<{ admin: RemoteEmulatorAdmin; hello: AdminHello } | null> {
+    const clientId = `${options.clientId}-admin-${randomBytes(3).toString('hex')}`.replace(/[+#/]/g, '_')
+    const responseTopic = adminResponseTopic(clientId)
+    let admin: RemoteEmulatorAdmin
+    try {
+      // Quiet: the store's own connection already reports on this broker.
+      const resolved = resolveOptions({ ...options, clientId, cleanStart: true, connectTimeoutMs: timeoutMs, logger: () => {} })
+      delete resolved.sessionExpirySec
+      delete resolved.metrics
+      admin = new RemoteEmulatorAdmin(new Connection(resolved, [responseTopic]), responseTopic)
+    } catch {
+      return null
+    }
+    const deadline = Date.now() + timeoutMs
+    try {
+      await admin.online(timeoutMs)
+      const hello = await admin.request({ op: 'hello' }, Math.max(1, deadline - Date.now()))
+      return { admin, hello: hello as AdminHello }
+    } catch {
+      await admin.close()
+      return null
+    }
+  }
+
+  /** Worth asking again: not closed, and the emulator was still there at the last request. */
+  get open(): boolean {
+    return !this.connection.closed && !this.gone
+  }
+
+  private online(timeoutMs: number): Promise<void> {
+    if (this.connection.online) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.connection.off('online', onOnline)
+        reject(new Error('not connected'))
+      }, timeoutMs)
+      const onOnline = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+      this.connection.once('online', onOnline)
+    })
+  }
+
+  async listKeys(query: KeyQuery): Promise<KeyPage> {
+    const { signal: _signal, ...rest } = query
+    return (await this.request({ op: 'listKeys', query: rest }, REQUEST_TIMEOUT_MS)) as KeyPage
+  }
+
+  async inspect(key: Buffer): Promise<KeyDetails | null> {
+    const details = (await this.request({ op: 'inspect', keyHex: key.toString('hex') }, REQUEST_TIMEOUT_MS)) as WireKeyDetails | null
+    return details ? fromWireDetails(details) : null
+  }
+
+  private async request(request: AdminRequest, timeoutMs: number): Promise<unknown> {
+    const body = request.op === 'listKeys' ? { op: request.op, ...request.query } : request
+    const correlation = randomBytes(8)
+    const id = correlation.toString('hex')
+    const reply = await new Promise<AdminReply>((resolve, reject) => {
+      const timer = setTimeout(() => finish(new Error(`the emulator's admin channel did not answer within ${timeoutMs} ms`)), timeoutMs)
+      const finish = (err: Error | null, value?: AdminReply) => {
+        clearTimeout(timer)
+        this.pending.delete(id)
+        if (err) reject(err)
+        else resolve(value!)
+      }
+      this.pending.set(id, { resolve: (r) => finish(null, r), reject: (e) => finish(e) })
+      this.connection.publish(ADMIN_REQUEST_TOPIC, Buffer.from(JSON.stringify(body)), { responseTopic: this.responseTopic, correlationData: correlation, contentType: 'application/json' }, (outcome) => {
+        if (outcome.error) finish(outcome.error)
+        // PUBACK "no matching subscribers": no emulator serves the admin channel on this broker.
+        else if (outcome.noSubscribers) {
+          this.gone = true
+          finish(new Error('no emulator serves the admin channel on this broker'))
+        }
+      })
+    })
+    if (!reply.ok) throw new Error(`the emulator refused the admin request: ${reply.error}`)
+    return reply.result
+  }
+
+  async close(): Promise<void> {
+    for (const waiter of this.pending.values()) waiter.reject(new Error('the admin connection was closed'))
+    this.pending.clear()
+    await this.connection.close()
+  }
+}
+
+/** How long an answer to "is there an admin-enabled emulator?" is trusted, and how long an unused connection stays open. */
+const ABSENT_FOR_MS = 10_000
+const IDLE_CLOSE_MS = 60_000
+
+interface Entry {
+  /** The options it was found with: other options (a redeploy) mean looking again. */
+  signature: string
+  found: Promise<RemoteEmulatorAdmin | null>
+  checkedAt: number
+  idle?: NodeJS.Timeout
+}
+
+/**
+ * The remote admin channels of the sidebar's stores, one per config node: looked for on demand,
+ * an absence remembered briefly, a found connection closed when unused for a minute.
+ */
+export class RemoteAdminRegistry {
+  private readonly entries = new Map<string, Entry>()
+
+  constructor(private readonly timeoutMs = DISCOVERY_TIMEOUT_MS) {}
+
+  async find(storeId: string, options: ClientOptions): Promise<RemoteEmulatorAdmin | null> {
+    const { metrics: _m, logger: _l, ...rest } = options
+    const signature = JSON.stringify(rest)
+    let entry = this.entries.get(storeId)
+    if (entry && entry.signature === signature) {
+      const found = await entry.found
+      if (found?.open) {
+        this.touch(storeId, entry)
+        return found
+      }
+      if (!found && Date.now() - entry.checkedAt < ABSENT_FOR_MS) return null
+    }
+    if (entry) await this.drop(storeId)
+    entry = { signature, checkedAt: Date.now(), found: RemoteEmulatorAdmin.discover(options, this.timeoutMs).then((r) => r?.admin ?? null) }
+    this.entries.set(storeId, entry)
+    const found = await entry.found
+    entry.checkedAt = Date.now()
+    if (found) this.touch(storeId, entry)
+    return found
+  }
+
+  private touch(storeId: string, entry: Entry): void {
+    clearTimeout(entry.idle)
+    entry.idle = setTimeout(() => void this.drop(storeId), IDLE_CLOSE_MS)
+    entry.idle.unref()
+  }
+
+  private async drop(storeId: string): Promise<void> {
+    const entry = this.entries.get(storeId)
+    if (!entry) return
+    this.entries.delete(storeId)
+    clearTimeout(entry.idle)
+    await (await entry.found)?.close()
+  }
+
+  /** Closes every connection (flows stopped). */
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.entries.keys()].map((id) => this.drop(id)))
+  }
+}

@@ -1,0 +1,170 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
+import { globToRegExp } from '../core/authorization'
+import type { Store, StoredRecord } from '../core/store'
+
+/**
+ * The emulator's admin channel: looking at the whole store from outside the state store protocol
+ * (a key browser for people), so the service's wire behaviour stays that of the real service.
+ * Off by default (`EmulatorOptions.admin`): an emulator started with it registers here under its
+ * broker URL, where the Node-RED sidebar in the same process finds it. `adminOverMqtt` (the CLI's
+ * `--admin`) also serves it over MQTT for other processes (wire.ts, server.ts).
+ */
+
+export interface KeyQuery {
+  /** Glob over the key (`*`, `?`); all keys when absent or empty. */
+  pattern?: string
+  /** The `next` of the previous page: keys sorted after it. */
+  after?: string
+  /** Keys per page, 1 to 1000 (default 100). */
+  limit?: number
+  signal?: AbortSignal
+}
+
+export interface KeyEntry {
+  /** The key's bytes as hex (what a cursor and an inspection take). */
+  keyHex: string
+  /** The key as UTF-8 text, or null for binary keys (then show keyHex). */
+  key: string | null
+  /** Value bytes. */
+  size: number
+  version: string
+  /** Wall-clock ms, or null for none. */
+  expiresAt: number | null
+  fencingToken: string | null
+  persisted: boolean
+}
+
+export interface KeyPage {
+  keys: KeyEntry[]
+  /** Keys matching the pattern in the whole store (at the time of the scan). */
+  matching: number
+  /** Keys in the store. */
+  total: number
+  /** Cursor for the next page, or null when this is the last. */
+  next: string | null
+}
+
+export interface KeyDetails extends KeyEntry {
+  value: Buffer
+}
+
+/** How long one scan step may hold the event loop before it yields. */
+const STEP_MS = 8
+const CHECK_EVERY = 512
+const MAX_LIMIT = 1000
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+function entry(id: string, record: StoredRecord, size: number): KeyEntry {
+  const bytes = Buffer.from(id, 'latin1')
+  let key: string | null = null
+  try {
+    key = utf8.decode(bytes)
+  } catch {
+    key = null
+  }
+  return {
+    keyHex: bytes.toString('hex'),
+    key,
+    size,
+    version: record.version.toString(),
+    expiresAt: record.expiresAt === 0 ? null : record.expiresAt,
+    fencingToken: record.fencingToken?.toString() ?? null,
+    persisted: record.persisted,
+  }
+}
+
+export class EmulatorAdmin {
+  /** `stepMs`: how long one step of a scan may hold the event loop (tests make it 0). */
+  constructor(
+    private readonly store: Store,
+    private readonly stepMs = STEP_MS,
+  ) {}
+
+  get keyCount(): number {
+    return this.store.size
+  }
+
+  /**
+   * One page of keys in byte order, filtered by a glob. The store is a hash map, so every page is
+   * one pass over it keeping the `limit` smallest keys past the cursor (O(n log limit), no sorted
+   * copy of a million keys); the pass yields to the event loop every few milliseconds, so requests
+   * keep being served while it runs. Paging by the last key stays right while keys change.
+   */
+  async listKeys(query: KeyQuery = {}): Promise<KeyPage> {
+    const limit = Math.min(MAX_LIMIT, Math.max(1, Math.floor(query.limit ?? 100)))
+    const pattern = query.pattern ? globToRegExp(Buffer.from(query.pattern, 'utf8').toString('latin1')) : null
+    const after = query.after ? Buffer.from(query.after, 'hex').toString('latin1') : null
+    /** Sorted ascending; at most limit + 1 (the extra one says whether there is a next page). */
+    const best: Array<[string, StoredRecord]> = []
+    const keep = limit + 1
+    let matching = 0
+    let since = 0
+    let stepStart = performance.now()
+    for (const item of this.store.scan()) {
+      const id = item[0]
+      if (++since >= CHECK_EVERY) {
+        since = 0
+        if (performance.now() - stepStart > this.stepMs) {
+          await yieldToEventLoop()
+          query.signal?.throwIfAborted()
+          stepStart = performance.now()
+        }
+      }
+      if (pattern !== null && !pattern.test(id)) continue
+      matching += 1
+      if (after !== null && id <= after) continue
+      if (best.length === keep && id >= best[keep - 1]![0]) continue
+      let lo = 0
+      let hi = best.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (best[mid]![0] < id) lo = mid + 1
+        else hi = mid
+      }
+      best.splice(lo, 0, item)
+      if (best.length > keep) best.pop()
+    }
+    const more = best.length > limit
+    const page = more ? best.slice(0, limit) : best
+    const keys = page.map(([id, record]) => entry(id, record, record.value.length))
+    return { keys, matching, total: this.store.size, next: more && keys.length > 0 ? keys[keys.length - 1]!.keyHex : null }
+  }
+
+  /** A key with its value and everything the store knows about it; null when it does not exist. */
+  inspect(key: Buffer): KeyDetails | null {
+    const record = this.store.get(key)
+    if (!record) return null
+    const value = record.value
+    return { ...entry(key.toString('latin1'), record, value.length), value }
+  }
+}
+
+const byBrokerUrl = new Map<string, EmulatorAdmin>()
+
+/** host:port of a broker URL, with the loopback names made one, so `mqtt://localhost:1883` finds `mqtt://127.0.0.1:1883`. */
+function brokerAddress(url: string): string | null {
+  try {
+    const u = new URL(url)
+    const host = u.hostname === 'localhost' || u.hostname === '[::1]' || u.hostname === '::1' ? '127.0.0.1' : u.hostname
+    const port = u.port || (u.protocol === 'mqtts:' ? '8883' : u.protocol === 'ws:' ? '80' : u.protocol === 'wss:' ? '443' : '1883')
+    return `${host}:${port}`
+  } catch {
+    return null
+  }
+}
+
+export function registerAdmin(brokerUrl: string, admin: EmulatorAdmin): () => void {
+  const address = brokerAddress(brokerUrl)
+  if (address === null) return () => {}
+  byBrokerUrl.set(address, admin)
+  return () => {
+    if (byBrokerUrl.get(address) === admin) byBrokerUrl.delete(address)
+  }
+}
+
+/** The admin channel of an emulator in this process serving at this broker URL, if it has one. */
+export function adminFor(brokerUrl: string): EmulatorAdmin | null {
+  const address = brokerAddress(brokerUrl)
+  return address === null ? null : (byBrokerUrl.get(address) ?? null)
+}

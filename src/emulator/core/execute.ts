@@ -1,0 +1,184 @@
+import { Hlc, HlcError, type HybridLogicalClock } from '../../hlc'
+import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../../protocol'
+import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../errors'
+import { accessOf, parseCommand, type Command } from './commands'
+import type { Authorizer } from './authorization'
+import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
+import type { Registrations } from './registrations'
+import type { Store } from './store'
+
+/** What the executor needs to know about a request besides its payload. */
+export interface RequestContext {
+  /** A user property's value (the first, if repeated); undefined when absent. */
+  prop(name: string): string | undefined
+  /**
+   * Who is asking: the client id notifications are addressed to and rules are matched against; null
+   * when the request names none the service can stand behind (see identity.ts).
+   */
+  clientId: string | null
+  /** The dialect the request came in; v1 when absent. */
+  dialect?: Dialect
+}
+
+export interface Answer {
+  payload: Buffer
+  /** `__ts` of the answer: the version concerned, when there is one. */
+  timestamp?: string
+  /** Set when the answer is `-ERR`: which error and why, for the log. */
+  error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
+  command?: Command
+}
+
+export interface ExecutorOptions {
+  store: Store
+  clock: HybridLogicalClock
+  registrations: Registrations
+  authorizer?: Authorizer | null
+  /** Whether SETs with `aio-persistence=true` make persistent keys (the emulator has a persistence file). */
+  persistence?: boolean
+}
+
+/**
+ * Executes one request against the store, synchronously, in the order the checks of the service
+ * come: payload, timestamps, authorization, fencing token, then the verb itself.
+ */
+export class Executor {
+  constructor(private readonly options: ExecutorOptions) {}
+
+  execute(payload: Buffer, ctx: RequestContext): Answer {
+    const parsed = parseCommand(payload)
+    if (!parsed.ok) return refuse(parsed.code, parsed.detail)
+    const command = parsed.command
+    if (command.verb === 'KEYNOTIFY' && ctx.dialect?.notifications === false) {
+      return refuse('UnknownCommand', `KEYNOTIFY does not exist in the ${ctx.dialect.name} dialect`, command)
+    }
+    const { clock, authorizer } = this.options
+
+    const tsText = ctx.prop(Prop.timestamp)
+    let ts: Hlc | null = null
+    if (tsText === undefined) {
+      if (command.verb === 'SET') return refuse('TimestampMissing', 'SET without __ts', command)
+    } else {
+      ts = parseHlc(tsText)
+      if (!ts) return refuse('TimestampMalformed', `__ts ${JSON.stringify(tsText.slice(0, 80))} is not an HLC`, command)
+      if (!withinDrift(clock, ts)) return refuse('TimestampSkew', `__ts ${tsText} is too far ahead`, command)
+    }
+
+    // Notifications go to a topic named after the client id: without one, a registration would be for nobody.
+    if (command.verb === 'KEYNOTIFY' && ctx.clientId === null) {
+      return refuseAs('UnknownClient', 'no __srcId, $partition or __invId, and a response topic not under clients/<id>/', command)
+    }
+    // A caller without a client id is matched as the empty one: only a rule for any client ("*") grants it.
+    if (authorizer && !authorizer.allows(ctx.clientId ?? '', command.key, accessOf(command))) {
+      return refuse('NotAuthorized', `${JSON.stringify(ctx.clientId)} may not ${accessOf(command)} the key`, command)
+    }
+
+    let fencingToken: Hlc | null = null
+    if (command.verb === 'SET' || command.verb === 'DEL' || command.verb === 'VDEL') {
+      const ftText = ctx.prop(Prop.fencingToken)
+      if (ftText !== undefined) {
+        fencingToken = parseHlc(ftText)
+        if (!fencingToken) return refuse('TimestampMalformed', `__ft ${JSON.stringify(ftText.slice(0, 80))} is not an HLC`, command)
+        if (!withinDrift(clock, fencingToken)) return refuse('FencingTokenSkew', `__ft ${ftText} is too far ahead`, command)
+      }
+    }
+
+    // The receive rule is applied once: the reading it gives is the version of the write this request
+    // makes (the article's worked example: `T:0:client` is answered `T:1:<node>`), not merged here and
+    // ticked again when the version is minted.
+    let received: Hlc | null = null
+    if (ts) {
+      try {
+        received = clock.update(ts)
+      } catch (err) {
+        if (err instanceof HlcError) return refuse('TimestampMalformed', `__ts ${tsText}: ${err.message}`, command)
+        throw err
+      }
+    }
+
+    const answer = this.run(command, ctx, { fencingToken, received })
+    answer.command = command
+    return answer
+  }
+
+  private run(command: Command, ctx: RequestContext, write: { fencingToken: Hlc | null; received: Hlc | null }): Answer {
+    const { store, registrations, persistence } = this.options
+    switch (command.verb) {
+      case 'GET': {
+        const record = store.get(command.key)
+        return record ? { payload: Reply.value(record.value), timestamp: record.version.toString() } : { payload: Reply.nil }
+      }
+      case 'SET': {
+        const persist = persistence === true && ctx.prop(Prop.persist)?.toLowerCase() === 'true'
+        const outcome = store.set(command.key, command.value, {
+          condition: command.condition,
+          ...(command.expiryMs !== undefined ? { expiryMs: command.expiryMs } : {}),
+          ...write,
+          persist,
+        })
+        if (outcome.kind === 'error') return refuse(outcome.code, 'SET refused by the store', command)
+        return { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
+      }
+      case 'DEL':
+      case 'VDEL': {
+        const outcome = command.verb === 'DEL' ? store.del(command.key, write) : store.vdel(command.key, command.value, write)
+        switch (outcome.kind) {
+          case 'error':
+            return refuse(outcome.code, `${command.verb} refused by the store`, command)
+          case 'missing':
+            return { payload: Reply.integer(0) }
+          case 'deleted':
+            return { payload: Reply.integer(1), timestamp: outcome.version.toString() }
+          case 'mismatch':
+            return { payload: Reply.notApplied, timestamp: outcome.version.toString() }
+        }
+      }
+      case 'KEYNOTIFY': {
+        // Checked in execute(); repeated for the type.
+        const clientId = ctx.clientId
+        if (clientId === null) return refuseAs('UnknownClient', 'no client id', command)
+        const version = store.get(command.key)?.version.toString()
+        const withVersion = (payload: Buffer): Answer => (version ? { payload, timestamp: version } : { payload })
+        if (command.stop) {
+          if (!registrations.unregister(clientId, command.key)) return withVersion(Reply.integer(0))
+          return withVersion(Reply.ok)
+        }
+        const max = maxNotifiedKeyBytes(clientId)
+        if (command.key.length > max) {
+          // Not in the service's catalogue: registering would promise notifications no MQTT topic can carry.
+          const text = `the key is too long to be notified: at most ${max} bytes for this client id`
+          return { payload: Reply.error(text), error: { code: 'KeyTooLongToNotify', detail: `a ${command.key.length}-byte key` }, command }
+        }
+        registrations.register(clientId, command.key)
+        return withVersion(Reply.ok)
+      }
+    }
+  }
+}
+
+function refuse(code: ServiceErrorCode, detail: string, command?: Command): Answer {
+  return { payload: Reply.error(SERVICE_ERROR_TEXT[code]), error: { code, detail }, ...(command ? { command } : {}) }
+}
+
+function refuseAs(code: EmulatorRefusalCode, detail: string, command: Command): Answer {
+  return { payload: Reply.error(EMULATOR_REFUSAL_TEXT[code]), error: { code, detail }, command }
+}
+
+function parseHlc(text: string): Hlc | null {
+  try {
+    return Hlc.parse(text)
+  } catch (err) {
+    if (err instanceof HlcError) return null
+    throw err
+  }
+}
+
+function withinDrift(clock: HybridLogicalClock, reading: Hlc): boolean {
+  try {
+    clock.validate(reading)
+    return true
+  } catch (err) {
+    if (err instanceof HlcError) return false
+    throw err
+  }
+}

@@ -1,0 +1,31 @@
+import { REQUEST_TOPICS, SERVICE_CLIENTS_PREFIX } from '../../protocol'
+
+/**
+ * Requests the emulator refuses with a text of its own. No official client ever sends them (they
+ * come from hand-made MQTT: mosquitto_rr, mosquitto_pub, scripts); the protocol article says such a
+ * request fails but not with which text. The article asks clients to accept unknown `-ERR` texts, so
+ * each one says what to do instead.
+ */
+export const EMULATOR_REFUSAL_TEXT = {
+  /** Article: "If these properties aren't present or the request isn't of type QoS 1, the request fails." */
+  NotQos1: 'the request must be published with QoS 1',
+  /** The RPC command cache: two requests with one correlation id must be the same request, or it is a protocol error. */
+  CorrelationReused: 'this correlation data belongs to a different request still remembered for re-sends; use new correlation data for every request',
+  /** KEYNOTIFY needs the MQTT client id: it names the notification topic. */
+  UnknownClient: 'KEYNOTIFY needs your MQTT client id: send it in the user property __srcId, or use a response topic clients/<client id>/...',
+} as const
+
+export type EmulatorRefusalCode = keyof typeof EMULATOR_REFUSAL_TEXT
+
+/**
+ * Why a Response Topic may not be used on a state store request, or null when it may. The article
+ * forbids the request topic (either dialect's: an answer there would come back as a request) and
+ * anything under the service's notification prefix; a wildcard is not a topic name at all. The same
+ * rule as `isAllowedResponseTopic` (src/protocol), with the reason for the log.
+ */
+export function responseTopicRefusal(topic: string): string | null {
+  if (REQUEST_TOPICS.includes(topic)) return 'it is the request topic'
+  if (topic.startsWith(SERVICE_CLIENTS_PREFIX)) return `it begins with ${SERVICE_CLIENTS_PREFIX}, which belongs to the state store`
+  if (/[+#]/.test(topic)) return 'it contains a wildcard'
+  return null
+}

@@ -1,0 +1,389 @@
+import { Hlc, type HybridLogicalClock } from '../../hlc'
+import type { ServiceErrorCode } from '../../errors'
+import type { SetCondition } from '../../protocol'
+import { ExpiryHeap } from './expiry-heap'
+
+/**
+ * The key-value state of the emulator: records, versions, fencing tokens and expiry. Pure: no MQTT,
+ * no files. Changes are reported through `onChange`, synchronously and in the order they happen,
+ * which is what notifications and persistence rely on.
+ */
+
+export interface StoredRecord {
+  /**
+   * The value's bytes, never a view into a network read. Read from the store, a small value is a
+   * fresh Buffer made for the reader (see `PackedRecord`): use it, don't keep it for long.
+   */
+  readonly value: Buffer
+  readonly version: Hlc
+  readonly fencingToken: Hlc | null
+  /** Wall-clock ms after which the key no longer exists; 0 for never. */
+  readonly expiresAt: number
+  /** Whether the record is in the persistence log. */
+  readonly persisted: boolean
+}
+
+export type StoreChange =
+  /** `value` is the value as written (the record may hold it in another form): notifications are made from it. */
+  | { kind: 'set'; key: Buffer; value: Buffer; record: StoredRecord; wasPersisted: boolean }
+  | { kind: 'delete'; key: Buffer; version: Hlc; cause: 'del' | 'vdel' | 'expired'; wasPersisted: boolean }
+
+export interface WriteOptions {
+  /** `__ft` of the request, already parsed and checked for drift. */
+  fencingToken?: Hlc | null
+  /**
+   * What the clock read after merging the request's `__ts`: the version of the write, so that the
+   * HLC receive rule is applied once. A fresh tick instead when the clock has moved on since.
+   */
+  received?: Hlc | null
+}
+
+export interface SetOptions extends WriteOptions {
+  condition?: SetCondition
+  /** Milliseconds from now; undefined for no expiry. */
+  expiryMs?: number
+  persist?: boolean
+}
+
+export type SetOutcome = { kind: 'applied'; version: Hlc } | { kind: 'not-applied'; version: Hlc } | { kind: 'error'; code: ServiceErrorCode }
+export type DeleteOutcome =
+  | { kind: 'deleted'; version: Hlc }
+  | { kind: 'missing' }
+  | { kind: 'mismatch'; version: Hlc }
+  | { kind: 'error'; code: ServiceErrorCode }
+
+export interface Timers {
+  set(fn: () => void, ms: number): unknown
+  clear(handle: unknown): void
+}
+
+export interface StoreOptions {
+  /** Mints every version; its node id is the service's. */
+  clock: HybridLogicalClock
+  /** Wall clock in ms for expiry; the clock's own by default is Date.now. Inject with the clock's for tests. */
+  now?: () => number
+  /** Key quota; unlimited when undefined. */
+  maxKeys?: number
+  onChange?: (change: StoreChange) => void
+  /** How the one expiry timer is armed; injectable for tests. */
+  timers?: Timers
+}
+
+// setTimeout takes at most a signed 32-bit delay; later deadlines re-arm when the timer fires.
+const MAX_TIMER_MS = 0x7fffffff
+
+const realTimers: Timers = {
+  set: (fn, ms) => {
+    const t = setTimeout(fn, ms)
+    t.unref()
+    return t
+  },
+  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+}
+
+/**
+ * Values shorter than this are kept as latin1 strings: one byte per character, exact for any bytes,
+ * 16 bytes of header in the heap. A Buffer of its own costs some 200 bytes of ArrayBuffer
+ * bookkeeping besides its bytes, which doubles a key of 100 bytes; past a few KiB that is noise,
+ * and a copy per read is not.
+ */
+const SMALL_VALUE_BYTES = 4096
+
+/**
+ * What a record holds besides its value and version numbers. Records with no fencing token and no
+ * expiry (most keys) share one per node id and persistence flag, so they pay nothing for these
+ * fields; a record with either has its own, which also keeps its version object as it came.
+ */
+class Attributes {
+  constructor(
+    readonly nodeId: string,
+    /** The version as minted or loaded, on a record's own attributes; null on shared ones. */
+    readonly version: Hlc | null,
+    readonly fencingToken: Hlc | null,
+    readonly expiresAt: number,
+    readonly persisted: boolean,
+  ) {}
+}
+
+/**
+ * One key's record, as compact as the heap allows (a million keys are a target): the value as a
+ * latin1 string when small, the version as two numbers (its node id is in the attributes). The
+ * `StoredRecord` fields are built when read, so a GET makes one Buffer and one `Hlc`.
+ */
+class PackedRecord implements StoredRecord {
+  constructor(
+    private readonly data: string | Buffer,
+    private readonly timestamp: number,
+    private readonly counter: number,
+    readonly attributes: Attributes,
+  ) {}
+
+  get value(): Buffer {
+    const data = this.data
+    return typeof data === 'string' ? Buffer.from(data, 'latin1') : data
+  }
+
+  get version(): Hlc {
+    return this.attributes.version ?? new Hlc(this.timestamp, this.counter, this.attributes.nodeId)
+  }
+
+  get fencingToken(): Hlc | null {
+    return this.attributes.fencingToken
+  }
+
+  get expiresAt(): number {
+    return this.attributes.expiresAt
+  }
+
+  get persisted(): boolean {
+    return this.attributes.persisted
+  }
+
+  /** Whether the value is exactly these bytes, without making a Buffer of it. */
+  holds(bytes: Buffer): boolean {
+    const data = this.data
+    return typeof data === 'string' ? bytes.length === data.length && bytes.toString('latin1') === data : data.equals(bytes)
+  }
+}
+
+export class Store {
+  /** Keyed by the latin1 string of the key bytes: one byte per character, so binary keys are exact and compact. */
+  private readonly records = new Map<string, PackedRecord>()
+  /** The shared attributes by node id: [not persisted, persisted]. Node ids are this clock's and those of restored versions, a handful. */
+  private readonly shared = new Map<string, [Attributes, Attributes]>()
+  private readonly expiry = new ExpiryHeap()
+  private readonly clock: HybridLogicalClock
+  private readonly now: () => number
+  private readonly timers: Timers
+  private readonly maxKeys: number
+  private onChange: (change: StoreChange) => void
+  private timer: unknown = null
+  private timerDeadline = 0
+  private closed = false
+  /** The last version minted: a reading is never the version of two changes. */
+  private minted: Hlc | null = null
+
+  constructor(options: StoreOptions) {
+    this.clock = options.clock
+    this.now = options.now ?? Date.now
+    this.timers = options.timers ?? realTimers
+    this.maxKeys = options.maxKeys ?? Infinity
+    this.onChange = options.onChange ?? (() => {})
+  }
+
+  /** Replaces the change listener (the service wires it after replaying persistence). */
+  setListener(onChange: (change: StoreChange) => void): void {
+    this.onChange = onChange
+  }
+
+  get size(): number {
+    return this.records.size
+  }
+
+  get(key: Buffer): StoredRecord | null {
+    return this.live(key.toString('latin1'))
+  }
+
+  set(key: Buffer, value: Buffer, options: SetOptions = {}): SetOutcome {
+    const id = key.toString('latin1')
+    const existing = this.live(id)
+    const token = options.fencingToken ?? null
+    const fenced = checkFence(existing, token)
+    if (fenced) return { kind: 'error', code: fenced }
+    const condition = options.condition ?? 'always'
+    if (existing) {
+      if (condition === 'NX') return { kind: 'not-applied', version: existing.version }
+      if (condition === 'NEX' && !existing.holds(value)) return { kind: 'not-applied', version: existing.version }
+    } else if (this.records.size >= this.maxKeys) {
+      // Keys past their deadline still count until collected; collect before refusing.
+      this.expireDue()
+      if (this.records.size >= this.maxKeys) return { kind: 'error', code: 'QuotaExceeded' }
+    }
+    const version = this.mint(options.received)
+    const expiresAt = options.expiryMs !== undefined ? this.now() + options.expiryMs : 0
+    const record = this.slot(value, version, newerToken(existing?.fencingToken ?? null, token), expiresAt, options.persist === true)
+    this.records.set(id, record)
+    if (expiresAt !== 0) this.track(id, expiresAt)
+    this.onChange({ kind: 'set', key, value, record, wasPersisted: existing?.persisted ?? false })
+    return { kind: 'applied', version }
+  }
+
+  del(key: Buffer, options: WriteOptions = {}): DeleteOutcome {
+    const id = key.toString('latin1')
+    const existing = this.live(id)
+    if (!existing) return { kind: 'missing' }
+    const fenced = checkFence(existing, options.fencingToken ?? null)
+    if (fenced) return { kind: 'error', code: fenced }
+    return { kind: 'deleted', version: this.remove(id, existing, 'del', options.received) }
+  }
+
+  vdel(key: Buffer, value: Buffer, options: WriteOptions = {}): DeleteOutcome {
+    const id = key.toString('latin1')
+    const existing = this.live(id)
+    if (!existing) return { kind: 'missing' }
+    const fenced = checkFence(existing, options.fencingToken ?? null)
+    if (fenced) return { kind: 'error', code: fenced }
+    if (!existing.holds(value)) return { kind: 'mismatch', version: existing.version }
+    return { kind: 'deleted', version: this.remove(id, existing, 'vdel', options.received) }
+  }
+
+  /**
+   * Puts a record back as it was (persistence replay): no version is minted, no change is reported.
+   * A record already past its deadline is not loaded.
+   */
+  load(key: Buffer, record: StoredRecord): void {
+    const id = key.toString('latin1')
+    if (record.expiresAt !== 0 && record.expiresAt <= this.now()) {
+      this.records.delete(id)
+      return
+    }
+    this.records.set(id, this.slot(record.value, record.version, record.fencingToken, record.expiresAt, record.persisted))
+    if (record.expiresAt !== 0) this.track(id, record.expiresAt)
+  }
+
+  /** Forgets a key without a trace (persistence replay of a deletion). */
+  unload(key: Buffer): void {
+    this.records.delete(key.toString('latin1'))
+  }
+
+  /** Every live record; for snapshots. */
+  *entries(): IterableIterator<[Buffer, StoredRecord]> {
+    const now = this.now()
+    for (const [id, record] of this.records) {
+      if (record.expiresAt === 0 || record.expiresAt > now) yield [Buffer.from(id, 'latin1'), record]
+    }
+  }
+
+  /**
+   * Every live record with its key as a latin1 string (one character per byte), made without a
+   * Buffer per key: for scans over the whole store (the admin key browser). Survives changes
+   * between steps (a Map iterator does), so a caller may pause in between.
+   */
+  *scan(): IterableIterator<[string, StoredRecord]> {
+    for (const [id, record] of this.records) {
+      if (record.expiresAt === 0 || record.expiresAt > this.now()) yield [id, record]
+    }
+  }
+
+  /** Deletes every key whose deadline has passed, reporting each; arms the timer for the next one. */
+  expireDue(): void {
+    const now = this.now()
+    for (;;) {
+      const top = this.expiry.peek()
+      if (!top || top.deadline > now) break
+      this.expiry.pop()
+      const record = this.records.get(top.id)
+      // Entries left behind by a re-SET or a delete are skipped here rather than searched for earlier.
+      if (record && record.expiresAt === top.deadline) this.remove(top.id, record, 'expired')
+    }
+    this.arm()
+  }
+
+  close(): void {
+    this.closed = true
+    if (this.timer !== null) this.timers.clear(this.timer)
+    this.timer = null
+  }
+
+  private slot(value: Buffer, version: Hlc, fencingToken: Hlc | null, expiresAt: number, persisted: boolean): PackedRecord {
+    const data = value.length < SMALL_VALUE_BYTES ? value.toString('latin1') : own(value)
+    let attributes: Attributes
+    if (fencingToken === null && expiresAt === 0) {
+      let pair = this.shared.get(version.nodeId)
+      if (!pair) {
+        pair = [new Attributes(version.nodeId, null, null, 0, false), new Attributes(version.nodeId, null, null, 0, true)]
+        this.shared.set(version.nodeId, pair)
+      }
+      attributes = pair[persisted ? 1 : 0]
+    } else {
+      attributes = new Attributes(version.nodeId, version, fencingToken, expiresAt, persisted)
+    }
+    return new PackedRecord(data, version.timestamp, version.counter, attributes)
+  }
+
+  /** The record if it exists and has not expired; an expired one is deleted on the spot. */
+  private live(id: string): PackedRecord | null {
+    const record = this.records.get(id)
+    if (!record) return null
+    if (record.expiresAt !== 0 && record.expiresAt <= this.now()) {
+      this.remove(id, record, 'expired')
+      return null
+    }
+    return record
+  }
+
+  private remove(id: string, record: PackedRecord, cause: 'del' | 'vdel' | 'expired', received?: Hlc | null): Hlc {
+    this.records.delete(id)
+    const version = this.mint(received)
+    this.onChange({ kind: 'delete', key: Buffer.from(id, 'latin1'), version, cause, wasPersisted: record.persisted })
+    return version
+  }
+
+  /** The reading a request's `__ts` gave the clock, if nothing has moved the clock since; else a tick. */
+  private mint(received: Hlc | null | undefined): Hlc {
+    const version = received && received === this.clock.current && received !== this.minted ? received : this.clock.tick()
+    this.minted = version
+    return version
+  }
+
+  private track(id: string, deadline: number): void {
+    this.expiry.push(deadline, id)
+    if (this.expiry.size > 2 * this.records.size + 1024) {
+      // Renewals leave stale entries behind; rebuild from the records before they dominate.
+      this.expiry.rebuild(liveDeadlines(this.records))
+    }
+    this.arm()
+  }
+
+  private arm(): void {
+    if (this.closed) return
+    const top = this.expiry.peek()
+    if (!top) {
+      if (this.timer !== null) this.timers.clear(this.timer)
+      this.timer = null
+      return
+    }
+    if (this.timer !== null && this.timerDeadline === top.deadline) return
+    if (this.timer !== null) this.timers.clear(this.timer)
+    this.timerDeadline = top.deadline
+    const delay = Math.min(Math.max(0, top.deadline - this.now()), MAX_TIMER_MS)
+    this.timer = this.timers.set(() => {
+      this.timer = null
+      this.expireDue()
+    }, delay)
+  }
+}
+
+function* liveDeadlines(records: Map<string, PackedRecord>): IterableIterator<{ deadline: number; id: string }> {
+  for (const [id, r] of records) if (r.expiresAt !== 0) yield { deadline: r.expiresAt, id }
+}
+
+/** The fencing rules of the service (spec section 4). */
+function checkFence(existing: StoredRecord | null, token: Hlc | null): ServiceErrorCode | null {
+  const stored = existing?.fencingToken
+  if (!stored) return null
+  if (!token) return 'MissingFencingToken'
+  if (Hlc.compare(token, stored) < 0) return 'FencingTokenLowerVersion'
+  return null
+}
+
+function newerToken(stored: Hlc | null, token: Hlc | null): Hlc | null {
+  if (!stored) return token
+  if (!token) return stored
+  return Hlc.compare(token, stored) > 0 ? token : stored
+}
+
+/**
+ * A copy that owns exactly its bytes, for values too large to keep as strings. Payloads arrive as
+ * views into larger socket reads; keeping the view would keep the whole read alive for as long as
+ * the key lives. Nor is a value ever kept as a view into Node's shared pool: such a view keeps its
+ * whole slab alive, and values written at different times land in different slabs, so a store of
+ * small keys once held some 8 KB per key (measured: 5,000 keys, 40 MB). Small values are strings
+ * (`SMALL_VALUE_BYTES`), which own their bytes by construction.
+ */
+function own(bytes: Buffer): Buffer {
+  if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) return bytes
+  const copy = Buffer.allocUnsafeSlow(bytes.length)
+  bytes.copy(copy)
+  return copy
+}
