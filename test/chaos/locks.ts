@@ -87,7 +87,7 @@ export class LocksWorkload {
           throw err
         }
       })
-      await new Promise((r) => setTimeout(r, 10))
+      await new Promise((r) => setTimeout(r, 20))
     }
   }
 
