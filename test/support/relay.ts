@@ -119,7 +119,10 @@ export class TcpRelay {
     const flush = () => {
       timer = null
       const now = performance.now()
-      while (queue.length > 0 && queue[0]!.at <= now) if (!to.destroyed) to.write(queue.shift()!.chunk)
+      while (queue.length > 0 && queue[0]!.at <= now) {
+        const { chunk } = queue.shift()!
+        if (!to.destroyed) to.write(chunk)
+      }
       if (queue.length > 0) timer = setTimeout(flush, queue[0]!.at - now)
     }
     return (chunk) => {
