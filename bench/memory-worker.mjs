@@ -1,5 +1,5 @@
 // The emulator's memory, measured inside the process that holds the keys (run with --expose-gc):
-//   node --expose-gc bench/memory-worker.mjs store <n>     n keys straight through the Store API;
+//   node --expose-gc bench/memory-worker.mjs store <n>     n keys straight through the Keyspace API;
 //                                                          prints the memory delta as JSON
 //   node --expose-gc bench/memory-worker.mjs part <p> <n>  n of one part a key is made of (map,
 //                                                          record, string, buffer), alone
@@ -24,10 +24,10 @@ async function settled() {
 
 const [mode, arg] = process.argv.slice(2)
 if (mode === 'store') {
-  const { Store } = require(join(ROOT, 'dist/src/emulator/core/store'))
+  const { Keyspace } = require(join(ROOT, 'dist/src/emulator/core/keyspace'))
   const { HybridLogicalClock } = require(join(ROOT, 'dist/src/hlc'))
   const n = Number(arg)
-  const store = new Store({ clock: new HybridLogicalClock() })
+  const store = new Keyspace({ clock: new HybridLogicalClock() })
   const value = Buffer.alloc(100, 0x76)
   // Keys and values are handed over as the service gets them: views into larger buffers (socket
   // reads), which the store copies what it keeps from. (One Buffer shared by every SET would be
@@ -52,7 +52,7 @@ if (mode === 'store') {
   const keep = new Array(n).fill(0)
   let map = null
   const before = await settled()
-  // Each part in the shape src/emulator/core/store.ts gives it. Key strings come from Buffers as the
+  // Each part in the shape src/emulator/core/keyspace.ts gives it. Key strings come from Buffers as the
   // store makes them (flat strings; a template literal of 13+ characters would be a cons string,
   // some 30 bytes more).
   if (name === 'map') {

@@ -5,7 +5,7 @@
 //     with its own mosquitto, measured in turn every round (A B C D …), GETs of random existing keys
 //     and SETs of 1000 random keys beside them, 64 in flight. The figure is throughput at n keys / throughput at 1k
 //     keys in the same round: 1.0 means no degradation from the store's size. The keys are loaded
-//     through the emulator's Store and PersistenceLog into a file it restores at start
+//     through the emulator's Store and Journal into a file it restores at start
 //     (bench/lib/make-store-file.mjs); the requests then go through the whole service.
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'

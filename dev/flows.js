@@ -115,7 +115,7 @@ function quietExamples(nodes) {
     '',
     ...lines,
     '',
-    'The leader election campaigns by itself when it starts (that is what it shows). Imported from the menu into your own flows, the examples press these buttons once at deploy.',
+    'The leader election needs no button: it campaigns by itself when it starts (that is what it shows). Its msg reaches Debug before the editor opens, so its *leader* debug node also shows who leads under the node itself. Imported from the menu into your own flows, the examples press these buttons once at deploy; each example\'s comment names its buttons too.',
     '',
     'To silence an example completely, disable its tab (double-click the tab, Enabled off) or delete it. To get them all back: stop npm start, delete flows.json in its user directory (.node-red/), start again.',
   ].join('\n')

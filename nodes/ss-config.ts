@@ -1,5 +1,5 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red'
-import { downCode, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
+import { CLIENT_DEFAULTS, downCode, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
 import { StoreActivity } from '../src/observe'
@@ -7,8 +7,7 @@ import { authOptions, DEFAULT_BROKER_URL, defaultClientId, type StoreCredentials
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
-import { DEFAULTS } from '../src/client/options'
-import type { StoreConfigNode } from './lib/store'
+import type { StoreConfigNode } from './lib/config-node'
 import { ConnectionLog } from './lib/connection-log'
 import { StoreUsers } from './lib/store-users'
 
@@ -41,7 +40,7 @@ export = function (RED: NodeAPI) {
     const node = this as Node<Credentials> & StoreConfigNode
     const users = new StoreUsers()
     const clientId = def.clientId?.trim() || defaultClientId(node.id)
-    const requestTimeoutMs = positiveInt(def.requestTimeout, DEFAULTS.requestTimeoutMs)
+    const requestTimeoutMs = positiveInt(def.requestTimeout, CLIENT_DEFAULTS.requestTimeoutMs)
     const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, CONNECTION_WAIT_MS), requestTimeoutMs)
     let connection: ConnectionStatus = { state: 'disconnected' }
     let client: Promise<StateStoreClient> | null = null
@@ -71,11 +70,11 @@ export = function (RED: NodeAPI) {
         brokerUrl,
         ...(connectStream ? { connectStream } : {}),
         clientId,
-        keepaliveSec: positiveInt(def.keepalive, DEFAULTS.keepaliveSec),
+        keepaliveSec: positiveInt(def.keepalive, CLIENT_DEFAULTS.keepaliveSec),
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
         connectionWaitMs,
-        maxInFlight: positiveInt(def.maxInFlight, DEFAULTS.maxInFlight),
+        maxInFlight: positiveInt(def.maxInFlight, CLIENT_DEFAULTS.maxInFlight),
         ...(def.protocol ? { protocol: def.protocol as ProtocolName } : {}),
         metrics: activity.metrics,
         logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),

@@ -2,7 +2,7 @@ import type { NodeAPI, NodeDef, Node } from 'node-red'
 import { encodePayload } from './lib/codec'
 import { onInput } from './lib/handler'
 import { evaluateInput, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
-import { attach } from './lib/store'
+import { attach } from './lib/config-node'
 
 interface DelDef extends NodeDef {
   store: string

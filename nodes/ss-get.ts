@@ -2,7 +2,7 @@ import type { NodeAPI, NodeDef, Node } from 'node-red'
 import { decodePayload, isDecoding, type Decoding } from './lib/codec'
 import { onInput } from './lib/handler'
 import { resolveKey, typedSetting } from './lib/props'
-import { attach } from './lib/store'
+import { attach } from './lib/config-node'
 
 interface GetDef extends NodeDef {
   store: string

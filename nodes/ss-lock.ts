@@ -5,7 +5,7 @@ import { TimeoutError } from '../src/errors'
 import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
 import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
-import { attach } from './lib/store'
+import { attach } from './lib/config-node'
 
 type Mode = 'lease' | 'lock' | 'leader'
 type Action = 'acquire' | 'renew' | 'release' | 'holder'

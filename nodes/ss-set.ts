@@ -4,7 +4,7 @@ import { encodePayload } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
 import { evaluateInput, override, parseExpiry, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
-import { attach } from './lib/store'
+import { attach } from './lib/config-node'
 
 interface SetDef extends NodeDef {
   store: string

@@ -2,7 +2,7 @@ import type { NodeAPI } from 'node-red'
 import type { Request, Response } from 'express'
 import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulator/admin'
 import { LiveFeed, lockView, viewValue, watchView, type StoreActivity } from '../src/observe'
-import type { StoreConfigNode } from './lib/store'
+import type { StoreConfigNode } from './lib/config-node'
 
 /**
  * The editor's "state store" sidebar, runtime half: admin endpoints under the runtime's admin API

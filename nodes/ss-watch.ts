@@ -4,7 +4,7 @@ import { decodePayload, isDecoding, type Decoding } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput, reportError } from './lib/handler'
 import { preview, parseKey, parseWatchedKey } from './lib/props'
-import { attach } from './lib/store'
+import { attach } from './lib/config-node'
 
 interface WatchDef extends NodeDef {
   store: string

@@ -5,6 +5,25 @@
  */
 export * from './errors'
 export * from './hlc'
-export * from './client'
+export {
+  StateStoreClient,
+  type ClientEvents,
+  type ClientOptions,
+  type ConnectionState,
+  type ConnectionStatus,
+  type DeleteOptions,
+  type DeleteResult,
+  type GetResult,
+  type KeyNotification,
+  type Logger,
+  type LogLevel,
+  type NotificationListener,
+  type Observation,
+  type RequestOptions,
+  type RequestRecorder,
+  type SetOptions,
+  type SetResult,
+  type TlsOptions,
+} from './client'
 export * from './locks'
 export type { Bytes, SetCondition } from './protocol'

@@ -7,8 +7,6 @@
 // (the callback of mqtt.js's own message event is all), no check of the reply. A figure "ours / bare"
 // is therefore what our client, and behind it our service, keep of what MQTT itself allows.
 import { createRequire } from 'node:module'
-import { join } from 'node:path'
-import { ROOT } from './harness.mjs'
 
 const require = createRequire(import.meta.url)
 const mqtt = require('mqtt')
@@ -99,39 +97,5 @@ export async function connectBare(brokerUrl, { connectStream } = {}) {
     /** The mqtt.js client itself, for the variant below. */
     mqtt: client,
     close: () => client.endAsync(true),
-  }
-}
-
-/**
- * A variant for taking the client's gap apart (bench/client-ab.mjs, build name `bare-promise`): the
- * same requester, but drive() awaits a promise per request as a caller of StateStoreClient does, and
- * its socket coalesces writes as the client's does (without that, a request sent from a promise
- * continuation leaves in a write of its own). Still none of the client's request code: no encoder,
- * clock, envelope, correlation records or checks.
- */
-export async function connectBarePromises(brokerUrl) {
-  // Loaded here, not with the module: the bare reference itself never loads code of ours.
-  const { coalesceWrites } = require(join(ROOT, 'dist/src/transport/coalesce-writes'))
-  const bare = await connectBare(brokerUrl)
-  coalesceWrites(bare.mqtt.stream)
-  return {
-    ...bare,
-    async drive({ op, window, ms, latencies = null }) {
-      const payload = fixedRequest(op)
-      const request = () => new Promise((resolve) => bare.send(payload, resolve))
-      let done = 0
-      const t0 = performance.now()
-      const end = t0 + ms
-      const loop = async () => {
-        while (performance.now() < end) {
-          const start = latencies ? performance.now() : 0
-          await request()
-          done++
-          if (latencies) latencies.push(performance.now() - start)
-        }
-      }
-      await Promise.all(Array.from({ length: window }, loop))
-      return { opsPerSec: (done / (performance.now() - t0)) * 1000, done, errors: 0 }
-    },
   }
 }

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
-import { DEFAULTS } from '../../src/client/options'
+import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
 import { authOptions, DEFAULT_BROKER_URL, defaultClientId, type StoreCredentials, type TlsConfigNode } from './client-options'
 import { positiveInt } from './props'
 
@@ -115,7 +114,7 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       const options: ClientOptions = {
         brokerUrl: resolveEnv(body.broker) || DEFAULT_BROKER_URL,
         clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || defaultClientId(body.id ?? 'config'),
-        keepaliveSec: positiveInt(resolveEnv(body.keepalive), DEFAULTS.keepaliveSec),
+        keepaliveSec: positiveInt(resolveEnv(body.keepalive), CLIENT_DEFAULTS.keepaliveSec),
         connectTimeoutMs: TEST_TIMEOUT_MS,
       }
       const tlsNode = body.usetls && body.tls ? (RED.nodes.getNode(body.tls) as unknown as TlsConfigNode | null) : null

@@ -44,9 +44,11 @@ export class StatusView {
   /** What the node shows now; undefined until the first status. */
   private shown: NodeStatus | undefined
 
+  /** `onFailure` hears of every failure shown, for the connection's last errors in the sidebar. */
   constructor(
     private readonly node: Node,
     private readonly t: Translate,
+    private readonly onFailure?: (err: unknown) => void,
   ) {
     this.cachedT = (key, substitutions) => (substitutions === undefined ? this.text(key) : t(key, substitutions))
   }
@@ -71,6 +73,7 @@ export class StatusView {
 
   /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind. */
   failure(err: unknown): void {
+    this.onFailure?.(err)
     const { kind, code } = describeError(err)
     const key = `failure.${code}`
     let name = this.texts.get(key)

@@ -1,5 +1,5 @@
 import type { ConnectionStatus } from '../../src/client'
-import type { StoreUser } from './store'
+import type { StoreUser } from './config-node'
 
 /** The nodes that use one config node: each hears of every connection change, and a closing config node can wait for them to leave. */
 export class StoreUsers {

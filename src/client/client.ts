@@ -1,16 +1,16 @@
 import { ArgumentError, ConnectionError, TimeoutError } from '../errors'
 import type { HybridLogicalClock } from '../hlc'
 import { notificationFilter, type Bytes, type ProtocolName } from '../protocol'
-import { cancelledBy, requirePositive } from './arguments'
+import { cancelledBy, requirePositive } from '../arguments'
 import { Connection } from './connection'
 import { del } from './del'
 import { get } from './get'
 import { Notifications } from './notifications'
 import { resolveOptions, type ResolvedOptions } from './options'
-import { Requests, type Invoker } from './requests'
+import { PendingRequests, type Invoker } from './pending-requests'
 import { measured } from './measured'
 import { set } from './set'
-import { TypedEmitter } from './typed-emitter'
+import { TypedEmitter } from '../typed-emitter'
 import type {
   ClientOptions,
   ConnectionStatus,
@@ -44,7 +44,7 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
   readonly clock: HybridLogicalClock
   private readonly options: ResolvedOptions
   private readonly connection: Connection
-  private readonly requests: Requests
+  private readonly requests: PendingRequests
   private readonly notifications: Notifications
   /** The requests' invoker, timed when the options ask for metrics. */
   private readonly invoke: Invoker
@@ -58,7 +58,7 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     const { dialect } = this.options
     const responseTopic = dialect.responseTopic(this.clientId)
     this.connection = new Connection(this.options, dialect.notifications ? [responseTopic, notificationFilter(this.clientId)] : [responseTopic])
-    this.requests = new Requests(this.connection, this.options, responseTopic)
+    this.requests = new PendingRequests(this.connection, this.options, responseTopic)
     this.invoke = options.metrics ? measured(this.requests.invoke, options.metrics) : this.requests.invoke
     this.notifications = new Notifications(
       this.invoke,

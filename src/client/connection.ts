@@ -7,7 +7,7 @@ import { storeWithoutCopy } from '../transport/store-without-copy'
 import { backoffDelay } from './backoff'
 import type { ResolvedOptions } from './options'
 import { SAT_AUTH_METHOD, SatToken } from './sat-token'
-import { TypedEmitter } from './typed-emitter'
+import { TypedEmitter } from '../typed-emitter'
 import type { ConnectionStatus } from './types'
 
 export type PublishProperties = NonNullable<IPublishPacket['properties']>

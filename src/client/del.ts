@@ -1,12 +1,13 @@
 import type { Hlc } from '../hlc'
 import { parseDeleteResponse, Request, type Bytes } from '../protocol'
-import { requireBytes, requireFencingToken } from './arguments'
-import { invokeBuilt, type Invoker } from './requests'
+import { requireBytes, requireFencingToken, requireOptions } from '../arguments'
+import { invokeBuilt, type Invoker } from './pending-requests'
 import type { DeleteOptions, DeleteResult } from './types'
 
 /** DEL: 1 deleted, 0 no such key. */
 export function del(invoke: Invoker, key: Bytes, options: DeleteOptions = {}): Promise<DeleteResult> {
   return invokeBuilt(invoke, () => {
+    requireOptions(options)
     const fencingToken = requireFencingToken(options.fencingToken)
     const payload = Request.del(requireBytes(key, 'key'))
     return { verb: 'DEL', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken, persist: undefined, parse: delResult }

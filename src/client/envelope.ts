@@ -1,7 +1,7 @@
 import type { IPublishPacket } from 'mqtt'
 import { ProtocolError } from '../errors'
 import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
-import { CONTENT_TYPE, dialect as dialectNamed, PROTOCOL_VERSION, Prop, type Dialect } from '../protocol'
+import { CONTENT_TYPE, dialect as dialectNamed, PROTOCOL_VERSION, Prop, userProperty, type Dialect } from '../protocol'
 import type { PublishProperties } from './connection'
 
 export interface RequestEnvelope {
@@ -42,11 +42,6 @@ export function requestProperties(e: RequestEnvelope): PublishProperties {
 
 type Properties = IPublishPacket['properties']
 
-/** One user property; when a name repeats, the first value counts. */
-export function userProperty(properties: Properties, name: string): string | undefined {
-  const value = properties?.userProperties?.[name]
-  return Array.isArray(value) ? value[0] : value
-}
 
 /**
  * Checks a response's headers the way the official clients do: `__stat` required and below 400,

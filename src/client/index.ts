@@ -1,3 +1,8 @@
+/**
+ * The client's front door: everything outside src/client (locks, observe, context, the emulator's
+ * admin tool, the nodes) uses the client through this file only. The package's public API
+ * (src/index.ts) is a part of it: CLIENT_DEFAULTS and the connection are for the package's own rooms.
+ */
 export { StateStoreClient, type ClientEvents } from './client'
 export { downCode } from './connection'
 export type {
@@ -13,7 +18,11 @@ export type {
   NotificationListener,
   Observation,
   RequestOptions,
+  RequestRecorder,
   SetOptions,
   SetResult,
   TlsOptions,
 } from './types'
+export { CLIENT_DEFAULTS, resolveOptions } from './options'
+/** One MQTT 5 connection made as the client makes its own (TLS, SAT, TCP_NODELAY, reconnects), for another protocol on the same broker. */
+export { Connection } from './connection'

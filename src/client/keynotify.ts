@@ -1,5 +1,5 @@
 import { parseKeyNotifyResponse, Request } from '../protocol'
-import type { Invoker } from './requests'
+import type { Invoker } from './pending-requests'
 import type { RequestOptions } from './types'
 
 /** KEYNOTIFY: register this client for the key's notifications. */

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { Hlc } from '../hlc'
-import type { RequestRecorder } from '../observe/metrics'
-import type { Invocation, Invoker } from './requests'
+import type { RequestRecorder } from './types'
+import type { Invocation, Invoker } from './pending-requests'
 
 /** The invoker, reporting each request's latency and outcome to `recorder` (which must not throw). */
 export function measured(invoke: Invoker, recorder: RequestRecorder): Invoker {

@@ -1,14 +1,14 @@
 import type { IPublishPacket } from 'mqtt'
 import { ArgumentError, ConnectionError } from '../errors'
 import { Hlc } from '../hlc'
-import { parseNotification, parseNotificationTopic, Prop, requireKey, type Bytes } from '../protocol'
-import { requireNotifiableKey, requireValue } from './arguments'
+import { parseNotification, parseNotificationTopic, Prop, requireKey, userProperty, type Bytes } from '../protocol'
+import { requireNotifiableKey, requireValue } from '../arguments'
 import { backoffDelay } from './backoff'
-import { checkVersion, userProperty } from './envelope'
+import { checkVersion } from './envelope'
 import { get } from './get'
 import { keyNotify, keyNotifyStop } from './keynotify'
 import type { ResolvedOptions } from './options'
-import type { Invoker } from './requests'
+import type { Invoker } from './pending-requests'
 import type { KeyNotification, NotificationListener, Observation, RequestOptions } from './types'
 
 interface Watcher {

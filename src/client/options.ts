@@ -3,7 +3,8 @@ import { HybridLogicalClock } from '../hlc'
 import { dialect, isProtocolName, PROTOCOL_NAMES, type Dialect } from '../protocol'
 import type { ClientOptions, Logger } from './types'
 
-export const DEFAULTS = {
+/** The defaults of the options ClientOptions leaves open; the config node and the context store show and use the same. */
+export const CLIENT_DEFAULTS = {
   keepaliveSec: 60,
   reconnectMinMs: 500,
   reconnectMaxMs: 10_000,
@@ -53,16 +54,16 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
   }
   const resolved: ResolvedOptions = {
     ...options,
-    keepaliveSec: count(options.keepaliveSec, DEFAULTS.keepaliveSec, 'keepaliveSec', 0),
+    keepaliveSec: count(options.keepaliveSec, CLIENT_DEFAULTS.keepaliveSec, 'keepaliveSec', 0),
     cleanStart: options.cleanStart ?? true,
-    reconnectMinMs: count(options.reconnectMinMs, DEFAULTS.reconnectMinMs, 'reconnectMinMs', 1),
-    reconnectMaxMs: count(options.reconnectMaxMs, DEFAULTS.reconnectMaxMs, 'reconnectMaxMs', 1),
-    connectTimeoutMs: count(options.connectTimeoutMs, DEFAULTS.connectTimeoutMs, 'connectTimeoutMs', 1),
-    requestTimeoutMs: count(options.requestTimeoutMs, DEFAULTS.requestTimeoutMs, 'requestTimeoutMs', 1),
+    reconnectMinMs: count(options.reconnectMinMs, CLIENT_DEFAULTS.reconnectMinMs, 'reconnectMinMs', 1),
+    reconnectMaxMs: count(options.reconnectMaxMs, CLIENT_DEFAULTS.reconnectMaxMs, 'reconnectMaxMs', 1),
+    connectTimeoutMs: count(options.connectTimeoutMs, CLIENT_DEFAULTS.connectTimeoutMs, 'connectTimeoutMs', 1),
+    requestTimeoutMs: count(options.requestTimeoutMs, CLIENT_DEFAULTS.requestTimeoutMs, 'requestTimeoutMs', 1),
     ...(options.connectionWaitMs !== undefined ? { connectionWaitMs: count(options.connectionWaitMs, 0, 'connectionWaitMs', 0) } : {}),
-    maxInFlight: count(options.maxInFlight, DEFAULTS.maxInFlight, 'maxInFlight', 1),
-    maxQueued: count(options.maxQueued, options.maxInFlight ?? DEFAULTS.maxInFlight, 'maxQueued', 0),
-    clock: options.clock ?? new HybridLogicalClock({ maxDriftMs: count(options.maxClockDriftMs, DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0) }),
+    maxInFlight: count(options.maxInFlight, CLIENT_DEFAULTS.maxInFlight, 'maxInFlight', 1),
+    maxQueued: count(options.maxQueued, options.maxInFlight ?? CLIENT_DEFAULTS.maxInFlight, 'maxQueued', 0),
+    clock: options.clock ?? new HybridLogicalClock({ maxDriftMs: count(options.maxClockDriftMs, CLIENT_DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0) }),
     logger: options.logger ?? (() => {}),
     dialect: dialect(options.protocol),
   }

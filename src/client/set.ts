@@ -1,13 +1,14 @@
 import { ArgumentError, ProtocolError } from '../errors'
 import type { Hlc } from '../hlc'
 import { parseSetResponse, Request, type Bytes } from '../protocol'
-import { requireBytes, requireFencingToken } from './arguments'
-import { invokeBuilt, type Invoker } from './requests'
+import { requireBytes, requireFencingToken, requireOptions } from '../arguments'
+import { invokeBuilt, type Invoker } from './pending-requests'
 import type { SetOptions, SetResult } from './types'
 
 /** SET with an optional NX/NEX condition, expiry, fencing token and persistence. */
 export function set(invoke: Invoker, key: Bytes, value: Bytes, options: SetOptions = {}): Promise<SetResult> {
   return invokeBuilt(invoke, () => {
+    requireOptions(options)
     const fencingToken = requireFencingToken(options.fencingToken)
     if (options.persist !== undefined && typeof options.persist !== 'boolean') throw new ArgumentError('persist must be true or false')
     const payload = Request.set(requireBytes(key, 'key'), requireBytes(value), options)

@@ -1,10 +1,18 @@
 import type { Duplex } from 'node:stream'
 import type { Hlc, HybridLogicalClock } from '../hlc'
 import type { Logger } from '../log'
-import type { RequestRecorder } from '../observe/metrics'
 import type { ProtocolName, SetCondition } from '../protocol'
 
 export type { LogLevel, Logger } from '../log'
+
+/**
+ * The client's extension point for figures: told of every request it settles (see
+ * ClientOptions.metrics; src/observe's ConnectionMetrics is one).
+ */
+export interface RequestRecorder {
+  /** `error` is set when the request failed (timeout, refusal, connection loss). */
+  record(verb: string, latencyMs: number, error?: Error): void
+}
 
 export type ConnectionState = 'connecting' | 'connected' | 'reconnecting' | 'disconnected' | 'closed'
 

@@ -1,12 +1,13 @@
 import type { Hlc } from '../hlc'
 import { parseDeleteResponse, Request, type Bytes } from '../protocol'
-import { requireBytes, requireFencingToken } from './arguments'
-import { invokeBuilt, type Invoker } from './requests'
+import { requireBytes, requireFencingToken, requireOptions } from '../arguments'
+import { invokeBuilt, type Invoker } from './pending-requests'
 import type { DeleteOptions, DeleteResult } from './types'
 
 /** VDEL: delete only if the key holds `value`; 1 deleted, 0 no such key, -1 another value. */
 export function vdel(invoke: Invoker, key: Bytes, value: Bytes, options: DeleteOptions = {}): Promise<DeleteResult> {
   return invokeBuilt(invoke, () => {
+    requireOptions(options)
     const fencingToken = requireFencingToken(options.fencingToken)
     const payload = Request.vdel(requireBytes(key, 'key'), requireBytes(value))
     return { verb: 'VDEL', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken, persist: undefined, parse: vdelResult }

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { basename } from 'node:path'
-import type { ClientOptions, Logger, TlsOptions } from '../index'
-import { DEFAULTS } from '../client/options'
+import type { ClientOptions, Logger, TlsOptions } from '../client'
+import { CLIENT_DEFAULTS } from '../client'
 
 /**
  * The `config` object of a `contextStorage` entry in Node-RED's settings.js. Connection settings
@@ -77,16 +77,16 @@ export function resolveConfig(config: ContextStoreConfig = {}): ResolvedConfig {
   const userDir = config.settings?.userDir ?? process.cwd()
   const prefix = config.prefix ?? `nodered/${basename(userDir) || 'node-red'}/`
   if (typeof prefix !== 'string') throw new Error('state store context: prefix must be a string')
-  const requestTimeoutMs = positive(config.requestTimeout, 'requestTimeout', DEFAULTS.requestTimeoutMs)
+  const requestTimeoutMs = positive(config.requestTimeout, 'requestTimeout', CLIENT_DEFAULTS.requestTimeoutMs)
   const clientId =
     config.clientId?.trim() || `nodered-context-${hostname()}-${shortHash(`${userDir}\n${prefix}`)}`.replace(/[^A-Za-z0-9_.-]/g, '-')
   const logger = config.logger ?? nodeRedLogger()
   const client: ResolvedConfig['client'] = {
     clientId,
-    keepaliveSec: positive(config.keepalive, 'keepalive', DEFAULTS.keepaliveSec),
+    keepaliveSec: positive(config.keepalive, 'keepalive', CLIENT_DEFAULTS.keepaliveSec),
     cleanStart: config.cleanStart !== false,
     requestTimeoutMs,
-    maxInFlight: positive(config.maxInFlight, 'maxInFlight', DEFAULTS.maxInFlight),
+    maxInFlight: positive(config.maxInFlight, 'maxInFlight', CLIENT_DEFAULTS.maxInFlight),
     logger,
   }
   if (!config.embedded) client.brokerUrl = config.broker || DEFAULT_BROKER

@@ -8,7 +8,7 @@
  * Node-RED calls it with `config` and uses the Store API of what it returns (README, "Context store").
  */
 import type { ContextStoreConfig } from './config'
-import { StateStoreContext } from './store'
+import { StateStoreContext } from './state-store-context'
 
 function statestoreContext(config?: ContextStoreConfig): StateStoreContext {
   return new StateStoreContext(config)

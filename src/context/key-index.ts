@@ -1,5 +1,6 @@
 // The package's public API (src/index): the lock lives wherever the client's public API puts it.
-import { Lock, type Observation, type StateStoreClient } from '../index'
+import { type Observation, type StateStoreClient } from '../client'
+import { Lock } from '../locks'
 import type { ResolvedConfig } from './config'
 import type { Limiter } from './limiter'
 

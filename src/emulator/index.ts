@@ -11,10 +11,10 @@ import type { Logger } from '../log'
 import { makeLogger, stderrSink, type FilteredLogger, type LogThreshold } from './logger'
 import { Registrations } from './core/registrations'
 import type { Replayed } from './journal/format'
-import { PersistenceLog } from './journal/journal'
+import { Journal } from './journal/journal'
 import { stateStorePublishPolicy } from './service/broker-policy'
 import { StateStoreService } from './service/service'
-import { Store } from './core/store'
+import { Keyspace } from './core/keyspace'
 
 export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
 export type { LogThreshold as EmulatorLogLevel } from './logger'
@@ -82,11 +82,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     throw new Error(`maxKeys must be a whole number >= 0, got ${options.maxKeys}`)
   }
   const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
-  const store = new Store({ clock, ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}) })
+  const store = new Keyspace({ clock, ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}) })
   const authorizer = options.authorizationFile ? readAuthorizationFile(options.authorizationFile) : null
   const registrations = new Registrations()
 
-  let persistence: PersistenceLog | null = null
+  let journal: Journal | null = null
   let broker: EmbeddedBroker | null = null
   let service: StateStoreService | null = null
   let adminServer: AdminServer | null = null
@@ -94,19 +94,19 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     await adminServer?.stop()
     await service?.stop()
     store.close()
-    await persistence?.close()
+    await journal?.close()
     await broker?.stop()
   }
 
   try {
     if (options.persistFile) {
-      const opened = await PersistenceLog.open(options.persistFile, {
+      const opened = await Journal.open(options.persistFile, {
         snapshot: () => store.entries(),
         registrations: () => registrations.entries(),
         log,
         ...(options.persistCompactMinBytes !== undefined ? { compactMinBytes: options.persistCompactMinBytes } : {}),
       })
-      persistence = opened.log
+      journal = opened.journal
       replay(store, registrations, clock, opened.replay.records, log)
       if (opened.replay.discardedBytes > 0) {
         log('warn', `persistence: ignored ${opened.replay.discardedBytes} byte(s) at offset ${opened.replay.discardedAt} of ${options.persistFile} (a record cut short by a crash, or corrupt)`)
@@ -114,7 +114,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       log('info', `persistence: ${store.size} key(s) and ${registrations.size} KEYNOTIFY registration(s) restored from ${options.persistFile}`)
     }
     // The journal is written from here alone: from the changes the core reports.
-    const persisted = persistence
+    const persisted = journal
     const notifications = new DurableNotifications(persisted, (n) => service?.notify(n), log)
     store.setListener((change) => {
       persisted?.record(change)
@@ -148,9 +148,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     service = await StateStoreService.start({
       brokerUrl,
       ...credentials,
-      executor: new Executor({ store, clock, registrations, authorizer, persistence: persistence !== null }),
+      executor: new Executor({ store, clock, registrations, authorizer, persistence: journal !== null }),
       dedup: new DedupCache(),
-      persistence,
+      journal,
       log,
       ...(broker ? { deliverDirect: broker.deliverUnsubscribed.bind(broker), connectStream: broker.connectInProcess.bind(broker) } : {}),
       ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
@@ -191,7 +191,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
 }
 
-function replay(store: Store, registrations: Registrations, clock: HybridLogicalClock, records: Replayed[], log: FilteredLogger): void {
+function replay(store: Keyspace, registrations: Registrations, clock: HybridLogicalClock, records: Replayed[], log: FilteredLogger): void {
   let newest: Hlc | null = null
   for (const r of records) {
     switch (r.type) {

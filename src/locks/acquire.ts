@@ -1,6 +1,6 @@
 import { isTransient, TimeoutError } from '../errors'
 import type { Hlc } from '../hlc'
-import { cancelledBy, requirePositive } from '../client/arguments'
+import { cancelledBy, requirePositive } from '../arguments'
 import type { Lease } from './lease'
 import type { Observation } from '../client'
 import { Latch, pause } from './wait'

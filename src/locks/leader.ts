@@ -3,9 +3,9 @@ import type { Hlc } from '../hlc'
 import type { Bytes } from '../protocol'
 import { acquireLease, type WaitOptions } from './acquire'
 import { pause } from './wait'
-import { requirePositive, requireValue } from '../client/arguments'
+import { requirePositive, requireValue } from '../arguments'
 import { DEFAULT_LEASE_MS, Lease } from './lease'
-import { TypedEmitter } from '../client/typed-emitter'
+import { TypedEmitter } from '../typed-emitter'
 import type { Observation, RequestOptions, StateStoreClient } from '../client'
 
 export interface LeaderElectionOptions {

@@ -1,8 +1,8 @@
 import { ArgumentError, isTransient } from '../errors'
 import type { Hlc } from '../hlc'
 import { requireKey, type Bytes } from '../protocol'
-import { requirePositive, requireValue } from '../client/arguments'
-import { TypedEmitter } from '../client/typed-emitter'
+import { requirePositive, requireValue } from '../arguments'
+import { TypedEmitter } from '../typed-emitter'
 import type { Observation, RequestOptions, StateStoreClient } from '../client'
 
 /** How soon a renewal that met a connection loss tries again. */

@@ -1,7 +1,7 @@
-import type { KeyNotification } from '../client/types'
+import type { KeyNotification } from '../client'
 import type { LeaderElection } from '../locks/leader'
 import type { Lease } from '../locks/lease'
-import { TypedEmitter } from '../client/typed-emitter'
+import { TypedEmitter } from '../typed-emitter'
 import { ConnectionMetrics } from './metrics'
 
 /** A key some part of the application observes, with the last change it heard of. */

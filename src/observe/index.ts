@@ -1,6 +1,6 @@
 export { StoreActivity, type ActivityChange, type ActivityEvents, type LockKind, type LockRecord, type WatchRecord } from './activity'
 export { Coalescer } from './coalescer'
-export { ConnectionMetrics, type ConnectionFigures, type RecentError, type RequestRecorder } from './metrics'
+export { ConnectionMetrics, type ConnectionFigures, type RecentError } from './metrics'
 export { viewValue, type ValueView } from './value'
 export { LiveFeed, type LiveFeedOptions, type StoreUpdate } from './feed'
 export { lockView, watchView, type ConnectionView, type LockView, type WatchView } from './views'

@@ -1,15 +1,11 @@
-import type { ConnectionStatus } from '../client/types'
-
-/** What the client reports for every request it settles (see ClientOptions.metrics). */
-export interface RequestRecorder {
-  /** `error` is set when the request failed (timeout, refusal, connection loss). */
-  record(verb: string, latencyMs: number, error?: Error): void
-}
+import type { ConnectionStatus, RequestRecorder } from '../client'
 
 export interface RecentError {
   /** Wall-clock ms. */
   at: number
   message: string
+  /** The node whose msg failed (its name, else its type); absent for the connection's own errors. */
+  node?: string
 }
 
 export interface ConnectionFigures {
@@ -72,6 +68,8 @@ class Second {
 export class ConnectionMetrics implements RequestRecorder {
   private readonly seconds = Array.from({ length: WINDOW_S }, () => new Second())
   private readonly errors: RecentError[] = []
+  /** The errors record() has listed, so a msg that fails with one is not listed twice. */
+  private readonly recorded = new WeakSet<Error>()
   private status: ConnectionStatus = { state: 'disconnected' }
   private connectedSince: number | null = null
   private connections = 0
@@ -87,8 +85,20 @@ export class ConnectionMetrics implements RequestRecorder {
     s.histogram[bucketOf(latencyMs)]! += 1
     if (error) {
       s.failures += 1
+      this.recorded.add(error)
       this.addError(error.message, now)
     }
+  }
+
+  /**
+   * A msg a node could not handle. Most never fail as a request (a refusal the service answered, a
+   * bad key, no connection yet), so only these show a connection whose every msg fails; a request
+   * failure already listed is not listed again.
+   */
+  msgFailed(node: string, error: unknown): void {
+    if (error instanceof Error && this.recorded.has(error)) return
+    const message = error instanceof Error ? error.message : String(error)
+    this.addError(message, this.now(), node)
   }
 
   /** Every status change of the client. */
@@ -105,8 +115,9 @@ export class ConnectionMetrics implements RequestRecorder {
   }
 
   /** An error with no request to blame (a failed re-registration, a broker refusal). */
-  addError(message: string, at = this.now()): void {
-    this.errors.unshift({ at, message: message.length > ERROR_CHARS ? `${message.slice(0, ERROR_CHARS - 1)}…` : message })
+  addError(message: string, at = this.now(), node?: string): void {
+    const clipped = message.length > ERROR_CHARS ? `${message.slice(0, ERROR_CHARS - 1)}…` : message
+    this.errors.unshift(node === undefined ? { at, message: clipped } : { at, message: clipped, node })
     if (this.errors.length > KEPT_ERRORS) this.errors.length = KEPT_ERRORS
   }
 

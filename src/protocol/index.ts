@@ -5,6 +5,7 @@ import * as replies from './replies'
 import * as requests from './requests'
 import * as responses from './responses'
 import * as topics from './topics'
+import * as userProperties from './user-properties'
 
 // Plain data properties rather than the getters `export { … } from` compiles to in CommonJS (see
 // src/resp/index.ts; a destructuring export compiles to one assignment per name): every request of
@@ -17,6 +18,7 @@ export const { Request, requireExpiry, requireKey, toBytes } = requests
 export type { Bytes, SetCondition, SetRequestOptions } from './requests'
 export const { parseDeleteResponse, parseGetResponse, parseKeyNotifyResponse, parseNotification, parseSetResponse } = responses
 export type { NotificationOperation } from './responses'
-export const { hexDecode, hexUpper, isAllowedResponseTopic, MAX_TOPIC_BYTES, maxNotifiedKeyBytes, notificationFilter, notificationTopic, parseNotificationTopic, responseTopicFor } = topics
+export const { hexDecode, hexUpper, MAX_TOPIC_BYTES, maxNotifiedKeyBytes, notificationFilter, notificationTopic, parseNotificationTopic, responseTopicFor, responseTopicRefusal } = topics
 export const { publishPacketSize } = packetSize
+export const { userProperty } = userProperties
 export type { PublishPropertiesForSize } from './packet-size'

@@ -16,9 +16,17 @@ export function responseTopicFor(clientId: string): string {
   return `clients/${clientId}/services/${REQUEST_TOPIC}/response`
 }
 
-/** Whether a service may publish a response to this topic (the request topics and the service's own space are refused). */
-export function isAllowedResponseTopic(topic: string): boolean {
-  return topic.length > 0 && topic !== REQUEST_TOPIC && topic !== PREVIEW_REQUEST_TOPIC && !topic.startsWith(SERVICE_CLIENTS_PREFIX) && !/[+#]/.test(topic)
+/**
+ * Why a Response Topic may not be used on a state store request, or null when it may. The article
+ * forbids the request topic (either dialect's: an answer there would come back as a request) and
+ * anything under the service's notification prefix; a wildcard is not a topic name at all.
+ */
+export function responseTopicRefusal(topic: string): string | null {
+  if (topic.length === 0) return 'it is empty'
+  if (topic === REQUEST_TOPIC || topic === PREVIEW_REQUEST_TOPIC) return 'it is the request topic'
+  if (topic.startsWith(SERVICE_CLIENTS_PREFIX)) return `it begins with ${SERVICE_CLIENTS_PREFIX}, which belongs to the state store`
+  if (/[+#]/.test(topic)) return 'it contains a wildcard'
+  return null
 }
 
 /** An MQTT topic name is a UTF-8 string with a two-byte length prefix (MQTT 5, 1.5.4). */

@@ -423,8 +423,12 @@ export class Editor {
   }
 }
 
-/** Shows the "state store" sidebar tab (also for a page an Editor does not drive, e.g. after a login). */
-export async function openSidebar(page: Page): Promise<void> {
+/**
+ * Shows the "state store" sidebar tab (also for a page an Editor does not drive, e.g. after a
+ * login). Node-RED 5 puts the Debug tab below it by default; `layout: 'tall'` hides Debug so the tab
+ * has the sidebar's whole height, `layout: 'default'` leaves it as a new user finds it.
+ */
+export async function openSidebar(page: Page, layout: 'tall' | 'default' = 'tall'): Promise<void> {
   // The editor adds plugins after the flows are drawn: wait for the tab's content to exist.
   await page.locator('.ss-sidebar').waitFor({ state: 'attached' })
   const button = page.locator('button[data-tab-id="aio-statestore"]')
@@ -444,7 +448,7 @@ export async function openSidebar(page: Page): Promise<void> {
     await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
   }
   await page.locator('.ss-sidebar').waitFor({ state: 'visible' })
-  // Node-RED 5 shows the debug tab below ours; hidden, the state store tab has the whole height.
+  if (layout === 'default') return
   const debug = page.locator('button[data-tab-id="debug"]')
   if (await debug.count()) {
     await debug.click()

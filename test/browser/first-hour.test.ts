@@ -56,6 +56,15 @@ describe('the editor in its first hour (issue 17: npm start, chromium)', functio
     await editor.screenshot('first-hour-debug-after-start', page.locator('#red-ui-main-container'))
   })
 
+  it("shows who leads the leader election when the editor opens, though its msg reached Debug before", async function () {
+    const leader = (await editor.flowNodes()).find((n) => n.type === 'debug' && n.name === 'leader')
+    assert.ok(leader, 'the leader election example has its leader debug node')
+    await editor.showWorkspace(leader.z)
+    await editor.node(leader.id).locator('text.red-ui-flow-node-status-label', { hasText: 'one leads' }).waitFor()
+    assert.equal((await editor.status(leader.id)).text, 'one leads')
+    await editor.screenshot('first-hour-leader-status', editor.page.locator('#red-ui-workspace'))
+  })
+
   it('the palette filter finds every node by "state", "aio" and "statestore", and ss-watch by "watch"', async function () {
     const page = editor.page
     const search = page.locator('#red-ui-palette-search input')

@@ -4,43 +4,16 @@
 // (never as HTML), and, in a runtime with adminAuth, a read-only user not offered set and delete.
 // Screenshots go to artifacts/browser/ (docs/images has the ones the README shows).
 import { strict as assert } from 'node:assert'
-import { join } from 'node:path'
-import type { Page } from 'playwright-core'
 import { StateStoreClient } from '../../src/client'
 import { AuthRuntime, RUNTIMES, USERS } from '../sidebar/runtime'
-import { catalogue as readCatalogue } from './catalogue'
 import { Editor, openSidebar } from './editor'
 import { openEditor, requireChromium, type OpenedEditor } from './session'
-import { artifactsDir, Browser, PageProblems } from './support'
-
-const catalogue = readCatalogue('ss-sidebar') as { 'ss-sidebar': Record<string, unknown> }
-function text(path: string, subs: Record<string, string | number> = {}): string {
-  const value = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], catalogue['ss-sidebar'])
-  if (typeof value !== 'string') throw new Error(`no catalogue text ${path}`)
-  return value.replace(/__(\w+)__/g, (_, k: string) => String(subs[k] ?? ''))
-}
+import { confirm, shot, text } from './sidebar-support'
+import { Browser, PageProblems } from './support'
 
 const WATCHED = 'examples/thermostat/setpoint'
 const LOCK = 'examples/pump-owner'
 const BULK = 100_000
-
-/**
- * The sidebar as the user sees it, scrolled so `section` is at the top. An element screenshot
- * would cut the scrolled panel apart, so the page is shot within the panel's box.
- */
-async function shot(page: Page, name: string, section?: string): Promise<void> {
-  const panel = page.locator('.ss-sidebar')
-  if (section) await page.locator(section).first().evaluate((e) => e.scrollIntoView({ block: 'start' }))
-  else await panel.evaluate((e) => (e.scrollTop = 0))
-  const box = await panel.boundingBox()
-  assert.ok(box, 'the sidebar is on screen')
-  await page.screenshot({ path: join(artifactsDir(), `${name}.png`), clip: box, animations: 'disabled' })
-}
-
-/** Confirms the dialog a set or delete asks for (the one whose button says so). */
-async function confirm(page: Page, action: 'set' | 'delete'): Promise<void> {
-  await page.locator('.red-ui-notification button.ss-sidebar-confirm', { hasText: text(`inspector.${action}`) }).last().click()
-}
 
 /** 100,000 keys over the wire, pipelined in batches the client admits at once. */
 async function fill(client: StateStoreClient): Promise<void> {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { Notification, Prop, Reply } from '../../src/protocol'
-import { mosquittoUrl } from '../support/broker'
+import { mqttBrokerUrl } from '../support/broker'
 import { ClientPool, Inbox } from './support/clients'
 import { Responder, type SeenRequest } from './support/responder'
 
@@ -23,7 +23,7 @@ describe('client observations (scripted responder)', function () {
   const verbs = () => responder.requests.map((r) => r.words.join(' '))
 
   before(async function () {
-    url = await mosquittoUrl(this)
+    url = await mqttBrokerUrl(this)
     responder = await Responder.start(url, answer)
   })
   beforeEach(() => {

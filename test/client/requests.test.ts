@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { ArgumentError, CancelledError, ConnectionError, OverloadedError, ProtocolError, ServiceError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { notificationFilter, Prop, Reply, responseTopicFor } from '../../src/protocol'
-import { mosquittoUrl } from '../support/broker'
+import { mqttBrokerUrl } from '../support/broker'
 import { ClientPool, eventually } from './support/clients'
 import { Responder, type Answer, type SeenRequest } from './support/responder'
 
@@ -32,7 +32,7 @@ describe('client requests (scripted responder)', function () {
   const pool = new ClientPool()
 
   before(async function () {
-    url = await mosquittoUrl(this)
+    url = await mqttBrokerUrl(this)
     responder = await Responder.start(url, (r) => standard(r, responder))
   })
 
@@ -123,7 +123,10 @@ describe('client requests (scripted responder)', function () {
     await assert.rejects(client.del(null as unknown as string), ArgumentError)
     await assert.rejects(client.vdel('k', {} as unknown as string), ArgumentError)
     await assert.rejects(client.set('k', 'v', { persist: 'yes' as unknown as boolean }), ArgumentError)
-    await assert.rejects(client.get('k', null as unknown as undefined), TypeError)
+    await assert.rejects(client.get('k', null as unknown as undefined), ArgumentError)
+    await assert.rejects(client.set('k', 'v', 5 as unknown as undefined), ArgumentError)
+    await assert.rejects(client.del('k', null as unknown as undefined), ArgumentError)
+    await assert.rejects(client.vdel('k', 'v', null as unknown as undefined), ArgumentError)
     await assert.rejects(client.observe('', () => {}), ArgumentError)
     await client.get('sentinel')
     assert.deepEqual(responder.requests.map((r) => r.words.join(' ')), ['GET sentinel'])

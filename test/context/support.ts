@@ -1,5 +1,5 @@
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { StateStoreContext } from '../../src/context/store'
+import { StateStoreContext } from '../../src/context/state-store-context'
 import type { ContextStoreConfig } from '../../src/context/config'
 import type { LogLevel } from '../../src/client'
 import { Mosquitto, mosquittoPath } from '../support/mosquitto'

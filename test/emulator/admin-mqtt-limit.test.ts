@@ -6,8 +6,8 @@ import { AdminServer } from '../../src/emulator/admin/server'
 import { ADMIN_REQUEST_TOPIC, type AdminReply } from '../../src/emulator/admin/wire'
 import type { EmulatorAdmin } from '../../src/emulator'
 import { makeLogger } from '../../src/emulator/logger'
-import { requireMosquitto, until } from '../reliability/support'
-import { Mosquitto } from '../support/mosquitto'
+import { until } from '../reliability/support'
+import { startMqttBroker, type OwnBroker } from '../support/broker'
 
 /** An admin whose key scans wait until released, so that requests stay running for as long as the test wants. */
 function heldAdmin() {
@@ -22,7 +22,7 @@ function heldAdmin() {
 
 describe('emulator admin channel: concurrent requests are bounded', function () {
   this.timeout(30_000)
-  let broker: Mosquitto
+  let broker: OwnBroker
   let server: AdminServer
   let raw: MqttClient
   const held = heldAdmin()
@@ -30,8 +30,7 @@ describe('emulator admin channel: concurrent requests are bounded', function () 
   const responseTopic = 'admin-limit-test/replies'
 
   before(async function () {
-    requireMosquitto(this)
-    broker = await Mosquitto.start()
+    broker = await startMqttBroker(this)
     server = await AdminServer.start({ brokerUrl: broker.url, admin: held.admin, nodeId: 'limit-node', log: makeLogger('error'), maxConcurrent: 3 })
     raw = await mqtt.connectAsync(broker.url, { protocolVersion: 5, clientId: 'admin-limit-raw' })
     await raw.subscribeAsync(responseTopic, { qos: 1 })

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { HybridLogicalClock } from '../../src/hlc'
 import { adminFor, startEmulator } from '../../src/emulator'
 import { EmulatorAdmin } from '../../src/emulator/admin/key-browser'
-import { Store } from '../../src/emulator/core/store'
+import { Keyspace } from '../../src/emulator/core/keyspace'
 
-function filled(n: number, prefix = 'k'): Store {
-  const store = new Store({ clock: new HybridLogicalClock() })
+function filled(n: number, prefix = 'k'): Keyspace {
+  const store = new Keyspace({ clock: new HybridLogicalClock() })
   // Inserted in a shuffled order, so byte order is the admin's doing, not the map's.
   const order = Array.from({ length: n }, (_, i) => i)
   for (let i = n - 1; i > 0; i--) {
@@ -55,7 +55,7 @@ describe('emulator admin channel: key browser', () => {
 
   it('reports size, version, expiry, fencing token and persistence; binary keys by hex', async () => {
     const clock = new HybridLogicalClock()
-    const store = new Store({ clock })
+    const store = new Keyspace({ clock })
     store.set(Buffer.from('plain'), Buffer.from('12345'))
     const fence = clock.tick()
     store.set(Buffer.from('fenced'), Buffer.from('x'), { fencingToken: fence, expiryMs: 60_000, persist: true })

@@ -10,7 +10,7 @@ import { Prop, Reply, Request } from '../../src/protocol'
 import { decodeExact, encodeCommand } from '../../src/resp'
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator'
 import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/core/refusals'
-import { mosquittoUrl } from '../support/broker'
+import { mqttBrokerUrl } from '../support/broker'
 import { RawClient, type Received } from './raw-client'
 
 // The service's texts, and the emulator's own for correlation data reused by another request.
@@ -132,4 +132,4 @@ function fuzzSuite(brokerName: string, start: (ctx: Mocha.Context, options: Emul
 }
 
 fuzzSuite('the embedded aedes broker', (_ctx, options) => startEmulator({ ...options, listen: { port: 0 } }))
-fuzzSuite('mosquitto', async (ctx, options) => startEmulator({ ...options, brokerUrl: await mosquittoUrl(ctx) }))
+fuzzSuite('mosquitto', async (ctx, options) => startEmulator({ ...options, brokerUrl: await mqttBrokerUrl(ctx) }))

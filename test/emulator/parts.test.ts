@@ -9,8 +9,7 @@ import { parseCommand } from '../../src/emulator/core/commands'
 import { DedupCache } from '../../src/emulator/core/dedup'
 import { RequestPrint } from '../../src/emulator/core/request-print'
 import { Registrations } from '../../src/emulator/core/registrations'
-import { responseTopicRefusal } from '../../src/emulator/core/refusals'
-import { isAllowedResponseTopic, PREVIEW_REQUEST_TOPIC, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
+import { PREVIEW_REQUEST_TOPIC, REQUEST_TOPIC, responseTopicRefusal, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
 import { Hlc } from '../../src/hlc'
 
 describe('emulator parts', () => {
@@ -98,24 +97,20 @@ describe('emulator parts', () => {
   })
 
   describe('responseTopicRefusal', () => {
-    it('refuses exactly the Response Topics the protocol module refuses, each with a reason', () => {
-      const topics = [
-        REQUEST_TOPIC,
-        PREVIEW_REQUEST_TOPIC,
-        SERVICE_CLIENTS_PREFIX,
-        `${SERVICE_CLIENTS_PREFIX}/x/response`,
-        'replies/+/x',
-        'replies/#',
-        'clients/c1/services/statestore/_any_/command/invoke/response',
-        `clients/c1/${REQUEST_TOPIC}`,
-        'replies/for/me',
+    it('refuses the request topics, the service\'s space and wildcards, each with its reason', () => {
+      const refused: Array<[string, RegExp]> = [
+        ['', /empty/],
+        [REQUEST_TOPIC, /request topic/],
+        [PREVIEW_REQUEST_TOPIC, /request topic/],
+        [SERVICE_CLIENTS_PREFIX, /belongs to the state store/],
+        [`${SERVICE_CLIENTS_PREFIX}/x/response`, /belongs to the state store/],
+        ['replies/+/x', /wildcard/],
+        ['replies/#', /wildcard/],
       ]
-      for (const topic of topics) {
-        const refusal = responseTopicRefusal(topic)
-        assert.equal(refusal === null, isAllowedResponseTopic(topic), topic)
-        if (refusal !== null) assert.ok(refusal.length > 0, topic)
+      for (const [topic, reason] of refused) assert.match(responseTopicRefusal(topic) ?? 'allowed', reason, topic)
+      for (const topic of ['clients/c1/services/statestore/_any_/command/invoke/response', `clients/c1/${REQUEST_TOPIC}`, 'replies/for/me']) {
+        assert.equal(responseTopicRefusal(topic), null, topic)
       }
-      assert.equal(responseTopicRefusal(PREVIEW_REQUEST_TOPIC), 'it is the request topic')
     })
   })
 

@@ -7,8 +7,8 @@ import { Hlc } from '../../src/hlc'
 import { Prop, Reply, Request } from '../../src/protocol'
 import { startEmulator } from '../../src/emulator'
 import { decodeLog, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet } from '../../src/emulator/journal/format'
-import { PersistenceLog } from '../../src/emulator/journal/journal'
-import { mosquittoUrl } from '../support/broker'
+import { Journal } from '../../src/emulator/journal/journal'
+import { mqttBrokerUrl } from '../support/broker'
 import { EmulatorProcess } from './cli-process'
 import { RawClient } from './raw-client'
 
@@ -206,9 +206,9 @@ describe('emulator persistence', function () {
 
   it('opens a missing file as an empty log', async () => {
     const file = join(dir, 'new.aof')
-    const { log, replay } = await PersistenceLog.open(file, { snapshot: () => [] })
+    const { journal, replay } = await Journal.open(file, { snapshot: () => [] })
     assert.equal(replay.records.length, 0)
-    await log.close()
+    await journal.close()
     assert.equal(statSync(file).size, 8)
   })
 
@@ -276,7 +276,7 @@ describe('emulator persistence', function () {
     const logs: string[] = []
 
     before(async function () {
-      url = await mosquittoUrl(this)
+      url = await mqttBrokerUrl(this)
     })
     afterEach(async () => {
       await watcher?.close()

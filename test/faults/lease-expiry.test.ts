@@ -11,20 +11,19 @@ import { Lease, Lock } from '../../src/locks'
 import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { Mosquitto } from '../support/mosquitto'
-import { requireMosquitto, until } from '../reliability/support'
+import { startMqttBroker, type OwnBroker } from '../support/broker'
+import { until } from '../reliability/support'
 import { TcpRelay } from '../support/relay'
 
 describe('faults: a lease holder paused past its lease', function () {
   this.timeout(30_000)
-  let broker: Mosquitto
+  let broker: OwnBroker
   let emulator: Emulator
   let relay: TcpRelay
   const clients: StateStoreClient[] = []
 
   before(async function () {
-    requireMosquitto(this)
-    broker = await Mosquitto.start()
+    broker = await startMqttBroker(this)
     emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
     relay = await TcpRelay.start(broker.port)
   })

@@ -9,20 +9,19 @@ import assert from 'node:assert/strict'
 import { StateStoreClient, type GetResult } from '../../src/client'
 import { OverloadedError, TimeoutError } from '../../src/errors'
 import { Reply } from '../../src/protocol'
-import { Mosquitto } from '../support/mosquitto'
+import { startMqttBroker, type OwnBroker } from '../support/broker'
 import { Responder, type SeenRequest } from '../client/support/responder'
-import { heapAfterGc, Outcomes, requireMosquitto, sleep, until } from '../reliability/support'
+import { heapAfterGc, Outcomes, sleep, until } from '../reliability/support'
 
 describe('faults: silent or slow service', function () {
   this.timeout(60_000)
-  let broker: Mosquitto
+  let broker: OwnBroker
   let responder: Responder
   let mode: 'silent' | 'slow' | 'prompt' = 'silent'
   const clients: StateStoreClient[] = []
 
   before(async function () {
-    requireMosquitto(this)
-    broker = await Mosquitto.start()
+    broker = await startMqttBroker(this)
     responder = await Responder.start(broker.url, async (request: SeenRequest) => {
       if (mode === 'silent') return null
       if (mode === 'slow') await sleep(250)

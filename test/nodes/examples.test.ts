@@ -134,6 +134,22 @@ describe('examples: each deploys and produces its documented debug output', func
     for (const name of files) assert.equal(load(name).filter((n) => n.type === 'comment').length >= 1, true, `${name} explains itself`)
   })
 
+  it('say what happens both under npm start and in an import: each names the buttons that start it', () => {
+    for (const name of files) {
+      const example = load(name)
+      const comments = example.filter((n) => n.type === 'comment').map((n) => String(n.info))
+      const text = comments.join('\n')
+      // npm start deploys them with no inject firing at deploy (dev/flows.js quietExamples):
+      // "on deploy" said plainly would be wrong there.
+      assert.doesNotMatch(text, /(^|\n|\. )On deploy/, `${name} does not promise what happens on deploy`)
+      const starters = example.filter((n) => n.type === 'inject' && n.once === true)
+      for (const inject of starters) {
+        const comment = comments.find((c) => c.includes(`**${inject.name}**`) && /imported from the menu/i.test(c))
+        assert.ok(comment, `${name}: the comment on its tab names **${inject.name}** as the button to press, and says an import presses it at deploy`)
+      }
+    }
+  })
+
   for (const name of files) {
     it(name, async function () {
       const example = load(name)

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { Hlc } from '../../src/hlc'
+import type { StoreActivity } from '../../src/observe'
 import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, until, useStore } from './support'
 
 /** ss-set → ss-get on one key, with the get's decoding. */
@@ -118,6 +119,22 @@ describe('nodes: ss-set and ss-get', function () {
     const read = nextMessage(helper.getNode('got'))
     helper.getNode('get').receive({})
     assert.deepEqual((await read).payload, { ok: true })
+  })
+
+  it("lists each failed msg among its connection's last errors (the sidebar's), by the node's name", async () => {
+    await helper.load(ALL, roundTripFlow(store.url, 'json'))
+    const metrics = (helper.getNode('cfg') as unknown as { activity: StoreActivity }).activity.metrics
+    const written = nextMessage(helper.getNode('out1'))
+    helper.getNode('set').receive({ payload: 'not json' })
+    await written
+    const caught = nextMessage(helper.getNode('caught'))
+    helper.getNode('get').receive({ payload: 'read' })
+    await caught
+    const errors = metrics.figures().lastErrors
+    assert.equal(errors.length, 1)
+    assert.equal(errors[0]!.node, 'ss-get', 'a node without a name is listed by its type')
+    // The test helper has no catalogue: the message is the decodeJson key, the JSON text in a runtime.
+    assert.match(errors[0]!.message, /decodeJson|JSON/)
   })
 
   it('takes the key from msg, flow, global, env and JSONata', async () => {

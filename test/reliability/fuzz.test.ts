@@ -20,7 +20,7 @@ import fc from 'fast-check'
 import mqtt, { type IPublishPacket } from 'mqtt'
 import { SERVICE_ERROR_TEXT } from '../../src/errors'
 import { Hlc, HybridLogicalClock } from '../../src/hlc'
-import { isAllowedResponseTopic, Prop, REQUEST_TOPIC, Request, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
+import { Prop, responseTopicRefusal, REQUEST_TOPIC, Request, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
 import { decodeExact, encodeCommand, encodeValue, type RespValue } from '../../src/resp'
 import { startBroker, startEmulator, type EmbeddedBroker, type Emulator } from '../../src/emulator'
 import { DedupCache } from '../../src/emulator/core/dedup'
@@ -29,7 +29,7 @@ import type { LogLevel } from '../../src/log'
 import { makeLogger } from '../../src/emulator/logger'
 import { Registrations } from '../../src/emulator/core/registrations'
 import { StateStoreService } from '../../src/emulator/service/service'
-import { Store } from '../../src/emulator/core/store'
+import { Keyspace } from '../../src/emulator/core/keyspace'
 import { Mosquitto } from '../support/mosquitto'
 import { heapAfterGc, requireMosquitto, sleep, until } from './support'
 
@@ -190,7 +190,7 @@ function packetOf(r: FuzzRequest): IPublishPacket {
 
 /** Whether the service must answer (spec sections 10 and 12), or drop the request. */
 function answerable(r: FuzzRequest): boolean {
-  if (!r.responseTopic || !isAllowedResponseTopic(r.responseTopic)) return false
+  if (!r.responseTopic || responseTopicRefusal(r.responseTopic) !== null) return false
   return r.correlation !== undefined && r.correlation.length > 0
 }
 
@@ -229,12 +229,12 @@ function short(run: () => void): void {
 interface Harness {
   broker: EmbeddedBroker
   service: StateStoreService
-  store: Store
+  store: Keyspace
   registrations: Registrations
   dedup: DedupCache
   published: Published[]
   logs: Map<LogLevel, number>
-  /** Store changes so far (each SET applied, each deletion): executions that changed something. */
+  /** Keyspace changes so far (each SET applied, each deletion): executions that changed something. */
   changes: number
   handle(packet: IPublishPacket): void
   stop(): Promise<void>
@@ -245,11 +245,11 @@ async function harness(): Promise<Harness> {
   const log = makeLogger('info', (level) => logs.set(level, (logs.get(level) ?? 0) + 1))
   const broker = await startBroker({ port: 0, log })
   const clock = new HybridLogicalClock({ nodeId: 'fuzz-service' })
-  const store = new Store({ clock })
+  const store = new Keyspace({ clock })
   const registrations = new Registrations()
   // Small, so that the run reaches its bound many times over: the cache must stay bounded, not just big.
   const dedup = new DedupCache({ maxEntries: 2000 })
-  const service = await StateStoreService.start({ brokerUrl: broker.url, executor: new Executor({ store, clock, registrations }), dedup, persistence: null, log })
+  const service = await StateStoreService.start({ brokerUrl: broker.url, executor: new Executor({ store, clock, registrations }), dedup, journal: null, log })
   let changes = 0
   store.setListener((change) => {
     changes += 1

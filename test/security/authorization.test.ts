@@ -15,22 +15,21 @@ import { SERVICE_ERROR_TEXT, ServiceError } from '../../src/errors'
 import { Prop, Reply, Request } from '../../src/protocol'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { RawClient } from '../emulator/raw-client'
-import { Mosquitto } from '../support/mosquitto'
+import { startMqttBroker, type OwnBroker } from '../support/broker'
 import { ALL, COMMON, helper, lastStatus, nextMessage, onTab } from '../nodes/support'
-import { requireMosquitto, until } from '../reliability/support'
+import { until } from '../reliability/support'
 
 const notAuthorized = (err: unknown) => err instanceof ServiceError && err.code === 'NotAuthorized' && err.kind === 'service'
 
 describe('security: authorization rules in the emulator', function () {
   this.timeout(30_000)
   let dir: string
-  let broker: Mosquitto
+  let broker: OwnBroker
   let emulator: Emulator
   const clients: StateStoreClient[] = []
   const suffix = `${process.pid}`
 
   before(async function () {
-    requireMosquitto(this)
     dir = mkdtempSync(join(tmpdir(), 'security-authz-'))
     const rules = join(dir, 'authorization.json')
     writeFileSync(
@@ -48,7 +47,7 @@ describe('security: authorization rules in the emulator', function () {
         ],
       }),
     )
-    broker = await Mosquitto.start()
+    broker = await startMqttBroker(this)
     emulator = await startEmulator({ brokerUrl: broker.url, authorizationFile: rules, logLevel: 'error' })
   })
   after(async () => {

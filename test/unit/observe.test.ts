@@ -2,9 +2,10 @@ import assert from 'node:assert/strict'
 import { EventEmitter } from 'node:events'
 import { Hlc } from '../../src/hlc'
 import { Coalescer, ConnectionMetrics, LiveFeed, StoreActivity, viewValue, type StoreUpdate } from '../../src/observe'
-import { StateStoreClient } from '../../src/client'
+import { StateStoreClient, type RequestRecorder } from '../../src/client'
+import { ArgumentError, ServiceError, TimeoutError } from '../../src/errors'
 import type { Lease } from '../../src/locks'
-import { startEmulator } from '../../src/emulator'
+import { startBroker, startEmulator } from '../../src/emulator'
 
 describe('observe: connection metrics', () => {
   it('rate and quantiles over the last minute, within the histogram resolution', () => {
@@ -46,6 +47,22 @@ describe('observe: connection metrics', () => {
     for (let i = 0; i < 30; i++) m.addError(`e${i}`)
     assert.equal(m.figures().lastErrors.length, 10)
     assert.equal(m.figures().lastErrors[0]!.message, 'e29')
+  })
+
+  it("lists a node's failed msg by the node's name, and a failed request once however many msgs it fails", () => {
+    const m = new ConnectionMetrics(() => 7_000)
+    // Refused by the service: the request itself worked, so only the msg's failure lists it.
+    m.msgFailed('late write', new Error('state store error: the request fencing token is a lower version than the fencing token protecting the resource'))
+    m.msgFailed('reader', 'the key is empty')
+    const timeout = new Error('the GET request timed out')
+    m.record('GET', 10_000, timeout)
+    m.msgFailed('reader', timeout)
+    assert.deepEqual(m.figures().lastErrors, [
+      { at: 7_000, message: 'the GET request timed out' },
+      { at: 7_000, message: 'the key is empty', node: 'reader' },
+      { at: 7_000, message: 'state store error: the request fencing token is a lower version than the fencing token protecting the resource', node: 'late write' },
+    ])
+    assert.equal(m.figures().failures, 1, 'failures counts requests, not msgs')
   })
 })
 
@@ -123,19 +140,51 @@ describe('observe: activity registry', () => {
 describe('observe: the client reports its requests', () => {
   it('every settled request reaches the recorder, failures with their error', async () => {
     const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 } })
+    // A broker nobody serves: a request there fails by itself, with a TimeoutError.
+    const unserved = await startBroker({ port: 0 })
     const metrics = new ConnectionMetrics()
-    const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `observe-${process.pid}`, metrics })
+    const recorded: Array<{ verb: string; error: Error | undefined }> = []
+    const recorder: RequestRecorder = {
+      record(verb, latencyMs, error) {
+        recorded.push({ verb, error })
+        metrics.record(verb, latencyMs, error)
+      },
+    }
+    const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `observe-${process.pid}`, metrics: recorder })
+    const lonely = new StateStoreClient({ brokerUrl: unserved.url, clientId: `observe-lonely-${process.pid}`, metrics: recorder, requestTimeoutMs: 300 })
     try {
       await client.ready({ timeoutMs: 5000 })
-      await client.set('observed', 'v')
+      await lonely.ready({ timeoutMs: 5000 })
+      const token = new Hlc(Date.now(), 5, 'holder')
+      await client.set('observed', 'v', { fencingToken: token })
       await client.get('observed')
-      await assert.rejects(client.set('observed', 'w', { fencingToken: 'not a token' }))
+      // Answered, with -ERR: the request itself worked, so it is recorded without an error.
+      const refused = await client.set('observed', 'w', { fencingToken: new Hlc(token.timestamp - 1000, 0, 'holder') }).catch((err: unknown) => err)
+      assert.ok(refused instanceof ServiceError && refused.code === 'FencingTokenLowerVersion', String(refused))
+      // Refused before it is sent: not a request at all.
+      await assert.rejects(client.set('observed', 'x', { fencingToken: 'not a token' }), ArgumentError)
+      const timedOut = await lonely.get('observed').catch((err: unknown) => err)
+      assert.ok(timedOut instanceof TimeoutError, String(timedOut))
+
+      assert.deepEqual(
+        recorded.map((r) => [r.verb, r.error]),
+        [
+          ['SET', undefined],
+          ['GET', undefined],
+          ['SET', undefined],
+          ['GET', timedOut],
+        ],
+      )
       const f = metrics.figures()
-      assert.ok(f.requests >= 2, `requests ${f.requests}`)
+      assert.equal(f.requests, 4)
+      assert.equal(f.failures, 1)
+      assert.ok(f.lastErrors[0]?.message.includes(timedOut.message), JSON.stringify(f.lastErrors))
       assert.ok(f.p50Ms !== null && f.p50Ms > 0)
     } finally {
       await client.close()
+      await lonely.close()
       await emulator.stop()
+      await unserved.stop()
     }
   })
 })

@@ -15,7 +15,6 @@ import {
   CONTENT_TYPE,
   hexDecode,
   hexUpper,
-  isAllowedResponseTopic,
   Notification,
   notificationFilter,
   notificationTopic,
@@ -33,6 +32,7 @@ import {
   requireExpiry,
   requireKey,
   responseTopicFor,
+  responseTopicRefusal,
   SERVICE_CLIENTS_PREFIX,
   toBytes,
 } from '../../src/protocol'
@@ -119,11 +119,11 @@ describe('protocol: topics', () => {
   it('response topics: under clients/<id>/, never the request topic nor the service space', () => {
     const ours = responseTopicFor('client-1')
     assert.equal(ours, `clients/client-1/services/${REQUEST_TOPIC}/response`)
-    assert.ok(isAllowedResponseTopic(ours))
+    assert.equal(responseTopicRefusal(ours), null)
     // The three SDK shapes (spec 1.2) are all allowed.
-    assert.ok(isAllowedResponseTopic(`clients/636C69656E74/${REQUEST_TOPIC}/response`))
-    assert.ok(isAllowedResponseTopic(`clients/client-1/${REQUEST_TOPIC}`))
-    assert.ok(isAllowedResponseTopic('clients/client-1/services/statestore/_any_/command/invoke/response'))
+    assert.equal(responseTopicRefusal(`clients/636C69656E74/${REQUEST_TOPIC}/response`), null)
+    assert.equal(responseTopicRefusal(`clients/client-1/${REQUEST_TOPIC}`), null)
+    assert.equal(responseTopicRefusal('clients/client-1/services/statestore/_any_/command/invoke/response'), null)
     for (const bad of [
       '',
       REQUEST_TOPIC,
@@ -133,7 +133,7 @@ describe('protocol: topics', () => {
       'clients/+/response',
       'clients/c/#',
     ]) {
-      assert.equal(isAllowedResponseTopic(bad), false, bad)
+      assert.notEqual(responseTopicRefusal(bad), null, bad)
     }
   })
 })

@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { Connection } from '../../client/connection'
-import { resolveOptions } from '../../client/options'
-import type { ClientOptions } from '../../client/types'
+import { Connection, resolveOptions, type ClientOptions } from '../../client'
 import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
 import { ADMIN_REQUEST_TOPIC, adminResponseTopic, fromWireDetails, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './wire'
 

@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import { globToRegExp } from '../core/authorization'
-import type { Store, StoredRecord } from '../core/store'
+import type { Keyspace, StoredRecord } from '../core/keyspace'
 
 /**
  * The emulator's admin channel: looking at the whole store from outside the state store protocol
@@ -77,7 +77,7 @@ function entry(id: string, record: StoredRecord, size: number): KeyEntry {
 export class EmulatorAdmin {
   /** `stepMs`: how long one step of a scan may hold the event loop (tests make it 0). */
   constructor(
-    private readonly store: Store,
+    private readonly store: Keyspace,
     private readonly stepMs = STEP_MS,
   ) {}
 

@@ -106,14 +106,6 @@ export class DedupCache {
     if (waiters) for (const w of waiters) w(answer)
   }
 
-  clear(): void {
-    for (const entry of this.entries.values()) {
-      if (!entry.done) this.complete(entry, null)
-    }
-    this.entries.clear()
-    this.bytes = 0
-  }
-
   private evict(now: number): void {
     for (const entry of this.entries.values()) {
       const overBudget = this.entries.size > this.maxEntries || this.bytes > this.maxBytes

@@ -5,7 +5,7 @@ import { accessOf, parseCommand, type Command } from './commands'
 import type { Authorizer } from './authorization'
 import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './registrations'
-import type { Store } from './store'
+import type { Keyspace } from './keyspace'
 
 /** What the executor needs to know about a request besides its payload. */
 export interface RequestContext {
@@ -30,7 +30,7 @@ export interface Answer {
 }
 
 export interface ExecutorOptions {
-  store: Store
+  store: Keyspace
   clock: HybridLogicalClock
   registrations: Registrations
   authorizer?: Authorizer | null

@@ -1,5 +1,3 @@
-import { REQUEST_TOPICS, SERVICE_CLIENTS_PREFIX } from '../../protocol'
-
 /**
  * Requests the emulator refuses with a text of its own. No official client ever sends them (they
  * come from hand-made MQTT: mosquitto_rr, mosquitto_pub, scripts); the protocol article says such a
@@ -16,16 +14,3 @@ export const EMULATOR_REFUSAL_TEXT = {
 } as const
 
 export type EmulatorRefusalCode = keyof typeof EMULATOR_REFUSAL_TEXT
-
-/**
- * Why a Response Topic may not be used on a state store request, or null when it may. The article
- * forbids the request topic (either dialect's: an answer there would come back as a request) and
- * anything under the service's notification prefix; a wildcard is not a topic name at all. The same
- * rule as `isAllowedResponseTopic` (src/protocol), with the reason for the log.
- */
-export function responseTopicRefusal(topic: string): string | null {
-  if (REQUEST_TOPICS.includes(topic)) return 'it is the request topic'
-  if (topic.startsWith(SERVICE_CLIENTS_PREFIX)) return `it begins with ${SERVICE_CLIENTS_PREFIX}, which belongs to the state store`
-  if (/[+#]/.test(topic)) return 'it contains a wildcard'
-  return null
-}

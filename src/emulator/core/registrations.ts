@@ -1,6 +1,6 @@
 import type { Hlc } from '../../hlc'
 import { Notification, notificationTopic } from '../../protocol'
-import type { StoreChange } from './store'
+import type { KeyChange } from './keyspace'
 
 /** A change of the registrations while serving (replay makes none), for the journal. */
 export type RegistrationChange =
@@ -85,12 +85,8 @@ export class Registrations {
     return [...this.byClient.keys()]
   }
 
-  isRegistered(clientId: string, key: Buffer): boolean {
-    return this.byKey.get(key.toString('latin1'))?.has(clientId) ?? false
-  }
-
   /** The notifications one change produces, one per registered client, in registration order. */
-  notificationsFor(change: StoreChange): OutgoingNotification[] {
+  notificationsFor(change: KeyChange): OutgoingNotification[] {
     const clients = this.byKey.get(change.key.toString('latin1'))
     if (!clients || clients.size === 0) return []
     const payload = change.kind === 'set' ? Notification.set(change.value) : Notification.delete

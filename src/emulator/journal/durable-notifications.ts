@@ -1,6 +1,6 @@
 import type { Logger } from '../../log'
 import type { OutgoingNotification } from '../core/registrations'
-import type { PersistenceLog } from './journal'
+import type { Journal } from './journal'
 
 /**
  * Key notifications of a change to a persistent key go out once its record is durable, as its
@@ -12,7 +12,7 @@ export class DurableNotifications {
   private readonly queue: Array<{ seq: number; notifications: OutgoingNotification[] }> = []
 
   constructor(
-    private readonly persistence: PersistenceLog | null,
+    private readonly journal: Journal | null,
     private readonly send: (n: OutgoingNotification) => void,
     private readonly log: Logger,
   ) {}
@@ -20,7 +20,7 @@ export class DurableNotifications {
   /** `seq`: the log's appendedSeq after the change was recorded. */
   publish(notifications: OutgoingNotification[], seq: number): void {
     if (notifications.length === 0) return
-    if (this.queue.length === 0 && (!this.persistence || seq <= this.persistence.durableSeq)) {
+    if (this.queue.length === 0 && (!this.journal || seq <= this.journal.durableSeq)) {
       for (const n of notifications) this.send(n)
       return
     }
@@ -32,7 +32,7 @@ export class DurableNotifications {
     while (this.queue.length > 0) {
       const head = this.queue[0]!
       try {
-        await this.persistence!.whenDurable(head.seq)
+        await this.journal!.whenDurable(head.seq)
         for (const n of head.notifications) this.send(n)
       } catch (err) {
         // The write is not answered either (service.ts): nobody hears of it.

@@ -1,6 +1,6 @@
 import * as zlib from 'node:zlib'
 import { Hlc } from '../../hlc'
-import type { StoredRecord } from '../core/store'
+import type { StoredRecord } from '../core/keyspace'
 
 /**
  * The on-disk record format of the persistence log (the durability engine is journal.ts).

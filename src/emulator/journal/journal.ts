@@ -4,7 +4,7 @@ import { dirname } from 'node:path'
 import type { Logger } from '../../log'
 import { decodeLog, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet, MAGIC, MAGIC_V1, type ReplayResult } from './format'
 import type { RegistrationChange } from '../core/registrations'
-import type { StoreChange, StoredRecord } from '../core/store'
+import type { KeyChange, StoredRecord } from '../core/keyspace'
 
 /**
  * The durability engine of the append-only log of persistent keys (SETs that carried
@@ -16,7 +16,7 @@ import type { StoreChange, StoredRecord } from '../core/store'
 
 const DEFAULT_COMPACT_MIN_BYTES = 8 * 1024 * 1024
 
-export interface PersistenceOptions {
+export interface JournalOptions {
   /** Rewrite only when the log has reached this size (and doubled since the last rewrite). */
   compactMinBytes?: number
   /** The live persistent records, for a rewrite; taken synchronously. */
@@ -32,7 +32,7 @@ interface Waiter {
   reject: (err: Error) => void
 }
 
-export class PersistenceLog {
+export class Journal {
   private fh: FileHandle | null = null
   private pending: Buffer[] = []
   private appended = 0
@@ -46,7 +46,7 @@ export class PersistenceLog {
 
   private constructor(
     readonly path: string,
-    private readonly options: PersistenceOptions,
+    private readonly options: JournalOptions,
   ) {
     this.compactMinBytes = options.compactMinBytes ?? DEFAULT_COMPACT_MIN_BYTES
   }
@@ -55,8 +55,8 @@ export class PersistenceLog {
    * Reads the log (creating it if absent), drops a torn tail, and opens it for appending.
    * Throws if the file exists but is not a log of ours.
    */
-  static async open(path: string, options: PersistenceOptions): Promise<{ log: PersistenceLog; replay: ReplayResult }> {
-    const log = new PersistenceLog(path, options)
+  static async open(path: string, options: JournalOptions): Promise<{ journal: Journal; replay: ReplayResult }> {
+    const journal = new Journal(path, options)
     let replay: ReplayResult = { records: [], discardedBytes: 0, discardedAt: 0 }
     if (!existsSync(path) || readFileSync(path).length === 0) {
       const fd = openSync(path, 'w')
@@ -67,7 +67,7 @@ export class PersistenceLog {
         closeSync(fd)
       }
       fsyncDir(path)
-      log.size = MAGIC.length
+      journal.size = MAGIC.length
     } else {
       const data = readFileSync(path)
       const magic = data.subarray(0, MAGIC.length)
@@ -85,11 +85,11 @@ export class PersistenceLog {
           closeSync(fd)
         }
       }
-      log.size = data.length - replay.discardedBytes
+      journal.size = data.length - replay.discardedBytes
     }
-    log.baseSize = log.size
-    log.fh = await open(path, 'a')
-    return { log, replay }
+    journal.baseSize = journal.size
+    journal.fh = await open(path, 'a')
+    return { journal, replay }
   }
 
   /** How many records have been appended so far; a request waits for `whenDurable` of this number. */
@@ -107,7 +107,7 @@ export class PersistenceLog {
    * written from while serving. A change to a key that is not persistent writes nothing; a
    * KEYNOTIFY is recorded even when already registered, as the earlier record may not be on disk yet.
    */
-  record(change: StoreChange | RegistrationChange): void {
+  record(change: KeyChange | RegistrationChange): void {
     switch (change.kind) {
       case 'set':
         if (change.record.persisted) this.append(encodeSet(change.key, change.record))

@@ -1,6 +1,5 @@
-import { Prop, REQUEST_TOPICS } from '../../protocol'
+import { Prop, REQUEST_TOPICS, responseTopicRefusal } from '../../protocol'
 import type { InspectedPublish, PublishPolicy } from '../broker/broker'
-import { responseTopicRefusal } from '../core/refusals'
 
 /**
  * The state store's rules for the embedded broker, which knows who is connected where the service

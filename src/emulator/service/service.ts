@@ -1,14 +1,14 @@
 import type { IPublishPacket, MqttClient } from 'mqtt'
-import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, publishPacketSize, type PublishPropertiesForSize } from '../../protocol'
+import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, publishPacketSize, responseTopicRefusal, userProperty, type PublishPropertiesForSize } from '../../protocol'
 import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from '../core/dedup'
 import { RequestPrint } from '../core/request-print'
 import type { Answer, Executor, RequestContext } from '../core/execute'
 import type { FilteredLogger } from '../logger'
 import { callerOf, describeCaller } from '../core/identity'
-import { EMULATOR_REFUSAL_TEXT, responseTopicRefusal, type EmulatorRefusalCode } from '../core/refusals'
+import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from '../core/refusals'
 import type { OutgoingNotification } from '../core/registrations'
-import type { PersistenceLog } from '../journal/journal'
+import type { Journal } from '../journal/journal'
 import type { DirectMessage } from '../broker/broker'
 import { coalesceWrites } from '../../transport/coalesce-writes'
 import { within } from '../within'
@@ -22,7 +22,8 @@ import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './
 export interface ServiceOptions extends EmulatorBrokerOptions {
   executor: Executor
   dedup: DedupCache
-  persistence: PersistenceLog | null
+  /** The persistence journal, when there is one: an answer that changed it waits until that is on disk. */
+  journal: Journal | null
   log: FilteredLogger
   /** Requests waiting for the disk at once; beyond it, reading from the broker pauses. */
   maxInFlight?: number
@@ -138,8 +139,7 @@ export class StateStoreService {
     const props = packet.properties ?? {}
     const responseTopic = props.responseTopic
     const correlation = props.correlationData
-    const raw = userProps(props.userProperties)
-    const prop = (name: string) => raw(dialectPropertyName(dialect, name))
+    const prop = (name: string) => userProperty(props, dialectPropertyName(dialect, name))
     const caller = callerOf(prop, responseTopic)
     // Described only for a log line: most requests never need it.
     const who = () => describeCaller(caller, responseTopic)
@@ -180,8 +180,8 @@ export class StateStoreService {
       // Any answer, a read's too, waits until every change it wrote or may have seen is on disk: an
       // answer never shows a write that a crash then loses (found by the chaos run: a GET saw a
       // value the restarted emulator did not have). Without a sync under way it goes at once.
-      const persistence = this.options.persistence
-      if (persistence && persistence.appendedSeq > persistence.durableSeq) durableSeq = persistence.appendedSeq
+      const journal = this.options.journal
+      if (journal && journal.appendedSeq > journal.durableSeq) durableSeq = journal.appendedSeq
     } catch (err) {
       // A bug, not a bad request: say so loudly, answer nothing, keep serving.
       log('error', `request from ${who()} failed: ${(err as Error).stack ?? err}`)
@@ -192,9 +192,9 @@ export class StateStoreService {
       log('info', `refused ${answer.command?.verb ?? 'request'} from ${who()}: -ERR ${answer.error.code} (${answer.error.detail})`)
     }
     const cached: CachedAnswer = { payload: answer.payload, timestamp: answer.timestamp }
-    if (durableSeq === undefined || !this.options.persistence) return this.finish(entry, reply, cached)
+    if (durableSeq === undefined || !this.options.journal) return this.finish(entry, reply, cached)
     this.inFlight++
-    this.options.persistence.whenDurable(durableSeq).then(
+    this.options.journal.whenDurable(durableSeq).then(
       () => this.finish(entry, reply, cached),
       (err: Error) => {
         log('error', `request from ${who()} not answered: it could not be made durable (${err.message})`)
@@ -255,15 +255,4 @@ interface ReplyTo {
   hasExpiry: boolean
   /** Answers go out in the dialect the request came in. */
   dialect: Dialect
-}
-
-type UserProperties = NonNullable<NonNullable<IPublishPacket['properties']>['userProperties']>
-
-/** A user property lookup; a repeated property counts by its first value. */
-function userProps(props: UserProperties | undefined): (name: string) => string | undefined {
-  return (name) => {
-    if (!props || !Object.hasOwn(props, name)) return undefined
-    const v = props[name]
-    return Array.isArray(v) ? v[0] : v
-  }
 }

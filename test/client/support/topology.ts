@@ -1,5 +1,5 @@
 import { startEmulator, type Emulator } from '../../../src/emulator'
-import { mosquittoUrl } from '../../support/broker'
+import { mqttBrokerUrl } from '../../support/broker'
 
 export interface Topology {
   /** Where clients connect. */
@@ -21,7 +21,7 @@ export function onEveryBroker(title: string, body: (t: Topology) => void): void 
       before(async function () {
         t.kind = kind
         if (kind === 'mosquitto') {
-          const url = await mosquittoUrl(this)
+          const url = await mqttBrokerUrl(this)
           t.emulator = await startEmulator({ brokerUrl: url, logLevel: 'error' })
           t.url = url
         } else {

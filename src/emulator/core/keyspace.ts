@@ -19,11 +19,11 @@ export interface StoredRecord {
   readonly fencingToken: Hlc | null
   /** Wall-clock ms after which the key no longer exists; 0 for never. */
   readonly expiresAt: number
-  /** Whether the record is in the persistence log. */
+  /** Whether the record is in the persistence journal. */
   readonly persisted: boolean
 }
 
-export type StoreChange =
+export type KeyChange =
   /** `value` is the value as written (the record may hold it in another form): notifications are made from it. */
   | { kind: 'set'; key: Buffer; value: Buffer; record: StoredRecord; wasPersisted: boolean }
   | { kind: 'delete'; key: Buffer; version: Hlc; cause: 'del' | 'vdel' | 'expired'; wasPersisted: boolean }
@@ -57,14 +57,14 @@ export interface Timers {
   clear(handle: unknown): void
 }
 
-export interface StoreOptions {
+export interface KeyspaceOptions {
   /** Mints every version; its node id is the service's. */
   clock: HybridLogicalClock
   /** Wall clock in ms for expiry; the clock's own by default is Date.now. Inject with the clock's for tests. */
   now?: () => number
   /** Key quota; unlimited when undefined. */
   maxKeys?: number
-  onChange?: (change: StoreChange) => void
+  onChange?: (change: KeyChange) => void
   /** How the one expiry timer is armed; injectable for tests. */
   timers?: Timers
 }
@@ -146,7 +146,7 @@ class PackedRecord implements StoredRecord {
   }
 }
 
-export class Store {
+export class Keyspace {
   /** Keyed by the latin1 string of the key bytes: one byte per character, so binary keys are exact and compact. */
   private readonly records = new Map<string, PackedRecord>()
   /** The shared attributes by node id: [not persisted, persisted]. Node ids are this clock's and those of restored versions, a handful. */
@@ -156,14 +156,14 @@ export class Store {
   private readonly now: () => number
   private readonly timers: Timers
   private readonly maxKeys: number
-  private onChange: (change: StoreChange) => void
+  private onChange: (change: KeyChange) => void
   private timer: unknown = null
   private timerDeadline = 0
   private closed = false
   /** The last version minted: a reading is never the version of two changes. */
   private minted: Hlc | null = null
 
-  constructor(options: StoreOptions) {
+  constructor(options: KeyspaceOptions) {
     this.clock = options.clock
     this.now = options.now ?? Date.now
     this.timers = options.timers ?? realTimers
@@ -172,7 +172,7 @@ export class Store {
   }
 
   /** Replaces the change listener (the service wires it after replaying persistence). */
-  setListener(onChange: (change: StoreChange) => void): void {
+  setListener(onChange: (change: KeyChange) => void): void {
     this.onChange = onChange
   }
 

@@ -1,6 +1,6 @@
-import { ArgumentError, CancelledError } from '../errors'
-import { Hlc, HlcError } from '../hlc'
-import { maxNotifiedKeyBytes, toBytes, type Bytes } from '../protocol'
+import { ArgumentError, CancelledError } from './errors'
+import { Hlc, HlcError } from './hlc'
+import { maxNotifiedKeyBytes, toBytes, type Bytes } from './protocol'
 
 /** A value must be bytes or a string; anything else is a programming error caught before sending. */
 export function requireValue(value: Bytes, what = 'value'): Buffer {
@@ -38,6 +38,11 @@ export function requireFencingToken(token: Hlc | string | undefined): Hlc | unde
     if (err instanceof HlcError) throw new ArgumentError(`bad fencing token ${JSON.stringify(token)}: ${err.message}`, { cause: err })
     throw err
   }
+}
+
+/** A request's options, when given, are an object: `null` or a number is a programming error. */
+export function requireOptions(options: unknown): void {
+  if (options === null || typeof options !== 'object') throw new ArgumentError(`the options must be an object, got ${options === null ? 'null' : typeof options}`)
 }
 
 /** Milliseconds that must be a positive whole number when given. */

@@ -52,9 +52,10 @@ export interface AttachOptions {
  */
 export function attach(RED: NodeAPI, node: Node, storeId: string | undefined, options: AttachOptions = {}): Attachment {
   const t = commonTranslator(RED)
-  const status = new StatusView(node, t)
   const found = storeId ? (RED.nodes.getNode(storeId) as StoreConfigNode | null) : null
   const store = found && found.type === 'ss-config' ? found : null
+  const label = node.name || node.type
+  const status = new StatusView(node, t, store ? (err) => store.activity.metrics.msgFailed(label, err) : undefined)
   const user: StoreUser = {
     id: node.id,
     onConnection(s) {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { IPublishPacket } from 'mqtt'
 import { ArgumentError, ConnectionError, OverloadedError, ProtocolError, TimeoutError } from '../errors'
 import { HlcError, type Hlc } from '../hlc'
-import { cancelledBy } from './arguments'
+import { cancelledBy } from '../arguments'
 import { backoffDelay } from './backoff'
 import { downCode, type PublishProperties } from './connection'
 import { readResponseVersion, requestProperties } from './envelope'
@@ -84,7 +84,7 @@ interface Pending {
  * timeout, cancellation, close) and leaves no timer of its own behind. Responses that match nothing (late,
  * duplicate, foreign) are dropped.
  */
-export class Requests {
+export class PendingRequests {
   private readonly inFlight = new Map<number, Pending>()
   /** Insertion-ordered, so the oldest waiter is admitted first. */
   private readonly queue = new Set<Pending>()

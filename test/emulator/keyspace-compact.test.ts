@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict'
 import { Hlc, HybridLogicalClock } from '../../src/hlc'
-import { Store, type StoreChange, type StoredRecord } from '../../src/emulator/core/store'
+import { Keyspace, type KeyChange, type StoredRecord } from '../../src/emulator/core/keyspace'
 
 // The store keeps small values as latin1 strings and versions as numbers (for memory); these check
 // that what comes back out is exactly what went in, on both sides of the size threshold.
 
-const stores: Store[] = []
+const stores: Keyspace[] = []
 
 function setup() {
   const clock = new HybridLogicalClock({ nodeId: 'svc' })
-  const changes: StoreChange[] = []
-  const store = new Store({ clock, onChange: (c) => changes.push(c) })
+  const changes: KeyChange[] = []
+  const store = new Keyspace({ clock, onChange: (c) => changes.push(c) })
   stores.push(store)
   return { store, changes }
 }
@@ -26,7 +26,7 @@ function bytes(length: number, seed = 0): Buffer {
 
 const LENGTHS = [0, 1, 100, 255, 256, 4095, 4096, 4097, 70_000]
 
-describe('emulator store: compact records', () => {
+describe('emulator keyspace: compact records', () => {
   afterEach(() => {
     for (const store of stores.splice(0)) store.close()
   })

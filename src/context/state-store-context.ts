@@ -1,4 +1,4 @@
-import { StateStoreClient, type KeyNotification, type Observation } from '../index'
+import { StateStoreClient, type KeyNotification, type Observation } from '../client'
 import { acquireEmbedded, releaseEmbedded } from '../emulator/embedded'
 import { Hlc } from '../hlc'
 import { decodeAuto, encodeJson } from '../value'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { Hlc, HybridLogicalClock } from '../../src/hlc'
-import { Store, type StoreChange, type Timers } from '../../src/emulator/core/store'
+import { Keyspace, type KeyChange, type Timers } from '../../src/emulator/core/keyspace'
 
 /** A wall clock and a timer queue the test moves by hand. */
 class FakeTime implements Timers {
@@ -34,15 +34,15 @@ class FakeTime implements Timers {
 function setup(options: { maxKeys?: number } = {}) {
   const time = new FakeTime()
   const clock = new HybridLogicalClock({ nodeId: 'svc', now: () => time.now })
-  const changes: StoreChange[] = []
-  const store = new Store({ clock, now: () => time.now, timers: time, onChange: (c) => changes.push(c), ...options })
+  const changes: KeyChange[] = []
+  const store = new Keyspace({ clock, now: () => time.now, timers: time, onChange: (c) => changes.push(c), ...options })
   return { time, clock, store, changes }
 }
 
 const b = (s: string) => Buffer.from(s)
 const tok = (ms: number, counter = 0) => new Hlc(ms, counter, 'client')
 
-describe('emulator store (injected clock)', () => {
+describe('emulator keyspace (injected clock)', () => {
   it('expires a key exactly at its deadline: visible at deadline - 1 ms, gone at the deadline', () => {
     const { time, store, changes } = setup()
     const t0 = time.now

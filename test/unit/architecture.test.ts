@@ -1,0 +1,149 @@
+/**
+ * The import rules of docs/architecture.md, read from the sources with TypeScript's own import
+ * scanner: the rooms form layers, imports only run downwards, nothing outside src/client opens a
+ * client file other than its index, the emulator's core is data and rules only, and no file is on
+ * an import circle. A violation names the file and the import.
+ */
+import { strict as assert } from 'node:assert'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import ts from 'typescript'
+
+const ROOT = resolve(__dirname, '..', '..')
+
+/** Each room and its layer: a file may import its own room and rooms of lower layers only. */
+const LAYERS: Array<[room: string, layer: number]> = [
+  ['src/errors.ts', 0],
+  ['src/log.ts', 0],
+  ['src/value.ts', 0],
+  ['src/typed-emitter.ts', 0],
+  ['src/hlc', 0],
+  ['src/resp', 0],
+  ['src/protocol', 1],
+  ['src/arguments.ts', 2],
+  ['src/transport', 2],
+  ['src/client', 3],
+  ['src/locks', 4],
+  ['src/emulator', 4],
+  ['src/observe', 5],
+  ['src/context', 6],
+  ['src/index.ts', 7],
+  ['nodes', 8],
+]
+
+/** What the emulator's core may import from outside itself: the shared protocol rooms, and hashing. */
+const CORE_MAY_IMPORT = ['src/errors.ts', 'src/hlc', 'src/resp', 'src/protocol', 'node:crypto']
+
+interface Import {
+  from: string
+  /** A path relative to the repository for a file of ours, else the module name. */
+  to: string
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = []
+  for (const name of readdirSync(join(ROOT, dir))) {
+    const path = join(dir, name)
+    if (statSync(join(ROOT, path)).isDirectory()) out.push(...sourceFiles(path))
+    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(path)
+  }
+  return out
+}
+
+function resolveLocal(from: string, spec: string): string {
+  const base = resolve(ROOT, dirname(from), spec)
+  for (const candidate of [`${base}.ts`, join(base, 'index.ts'), base]) {
+    try {
+      if (statSync(candidate).isFile()) return relative(ROOT, candidate)
+    } catch {
+      // not this one
+    }
+  }
+  throw new Error(`${from}: cannot resolve ${spec}`)
+}
+
+function importsOf(file: string): Import[] {
+  const info = ts.preProcessFile(readFileSync(join(ROOT, file), 'utf8'), true, true)
+  return info.importedFiles.map(({ fileName }) => ({ from: file, to: fileName.startsWith('.') ? resolveLocal(file, fileName) : fileName }))
+}
+
+function roomOf(file: string): [string, number] | null {
+  for (const [room, layer] of LAYERS) if (file === room || file.startsWith(`${room}/`)) return [room, layer]
+  return null
+}
+
+/** Each import circle, as the files on it from the first one reached back to it. */
+function circlesIn(edgeList: Import[]): string[] {
+  const edges = new Map<string, string[]>()
+  for (const i of edgeList) edges.set(i.from, [...(edges.get(i.from) ?? []), i.to])
+  const state = new Map<string, 'open' | 'done'>()
+  const circles: string[] = []
+  const visit = (file: string, path: string[]): void => {
+    if (state.get(file) === 'done') return
+    if (state.get(file) === 'open') {
+      circles.push([...path.slice(path.indexOf(file)), file].join(' -> '))
+      return
+    }
+    state.set(file, 'open')
+    for (const next of edges.get(file) ?? []) visit(next, [...path, file])
+    state.set(file, 'done')
+  }
+  for (const file of edges.keys()) visit(file, [])
+  return circles
+}
+
+const files = [...sourceFiles('src'), ...sourceFiles('nodes')]
+const imports = files.flatMap(importsOf)
+const local = imports.filter((i) => i.to.endsWith('.ts'))
+
+describe('architecture: the import rules of docs/architecture.md', () => {
+  it('every source file belongs to a room of the layer table', () => {
+    assert.deepEqual(files.filter((f) => roomOf(f) === null), [])
+  })
+
+  it('imports run from a room to itself or to a lower layer, never up or sideways', () => {
+    const wrong = local
+      .filter((i) => {
+        const [fromRoom, fromLayer] = roomOf(i.from)!
+        const [toRoom, toLayer] = roomOf(i.to)!
+        return fromRoom !== toRoom && toLayer >= fromLayer
+      })
+      .map((i) => `${i.from} imports ${i.to}`)
+    assert.deepEqual(wrong, [])
+  })
+
+  it('nothing outside src/client imports a client file other than src/client/index.ts', () => {
+    const wrong = local.filter((i) => !i.from.startsWith('src/client/') && i.to.startsWith('src/client/') && i.to !== 'src/client/index.ts').map((i) => `${i.from} imports ${i.to}`)
+    assert.deepEqual(wrong, [])
+  })
+
+  it("the emulator's core imports no adapter and no I/O: only itself, the protocol rooms and hashing", () => {
+    const wrong = imports
+      .filter((i) => i.from.startsWith('src/emulator/core/') && !i.to.startsWith('src/emulator/core/'))
+      .filter((i) => !CORE_MAY_IMPORT.some((allowed) => i.to === allowed || i.to.startsWith(`${allowed}/`)))
+      .map((i) => `${i.from} imports ${i.to}`)
+    assert.deepEqual(wrong, [])
+  })
+
+  it('the embedded broker knows nothing of the state store: it imports no other emulator folder', () => {
+    const wrong = local.filter((i) => i.from.startsWith('src/emulator/broker/') && i.to.startsWith('src/emulator/') && !i.to.startsWith('src/emulator/broker/') && i.to !== 'src/emulator/logger.ts' && i.to !== 'src/emulator/within.ts')
+    assert.deepEqual(wrong.map((i) => `${i.from} imports ${i.to}`), [])
+  })
+
+  it('no file is on an import circle', () => {
+    assert.deepEqual(circlesIn(local), [])
+  })
+
+  it('the circle finder finds a circle, and only a circle', () => {
+    const edge = (from: string, to: string): Import => ({ from, to })
+    assert.deepEqual(circlesIn([edge('a', 'b'), edge('b', 'c'), edge('c', 'a'), edge('c', 'd')]), ['a -> b -> c -> a'])
+    assert.deepEqual(circlesIn([edge('a', 'b'), edge('a', 'c'), edge('b', 'd'), edge('c', 'd')]), [])
+  })
+
+  it('finds what it checks: a known import of each kind is seen', () => {
+    // Guards against a scanner that sees nothing and so passes every rule.
+    assert.ok(local.some((i) => i.from === 'src/locks/lease.ts' && i.to === 'src/client/index.ts'))
+    assert.ok(imports.some((i) => i.from === 'src/emulator/broker/broker.ts' && i.to === 'node:net'))
+    assert.ok(local.length > 200, `only ${local.length} imports found`)
+  })
+})
