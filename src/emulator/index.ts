@@ -5,6 +5,7 @@ import { AdminServer } from './admin/server'
 import { readAuthorizationFile } from './authorization-file'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker/broker'
 import { DedupCache } from './core/dedup'
+import { RequestPrint } from './core/request-print'
 import { DurableNotifications } from './journal/durable-notifications'
 import { Executor } from './core/execute'
 import type { Logger } from '../log'
@@ -87,6 +88,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const registrations = new Registrations()
 
   let journal: Journal | null = null
+  const dedup = new DedupCache()
   let broker: EmbeddedBroker | null = null
   let service: StateStoreService | null = null
   let adminServer: AdminServer | null = null
@@ -107,7 +109,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...(options.persistCompactMinBytes !== undefined ? { compactMinBytes: options.persistCompactMinBytes } : {}),
       })
       journal = opened.journal
-      replay(store, registrations, clock, opened.replay.records, log)
+      replay(store, registrations, clock, dedup, opened.replay.records, log)
       if (opened.replay.discardedBytes > 0) {
         log('warn', `persistence: ignored ${opened.replay.discardedBytes} byte(s) at offset ${opened.replay.discardedAt} of ${options.persistFile} (a record cut short by a crash, or corrupt)`)
       }
@@ -149,7 +151,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       brokerUrl,
       ...credentials,
       executor: new Executor({ store, clock, registrations, authorizer, persistence: journal !== null }),
-      dedup: new DedupCache(),
+      dedup,
       journal,
       log,
       ...(broker ? { deliverDirect: broker.deliverUnsubscribed.bind(broker), connectStream: broker.connectInProcess.bind(broker) } : {}),
@@ -191,7 +193,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
 }
 
-function replay(store: Keyspace, registrations: Registrations, clock: HybridLogicalClock, records: Replayed[], log: FilteredLogger): void {
+function replay(store: Keyspace, registrations: Registrations, clock: HybridLogicalClock, dedup: DedupCache, records: Replayed[], log: FilteredLogger): void {
+  const now = Date.now()
   let newest: Hlc | null = null
   for (const r of records) {
     switch (r.type) {
@@ -210,6 +213,9 @@ function replay(store: Keyspace, registrations: Registrations, clock: HybridLogi
         break
       case 'drop-client':
         registrations.dropClient(r.clientId)
+        break
+      case 'answer':
+        dedup.restore(r.id, RequestPrint.parse(r.request), r.expiresAt, { payload: r.payload, timestamp: r.timestamp }, now)
         break
     }
   }
