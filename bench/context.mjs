@@ -6,7 +6,10 @@
 //    (cached, as Node-RED configures it: sets into memory, then close() writes the files) and vs the
 //    ss-set node (Node-RED test helper) on the same emulator, same keys and window;
 //  - a write-through burst of 10,000 synchronous sets, then close(): every key counted in the
-//    store afterwards with a plain client (nothing may be lost).
+//    store afterwards with a plain client (nothing may be lost);
+//  - scale: with 1,000, 10,000 and 100,000 keys under one prefix (loaded in the store's cache),
+//    the cost of a set of a new key beside a set of an existing key, interleaved by round, each
+//    round's new keys deleted again so the count stays put.
 import { createRequire } from 'node:module'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -15,10 +18,13 @@ import { ROOT, benchArgs, fmtRange, fmtRatio, interleave, interleaveOps, table, 
 import { startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
 
 const require = createRequire(import.meta.url)
-const { quick, rounds } = benchArgs()
+const { quick, rounds, argv } = benchArgs()
 const SETS = quick ? 1000 : 2000
 const WINDOW = 100
 const BURST = 10_000
+// --keys 1000,10000 to stop earlier (filling and loading 100,000 keys takes minutes)
+const SCALES = (argv.includes('--keys') ? argv[argv.indexOf('--keys') + 1] : '1000,10000,100000').split(',').map(Number)
+const SCALE_SETS = 500
 
 const contextStore = require(join(ROOT, 'dist/src/context/index.js'))
 const { StateStoreClient } = require(join(ROOT, 'dist/src/client/index.js'))
@@ -54,6 +60,13 @@ function windowed(count, window, one) {
     }
     for (let w = 0; w < window; w++) next()
   })
+}
+
+/** The keys of `scope` in the store's index, as any client reads it: every bucket merged. */
+async function indexed(client, prefix, scope) {
+  const { BUCKETS } = require(join(ROOT, 'dist/src/context/key-index.js'))
+  const answers = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
+  return answers.flatMap((a) => (a.value === null ? [] : (JSON.parse(a.value.toString())[scope] ?? [])))
 }
 
 try {
@@ -167,21 +180,66 @@ try {
       if (a.value.toString() !== String(from + j)) wrong += 1
     })
   }
-  const index = JSON.parse((await reader.get(`${burstPrefix}#keys`)).value?.toString() ?? '{}')
+  const index = { global: await indexed(reader, burstPrefix, 'global') }
   await reader.close()
   const burstRows = [[`${BURST} synchronous sets, then close()`, `${burstMs.toFixed(0)} ms (${((BURST / burstMs) * 1000).toFixed(0)} sets/s)`, `${found} found, ${wrong} wrong, ${index.global?.length ?? 0} in the index`]]
+
+  // ---- scale: new key vs existing key at 1,000 / 10,000 / 100,000 keys ----
+  // One runtime holds the keys (a second one on the prefix would load every new key too, measuring
+  // two runtimes); it grows the key count between levels. Opening a store at each level is timed
+  // with a second store, opened and closed before the measuring starts.
+  const scalePrefix = `bench/${process.pid}/scale/`
+  const store = await open({ prefix: scalePrefix, clientId: `bench-scale-${process.pid}` })
+  const scaleRows = []
+  const scale = {}
+  let held = 0
+  for (const n of SCALES) {
+    await windowed(n - held, 200, (i, done) => store.set(`f${(held + i) % 10}`, `k${held + i}`, { i: held + i }, done))
+    held = n
+    const openStarted = performance.now()
+    const opened = await open({ prefix: scalePrefix, clientId: `bench-scale-open-${n}-${process.pid}` })
+    const openMs = performance.now() - openStarted
+    await opened.close()
+    const result = await interleave({
+      variants: ['existing', 'new'],
+      reference: 'existing',
+      rounds,
+      warmup: 1,
+      measure: async (v, r) => {
+        if (v === 'existing') return windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `k${i}`, { i, r }, done))
+        const rate = await windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `new${r}-${i}`, { i }, done))
+        await windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `new${r}-${i}`, undefined, done))
+        return rate
+      },
+    })
+    // cost = 1 / rate: how many existing-key sets one new-key set costs
+    const cost = { median: 1 / result.new.value.ratio.median, min: 1 / result.new.value.ratio.max, max: 1 / result.new.value.ratio.min }
+    scale[n] = { openMs, result, cost }
+    scaleRows.push([
+      n.toLocaleString('en'),
+      fmtRange(result.existing.value, 0, ' sets/s'),
+      fmtRange(result.new.value, 0, ' sets/s'),
+      `${cost.median.toFixed(2)}x (${cost.min.toFixed(2)}–${cost.max.toFixed(2)})`,
+      `${(openMs / 1000).toFixed(1)} s`,
+    ])
+  }
+  await store.close()
 
   const tables = [
     table('cached synchronous get vs the memory store (interleaved slices)', ['variant', 'ops/s', 'vs memory'], getRows),
     table(`set throughput, ${SETS} keys, ${WINDOW} outstanding, until acknowledged (localfilesystem: until written)`, ['variant', 'rate', 'vs ss-set', 'vs localfilesystem'], setRows),
     table('write-through burst', ['what', 'time', 'in the store afterwards'], burstRows),
+    table(`scale: ${SCALE_SETS} sets with a callback, ${WINDOW} outstanding, at each number of keys under one prefix`, ['keys', 'existing key', 'new key', 'a new key costs', 'open (load every key)'], scaleRows),
   ]
   const headline = [
     { metric: 'context: cached sync get vs memory store (plain key)', value: `${gets.statestore.value.ratio.median.toFixed(2)}x`, target: '>= 0.9x', pass: gets.statestore.value.ratio.median >= 0.9 },
     { metric: 'context: cached sync get vs memory store (nested path)', value: `${nestedRatio.toFixed(2)}x`, target: '>= 0.9x', pass: nestedRatio >= 0.9 },
     { metric: `context: ${BURST} write-through sets, none lost`, value: `${found}/${BURST}`, target: `${BURST}`, pass: found === BURST && wrong === 0 && (index.global?.length ?? 0) === BURST },
   ]
-  writeResult('context', { tables, headline, data: { gets, sets, burst: { ms: burstMs, found, wrong, indexed: index.global?.length ?? 0 } } })
+  for (const n of SCALES) {
+    headline.push({ metric: `context: a new-key set vs an existing-key set at ${n.toLocaleString('en')} keys`, value: `${scale[n].cost.median.toFixed(2)}x`, target: '<= 2x', pass: scale[n].cost.median <= 2 })
+  }
+  writeResult('context', { tables, headline, data: { gets, sets, burst: { ms: burstMs, found, wrong, indexed: index.global?.length ?? 0 }, scale } })
   if (found !== BURST || wrong !== 0) process.exitCode = 1
 } finally {
   for (const d of dirs) rmSync(d, { recursive: true, force: true })

@@ -141,12 +141,12 @@ export = function (RED: NodeAPI) {
     const { n, key, c } = target
     const got = await c.get(key)
     if (got.value === null) return void res.json({ exists: false })
-    const details = (await (await admin(n))?.inspect(key)) ?? null
+    const details = (await (await admin(n))?.inspect(key, n.clientId)) ?? null
     res.json({
       exists: true,
       value: viewValue(got.value, INSPECT_CHARS),
       version: got.version?.toString() ?? null,
-      ...(details ? { expiresAt: details.expiresAt, fencingToken: details.fencingToken, persisted: details.persisted } : {}),
+      ...(details ? { expiresAt: details.expiresAt, fencingToken: details.fencingToken, persisted: details.persisted, persistedBy: details.persistedBy, access: details.access } : {}),
     })
   }))
 

@@ -16,11 +16,10 @@ export function decodeAuto(bytes: Buffer): unknown {
   }
 }
 
-const CIRCULAR = '[Circular]'
-
 /**
- * JSON the way Node-RED's file context store writes it: a reference back to an object being written
- * becomes the string "[Circular]" (reported through `onCircular`), functions and undefined
+ * JSON the way Node-RED's file context store writes it (json-stringify-safe with a decycler that
+ * returns nothing): a property that refers back to an object being written is left out (an array
+ * element becomes null), reported through `onCircular`; functions and undefined
  * properties are left out as JSON.stringify does. Throws what JSON.stringify throws (a BigInt).
  * `undefined` on its own has no JSON: that is the caller's to handle (it means "delete").
  */
@@ -38,7 +37,7 @@ function circularReplacer(onCircular?: () => void): (this: unknown, key: string,
     while (path.length > 0 && path[path.length - 1] !== this) path.pop()
     if (path.includes(value)) {
       onCircular?.()
-      return CIRCULAR
+      return undefined
     }
     path.push(value)
     return value

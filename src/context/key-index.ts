@@ -7,70 +7,133 @@ import type { Limiter } from './limiter'
 /** Scope → its top-level keys. */
 export type IndexState = Map<string, Set<string>>
 
-const RETRY_MS = 1000
+/** A key entry that appeared in or disappeared from the index. */
+export interface IndexEntry {
+  scope: string
+  top: string
+}
 
 /**
- * The list of keys per scope, because the service has no key listing. One index key,
- * `<prefix>#keys`, holds `{"<scope>": ["<key>", …]}`. Every change to it is made under a lock
- * (`<prefix>#lock`, a lease with a fencing token, and the index is written fenced with that token):
- * read the index, then for every key in the batch read the key itself and make the index say
- * whether it exists. So the index is recomputed from the keys, not from what a runtime believes,
- * and two runtimes updating it at once serialise on the lock instead of overwriting each other.
- * A runtime asks for a check whenever its own write changes whether a key exists and the index
- * it last saw disagrees, and whenever a changed index disagrees with what its cache holds: so a
- * write that raced a concurrent delete is put back. Checks wait in a batch, so a burst of new keys
- * costs one lock round, not one each.
+ * How many index keys the list is spread over. Fixed, so every runtime sharing a prefix agrees
+ * where an entry lives without asking; 256 keeps each one small (about 400 entries at 100,000 keys)
+ * while opening the store costs only 256 reads and notifications.
+ */
+export const BUCKETS = 256
+
+const RETRY_MS = 1000
+
+/** The index bucket of a key: FNV-1a of `<scope>/<key>` (a stable, cheap spread; no security role). */
+export function bucketOf(scope: string, top: string): number {
+  let hash = 0x811c9dc5
+  const text = `${scope}/${top}`
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  return (hash >>> 0) % BUCKETS
+}
+
+interface Pending extends IndexEntry {
+  waiters: Array<(err?: Error) => void>
+}
+
+/**
+ * The list of keys per scope, because the service has no key listing (docs/context.md). It is
+ * spread over BUCKETS index keys, `<prefix>#keys/<00..ff>`, each `{"<scope>": ["<key>", …]}`, so a
+ * change rewrites one small bucket, never the whole list. Every change is made under one lock
+ * (`<prefix>#lock`, a lease whose fencing token guards every bucket write): read the buckets
+ * touched, then read each key in the batch itself and make its bucket say whether it exists. So
+ * the index is recomputed from the keys, not from what a runtime believes, and two runtimes
+ * updating it at once serialise on the lock instead of overwriting each other. Checks wait in a
+ * batch, so a burst of new keys costs one lock round, not one each.
  */
 export class KeyIndex {
-  readonly indexKey: string
   private readonly lock: Lock
+  /** Every bucket merged: what keys() answers from without the cache. */
   current: IndexState = new Map()
-  private readonly pending = new Map<string, { scope: string; top: string }>()
+  private readonly buckets: IndexState[] = Array.from({ length: BUCKETS }, () => new Map())
+  /** Per bucket, bumped by every notification: a read older than one is dropped. */
+  private readonly seen: number[] = new Array<number>(BUCKETS).fill(0)
+  private readonly pending = new Map<string, Pending>()
   private running: Promise<void> | null = null
   private timer: NodeJS.Timeout | null = null
   private scheduled = false
-  private observation: Observation | null = null
+  private readonly observations: Array<Observation | undefined> = []
   private closing = false
 
   constructor(
     private readonly client: StateStoreClient,
     private readonly config: ResolvedConfig,
     private readonly limiter: Limiter,
-    private readonly onChange: (state: IndexState) => void,
+    /** With the cache: entries others added or removed, from the index notifications. */
+    private readonly onChange: (added: IndexEntry[], removed: IndexEntry[]) => void,
   ) {
-    this.indexKey = `${config.prefix}#keys`
     this.lock = new Lock(client, `${config.prefix}#lock`)
   }
 
-  /** Follows the index from now on (with the cache) and returns it. */
-  async open(): Promise<IndexState> {
-    this.observation = await this.client.observe(this.indexKey, (n) => {
-      this.current = this.parse(n.operation === 'SET' ? n.value : null)
-      this.onChange(this.current)
-    })
-    this.current = await this.read()
-    return this.current
+  bucketKey(bucket: number): string {
+    return `${this.config.prefix}#keys/${bucket.toString(16).padStart(2, '0')}`
   }
 
+  /** The single index key of earlier versions; moved into the buckets by open(). */
+  get legacyKey(): string {
+    return `${this.config.prefix}#keys`
+  }
+
+  /** Reads the whole index; with the cache, follows every bucket from then on. */
+  async open(): Promise<void> {
+    if (this.config.cache) {
+      // a retry after a failed load observes only the buckets not observed yet
+      await Promise.all(
+        this.buckets.map(async (_, i) => {
+          this.observations[i] ??= await this.limiter.run(() =>
+            this.client.observe(this.bucketKey(i), (n) => {
+              this.seen[i]! += 1
+              this.replace(i, this.parse(n.operation === 'SET' ? n.value : null, i), true)
+            }),
+          )
+        }),
+      )
+    }
+    await this.migrateLegacy()
+    await this.read()
+  }
+
+  /** Reads every bucket (those changed meanwhile by a notification keep what it said). */
   async read(): Promise<IndexState> {
-    const { value } = await this.client.get(this.indexKey)
-    return this.parse(value)
+    await Promise.all(
+      this.buckets.map(async (_, i) => {
+        const seen = this.seen[i]
+        const { value } = await this.limiter.run(() => this.client.get(this.bucketKey(i)))
+        if (this.seen[i] === seen) this.replace(i, this.parse(value, i), false)
+      }),
+    )
+    return this.current
   }
 
   get busy(): boolean {
     return this.running !== null || this.pending.size > 0
   }
 
-  /** Asks for the key's entry to be made right, unless (with the cache) the index already agrees with `exists`. */
-  check(scope: string, top: string, exists: boolean): void {
-    if (this.config.cache && (this.current.get(scope)?.has(top) ?? false) === exists) return
-    this.pending.set(`${scope}/${top}`, { scope, top })
-    if (this.running || this.timer || this.scheduled) return
-    // one tick of grace gathers a burst into one batch
-    this.scheduled = true
-    setImmediate(() => {
-      this.scheduled = false
-      void this.flush()
+  /**
+   * Asks for the key's entry to be made right, unless (with the cache) the index already agrees
+   * with `exists`. Resolves once the index says what the key holds, for every runtime that reads it.
+   */
+  check(scope: string, top: string, exists: boolean): Promise<void> {
+    if (this.config.cache && (this.current.get(scope)?.has(top) ?? false) === exists) return Promise.resolve()
+    return new Promise<void>((resolve, reject) => {
+      const id = `${scope}/${top}`
+      const waiter = (err?: Error) => (err ? reject(err) : resolve())
+      const entry = this.pending.get(id)
+      if (entry) entry.waiters.push(waiter)
+      else this.pending.set(id, { scope, top, waiters: [waiter] })
+      if (this.running || this.timer || this.scheduled) return
+      // one tick of grace gathers a burst into one batch
+      this.scheduled = true
+      setImmediate(() => {
+        this.scheduled = false
+        void this.flush()
+      })
     })
   }
 
@@ -93,7 +156,7 @@ export class KeyIndex {
     this.closing = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
-    await this.observation?.close()
+    await Promise.all(this.observations.splice(0).map((o) => o?.close()))
   }
 
   private async run(): Promise<void> {
@@ -102,9 +165,13 @@ export class KeyIndex {
       this.pending.clear()
       try {
         await this.update(batch)
+        for (const entry of batch) for (const waiter of entry.waiters) waiter()
       } catch (err) {
         const keys = batch.map((b) => `${b.scope}/${b.top}`)
         const message = err instanceof Error ? err.message : String(err)
+        const error = new Error(`state store context ${this.config.prefix}: the key index could not be updated: ${message}`, { cause: err })
+        // those waiting hear now; the entries are retried without them
+        for (const entry of batch) for (const waiter of entry.waiters.splice(0)) waiter(error)
         if (this.closing || this.client.status.state === 'closed') {
           this.config.logger('error', `state store context ${this.config.prefix}: the key index could not be updated for ${keys.join(', ')}: ${message}`)
           continue
@@ -120,36 +187,90 @@ export class KeyIndex {
     }
   }
 
-  private async update(batch: Array<{ scope: string; top: string }>): Promise<void> {
-    const timeoutMs = this.config.requestTimeoutMs * 3
-    const acquired = await this.lock.acquire({ timeoutMs })
+  private async update(batch: IndexEntry[]): Promise<void> {
+    const acquired = await this.lock.acquire({ timeoutMs: this.config.requestTimeoutMs * 3 })
     try {
-      const { value } = await this.client.get(this.indexKey)
-      const before = value?.toString('utf8') ?? null
-      const state = this.parse(value)
-      const found = await Promise.all(batch.map(({ scope, top }) => this.limiter.run(() => this.client.get(`${this.config.prefix}${scope}/${top}`))))
-      batch.forEach(({ scope, top }, i) => {
-        const tops = state.get(scope) ?? new Set<string>()
-        if (found[i]!.value !== null) tops.add(top)
-        else tops.delete(top)
-        if (tops.size > 0) state.set(scope, tops)
-        else state.delete(scope)
-      })
-      const after = serialize(state)
-      if (after !== before) {
-        const fencingToken = this.lock.lease.fencingToken ?? acquired
-        if (after === null) await this.client.del(this.indexKey, { fencingToken })
-        else await this.client.set(this.indexKey, after, { fencingToken, persist: this.config.persist })
+      const byBucket = new Map<number, IndexEntry[]>()
+      for (const entry of batch) {
+        const bucket = bucketOf(entry.scope, entry.top)
+        byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), entry])
       }
-      if (!this.config.cache || !this.observation) this.current = state
+      const [values, found] = await Promise.all([
+        Promise.all([...byBucket.keys()].map((i) => this.limiter.run(() => this.client.get(this.bucketKey(i))))),
+        Promise.all(batch.map(({ scope, top }) => this.limiter.run(() => this.client.get(`${this.config.prefix}${scope}/${top}`)))),
+      ])
+      const exists = new Map(batch.map((b, i) => [`${b.scope}/${b.top}`, found[i]!.value !== null]))
+      const fencingToken = this.lock.lease.fencingToken ?? acquired
+      await Promise.all(
+        [...byBucket].map(async ([bucket, entries], n) => {
+          const before = values[n]!.value
+          const state = this.parse(before, bucket)
+          for (const { scope, top } of entries) mark(state, scope, top, exists.get(`${scope}/${top}`)!)
+          const after = serialize(state)
+          if (after !== (before?.toString('utf8') ?? null)) {
+            const key = this.bucketKey(bucket)
+            if (after === null) await this.limiter.run(() => this.client.del(key, { fencingToken }))
+            else await this.limiter.run(() => this.client.set(key, after, { fencingToken, persist: this.config.persist }))
+          }
+          // with the cache, the bucket's notification brings this (in the service's order)
+          if (!this.config.cache) this.replace(bucket, state, false)
+        }),
+      )
     } finally {
       await this.lock.release().catch(() => {})
     }
   }
 
-  private parse(value: Buffer | null): IndexState {
+  /**
+   * Moves the single index of earlier versions into the buckets, under the lock, then deletes it:
+   * an upgraded runtime keeps listing (and loading) every key stored before.
+   */
+  private async migrateLegacy(): Promise<void> {
+    if ((await this.client.get(this.legacyKey)).value === null) return
+    const acquired = await this.lock.acquire({ timeoutMs: this.config.requestTimeoutMs * 3 })
+    try {
+      const { value } = await this.client.get(this.legacyKey)
+      if (value === null) return // another runtime moved it meanwhile
+      const byBucket = new Map<number, IndexEntry[]>()
+      for (const [scope, tops] of this.parse(value, -1)) {
+        for (const top of tops) {
+          const bucket = bucketOf(scope, top)
+          byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), { scope, top }])
+        }
+      }
+      const fencingToken = this.lock.lease.fencingToken ?? acquired
+      await Promise.all(
+        [...byBucket].map(async ([bucket, entries]) => {
+          const key = this.bucketKey(bucket)
+          const state = this.parse((await this.limiter.run(() => this.client.get(key))).value, bucket)
+          for (const { scope, top } of entries) mark(state, scope, top, true)
+          await this.limiter.run(() => this.client.set(key, serialize(state)!, { fencingToken, persist: this.config.persist }))
+        }),
+      )
+      await this.client.del(this.legacyKey, { fencingToken })
+      this.config.logger('info', `state store context ${this.config.prefix}: moved the key index ${this.legacyKey} into ${this.bucketKey(0)}…${this.bucketKey(BUCKETS - 1)}`)
+    } finally {
+      await this.lock.release().catch(() => {})
+    }
+  }
+
+  /** Makes bucket `i` hold `next`, keeping `current` in step; tells onChange what others changed. */
+  private replace(i: number, next: IndexState, notify: boolean): void {
+    const before = this.buckets[i]!
+    this.buckets[i] = next
+    const added: IndexEntry[] = []
+    const removed: IndexEntry[] = []
+    for (const [scope, tops] of next) for (const top of tops) if (!before.get(scope)?.has(top)) added.push({ scope, top })
+    for (const [scope, tops] of before) for (const top of tops) if (!next.get(scope)?.has(top)) removed.push({ scope, top })
+    for (const { scope, top } of added) mark(this.current, scope, top, true)
+    for (const { scope, top } of removed) mark(this.current, scope, top, false)
+    if (notify && !this.closing && (added.length > 0 || removed.length > 0)) this.onChange(added, removed)
+  }
+
+  private parse(value: Buffer | null, bucket: number): IndexState {
     const state: IndexState = new Map()
     if (value === null) return state
+    const key = bucket < 0 ? this.legacyKey : this.bucketKey(bucket)
     try {
       const json = JSON.parse(value.toString('utf8')) as unknown
       if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('not an object')
@@ -157,10 +278,18 @@ export class KeyIndex {
         if (Array.isArray(tops)) state.set(scope, new Set(tops.filter((t): t is string => typeof t === 'string')))
       }
     } catch (err) {
-      this.config.logger('warn', `state store context ${this.config.prefix}: the key index ${this.indexKey} is not valid JSON (${(err as Error).message}); treating it as empty`)
+      this.config.logger('warn', `state store context ${this.config.prefix}: the key index ${key} is not valid JSON (${(err as Error).message}); treating it as empty`)
     }
     return state
   }
+}
+
+function mark(state: IndexState, scope: string, top: string, exists: boolean): void {
+  const tops = state.get(scope) ?? new Set<string>()
+  if (exists) tops.add(top)
+  else tops.delete(top)
+  if (tops.size > 0) state.set(scope, tops)
+  else state.delete(scope)
 }
 
 function serialize(state: IndexState): string | null {

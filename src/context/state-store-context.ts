@@ -3,12 +3,24 @@ import { acquireEmbedded, releaseEmbedded } from '../emulator/embedded'
 import { Hlc } from '../hlc'
 import { decodeAuto, encodeJson } from '../value'
 import { resolveConfig, type ContextStoreConfig, type ResolvedConfig } from './config'
-import { KeyIndex, type IndexState } from './key-index'
+import { KeyIndex, type IndexEntry } from './key-index'
 import { Limiter } from './limiter'
+import { ContextNotLoadedError } from './not-loaded'
 import { getPath, parsePath, setPath, type Segment } from './path'
 
 type Callback = (err?: Error | null, ...values: unknown[]) => void
 type Scope = Record<string, unknown>
+
+/** How often loading is tried again after it failed (the broker went away mid-load). */
+const RELOAD_MS = 1000
+
+/** A call made before the store loaded: run once it has, in order; one with a callback gives up after the request timeout. */
+interface Deferred {
+  run: () => void
+  settled: boolean
+  timer?: NodeJS.Timeout
+  giveUp?: (err: Error) => void
+}
 
 /** A key name with nothing that needs parsing: the common case, read without the parser. */
 const PLAIN = /^[A-Za-z_$][\w$-]*$/
@@ -45,6 +57,13 @@ export class StateStoreContext {
   private readonly states = new Map<string, KeyState>()
   private readonly warnedCircular = new Set<string>()
   private closing = false
+  private opening: Promise<void> | null = null
+  private closed: Promise<void> | null = null
+  private brokerUrl = ''
+  /** True once the index (and with the cache every value) has been read: until then calls wait in `deferred`. */
+  private loaded = false
+  private readonly deferred: Deferred[] = []
+  private readonly loadWaiters = new Set<() => void>()
   /** Requests of this store at once: half the client's limit, the rest of a burst waits here. */
   private readonly limiter: Limiter
 
@@ -57,7 +76,17 @@ export class StateStoreContext {
     return this.config.prefix
   }
 
-  async open(): Promise<void> {
+  /**
+   * Connects and loads. When the broker cannot be reached, resolves anyway (Node-RED starts) and
+   * keeps trying in the background: until the store has loaded, calls behave as README "Broker
+   * down at start" says. Calling it again returns the same promise.
+   */
+  open(): Promise<void> {
+    this.opening ??= this.start()
+    return this.opening
+  }
+
+  private async start(): Promise<void> {
     const { client: options, logger, requestTimeoutMs } = this.config
     let brokerUrl = options.brokerUrl
     if (this.config.embedded) {
@@ -65,31 +94,124 @@ export class StateStoreContext {
       this.usesEmbedded = true
       brokerUrl = emulator.brokerUrl
     }
+    this.brokerUrl = brokerUrl!
     const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl! })
     client.on('error', (err) => logger('warn', err.message))
     this.client = client
-    try {
-      await client.ready({ timeoutMs: requestTimeoutMs })
-    } catch (err) {
-      await this.close()
-      throw this.named(err, `cannot reach ${brokerUrl}`)
-    }
-    this.index = new KeyIndex(client, this.config, this.limiter, (state) => this.onIndex(state))
-    if (this.config.cache) {
+    this.index = new KeyIndex(client, this.config, this.limiter, (added, removed) => this.onIndex(added, removed))
+    // Node-RED waits for open() before it starts the flows: wait for the broker as long as a request would
+    const connected = await client.ready({ timeoutMs: requestTimeoutMs }).then(
+      () => true,
+      () => false,
+    )
+    if (connected) {
       try {
-        const state = await this.index.open()
-        await Promise.all([...state].flatMap(([scope, tops]) => [...tops].map((top) => this.load(scope, top))))
+        await this.loadAll()
+        this.markLoaded()
+        return
       } catch (err) {
-        await this.close()
-        throw this.named(err, 'loading the stored context')
+        logger('warn', this.named(err, 'loading the stored context').message)
+      }
+    } else {
+      const reason = client.status.reason ? ` (${client.status.reason})` : ''
+      logger('warn', `state store context ${this.config.prefix}: waiting for its broker ${this.brokerUrl}${reason}; until it connects and the context is loaded, reads wait or fail and writes are held`)
+    }
+    void this.loadInBackground()
+  }
+
+  /** Reads the index and, with the cache, every value; safe to call again after a failure. */
+  private async loadAll(): Promise<void> {
+    await this.index!.open()
+    if (!this.config.cache) return
+    await Promise.all([...this.index!.current].flatMap(([scope, tops]) => [...tops].map((top) => this.load(scope, top))))
+  }
+
+  private async loadInBackground(): Promise<void> {
+    while (!this.closing && this.client) {
+      try {
+        await this.client.ready({ timeoutMs: this.config.requestTimeoutMs })
+      } catch {
+        continue // still down: wait again
+      }
+      try {
+        await this.loadAll()
+        if (this.closing) return
+        this.config.logger('info', `state store context ${this.config.prefix}: connected to ${this.brokerUrl}; the context is loaded`)
+        this.markLoaded()
+        return
+      } catch (err) {
+        if (this.closing) return
+        this.config.logger('warn', `${this.named(err, 'loading the stored context').message}; retrying`)
+        await new Promise((resolve) => setTimeout(resolve, RELOAD_MS))
       }
     }
   }
 
-  /** Waits for every write and index update, then disconnects. */
-  async close(): Promise<void> {
+  private markLoaded(): void {
+    this.loaded = true
+    for (const op of this.deferred.splice(0)) {
+      if (op.settled) continue
+      op.settled = true
+      clearTimeout(op.timer)
+      op.run()
+    }
+    for (const wake of this.loadWaiters) wake()
+    this.loadWaiters.clear()
+  }
+
+  /** Resolves once loaded; rejects with ContextNotLoadedError after the request timeout. */
+  private whenLoaded(): Promise<void> {
+    if (this.loaded) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      const wake = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        this.loadWaiters.delete(wake)
+        reject(this.notLoaded())
+      }, this.config.requestTimeoutMs)
+      this.loadWaiters.add(wake)
+    })
+  }
+
+  /** Holds a call until the store has loaded; with `giveUp`, tells it after the request timeout and drops it. */
+  private defer(run: () => void, giveUp?: (err: Error) => void): void {
+    const op: Deferred = { run, settled: false }
+    if (giveUp) {
+      op.giveUp = giveUp
+      op.timer = setTimeout(() => {
+        op.settled = true
+        giveUp(this.notLoaded())
+      }, this.config.requestTimeoutMs)
+    }
+    this.deferred.push(op)
+  }
+
+  private notLoaded(): ContextNotLoadedError {
+    const status = this.client?.status
+    const why = status?.state === 'connected' ? 'loading' : `waiting for its broker ${this.brokerUrl}${status?.reason ? ` (${status.reason})` : ''}`
+    return new ContextNotLoadedError(`state store context ${this.config.prefix}: not loaded yet: ${why}`)
+  }
+
+  /** Waits for every write and index update, then disconnects. Calling it again returns the same promise. */
+  close(): Promise<void> {
+    this.closed ??= this.shutdown()
+    return this.closed
+  }
+
+  private async shutdown(): Promise<void> {
     this.closing = true
+    const held = this.deferred.splice(0).filter((op) => !op.settled)
+    for (const op of held) {
+      op.settled = true
+      clearTimeout(op.timer)
+      op.giveUp?.(new ContextNotLoadedError(`state store context ${this.config.prefix}: closed before its context was loaded`))
+    }
+    const dropped = held.filter((op) => !op.giveUp).length
+    if (dropped > 0) this.config.logger('error', `state store context ${this.config.prefix}: closed before its context was loaded; ${dropped} change(s) made meanwhile were not applied`)
     this.index?.stopping()
+    await this.opening?.catch(() => {})
     await this.drain()
     await this.index?.close()
     await this.client?.close()
@@ -101,11 +223,22 @@ export class StateStoreContext {
   }
 
   get(scope: string, key: string | string[], callback?: Callback): unknown {
+    const cb = checkCallback(callback)
     if (!this.config.cache) {
-      if (typeof callback !== 'function') throw new Error('State store context cache disabled - only asynchronous access supported')
-      void this.getUncached(scope, key).then(
-        (values) => (Array.isArray(key) ? callback(undefined, ...values) : callback(undefined, values[0])),
-        (err: Error) => callback(err),
+      if (!cb) throw new Error('State store context cache disabled - only asynchronous access supported')
+      this.whenLoaded()
+        .then(() => this.getUncached(scope, key))
+        .then(
+          (values) => (Array.isArray(key) ? cb(undefined, ...values) : cb(undefined, values[0])),
+          (err: Error) => cb(err),
+        )
+      return undefined
+    }
+    if (!this.loaded) {
+      if (!cb) throw this.notLoaded()
+      this.whenLoaded().then(
+        () => this.get(scope, key, cb),
+        (err: Error) => cb(err),
       )
       return undefined
     }
@@ -115,12 +248,12 @@ export class StateStoreContext {
       try {
         value = read(data, key)
       } catch (err) {
-        if (!callback) throw err
-        callback(err as Error)
+        if (!cb) throw err
+        cb(err as Error)
         return undefined
       }
-      if (!callback) return value
-      callback(undefined, value)
+      if (!cb) return value
+      cb(undefined, value)
       return undefined
     }
     const values: unknown[] = []
@@ -128,26 +261,41 @@ export class StateStoreContext {
       try {
         values.push(read(data, k))
       } catch (err) {
-        if (!callback) throw err
-        callback(err as Error)
+        if (!cb) throw err
+        cb(err as Error)
         return undefined
       }
     }
-    if (!callback) return values
-    callback(undefined, ...values)
+    if (!cb) return values
+    cb(undefined, ...values)
     return undefined
   }
 
+  /**
+   * With a callback, it is called once the value is stored and, for a new or deleted key, once the
+   * index says so: `keys`, `delete` and `clean` in any runtime sharing the prefix see it.
+   */
   set(scope: string, key: string | string[], value: unknown, callback?: Callback): void {
+    const cb = checkCallback(callback)
     const keys = Array.isArray(key) ? key : [key]
     const values = Array.isArray(key) ? (Array.isArray(value) ? value : [value]) : [value]
+    let paths: Array<readonly Segment[]>
+    try {
+      paths = keys.map((k) => parsePath(k))
+    } catch (err) {
+      if (cb) return cb(err as Error)
+      // as localfilesystem: only the cached store throws from set; without it the refusal is logged
+      if (this.config.cache) throw err
+      this.config.logger('warn', this.named(err, `setting ${scope}/${String(key)}`).message)
+      return
+    }
+    if (!this.loaded) return this.defer(() => this.set(scope, key, value, cb), cb)
     let writes: Array<Promise<void>>
     try {
-      const paths = keys.map((k) => parsePath(k))
       if (!this.config.cache) {
         const done = this.setUncached(scope, paths, keys.map((_, i) => (i < values.length ? values[i] : null)))
-        if (callback) done.then(() => callback(), (err: Error) => callback(err))
-        else done.catch(() => {}) // each failed key is logged where it fails
+        if (cb) done.then(() => cb(), (err: Error) => cb(err))
+        else done.catch((err: unknown) => this.config.logger('error', this.named(err, `setting ${scope}/${String(key)}`).message))
         return
       }
       const data = this.scopeData(scope)
@@ -155,39 +303,49 @@ export class StateStoreContext {
       paths.forEach((parts, i) => {
         if (setPath(data, parts, i < values.length ? values[i] : null)) touched.add(String(parts[0]))
       })
-      writes = [...touched].map((top) => this.write(scope, top, this.encode(scope, data[top]), !callback))
+      writes = [...touched].map((top) => this.write(scope, top, this.encode(scope, data[top]), !cb))
     } catch (err) {
-      if (!callback) throw err
-      callback(err as Error)
+      if (!cb) throw err
+      cb(err as Error)
       return
     }
-    if (callback) {
+    if (cb) {
       Promise.all(writes).then(
-        () => callback(),
-        (err: Error) => callback(err),
+        () => cb(),
+        (err: Error) => cb(err),
       )
     }
   }
 
   keys(scope: string, callback?: Callback): unknown {
+    const cb = checkCallback(callback)
     if (!this.config.cache) {
-      if (typeof callback !== 'function') throw new Error('Callback must be a function')
-      this.requireOpen()
+      if (!cb) throw new Error('Callback must be a function')
+      this.whenLoaded()
         .then(() => this.index!.read())
         .then(
-          (state) => callback(null, withoutMethods(scope, [...(state.get(scope) ?? [])])),
-          (err: Error) => callback(this.named(err, 'reading the key index')),
+          (state) => cb(null, withoutMethods(scope, [...(state.get(scope) ?? [])])),
+          (err: Error) => cb(err instanceof ContextNotLoadedError ? err : this.named(err, 'reading the key index')),
         )
       return undefined
     }
+    if (!this.loaded) {
+      if (!cb) throw this.notLoaded()
+      this.whenLoaded().then(
+        () => this.keys(scope, cb),
+        (err: Error) => cb(err),
+      )
+      return undefined
+    }
     const keys = withoutMethods(scope, Object.keys(this.data.get(scope) ?? {}))
-    if (!callback) return keys
-    callback(null, keys)
+    if (!cb) return keys
+    cb(null, keys)
     return undefined
   }
 
-  /** Deletes every key of the scope. */
+  /** Deletes every key of the scope. Before the store has loaded, it is held and applied after, in order with the writes. */
   async delete(scope: string): Promise<void> {
+    if (!this.loaded) return this.defer(() => this.delete(scope).catch((err: Error) => this.config.logger('error', err.message)))
     const tops = new Set(Object.keys(this.data.get(scope) ?? {}))
     const indexed = this.config.cache ? this.index?.current.get(scope) : (await this.requireOpen(), await this.index!.read()).get(scope)
     for (const top of indexed ?? []) tops.add(top)
@@ -199,8 +357,9 @@ export class StateStoreContext {
     }
   }
 
-  /** Deletes the context of every node (and flow) not in `activeNodes`; global stays. */
+  /** Deletes the context of every node (and flow) not in `activeNodes`; global stays. Held until loaded, as delete is. */
   async clean(activeNodes: string[]): Promise<void> {
+    if (!this.loaded) return this.defer(() => this.clean(activeNodes).catch((err: Error) => this.config.logger('error', err.message)))
     const active = new Set(activeNodes)
     const scopes = new Set(this.data.keys())
     const indexed = this.config.cache ? this.index?.current : this.index ? await this.index.read() : undefined
@@ -250,7 +409,7 @@ export class StateStoreContext {
     const { value, version } = await this.limiter.run(() => this.client!.get(state.serviceKey))
     if (state.seen !== seen || state.inflight || state.next) return
     this.apply(state, value, version)
-    if (value === null) this.index?.check(scope, top, false)
+    if (value === null) void this.index?.check(scope, top, false).catch(() => {}) // logged by the index
   }
 
   private onNotification(state: KeyState, n: KeyNotification): void {
@@ -276,20 +435,19 @@ export class StateStoreContext {
     }
   }
 
-  private onIndex(index: IndexState): void {
+  /** Others changed the index: load the keys they added; have a key we hold that they removed checked again. */
+  private onIndex(added: IndexEntry[], removed: IndexEntry[]): void {
     if (!this.config.cache || this.closing) return
-    // Keys others added: load them. Keys we hold that the index lacks: have them checked.
-    for (const [scope, tops] of index) {
+    for (const { scope, top } of added) {
       const data = this.data.get(scope)
-      for (const top of tops) {
-        if (data && Object.hasOwn(data, top)) continue
-        const state = this.states.get(`${this.config.prefix}${scope}/${top}`)
-        if (state?.inflight || state?.next) continue
-        this.load(scope, top).catch((err: unknown) => this.config.logger('warn', `${this.named(err, `loading ${scope}/${top}`).message}`))
-      }
+      if (data && Object.hasOwn(data, top)) continue
+      const state = this.states.get(`${this.config.prefix}${scope}/${top}`)
+      if (state?.inflight || state?.next) continue
+      this.load(scope, top).catch((err: unknown) => this.config.logger('warn', `${this.named(err, `loading ${scope}/${top}`).message}`))
     }
-    for (const [scope, data] of this.data) {
-      for (const top of Object.keys(data)) if (!index.get(scope)?.has(top)) this.index?.check(scope, top, true)
+    for (const { scope, top } of removed) {
+      // the one race: they deleted it and checked it out while we wrote it again
+      if (Object.hasOwn(this.data.get(scope) ?? {}, top)) void this.index?.check(scope, top, true).catch(() => {}) // logged by the index
     }
   }
 
@@ -300,7 +458,7 @@ export class StateStoreContext {
     return encodeJson(value, () => {
       if (this.warnedCircular.has(scope)) return
       this.warnedCircular.add(scope)
-      this.config.logger('warn', `context ${scope} contains a circular reference that cannot be persisted; it is stored as "[Circular]"`)
+      this.config.logger('warn', `context ${scope} contains a circular reference that cannot be persisted; the property that refers back is left out, as localfilesystem does`)
     })
   }
 
@@ -340,7 +498,8 @@ export class StateStoreContext {
         if (bytes === null) version = (await this.limiter.run(() => client.del(state.serviceKey), expired)).version
         else version = (await this.limiter.run(() => client.set(state.serviceKey, bytes, { persist: this.config.persist }), expired)).version
         if (version && (!state.version || Hlc.compare(version, state.version) > 0)) state.version = version
-        this.index?.check(state.scope, state.top, job.bytes !== null)
+        // the caller hears once the index agrees: keys, delete and clean anywhere then see the key
+        await this.index?.check(state.scope, state.top, job.bytes !== null)
         for (const waiter of job.waiters) waiter()
       } catch (err) {
         const error = this.named(err, `writing ${state.serviceKey}`)
@@ -427,6 +586,13 @@ export class StateStoreContext {
     }
     return error
   }
+}
+
+/** As Node-RED's stores: a callback that is given must be a function (a falsy one means none). */
+function checkCallback(callback: unknown): Callback | undefined {
+  if (!callback) return undefined
+  if (typeof callback !== 'function') throw new TypeError('Callback must be a function')
+  return callback as Callback
 }
 
 /** As the memory store: the global context object's own methods are never listed as keys. */

@@ -2,7 +2,9 @@ import type { Duplex } from 'node:stream'
 import { Hlc, HlcError, HybridLogicalClock } from '../hlc'
 import { EmulatorAdmin, registerAdmin } from './admin/key-browser'
 import { AdminServer } from './admin/server'
-import { readAuthorizationFile } from './authorization-file'
+import type { AuthorizationPolicy } from './core/authorization-policy'
+import { PersistencePolicy } from './core/persistence-policy'
+import { readAuthorizationFile, readBrokerConfigFile } from './resource-file'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker/broker'
 import { DedupCache } from './core/dedup'
 import { RequestPrint } from './core/request-print'
@@ -13,7 +15,7 @@ import { makeLogger, stderrSink, type FilteredLogger, type LogThreshold } from '
 import { Registrations } from './core/registrations'
 import type { Replayed } from './journal/format'
 import { Journal } from './journal/journal'
-import { stateStorePublishPolicy } from './service/broker-policy'
+import { stateStoreAccessPolicy, stateStorePublishPolicy } from './service/broker-policy'
 import { StateStoreService } from './service/service'
 import { Keyspace } from './core/keyspace'
 
@@ -30,14 +32,24 @@ export interface EmulatorOptions {
   brokerPassword?: string
   /** Start the embedded aedes broker (port 0 = any free port) and serve through it. The default when `brokerUrl` is absent. */
   listen?: { host?: string; port: number }
-  /** Append-only file for SETs with `aio-persistence=true` and for KEYNOTIFY registrations. */
+  /** Append-only file for the keys the persistence policy persists (see `brokerConfigFile`) and for KEYNOTIFY registrations. */
   persistFile?: string
   /** Key quota. */
   maxKeys?: number
   /** HLC node id of the service; a fresh UUID by default. */
   nodeId?: string
-  /** JSON rules: client id patterns → key patterns with Read/Write (see core/authorization.ts). */
+  /**
+   * A BrokerAuthorization resource as applied to a cluster (YAML or JSON, several documents
+   * allowed), or its bare `authorizationPolicies` object: who may connect, publish and subscribe
+   * (embedded broker only) and read or write which keys. See docs/emulator.md.
+   */
   authorizationFile?: string
+  /**
+   * A Broker resource: its `spec.persistence` says which keys `persistFile` keeps (mode None, All
+   * or Custom with key patterns and the dynamic user property). Without it, keys SET with
+   * `aio-persistence: true` are kept.
+   */
+  brokerConfigFile?: string
   /** Embedded broker only: username/password and K8S-SAT tokens accepted. */
   brokerAuth?: BrokerAuth
   /** Default `warn`. */
@@ -84,7 +96,19 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
   const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
   const store = new Keyspace({ clock, ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}) })
-  const authorizer = options.authorizationFile ? readAuthorizationFile(options.authorizationFile) : null
+  const authorization: AuthorizationPolicy | null = options.authorizationFile ? readAuthorizationFile(options.authorizationFile) : null
+  const persistencePolicy = options.brokerConfigFile ? readBrokerConfigFile(options.brokerConfigFile) : PersistencePolicy.dynamicOnly
+  if (authorization) {
+    log('info', `authorization: ${authorization.ruleCount} rule(s) from ${options.authorizationFile}`)
+    if (options.brokerUrl) {
+      log('warn', `authorization: behind an external broker only the state store rules (stateStoreResources) apply; Connect, Publish and Subscribe are that broker's to enforce`)
+    } else if (!authorization.grantsBrokerResources) {
+      log('warn', `authorization: no rule has brokerResources, so the embedded broker lets every client connect, publish and subscribe and only state store requests are checked; an AIO broker would let no client connect with this policy`)
+    }
+  }
+  if (options.brokerConfigFile) {
+    log('info', `persistence: ${persistencePolicy.describe()} (from ${options.brokerConfigFile})${options.persistFile ? '' : '; without a persistence file nothing is kept across restarts'}`)
+  }
   const registrations = new Registrations()
 
   let journal: Journal | null = null
@@ -132,7 +156,15 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       if (options.brokerPassword !== undefined) credentials.password = options.brokerPassword
     } else {
       const listen = options.listen ?? { port: 0 }
-      broker = await startBroker({ port: listen.port, log, publishPolicy: stateStorePublishPolicy, ...(listen.host !== undefined ? { host: listen.host } : {}), ...(options.brokerAuth ? { auth: options.brokerAuth } : {}) })
+      broker = await startBroker({
+        port: listen.port,
+        log,
+        publishPolicy: stateStorePublishPolicy,
+        ...(listen.host !== undefined ? { host: listen.host } : {}),
+        ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
+        // A policy without broker resources checks state store requests only (the warning above says so).
+        ...(authorization?.grantsBrokerResources ? { accessPolicy: stateStoreAccessPolicy(authorization) } : {}),
+      })
       brokerUrl = broker.url
       if (broker.serviceCredentials) credentials = broker.serviceCredentials
       // The service forgets a client's registrations when its connection ends; only a broker in this process can tell.
@@ -150,7 +182,15 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     service = await StateStoreService.start({
       brokerUrl,
       ...credentials,
-      executor: new Executor({ store, clock, registrations, authorizer, persistence: journal !== null }),
+      executor: new Executor({
+        store,
+        clock,
+        registrations,
+        authorization,
+        persistence: journal !== null,
+        persistencePolicy,
+        ...(broker ? { principalOf: broker.principalOf.bind(broker) } : {}),
+      }),
       dedup,
       journal,
       log,
@@ -161,7 +201,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
     let stopping: Promise<void> | null = null
     const url = brokerUrl
-    const admin = options.admin || options.adminOverMqtt ? new EmulatorAdmin(store) : null
+    const admin = options.admin || options.adminOverMqtt ? new EmulatorAdmin(store, { persistencePolicy, authorization, ...(broker ? { principalOf: broker.principalOf.bind(broker) } : {}) }) : null
     if (admin && options.adminOverMqtt) {
       adminServer = await AdminServer.start({
         brokerUrl: url,

@@ -18,7 +18,7 @@ export const { Request, requireExpiry, requireKey, toBytes } = requests
 export type { Bytes, SetCondition, SetRequestOptions } from './requests'
 export const { parseDeleteResponse, parseGetResponse, parseKeyNotifyResponse, parseNotification, parseSetResponse } = responses
 export type { NotificationOperation } from './responses'
-export const { hexDecode, hexUpper, MAX_TOPIC_BYTES, maxNotifiedKeyBytes, notificationFilter, notificationTopic, parseNotificationTopic, responseTopicFor, responseTopicRefusal } = topics
+export const { hexDecode, hexUpper, MAX_TOPIC_BYTES, maxNotifiedKeyBytes, notificationFilter, notificationTopic, parseNotificationTopic, responseTopicFor, responseTopicRefusal, topicMatches } = topics
 export const { publishPacketSize } = packetSize
 export const { userProperty } = userProperties
 export type { PublishPropertiesForSize } from './packet-size'

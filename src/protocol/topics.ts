@@ -64,3 +64,14 @@ export function parseNotificationTopic(topic: string): { clientId: string; key: 
   if (!client || !key) return null
   return { clientId: client.toString('utf8'), key }
 }
+
+/** MQTT matching of a topic's levels against a filter's: `+` one level, `#` the rest; `$` topics only match filters that name their first level. */
+export function topicMatches(filter: readonly string[], topic: readonly string[]): boolean {
+  if (topic[0]?.startsWith('$') && (filter[0] === '+' || filter[0] === '#')) return false
+  for (let i = 0; i < filter.length; i++) {
+    if (filter[i] === '#') return true
+    if (i >= topic.length) return false
+    if (filter[i] !== '+' && filter[i] !== topic[i]) return false
+  }
+  return filter.length === topic.length
+}

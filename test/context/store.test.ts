@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { embeddedEmulator, stopEmbedded } from '../../src/emulator/embedded'
 import { TcpRelay } from '../support/relay'
-import { Backend, call, contextStore, memoryStore, uniquePrefix, until, type TestStore } from './support'
+import { Backend, call, contextStore, memoryStore, readIndex, uniquePrefix, until, type TestStore } from './support'
 
 describe('context store: the Node-RED Store API on the state store', function () {
   this.timeout(30_000)
@@ -125,7 +125,8 @@ describe('context store: the Node-RED Store API on the state store', function ()
       assert.equal((await client.get(`${prefix}global/count`)).value?.toString(), '42')
       assert.equal((await client.get(`${prefix}global/text`)).value?.toString(), '"42"')
       assert.equal((await client.get(`${prefix}global/nested`)).value?.toString(), '{"a":[1]}')
-      await until(async () => (await client.get(`${prefix}#keys`)).value?.toString() === '{"global":["count","nested","text"]}', 'the index')
+      // set has called back, so the index already lists the keys
+      assert.deepEqual(await readIndex(client, prefix), { global: ['count', 'nested', 'text'] })
       // a value written by another client (ss-set writes a string as plain UTF-8) reads back as the nodes read it
       await client.set(`${prefix}global/count`, '43')
       await client.set(`${prefix}global/text`, 'hello')
@@ -136,7 +137,7 @@ describe('context store: the Node-RED Store API on the state store', function ()
     }
   })
 
-  it('a value that cannot be JSON: circular references become "[Circular]" with one warning per scope, as localfilesystem does; a BigInt is refused', async () => {
+  it('a value that cannot be JSON: a circular property is left out with one warning per scope, as localfilesystem does; a BigInt is refused', async () => {
     const prefix = uniquePrefix()
     const store = await open({ prefix })
     const loop: Record<string, unknown> = { name: 'loop', fn: () => 1 }
@@ -146,8 +147,8 @@ describe('context store: the Node-RED Store API on the state store', function ()
     await store.close()
     assert.equal(store.logs.filter((l) => l.level === 'warn' && /circular/.test(l.message)).length, 1)
     const again = await open({ prefix })
-    assert.deepEqual(again.get('global', 'loop'), { name: 'loop', self: '[Circular]' })
-    assert.deepEqual(again.get('global', 'loop2'), { name: 'loop', self: '[Circular]' })
+    assert.deepEqual(again.get('global', 'loop'), { name: 'loop' })
+    assert.deepEqual(again.get('global', 'loop2'), { name: 'loop' })
     assert.throws(() => again.set('global', 'big', 1n), /BigInt/)
     await assert.rejects(call((cb) => again.set('global', 'big', { n: 1n }, cb)), /BigInt/)
   })
@@ -183,7 +184,7 @@ describe('context store: the Node-RED Store API on the state store', function ()
     try {
       assert.equal((await client.get(`${prefix}n2:f1/a`)).value, null)
       assert.equal((await client.get(`${prefix}global/a`)).value, null)
-      await until(async () => (await client.get(`${prefix}#keys`)).value?.toString() === '{"f1":["a"],"n1:f1":["a"]}', 'the index to follow')
+      assert.deepEqual(await readIndex(client, prefix), { f1: ['a'], 'n1:f1': ['a'] })
     } finally {
       await client.close()
     }
@@ -222,12 +223,25 @@ describe('context store: the Node-RED Store API on the state store', function ()
       assert.deepEqual((a.keys('f1') as string[]).sort(), (b.keys('f1') as string[]).sort())
       const client = await raw()
       try {
-        await until(async () => JSON.parse((await client.get(`${prefix}#keys`)).value?.toString() ?? '{}').f1?.length === expected, 'the index')
+        assert.equal((await readIndex(client, prefix)).f1?.length, expected)
       } finally {
         await client.close()
       }
       // the shared keys hold the same value in both caches (the last write wins in both)
       for (let i = 0; i < 1000; i += 2) assert.equal(a.get('f1', `k${i}`), b.get('f1', `k${i}`))
+    })
+
+    it('a key whose set has called back in one runtime is seen at once by keys, delete and clean in another without the cache', async () => {
+      const prefix = uniquePrefix()
+      const a = await open({ prefix, clientId: 'ctx-a' })
+      const b = await open({ prefix, clientId: 'ctx-b', cache: false })
+      for (let round = 0; round < 10; round++) {
+        await call((cb) => a.set(`n${round}:f1`, 'fresh', round, cb))
+        assert.deepEqual(await call((cb) => b.keys(`n${round}:f1`, cb as never)), [['fresh']], `round ${round}: keys`)
+        if (round % 2) await b.delete(`n${round}:f1`)
+        else await b.clean([])
+        assert.deepEqual(await call((cb) => b.get(`n${round}:f1`, 'fresh', cb)), [undefined], `round ${round}: deleted`)
+      }
     })
 
     it('a set racing a delete of the same key from the other runtime: the index follows whatever the key ends as', async () => {
@@ -242,7 +256,7 @@ describe('context store: the Node-RED Store API on the state store', function ()
       const client = await raw()
       try {
         await until(async () => {
-          const index = JSON.parse((await client.get(`${prefix}#keys`)).value?.toString() ?? '{}') as Record<string, string[]>
+          const index = await readIndex(client, prefix)
           const present: string[] = []
           for (let round = 0; round < 20; round++) if ((await client.get(`${prefix}global/r${round}`)).value !== null) present.push(`r${round}`)
           return JSON.stringify((index.global ?? []).sort()) === JSON.stringify(present.sort())
@@ -279,6 +293,8 @@ describe('context store: the Node-RED Store API on the state store', function ()
       const prefix = uniquePrefix()
       const store = contextStore({ broker: proxy.url, prefix, requestTimeout: 300 })
       await store.open()
+      // on a busy machine the first connect can take longer than 300 ms: then open() resolves and loads after
+      await until(() => !errorOf(() => store.keys('global')), 'the store to load')
       proxy.refusing = true
       proxy.dropAll()
       for (let i = 0; i < 20; i++) store.set('global', `lost${i}`, i)
@@ -344,9 +360,70 @@ describe('context store: the Node-RED Store API on the state store', function ()
     assert.equal(store.get('global', 'after'), 1)
   })
 
-  it('open fails with a clear error when the broker cannot be reached', async () => {
-    const store = contextStore({ broker: 'mqtt://127.0.0.1:1', requestTimeout: 300, prefix: uniquePrefix() })
-    await assert.rejects(store.open(), /state store context .*cannot reach mqtt:\/\/127\.0\.0\.1:1/)
+  describe('the broker down when the store opens', () => {
+    it('open resolves and says it waits; reads fail clearly; writes are held and applied once loaded, in order, over nothing they should not touch', async () => {
+      const prefix = uniquePrefix()
+      const earlier = await open({ prefix })
+      await call((cb) => earlier.set('global', ['count', 'keep'], [41, 'stored before'], cb))
+      await call((cb) => earlier.set('n1:f1', 'old', 1, cb))
+      await earlier.close()
+      const proxy = await TcpRelay.start(backend.url)
+      try {
+        proxy.refusing = true
+        const store = contextStore({ broker: proxy.url, prefix, requestTimeout: 1000 })
+        opened.push(store)
+        await store.open()
+        assert.ok(store.logs.some((l) => l.level === 'warn' && l.message.includes(`waiting for its broker ${proxy.url}`)), 'the wait is logged')
+        // a synchronous read cannot answer: it throws rather than hand a flow an undefined to write back
+        assert.equal(errorOf(() => store.get('global', 'count'))?.code, 'CONTEXT_NOT_LOADED')
+        assert.match(errorOf(() => store.keys('global'))?.message ?? '', new RegExp(`state store context ${prefix}: not loaded yet: waiting for its broker`))
+        // async calls wait the request timeout, then hear an error naming the store; a set given up is dropped
+        await assert.rejects(call((cb) => store.get('global', 'count', cb)), (err: Error & { code?: string }) => err.code === 'CONTEXT_NOT_LOADED' && err.message.includes(prefix))
+        await assert.rejects(call((cb) => store.set('global', 'given-up', 1, cb)), { code: 'CONTEXT_NOT_LOADED' })
+        // writes nobody waits for are held, in order; clean (which Node-RED awaits before starting flows) resolves at once
+        store.set('global', 'count', 1)
+        store.set('global', 'count', 2)
+        store.set('global', 'fresh.a', 1)
+        await store.clean(['n2'])
+        proxy.refusing = false
+        // the client's reconnect backoff decides when: wait for the load to be logged
+        await until(() => store.logs.some((l) => l.level === 'info' && l.message.includes('the context is loaded')), 'the load', 20_000)
+        assert.deepEqual(store.get('global', ['count', 'keep']), [2, 'stored before'])
+        assert.deepEqual(await call((cb) => store.get('global', ['count', 'keep'], cb)), [2, 'stored before'])
+        assert.deepEqual(store.get('global', 'fresh'), { a: 1 })
+        assert.equal(store.get('global', 'given-up'), undefined)
+        await store.close()
+        const after = await open({ prefix })
+        assert.deepEqual(after.get('global', ['count', 'keep', 'fresh', 'given-up']), [2, 'stored before', { a: 1 }, undefined])
+        assert.deepEqual(after.keys('n1:f1'), [], 'the held clean ran')
+      } finally {
+        await proxy.stop()
+      }
+    })
+
+    it('a broker unreachable for good: open still resolves; close reports the changes that were never applied', async () => {
+      const store = contextStore({ broker: 'mqtt://127.0.0.1:1', requestTimeout: 300, prefix: uniquePrefix() })
+      await store.open()
+      store.set('global', 'never', 1)
+      await store.close()
+      assert.ok(store.logs.some((l) => l.level === 'error' && /closed before its context was loaded; 1 change/.test(l.message)))
+    })
+  })
+
+  it('an index of the earlier single-key form is moved into the buckets, so every stored key stays listed', async () => {
+    const prefix = uniquePrefix()
+    const client = await raw()
+    try {
+      await client.set(`${prefix}global/a`, '1')
+      await client.set(`${prefix}f1/b`, '"x"')
+      await client.set(`${prefix}#keys`, JSON.stringify({ f1: ['b'], global: ['a'] }))
+      const store = await open({ prefix })
+      assert.deepEqual([store.get('global', 'a'), store.get('f1', 'b')], [1, 'x'])
+      assert.deepEqual(await readIndex(client, prefix), { f1: ['b'], global: ['a'] })
+      assert.equal((await client.get(`${prefix}#keys`)).value, null)
+    } finally {
+      await client.close()
+    }
   })
 
   it('embedded: runs the in-process emulator the config node uses', async () => {

@@ -2,6 +2,8 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { StateStoreContext } from '../../src/context/state-store-context'
 import type { ContextStoreConfig } from '../../src/context/config'
 import type { LogLevel } from '../../src/client'
+import type { StateStoreClient } from '../../src/client'
+import { BUCKETS } from '../../src/context/key-index'
 import { Mosquitto, mosquittoPath } from '../support/mosquitto'
 
 /** Node-RED's own memory store: the reference every behaviour here is compared with. */
@@ -78,4 +80,16 @@ let counter = 0
 export function uniquePrefix(): string {
   counter += 1
   return `test/${process.pid}-${counter}/`
+}
+
+/** The key index as any client reads it: every bucket `<prefix>#keys/<00..ff>` merged, each scope's keys sorted. */
+export async function readIndex(client: StateStoreClient, prefix: string): Promise<Record<string, string[]>> {
+  const merged: Record<string, string[]> = {}
+  const values = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
+  for (const { value } of values) {
+    if (value === null) continue
+    for (const [scope, tops] of Object.entries(JSON.parse(value.toString('utf8')) as Record<string, string[]>)) merged[scope] = [...(merged[scope] ?? []), ...tops]
+  }
+  for (const scope of Object.keys(merged)) merged[scope]!.sort()
+  return Object.fromEntries(Object.entries(merged).sort(([a], [b]) => (a < b ? -1 : 1)))
 }

@@ -83,7 +83,7 @@ describe('emulator admin channel: key browser', () => {
 
   it('lets the event loop run while it scans a large store', async () => {
     // Steps of 0 ms: whether the scan yields no longer depends on how fast this machine is.
-    const admin = new EmulatorAdmin(filled(100_000), 0)
+    const admin = new EmulatorAdmin(filled(100_000), { stepMs: 0 })
     let others = 0
     const other = (): void => {
       others += 1

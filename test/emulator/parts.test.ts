@@ -1,10 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { encodeCommand } from '../../src/resp'
-import { readAuthorizationFile } from '../../src/emulator/authorization-file'
-import { Authorizer } from '../../src/emulator/core/authorization'
 import { parseCommand } from '../../src/emulator/core/commands'
 import { DedupCache } from '../../src/emulator/core/dedup'
 import { RequestPrint } from '../../src/emulator/core/request-print'
@@ -110,47 +105,6 @@ describe('emulator parts', () => {
       for (const [topic, reason] of refused) assert.match(responseTopicRefusal(topic) ?? 'allowed', reason, topic)
       for (const topic of ['clients/c1/services/statestore/_any_/command/invoke/response', `clients/c1/${REQUEST_TOPIC}`, 'replies/for/me']) {
         assert.equal(responseTopicRefusal(topic), null, topic)
-      }
-    })
-  })
-
-  describe('Authorizer', () => {
-    const rules = new Authorizer([
-      { principals: { clientIds: ['app-?', 'svc-*'] }, stateStoreResources: [{ method: 'Read', keys: ['cfg/*'] }, { method: 'ReadWrite', keyType: 'String', keys: ['exact*'] }] },
-      { principals: { clientIds: ['*'] }, stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['home/{principal.clientId}/*'] }] },
-      { principals: { clientIds: ['bin'] }, stateStoreResources: [{ method: 'Write', keyType: 'Binary', keys: [Buffer.from([0xff, 0x00]).toString('base64')] }] },
-    ])
-    const k = (s: string) => Buffer.from(s)
-
-    it('matches client id and key globs, String keys exactly, Binary keys by bytes', () => {
-      assert.ok(rules.allows('app-1', k('cfg/a/b'), 'read'))
-      assert.ok(!rules.allows('app-1', k('cfg/a'), 'write'))
-      assert.ok(!rules.allows('app-12', k('cfg/a'), 'read'))
-      assert.ok(rules.allows('svc-x', k('exact*'), 'write'))
-      assert.ok(!rules.allows('svc-x', k('exactly'), 'write'))
-      assert.ok(rules.allows('bin', Buffer.from([0xff, 0x00]), 'write'))
-      assert.ok(!rules.allows('bin', Buffer.from([0xff, 0x01]), 'write'))
-    })
-
-    it('substitutes {principal.clientId} literally, so a client id with glob characters matches only itself', () => {
-      assert.ok(rules.allows('alice', k('home/alice/x'), 'write'))
-      assert.ok(!rules.allows('alice', k('home/bob/x'), 'read'))
-      assert.ok(rules.allows('a*', k('home/a*/x'), 'read'))
-      assert.ok(!rules.allows('a*', k('home/ab/x'), 'read'))
-    })
-
-    it('loads a rules file and explains what is wrong with a bad one', () => {
-      const dir = mkdtempSync(join(tmpdir(), 'emu-auth-'))
-      try {
-        const file = join(dir, 'auth.json')
-        writeFileSync(file, JSON.stringify([{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Read', keys: ['*'] }] }]))
-        assert.ok(readAuthorizationFile(file).allows('x', k('any'), 'read'))
-        writeFileSync(file, JSON.stringify({ rules: [{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Delete', keys: ['*'] }] }] }))
-        assert.throws(() => readAuthorizationFile(file), /"method" must be Read, Write or ReadWrite/)
-        writeFileSync(file, '{ not json')
-        assert.throws(() => readAuthorizationFile(file), /cannot read the authorization file/)
-      } finally {
-        rmSync(dir, { recursive: true, force: true })
       }
     })
   })

@@ -79,7 +79,8 @@ describe('emulator persistence', function () {
     assert.equal(text((await get('volatile')).payload), text(Reply.nil))
     assert.equal(text((await get('burst-499')).payload), text(Reply.value(Buffer.from('499'))))
     assert.equal(text((await c.request(Request.set('fenced', 'x'))).payload), text(Reply.error(SERVICE_ERROR_TEXT.MissingFencingToken)))
-    const lower = new Hlc(Date.now() - 5000, 0, 'locker').toString()
+    // Lower than the stored token whatever the time the restart took (a reading of the clock now could pass it).
+    const lower = new Hlc(Hlc.parse(token).timestamp - 4000, 0, 'locker').toString()
     assert.equal(text((await c.request(Request.set('fenced', 'x'), { props: { [Prop.fencingToken]: lower } })).payload), text(Reply.error(SERVICE_ERROR_TEXT.FencingTokenLowerVersion)))
     const after = await c.request(Request.set(key, 'new'), persist)
     for (const v of versions.values()) assert.ok(Hlc.compare(Hlc.parse(after.prop(Prop.timestamp)!), Hlc.parse(v)) > 0, 'versions keep increasing across restarts')

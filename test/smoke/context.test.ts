@@ -10,6 +10,8 @@ import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
 import { eventually } from '../client/support/clients'
+import { TcpRelay } from '../support/relay'
+import { readIndex } from '../context/support'
 import { debugValue, installIntoUserDir, NodeRedProcess, pack, RED_JS, writeSettings, type Comms } from './node-red'
 
 const STORE = 'statestore'
@@ -168,8 +170,7 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
     const client = new StateStoreClient({ brokerUrl: emulator!.brokerUrl, clientId: 'smoke-context-reader' })
     try {
       const index = await until('the index', async () => {
-        const { value } = await client.get(`${PREFIX}#keys`)
-        const listed = (JSON.parse(value?.toString() ?? '{}') as Record<string, string[]>).global ?? []
+        const listed = (await readIndex(client, PREFIX)).global ?? []
         return listed.length === Object.keys(a).length ? listed : undefined
       })
       assert.deepEqual(index.sort(), Object.keys(a).sort())
@@ -196,5 +197,38 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
     const after = await global(r)
     assert.equal(after.counter?.msg, before.counter?.msg)
     assert.deepEqual(Object.keys(after).sort(), Object.keys(before).sort())
+  })
+
+  it('Node-RED 5 started while its broker is down: it starts, context use fails clearly, then the store loads and nothing stored was overwritten', async function () {
+    const r = nr5()
+    const before = await global(r)
+    assert.ok(before.counter, 'a counter is stored')
+    const relay = await TcpRelay.start(emulator!.brokerUrl)
+    try {
+      relay.refusing = true
+      r.comms.close()
+      await r.red.stop()
+      const logFrom = r.red.log.length
+      settingsFile(r.red.userDir, relay.url)
+      await r.red.start(60_000)
+      r.comms = await r.red.comms()
+      const log = () => r.red.log.slice(logFrom)
+      assert.match(log(), /waiting for its broker mqtt:\/\/127\.0\.0\.1:\d+/)
+      // a Function node's synchronous global.get throws a clear error instead of reading undefined (and counting from 1)
+      await r.red.inject('nr5-count')
+      await until('the Function node to report the error', async () => (/\[error\] \[function:add-one\].*not loaded yet: waiting for its broker/.test(log()) ? true : undefined))
+      relay.refusing = false
+      await until('the store to load', async () => (/connected to mqtt:\/\/127\.0\.0\.1:\d+; the context is loaded/.test(log()) ? true : undefined), 30_000)
+      const after = await global(r)
+      assert.equal(after.counter?.msg, before.counter?.msg, 'the stored counter is untouched')
+      assert.deepEqual(Object.keys(after).sort(), Object.keys(before).sort())
+      // and the flows use it from now on
+      await r.red.inject('nr5-count')
+      const next = String(Number(before.counter!.msg) + 1)
+      await until('the counter to go on', async () => ((await global(r)).counter?.msg === next ? true : undefined))
+    } finally {
+      await r.red.stop() // after() closes the comms
+      await relay.stop()
+    }
   })
 })

@@ -6,7 +6,8 @@ import { ADMIN_REQUEST_TOPIC, adminResponseTopic, fromWireDetails, type AdminHel
 /** What the key browser needs of an emulator's admin channel, in this process or over MQTT. */
 export interface AdminChannel {
   listKeys(query: KeyQuery): Promise<KeyPage> | KeyPage
-  inspect(key: Buffer): Promise<KeyDetails | null> | KeyDetails | null
+  /** `asClientId`: also what the authorization rules let that client do with the key. */
+  inspect(key: Buffer, asClientId?: string): Promise<KeyDetails | null> | KeyDetails | null
 }
 
 /** How long a broker gets to show an admin-enabled emulator (connect + hello) before the browser says "not available". */
@@ -94,8 +95,9 @@ export class RemoteEmulatorAdmin implements AdminChannel {
     return (await this.request({ op: 'listKeys', query: rest }, REQUEST_TIMEOUT_MS)) as KeyPage
   }
 
-  async inspect(key: Buffer): Promise<KeyDetails | null> {
-    const details = (await this.request({ op: 'inspect', keyHex: key.toString('hex') }, REQUEST_TIMEOUT_MS)) as WireKeyDetails | null
+  async inspect(key: Buffer, asClientId?: string): Promise<KeyDetails | null> {
+    const request: AdminRequest = { op: 'inspect', keyHex: key.toString('hex'), ...(asClientId !== undefined ? { clientId: asClientId } : {}) }
+    const details = (await this.request(request, REQUEST_TIMEOUT_MS)) as WireKeyDetails | null
     return details ? fromWireDetails(details) : null
   }
 

@@ -1,5 +1,8 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import { globToRegExp } from '../core/authorization'
+import { globToRegExp } from '../core/key-pattern'
+import { PatternError, type Principal } from '../core/principal'
+import { PersistencePolicy } from '../core/persistence-policy'
+import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
 import type { Keyspace, StoredRecord } from '../core/keyspace'
 
 /**
@@ -46,6 +49,27 @@ export interface KeyPage {
 
 export interface KeyDetails extends KeyEntry {
   value: Buffer
+  /**
+   * Why the key is in the persistence file (`stateStoreResources[0] Pattern "cfg/*"`, `mode All`,
+   * `the user property aio-persistence=true`); null when it is not.
+   */
+  persistedBy: string | null
+  /**
+   * What the authorization rules let one client do with this key, and by which rule; null when no
+   * policy is in force or no client was named.
+   */
+  access: { clientId: string; read: Decision; write: Decision } | null
+}
+
+export interface AdminOptions {
+  /** How long one step of a scan may hold the event loop (tests make it 0). */
+  stepMs?: number
+  /** The persistence policy in force, to say why a key is persisted. */
+  persistencePolicy?: PersistencePolicy
+  /** The authorization rules in force, to say what a client may do with a key. */
+  authorization?: AuthorizationPolicy | null
+  /** Who a client id is to the rules (the embedded broker knows user names and attributes). */
+  principalOf?: (clientId: string) => Principal
 }
 
 /** How long one scan step may hold the event loop before it yields. */
@@ -75,11 +99,20 @@ function entry(id: string, record: StoredRecord, size: number): KeyEntry {
 }
 
 export class EmulatorAdmin {
-  /** `stepMs`: how long one step of a scan may hold the event loop (tests make it 0). */
+  private readonly stepMs: number
+  private readonly persistencePolicy: PersistencePolicy
+  private readonly authorization: AuthorizationPolicy | null
+  private readonly principalOf: (clientId: string) => Principal
+
   constructor(
     private readonly store: Keyspace,
-    private readonly stepMs = STEP_MS,
-  ) {}
+    options: AdminOptions = {},
+  ) {
+    this.stepMs = options.stepMs ?? STEP_MS
+    this.persistencePolicy = options.persistencePolicy ?? PersistencePolicy.dynamicOnly
+    this.authorization = options.authorization ?? null
+    this.principalOf = options.principalOf ?? ((clientId) => ({ clientId }))
+  }
 
   get keyCount(): number {
     return this.store.size
@@ -93,7 +126,7 @@ export class EmulatorAdmin {
    */
   async listKeys(query: KeyQuery = {}): Promise<KeyPage> {
     const limit = Math.min(MAX_LIMIT, Math.max(1, Math.floor(query.limit ?? 100)))
-    const pattern = query.pattern ? globToRegExp(Buffer.from(query.pattern, 'utf8').toString('latin1')) : null
+    const pattern = query.pattern ? filterOf(query.pattern) : null
     const after = query.after ? Buffer.from(query.after, 'hex').toString('latin1') : null
     /** Sorted ascending; at most limit + 1 (the extra one says whether there is a next page). */
     const best: Array<[string, StoredRecord]> = []
@@ -131,12 +164,39 @@ export class EmulatorAdmin {
     return { keys, matching, total: this.store.size, next: more && keys.length > 0 ? keys[keys.length - 1]!.keyHex : null }
   }
 
-  /** A key with its value and everything the store knows about it; null when it does not exist. */
-  inspect(key: Buffer): KeyDetails | null {
+  /**
+   * A key with its value and everything the store knows about it; null when it does not exist.
+   * `asClientId`: also what the authorization rules let that client do with the key.
+   */
+  inspect(key: Buffer, asClientId?: string): KeyDetails | null {
     const record = this.store.get(key)
     if (!record) return null
     const value = record.value
-    return { ...entry(key.toString('latin1'), record, value.length), value }
+    const id = key.toString('latin1')
+    return { ...entry(id, record, value.length), value, persistedBy: record.persisted ? this.whyPersisted(id) : null, access: this.access(id, asClientId) }
+  }
+
+  private access(id: string, clientId: string | undefined): KeyDetails['access'] {
+    if (!this.authorization || clientId === undefined) return null
+    const principal = this.principalOf(clientId)
+    return { clientId, read: this.authorization.decideKey(principal, 'read', id), write: this.authorization.decideKey(principal, 'write', id) }
+  }
+
+  /** A persisted key is one the key rules name, or one SET with the dynamic property. */
+  private whyPersisted(id: string): string {
+    const policy = this.persistencePolicy
+    return policy.decideKey(id).rule ?? `the user property ${policy.userPropertyKey}=${policy.userPropertyValue}`
+  }
+}
+
+/** The key filter: the state store's glob; a pattern that is no glob (an unclosed `[`) is taken literally. */
+function filterOf(pattern: string): RegExp {
+  const latin1 = Buffer.from(pattern, 'utf8').toString('latin1')
+  try {
+    return globToRegExp(latin1)
+  } catch (err) {
+    if (!(err instanceof PatternError)) throw err
+    return new RegExp(`^${latin1.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&')}$`)
   }
 }
 

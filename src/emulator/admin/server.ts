@@ -80,7 +80,7 @@ export class AdminServer {
       case 'listKeys':
         return this.scan(request.query)
       case 'inspect': {
-        const details = admin.inspect(Buffer.from(request.keyHex, 'hex'))
+        const details = admin.inspect(Buffer.from(request.keyHex, 'hex'), request.clientId)
         return details ? toWireDetails(details) : null
       }
     }

@@ -21,7 +21,7 @@ export type AdminRequest =
   /** Whether an admin-enabled emulator serves on this broker, and which. */
   | { op: 'hello' }
   | { op: 'listKeys'; query: Omit<KeyQuery, 'signal'> }
-  | { op: 'inspect'; keyHex: string }
+  | { op: 'inspect'; keyHex: string; clientId?: string }
 
 export interface AdminHello {
   nodeId: string
@@ -79,7 +79,8 @@ export function parseAdminRequest(payload: Buffer): AdminRequest {
     case 'inspect': {
       const keyHex = optionalString(b, 'keyHex')
       if (!keyHex || !HEX.test(keyHex)) throw new AdminRequestError('"keyHex" must be the key\'s bytes as hex')
-      return { op: 'inspect', keyHex }
+      const clientId = optionalString(b, 'clientId')
+      return clientId !== undefined ? { op: 'inspect', keyHex, clientId } : { op: 'inspect', keyHex }
     }
     default:
       throw new AdminRequestError(`unknown "op" ${JSON.stringify(b.op ?? null)}: expected hello, listKeys or inspect`)

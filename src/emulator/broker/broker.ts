@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
+import { topicMatches } from '../../protocol'
 import { inProcessPair } from './in-process'
 import { makeLogger, type FilteredLogger } from '../logger'
 import { within } from '../within'
@@ -12,6 +13,35 @@ export interface BrokerAuth {
   users?: Record<string, string>
   /** Service account tokens accepted with the MQTT 5 enhanced authentication method `K8S-SAT`. */
   satTokens?: string[]
+  /**
+   * Authorization attributes of users (user name → attribute → value), what a cluster takes from a
+   * client's X.509 certificate or service account: rules with `principals.attributes` match them.
+   */
+  attributes?: Record<string, Record<string, string>>
+}
+
+/** Who a connected client is, as this broker authenticated it: what access rules match. */
+export interface ConnectedClient {
+  clientId: string
+  username?: string
+  attributes?: Readonly<Record<string, string>>
+}
+
+/** An access rule's answer; `reason` says, for the log, which rule allowed it or why nothing did. */
+export interface AccessVerdict {
+  allowed: boolean
+  reason: string
+}
+
+/**
+ * Who may connect, publish and subscribe, given to the broker by the service that runs it (the
+ * state store emulator's, from a BrokerAuthorization, is in service/broker-policy.ts). Refusals are
+ * answered as the AIO broker answers: CONNACK, PUBACK and SUBACK 0x87 (not authorized).
+ */
+export interface AccessPolicy {
+  connect(client: ConnectedClient): AccessVerdict
+  publish(client: ConnectedClient, topic: string): AccessVerdict
+  subscribe(client: ConnectedClient, filter: string): AccessVerdict
 }
 
 /** A client's PUBLISH as a publish policy sees it: its properties may be amended in place. */
@@ -40,6 +70,8 @@ export interface BrokerOptions {
   auth?: BrokerAuth
   /** Without one, the broker routes every publish but those to `$SYS/`, as any broker. */
   publishPolicy?: PublishPolicy
+  /** Without one, every authenticated client may connect, publish and subscribe. The broker's own service connections are never asked. */
+  accessPolicy?: AccessPolicy
   log?: FilteredLogger
 }
 
@@ -53,6 +85,8 @@ export interface EmbeddedBroker {
   readonly serviceCredentials: { username: string; password: string } | null
   /** Called with the MQTT client id of every client whose connection ends. */
   onClientDisconnect(listener: (clientId: string) => void): void
+  /** Who a connected client is (user name, attributes) to authorization rules; its client id alone when unknown. */
+  principalOf(clientId: string): ConnectedClient
   /** Whether a client with this id is connected right now. */
   isConnected(clientId: string): boolean
   /**
@@ -117,12 +151,34 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const auth = options.auth
   const publishPolicy = options.publishPolicy
   const authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
-  const serviceCredentials = authOn ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
+  const policy = options.accessPolicy ?? null
+  // The emulator's own connections are told apart by these credentials, from clients the rules judge.
+  const serviceCredentials = authOn || policy ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
   const users = new Map(Object.entries(auth?.users ?? {}))
   if (serviceCredentials) users.set(serviceCredentials.username, serviceCredentials.password)
   const satTokens = new Set((auth?.satTokens ?? []).map((t) => t.trim()))
   /** The verdict on a client's K8S-SAT token, taken in preConnect, used in authenticate. */
   const satVerdicts = new WeakMap<AedesClient, boolean>()
+  const attributes = new Map(Object.entries(auth?.attributes ?? {}))
+  /** Connected clients' principals, by the client object (a takeover replaces it under the same id). */
+  const principals = new WeakMap<AedesClient, ConnectedClient>()
+  const serviceClients = new WeakSet<AedesClient>()
+  const isService = (username: string | undefined, password: Buffer | undefined) =>
+    serviceCredentials !== null && username === serviceCredentials.username && password !== undefined && password.equals(Buffer.from(serviceCredentials.password, 'utf8'))
+  /** The broker's verdict for one authenticated client: the access policy's, when there is one. */
+  const admit = (client: AedesClient, username: string | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void) => {
+    const userAttributes = username !== undefined ? attributes.get(username) : undefined
+    const principal: ConnectedClient = { clientId: client.id, ...(username !== undefined ? { username } : {}), ...(userAttributes ? { attributes: userAttributes } : {}) }
+    principals.set(client, principal)
+    if (!policy) return done(null, true)
+    const verdict = policy.connect(principal)
+    if (verdict.allowed) {
+      log('info', `client ${JSON.stringify(client.id)} connects: ${verdict.reason}`)
+      return done(null, true)
+    }
+    log('info', `client ${JSON.stringify(client.id)} refused at CONNECT (0x87): ${verdict.reason}`)
+    return done(authError('not authorized: no authorization rule allows this client to connect', NOT_AUTHORIZED), null)
+  }
 
   // aedes 2 is ESM-only; this package is CommonJS.
   const { Aedes: AedesClass } = await import('aedes')
@@ -140,16 +196,30 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       done(null, true)
     },
     authenticate: (client, username, password, done) => {
-      if (!authOn) return done(null, true)
+      const secret = password !== undefined ? Buffer.from(password) : undefined
+      if (isService(username, secret)) {
+        serviceClients.add(client)
+        return done(null, true)
+      }
       const sat = satVerdicts.get(client)
-      if (sat === true) return done(null, true)
+      // Without any user or token configured, anyone may connect; a user name is then taken as given.
+      if (!authOn) return admit(client, username, done)
+      // SAT authentication verifies no user name (AIO docs): a token's client is known by its id alone.
+      if (sat === true) return admit(client, undefined, done)
       if (sat === false) return done(authError('not authorized: the K8S-SAT token is not accepted', NOT_AUTHORIZED), null)
       if (username !== undefined) {
         const expected = users.get(username)
-        if (expected !== undefined && password !== undefined && Buffer.from(password).equals(Buffer.from(expected, 'utf8'))) return done(null, true)
+        if (expected !== undefined && secret !== undefined && secret.equals(Buffer.from(expected, 'utf8'))) return admit(client, username, done)
         return done(authError('bad user name or password', BAD_USERNAME_OR_PASSWORD), null)
       }
       return done(authError('not authorized: no credentials', NOT_AUTHORIZED), null)
+    },
+    authorizeSubscribe: (client, sub, done) => {
+      if (!policy || !client || serviceClients.has(client)) return done(null, sub)
+      const verdict = policy.subscribe(principals.get(client) ?? { clientId: client.id }, sub.topic)
+      if (verdict.allowed) return done(null, sub)
+      log('info', `client ${JSON.stringify(client.id)}: SUBSCRIBE ${JSON.stringify(sub.topic)} refused (0x87): ${verdict.reason}`)
+      return done(null, null)
     },
     authorizePublish: (client, packet, done) => {
       if (packet.topic.startsWith('$SYS/')) return done(new Error('$SYS/ topics are reserved'))
@@ -159,6 +229,13 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         // The message goes nowhere: aedes drops a publish refused here once the connection is closed.
         client!.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
         return
+      }
+      if (policy && client && !serviceClients.has(client)) {
+        const verdict = policy.publish(principals.get(client) ?? { clientId: client.id }, packet.topic)
+        if (!verdict.allowed) {
+          log('info', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): ${verdict.reason}`)
+          return done(new Error('not authorized'))
+        }
       }
       done(null)
     },
@@ -212,6 +289,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     onClientDisconnect(listener) {
       aedes.on('clientDisconnect', (client) => listener(client.id))
     },
+    principalOf(clientId) {
+      const client = connectedClient(aedes, clientId)
+      return (client && principals.get(client)) || { clientId }
+    },
     isConnected(clientId) {
       return connectedClient(aedes, clientId) !== null
     },
@@ -219,7 +300,8 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       const client = connectedClient(aedes, clientId)
       if (!client || client.closed) return false
       const filters = Object.keys((client as unknown as { subscriptions: Record<string, unknown> }).subscriptions ?? {})
-      if (filters.some((f) => topicMatches(f, message.topic))) return false
+      const topic = message.topic.split('/')
+      if (filters.some((f) => topicMatches(f.split('/'), topic))) return false
       client.publish({ cmd: 'publish', topic: message.topic, payload: message.payload, qos: 1, retain: false, dup: false, properties: message.properties }, (err) => {
         if (err) log('debug', `broker: direct delivery to ${clientId} failed: ${err.message}`)
       })
@@ -246,19 +328,6 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
 function connectedClient(aedes: Aedes, clientId: string): AedesClient | null {
   const clients = (aedes as unknown as { clients: Record<string, AedesClient> }).clients
   return Object.hasOwn(clients, clientId) ? clients[clientId]! : null
-}
-
-/** MQTT topic filter matching: `+` one level, `#` the rest; `$` topics only match filters that name them. */
-function topicMatches(filter: string, topic: string): boolean {
-  const f = filter.split('/')
-  const t = topic.split('/')
-  if (t[0]?.startsWith('$') && (f[0] === '+' || f[0] === '#')) return false
-  for (let i = 0; i < f.length; i++) {
-    if (f[i] === '#') return true
-    if (i >= t.length) return false
-    if (f[i] !== '+' && f[i] !== t[i]) return false
-  }
-  return f.length === t.length
 }
 
 function authError(message: string, returnCode: number): AuthenticateError {

@@ -19,24 +19,37 @@ Options:
                            to the state store request topic.
   --username <name>        With --broker: the user name the emulator connects with.
   --password <password>    With --broker: its password (or set AIO_STATESTORE_BROKER_PASSWORD).
-  --persist <file>         Make SETs that carry the user property aio-persistence=true durable: they are
-                           written (and synced) to this append-only file before they are answered, and
-                           restored with their versions, expiries and fencing tokens on the next start.
-                           Without it every key lives in memory only.
+  --persist <file>         Make persisted keys durable: they are written (and synced) to this append-only
+                           file before they are answered, and restored with their versions, expiries and
+                           fencing tokens on the next start. Which keys: those SET with the user property
+                           aio-persistence=true, or what --broker-config says. Without it every key lives
+                           in memory only.
+  --broker-config <file>   A Broker resource (YAML or JSON, as applied to a cluster): its spec.persistence
+                           decides which keys --persist keeps (stateStore mode None, All, or Custom with
+                           stateStoreResources and dynamic mode; dynamicSettings names the user property).
   --max-keys <n>           Key quota: a SET that would create key n+1 is answered
                            "-ERR the quota has been exceeded". Unlimited by default.
   --node-id <id>           The HLC node id of the service, in every version it mints (default: a random
                            UUID). Must not contain ":".
-  --auth <file>            State store authorization rules (JSON), modelled on the AIO broker's
-                           BrokerAuthorization stateStoreResources: client id patterns mapped to key
-                           patterns with Read, Write or ReadWrite. Anything not granted is answered
-                           "-ERR not authorized". Example:
+  --auth <file>            A BrokerAuthorization resource (YAML or JSON, several documents allowed, as
+                           applied to a cluster), or its bare authorizationPolicies object ({"rules": [...]}).
+                           Principals by clientIds, usernames and attributes. With the embedded broker,
+                           brokerResources are enforced as on AIO: CONNECT without a Connect rule gets
+                           CONNACK 0x87, PUBLISH and SUBSCRIBE outside the rules' topics 0x87. State store
+                           requests outside stateStoreResources are answered "-ERR not authorized". The
+                           info log names the rule that allowed or refused each request. Example:
                              {"rules": [{"principals": {"clientIds": ["sensor-*"]},
+                               "brokerResources": [{"method": "Connect"}],
                                "stateStoreResources": [{"method": "ReadWrite", "keyType": "Pattern",
                                                         "keys": ["{principal.clientId}/*"]}]}]}
   --user <name:password>   With the embedded broker: accept this user (repeatable). Once any --user or
                            --sat-token is given, connections without accepted credentials are refused
                            (CONNACK "bad user name or password" / "not authorized").
+  --attributes <name:attr=value[,attr=value...]>
+                           With the embedded broker: authorization attributes of the user <name> (as a
+                           cluster takes them from a client certificate), matched by rules with
+                           principals.attributes and substituted for {principal.attributes.attr}
+                           (repeatable).
   --sat-token <token>      With the embedded broker: accept this Kubernetes service account token with
                            the MQTT 5 enhanced authentication method K8S-SAT (repeatable).
   --sat-token-file <file>  The same, the token read from a file (repeatable).
@@ -84,6 +97,8 @@ async function main(): Promise<void> {
         'max-keys': { type: 'string' },
         'node-id': { type: 'string' },
         auth: { type: 'string' },
+        'broker-config': { type: 'string' },
+        attributes: { type: 'string', multiple: true },
         user: { type: 'string', multiple: true },
         'sat-token': { type: 'string', multiple: true },
         'sat-token-file': { type: 'string', multiple: true },
@@ -112,7 +127,7 @@ async function main(): Promise<void> {
     if (values.username !== undefined) options.brokerUsername = values.username
     const password = values.password ?? process.env.AIO_STATESTORE_BROKER_PASSWORD
     if (password !== undefined) options.brokerPassword = password
-    if (values.user || values['sat-token'] || values['sat-token-file']) fail('--user and --sat-token apply to the embedded broker, not to --broker')
+    if (values.user || values['sat-token'] || values['sat-token-file'] || values.attributes) fail('--user, --attributes and --sat-token apply to the embedded broker, not to --broker')
   } else {
     options.listen = parseListen(values.listen ?? '1883')
     const users: Record<string, string> = {}
@@ -129,12 +144,20 @@ async function main(): Promise<void> {
         fail(`--sat-token-file ${file}: ${(err as Error).message}`)
       }
     }
-    if (Object.keys(users).length > 0 || satTokens.length > 0) options.brokerAuth = { users, satTokens }
+    const attributes: Record<string, Record<string, string>> = {}
+    for (const a of values.attributes ?? []) {
+      const i = a.indexOf(':')
+      const pairs = a.slice(i + 1).split(',').map((pair) => pair.split('='))
+      if (i <= 0 || pairs.some((p) => p.length !== 2 || !p[0])) fail(`--attributes ${JSON.stringify(a)}: expected name:attribute=value[,attribute=value...]`)
+      attributes[a.slice(0, i)] = { ...attributes[a.slice(0, i)], ...Object.fromEntries(pairs) }
+    }
+    if (Object.keys(users).length > 0 || satTokens.length > 0 || Object.keys(attributes).length > 0) options.brokerAuth = { users, satTokens, attributes }
   }
   if (values.persist) options.persistFile = values.persist
   if (values['max-keys'] !== undefined) options.maxKeys = parseCount('--max-keys', values['max-keys'])
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
   if (values.auth) options.authorizationFile = values.auth
+  if (values['broker-config']) options.brokerConfigFile = values['broker-config']
   if (values.admin) options.adminOverMqtt = true
 
   let emulator

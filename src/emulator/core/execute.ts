@@ -2,7 +2,9 @@ import { Hlc, HlcError, type HybridLogicalClock } from '../../hlc'
 import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../../protocol'
 import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../errors'
 import { accessOf, parseCommand, type Command } from './commands'
-import type { Authorizer } from './authorization'
+import type { AuthorizationPolicy } from './authorization-policy'
+import { PersistencePolicy } from './persistence-policy'
+import { describePrincipal, type Principal } from './principal'
 import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './registrations'
 import type { Keyspace } from './keyspace'
@@ -24,6 +26,10 @@ export interface Answer {
   payload: Buffer
   /** `__ts` of the answer: the version concerned, when there is one. */
   timestamp?: string
+  /** The authorization rule that allowed the request, when a policy is in force (for the log). */
+  authorizedBy?: string
+  /** Why a SET's key is persisted (for the log); absent when it is not. */
+  persistedBy?: string
   /** Set when the answer is `-ERR`: which error and why, for the log. */
   error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
   command?: Command
@@ -33,9 +39,14 @@ export interface ExecutorOptions {
   store: Keyspace
   clock: HybridLogicalClock
   registrations: Registrations
-  authorizer?: Authorizer | null
-  /** Whether SETs with `aio-persistence=true` make persistent keys (the emulator has a persistence file). */
+  /** The BrokerAuthorization rules in force; null or absent: every request is allowed. */
+  authorization?: AuthorizationPolicy | null
+  /** Who a client id is (user name, attributes) where the broker knows; by default the client id alone. */
+  principalOf?: (clientId: string) => Principal
+  /** Whether SETs can make persistent keys (the emulator has a persistence file). */
   persistence?: boolean
+  /** Which SETs are persisted (with `persistence`); by default those with `aio-persistence: true`. */
+  persistencePolicy?: PersistencePolicy
 }
 
 /**
@@ -52,7 +63,7 @@ export class Executor {
     if (command.verb === 'KEYNOTIFY' && ctx.dialect?.notifications === false) {
       return refuse('UnknownCommand', `KEYNOTIFY does not exist in the ${ctx.dialect.name} dialect`, command)
     }
-    const { clock, authorizer } = this.options
+    const { clock, authorization } = this.options
 
     const tsText = ctx.prop(Prop.timestamp)
     let ts: Hlc | null = null
@@ -69,8 +80,15 @@ export class Executor {
       return refuseAs('UnknownClient', 'no __srcId, $partition or __invId, and a response topic not under clients/<id>/', command)
     }
     // A caller without a client id is matched as the empty one: only a rule for any client ("*") grants it.
-    if (authorizer && !authorizer.allows(ctx.clientId ?? '', command.key, accessOf(command))) {
-      return refuse('NotAuthorized', `${JSON.stringify(ctx.clientId)} may not ${accessOf(command)} the key`, command)
+    let authorizedBy: string | undefined
+    if (authorization) {
+      const clientId = ctx.clientId ?? ''
+      const principal = this.options.principalOf?.(clientId) ?? { clientId }
+      const decision = authorization.decideKey(principal, accessOf(command), command.key.toString('latin1'))
+      if (!decision.allowed) {
+        return refuse('NotAuthorized', `no rule allows ${describePrincipal(principal)} to ${accessOf(command)} this key`, command)
+      }
+      authorizedBy = decision.rule ?? undefined
     }
 
     let fencingToken: Hlc | null = null
@@ -98,6 +116,7 @@ export class Executor {
 
     const answer = this.run(command, ctx, { fencingToken, received })
     answer.command = command
+    if (authorizedBy !== undefined) answer.authorizedBy = authorizedBy
     return answer
   }
 
@@ -109,7 +128,9 @@ export class Executor {
         return record ? { payload: Reply.value(record.value), timestamp: record.version.toString() } : { payload: Reply.nil }
       }
       case 'SET': {
-        const persist = persistence === true && ctx.prop(Prop.persist)?.toLowerCase() === 'true'
+        const policy = this.options.persistencePolicy ?? PersistencePolicy.dynamicOnly
+        const persistedBy = persistence === true ? policy.decide(command.key.toString('latin1'), ctx.prop).rule : null
+        const persist = persistedBy !== null
         const outcome = store.set(command.key, command.value, {
           condition: command.condition,
           ...(command.expiryMs !== undefined ? { expiryMs: command.expiryMs } : {}),
@@ -117,7 +138,9 @@ export class Executor {
           persist,
         })
         if (outcome.kind === 'error') return refuse(outcome.code, 'SET refused by the store', command)
-        return { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
+        const answer: Answer = { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
+        if (persistedBy !== null && outcome.kind === 'applied') answer.persistedBy = persistedBy
+        return answer
       }
       case 'DEL':
       case 'VDEL': {

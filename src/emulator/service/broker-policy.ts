@@ -1,5 +1,7 @@
-import { Prop, REQUEST_TOPICS, responseTopicRefusal } from '../../protocol'
-import type { InspectedPublish, PublishPolicy } from '../broker/broker'
+import { notificationFilter, Prop, REQUEST_TOPICS, responseTopicRefusal } from '../../protocol'
+import type { AccessPolicy, AccessVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from '../broker/broker'
+import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
+import { describePrincipal } from '../core/principal'
 
 /**
  * The state store's rules for the embedded broker, which knows who is connected where the service
@@ -19,4 +21,27 @@ export const stateStorePublishPolicy: PublishPolicy = {
     ;(properties.userProperties ??= {})[Prop.sourceId] = clientId
     return null
   },
+}
+
+/**
+ * A BrokerAuthorization as the embedded broker's access policy, with what it leaves to the state
+ * store (the emulator's choice where the AIO docs are silent, see docs/emulator.md): a request is
+ * judged key by key by `stateStoreResources`, and a client's subscription to its own key
+ * notifications needs no Subscribe rule, since KEYNOTIFY already needed Read on the key.
+ */
+export function stateStoreAccessPolicy(policy: AuthorizationPolicy): AccessPolicy {
+  const verdict = (decision: Decision, client: ConnectedClient, what: string): AccessVerdict =>
+    decision.allowed ? { allowed: true, reason: `by ${decision.rule}` } : { allowed: false, reason: `no authorization rule gives ${describePrincipal(client)} ${what}` }
+  return {
+    connect: (client) => verdict(policy.decideConnect(client), client, 'Connect'),
+    publish: (client, topic) => (REQUEST_TOPICS.includes(topic) ? SERVED : verdict(policy.decidePublish(client, topic), client, 'Publish to it')),
+    subscribe: (client, filter) => (ownNotifications(client.clientId, filter) ? SERVED : verdict(policy.decideSubscribe(client, filter), client, 'Subscribe to it')),
+  }
+}
+
+const SERVED: AccessVerdict = { allowed: true, reason: 'the state store judges it' }
+
+function ownNotifications(clientId: string, filter: string): boolean {
+  const own = notificationFilter(clientId)
+  return filter === own || (filter.startsWith(own.slice(0, -1)) && !/[+#]/.test(filter.slice(own.length - 1)))
 }

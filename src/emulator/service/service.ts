@@ -197,7 +197,10 @@ export class StateStoreService {
     }
     if (answer.error) {
       log('info', `refused ${answer.command?.verb ?? 'request'} from ${who()}: -ERR ${answer.error.code} (${answer.error.detail})`)
+    } else if (answer.authorizedBy !== undefined && log.enabled('info')) {
+      log('info', `allowed ${answer.command?.verb ?? 'request'} from ${who()} by ${answer.authorizedBy}`)
     }
+    if (answer.persistedBy !== undefined && log.enabled('debug')) log('debug', `SET from ${who()} persisted: ${answer.persistedBy}`)
     const cached: CachedAnswer = { payload: answer.payload, timestamp: answer.timestamp }
     if (durableSeq === undefined || !this.options.journal) return this.finish(entry, reply, cached)
     this.inFlight++
