@@ -1,5 +1,5 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red'
-import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
+import { CLIENT_DEFAULTS, downCode, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError } from '../src/errors'
 import { StoreActivity } from '../src/observe'
@@ -152,17 +152,20 @@ export = function (RED: NodeAPI) {
     }
 
     node.connected = async () => {
-      if (!client) throw new ConnectionError(RED._('ss-config.errors.notConnected', { client: clientId }))
+      if (!client) throw new ConnectionError(closing ? 'closed' : 'not-connected', RED._('ss-config.errors.notConnected', { client: clientId }))
+      let c: StateStoreClient | undefined
       try {
-        const c = await client
+        c = await client
         if (c.status.state !== 'connected') {
-          if (connectionWaitMs === 0) throw new ConnectionError(RED._('ss-config.errors.notConnected', { client: clientId }))
+          if (connectionWaitMs === 0) throw new ConnectionError(downCode(c.status), RED._('ss-config.errors.notConnected', { client: clientId }))
           await c.ready({ timeoutMs: connectionWaitMs })
         }
         return c
       } catch (err) {
         const reason = connection.reason ?? (err instanceof Error ? err.message : String(err))
-        throw new ConnectionError(RED._('ss-config.errors.notConnectedReason', { client: clientId, reason }))
+        // A client that did not start (bad options) is as good as closed: waiting longer does not help.
+        const code = c ? downCode(c.status) : 'closed'
+        throw new ConnectionError(code, RED._('ss-config.errors.notConnectedReason', { client: clientId, reason }), { cause: err })
       }
     }
 

@@ -49,10 +49,34 @@ export class TimeoutError extends StateStoreError {
   }
 }
 
-/** Not connected, connection lost while waiting, or the client was closed. */
+/**
+ * Why a ConnectionError happened, set where the error is made; a program decides by it, never by
+ * the message text:
+ * - `closed`: the application closed the client; nothing more will succeed on it.
+ * - `lost`: the connection dropped under a request; the client reconnects by itself.
+ * - `not-connected`: the connection was down for as long as the caller allowed (its connection wait).
+ * - `refused`: the broker turned the request or the connection down (a PUBACK or CONNACK reason code).
+ * - `auth`: the broker refused our credentials; the client keeps retrying with backoff.
+ * - `no-service`: connected, but no state store service is behind the broker (NoServiceError).
+ */
+export type ConnectionErrorCode = 'closed' | 'lost' | 'not-connected' | 'refused' | 'auth' | 'no-service'
+
+/** Not connected, connection lost while waiting, or the client was closed: `code` says which. */
 export class ConnectionError extends StateStoreError {
   readonly kind = 'connection'
   override readonly name = 'ConnectionError'
+  constructor(
+    readonly code: ConnectionErrorCode,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options)
+  }
+}
+
+/** A connection loss that the client's own reconnect ends: a caller with time left may try again. */
+export function isTransient(err: unknown): boolean {
+  return err instanceof ConnectionError && (err.code === 'lost' || err.code === 'not-connected')
 }
 
 /**
@@ -60,7 +84,9 @@ export class ConnectionError extends StateStoreError {
  * request topic (PUBACK 0x10), as a plain MQTT broker does. `code` tells it from other connection errors.
  */
 export class NoServiceError extends ConnectionError {
-  readonly code = 'NoService'
+  constructor(message: string) {
+    super('no-service', message)
+  }
 }
 
 /** The peer broke the protocol: an unparseable payload, a missing or bad header, a drifted clock. */

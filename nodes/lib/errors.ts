@@ -1,4 +1,4 @@
-import { StateStoreError } from '../../src/errors'
+import { ConnectionError, StateStoreError, type ConnectionErrorCode } from '../../src/errors'
 
 /**
  * What a Catch node finds in `msg.error.cause` (Node-RED rebuilds `msg.error` itself and copies only
@@ -25,7 +25,6 @@ export class InputError extends Error {
 
 const CODE_BY_KIND: Record<string, string> = {
   timeout: 'Timeout',
-  connection: 'NotConnected',
   protocol: 'ProtocolError',
   argument: 'InvalidArgument',
   cancelled: 'Cancelled',
@@ -33,9 +32,20 @@ const CODE_BY_KIND: Record<string, string> = {
   'not-supported': 'NotSupported',
 }
 
+/** A flow tells a wait that ran out (`NotConnected`) from a closed client or refused credentials. */
+const CODE_BY_CONNECTION_CODE: Record<ConnectionErrorCode, string> = {
+  'not-connected': 'NotConnected',
+  lost: 'ConnectionLost',
+  closed: 'ConnectionClosed',
+  refused: 'BrokerRefused',
+  auth: 'NotAuthenticated',
+  'no-service': 'NoService',
+}
+
 export function describeError(err: unknown): ErrorInfo {
   if (err instanceof NodeFailure) return { kind: err.cause.kind, code: err.code, message: err.message }
   if (err instanceof InputError) return { kind: 'input', code: err.code, message: err.message }
+  if (err instanceof ConnectionError) return { kind: err.kind, code: CODE_BY_CONNECTION_CODE[err.code], message: err.message }
   if (err instanceof StateStoreError) {
     const code = 'code' in err && typeof err.code === 'string' ? err.code : (CODE_BY_KIND[err.kind] ?? 'Unknown')
     return { kind: err.kind, code, message: err.message }

@@ -1,5 +1,5 @@
 import { connect, DefaultMessageIdProvider, MqttClient, ReasonCodes, type IClientOptions, type IConnackPacket, type IPublishPacket } from 'mqtt'
-import { ArgumentError, ConnectionError } from '../errors'
+import { ArgumentError, ConnectionError, type ConnectionErrorCode } from '../errors'
 import { publishPacketSize } from '../protocol'
 import { coalesceWrites } from '../transport/coalesce-writes'
 import { mqttLogOption, setNoDelay } from '../transport/mqtt-settings'
@@ -140,7 +140,10 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
     this.ids.last = undefined
     this.mqtt.publish(topic, payload, { qos: 1, properties }, (err, packet) => {
       if (err) {
-        onAck({ error: new ConnectionError(`the broker refused the request: ${err.message}`, { cause: err }) })
+        // A PUBACK reason code is the broker's answer; without one mqtt.js gave the publish up with its connection.
+        const refused = typeof (err as { code?: unknown }).code === 'number'
+        const code = refused ? 'refused' : this.closing ? 'closed' : 'lost'
+        onAck({ error: new ConnectionError(code, refused ? `the broker refused the request: ${err.message}` : `the request was given up: ${err.message}`, { cause: err }) })
         return
       }
       // mqtt.js hands this callback the stored PUBLISH, not the PUBACK: the reason code was noted on receipt.
@@ -465,6 +468,11 @@ function tlsRest(tls: ResolvedOptions['tls']): Omit<NonNullable<ResolvedOptions[
   if (!tls) return {}
   const { ca: _ca, ...rest } = tls
   return rest
+}
+
+/** The code of a ConnectionError for a caller that gave up waiting while the connection was in this state. */
+export function downCode(status: ConnectionStatus): ConnectionErrorCode {
+  return status.state === 'closed' ? 'closed' : status.authFailed ? 'auth' : 'not-connected'
 }
 
 function reasonText(code: number): string {

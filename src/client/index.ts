@@ -7,6 +7,7 @@ export { StateStoreClient, type ClientEvents } from './client'
 export { KeyScan } from './scan'
 export { defaultClientId } from './client-id'
 export type { ServiceCheck } from './service-check'
+export { downCode } from './connection'
 export type {
   ClientOptions,
   ConnectionProblem,

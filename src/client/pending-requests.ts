@@ -4,7 +4,7 @@ import { ArgumentError, ConnectionError, NoServiceError, OverloadedError, Protoc
 import { HlcError, type Hlc } from '../hlc'
 import { cancelledBy } from '../arguments'
 import { backoffDelay } from './backoff'
-import type { PublishProperties } from './connection'
+import { downCode, type PublishProperties } from './connection'
 import { readResponseVersion, requestProperties } from './envelope'
 import type { ResolvedOptions } from './options'
 import type { ConnectionStatus } from './types'
@@ -246,7 +246,7 @@ export class PendingRequests {
   }
 
   /** Fails everything still pending; later invocations fail at once. */
-  close(error = new ConnectionError('the client was closed')): void {
+  close(error = new ConnectionError('closed', 'the client was closed')): void {
     this.closedWith = error
     for (const p of [...this.queue, ...this.inFlight.values()]) this.settle(p, error)
     clearTimeout(this.sweepTimer)
@@ -267,9 +267,10 @@ export class PendingRequests {
     if (waitMs === undefined || waitMs >= p.timeoutMs) return
     const fail = () => {
       if (p.phase !== 'waiting' || this.transport.online) return
-      const { reason, authFailed } = this.transport.status
+      const status = this.transport.status
+      const { reason, authFailed } = status
       const waited = waitMs > 0 ? ` after waiting ${waitMs} ms` : ''
-      this.settle(p, new ConnectionError(`the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`))
+      this.settle(p, new ConnectionError(downCode(status), `the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`))
     }
     if (waitMs === 0) fail()
     else p.connectionWait = setTimeout(fail, waitMs)

@@ -7,6 +7,8 @@ import { PersistencePolicy } from './core/persistence-policy'
 import { readAuthorizationFile, readBrokerConfigFile } from './resource-file'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker/broker'
 import { DedupCache } from './core/dedup'
+import { RequestPrint } from './core/request-print'
+import { DurableNotifications } from './journal/durable-notifications'
 import { Executor } from './core/execute'
 import type { Logger } from '../log'
 import { makeLogger, stderrSink, type FilteredLogger, type LogThreshold } from './logger'
@@ -121,6 +123,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const registrations = new Registrations()
 
   let journal: Journal | null = null
+  const dedup = new DedupCache()
   let broker: EmbeddedBroker | null = null
   let service: StateStoreService | null = null
   let adminServer: AdminServer | null = null
@@ -141,7 +144,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...(options.persistCompactMinBytes !== undefined ? { compactMinBytes: options.persistCompactMinBytes } : {}),
       })
       journal = opened.journal
-      replay(store, registrations, clock, opened.replay.records, log)
+      replay(store, registrations, clock, dedup, opened.replay.records, log)
       if (opened.replay.discardedBytes > 0) {
         log('warn', `persistence: ignored ${opened.replay.discardedBytes} byte(s) at offset ${opened.replay.discardedAt} of ${options.persistFile} (a record cut short by a crash, or corrupt)`)
       }
@@ -149,9 +152,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     }
     // The journal is written from here alone: from the changes the core reports.
     const persisted = journal
+    const notifications = new DurableNotifications(persisted, (n) => service?.notify(n), log)
     store.setListener((change) => {
       persisted?.record(change)
-      if (service) for (const n of registrations.notificationsFor(change)) service.notify(n)
+      if (service) notifications.publish(registrations.notificationsFor(change), persisted?.appendedSeq ?? 0)
     })
     if (persisted) registrations.setListener((change) => persisted.record(change))
 
@@ -200,7 +204,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...(options.scan === false ? { scan: false } : {}),
         ...(options.scanPageKeys !== undefined ? { scanLimits: { ...DEFAULT_SCAN_LIMITS, maxKeys: options.scanPageKeys } } : {}),
       }),
-      dedup: new DedupCache(),
+      dedup,
       journal,
       log,
       ...(broker ? { deliverDirect: broker.deliverUnsubscribed.bind(broker), connectStream: broker.connectInProcess.bind(broker) } : {}),
@@ -242,7 +246,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
 }
 
-function replay(store: Keyspace, registrations: Registrations, clock: HybridLogicalClock, records: Replayed[], log: FilteredLogger): void {
+function replay(store: Keyspace, registrations: Registrations, clock: HybridLogicalClock, dedup: DedupCache, records: Replayed[], log: FilteredLogger): void {
+  const now = Date.now()
   let newest: Hlc | null = null
   for (const r of records) {
     switch (r.type) {
@@ -261,6 +266,9 @@ function replay(store: Keyspace, registrations: Registrations, clock: HybridLogi
         break
       case 'drop-client':
         registrations.dropClient(r.clientId)
+        break
+      case 'answer':
+        dedup.restore(r.id, RequestPrint.parse(r.request), r.expiresAt, { payload: r.payload, timestamp: r.timestamp }, now)
         break
     }
   }

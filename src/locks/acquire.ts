@@ -1,4 +1,4 @@
-import { ConnectionError, TimeoutError } from '../errors'
+import { isTransient, TimeoutError } from '../errors'
 import type { Hlc } from '../hlc'
 import { cancelledBy, requirePositive } from '../arguments'
 import type { Lease } from './lease'
@@ -33,31 +33,24 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
 
   const freed = new Latch()
   let observation: Observation | null = null
-  // Without key notifications (the preview dialect) a freed lease is found by trying again.
-  if (client.canObserve) {
-    try {
-      observation = await client.observe(lease.name, (n) => n.operation === 'DELETE' && freed.set(), {
-        ...(Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}),
-        ...(signal ? { signal } : {}),
-      })
-    } catch (err) {
-      throw err instanceof TimeoutError && remaining() <= 0 ? expired() : err
-    }
-  }
   try {
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw cancelledBy(signal, what)
       if (remaining() <= 0) throw expired()
       freed.reset()
+      const requestTimeout = Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}
       try {
-        const requestTimeout = Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}
+        // Observe first, so no DELETE is missed; without key notifications (the preview dialect) a freed lease is found by trying again.
+        if (client.canObserve && !observation) {
+          observation = await client.observe(lease.name, (n) => n.operation === 'DELETE' && freed.set(), { ...requestTimeout, ...(signal ? { signal } : {}) })
+        }
         const result = await lease.tryAcquire({ ...requestTimeout, ...(signal ? { signal } : {}) })
         if (result.acquired) return result.fencingToken!
         await pause(Math.min(observation ? lease.leaseMs : POLL_MS, remaining()), { signal, latch: freed, client, what })
       } catch (err) {
-        if (!retryable(err, client.status.state)) throw err
-        if (remaining() <= 0) throw expired()
+        if (remaining() <= 0 && (err instanceof TimeoutError || isTransient(err))) throw expired()
         // A lost connection or a request that timed out: try again while time remains.
+        if (!retryable(err, client.status.state)) throw err
       }
       if (remaining() <= 0) throw expired()
       const backoff = Math.random() * Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 10))
@@ -70,5 +63,5 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
 
 function retryable(err: unknown, state: string): boolean {
   if (state === 'closed') return false
-  return err instanceof TimeoutError || (err instanceof ConnectionError && !/closed/.test(err.message))
+  return err instanceof TimeoutError || isTransient(err)
 }

@@ -1,3 +1,4 @@
+import { isTransient } from '../errors'
 import type { Hlc } from '../hlc'
 import type { Bytes } from '../protocol'
 import { acquireLease, type WaitOptions } from './acquire'
@@ -83,7 +84,10 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
 
   /** Waits until elected; returns the term's fencing token. */
   async campaign(options: WaitOptions = {}): Promise<Hlc> {
-    await this.watch(options)
+    // Knowing who leads is not needed to wait: a connection loss here is for acquireLease to ride through.
+    await this.watch(options).catch((err: unknown) => {
+      if (!isTransient(err)) throw err
+    })
     return acquireLease(this.lease, options, 'campaign')
   }
 

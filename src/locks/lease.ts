@@ -1,9 +1,12 @@
-import { ArgumentError } from '../errors'
+import { ArgumentError, isTransient } from '../errors'
 import type { Hlc } from '../hlc'
 import { requireKey, type Bytes } from '../protocol'
 import { requirePositive, requireValue } from '../arguments'
 import { TypedEmitter } from '../typed-emitter'
 import type { Observation, RequestOptions, StateStoreClient } from '../client'
+
+/** How soon a renewal that met a connection loss tries again. */
+const RENEW_RETRY_MS = 100
 
 export interface LeaseOptions {
   /** The value stored under the lease name; default the client id. */
@@ -12,6 +15,8 @@ export interface LeaseOptions {
   leaseMs?: number
   /** Renew automatically at this period after acquiring; must be shorter than leaseMs. */
   renewPeriodMs?: number
+  /** Ask the service to persist the lease (`aio-persistence`), so it outlives an emulator restart with `--persist`; Lock.edit's write too. */
+  persist?: boolean
 }
 
 export interface HolderChange {
@@ -42,7 +47,10 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   readonly holderValue: Buffer
   readonly leaseMs: number
   readonly renewPeriodMs: number | undefined
+  readonly persist: boolean
   private token: Hlc | null = null
+  /** performance.now() by which the lease surely still holds: when the request that took or renewed it was sent, plus leaseMs. */
+  private heldUntil = 0
   private timer: NodeJS.Timeout | null = null
   /** Bumped by release and close, so a renewal answer that arrives afterwards changes nothing. */
   private generation = 0
@@ -62,6 +70,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     this.holderValue = Buffer.from(requireValue(options.holder ?? client.clientId, 'holder'))
     if (this.holderValue.length === 0) throw new ArgumentError('the holder must not be empty')
     this.leaseMs = requireWholeMs(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs')
+    this.persist = options.persist === true
     this.renewPeriodMs = options.renewPeriodMs === undefined ? undefined : requireWholeMs(options.renewPeriodMs, 'renewPeriodMs')
     if (this.renewPeriodMs !== undefined && this.renewPeriodMs >= this.leaseMs) {
       throw new ArgumentError(`renewPeriodMs (${this.renewPeriodMs}) must be shorter than leaseMs (${this.leaseMs})`)
@@ -73,17 +82,24 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     return this.token
   }
 
+  /** How long the lease surely still holds, as this client measures it (the service may keep it longer); 0 when not held. */
+  get remainingMs(): number {
+    return this.token === null ? 0 : Math.max(0, this.heldUntil - performance.now())
+  }
+
   /** One attempt; on success starts automatic renewal when renewPeriodMs is set. */
   async tryAcquire(options: RequestOptions = {}): Promise<{ acquired: boolean; fencingToken: Hlc | null }> {
     const generation = this.generation
     const held = this.token !== null
-    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs })
+    const sentAt = performance.now()
+    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
     if (generation !== this.generation) return { acquired: result.applied, fencingToken: result.applied ? result.version : null }
     if (!result.applied) {
       this.drop(held ? { reason: 'another holder has the lease' } : null)
       return { acquired: false, fencingToken: null }
     }
     this.token = result.version
+    this.heldUntil = sentAt + this.leaseMs
     this.emit(held ? 'renewed' : 'acquired', { fencingToken: result.version })
     this.schedule()
     return { acquired: true, fencingToken: result.version }
@@ -92,7 +108,8 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   /** Extends the lease we hold; false (and 'lost') when someone else holds it now. */
   async renew(options: RequestOptions = {}): Promise<boolean> {
     const generation = this.generation
-    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs })
+    const sentAt = performance.now()
+    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
     if (generation !== this.generation) return result.applied
     if (!result.applied) {
       this.drop({ reason: 'another holder has the lease' })
@@ -100,6 +117,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     }
     const renewed = this.token !== null
     this.token = result.version
+    this.heldUntil = sentAt + this.leaseMs
     this.emit(renewed ? 'renewed' : 'acquired', { fencingToken: result.version })
     this.schedule()
     return true
@@ -148,10 +166,29 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     this.timer = setTimeout(() => {
       this.timer = null
       // A renewal slower than the time the lease has left is worthless.
-      this.renew({ timeoutMs: Math.max(1, this.leaseMs - this.renewPeriodMs!) }).catch((err: Error) => {
-        if (generation === this.generation) this.drop({ reason: `renewal failed: ${err.message}`, error: err })
-      })
+      void this.renewBefore(generation, performance.now() + this.leaseMs - this.renewPeriodMs!)
     }, this.renewPeriodMs)
+  }
+
+  /**
+   * Renews, trying again after a connection loss (the service keeps the lease meanwhile) until
+   * the lease would have run out; any other failure, or running out, loses the lease.
+   */
+  private async renewBefore(generation: number, deadline: number): Promise<void> {
+    for (;;) {
+      try {
+        await this.renew({ timeoutMs: Math.max(1, deadline - performance.now()) })
+        return
+      } catch (err) {
+        if (generation !== this.generation) return
+        if (!isTransient(err) || deadline - performance.now() <= RENEW_RETRY_MS) {
+          this.drop({ reason: `renewal failed: ${(err as Error).message}`, error: err as Error })
+          return
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, RENEW_RETRY_MS))
+      if (generation !== this.generation) return
+    }
   }
 
   private stopRenewal(): void {

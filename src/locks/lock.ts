@@ -1,3 +1,4 @@
+import { TimeoutError } from '../errors'
 import type { Bytes } from '../protocol'
 import { acquireLease, type WaitOptions } from './acquire'
 import { Lease, type LeaseOptions } from './lease'
@@ -23,6 +24,13 @@ export class Lock {
     return acquireLease(this.lease, options, 'lock acquire')
   }
 
+  /** The time the lease surely still holds, for a request under it; TimeoutError when none is left. */
+  private leaseLeft(): number {
+    const ms = Math.floor(this.lease.remainingMs)
+    if (ms < 1) throw new TimeoutError(this.lease.leaseMs, 'lock edit: the lease')
+    return ms
+  }
+
   release(options?: RequestOptions): Promise<boolean> {
     return this.lease.release(options)
   }
@@ -38,12 +46,16 @@ export class Lock {
   ): Promise<SetResult | DeleteResult> {
     const acquired = await this.acquire(options)
     try {
-      const { value } = await this.client.get(key)
+      const { value } = await this.client.get(key, { timeoutMs: this.leaseLeft() })
       const next = await fn(value)
       // The newest token (renewal mints greater ones). Had the lock been lost meanwhile, the service
       // refuses the old token once the next holder has written with its own: that is what fencing is for.
       const fencingToken = this.lease.fencingToken ?? acquired
-      return next === null ? await this.client.del(key, { fencingToken }) : await this.client.set(key, next, { fencingToken })
+      // Fencing cannot refuse a write that lands between the next holder's read and its write: so
+      // write only while the lease surely holds, and answered only if it landed in time (found by
+      // the chaos run: a holder cut off past its lease wrote an increment the next holder then lost).
+      const timeoutMs = this.leaseLeft()
+      return next === null ? await this.client.del(key, { fencingToken, timeoutMs }) : await this.client.set(key, next, { fencingToken, persist: this.lease.persist, timeoutMs })
     } finally {
       await this.release().catch(() => {})
     }

@@ -28,10 +28,16 @@ describe('nodes: failures as Node-RED shows them', () => {
   })
 
   it('wraps every error once', () => {
-    const failure = toFailure(new ConnectionError('not connected'))
+    const failure = toFailure(new ConnectionError('not-connected', 'not connected'))
     assert.ok(failure instanceof NodeFailure)
     assert.equal(toFailure(failure), failure)
     assert.equal(failure.cause.kind, 'connection')
     assert.equal(failure.code, 'NotConnected')
+  })
+
+  it('names each connection error code for Catch, whatever the message says', () => {
+    // The message of every one mentions 'closed', which once decided what a lock waiter did.
+    const codes = (['not-connected', 'lost', 'closed', 'refused', 'auth'] as const).map((code) => toFailure(new ConnectionError(code, 'the connection closed')).code)
+    assert.deepEqual(codes, ['NotConnected', 'ConnectionLost', 'ConnectionClosed', 'BrokerRefused', 'NotAuthenticated'])
   })
 })

@@ -121,7 +121,7 @@ describe('security: username and password (mosquitto password_file)', function (
     assert.ok(!statuses(bad).some((s) => s.fill === 'green'))
     const caught = nextMessage(helper.getNode('caught'))
     bad.receive({ payload: 'x' })
-    assert.equal(((await caught).error as { code: string }).code, 'NotConnected')
+    assert.equal(((await caught).error as { code: string }).code, 'NotAuthenticated')
 
     const good = helper.getNode('good')
     await until(() => lastStatus(good).fill === 'green', 'the right password to connect')

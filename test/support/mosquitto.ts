@@ -75,6 +75,11 @@ export class Mosquitto {
     await this.stopWith('SIGTERM')
   }
 
+  /** SIGSTOP / SIGCONT: a paused broker, whose sockets stay open; nothing when it is not running. */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    if (this.child && this.child.exitCode === null) this.child.kill(signal)
+  }
+
   private async stopWith(signal: NodeJS.Signals): Promise<void> {
     const child = this.child
     this.child = null

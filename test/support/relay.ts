@@ -5,7 +5,9 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
  * now), so a test can prove deploys neither leak nor drop connections; `dropAll` cuts every
  * connection (a broker restart, seen from the client); `refusing` turns new connections away (the
  * broker is down), and `cut`/`restore` do both at once; `freeze` stops moving bytes while keeping
- * the sockets open (a paused process or a stalled network, as the peer sees it), `thaw` resumes.
+ * the sockets open (a paused process or a stalled network, as the peer sees it), `thaw` resumes;
+ * `delayMs` holds every chunk that long and `bytesPerSec` throttles each direction (a slow link).
+ * test/support/faults.ts schedules these from a seed.
  */
 export class TcpRelay {
   private readonly pairs = new Set<[Socket, Socket]>()
@@ -14,6 +16,10 @@ export class TcpRelay {
   opened = 0
   /** While set, new connections are closed at once. */
   refusing = false
+  /** Added to each chunk's trip, each way. */
+  delayMs = 0
+  /** Each direction's rate; Infinity for none. */
+  bytesPerSec = Infinity
 
   private constructor(
     private readonly server: Server,
@@ -97,11 +103,38 @@ export class TcpRelay {
       })
     }
     // Data events (not pipe) so that pause() holds bytes in the kernel buffers.
-    client.on('data', (d) => upstream.write(d))
-    upstream.on('data', (d) => client.write(d))
+    client.on('data', this.lane(upstream))
+    upstream.on('data', this.lane(client))
     if (this.frozen) {
       client.pause()
       upstream.pause()
+    }
+  }
+
+  /** Writes chunks to `to` in order, each when its delay and the throttle allow: one timer per direction. */
+  private lane(to: Socket): (chunk: Buffer) => void {
+    const queue: Array<{ at: number; chunk: Buffer }> = []
+    let freeAt = 0
+    let timer: NodeJS.Timeout | null = null
+    const flush = () => {
+      timer = null
+      const now = performance.now()
+      while (queue.length > 0 && queue[0]!.at <= now) {
+        const { chunk } = queue.shift()!
+        if (!to.destroyed) to.write(chunk)
+      }
+      if (queue.length > 0) timer = setTimeout(flush, queue[0]!.at - now)
+    }
+    return (chunk) => {
+      const now = performance.now()
+      if (this.delayMs === 0 && this.bytesPerSec === Infinity && queue.length === 0) {
+        to.write(chunk)
+        return
+      }
+      const at = Math.max(now + this.delayMs, freeAt) + (Number.isFinite(this.bytesPerSec) ? (chunk.length * 1000) / this.bytesPerSec : 0)
+      freeAt = at
+      queue.push({ at, chunk })
+      if (!timer) timer = setTimeout(flush, at - now)
     }
   }
 }

@@ -83,6 +83,13 @@ export class DedupCache {
     return entry
   }
 
+  /** Puts back an answered entry from the journal, if it has not expired. */
+  restore(id: string, request: RequestPrint, expiresAt: number, answer: CachedAnswer, now: number): void {
+    if (expiresAt <= now) return
+    const entry = this.begin(id, request, expiresAt, now)
+    this.complete(entry, answer)
+  }
+
   /** Calls `waiter` with the answer once the entry's request has one (null: it got none). */
   whenAnswered(entry: DedupEntry, waiter: (answer: CachedAnswer | null) => void): void {
     if (entry.done) return waiter(entry.answer)

@@ -35,6 +35,16 @@ export class RequestPrint {
     return this.body.length + this.props.length
   }
 
+  /** For the journal: a re-send after a restart is told from a conflict as before it. */
+  serialize(): string {
+    return JSON.stringify([this.body, this.hashed, this.props])
+  }
+
+  static parse(text: string): RequestPrint {
+    const [body, hashed, props] = JSON.parse(text) as [string, boolean, string]
+    return new RequestPrint(body, hashed, props)
+  }
+
   equals(other: RequestPrint): boolean {
     return this.hashed === other.hashed && this.body === other.body && this.props === other.props
   }

@@ -19,14 +19,16 @@ import type { StoredRecord } from '../core/keyspace'
  * registration record for a torn tail and cutting off everything after it.
  */
 
-export const MAGIC = Buffer.from('AIOSS\u0002\r\n', 'latin1')
-export const MAGIC_V1 = Buffer.from('AIOSS\u0001\r\n', 'latin1')
+export const MAGIC = Buffer.from('AIOSS\u0003\r\n', 'latin1')
+/** Older files, read as they are; opening one rewrites its magic first, so an older emulator refuses the file rather than cut it at a record it does not know. */
+export const OLDER_MAGICS = [Buffer.from('AIOSS\u0001\r\n', 'latin1'), Buffer.from('AIOSS\u0002\r\n', 'latin1')]
 const HEADER = 8
 const SET = 1
 const DEL = 2
 const KEYNOTIFY = 3
 const KEYNOTIFY_STOP = 4
 const DROP_CLIENT = 5
+const ANSWER = 6
 
 export interface ReplayedSet {
   type: 'set'
@@ -46,7 +48,17 @@ export interface ReplayedDropClient {
   type: 'drop-client'
   clientId: string
 }
-export type Replayed = ReplayedSet | ReplayedDelete | ReplayedKeyNotify | ReplayedDropClient
+/** The answer to a request that changed something persistent, so a re-send after a restart is answered from it, not executed again. */
+export interface ReplayedAnswer {
+  type: 'answer'
+  id: string
+  /** RequestPrint.serialize() */
+  request: string
+  expiresAt: number
+  payload: Buffer
+  timestamp: string | undefined
+}
+export type Replayed = ReplayedSet | ReplayedDelete | ReplayedKeyNotify | ReplayedDropClient | ReplayedAnswer
 
 export interface ReplayResult {
   records: Replayed[]
@@ -105,6 +117,25 @@ export function encodeDropClient(clientId: string): Buffer {
   return seal(out)
 }
 
+/** `u32 id length, id (latin1), u32 request length, request (utf8), f64 expiry, u32 payload length, payload, u16 __ts length (0 = none), __ts`. */
+export function encodeAnswer(a: Omit<ReplayedAnswer, 'type'>): Buffer {
+  const id = Buffer.from(a.id, 'latin1')
+  const request = Buffer.from(a.request, 'utf8')
+  const ts = Buffer.from(a.timestamp ?? '', 'utf8')
+  const out = Buffer.allocUnsafe(HEADER + 1 + 4 + id.length + 4 + request.length + 8 + 4 + a.payload.length + 2 + ts.length)
+  let at = out.writeUInt8(ANSWER, HEADER)
+  at = out.writeUInt32LE(id.length, at)
+  at += id.copy(out, at)
+  at = out.writeUInt32LE(request.length, at)
+  at += request.copy(out, at)
+  at = out.writeDoubleLE(a.expiresAt, at)
+  at = out.writeUInt32LE(a.payload.length, at)
+  at += a.payload.copy(out, at)
+  at = out.writeUInt16LE(ts.length, at)
+  ts.copy(out, at)
+  return seal(out)
+}
+
 function seal(out: Buffer): Buffer {
   const body = out.subarray(HEADER)
   out.writeUInt32LE(body.length, 0)
@@ -134,6 +165,14 @@ function decodeRecord(data: Buffer, at: number): { value: Replayed; next: number
   try {
     const r = new BodyReader(body)
     const type = r.u8()
+    if (type === ANSWER) {
+      const id = r.bytes(r.u32()).toString('latin1')
+      const request = r.bytes(r.u32()).toString('utf8')
+      const expiresAt = r.f64()
+      const payload = Buffer.from(r.bytes(r.u32()))
+      const ts = r.bytes(r.u16()).toString('utf8')
+      return r.done() ? { value: { type: 'answer', id, request, expiresAt, payload, timestamp: ts === '' ? undefined : ts }, next: end } : null
+    }
     if (type === KEYNOTIFY || type === KEYNOTIFY_STOP || type === DROP_CLIENT) {
       const clientId = r.bytes(r.u32()).toString('utf8')
       if (type === DROP_CLIENT) return r.done() ? { value: { type: 'drop-client', clientId }, next: end } : null

@@ -2,7 +2,7 @@ import { closeSync, existsSync, openSync, fsyncSync, readFileSync, writeSync, ft
 import { open, rename, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Logger } from '../../log'
-import { decodeLog, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet, MAGIC, MAGIC_V1, type ReplayResult } from './format'
+import { decodeLog, encodeAnswer, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet, MAGIC, OLDER_MAGICS, type ReplayedAnswer, type ReplayResult } from './format'
 import type { RegistrationChange } from '../core/registrations'
 import type { KeyChange, StoredRecord } from '../core/keyspace'
 
@@ -71,7 +71,7 @@ export class Journal {
     } else {
       const data = readFileSync(path)
       const magic = data.subarray(0, MAGIC.length)
-      if (data.length < MAGIC.length || !(magic.equals(MAGIC) || magic.equals(MAGIC_V1))) {
+      if (data.length < MAGIC.length || !(magic.equals(MAGIC) || OLDER_MAGICS.some((m) => magic.equals(m)))) {
         throw new Error(`${path} is not a state store emulator persistence file; refusing to overwrite it`)
       }
       replay = decodeLog(data)
@@ -95,6 +95,16 @@ export class Journal {
   /** How many records have been appended so far; a request waits for `whenDurable` of this number. */
   get appendedSeq(): number {
     return this.appended
+  }
+
+  /** The answer to a request that changed something persistent, appended with its change: the duplicate window outlives a restart. */
+  recordAnswer(answer: Omit<ReplayedAnswer, 'type'>): void {
+    this.append(encodeAnswer(answer))
+  }
+
+  /** How many records are written and synced. */
+  get durableSeq(): number {
+    return this.durable
   }
 
   /**

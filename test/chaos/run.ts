@@ -1,0 +1,178 @@
+/**
+ * The chaos run: mosquitto, the emulator CLI with --persist serving through it, and the
+ * workloads' clients, each behind a TcpRelay; rounds of seeded fault schedules while the requests,
+ * locks and watches workloads run; after each round the faults heal, the workloads stop and their
+ * histories are checked. One client's clock runs 30 s ahead all along (allowed); a probe's runs
+ * 90 s ahead and must be refused with TimestampSkew, saying so.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { StateStoreClient, type ClientOptions } from '../../src/client'
+import { ServiceError } from '../../src/errors'
+import { FAULT_KINDS, FaultInjector, describeFault, planFaults, seededRandom, skewedClock, type FaultKind } from '../support/faults'
+import { Mosquitto } from '../support/mosquitto'
+import { TcpRelay } from '../support/relay'
+import { EmulatorCli, sleep } from '../reliability/support'
+import { LocksWorkload } from './locks'
+import { RequestsWorkload } from './requests'
+import { WatchesWorkload } from './watches'
+
+export interface ChaosOptions {
+  seed: number
+  /** Time under faults, in all rounds together. */
+  seconds: number
+  faults?: readonly FaultKind[]
+  /** One round's fault schedule, ms. */
+  roundMs?: number
+  log?: (line: string) => void
+}
+
+export interface ChaosReport {
+  operations: number
+  schedules: number
+  faults: Map<FaultKind, number>
+  violations: string[]
+  /** Keys whose history was too tangled for the search budget. */
+  unchecked: number
+  line: string
+}
+
+const REQUEST_CLIENTS = 4
+const LOCK_CLIENTS = 3
+const WATCHERS = 2
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log ?? (() => {})
+  const kinds = options.faults ?? FAULT_KINDS
+  const roundMs = options.roundMs ?? Math.min(options.seconds * 1000, 18_000)
+  const rounds = Math.max(1, Math.round((options.seconds * 1000) / roundMs))
+  // The schedules from the seed alone, whatever the workloads draw: a failing run replays with its seed.
+  const planRandom = seededRandom(options.seed)
+  const random = seededRandom(options.seed ^ 0x5bd1e995)
+  const dir = mkdtempSync(join(tmpdir(), 'chaos-'))
+  const broker = await Mosquitto.start()
+  const clients: StateStoreClient[] = []
+  const relays: TcpRelay[] = []
+  let emulator: EmulatorCli | null = null
+  const report: ChaosReport = { operations: 0, schedules: 0, faults: new Map(), violations: [], unchecked: 0, line: '' }
+  try {
+    const emulatorRelay = await TcpRelay.start(broker.port)
+    relays.push(emulatorRelay)
+    const emulatorArgs = ['--broker', emulatorRelay.url, '--persist', join(dir, 'store.log'), '--log-level', 'error']
+    emulator = await EmulatorCli.start(emulatorArgs)
+    const client = async (name: string, extra: Partial<ClientOptions> = {}) => {
+      const relay = await TcpRelay.start(broker.port)
+      relays.push(relay)
+      const c = new StateStoreClient({
+        brokerUrl: relay.url,
+        clientId: `chaos-${options.seed}-${name}`,
+        requestTimeoutMs: 2500,
+        keepaliveSec: 2,
+        connectTimeoutMs: 2000,
+        reconnectMinMs: 100,
+        reconnectMaxMs: 1000,
+        ...extra,
+      })
+      clients.push(c)
+      return c
+    }
+    const requestClients: StateStoreClient[] = []
+    for (let i = 0; i < REQUEST_CLIENTS; i++) requestClients.push(await client(`r${i}`, i === 0 ? { clock: skewedClock(30_000) } : {}))
+    // The lock contenders wait for the connection as ss-lock's config node does (2 s).
+    const lockClients: StateStoreClient[] = []
+    for (let i = 0; i < LOCK_CLIENTS; i++) lockClients.push(await client(`l${i}`, { connectionWaitMs: 2000 }))
+    const watchClients: StateStoreClient[] = []
+    for (let i = 0; i < WATCHERS; i++) watchClients.push(await client(`w${i}`))
+    // The checks read straight from the broker, past every relay.
+    const reader = new StateStoreClient({ brokerUrl: broker.url, clientId: `chaos-${options.seed}-reader`, requestTimeoutMs: 5000, reconnectMinMs: 100, reconnectMaxMs: 500 })
+    clients.push(reader)
+    const probe = new StateStoreClient({ brokerUrl: broker.url, clientId: `chaos-${options.seed}-skewed`, clock: skewedClock(90_000), requestTimeoutMs: 5000 })
+    clients.push(probe)
+    await Promise.all(clients.map((c) => c.ready({ timeoutMs: 10_000 })))
+
+    const injector = new FaultInjector({
+      relays,
+      broker,
+      emulator: {
+        kill: async () => await emulator?.kill(),
+        restart: async () => {
+          emulator = await EmulatorCli.start(emulatorArgs)
+        },
+      },
+      clientIds: [...requestClients, ...lockClients, ...watchClients].map((c) => c.clientId),
+      brokerUrl: broker.url,
+    })
+
+    for (let round = 1; round <= rounds; round++) {
+      const plan = planFaults(planRandom, roundMs, kinds, relays.length)
+      report.schedules += 1
+      log(`round ${round}/${rounds} (seed ${options.seed}): ${plan.map(describeFault).join(', ') || 'no faults'}`)
+      const prefix = `chaos/${options.seed}/${round}`
+      const keys = [0, 1, 2].map((k) => `${prefix}/k${k}`)
+      const requests = new RequestsWorkload(requestClients, keys, random)
+      const locks = new LocksWorkload(lockClients, `${prefix}/lock`, `${prefix}/counter`, `${prefix}/leader`)
+      const watches = new WatchesWorkload(watchClients, keys)
+      await watches.start()
+      requests.start()
+      locks.start()
+
+      const startedAt = performance.now()
+      for (const fault of plan) {
+        const wait = fault.at - (performance.now() - startedAt)
+        if (wait > 0) await sleep(wait)
+        await within(injector.apply(fault, sleep), fault.durationMs + 20_000, `the fault ${describeFault(fault)} to be applied and healed`)
+      }
+      const rest = roundMs - (performance.now() - startedAt)
+      if (rest > 0) await sleep(rest)
+      injector.healAll()
+      if (!emulator || !emulator.running) emulator = await EmulatorCli.start(emulatorArgs)
+      await within(Promise.all(clients.map((c) => c.ready({ timeoutMs: 15_000 }))), 20_000, 'every client to reconnect after the faults healed')
+      await within(Promise.all([requests.stop(), locks.stop()]), 30_000, 'the workloads to stop')
+      const checked = requests.check()
+      const lockCheck = await within(locks.check(reader), 30_000, 'the locks check')
+      const watchViolations = await within(watches.check(reader, 5000), 30_000, 'the watches check')
+      await within(Promise.all([locks.close(), watches.close()]), 10_000, 'the elections and watches to close')
+      const skew = await skewRefused(probe)
+      const violations = [...checked.violations, ...lockCheck.violations, ...watchViolations, ...skew]
+      report.operations += checked.operations + lockCheck.operations
+      report.unchecked += checked.unchecked
+      report.violations.push(...violations)
+      log(`round ${round}: ${checked.operations} requests, ${lockCheck.operations} lock edits, ${watches.notifications} notifications, ${violations.length} violations${checked.unchecked ? `, ${checked.unchecked} keys beyond the search budget` : ''}`)
+      for (const v of violations) log(`VIOLATION ${v}`)
+    }
+    report.faults = injector.applied
+  } finally {
+    await Promise.all(clients.map((c) => c.close()))
+    await emulator?.kill('SIGTERM')
+    await Promise.all(relays.map((r) => r.stop()))
+    broker.signal('SIGCONT')
+    await broker.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const applied = FAULT_KINDS.filter((k) => report.faults.has(k))
+  report.line = `chaos: ${report.operations} operations checked in ${report.schedules} fault schedules (${applied.join(', ')}), ${report.violations.length} violations`
+  return report
+}
+
+/** A phase that does not end in time is a failure of the run that says which phase, not a hang. */
+async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`chaos: timed out after ${ms} ms waiting for ${what}`)), ms)))
+  try {
+    return await Promise.race([work, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** A client 90 s ahead is refused, and the error says the clocks differ. */
+async function skewRefused(probe: StateStoreClient): Promise<string[]> {
+  try {
+    await probe.get('chaos/skew')
+    return ['a client 90 s ahead was served']
+  } catch (err) {
+    if (err instanceof ServiceError && err.code === 'TimestampSkew') return []
+    return [`a client 90 s ahead failed otherwise than with TimestampSkew: ${String(err)}`]
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * Regression tests from two chaos-run histories (seed 20261125): with --persist, the emulator let
+ * a GET and a key notification show a persistent write whose record was still being synced; a
+ * kill -9 then lost the write, so a watcher kept a value the store no longer had and a reader
+ * had seen a value that vanished with no DELETE (not linearizable). Now both wait for the sync:
+ * here the sync is held back, and neither the read nor the notification may arrive before it.
+ */
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { open } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { StateStoreClient, type KeyNotification } from '../../src/client'
+import { startEmulator, type Emulator } from '../../src/emulator'
+import { sleep, until } from '../reliability/support'
+
+describe('faults: nothing shows a persistent write before it is durable', function () {
+  this.timeout(20_000)
+  let dir: string
+  let emulator: Emulator
+  const clients: StateStoreClient[] = []
+  let restoreSync: () => void = () => {}
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'durable-'))
+    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, persistFile: join(dir, 'store.log'), logLevel: 'error' })
+  })
+  afterEach(async () => {
+    restoreSync()
+    await Promise.all(clients.splice(0).map((c) => c.close()))
+    await emulator?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** Holds every datasync of this process until the returned function is called. */
+  async function holdSyncs(): Promise<() => void> {
+    const probe = await open(join(dir, 'probe'), 'w')
+    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> }
+    await probe.close()
+    const original = proto.datasync
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    proto.datasync = async function (this: unknown) {
+      await released
+      return original.call(this)
+    }
+    restoreSync = () => {
+      proto.datasync = original
+      release()
+    }
+    return restoreSync
+  }
+
+  it('answers a GET of the key, and notifies its watcher, only once the SET is synced', async () => {
+    for (const id of ['writer', 'reader', 'watcher']) clients.push(new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `${id}-${process.pid}` }))
+    const [writer, reader, watcher] = clients as [StateStoreClient, StateStoreClient, StateStoreClient]
+    await Promise.all(clients.map((c) => c.ready({ timeoutMs: 5000 })))
+    const told: KeyNotification[] = []
+    await watcher.observe('durable/k', (n) => told.push(n))
+
+    const release = await holdSyncs()
+    const events: string[] = []
+    const writing = writer.set('durable/k', 'v', { persist: true }).then(() => events.push('set answered'))
+    await sleep(100)
+    const reading = reader.get('durable/k').then((r) => {
+      events.push(`get answered ${r.value?.toString()}`)
+      return r
+    })
+    await sleep(400)
+    assert.deepEqual(events, [], 'nothing answered while the record is not synced')
+    assert.equal(told.length, 0, 'no notification while the record is not synced')
+
+    release()
+    await Promise.all([writing, reading])
+    assert.deepEqual(events.sort(), ['get answered v', 'set answered'])
+    await until(() => told.length === 1, 'the notification once synced')
+    assert.equal(told[0]!.value?.toString(), 'v')
+  })
+})
