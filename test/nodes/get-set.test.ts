@@ -330,7 +330,7 @@ describe('nodes: ss-set and ss-get', function () {
   })
 
   it('lists the keys matching a pattern (SCAN) as one sorted array', async () => {
-    await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'fleet/*/state', keyType: 'str', mode: 'keys' }))
+    await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg', mode: 'keys' }))
     const client = new StateStoreClient({ brokerUrl: store.url, clientId: 'list-writer' })
     try {
       await client.ready({ timeoutMs: 5000 })
@@ -339,14 +339,14 @@ describe('nodes: ss-set and ss-get', function () {
       await client.close()
     }
     const read = nextMessage(helper.getNode('out1'))
-    helper.getNode('get').receive({ payload: 'x' })
+    helper.getNode('get').receive({ topic: 'fleet/*/state', payload: 'x' })
     const r = await read
     assert.deepEqual(r.payload, ['fleet/a/state', 'fleet/b/state'])
     assert.equal(r.found, true)
     assert.equal(lastStatus(helper.getNode('get')).text, `${COMMON}status.listed 2`)
 
     const none = nextMessage(helper.getNode('out1'))
-    helper.getNode('get').receive({ key: 'nothing/[0-9]' })
+    helper.getNode('get').receive({ topic: 'nothing/[0-9]' })
     const n = await none
     assert.deepEqual(n.payload, [])
     assert.equal(n.found, false)
