@@ -185,8 +185,10 @@ export class KeyIndex {
       const batch = [...this.pending.values()]
       this.pending.clear()
       try {
-        await this.update(batch)
-        for (const entry of batch) for (const waiter of entry.waiters) waiter()
+        // those waiting hear once the buckets are written, not after the lease's release too
+        await this.update(batch, () => {
+          for (const entry of batch) for (const waiter of entry.waiters.splice(0)) waiter()
+        })
       } catch (err) {
         const keys = batch.map((b) => `${b.scope}/${b.top}`)
         const message = err instanceof Error ? err.message : String(err)
@@ -208,7 +210,7 @@ export class KeyIndex {
     }
   }
 
-  private async update(batch: Pending[]): Promise<void> {
+  private async update(batch: Pending[], written: () => void): Promise<void> {
     const acquired = await this.acquire()
     try {
       const byBucket = new Map<number, IndexEntry[]>()
@@ -257,6 +259,7 @@ export class KeyIndex {
         if (entry) entry.verify = true
         else this.pending.set(id, { scope: b.scope, top: b.top, verify: true, waiters: [] })
       })
+      written()
     } finally {
       await this.lock.release().catch(() => {})
     }
