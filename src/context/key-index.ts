@@ -1,5 +1,6 @@
 // The package's public API (src/index): the lock lives wherever the client's public API puts it.
 import { type Observation, type StateStoreClient } from '../client'
+import { Hlc } from '../hlc'
 import { Lock } from '../locks'
 import type { ResolvedConfig } from './config'
 import type { Limiter } from './limiter'
@@ -33,7 +34,16 @@ export function bucketOf(scope: string, top: string): number {
   return (hash >>> 0) % BUCKETS
 }
 
+/** What a runtime with the cache knows of a key from its own write and the key's notifications. */
+export interface Known {
+  exists: boolean
+  /** The service's version of what `exists` describes. */
+  version: Hlc
+}
+
 interface Pending extends IndexEntry {
+  /** Read the key under the lock even when the runtime knows it (asked by a notification of someone else's change). */
+  verify: boolean
   waiters: Array<(err?: Error) => void>
 }
 
@@ -67,6 +77,8 @@ export class KeyIndex {
     private readonly limiter: Limiter,
     /** With the cache: entries others added or removed, from the index notifications. */
     private readonly onChange: (added: IndexEntry[], removed: IndexEntry[]) => void,
+    /** With the cache: what the runtime knows of a key it follows (null: not known, read it). */
+    private readonly known: (scope: string, top: string) => Known | null = () => null,
   ) {
     this.lock = new Lock(client, `${config.prefix}#lock`)
   }
@@ -118,22 +130,31 @@ export class KeyIndex {
   /**
    * Asks for the key's entry to be made right, unless (with the cache) the index already agrees
    * with `exists`. Resolves once the index says what the key holds, for every runtime that reads it.
+   * `verify`: read the key under the lock even if the runtime knows what it holds.
    */
-  check(scope: string, top: string, exists: boolean): Promise<void> {
+  check(scope: string, top: string, exists: boolean, verify = true): Promise<void> {
     if (this.config.cache && (this.current.get(scope)?.has(top) ?? false) === exists) return Promise.resolve()
     return new Promise<void>((resolve, reject) => {
       const id = `${scope}/${top}`
       const waiter = (err?: Error) => (err ? reject(err) : resolve())
       const entry = this.pending.get(id)
-      if (entry) entry.waiters.push(waiter)
-      else this.pending.set(id, { scope, top, waiters: [waiter] })
-      if (this.running || this.timer || this.scheduled) return
-      // one tick of grace gathers a burst into one batch
-      this.scheduled = true
-      setImmediate(() => {
-        this.scheduled = false
-        void this.flush()
-      })
+      if (entry) {
+        entry.waiters.push(waiter)
+        entry.verify ||= verify
+      } else {
+        this.pending.set(id, { scope, top, verify, waiters: [waiter] })
+      }
+      this.schedule()
+    })
+  }
+
+  private schedule(): void {
+    if (this.running || this.timer || this.scheduled) return
+    // one tick of grace gathers a burst into one batch
+    this.scheduled = true
+    setImmediate(() => {
+      this.scheduled = false
+      void this.flush()
     })
   }
 
@@ -164,8 +185,10 @@ export class KeyIndex {
       const batch = [...this.pending.values()]
       this.pending.clear()
       try {
-        await this.update(batch)
-        for (const entry of batch) for (const waiter of entry.waiters) waiter()
+        // those waiting hear once the buckets are written, not after the lease's release too
+        await this.update(batch, () => {
+          for (const entry of batch) for (const waiter of entry.waiters.splice(0)) waiter()
+        })
       } catch (err) {
         const keys = batch.map((b) => `${b.scope}/${b.top}`)
         const message = err instanceof Error ? err.message : String(err)
@@ -177,7 +200,7 @@ export class KeyIndex {
           continue
         }
         this.config.logger('warn', `state store context ${this.config.prefix}: updating the key index failed (${message}); retrying`)
-        for (const b of batch) if (!this.pending.has(`${b.scope}/${b.top}`)) this.pending.set(`${b.scope}/${b.top}`, b)
+        for (const b of batch) if (!this.pending.has(`${b.scope}/${b.top}`)) this.pending.set(`${b.scope}/${b.top}`, { ...b, verify: true })
         this.timer = setTimeout(() => {
           this.timer = null
           void this.flush()
@@ -187,19 +210,29 @@ export class KeyIndex {
     }
   }
 
-  private async update(batch: IndexEntry[]): Promise<void> {
-    const acquired = await this.lock.acquire({ timeoutMs: this.config.requestTimeoutMs * 3 })
+  private async update(batch: Pending[], written: () => void): Promise<void> {
+    const acquired = await this.acquire()
     try {
       const byBucket = new Map<number, IndexEntry[]>()
       for (const entry of batch) {
         const bucket = bucketOf(entry.scope, entry.top)
         byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), entry])
       }
+      // A key this runtime wrote and follows is not read again: what it knows, sampled under the
+      // lock, is what a read would say, unless someone else changes the key before the buckets are
+      // written; that change's notification (sent before the lock was ours, or during the round)
+      // shows as a new version below, and the key is checked again, read this time.
+      const knowledge = batch.map((b) => (b.verify ? null : this.known(b.scope, b.top)))
       const [values, found] = await Promise.all([
         Promise.all([...byBucket.keys()].map((i) => this.limiter.run(() => this.client.get(this.bucketKey(i))))),
-        Promise.all(batch.map(({ scope, top }) => this.limiter.run(() => this.client.get(`${this.config.prefix}${scope}/${top}`)))),
+        Promise.all(
+          batch.map(
+            ({ scope, top }, i) =>
+              knowledge[i]?.exists ?? this.limiter.run(() => this.client.get(`${this.config.prefix}${scope}/${top}`)).then((r) => r.value !== null),
+          ),
+        ),
       ])
-      const exists = new Map(batch.map((b, i) => [`${b.scope}/${b.top}`, found[i]!.value !== null]))
+      const exists = new Map(batch.map((b, i) => [`${b.scope}/${b.top}`, found[i]!]))
       const fencingToken = this.lock.lease.fencingToken ?? acquired
       await Promise.all(
         [...byBucket].map(async ([bucket, entries], n) => {
@@ -216,9 +249,27 @@ export class KeyIndex {
           if (!this.config.cache) this.replace(bucket, state, false)
         }),
       )
+      batch.forEach((b, i) => {
+        const before = knowledge[i]
+        if (!before) return
+        const now = this.known(b.scope, b.top)
+        if (now && now.exists === before.exists && Hlc.compare(now.version, before.version) === 0) return
+        const id = `${b.scope}/${b.top}`
+        const entry = this.pending.get(id)
+        if (entry) entry.verify = true
+        else this.pending.set(id, { scope: b.scope, top: b.top, verify: true, waiters: [] })
+      })
+      written()
     } finally {
       await this.lock.release().catch(() => {})
     }
+  }
+
+  /** One try first: a free lock costs one request, not the observation acquire sets up to wait. */
+  private async acquire(): Promise<Hlc> {
+    const { acquired, fencingToken } = await this.lock.lease.tryAcquire({ timeoutMs: this.config.requestTimeoutMs })
+    if (acquired) return fencingToken!
+    return this.lock.acquire({ timeoutMs: this.config.requestTimeoutMs * 3 })
   }
 
   /**

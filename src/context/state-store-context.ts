@@ -3,7 +3,7 @@ import { acquireEmbedded, releaseEmbedded } from '../emulator/embedded'
 import { Hlc } from '../hlc'
 import { decodeAuto, encodeJson } from '../value'
 import { resolveConfig, type ContextStoreConfig, type ResolvedConfig } from './config'
-import { KeyIndex, type IndexEntry } from './key-index'
+import { KeyIndex, type IndexEntry, type Known } from './key-index'
 import { Limiter } from './limiter'
 import { ContextNotLoadedError } from './not-loaded'
 import { getPath, parsePath, setPath, type Segment } from './path'
@@ -32,6 +32,8 @@ interface KeyState {
   readonly serviceKey: string
   /** The service's version of the value the cache holds (null: not known yet). */
   version: Hlc | null
+  /** Whether the key exists at `version` (null: not known). */
+  exists: boolean | null
   /** Bumped by every notification: a GET answer older than one is dropped. */
   seen: number
   inflight: Promise<void> | null
@@ -39,6 +41,8 @@ interface KeyState {
   /** A change by someone else that arrived while our write was in flight: the newest, applied after it if newer. */
   remote: { bytes: Buffer | null; version: Hlc | null } | null
   observed: Promise<Observation | null> | null
+  /** The key's notifications are registered: every later change by anyone reaches onNotification. */
+  watching: boolean
 }
 
 /**
@@ -98,7 +102,13 @@ export class StateStoreContext {
     const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl! })
     client.on('error', (err) => logger('warn', err.message))
     this.client = client
-    this.index = new KeyIndex(client, this.config, this.limiter, (added, removed) => this.onIndex(added, removed))
+    this.index = new KeyIndex(
+      client,
+      this.config,
+      this.limiter,
+      (added, removed) => this.onIndex(added, removed),
+      (scope, top) => this.known(scope, top),
+    )
     // Node-RED waits for open() before it starts the flows: wait for the broker as long as a request would
     const connected = await client.ready({ timeoutMs: requestTimeoutMs }).then(
       () => true,
@@ -383,7 +393,7 @@ export class StateStoreContext {
     const serviceKey = `${this.config.prefix}${scope}/${top}`
     let state = this.states.get(serviceKey)
     if (!state) {
-      state = { scope, top, serviceKey, version: null, seen: 0, inflight: null, next: null, remote: null, observed: null }
+      state = { scope, top, serviceKey, version: null, exists: null, seen: 0, inflight: null, next: null, remote: null, observed: null, watching: false }
       this.states.set(serviceKey, state)
     }
     return state
@@ -393,10 +403,16 @@ export class StateStoreContext {
   private observe(state: KeyState): Promise<Observation | null> {
     if (!this.config.cache || !this.client) return Promise.resolve(null)
     const client = this.client
-    state.observed ??= this.limiter.run(() => client.observe(state.serviceKey, (n) => this.onNotification(state, n))).catch((err: unknown) => {
-      state.observed = null
-      throw err
-    })
+    state.observed ??= this.limiter.run(() => client.observe(state.serviceKey, (n) => this.onNotification(state, n))).then(
+      (observation) => {
+        state.watching = true
+        return observation
+      },
+      (err: unknown) => {
+        state.observed = null
+        throw err
+      },
+    )
     return state.observed
   }
 
@@ -427,12 +443,25 @@ export class StateStoreContext {
     if (version && state.version && Hlc.compare(version, state.version) < 0) return
     if (bytes !== null && version && state.version && Hlc.compare(version, state.version) === 0) return
     state.version = version
+    state.exists = version ? bytes !== null : null
     if (bytes === null) {
       const data = this.data.get(state.scope)
       if (data) delete data[state.top]
     } else {
       this.scopeData(state.scope)[state.top] = decodeAuto(bytes)
     }
+  }
+
+  /**
+   * What this runtime knows of a key from its own last write and the notifications since, for the
+   * index to use instead of reading the key (docs/context.md, keys()); null when it cannot know.
+   */
+  private known(scope: string, top: string): Known | null {
+    const state = this.states.get(`${this.config.prefix}${scope}/${top}`)
+    if (!this.config.cache || !state?.watching || !state.version || state.exists === null) return null
+    const remote = state.remote
+    if (remote && newer(remote.version, state.version)) return remote.version ? { exists: remote.bytes !== null, version: remote.version } : null
+    return { exists: state.exists, version: state.version }
   }
 
   /** Others changed the index: load the keys they added; have a key we hold that they removed checked again. */
@@ -497,9 +526,14 @@ export class StateStoreContext {
         const expired = this.expiry(client)
         if (bytes === null) version = (await this.limiter.run(() => client.del(state.serviceKey), expired)).version
         else version = (await this.limiter.run(() => client.set(state.serviceKey, bytes, { persist: this.config.persist }), expired)).version
-        if (version && (!state.version || Hlc.compare(version, state.version) > 0)) state.version = version
+        if (version && (!state.version || Hlc.compare(version, state.version) > 0)) {
+          state.version = version
+          state.exists = bytes !== null
+        } else {
+          state.exists = null // a delete of nothing has no version: the index reads the key
+        }
         // the caller hears once the index agrees: keys, delete and clean anywhere then see the key
-        await this.index?.check(state.scope, state.top, job.bytes !== null)
+        await this.index?.check(state.scope, state.top, job.bytes !== null, false)
         for (const waiter of job.waiters) waiter()
       } catch (err) {
         const error = this.named(err, `writing ${state.serviceKey}`)

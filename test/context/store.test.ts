@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { embeddedEmulator, stopEmbedded } from '../../src/emulator/embedded'
+import { Lock } from '../../src/locks'
 import { TcpRelay } from '../support/relay'
 import { Backend, call, contextStore, memoryStore, readIndex, uniquePrefix, until, type TestStore } from './support'
 
@@ -261,6 +262,27 @@ describe('context store: the Node-RED Store API on the state store', function ()
           for (let round = 0; round < 20; round++) if ((await client.get(`${prefix}global/r${round}`)).value !== null) present.push(`r${round}`)
           return JSON.stringify((index.global ?? []).sort()) === JSON.stringify(present.sort())
         }, 'the index to list exactly the keys that exist')
+      } finally {
+        await client.close()
+      }
+    })
+
+    it('a new key deleted by someone else while its index update waits for the lock: the index follows the deletion, not the runtime’s own write', async () => {
+      // the runtime with the cache does not read its own new key under the lock; what it knows
+      // must include the deletion's notification
+      const prefix = uniquePrefix()
+      const a = await open({ prefix, clientId: 'ctx-a' })
+      const client = await raw()
+      const lock = new Lock(client, `${prefix}#lock`)
+      try {
+        await lock.acquire({ timeoutMs: 5000 })
+        const set = call((cb) => a.set('global', 'fresh', 1, cb))
+        await until(async () => (await client.get(`${prefix}global/fresh`)).value !== null, 'the set to land')
+        await client.del(`${prefix}global/fresh`)
+        await lock.release()
+        await set
+        assert.deepEqual((await readIndex(client, prefix)).global ?? [], [])
+        await until(() => (a.keys('global') as string[]).length === 0, 'a to drop the key')
       } finally {
         await client.close()
       }
