@@ -293,19 +293,25 @@ export class PendingRequests {
     else this.awaitConnection(p)
   }
 
-  /** Fails a request that waited connectionWaitMs for a connection that did not come, with the reason it is down. */
+  /**
+   * Fails a request that waited connectionWaitMs for a connection that did not come, with the reason
+   * it is down. A wait as long as the request's timeout or longer ends at the timeout (onTimeout).
+   */
   private awaitConnection(p: Pending): void {
     const waitMs = this.options.connectionWaitMs
     if (waitMs === undefined || waitMs >= p.timeoutMs) return
     const fail = () => {
-      if (p.phase !== 'waiting' || this.transport.online) return
-      const status = this.transport.status
-      const { reason, authFailed } = status
-      const waited = waitMs > 0 ? ` after waiting ${waitMs} ms` : ''
-      this.settle(p, new ConnectionError(downCode(status), `the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`))
+      if (p.phase === 'waiting' && !this.transport.online) this.settle(p, this.notConnected(p, waitMs))
     }
     if (waitMs === 0) fail()
     else p.connectionWait = setTimeout(fail, waitMs)
+  }
+
+  private notConnected(p: Pending, waitedMs: number): ConnectionError {
+    const status = this.transport.status
+    const { reason, authFailed } = status
+    const waited = waitedMs > 0 ? ` after waiting ${waitedMs} ms` : ''
+    return new ConnectionError(downCode(status), `the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`)
   }
 
   private send(p: Pending): void {
@@ -376,6 +382,11 @@ export class PendingRequests {
   }
 
   private onTimeout(p: Pending): void {
+    // Its whole time spent waiting for the connection, with a connection wait set: a connection failure, not a timeout.
+    if (p.phase === 'waiting' && p.unheard === 0 && this.options.connectionWaitMs !== undefined && !this.transport.online) {
+      this.settle(p, this.notConnected(p, p.timeoutMs))
+      return
+    }
     if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
     const where = p.unheard > 0 ? 'no state store service is subscribed to the request topic' : p.phase === 'sent' ? 'no response' : this.transport.online ? 'still waiting for a free slot' : 'not connected'
     const err = new TimeoutError(p.timeoutMs, `${p.invocation.verb} request`)
