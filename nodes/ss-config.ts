@@ -1,7 +1,7 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red'
-import { CLIENT_DEFAULTS, downCode, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
+import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
-import { ConnectionError } from '../src/errors'
+import { ConnectionError, type ConnectionErrorCode } from '../src/errors'
 import { StoreActivity } from '../src/observe'
 import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
 import { registerConnectionTest } from './lib/connection-test'
@@ -151,22 +151,30 @@ export = function (RED: NodeAPI) {
       if (users.remove(user) && removed && !closing) await disconnect()
     }
 
-    node.connected = async () => {
-      if (!client) throw new ConnectionError(closing ? 'closed' : 'not-connected', RED._('ss-config.errors.notConnected', { client: clientId }))
-      let c: StateStoreClient | undefined
+    /** Connection errors already in the catalogue's words. */
+    const explained = new WeakSet<ConnectionError>()
+    function notConnected(code: ConnectionErrorCode, reason: string | undefined, cause?: unknown): ConnectionError {
+      const text = reason ? RED._('ss-config.errors.notConnectedReason', { client: clientId, reason }) : RED._('ss-config.errors.notConnected', { client: clientId })
+      const err = new ConnectionError(code, text, cause === undefined ? undefined : { cause })
+      explained.add(err)
+      return err
+    }
+
+    // The wait for a connection that is down is the client's (connectionWaitMs, per request): not repeated here.
+    node.started = async () => {
+      if (!client) throw notConnected(closing ? 'closed' : 'not-connected', undefined)
       try {
-        c = await client
-        if (c.status.state !== 'connected') {
-          if (connectionWaitMs === 0) throw new ConnectionError(downCode(c.status), RED._('ss-config.errors.notConnected', { client: clientId }))
-          await c.ready({ timeoutMs: connectionWaitMs })
-        }
-        return c
+        return await client
       } catch (err) {
-        const reason = connection.reason ?? (err instanceof Error ? err.message : String(err))
         // A client that did not start (bad options) is as good as closed: waiting longer does not help.
-        const code = c ? downCode(c.status) : 'closed'
-        throw new ConnectionError(code, RED._('ss-config.errors.notConnectedReason', { client: clientId, reason }), { cause: err })
+        throw notConnected('closed', connection.reason ?? (err instanceof Error ? err.message : String(err)), err)
       }
+    }
+
+    // A missing service keeps the client's message (status.noService says what to check); the other codes say "not connected" and why.
+    node.explain = (err) => {
+      if (!(err instanceof ConnectionError) || err.code === 'no-service' || explained.has(err)) return err
+      return notConnected(err.code, connection.reason ?? err.message, err)
     }
 
     node.on('close', (_removed: boolean, done: () => void) => {

@@ -123,7 +123,7 @@ export = function (RED: NodeAPI) {
       fail(res, 503, 'notConnected')
       return null
     }
-    return n.connected()
+    return n.started()
   }
 
   /** The store, key and client a read or delete of `?key=` works on; null once a failure is answered. */

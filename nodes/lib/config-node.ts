@@ -27,15 +27,20 @@ export interface StoreConfigNode extends Node {
   register(user: StoreUser): void
   /** `removed`: the user was deleted or disabled (not just stopped); the last removed user disconnects. */
   deregister(user: StoreUser, removed: boolean): Promise<void>
-  /** The client once connected, waiting up to the request timeout for the connection. */
-  connected(): Promise<StateStoreClient>
+  /**
+   * The client once started, connected or not: its requests wait for a connection that is down
+   * (the node's connection wait, applied by the client) and fail with a ConnectionError after it.
+   */
+  started(): Promise<StateStoreClient>
+  /** A ConnectionError in the catalogue's words, with the reason the connection is down; any other error as it is. */
+  explain(err: unknown): unknown
 }
 
 export interface Attachment {
   readonly store: StoreConfigNode | null
   readonly status: StatusView
   readonly t: Translate
-  /** The connected client, or a clear error (no config node, not connected). */
+  /** The started client, or a clear error (no config node, no client). */
   client(): Promise<StateStoreClient>
 }
 
@@ -55,7 +60,7 @@ export function attach(RED: NodeAPI, node: Node, storeId: string | undefined, op
   const found = storeId ? (RED.nodes.getNode(storeId) as StoreConfigNode | null) : null
   const store = found && found.type === 'ss-config' ? found : null
   const label = node.name || node.type
-  const status = new StatusView(node, t, store ? (err) => store.activity.metrics.msgFailed(label, err) : undefined)
+  const status = new StatusView(node, t, store ? (err) => store.activity.metrics.msgFailed(label, err) : undefined, store ? (err) => store.explain(err) : undefined)
   const user: StoreUser = {
     id: node.id,
     onConnection(s) {
@@ -89,7 +94,7 @@ export function attach(RED: NodeAPI, node: Node, storeId: string | undefined, op
     t,
     async client() {
       if (!store) throw new InputError('NoConfig', t('errors.noConfig'))
-      return store.connected()
+      return store.started()
     },
   }
 }

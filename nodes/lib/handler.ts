@@ -23,8 +23,9 @@ export function onInput(node: Node, status: StatusView, handler: InputHandler): 
       }
       try {
         if (failed) {
-          status.failure(failure)
-          done(toFailure(failure))
+          const explained = status.explain(failure)
+          status.failure(explained)
+          done(toFailure(explained))
         } else {
           done()
         }
@@ -38,6 +39,7 @@ export function onInput(node: Node, status: StatusView, handler: InputHandler): 
 
 /** For work outside an input (watch notifications, leadership changes): report with the msg so Catch still sees it. */
 export function reportError(node: Node, status: StatusView, err: unknown, msg: NodeMessage = {}): void {
-  status.failure(err)
-  node.error(toFailure(err), msg)
+  const explained = status.explain(err)
+  status.failure(explained)
+  node.error(toFailure(explained), msg)
 }

@@ -50,11 +50,15 @@ export class StatusView {
   /** What the node shows now; undefined until the first status. */
   private shown: NodeStatus | undefined
 
-  /** `onFailure` hears of every failure shown, for the connection's last errors in the sidebar. */
+  /**
+   * `onFailure` hears of every failure shown, for the connection's last errors in the sidebar;
+   * `explain` puts a failure in the catalogue's words (the config node's, for connection errors).
+   */
   constructor(
     private readonly node: Node,
     private readonly t: Translate,
     private readonly onFailure?: (err: unknown) => void,
+    readonly explain: (err: unknown) => unknown = (err) => err,
   ) {
     this.cachedT = (key, substitutions) => (substitutions === undefined ? this.text(key) : t(key, substitutions))
   }

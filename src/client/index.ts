@@ -27,6 +27,8 @@ export type {
   SetResult,
   TlsOptions,
 } from './types'
-export { CLIENT_DEFAULTS, resolveOptions } from './options'
+export { CLIENT_DEFAULTS, resolveOptions, type ResolvedOptions } from './options'
 /** One MQTT 5 connection made as the client makes its own (TLS, SAT, TCP_NODELAY, reconnects), for another protocol on the same broker. */
 export { Connection } from './connection'
+/** The client's request/response correlation, for another protocol on the same kind of connection (the emulator's admin channel). */
+export { PendingRequests, type Envelope } from './pending-requests'

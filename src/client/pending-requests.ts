@@ -38,6 +38,37 @@ export interface Invocation<T = unknown> {
 export type Invoker = <T>(invocation: Invocation<T>) => Promise<T>
 
 /**
+ * The protocol around a request's payload: where it goes, the MQTT 5 properties it carries, and
+ * what a response's headers say. The state store's (below) by default; the emulator's admin channel
+ * brings its own, so that it shares the correlation, timeouts and reconnect handling here.
+ */
+export interface Envelope {
+  readonly requestTopic: string
+  /** The properties of a request's first send; what it throws (a clock that cannot stamp) fails the request. */
+  properties(request: { correlation: Buffer; responseTopic: string; expirySec: number; fencingToken?: Hlc; persist?: boolean }): PublishProperties
+  /** Checks a response's headers; returns its version, or null. What it throws fails the request. */
+  readVersion(properties: IPublishPacket['properties']): Hlc | null
+}
+
+/** The state store's envelope (protocol reference, section 2): the client's clock stamps each request. */
+export function stateStoreEnvelope(options: ResolvedOptions): Envelope {
+  const { clock, dialect, clientId } = options
+  return {
+    requestTopic: dialect.requestTopic,
+    properties: (r) => {
+      let timestamp: Hlc
+      try {
+        timestamp = clock.tick()
+      } catch (err) {
+        throw err instanceof HlcError ? new ProtocolError(`the clock cannot stamp the request: ${err.message}`, { cause: err }) : err
+      }
+      return requestProperties({ clientId, dialect, timestamp, responseTopic: r.responseTopic, correlation: r.correlation, expirySec: r.expirySec, fencingToken: r.fencingToken, persist: r.persist })
+    },
+    readVersion: (properties) => readResponseVersion(properties, clock, dialect),
+  }
+}
+
+/**
  * Invokes the request `build` describes. What `build` throws (a bad argument) rejects the promise
  * instead of throwing, so that the operations need not be async: the request's own promise is their
  * result, not a second one awaiting it.
@@ -130,6 +161,7 @@ export class PendingRequests {
     private readonly transport: Transport,
     private readonly options: ResolvedOptions,
     private readonly responseTopic: string,
+    private readonly envelope: Envelope = stateStoreEnvelope(options),
   ) {
     const prefix = randomBytes(8)
     this.prefixHigh = prefix.readUInt32BE(0)
@@ -218,7 +250,7 @@ export class PendingRequests {
     this.serviceIs('present')
     let result: unknown
     try {
-      result = p.invocation.parse(payload, readResponseVersion(packet.properties, this.options.clock, this.options.dialect))
+      result = p.invocation.parse(payload, this.envelope.readVersion(packet.properties))
     } catch (err) {
       this.settle(p, err as Error)
       return
@@ -261,19 +293,25 @@ export class PendingRequests {
     else this.awaitConnection(p)
   }
 
-  /** Fails a request that waited connectionWaitMs for a connection that did not come, with the reason it is down. */
+  /**
+   * Fails a request that waited connectionWaitMs for a connection that did not come, with the reason
+   * it is down. A wait as long as the request's timeout or longer ends at the timeout (onTimeout).
+   */
   private awaitConnection(p: Pending): void {
     const waitMs = this.options.connectionWaitMs
     if (waitMs === undefined || waitMs >= p.timeoutMs) return
     const fail = () => {
-      if (p.phase !== 'waiting' || this.transport.online) return
-      const status = this.transport.status
-      const { reason, authFailed } = status
-      const waited = waitMs > 0 ? ` after waiting ${waitMs} ms` : ''
-      this.settle(p, new ConnectionError(downCode(status), `the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`))
+      if (p.phase === 'waiting' && !this.transport.online) this.settle(p, this.notConnected(p, waitMs))
     }
     if (waitMs === 0) fail()
     else p.connectionWait = setTimeout(fail, waitMs)
+  }
+
+  private notConnected(p: Pending, waitedMs: number): ConnectionError {
+    const status = this.transport.status
+    const { reason, authFailed } = status
+    const waited = waitedMs > 0 ? ` after waiting ${waitedMs} ms` : ''
+    return new ConnectionError(downCode(status), `the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`)
   }
 
   private send(p: Pending): void {
@@ -283,29 +321,24 @@ export class PendingRequests {
     const expirySec = Math.ceil(Math.max(1, p.deadline - performance.now()) / 1000)
     let properties: PublishProperties
     if (!p.properties) {
-      let timestamp: Hlc
       try {
-        timestamp = this.options.clock.tick()
+        properties = p.properties = this.envelope.properties({
+          responseTopic: this.responseTopic,
+          correlation: p.correlation,
+          expirySec,
+          fencingToken: p.invocation.fencingToken,
+          persist: p.invocation.persist,
+        })
       } catch (err) {
-        this.settle(p, err instanceof HlcError ? new ProtocolError(`the clock cannot stamp the request: ${err.message}`, { cause: err }) : (err as Error))
+        this.settle(p, err as Error)
         return
       }
-      properties = p.properties = requestProperties({
-        clientId: this.options.clientId,
-        responseTopic: this.responseTopic,
-        dialect: this.options.dialect,
-        correlation: p.correlation,
-        timestamp,
-        expirySec,
-        fencingToken: p.invocation.fencingToken,
-        persist: p.invocation.persist,
-      })
     } else {
       // mqtt.js holds on to the properties of the first send until its PUBACK: a re-send gets its own.
       properties = { ...p.properties, messageExpiryInterval: expirySec }
     }
     p.phase = 'sent'
-    p.messageId = this.transport.publish(this.options.dialect.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
+    p.messageId = this.transport.publish(this.envelope.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
       if (error) this.settle(p, error)
       else if (!noSubscribers) this.serviceIs('present')
       else if (p.settled) return
@@ -349,6 +382,11 @@ export class PendingRequests {
   }
 
   private onTimeout(p: Pending): void {
+    // Its whole time spent waiting for the connection, with a connection wait set: a connection failure, not a timeout.
+    if (p.phase === 'waiting' && p.unheard === 0 && this.options.connectionWaitMs !== undefined && !this.transport.online) {
+      this.settle(p, this.notConnected(p, p.timeoutMs))
+      return
+    }
     if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
     const where = p.unheard > 0 ? 'no state store service is subscribed to the request topic' : p.phase === 'sent' ? 'no response' : this.transport.online ? 'still waiting for a free slot' : 'not connected'
     const err = new TimeoutError(p.timeoutMs, `${p.invocation.verb} request`)

@@ -79,8 +79,9 @@ export interface ClientOptions {
   requestTimeoutMs?: number
   /**
    * How long a request made while the client is not connected waits for the connection before it
-   * fails with a ConnectionError naming the reason; 0 fails it at once. Default: as long as its
-   * timeout (the request waits for the connection, then times out).
+   * fails with a ConnectionError naming the reason; 0 fails it at once, and a wait as long as the
+   * request's timeout or longer ends at the timeout, with that ConnectionError. Default: unset (the
+   * request waits for the connection, then times out with a TimeoutError).
    */
   connectionWaitMs?: number
   /**

@@ -124,7 +124,7 @@ describe('client connection: problems it names', function () {
       // Known absent since the check: a request fails at once, with a typed error.
       const first = await client.get('k').then(() => null, (e: unknown) => e)
       assert.ok(first instanceof NoServiceError, String(first))
-      assert.equal(first.code, 'NoService')
+      assert.equal(first.code, 'no-service')
       assert.equal(first.kind, 'connection')
       assert.equal(await client.checkService(), 'none')
 

@@ -166,6 +166,17 @@ describe('client connection (scripted broker)', function () {
     assert.deepEqual(later.load, { inFlight: 0, queued: 0 }, 'nothing left pending')
   })
 
+  it('connectionWaitMs as long as the timeout: the request waits its whole timeout, then fails with the reason, not a TimeoutError', async function () {
+    const url = `mqtt://127.0.0.1:${await freePort()}`
+    const client = pool.create(url, { connectionWaitMs: 5000, requestTimeoutMs: 300 })
+    await statusWhere(client, (s) => s.state === 'reconnecting' && s.reason !== undefined)
+    const failed = await client.get('k').catch((e: unknown) => e)
+    assert.ok(failed instanceof ConnectionError, `a ConnectionError, got ${String(failed)}`)
+    assert.equal(failed.code, 'not-connected')
+    assert.match(failed.message, /GET request failed: not connected after waiting 300 ms \(.*ECONNREFUSED/)
+    assert.deepEqual(client.load, { inFlight: 0, queued: 0 }, 'nothing left pending')
+  })
+
   it('connectionWaitMs: a request made while connecting is sent once the connection comes within the wait', async function () {
     const client = pool.create(broker.url, { connectionWaitMs: 1000 })
     assert.notEqual(client.status.state, 'connected')

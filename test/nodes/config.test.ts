@@ -161,8 +161,8 @@ describe('nodes: ss-config lifecycle', function () {
     // The watch node registers once connected, which is after load returns.
     const caught = nextMessage(helper.getNode('caught'))
     await connected('set', 'get')
-    const cfg = helper.getNode('cfg') as unknown as { connected(): Promise<{ protocol: string }> }
-    assert.equal((await cfg.connected()).protocol, 'preview')
+    const cfg = helper.getNode('cfg') as unknown as { started(): Promise<{ protocol: string }> }
+    assert.equal((await cfg.started()).protocol, 'preview')
     const error = (await caught).error as { message: string; source: { id: string } }
     assert.equal(error.source.id, 'watch')
     assert.match(error.message, /preview protocol/)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { compileScanGlob } from '../../src/emulator/core/scan-glob'
+import { compileScanGlob } from '../../src/emulator/core/glob'
 import { DEFAULT_SCAN_LIMITS, ScanWalks, type ScanAnswer } from '../../src/emulator/core/scan'
 
 function matcher(pattern: string | Buffer): (key: string | Buffer) => boolean {

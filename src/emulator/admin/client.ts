@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { Connection, resolveOptions, type ClientOptions } from '../../client'
+import { Connection, PendingRequests, resolveOptions, type ClientOptions, type Envelope, type ResolvedOptions } from '../../client'
+import { ConnectionError, NoServiceError, ProtocolError } from '../../errors'
 import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
 import { ADMIN_REQUEST_TOPIC, adminResponseTopic, fromWireDetails, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './wire'
 
@@ -15,31 +16,45 @@ const DISCOVERY_TIMEOUT_MS = 2000
 /** A page of a million keys is a full scan: give it time. */
 const REQUEST_TIMEOUT_MS = 30_000
 
+/** The admin channel's envelope: JSON to ADMIN_REQUEST_TOPIC, no clock and no state store headers. */
+const ADMIN_ENVELOPE: Envelope = {
+  requestTopic: ADMIN_REQUEST_TOPIC,
+  properties: ({ correlation, responseTopic, expirySec }) => ({ responseTopic, correlationData: correlation, messageExpiryInterval: expirySec, contentType: 'application/json' }),
+  readVersion: () => null,
+}
+
+function parseReply(payload: Buffer): unknown {
+  let reply: AdminReply
+  try {
+    reply = JSON.parse(payload.toString('utf8')) as AdminReply
+  } catch (err) {
+    throw new ProtocolError('the emulator answered the admin request with something that is not JSON', { cause: err })
+  }
+  if (!reply.ok) throw new Error(`the emulator refused the admin request: ${reply.error}`)
+  return reply.result
+}
+
 /**
  * The client of an emulator's admin channel over MQTT (see src/emulator/admin/wire.ts), on a
  * connection of its own made with the config node's options (TLS, credentials, TCP_NODELAY) and a
- * client id of its own, so that the store's connection and its session are left alone.
+ * client id of its own, so that the store's connection and its session are left alone. Requests
+ * go through the client's own correlation (PendingRequests) with the admin channel's envelope.
  */
 export class RemoteEmulatorAdmin implements AdminChannel {
-  private readonly pending = new Map<string, { resolve(reply: AdminReply): void; reject(err: Error): void }>()
-  private readonly responseTopic: string
+  private readonly requests: PendingRequests
   /** The broker said nobody serves the admin channel any more (the emulator stopped or restarted without it). */
   private gone = false
 
-  private constructor(private readonly connection: Connection, responseTopic: string) {
-    this.responseTopic = responseTopic
+  private constructor(
+    private readonly connection: Connection,
+    options: ResolvedOptions,
+    responseTopic: string,
+  ) {
+    this.requests = new PendingRequests(connection, options, responseTopic, ADMIN_ENVELOPE)
     connection.on('message', (topic, payload, packet) => {
-      if (topic !== this.responseTopic) return
-      const id = packet.properties?.correlationData?.toString('hex')
-      const waiter = id === undefined ? undefined : this.pending.get(id)
-      if (!waiter) return
-      // The waiter's finish() takes it out of `pending` and clears its timer.
-      try {
-        waiter.resolve(JSON.parse(payload.toString('utf8')) as AdminReply)
-      } catch {
-        waiter.reject(new Error('the emulator answered the admin request with something that is not JSON'))
-      }
+      if (topic === responseTopic) this.requests.handleResponse(payload, packet)
     })
+    connection.on('online', ({ resumed, first }) => this.requests.onOnline(resumed, first))
   }
 
   /**
@@ -55,14 +70,15 @@ export class RemoteEmulatorAdmin implements AdminChannel {
       const resolved = resolveOptions({ ...options, clientId, cleanStart: true, connectTimeoutMs: timeoutMs, logger: () => {} })
       delete resolved.sessionExpirySec
       delete resolved.metrics
-      admin = new RemoteEmulatorAdmin(new Connection(resolved, [responseTopic]), responseTopic)
+      // A request waits for the connection within its own timeout, however the store's node is set.
+      delete resolved.connectionWaitMs
+      admin = new RemoteEmulatorAdmin(new Connection(resolved, [responseTopic]), resolved, responseTopic)
     } catch {
       return null
     }
-    const deadline = Date.now() + timeoutMs
     try {
-      await admin.online(timeoutMs)
-      const hello = await admin.request({ op: 'hello' }, Math.max(1, deadline - Date.now()))
+      // Waits for the connection too: the hello is sent once it is up.
+      const hello = await admin.request({ op: 'hello' }, timeoutMs)
       return { admin, hello: hello as AdminHello }
     } catch {
       await admin.close()
@@ -73,21 +89,6 @@ export class RemoteEmulatorAdmin implements AdminChannel {
   /** Worth asking again: not closed, and the emulator was still there at the last request. */
   get open(): boolean {
     return !this.connection.closed && !this.gone
-  }
-
-  private online(timeoutMs: number): Promise<void> {
-    if (this.connection.online) return Promise.resolve()
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.connection.off('online', onOnline)
-        reject(new Error('not connected'))
-      }, timeoutMs)
-      const onOnline = () => {
-        clearTimeout(timer)
-        resolve()
-      }
-      this.connection.once('online', onOnline)
-    })
   }
 
   async listKeys(query: KeyQuery): Promise<KeyPage> {
@@ -103,33 +104,18 @@ export class RemoteEmulatorAdmin implements AdminChannel {
 
   private async request(request: AdminRequest, timeoutMs: number): Promise<unknown> {
     const body = request.op === 'listKeys' ? { op: request.op, ...request.query } : request
-    const correlation = randomBytes(8)
-    const id = correlation.toString('hex')
-    const reply = await new Promise<AdminReply>((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`the emulator's admin channel did not answer within ${timeoutMs} ms`)), timeoutMs)
-      const finish = (err: Error | null, value?: AdminReply) => {
-        clearTimeout(timer)
-        this.pending.delete(id)
-        if (err) reject(err)
-        else resolve(value!)
-      }
-      this.pending.set(id, { resolve: (r) => finish(null, r), reject: (e) => finish(e) })
-      this.connection.publish(ADMIN_REQUEST_TOPIC, Buffer.from(JSON.stringify(body)), { responseTopic: this.responseTopic, correlationData: correlation, contentType: 'application/json' }, (outcome) => {
-        if (outcome.error) finish(outcome.error)
-        // PUBACK "no matching subscribers": no emulator serves the admin channel on this broker.
-        else if (outcome.noSubscribers) {
-          this.gone = true
-          finish(new Error('no emulator serves the admin channel on this broker'))
-        }
-      })
-    })
-    if (!reply.ok) throw new Error(`the emulator refused the admin request: ${reply.error}`)
-    return reply.result
+    try {
+      // probe: with nobody subscribed to the admin topic the request fails at once instead of being sent again.
+      return await this.requests.invoke({ verb: `admin ${request.op}`, payload: Buffer.from(JSON.stringify(body)), timeoutMs, probe: true, parse: parseReply })
+    } catch (err) {
+      if (!(err instanceof NoServiceError)) throw err
+      this.gone = true
+      throw new NoServiceError('no emulator serves the admin channel on this broker')
+    }
   }
 
   async close(): Promise<void> {
-    for (const waiter of this.pending.values()) waiter.reject(new Error('the admin connection was closed'))
-    this.pending.clear()
+    this.requests.close(new ConnectionError('closed', 'the admin connection was closed'))
     await this.connection.close()
   }
 }

@@ -1,5 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import { globToRegExp } from '../core/key-pattern'
+import { globToRegExp, KEY_PATTERN_GLOB } from '../core/glob'
 import { PatternError, type Principal } from '../core/principal'
 import { PersistencePolicy } from '../core/persistence-policy'
 import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
@@ -193,7 +193,7 @@ export class EmulatorAdmin {
 function filterOf(pattern: string): RegExp {
   const latin1 = Buffer.from(pattern, 'utf8').toString('latin1')
   try {
-    return globToRegExp(latin1)
+    return globToRegExp(latin1, KEY_PATTERN_GLOB)
   } catch (err) {
     if (!(err instanceof PatternError)) throw err
     return new RegExp(`^${latin1.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&')}$`)

@@ -1,3 +1,4 @@
+import { globSource, globToRegExp, KEY_PATTERN_GLOB } from './glob'
 import { parseTemplate, PatternError, principalValue, substituteParts, type Principal, type TemplatePart } from './principal'
 
 /**
@@ -10,7 +11,7 @@ import { parseTemplate, PatternError, principalValue, substituteParts, type Prin
  * - `String`: the key exactly, as UTF-8; `*` and braces are literal.
  * - `Binary`: the key exactly, given as base64.
  * The AIO docs write the key types in either case (`Pattern` and `pattern`): both are taken.
- * Written by hand: no glob library matches raw bytes with these substitutions.
+ * The glob is the one in glob.ts (KEY_PATTERN_GLOB); the substitutions are written here.
  */
 
 export type KeyType = 'Pattern' | 'String' | 'Binary'
@@ -29,74 +30,9 @@ export function keyTypeOf(text: unknown): KeyType | null {
   }
 }
 
-export type GlobToken =
-  | { kind: 'literal'; text: string }
-  | { kind: 'any' }
-  | { kind: 'one' }
-  | { kind: 'set'; negate: boolean; ranges: Array<[number, number]> }
-
 const latin1 = (utf8Text: string) => Buffer.from(utf8Text, 'utf8').toString('latin1')
-
-/** The glob tokens of pattern text (already latin1). Throws PatternError for an unclosed `[`. */
-export function globTokens(text: string): GlobToken[] {
-  const tokens: GlobToken[] = []
-  let i = 0
-  while (i < text.length) {
-    const ch = text[i]!
-    if (ch === '*') tokens.push({ kind: 'any' })
-    else if (ch === '?') tokens.push({ kind: 'one' })
-    else if (ch === '[') {
-      let j = i + 1
-      const negate = text[j] === '!' || text[j] === '^'
-      if (negate) j++
-      const ranges: Array<[number, number]> = []
-      // A `]` first in the set is a member, as in POSIX globs.
-      let first = true
-      while (j < text.length && (text[j] !== ']' || first)) {
-        const lo = text.charCodeAt(j)
-        if (text[j + 1] === '-' && j + 2 < text.length && text[j + 2] !== ']') {
-          const hi = text.charCodeAt(j + 2)
-          if (hi < lo) throw new PatternError(`the range ${text[j]}-${text[j + 2]} in "[" at position ${i} runs backwards`)
-          ranges.push([lo, hi])
-          j += 3
-        } else {
-          ranges.push([lo, lo])
-          j++
-        }
-        first = false
-      }
-      if (j >= text.length) throw new PatternError(`"[" at position ${i} is not closed by "]"`)
-      tokens.push({ kind: 'set', negate, ranges })
-      i = j + 1
-      continue
-    } else tokens.push({ kind: 'literal', text: ch })
-    i++
-  }
-  return tokens
-}
-
-function tokenSource(token: GlobToken): string {
-  switch (token.kind) {
-    case 'literal':
-      return escapeRegExp(token.text)
-    case 'any':
-      return '[^]*'
-    case 'one':
-      return '[^]'
-    case 'set': {
-      const body = token.ranges.map(([lo, hi]) => (lo === hi ? hex(lo) : `${hex(lo)}-${hex(hi)}`)).join('')
-      return token.negate ? `[^${body}]` : `[${body}]`
-    }
-  }
-}
-
-const hex = (code: number) => `\\x${code.toString(16).padStart(2, '0')}`
-const escapeRegExp = (text: string) => text.replace(/[\\^$.|?*+()[\]{}/-]/g, '\\$&')
-
-/** A glob (no substitutions) as a RegExp over latin1 key strings: the admin channel's key filter uses it too. */
-export function globToRegExp(latin1Glob: string): RegExp {
-  return new RegExp(`^${globTokens(latin1Glob).map(tokenSource).join('')}$`)
-}
+/** A substituted value is literal: each of its bytes stands for itself. */
+const literalSource = (latin1Text: string) => latin1Text.replace(/[\s\S]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
 
 /** How many compiled patterns one substituted key pattern keeps (one per principal seen, bounded). */
 const CACHE_LIMIT = 1024
@@ -126,9 +62,9 @@ export class KeyPattern {
       const substituted = parts.some((p) => p.kind === 'principal')
       if (substituted && !options.substitutions) throw new PatternError('a {principal.…} substitution has no meaning here: no client is asking')
       // Checked now, so that a bad glob stops the start rather than a request.
-      for (const p of parts) if (p.kind === 'text') globTokens(latin1(p.text))
+      for (const p of parts) if (p.kind === 'text') globSource(latin1(p.text), KEY_PATTERN_GLOB)
       this.parts = substituted ? parts : null
-      this.fixed = substituted ? null : globToRegExp(latin1(source))
+      this.fixed = substituted ? null : globToRegExp(latin1(source), KEY_PATTERN_GLOB)
     }
   }
 
@@ -154,8 +90,8 @@ export class KeyPattern {
     const sources = substituteParts(
       parts,
       principal,
-      (t) => globTokens(latin1(t)).map(tokenSource).join(''),
-      (v) => escapeRegExp(latin1(v)),
+      (t) => globSource(latin1(t), KEY_PATTERN_GLOB),
+      (v) => literalSource(latin1(v)),
     )!
     re = new RegExp(`^${sources.join('')}$`)
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!)

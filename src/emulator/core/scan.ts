@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { compileScanGlob } from './scan-glob'
+import { compileScanGlob } from './glob'
 
 /**
  * SCAN's paging: which keys one page holds and what its continuation token means. Pure: no MQTT.
