@@ -17,6 +17,7 @@ import { TcpRelay } from '../support/relay'
 import { EmulatorCli, sleep } from '../reliability/support'
 import { ContextWorkload } from './context'
 import { LocksWorkload } from './locks'
+import { NodeRedLocksWorkload } from './node-red-locks'
 import { RequestsWorkload } from './requests'
 import { WatchesWorkload } from './watches'
 
@@ -28,6 +29,8 @@ export interface ChaosOptions {
   /** One round's fault schedule, ms. */
   roundMs?: number
   log?: (line: string) => void
+  /** Run ss-lock in two real Node-RED runtimes too (test/chaos/node-red-locks.ts); default true. */
+  nodeRed?: boolean
 }
 
 export interface ChaosReport {
@@ -44,6 +47,7 @@ const REQUEST_CLIENTS = 4
 const LOCK_CLIENTS = 3
 const WATCHERS = 2
 const CONTEXT_STORES = 2
+const RUNTIMES = 2
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => {})
@@ -58,6 +62,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const clients: StateStoreClient[] = []
   const relays: TcpRelay[] = []
   let emulator: EmulatorCli | null = null
+  let red: NodeRedLocksWorkload | null = null
   const report: ChaosReport = { operations: 0, schedules: 0, faults: new Map(), violations: [], unchecked: 0, line: '' }
   try {
     const emulatorRelay = await TcpRelay.start(broker.port)
@@ -92,6 +97,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (let i = 0; i < CONTEXT_STORES; i++) contextRelays.push(await TcpRelay.start(broker.port))
     relays.push(...contextRelays)
     const contextClientId = (name: string) => `chaos-${options.seed}-context-${name}`
+    const redIds: string[] = []
+    if (options.nodeRed !== false) {
+      const redRelays: TcpRelay[] = []
+      for (let i = 0; i < RUNTIMES; i++) redRelays.push(await TcpRelay.start(broker.port))
+      relays.push(...redRelays)
+      red = await NodeRedLocksWorkload.start(redRelays.map((r) => r.url))
+      redIds.push(...NodeRedLocksWorkload.clientIds(options.seed, RUNTIMES))
+    }
     // The checks read straight from the broker, past every relay.
     const reader = new StateStoreClient({ brokerUrl: broker.url, clientId: `chaos-${options.seed}-reader`, requestTimeoutMs: 5000, reconnectMinMs: 100, reconnectMaxMs: 500 })
     clients.push(reader)
@@ -108,7 +121,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           emulator = await EmulatorCli.start(emulatorArgs)
         },
       },
-      clientIds: [...[...requestClients, ...lockClients, ...watchClients].map((c) => c.clientId), ...contextRelays.map((_, i) => contextClientId(`c${i}`))],
+      clientIds: [...[...requestClients, ...lockClients, ...watchClients].map((c) => c.clientId), ...contextRelays.map((_, i) => contextClientId(`c${i}`)), ...redIds],
       brokerUrl: broker.url,
     })
 
@@ -124,6 +137,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const context = new ContextWorkload(contextRelays.map((r) => r.url), broker.url, `${prefix}/context/`, contextClientId, random)
       await watches.start()
       await context.start()
+      await red?.round(prefix, options.seed, round)
       requests.start()
       locks.start()
 
@@ -143,17 +157,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const lockCheck = await within(locks.check(reader), 30_000, 'the locks check')
       const watchViolations = await within(watches.check(reader, 5000), 30_000, 'the watches check')
       const contextCheck = await within(context.check(5000), 30_000, 'the context check')
+      const redCheck = red ? await within(red.check(), 30_000, 'the Node-RED locks check') : { operations: 0, violations: [], summary: '' }
       await within(Promise.all([locks.close(), watches.close(), context.close()]), 10_000, 'the elections, watches and context stores to close')
       const skew = await skewRefused(probe)
-      const violations = [...checked.violations, ...lockCheck.violations, ...watchViolations, ...contextCheck.violations, ...skew]
-      report.operations += checked.operations + lockCheck.operations + contextCheck.operations
+      const violations = [...checked.violations, ...lockCheck.violations, ...watchViolations, ...contextCheck.violations, ...redCheck.violations, ...skew]
+      report.operations += checked.operations + lockCheck.operations + contextCheck.operations + redCheck.operations
       report.unchecked += checked.unchecked
       report.violations.push(...violations)
-      log(`round ${round}: ${checked.operations} requests, ${lockCheck.operations} lock edits, ${contextCheck.operations} context writes, ${watches.notifications} notifications, ${violations.length} violations${checked.unchecked ? `, ${checked.unchecked} keys beyond the search budget` : ''}`)
+      log(`round ${round}: ${checked.operations} requests, ${lockCheck.operations} lock edits, ${contextCheck.operations} context writes (${context.history.ops.filter((o) => o.outcome !== 'ok').length} failed or unknown), ${watches.notifications} notifications, ${redCheck.summary ? `${redCheck.summary}, ` : ''}${violations.length} violations${checked.unchecked ? `, ${checked.unchecked} keys beyond the search budget` : ''}`)
       for (const v of violations) log(`VIOLATION ${v}`)
+      if (red && redCheck.violations.length > 0) log(red.logs())
     }
     report.faults = injector.applied
   } finally {
+    await red?.stop()
     await Promise.all(clients.map((c) => c.close()))
     await emulator?.kill('SIGTERM')
     await Promise.all(relays.map((r) => r.stop()))
