@@ -18,6 +18,28 @@ function call<T>(fn: (cb: Callback) => void): Promise<T> {
   return new Promise((resolve, reject) => fn((err, ...values) => (err ? reject(err) : resolve(values[0] as T))))
 }
 
+/** What one context store shows: a value per key, and keys(). */
+export interface ContextView {
+  values: ReadonlyMap<string, unknown>
+  keys: readonly string[]
+}
+
+/** Each cache's values and keys() equal the store's (so the caches equal each other), and the store's key index lists the keys it holds values under. */
+export function contextMismatches(store: ContextView, caches: readonly ContextView[]): string[] {
+  const mismatches: string[] = []
+  const sorted = (keys: readonly string[]) => [...keys].sort()
+  const present = [...store.values].filter(([, v]) => v !== undefined).map(([k]) => k)
+  if (!isDeepStrictEqual(sorted(store.keys), sorted(present))) mismatches.push(`the store's key index lists ${JSON.stringify(sorted(store.keys))}, its values are under ${JSON.stringify(sorted(present))}`)
+  caches.forEach((cache, i) => {
+    for (const [key, value] of store.values) {
+      const cached = cache.values.get(key)
+      if (!isDeepStrictEqual(cached, value)) mismatches.push(`store c${i}, key ${key}: its cache holds ${JSON.stringify(cached)}, the store ${JSON.stringify(value)}`)
+    }
+    if (!isDeepStrictEqual(sorted(cache.keys), sorted(store.keys))) mismatches.push(`store c${i}: keys() is ${JSON.stringify(sorted(cache.keys))}, the store's ${JSON.stringify(sorted(store.keys))}`)
+  })
+  return mismatches
+}
+
 export class ContextWorkload {
   readonly history = new History<{ key: string; value: unknown }, true>()
   private readonly stores: StateStoreContext[]
@@ -72,17 +94,9 @@ export class ContextWorkload {
         mismatches = []
         const stored = new Map<string, unknown>()
         for (const key of KEYS) stored.set(key, await call((cb) => truth.get(SCOPE, key, cb)))
-        const storedKeys = ((await call<string[]>((cb) => truth.keys(SCOPE, cb))) ?? []).slice().sort()
-        const present = KEYS.filter((k) => stored.get(k) !== undefined)
-        if (!isDeepStrictEqual(storedKeys, present)) mismatches.push(`the store's key index lists ${JSON.stringify(storedKeys)}, its values are under ${JSON.stringify(present)}`)
-        this.stores.forEach((store, i) => {
-          for (const key of KEYS) {
-            const cached = store.get(SCOPE, key)
-            if (!isDeepStrictEqual(cached, stored.get(key))) mismatches.push(`store c${i}, key ${key}: its cache holds ${JSON.stringify(cached)}, the store ${JSON.stringify(stored.get(key))}`)
-          }
-          const keys = (store.keys(SCOPE) as string[]).slice().sort()
-          if (!isDeepStrictEqual(keys, storedKeys)) mismatches.push(`store c${i}: keys() is ${JSON.stringify(keys)}, the store's ${JSON.stringify(storedKeys)}`)
-        })
+        const storedKeys = (await call<string[]>((cb) => truth.keys(SCOPE, cb))) ?? []
+        const caches = this.stores.map((store) => ({ values: new Map(KEYS.map((k) => [k, store.get(SCOPE, k)])), keys: store.keys(SCOPE) as string[] }))
+        mismatches = contextMismatches({ values: stored, keys: storedKeys }, caches)
         if (mismatches.length === 0 || performance.now() > deadline) break
         await new Promise((r) => setTimeout(r, 200))
       }

@@ -27,7 +27,7 @@ type Mode = (typeof MODES)[number]['mode']
 
 type FlowNode = { id: string; type: string; z?: string; wires?: string[][]; [k: string]: unknown }
 
-interface Accepted {
+export interface Accepted {
   runtime: string
   by: string
   token: string
@@ -63,6 +63,17 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
     nodes.push({ id: rid(`${mode}-lock-failed`), type: 'debug', z: tab, name: `${mode}-lock-failed`, active: true, tosidebar: true, console: false, tostatus: false, complete: 'error', targetType: 'msg', wires: [] })
   }
   return nodes
+}
+
+/** In the order the service executed them (their versions), the tokens of accepted writes never go down: no old holder's write lands after a new holder's first. */
+export function fencingViolations(writes: readonly Accepted[]): string[] {
+  const ordered = [...writes].sort((a, b) => Hlc.compare(Hlc.parse(a.version), Hlc.parse(b.version)))
+  const violations: string[] = []
+  for (let i = 1; i < ordered.length; i++) {
+    const [a, b] = [ordered[i - 1]!, ordered[i]!]
+    if (Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0) violations.push(`an older holder's write landed after a newer holder's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
+  }
+  return violations
 }
 
 export class NodeRedLocksWorkload {
@@ -138,14 +149,9 @@ export class NodeRedLocksWorkload {
       const deadline = performance.now() + LEASE_MS + 3000
       while (this.accepted(mode).length === before && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50))
       if (this.accepted(mode).length === before) violations.push(`node-red ${mode} mode: nobody held and wrote within a lease term after the faults healed`)
-      const writes = this.accepted(mode).sort((a, b) => Hlc.compare(Hlc.parse(a.version), Hlc.parse(b.version)))
+      const writes = this.accepted(mode)
       operations += writes.length
-      for (let i = 1; i < writes.length; i++) {
-        const [a, b] = [writes[i - 1]!, writes[i]!]
-        if (Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0) {
-          violations.push(`node-red ${mode} mode: an older holder's write landed after a newer holder's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
-        }
-      }
+      violations.push(...fencingViolations(writes).map((v) => `node-red ${mode} mode: ${v}`))
       const failures = this.runtimes.flatMap((_, i) => this.output(i).filter((d) => d.name === `${mode}-lock-failed`).map((d) => `r${i}: ${d.msg}`))
       for (const f of failures) {
         const code = (JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code
