@@ -1,7 +1,7 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../src/client'
 import { DEFAULT_LEASE_MS, LeaderElection, Lease, Lock } from '../src/locks'
-import { TimeoutError } from '../src/errors'
+import { ConnectionError, TimeoutError } from '../src/errors'
 import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
 import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
@@ -51,6 +51,20 @@ interface LeaderHeld {
 }
 
 const text = (b: Buffer | null | undefined): string | null => (b ? b.toString('utf8') : null)
+
+/**
+ * Who holds it, told on a "not acquired" msg; undefined when the store cannot be reached to ask:
+ * a lock wait that ran out during an outage is still "not acquired", not an error that would stop
+ * a flow that waits again (chaos run, seed 20261125).
+ */
+async function holderIfReachable(lease: Lease): Promise<string | null | undefined> {
+  try {
+    return text((await lease.holder()).holder)
+  } catch (err) {
+    if (err instanceof ConnectionError && err.code !== 'closed') return undefined
+    throw err
+  }
+}
 
 export = function (RED: NodeAPI) {
   function SsLock(this: Node, def: LockDef) {
@@ -227,7 +241,8 @@ export = function (RED: NodeAPI) {
         msg.holder = holder
         status.outcome(action === 'renew' ? 'status.renewed' : 'status.acquired')
       } else {
-        msg.holder = text((await lease.holder()).holder)
+        const current = await holderIfReachable(lease)
+        if (current !== undefined) msg.holder = current
         status.outcome(action === 'renew' ? 'status.lost' : 'status.notAcquired')
       }
       out(token !== null, msg)
