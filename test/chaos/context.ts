@@ -104,7 +104,14 @@ export class ContextWorkload {
       await truth.close()
     }
     const ops = this.history.ops
-    return { operations: ops.filter((o) => o.outcome !== 'pending').length, violations: mismatches }
+    // The history of each key in question, to tell what happened.
+    const shown = mismatches.map((m) => {
+      const key = /key (\w+):/.exec(m)?.[1]
+      if (!key) return m
+      const last = ops.filter((o) => o.input.key === key).slice(-6)
+      return `${m}\n${last.map((o) => `  ${o.process} set ${JSON.stringify(o.input.value)} at ${Math.round(o.invokedAt)}-${Math.round(o.returnedAt)}: ${o.outcome}${o.error ? ` (${o.error})` : ''}`).join('\n')}`
+    })
+    return { operations: ops.filter((o) => o.outcome !== 'pending').length, violations: shown }
   }
 
   async close(): Promise<void> {

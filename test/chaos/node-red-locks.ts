@@ -16,7 +16,7 @@ import { join } from 'node:path'
 import { FROM_WORKING_TREE, runtimeSettings, writeSettings } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { Hlc } from '../../src/hlc'
-import { NodeRedProcess, RED_JS, readJson, repoRoot, type Comms, type DebugMessage } from '../smoke/node-red'
+import { formatDebug, NodeRedProcess, RED_JS, readJson, repoRoot, type Comms, type DebugMessage } from '../smoke/node-red'
 
 const LEASE_MS = 2000
 const MODES = [
@@ -166,9 +166,15 @@ export class NodeRedLocksWorkload {
     return { operations, violations, summary: `node-red ${counts.join('; ')}` }
   }
 
-  /** The runtimes' logs, for a failed run. */
+  /** The runtimes' logs, node status and last debug output, for a failed run. */
   logs(): string {
-    return this.runtimes.map((r, i) => `--- runtime r${i} (${this.prefix})\n${r?.log ?? ''}`).join('\n')
+    return this.runtimes
+      .map((r, i) => {
+        const status = [...this.comms[i]!.status].map(([id, st]) => `  ${id}: ${st.fill ?? ''} ${st.text ?? ''}`).join('\n')
+        const last = this.output(i).filter((d) => !d.name?.endsWith('-accepted')).slice(-10)
+        return `--- runtime r${i} (${this.prefix})\n${r?.log ?? ''}status:\n${status}\nlast debug output but accepted writes:\n${formatDebug(last)}\nlast accepted: ${this.output(i).filter((d) => d.name?.endsWith('-accepted')).slice(-2).map((d) => d.msg).join('\n')}`
+      })
+      .join('\n')
   }
 
   async stop(): Promise<void> {
