@@ -182,7 +182,9 @@ export = function (RED: NodeAPI) {
       const action = override(msg, 'action', overrides, def.action || 'acquire')
       if (typeof action !== 'string' || !ACTIONS.includes(action)) throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const name = await resolveKey(RED, node, msg, keyProp, overrides, t)
-      const h = entry(await client(), name)
+      // A lock wait rides through a connection that is down when the msg comes (the wait retries until
+      // its own timeout); it must not give up after the config node's connection wait (chaos run, seed 20261125).
+      const h = entry(mode === 'lock' && action === 'acquire' && store?.client ? await store.client : await client(), name)
       h.busy += 1
       try {
         await act(h, action as Action, name, msg, send)
