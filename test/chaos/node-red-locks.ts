@@ -83,6 +83,7 @@ export class NodeRedLocksWorkload {
   /** Where each runtime's debug output of the current round starts. */
   private marks: number[] = []
   private prefix = ''
+  private roundNo = 0
 
   private constructor(private readonly brokerUrls: string[]) {}
 
@@ -118,6 +119,7 @@ export class NodeRedLocksWorkload {
   /** Deploys the round's flows (a full deploy: the previous round's nodes close and release). */
   async round(prefix: string, seed: number, round: number): Promise<void> {
     this.prefix = prefix
+    this.roundNo = round
     const ids = NodeRedLocksWorkload.clientIds(seed, this.runtimes.length)
     this.marks = this.comms.map((c) => c.debug.length)
     await Promise.all(this.runtimes.map((red, i) => red.deploy(flows(prefix, round, this.brokerUrls[i]!, ids[i]!), this.comms[i]!)))
@@ -130,7 +132,8 @@ export class NodeRedLocksWorkload {
   private accepted(mode: Mode): Accepted[] {
     return this.runtimes.flatMap((_, i) =>
       this.output(i)
-        .filter((d) => d.name === `${mode}-accepted`)
+        // This round's nodes only: a write of the previous round's nodes can still land while they close.
+        .filter((d) => d.name === `${mode}-accepted` && d.id === `${mode}-accepted.${this.roundNo}`)
         .map((d) => {
           const msg = JSON.parse(d.msg) as { payload: { by: string; token: string; seq: number }; version: string }
           return { runtime: `r${i}`, ...msg.payload, version: msg.version }
@@ -152,7 +155,7 @@ export class NodeRedLocksWorkload {
       const writes = this.accepted(mode)
       operations += writes.length
       violations.push(...fencingViolations(writes).map((v) => `node-red ${mode} mode: ${v}`))
-      const failures = this.runtimes.flatMap((_, i) => this.output(i).filter((d) => d.name === `${mode}-lock-failed`).map((d) => `r${i}: ${d.msg}`))
+      const failures = this.runtimes.flatMap((_, i) => this.output(i).filter((d) => d.id === `${mode}-lock-failed.${this.roundNo}`).map((d) => `r${i}: ${d.msg}`))
       for (const f of failures) {
         const code = (JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code
         // Lock mode: a waiter that gave up (its wait is 10 s) for a transient loss. Leader mode: the
