@@ -14,6 +14,11 @@ import { helper, nextMessage } from './support'
 const FUNCTION = require('@node-red/nodes/core/function/10-function.js')
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; name?: string }
+/** What the test uses of a running function node: its input and its flow context. */
+interface FunctionNode {
+  receive(msg: object): void
+  context(): { flow: { get(key: string): unknown; set(key: string, value: unknown): void } }
+}
 
 describe('examples/two-runtimes: "fenced out"', function () {
   afterEach(() => helper.unload())
@@ -24,7 +29,7 @@ describe('examples/two-runtimes: "fenced out"', function () {
       const fencedOut = example.find((n) => n.type === 'function' && n.name === 'fenced out')!
       const tab = example.find((n) => n.type === 'tab')!
       await helper.load([FUNCTION], [tab, { ...fencedOut, wires: [['out']] }, { id: 'out', type: 'helper', z: tab.id }])
-      const node = helper.getNode(fencedOut.id)
+      const node = helper.getNode(fencedOut.id) as unknown as FunctionNode
       const flow = node.context().flow
       flow.set('token', 'new')
       const refused = (token: string) => ({ fencingToken: token, error: { code: 'FencingTokenLowerVersion', message: 'refused' } })
