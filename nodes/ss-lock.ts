@@ -1,7 +1,7 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../src/client'
 import { DEFAULT_LEASE_MS, LeaderElection, Lease, Lock } from '../src/locks'
-import { TimeoutError } from '../src/errors'
+import { ConnectionError, TimeoutError } from '../src/errors'
 import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
 import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
@@ -51,6 +51,20 @@ interface LeaderHeld {
 }
 
 const text = (b: Buffer | null | undefined): string | null => (b ? b.toString('utf8') : null)
+
+/**
+ * Who holds it, told on a "not acquired" msg; undefined when the store cannot be reached to ask:
+ * a lock wait that ran out during an outage is still "not acquired", not an error that would stop
+ * a flow that waits again (chaos run, seed 20261125).
+ */
+async function holderIfReachable(lease: Lease): Promise<string | null | undefined> {
+  try {
+    return text((await lease.holder()).holder)
+  } catch (err) {
+    if (err instanceof ConnectionError && err.code !== 'closed') return undefined
+    throw err
+  }
+}
 
 export = function (RED: NodeAPI) {
   function SsLock(this: Node, def: LockDef) {
@@ -168,7 +182,9 @@ export = function (RED: NodeAPI) {
       const action = override(msg, 'action', overrides, def.action || 'acquire')
       if (typeof action !== 'string' || !ACTIONS.includes(action)) throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const name = await resolveKey(RED, node, msg, keyProp, overrides, t)
-      const h = entry(await client(), name)
+      // A lock wait rides through a connection that is down when the msg comes (the wait retries until
+      // its own timeout); it must not give up after the config node's connection wait (chaos run, seed 20261125).
+      const h = entry(mode === 'lock' && action === 'acquire' && store?.client ? await store.client : await client(), name)
       h.busy += 1
       try {
         await act(h, action as Action, name, msg, send)
@@ -227,7 +243,8 @@ export = function (RED: NodeAPI) {
         msg.holder = holder
         status.outcome(action === 'renew' ? 'status.renewed' : 'status.acquired')
       } else {
-        msg.holder = text((await lease.holder()).holder)
+        const current = await holderIfReachable(lease)
+        if (current !== undefined) msg.holder = current
         status.outcome(action === 'renew' ? 'status.lost' : 'status.notAcquired')
       }
       out(token !== null, msg)

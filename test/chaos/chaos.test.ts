@@ -1,7 +1,8 @@
 /**
  * A short chaos run with a fixed seed, part of npm test: two fault schedules over every fault
- * kind while the requests, locks and watches workloads run, every history checked. The long runs
- * are `npm run chaos` (docs/reliability.md). Needs mosquitto and the built emulator CLI.
+ * kind while the requests, locks, watches, context store and Node-RED ss-lock workloads run, every
+ * history checked (about 25 s, the two Node-RED runtimes' start included). The long runs are
+ * `npm run chaos` (docs/reliability.md). Needs mosquitto, the built emulator CLI and the built nodes.
  */
 import assert from 'node:assert/strict'
 import { requireMosquitto } from '../reliability/support'

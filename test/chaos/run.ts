@@ -3,7 +3,8 @@
  * workloads' clients, each behind a TcpRelay; rounds of seeded fault schedules while the requests,
  * locks and watches workloads run; after each round the faults heal, the workloads stop and their
  * histories are checked. One client's clock runs 30 s ahead all along (allowed); a probe's runs
- * 90 s ahead and must be refused with TimestampSkew, saying so.
+ * 90 s ahead and must be refused with TimestampSkew, saying so. Two cached context stores write
+ * each round's keys through their own relays (test/chaos/context.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -14,7 +15,9 @@ import { FAULT_KINDS, FaultInjector, describeFault, planFaults, seededRandom, sk
 import { Mosquitto } from '../support/mosquitto'
 import { TcpRelay } from '../support/relay'
 import { EmulatorCli, sleep } from '../reliability/support'
+import { ContextWorkload } from './context'
 import { LocksWorkload } from './locks'
+import { NodeRedLocksWorkload } from './node-red-locks'
 import { RequestsWorkload } from './requests'
 import { WatchesWorkload } from './watches'
 
@@ -26,6 +29,8 @@ export interface ChaosOptions {
   /** One round's fault schedule, ms. */
   roundMs?: number
   log?: (line: string) => void
+  /** Run ss-lock in two real Node-RED runtimes too (test/chaos/node-red-locks.ts); default true. */
+  nodeRed?: boolean
 }
 
 export interface ChaosReport {
@@ -41,6 +46,8 @@ export interface ChaosReport {
 const REQUEST_CLIENTS = 4
 const LOCK_CLIENTS = 3
 const WATCHERS = 2
+const CONTEXT_STORES = 2
+const RUNTIMES = 2
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => {})
@@ -55,6 +62,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const clients: StateStoreClient[] = []
   const relays: TcpRelay[] = []
   let emulator: EmulatorCli | null = null
+  let red: NodeRedLocksWorkload | null = null
   const report: ChaosReport = { operations: 0, schedules: 0, faults: new Map(), violations: [], unchecked: 0, line: '' }
   try {
     const emulatorRelay = await TcpRelay.start(broker.port)
@@ -84,6 +92,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (let i = 0; i < LOCK_CLIENTS; i++) lockClients.push(await client(`l${i}`, { connectionWaitMs: 2000 }))
     const watchClients: StateStoreClient[] = []
     for (let i = 0; i < WATCHERS; i++) watchClients.push(await client(`w${i}`))
+    // The context stores are made anew each round (on the round's prefix), each behind its own relay.
+    const contextRelays: TcpRelay[] = []
+    for (let i = 0; i < CONTEXT_STORES; i++) contextRelays.push(await TcpRelay.start(broker.port))
+    relays.push(...contextRelays)
+    const contextClientId = (name: string) => `chaos-${options.seed}-context-${name}`
+    const redIds: string[] = []
+    if (options.nodeRed !== false) {
+      const redRelays: TcpRelay[] = []
+      for (let i = 0; i < RUNTIMES; i++) redRelays.push(await TcpRelay.start(broker.port))
+      relays.push(...redRelays)
+      red = await NodeRedLocksWorkload.start(redRelays.map((r) => r.url))
+      redIds.push(...NodeRedLocksWorkload.clientIds(options.seed, RUNTIMES))
+    }
     // The checks read straight from the broker, past every relay.
     const reader = new StateStoreClient({ brokerUrl: broker.url, clientId: `chaos-${options.seed}-reader`, requestTimeoutMs: 5000, reconnectMinMs: 100, reconnectMaxMs: 500 })
     clients.push(reader)
@@ -100,7 +121,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           emulator = await EmulatorCli.start(emulatorArgs)
         },
       },
-      clientIds: [...requestClients, ...lockClients, ...watchClients].map((c) => c.clientId),
+      clientIds: [...[...requestClients, ...lockClients, ...watchClients].map((c) => c.clientId), ...contextRelays.map((_, i) => contextClientId(`c${i}`)), ...redIds],
       brokerUrl: broker.url,
     })
 
@@ -113,7 +134,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const requests = new RequestsWorkload(requestClients, keys, random)
       const locks = new LocksWorkload(lockClients, `${prefix}/lock`, `${prefix}/counter`, `${prefix}/leader`)
       const watches = new WatchesWorkload(watchClients, keys)
+      const context = new ContextWorkload(contextRelays.map((r) => r.url), broker.url, `${prefix}/context/`, contextClientId, random)
       await watches.start()
+      await context.start()
+      await red?.round(prefix, options.seed, round)
       requests.start()
       locks.start()
 
@@ -128,21 +152,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       injector.healAll()
       if (!emulator || !emulator.running) emulator = await EmulatorCli.start(emulatorArgs)
       await within(Promise.all(clients.map((c) => c.ready({ timeoutMs: 15_000 }))), 20_000, 'every client to reconnect after the faults healed')
-      await within(Promise.all([requests.stop(), locks.stop()]), 30_000, 'the workloads to stop')
+      await within(Promise.all([requests.stop(), locks.stop(), context.stop()]), 30_000, 'the workloads to stop')
       const checked = requests.check()
       const lockCheck = await within(locks.check(reader), 30_000, 'the locks check')
       const watchViolations = await within(watches.check(reader, 5000), 30_000, 'the watches check')
-      await within(Promise.all([locks.close(), watches.close()]), 10_000, 'the elections and watches to close')
+      const contextCheck = await within(context.check(5000), 30_000, 'the context check')
+      const redCheck = red ? await within(red.check(), 30_000, 'the Node-RED locks check') : { operations: 0, violations: [], summary: '' }
+      await within(Promise.all([locks.close(), watches.close(), context.close()]), 10_000, 'the elections, watches and context stores to close')
       const skew = await skewRefused(probe)
-      const violations = [...checked.violations, ...lockCheck.violations, ...watchViolations, ...skew]
-      report.operations += checked.operations + lockCheck.operations
+      const violations = [...checked.violations, ...lockCheck.violations, ...watchViolations, ...contextCheck.violations, ...redCheck.violations, ...skew]
+      report.operations += checked.operations + lockCheck.operations + contextCheck.operations + redCheck.operations
       report.unchecked += checked.unchecked
       report.violations.push(...violations)
-      log(`round ${round}: ${checked.operations} requests, ${lockCheck.operations} lock edits, ${watches.notifications} notifications, ${violations.length} violations${checked.unchecked ? `, ${checked.unchecked} keys beyond the search budget` : ''}`)
+      log(`round ${round}: ${checked.operations} requests, ${lockCheck.operations} lock edits, ${contextCheck.operations} context writes (${context.history.ops.filter((o) => o.outcome !== 'ok').length} failed or unknown), ${watches.notifications} notifications, ${redCheck.summary ? `${redCheck.summary}, ` : ''}${violations.length} violations${checked.unchecked ? `, ${checked.unchecked} keys beyond the search budget` : ''}`)
       for (const v of violations) log(`VIOLATION ${v}`)
+      if (red && redCheck.violations.length > 0) log(red.logs())
     }
     report.faults = injector.applied
   } finally {
+    await red?.stop()
     await Promise.all(clients.map((c) => c.close()))
     await emulator?.kill('SIGTERM')
     await Promise.all(relays.map((r) => r.stop()))

@@ -125,6 +125,53 @@ describe('nodes: ss-lock', function () {
     assert.deepEqual({ acquired: b.acquired, holder: b.holder, payload: b.payload }, { acquired: true, holder: 'B', payload: 'waiting' })
   })
 
+  // From the chaos run (seed 20261125, round 2): a lock wait that ran out while the connection was
+  // down became an error, from the holder lookup after it, and the example's "wait again" loop stopped.
+  it('lock: a wait that runs out while the connection is down is "not acquired" on output 2, not an error', async () => {
+    await helper.load(ALL, lockFlow(store.url, [
+      { id: 'a', key: 'gate', mode: 'lock', holder: 'A' },
+      { id: 'c', key: 'gate', mode: 'lock', holder: 'C', timeout: '800' },
+    ]))
+    listen(helper.getNode('caught'))
+    await act('a', {})
+    const notAcquired = nextMessage(no('c'), 8000)
+    helper.getNode('c').receive({ payload: 'waiting' })
+    await new Promise((r) => setTimeout(r, 100))
+    store.proxy.refusing = true
+    store.proxy.dropAll()
+    try {
+      const got = await notAcquired
+      assert.equal(got.acquired, false)
+      assert.equal(got.payload, 'waiting')
+      assert.equal('holder' in got, false, 'the holder is left out when it cannot be asked')
+      await noMessage(helper.getNode('caught'), 100)
+    } finally {
+      store.proxy.refusing = false
+    }
+  })
+
+  // From the chaos run (seed 20261125, round 3): a msg that reached a lock-mode node while the
+  // connection was down failed NotConnected after the config node's 2 s connection wait, not waiting its own 8 s.
+  it('lock: a wait that starts while the connection is down rides through it and acquires once it is back', async () => {
+    await helper.load(ALL, lockFlow(store.url, [{ id: 'c', key: 'hatch', mode: 'lock', holder: 'C', timeout: '8000' }]))
+    await until(() => lastStatus(helper.getNode('c')).fill === 'green', 'c connected')
+    listen(helper.getNode('caught'))
+    store.proxy.refusing = true
+    store.proxy.dropAll()
+    try {
+      await until(() => lastStatus(helper.getNode('c')).fill !== 'green', 'c shows the lost connection')
+      const acquired = nextMessage(ok('c'), 9000)
+      helper.getNode('c').receive({ payload: 'waiting' })
+      await new Promise((r) => setTimeout(r, 3000))
+      store.proxy.refusing = false
+      const got = await acquired
+      assert.deepEqual({ acquired: got.acquired, holder: got.holder, payload: got.payload }, { acquired: true, holder: 'C', payload: 'waiting' })
+      await noMessage(helper.getNode('caught'), 100)
+    } finally {
+      store.proxy.refusing = false
+    }
+  })
+
   it('lets msg.action and msg.key override the settings unless refused; unknown actions are errors', async () => {
     await helper.load(ALL, lockFlow(store.url, [
       { id: 'a', key: '"ov"', keyType: 'jsonata', mode: 'lease', holder: 'A' },

@@ -1,0 +1,188 @@
+/**
+ * ss-lock in a real Node-RED runtime under the chaos run's faults: two Node-RED 5 runtimes (red.js
+ * child processes loading this working tree's nodes), each reaching the broker through its own
+ * relay, run the shipped active/standby examples (examples/two-runtimes/), one tab in lock mode and
+ * one in leader mode, on the round's keys. Only the active runtime writes, with its fencing token.
+ * Debug nodes report, over the editor's websocket (not through the faults), every write the
+ * service accepted (with its version) and every error the ss-lock nodes raised. Checks per mode:
+ * in the order the service executed them, the tokens of accepted writes never go down (so no write
+ * of an old holder lands after a new holder's first); no lock waiter fails because of a connection
+ * loss (its wait is 10 s; it must ride through every fault); once faults heal, someone holds and
+ * writes within one lease term.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { FROM_WORKING_TREE, runtimeSettings, writeSettings } from '../../dev/node-red'
+import { freePort } from '../../dev/ports'
+import { Hlc } from '../../src/hlc'
+import { formatDebug, NodeRedProcess, RED_JS, readJson, repoRoot, type Comms, type DebugMessage } from '../smoke/node-red'
+
+const LEASE_MS = 2000
+const MODES = [
+  { mode: 'lock', file: 'active-standby-lock.json' },
+  { mode: 'leader', file: 'active-standby-leader.json' },
+] as const
+type Mode = (typeof MODES)[number]['mode']
+
+type FlowNode = { id: string; type: string; z?: string; wires?: string[][]; [k: string]: unknown }
+
+export interface Accepted {
+  runtime: string
+  by: string
+  token: string
+  seq: number
+  version: string
+}
+
+/** The two examples on the round's keys, pointed at `brokerUrl`, with a debug node on the ss-set's output and a catch node on the ss-lock. */
+function flows(prefix: string, round: number, brokerUrl: string, clientId: string): FlowNode[] {
+  // Ids new each round: the flow context (the token the example keeps) must not carry over a deploy.
+  const rid = (id: string) => `${id}.${round}`
+  const nodes: FlowNode[] = []
+  const config = { id: rid('c4a05c0f00000001'), type: 'ss-config', name: 'chaos', embedded: false, broker: brokerUrl, clientId, usetls: false, keepalive: '2', cleanStart: true, requestTimeout: '10000', maxInFlight: '1000' }
+  nodes.push(config)
+  for (const { mode, file } of MODES) {
+    const example = readJson<FlowNode[]>(join(repoRoot, 'examples', 'two-runtimes', file)).filter((n) => n.type !== 'ss-config')
+    const tab = rid(example.find((n) => n.type === 'tab')!.id)
+    for (const n of example) {
+      const copy: FlowNode = { ...n, id: rid(n.id) }
+      if (n.z) copy.z = rid(n.z)
+      if (n.wires) copy.wires = n.wires.map((port) => port.map(rid))
+      if (Array.isArray(n.scope)) copy.scope = (n.scope as string[]).map(rid)
+      if (n.store) copy.store = config.id
+      if (typeof n.key === 'string') copy.key = `${prefix}/${mode}/${String(n.key).split('/').pop()}`
+      // 50 ms, not the example's 10: four writers on a shared two-core machine.
+      if (n.type === 'inject' && n.repeat === '0.01') copy.repeat = '0.05'
+      if (n.type === 'ss-set') copy.wires = [[rid(`${mode}-accepted`)]]
+      nodes.push(copy)
+    }
+    const lock = rid(example.find((n) => n.type === 'ss-lock')!.id)
+    nodes.push({ id: rid(`${mode}-accepted`), type: 'debug', z: tab, name: `${mode}-accepted`, active: true, tosidebar: true, console: false, tostatus: false, complete: 'true', targetType: 'full', wires: [] })
+    nodes.push({ id: rid(`${mode}-lock-error`), type: 'catch', z: tab, name: `${mode}-lock-error`, scope: [lock], uncaught: false, wires: [[rid(`${mode}-lock-failed`)]] })
+    nodes.push({ id: rid(`${mode}-lock-failed`), type: 'debug', z: tab, name: `${mode}-lock-failed`, active: true, tosidebar: true, console: false, tostatus: false, complete: 'error', targetType: 'msg', wires: [] })
+  }
+  return nodes
+}
+
+/** In the order the service executed them (their versions), the tokens of accepted writes never go down: no old holder's write lands after a new holder's first. */
+export function fencingViolations(writes: readonly Accepted[]): string[] {
+  const ordered = [...writes].sort((a, b) => Hlc.compare(Hlc.parse(a.version), Hlc.parse(b.version)))
+  const violations: string[] = []
+  for (let i = 1; i < ordered.length; i++) {
+    const [a, b] = [ordered[i - 1]!, ordered[i]!]
+    if (Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0) violations.push(`an older holder's write landed after a newer holder's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
+  }
+  return violations
+}
+
+export class NodeRedLocksWorkload {
+  private readonly runtimes: NodeRedProcess[] = []
+  private readonly comms: Comms[] = []
+  private dir = ''
+  /** Where each runtime's debug output of the current round starts. */
+  private marks: number[] = []
+  private prefix = ''
+  private roundNo = 0
+
+  private constructor(private readonly brokerUrls: string[]) {}
+
+  /** Starts a runtime per broker URL (each its own relay). */
+  static async start(brokerUrls: string[]): Promise<NodeRedLocksWorkload> {
+    const w = new NodeRedLocksWorkload(brokerUrls)
+    w.dir = mkdtempSync(join(tmpdir(), 'chaos-red-'))
+    const settings = join(w.dir, 'settings.js')
+    writeSettings(settings, runtimeSettings({ ...FROM_WORKING_TREE, logging: { console: { level: 'warn', metrics: false, audit: false } } }))
+    try {
+      await Promise.all(
+        brokerUrls.map(async (_, i) => {
+          const userDir = join(w.dir, `r${i}`)
+          mkdirSync(userDir)
+          const red = new NodeRedProcess(RED_JS[5], userDir, await freePort(), settings)
+          w.runtimes[i] = red
+          await red.start(60_000)
+          w.comms[i] = await red.comms()
+        }),
+      )
+    } catch (err) {
+      await w.stop()
+      throw err
+    }
+    return w
+  }
+
+  /** The ss-config client ids, for takeovers. */
+  static clientIds(seed: number, count: number): string[] {
+    return Array.from({ length: count }, (_, i) => `chaos-${seed}-red-r${i}`)
+  }
+
+  /** Deploys the round's flows (a full deploy: the previous round's nodes close and release). */
+  async round(prefix: string, seed: number, round: number): Promise<void> {
+    this.prefix = prefix
+    this.roundNo = round
+    const ids = NodeRedLocksWorkload.clientIds(seed, this.runtimes.length)
+    this.marks = this.comms.map((c) => c.debug.length)
+    await Promise.all(this.runtimes.map((red, i) => red.deploy(flows(prefix, round, this.brokerUrls[i]!, ids[i]!), this.comms[i]!)))
+  }
+
+  private output(i: number): DebugMessage[] {
+    return this.comms[i]!.debug.slice(this.marks[i])
+  }
+
+  private accepted(mode: Mode): Accepted[] {
+    return this.runtimes.flatMap((_, i) =>
+      this.output(i)
+        // This round's nodes only: a write of the previous round's nodes can still land while they close.
+        .filter((d) => d.name === `${mode}-accepted` && d.id === `${mode}-accepted.${this.roundNo}`)
+        .map((d) => {
+          const msg = JSON.parse(d.msg) as { payload: { by: string; token: string; seq: number }; version: string }
+          return { runtime: `r${i}`, ...msg.payload, version: msg.version }
+        }),
+    )
+  }
+
+  /** After the faults healed and the clients are back: the checks of every mode. */
+  async check(): Promise<{ operations: number; violations: string[]; summary: string }> {
+    const violations: string[] = []
+    const counts: string[] = []
+    let operations = 0
+    for (const { mode } of MODES) {
+      const before = this.accepted(mode).length
+      // Someone holds and writes within one lease term (and the 3 s the other workloads allow for reconnecting).
+      const deadline = performance.now() + LEASE_MS + 3000
+      while (this.accepted(mode).length === before && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      if (this.accepted(mode).length === before) violations.push(`node-red ${mode} mode: nobody held and wrote within a lease term after the faults healed`)
+      const writes = this.accepted(mode)
+      operations += writes.length
+      violations.push(...fencingViolations(writes).map((v) => `node-red ${mode} mode: ${v}`))
+      const failures = this.runtimes.flatMap((_, i) => this.output(i).filter((d) => d.id === `${mode}-lock-failed.${this.roundNo}`).map((d) => `r${i}: ${d.msg}`))
+      for (const f of failures) {
+        const code = (JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code
+        // Lock mode: a waiter that gave up (its wait is 10 s) for a transient loss. Leader mode: the
+        // election reports an error and stands again, so only a connection error that is not transient counts.
+        const transient = code === 'ConnectionLost' || code === 'NotConnected'
+        if (mode === 'lock' ? true : !transient) violations.push(`node-red ${mode} mode: the ss-lock node failed (${code}): ${f}`)
+      }
+      const holders = new Set(writes.map((w) => w.token)).size
+      counts.push(`${mode}: ${writes.length} fenced writes under ${holders} tokens${failures.length ? `, ${failures.length} errors` : ''}`)
+    }
+    return { operations, violations, summary: `node-red ${counts.join('; ')}` }
+  }
+
+  /** The runtimes' logs, node status and last debug output, for a failed run. */
+  logs(): string {
+    return this.runtimes
+      .map((r, i) => {
+        const status = [...this.comms[i]!.status].map(([id, st]) => `  ${id}: ${st.fill ?? ''} ${st.text ?? ''}`).join('\n')
+        const last = this.output(i).filter((d) => !d.name?.endsWith('-accepted')).slice(-10)
+        return `--- runtime r${i} (${this.prefix})\n${r?.log ?? ''}status:\n${status}\nlast debug output but accepted writes:\n${formatDebug(last)}\nlast accepted: ${this.output(i).filter((d) => d.name?.endsWith('-accepted')).slice(-2).map((d) => d.msg).join('\n')}`
+      })
+      .join('\n')
+  }
+
+  async stop(): Promise<void> {
+    for (const c of this.comms) c?.close()
+    await Promise.all(this.runtimes.map((r) => r?.stop()))
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true })
+  }
+}
