@@ -93,6 +93,8 @@ for (const lang of ['ja', 'de']) {
       const page = session!.editor.page
       await openSidebar(page)
       assert.equal((await page.locator('.ss-sidebar-help').textContent())?.trim(), text(sidebar, 'ss-sidebar.help'))
+      // The sidebar draws a connection's box once its first figures arrive: wait for it before reading
+      await page.locator('.ss-sidebar-store .ss-sidebar-heading').first().waitFor()
       const headings = (await page.locator('.ss-sidebar-store').first().locator('.ss-sidebar-heading').allTextContents()).map((h) => h.trim())
       assert.deepEqual(headings, ['connection', 'watches', 'locks'].map((s) => text(sidebar, `ss-sidebar.section.${s}`)))
       const store = page.locator('.ss-sidebar-store').first()
