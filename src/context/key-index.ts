@@ -211,7 +211,7 @@ export class KeyIndex {
   }
 
   private async update(batch: Pending[], written: () => void): Promise<void> {
-    const acquired = await this.acquire()
+    const acquired = await this.lock.acquire({ timeoutMs: this.config.requestTimeoutMs * 3 })
     try {
       const byBucket = new Map<number, IndexEntry[]>()
       for (const entry of batch) {
@@ -265,12 +265,6 @@ export class KeyIndex {
     }
   }
 
-  /** One try first: a free lock costs one request, not the observation acquire sets up to wait. */
-  private async acquire(): Promise<Hlc> {
-    const { acquired, fencingToken } = await this.lock.lease.tryAcquire({ timeoutMs: this.config.requestTimeoutMs })
-    if (acquired) return fencingToken!
-    return this.lock.acquire({ timeoutMs: this.config.requestTimeoutMs * 3 })
-  }
 
   /**
    * Moves the single index of earlier versions into the buckets, under the lock, then deletes it:

@@ -17,8 +17,8 @@ const BACKOFF_MAX_MS = 250
 const POLL_MS = 100
 
 /**
- * Waits until the lease is ours: observe the key first (so no DELETE is missed), try; when
- * someone else holds it, wait for its DELETE notification (or at most one lease length, in case
+ * Waits until the lease is ours: try once; when someone else holds it, observe the key (so no
+ * DELETE is missed) and try again, then wait for its DELETE notification (or at most one lease length, in case
  * a notification was lost), then retry after a short jittered backoff that spreads out
  * competing waiters. Returns the fencing token.
  */
@@ -40,12 +40,15 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
       freed.reset()
       const requestTimeout = Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}
       try {
-        // Observe first, so no DELETE is missed; without key notifications (the preview dialect) a freed lease is found by trying again.
-        if (client.canObserve && !observation) {
+        // A free lease costs one request: the first try goes without an observation. Once someone
+        // holds it, observe before trying again, so no DELETE between that try and the wait is
+        // missed; without key notifications (the preview dialect) a freed lease is found by trying again.
+        if (client.canObserve && !observation && attempt > 0) {
           observation = await client.observe(lease.name, (n) => n.operation === 'DELETE' && freed.set(), { ...requestTimeout, ...(signal ? { signal } : {}) })
         }
         const result = await lease.tryAcquire({ ...requestTimeout, ...(signal ? { signal } : {}) })
         if (result.acquired) return result.fencingToken!
+        if (client.canObserve && !observation) continue
         await pause(Math.min(observation ? lease.leaseMs : POLL_MS, remaining()), { signal, latch: freed, client, what })
       } catch (err) {
         if (remaining() <= 0 && (err instanceof TimeoutError || isTransient(err))) throw expired()
