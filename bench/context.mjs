@@ -62,11 +62,17 @@ function windowed(count, window, one) {
   })
 }
 
-/** The keys of `scope` in the store's index, as any client reads it: every bucket merged. */
+/** The keys of `scope` in the store's index, as any client reads it: every bucket merged, the delta applied. */
 async function indexed(client, prefix, scope) {
   const { BUCKETS } = require(join(ROOT, 'dist/src/context/key-index.js'))
   const answers = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
-  return answers.flatMap((a) => (a.value === null ? [] : (JSON.parse(a.value.toString())[scope] ?? [])))
+  const keys = new Set(answers.flatMap((a) => (a.value === null ? [] : (JSON.parse(a.value.toString())[scope] ?? []))))
+  const delta = (await client.get(`${prefix}#keys/delta`)).value
+  for (const [top, exists] of Object.entries(delta === null ? {} : (JSON.parse(delta.toString())[scope] ?? {}))) {
+    if (exists) keys.add(top)
+    else keys.delete(top)
+  }
+  return [...keys]
 }
 
 try {
@@ -200,26 +206,39 @@ try {
     const opened = await open({ prefix: scalePrefix, clientId: `bench-scale-open-${n}-${process.pid}` })
     const openMs = performance.now() - openStarted
     await opened.close()
+    // The floor: what the protocol makes any cached new key cost, with no index and no context
+    // store on the path: a bare client's KEYNOTIFY then SET of a fresh key, on the same broker.
+    const floorClient = new StateStoreClient({ brokerUrl: broker.urls[0], clientId: `bench-floor-${n}-${process.pid}` })
+    await floorClient.ready({ timeoutMs: 10_000 })
     const result = await interleave({
-      variants: ['existing', 'new'],
+      variants: ['existing', 'new', 'floor'],
       reference: 'existing',
       rounds,
       warmup: 1,
       measure: async (v, r) => {
         if (v === 'existing') return windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `k${i}`, { i, r }, done))
-        const rate = await windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `new${r}-${i}`, { i }, done))
-        await windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `new${r}-${i}`, undefined, done))
+        if (v === 'floor') {
+          return windowed(SCALE_SETS, WINDOW, (i, done) =>
+            floorClient.observe(`bench/${process.pid}/floor/${n}-${r}-${i}`, () => {}).then(() => floorClient.set(`bench/${process.pid}/floor/${n}-${r}-${i}`, JSON.stringify({ i }))).then(() => done(), done),
+          )
+        }
+        // names never used before at any level: a new key is registered for notifications too
+        const rate = await windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `new${n}-${r}-${i}`, { i }, done))
+        await windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `new${n}-${r}-${i}`, undefined, done))
         return rate
       },
     })
+    await floorClient.close()
     // cost = 1 / rate: how many existing-key sets one new-key set costs
     const cost = { median: 1 / result.new.value.ratio.median, min: 1 / result.new.value.ratio.max, max: 1 / result.new.value.ratio.min }
-    scale[n] = { openMs, result, cost }
+    const floor = { median: 1 / result.floor.value.ratio.median, min: 1 / result.floor.value.ratio.max, max: 1 / result.floor.value.ratio.min }
+    scale[n] = { openMs, result, cost, floor }
     scaleRows.push([
       n.toLocaleString('en'),
       fmtRange(result.existing.value, 0, ' sets/s'),
       fmtRange(result.new.value, 0, ' sets/s'),
       `${cost.median.toFixed(2)}x (${cost.min.toFixed(2)}–${cost.max.toFixed(2)})`,
+      `${floor.median.toFixed(2)}x (${floor.min.toFixed(2)}–${floor.max.toFixed(2)})`,
       `${(openMs / 1000).toFixed(1)} s`,
     ])
   }
@@ -229,7 +248,7 @@ try {
     table('cached synchronous get vs the memory store (interleaved slices)', ['variant', 'ops/s', 'vs memory'], getRows),
     table(`set throughput, ${SETS} keys, ${WINDOW} outstanding, until acknowledged (localfilesystem: until written)`, ['variant', 'rate', 'vs ss-set', 'vs localfilesystem'], setRows),
     table('write-through burst', ['what', 'time', 'in the store afterwards'], burstRows),
-    table(`scale: ${SCALE_SETS} sets with a callback, ${WINDOW} outstanding, at each number of keys under one prefix`, ['keys', 'existing key', 'new key', 'a new key costs', 'open (load every key)'], scaleRows),
+    table(`scale: ${SCALE_SETS} sets with a callback, ${WINDOW} outstanding, at each number of keys under one prefix`, ['keys', 'existing key', 'new key', 'a new key costs', 'floor: KEYNOTIFY + SET, bare client', 'open (load every key)'], scaleRows),
   ]
   const headline = [
     { metric: 'context: cached sync get vs memory store (plain key)', value: `${gets.statestore.value.ratio.median.toFixed(2)}x`, target: '>= 0.9x', pass: gets.statestore.value.ratio.median >= 0.9 },

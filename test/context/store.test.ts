@@ -4,6 +4,7 @@ import { embeddedEmulator, stopEmbedded } from '../../src/emulator/embedded'
 import { Lock } from '../../src/locks'
 import { TcpRelay } from '../support/relay'
 import { Backend, call, contextStore, memoryStore, readIndex, uniquePrefix, until, type TestStore } from './support'
+import { BUCKETS, DELTA_LIMIT, bucketOf } from '../../src/context/key-index'
 
 describe('context store: the Node-RED Store API on the state store', function () {
   this.timeout(30_000)
@@ -232,6 +233,47 @@ describe('context store: the Node-RED Store API on the state store', function ()
       for (let i = 0; i < 1000; i += 2) assert.equal(a.get('f1', `k${i}`), b.get('f1', `k${i}`))
     })
 
+    it(`keys() agree across a fold of the delta: ${DELTA_LIMIT * 2} sets and ${DELTA_LIMIT / 2} deletions from two runtimes at once`, async () => {
+      const prefix = uniquePrefix()
+      const a = await open({ prefix, clientId: 'ctx-a' })
+      const b = await open({ prefix, clientId: 'ctx-b' })
+      const writes: Array<Promise<unknown>> = []
+      for (let i = 0; i < DELTA_LIMIT; i++) {
+        writes.push(call((cb) => a.set('f1', `a${i}`, i, cb)))
+        writes.push(call((cb) => b.set('f2', `b${i}`, i, cb)))
+      }
+      await Promise.all(writes)
+      // deletions across the fold: some of a's keys deleted by b, some of b's by a
+      const deletions: Array<Promise<unknown>> = []
+      for (let i = 0; i < DELTA_LIMIT / 4; i++) {
+        deletions.push(call((cb) => b.set('f1', `a${i * 2}`, undefined, cb)))
+        deletions.push(call((cb) => a.set('f2', `b${i * 2}`, undefined, cb)))
+      }
+      await Promise.all(deletions)
+      const expected = DELTA_LIMIT - DELTA_LIMIT / 4
+      await until(() => [a, b].every((s) => (s.keys('f1') as string[]).length === expected && (s.keys('f2') as string[]).length === expected), 'both to list every key', 25_000)
+      for (const scope of ['f1', 'f2']) assert.deepEqual((a.keys(scope) as string[]).sort(), (b.keys(scope) as string[]).sort(), scope)
+      const client = await raw()
+      try {
+        const index = await readIndex(client, prefix)
+        assert.deepEqual(index.f1, (a.keys('f1') as string[]).sort())
+        assert.deepEqual(index.f2, (a.keys('f2') as string[]).sort())
+        // the changes went through the delta into the buckets: the delta holds less than its limit
+        const delta = (await client.get(`${prefix}#keys/delta`)).value
+        const inDelta = delta === null ? 0 : Object.values(JSON.parse(delta.toString('utf8')) as Record<string, object>).reduce((n, tops) => n + Object.keys(tops).length, 0)
+        assert.ok(inDelta < DELTA_LIMIT, `${inDelta} entries left in the delta`)
+        const buckets = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
+        assert.ok(buckets.filter((r) => r.value !== null).length > BUCKETS / 2, 'the fold wrote the buckets')
+      } finally {
+        await client.close()
+      }
+      // a third runtime opening the store now lists the same
+      for (const cache of [true, false]) {
+        const c = await open({ prefix, clientId: `ctx-c-${cache}`, cache })
+        assert.deepEqual(((await call((cb) => c.keys('f1', cb as never)))[0] as string[]).sort(), (a.keys('f1') as string[]).sort())
+      }
+    })
+
     it('a key whose set has called back in one runtime is seen at once by keys, delete and clean in another without the cache', async () => {
       const prefix = uniquePrefix()
       const a = await open({ prefix, clientId: 'ctx-a' })
@@ -443,6 +485,30 @@ describe('context store: the Node-RED Store API on the state store', function ()
       assert.deepEqual([store.get('global', 'a'), store.get('f1', 'b')], [1, 'x'])
       assert.deepEqual(await readIndex(client, prefix), { f1: ['b'], global: ['a'] })
       assert.equal((await client.get(`${prefix}#keys`)).value, null)
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('the delta overrides the buckets: a key it marks absent is not listed, a key it marks present is, with and without the cache', async () => {
+    const prefix = uniquePrefix()
+    const client = await raw()
+    try {
+      // as a holder leaves it when its lease ran out in the middle of a fold: the buckets partly
+      // rewritten, the delta still there
+      await client.set(`${prefix}global/kept`, '1')
+      await client.set(`${prefix}global/added`, '2')
+      const bucketKey = (top: string) => `${prefix}#keys/${bucketOf('global', top).toString(16).padStart(2, '0')}`
+      await client.set(bucketKey('kept'), JSON.stringify({ global: ['kept'] }))
+      if (bucketKey('gone') !== bucketKey('kept')) await client.set(bucketKey('gone'), JSON.stringify({ global: ['gone'] }))
+      else await client.set(bucketKey('kept'), JSON.stringify({ global: ['gone', 'kept'] }))
+      await client.set(`${prefix}#keys/delta`, JSON.stringify({ global: { gone: false, added: true } }))
+      for (const cache of [true, false]) {
+        const store = await open({ prefix, cache })
+        assert.deepEqual(((await call((cb) => store.keys('global', cb as never)))[0] as string[]).sort(), ['added', 'kept'], `cache: ${cache}`)
+        if (cache) assert.deepEqual([store.get('global', 'added'), store.get('global', 'kept')], [2, 1])
+      }
+      assert.deepEqual(await readIndex(client, prefix), { global: ['added', 'kept'] })
     } finally {
       await client.close()
     }

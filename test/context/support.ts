@@ -82,14 +82,28 @@ export function uniquePrefix(): string {
   return `test/${process.pid}-${counter}/`
 }
 
-/** The key index as any client reads it: every bucket `<prefix>#keys/<00..ff>` merged, each scope's keys sorted. */
+/**
+ * The key index as any client reads it: every bucket `<prefix>#keys/<00..ff>` merged, then the delta
+ * `<prefix>#keys/delta` (`{"<scope>": {"<key>": true|false}}`) applied over it; each scope's keys sorted.
+ */
 export async function readIndex(client: StateStoreClient, prefix: string): Promise<Record<string, string[]>> {
-  const merged: Record<string, string[]> = {}
+  const merged = new Map<string, Set<string>>()
   const values = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
   for (const { value } of values) {
     if (value === null) continue
-    for (const [scope, tops] of Object.entries(JSON.parse(value.toString('utf8')) as Record<string, string[]>)) merged[scope] = [...(merged[scope] ?? []), ...tops]
+    for (const [scope, tops] of Object.entries(JSON.parse(value.toString('utf8')) as Record<string, string[]>)) {
+      for (const top of tops) merged.set(scope, (merged.get(scope) ?? new Set()).add(top))
+    }
   }
-  for (const scope of Object.keys(merged)) merged[scope]!.sort()
-  return Object.fromEntries(Object.entries(merged).sort(([a], [b]) => (a < b ? -1 : 1)))
+  const delta = (await client.get(`${prefix}#keys/delta`)).value
+  if (delta !== null) {
+    for (const [scope, tops] of Object.entries(JSON.parse(delta.toString('utf8')) as Record<string, Record<string, boolean>>)) {
+      for (const [top, exists] of Object.entries(tops)) {
+        if (exists) merged.set(scope, (merged.get(scope) ?? new Set()).add(top))
+        else merged.get(scope)?.delete(top)
+      }
+    }
+  }
+  const listed = [...merged].filter(([, tops]) => tops.size > 0).sort(([a], [b]) => (a < b ? -1 : 1))
+  return Object.fromEntries(listed.map(([scope, tops]) => [scope, [...tops].sort()]))
 }
