@@ -292,11 +292,13 @@ export class KeyIndex {
         this.wake = null
         resolve()
       }, LINGER_MS)
-      this.wake = () => {
+      const wake = () => {
+        if (this.wake !== wake) return // an earlier lull's wake-up, come late
         clearTimeout(timer)
         this.wake = null
         resolve()
       }
+      this.wake = wake
     })
   }
 
