@@ -46,12 +46,12 @@ export function evaluate(RED: NodeAPI, node: Node, prop: TypedProperty, msg: Nod
   })
 }
 
-/** Reads a typedInput; a failure (bad JSONata, unreadable context) becomes an input error naming the property. */
-export async function evaluateInput(RED: NodeAPI, node: Node, prop: TypedProperty, msg: NodeMessage, what: string, t: Translate): Promise<unknown> {
+/** Reads a typedInput; a failure (bad JSONata, unreadable context) becomes an input error naming the property by its label in the edit dialog. */
+export async function evaluateInput(RED: NodeAPI, node: Node, prop: TypedProperty, msg: NodeMessage, what: 'key' | 'value' | 'fencingToken', t: Translate): Promise<unknown> {
   try {
     return await evaluate(RED, node, prop, msg)
   } catch (err) {
-    throw new InputError('PropertyFailed', t('errors.property', { property: what, error: err instanceof Error ? err.message : String(err) }))
+    throw new InputError('PropertyFailed', t('errors.property', { property: t(`label.${what}`), error: err instanceof Error ? err.message : String(err) }))
   }
 }
 
@@ -110,7 +110,7 @@ export function parseFencingToken(value: unknown, t: Translate): Hlc | undefined
 
 /** The fencing token a msg carries per the node's setting; the typed-input type `none` never sends one. */
 export async function resolveFencingToken(RED: NodeAPI, node: Node, msg: NodeMessage, token: TypedProperty, t: Translate): Promise<Hlc | undefined> {
-  return token.type === 'none' ? undefined : parseFencingToken(await evaluateInput(RED, node, token, msg, 'fencing token', t), t)
+  return token.type === 'none' ? undefined : parseFencingToken(await evaluateInput(RED, node, token, msg, 'fencingToken', t), t)
 }
 
 /** Expiry in whole milliseconds; 0, empty or absent means none. Numeric strings are accepted (`${ENV}`, form fields). */

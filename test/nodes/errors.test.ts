@@ -2,13 +2,15 @@
 // through the runtime's encodeObject), the Catch node's msg.error, the console log.
 import assert from 'node:assert/strict'
 import { InputError, NodeFailure, toFailure } from '../../nodes/lib/errors'
+import { evaluateInput } from '../../nodes/lib/props'
 import { ConnectionError, ServiceError } from '../../src/errors'
 
 // The runtime's own encoder for the Debug sidebar, from the Node-RED this package is tested with.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { encodeObject } = require(require.resolve('@node-red/util/lib/util.js', { paths: [require.resolve('node-red')] })) as {
+const redUtil = require(require.resolve('@node-red/util/lib/util.js', { paths: [require.resolve('node-red')] })) as {
   encodeObject(msg: { msg: unknown }): { msg: unknown; format: string }
 }
+const { encodeObject } = redUtil
 
 describe('nodes: failures as Node-RED shows them', () => {
   it('an uncaught failure is one line in the Debug sidebar, not an object with cause "[object Object]"', () => {
@@ -39,5 +41,23 @@ describe('nodes: failures as Node-RED shows them', () => {
     // The message of every one mentions 'closed', which once decided what a lock waiter did.
     const codes = (['not-connected', 'lost', 'closed', 'refused', 'auth'] as const).map((code) => toFailure(new ConnectionError(code, 'the connection closed')).code)
     assert.deepEqual(codes, ['NotConnected', 'ConnectionLost', 'ConnectionClosed', 'BrokerRefused', 'NotAuthenticated'])
+  })
+
+  it('names a property that cannot be evaluated by its label in the catalogue, not by an English word', async () => {
+    // The runtime's own evaluateNodeProperty on a JSONata expression that does not parse; a
+    // translator that shows which catalogue keys were asked for.
+    const RED = { util: redUtil } as never
+    const t = (key: string, substitutions?: Record<string, string | number>) => (substitutions ? `${key} ${JSON.stringify(substitutions)}` : `<${key}>`)
+    for (const what of ['key', 'value', 'fencingToken'] as const) {
+      const failed = await evaluateInput(RED, { id: 'n1' } as never, { value: '$$$(', type: 'jsonata' }, { _msgid: 'm' }, what, t).then(
+        () => assert.fail('the expression evaluated'),
+        (err: unknown) => err as InputError,
+      )
+      assert.equal(failed.code, 'PropertyFailed')
+      const [key, substitutions] = [failed.message.slice(0, failed.message.indexOf(' ')), JSON.parse(failed.message.slice(failed.message.indexOf(' ') + 1)) as Record<string, string>]
+      assert.equal(key, 'errors.property')
+      assert.equal(substitutions.property, `<label.${what}>`)
+      assert.ok(substitutions.error, 'the evaluation error is kept')
+    }
   })
 })
