@@ -5,7 +5,9 @@
  */
 export class Limiter {
   private active = 0
-  private readonly waiting: Array<() => void> = []
+  /** Waiting in order from `head` on: shift() on an array moves every element, and opening a large store queues one entry per key. */
+  private waiting: Array<() => void> = []
+  private head = 0
 
   constructor(private readonly max: number) {}
 
@@ -18,9 +20,23 @@ export class Limiter {
       if (error) throw error
       return await fn()
     } finally {
-      const next = this.waiting.shift()
+      const next = this.next()
       if (next) next()
       else this.active -= 1
     }
+  }
+
+  private next(): (() => void) | undefined {
+    if (this.head >= this.waiting.length) return undefined
+    const next = this.waiting[this.head]
+    this.head += 1
+    if (this.head === this.waiting.length) {
+      this.waiting = []
+      this.head = 0
+    } else if (this.head >= 1024 && this.head * 2 >= this.waiting.length) {
+      this.waiting = this.waiting.slice(this.head)
+      this.head = 0
+    }
+    return next
   }
 }
