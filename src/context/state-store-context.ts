@@ -48,6 +48,8 @@ interface KeyState {
    * no longer knows the key until the service tells it (a read, a notification, a later write).
    */
   doubt: boolean
+  /** reread() runs for the key: one at a time. */
+  rereading: boolean
 }
 
 /**
@@ -398,7 +400,7 @@ export class StateStoreContext {
     const serviceKey = `${this.config.prefix}${scope}/${top}`
     let state = this.states.get(serviceKey)
     if (!state) {
-      state = { scope, top, serviceKey, version: null, exists: null, seen: 0, inflight: null, next: null, remote: null, observed: null, watching: false, doubt: false }
+      state = { scope, top, serviceKey, version: null, exists: null, seen: 0, inflight: null, next: null, remote: null, observed: null, watching: false, doubt: false, rereading: false }
       this.states.set(serviceKey, state)
     }
     return state
@@ -567,13 +569,24 @@ export class StateStoreContext {
    * the write would have (it may have been executed).
    */
   private async reread(state: KeyState): Promise<void> {
+    if (state.rereading) return
+    state.rereading = true
+    try {
+      await this.rereadUntilSettled(state)
+    } finally {
+      state.rereading = false
+    }
+  }
+
+  private async rereadUntilSettled(state: KeyState): Promise<void> {
     while (state.doubt && !this.closing && this.client && !state.inflight && !state.next) {
       try {
         await this.client.ready({ timeoutMs: this.config.requestTimeoutMs })
         await this.load(state.scope, state.top)
       } catch (err) {
         if (this.closing) return
-        this.config.logger('warn', `${this.named(err, `reading ${state.scope}/${state.top} again after a failed write`).message}; retrying`)
+        // while the broker is away the failed write itself was reported; a read that fails while connected is news
+        if (this.client?.status.state === 'connected') this.config.logger('warn', `${this.named(err, `reading ${state.scope}/${state.top} again after a failed write`).message}; retrying`)
         await new Promise((resolve) => setTimeout(resolve, RELOAD_MS))
         continue
       }
