@@ -387,11 +387,14 @@ export class PendingRequests {
       this.settle(p, this.notConnected(p, p.timeoutMs))
       return
     }
-    if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
     const where = p.unheard > 0 ? 'no state store service is subscribed to the request topic' : p.phase === 'sent' ? 'no response' : this.transport.online ? 'still waiting for a free slot' : 'not connected'
     const err = new TimeoutError(p.timeoutMs, `${p.invocation.verb} request`)
     err.message += ` (${where})`
     this.settle(p, err)
+    // After settling: mqtt.js calls the publish back at once with "Message removed", which would
+    // otherwise settle it first as a lost connection (chaos run, seed 93: a Lock.edit's GET that
+    // timed out while the connection was down failed ConnectionError 'lost', not TimeoutError).
+    if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
   }
 
   private settle(p: Pending, err: Error | undefined, result?: unknown): void {

@@ -43,6 +43,13 @@ interface KeyState {
   observed: Promise<Observation | null> | null
   /** The key's notifications are registered: every later change by anyone reaches onNotification. */
   watching: boolean
+  /**
+   * A write of ours failed, so the service may or may not hold it while the cache does: the cache
+   * no longer knows the key until the service tells it (a read, a notification, a later write).
+   */
+  doubt: boolean
+  /** reread() runs for the key: one at a time. */
+  rereading: boolean
 }
 
 /**
@@ -393,7 +400,7 @@ export class StateStoreContext {
     const serviceKey = `${this.config.prefix}${scope}/${top}`
     let state = this.states.get(serviceKey)
     if (!state) {
-      state = { scope, top, serviceKey, version: null, exists: null, seen: 0, inflight: null, next: null, remote: null, observed: null, watching: false }
+      state = { scope, top, serviceKey, version: null, exists: null, seen: 0, inflight: null, next: null, remote: null, observed: null, watching: false, doubt: false, rereading: false }
       this.states.set(serviceKey, state)
     }
     return state
@@ -442,6 +449,7 @@ export class StateStoreContext {
   private apply(state: KeyState, bytes: Buffer | null, version: Hlc | null): void {
     if (version && state.version && Hlc.compare(version, state.version) < 0) return
     if (bytes !== null && version && state.version && Hlc.compare(version, state.version) === 0) return
+    state.doubt = false
     state.version = version
     state.exists = version ? bytes !== null : null
     if (bytes === null) {
@@ -526,6 +534,7 @@ export class StateStoreContext {
         const expired = this.expiry(client)
         if (bytes === null) version = (await this.limiter.run(() => client.del(state.serviceKey), expired)).version
         else version = (await this.limiter.run(() => client.set(state.serviceKey, bytes, { persist: this.config.persist }), expired)).version
+        state.doubt = false
         if (version && (!state.version || Hlc.compare(version, state.version) > 0)) {
           state.version = version
           state.exists = bytes !== null
@@ -536,6 +545,13 @@ export class StateStoreContext {
         await this.index?.check(state.scope, state.top, job.bytes !== null, false)
         for (const waiter of job.waiters) waiter()
       } catch (err) {
+        // The cache already holds what failed to be written, and the service may hold it or not
+        // (a timed-out write may have been executed): forget the version, so that the next word of
+        // the service, whatever its version, is taken (chaos run, seed 20261125: a SET that timed
+        // out while the emulator was killed stayed in the writer's cache, never in the store).
+        state.version = null
+        state.exists = null
+        state.doubt = true
         const error = this.named(err, `writing ${state.serviceKey}`)
         for (const waiter of job.waiters) waiter(error)
       }
@@ -544,6 +560,41 @@ export class StateStoreContext {
     const remote = state.remote
     state.remote = null
     if (remote && this.config.cache) this.apply(state, remote.bytes, remote.version)
+    if (state.doubt && this.config.cache) void this.reread(state)
+  }
+
+  /**
+   * After a failed write: reads the key until the cache holds what the service holds (a
+   * notification or a later write of ours settles it too), then has the index check the key, as
+   * the write would have (it may have been executed).
+   */
+  private async reread(state: KeyState): Promise<void> {
+    if (state.rereading) return
+    state.rereading = true
+    try {
+      await this.rereadUntilSettled(state)
+    } finally {
+      state.rereading = false
+    }
+  }
+
+  private async rereadUntilSettled(state: KeyState): Promise<void> {
+    while (state.doubt && !this.closing && this.client && !state.inflight && !state.next) {
+      try {
+        await this.client.ready({ timeoutMs: this.config.requestTimeoutMs })
+        await this.load(state.scope, state.top)
+      } catch (err) {
+        if (this.closing) return
+        // while the broker is away the failed write itself was reported; a read that fails while connected is news
+        if (this.client?.status.state === 'connected') this.config.logger('warn', `${this.named(err, `reading ${state.scope}/${state.top} again after a failed write`).message}; retrying`)
+        await new Promise((resolve) => setTimeout(resolve, RELOAD_MS))
+        continue
+      }
+      // still in doubt: load() found a write of ours queued meanwhile, which settles the key
+      if (state.doubt) return
+      if (state.exists) void this.index?.check(state.scope, state.top, true).catch(() => {}) // logged by the index
+      return
+    }
   }
 
   /**

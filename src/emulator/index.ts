@@ -17,7 +17,7 @@ import type { Replayed } from './journal/format'
 import { Journal } from './journal/journal'
 import { stateStoreAccessPolicy, stateStorePublishPolicy } from './service/broker-policy'
 import { StateStoreService } from './service/service'
-import { Keyspace } from './core/keyspace'
+import { Keyspace, type KeyChange } from './core/keyspace'
 import { DEFAULT_SCAN_LIMITS } from './core/scan'
 
 export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
@@ -211,6 +211,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
     })
     log('info', `state store emulator serving on ${brokerUrl} (node id ${clock.nodeId})`)
+    if (journal) tellRestoredWatchers(store, registrations, clock, service, log)
 
     let stopping: Promise<void> | null = null
     const url = brokerUrl
@@ -244,6 +245,34 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     await cleanup()
     throw err
   }
+}
+
+/**
+ * After a restart with `--persist`, tells each restored KEYNOTIFY registration its key's current
+ * state: a SET with the key's value and version, or a DELETE for a key that is gone. A client that
+ * stayed connected to an external broker cannot tell that the emulator restarted, and a change the
+ * previous process had written to the file may have lost its notifications with the process (killed
+ * between writing and syncing the record, before publishing): without this, such a watcher would
+ * hold the old value until the key changed again (chaos run, kill-emulator, seed 20261125: a
+ * context cache kept a value the store had replaced). The same goes for in-memory keys, gone with
+ * the process. A watcher that missed nothing hears its last notification once more (same version).
+ * The embedded broker has no such clients: its registrations are dropped at start.
+ */
+function tellRestoredWatchers(store: Keyspace, registrations: Registrations, clock: HybridLogicalClock, service: StateStoreService, log: FilteredLogger): void {
+  if (registrations.size === 0) return
+  const goneAt = clock.tick()
+  let sent = 0
+  for (const key of registrations.keys()) {
+    const record = store.get(key)
+    const change: KeyChange = record
+      ? { kind: 'set', key, value: record.value, record, wasPersisted: record.persisted }
+      : { kind: 'delete', key, version: goneAt, cause: 'del', wasPersisted: false }
+    for (const n of registrations.notificationsFor(change)) {
+      service.notify(n)
+      sent++
+    }
+  }
+  log('info', `persistence: ${sent} restored KEYNOTIFY registration(s) told their key's current state`)
 }
 
 function replay(store: Keyspace, registrations: Registrations, clock: HybridLogicalClock, dedup: DedupCache, records: Replayed[], log: FilteredLogger): void {

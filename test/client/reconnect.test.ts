@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { Prop } from '../../src/protocol'
+import { TimeoutError } from '../../src/errors'
 import { Mosquitto } from '../support/mosquitto'
 import { requireMosquitto, retry } from '../reliability/support'
 import { ClientPool, eventually, Inbox, statusWhere, uniqueId } from './support/clients'
@@ -87,6 +88,21 @@ onEveryBroker('reconnect', (t) => {
     await writer.set(changed!, 'v5')
     await inbox.count(6)
     assert.equal(inbox.items.length, 6)
+  })
+
+  it('a request sent, then held for a re-send while disconnected, that runs out of time ends in a TimeoutError', async function () {
+    // Regression (chaos run, seed 93): taking the publish out of mqtt.js's replay store made mqtt.js
+    // call it back with "Message removed", which settled it first as ConnectionError 'lost'.
+    const away = await pool.ready(proxy.url)
+    proxy.freeze() // sent, never acknowledged
+    const started = performance.now()
+    const request = away.get(uniqueId('held'), { timeoutMs: 1500 })
+    await new Promise((r) => setTimeout(r, 200))
+    proxy.cut()
+    proxy.thaw()
+    await statusWhere(away, (s) => s.state !== 'connected')
+    await assert.rejects(request, (err: unknown) => err instanceof TimeoutError && /no response/.test(err.message))
+    assert.ok(performance.now() - started >= 1400, 'at its own deadline')
   })
 
   it('keeps its session (cleanStart false): requests and notifications from the time away are not lost or doubled', async function () {

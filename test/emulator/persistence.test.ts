@@ -305,6 +305,13 @@ describe('emulator persistence', function () {
       }
     }
 
+    /** After a restart: the watcher is told the current state of each key it is registered for, once (index.ts, tellRestoredWatchers); returns those keys, sorted. */
+    const toldAtRestart = async (count: number): Promise<string[]> => {
+      const got: string[] = []
+      for (let i = 0; i < count; i++) got.push((await watcher!.nextNotification()).key.toString())
+      return got.sort()
+    }
+
     it('survive a restart from the log while the client stays connected; STOP removes them', async () => {
       const file = join(dir, 'external.aof')
       await start(file)
@@ -315,10 +322,12 @@ describe('emulator persistence', function () {
       assert.deepEqual(await notifiedOf(['w1', 'w2', 'w3']), ['w1', 'w3'])
       await start(file)
       assert.ok(logs.some((m) => m.includes('3 KEYNOTIFY registration(s) restored')), logs.join('\n'))
+      assert.deepEqual(await toldAtRestart(3), ['marker', 'w1', 'w3'])
       assert.deepEqual(await notifiedOf(['w1', 'w2', 'w3']), ['w1', 'w3'], 'the watcher never re-registered')
       assert.equal(text((await watcher.request(Request.keyNotifyStop('w1'))).payload), text(Reply.ok))
       assert.equal(text((await watcher.request(Request.keyNotifyStop('w2'))).payload), text(Reply.integer(0)))
       await start(file)
+      assert.deepEqual(await toldAtRestart(2), ['marker', 'w3'])
       assert.deepEqual(await notifiedOf(['w1', 'w2', 'w3']), ['w3'])
     })
 
@@ -336,6 +345,7 @@ describe('emulator persistence', function () {
       const records = decodeLog(readFileSync(file)).records
       assert.ok(!records.some((r) => r.type === 'keynotify-stop'), 'the STOP is gone with the compaction')
       await start(file)
+      assert.deepEqual(await toldAtRestart(2), ['c1', 'marker'])
       assert.deepEqual(await notifiedOf(['c1', 'c2']), ['c1'])
     })
 
@@ -352,10 +362,12 @@ describe('emulator persistence', function () {
       appendFileSync(file, torn.subarray(0, torn.length - 3))
       await start(file)
       assert.ok(logs.some((m) => m.includes(`ignored ${torn.length - 3} byte(s)`)), logs.join('\n'))
+      assert.deepEqual(await toldAtRestart(2), ['marker', 't1'])
       assert.deepEqual(await notifiedOf(['t1', 't2']), ['t1'])
       // The tail was cut off, so what is recorded next is readable.
       await watcher.request(Request.keyNotify('t3'))
       await start(file)
+      assert.deepEqual(await toldAtRestart(3), ['marker', 't1', 't3'])
       assert.deepEqual(await notifiedOf(['t1', 't2', 't3']), ['t1', 't3'])
     })
   })

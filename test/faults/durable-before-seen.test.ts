@@ -7,12 +7,12 @@
  */
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { open } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { StateStoreClient, type KeyNotification } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { sleep, until } from '../reliability/support'
+import { holdSyncs as holdSyncsOf } from '../support/hold-syncs'
 
 describe('faults: nothing shows a persistent write before it is durable', function () {
   this.timeout(20_000)
@@ -32,22 +32,8 @@ describe('faults: nothing shows a persistent write before it is durable', functi
     rmSync(dir, { recursive: true, force: true })
   })
 
-  /** Holds every datasync of this process until the returned function is called. */
   async function holdSyncs(): Promise<() => void> {
-    const probe = await open(join(dir, 'probe'), 'w')
-    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> }
-    await probe.close()
-    const original = proto.datasync
-    let release!: () => void
-    const released = new Promise<void>((resolve) => (release = resolve))
-    proto.datasync = async function (this: unknown) {
-      await released
-      return original.call(this)
-    }
-    restoreSync = () => {
-      proto.datasync = original
-      release()
-    }
+    restoreSync = await holdSyncsOf(dir)
     return restoreSync
   }
 

@@ -6,8 +6,8 @@
  * own broker connection, carries on: requests made while no service was subscribed are sent again
  * and answered by the new process, requests the old process took with it fail with TimeoutError.
  * A key the client watched before the crash is still watched: the new process restored the
- * KEYNOTIFY registration from the file, and the client, which never reconnected, gets the
- * notification of a SET made after the restart.
+ * KEYNOTIFY registration from the file and tells it the key's current state (here: gone), and the
+ * client, which never reconnected, gets the notification of a SET made after the restart.
  */
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -109,6 +109,10 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
     assert.ok(Hlc.compare(fresh.version, newest) > 0, `versions keep increasing across the restart: ${fresh.version} after ${newest}`)
 
     // The watch set up before the crash: no reconnect, so no re-registration; the file kept it.
+    // The restarted emulator told it the key's state first: gone (it was never written).
+    await until(() => seen.length === 1, 'the restarted emulator tells the watcher the state of its key', 5000)
+    assert.equal(seen[0]!.operation, 'DELETE')
+    assert.equal(seen[0]!.reconciled, false, 'from the service, not a reconcile of the client')
     let timer: NodeJS.Timeout | undefined
     const arrived = new Promise<void>((resolve, reject) => {
       notified = resolve
@@ -118,11 +122,11 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
     await arrived.finally(() => clearTimeout(timer))
     // A status while the service was away says so (problem noService) and stays connected.
     assert.deepEqual(statuses.filter((state) => state !== 'connected'), [], 'the client stayed connected to the broker throughout')
-    assert.equal(seen.length, 1)
-    assert.equal(seen[0]!.operation, 'SET')
-    assert.equal(seen[0]!.reconciled, false)
-    assert.equal(seen[0]!.value?.toString(), 'after the restart')
-    assert.equal(seen[0]!.version?.toString(), watchedSet.version.toString())
+    assert.equal(seen.length, 2)
+    assert.equal(seen[1]!.operation, 'SET')
+    assert.equal(seen[1]!.reconciled, false)
+    assert.equal(seen[1]!.value?.toString(), 'after the restart')
+    assert.equal(seen[1]!.version?.toString(), watchedSet.version.toString())
     await watch.close()
     console.log(`      ${JSON.stringify({ issued: outcomes.issued, completed: outcomes.ok.length, failed: Object.fromEntries(outcomes.failed), persistentRestored: restored, inMemoryForgotten: forgotten, servedByNewProcess: afterRestart.length })}`)
   })

@@ -80,6 +80,11 @@ export class Registrations {
     }
   }
 
+  /** Every key with at least one registration. */
+  *keys(): IterableIterator<Buffer> {
+    for (const id of this.byKey.keys()) yield Buffer.from(id, 'latin1')
+  }
+
   /** The clients with at least one registration. */
   clients(): string[] {
     return [...this.byClient.keys()]
