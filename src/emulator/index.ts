@@ -275,6 +275,14 @@ function tellRestoredWatchers(store: Keyspace, registrations: Registrations, clo
   log('info', `persistence: ${sent} restored KEYNOTIFY registration(s) told their key's current state`)
 }
 
+function parsedOrNull(text: string): Hlc | null {
+  try {
+    return Hlc.parse(text)
+  } catch {
+    return null
+  }
+}
+
 function replay(store: Keyspace, registrations: Registrations, clock: HybridLogicalClock, dedup: DedupCache, records: Replayed[], log: FilteredLogger): void {
   const now = Date.now()
   let newest: Hlc | null = null
@@ -296,9 +304,14 @@ function replay(store: Keyspace, registrations: Registrations, clock: HybridLogi
       case 'drop-client':
         registrations.dropClient(r.clientId)
         break
-      case 'answer':
+      case 'answer': {
         dedup.restore(r.id, RequestPrint.parse(r.request), r.expiresAt, { payload: r.payload, timestamp: r.timestamp }, now)
+        // A deletion's record has no version, its answer does: the clock must not restart below it
+        // either, or a watcher that saw the DELETE would take later writes for older ones.
+        const answered = r.timestamp === undefined ? null : parsedOrNull(r.timestamp)
+        if (answered && (!newest || Hlc.compare(answered, newest) > 0)) newest = answered
         break
+      }
     }
   }
   if (!newest) return
