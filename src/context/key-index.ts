@@ -130,7 +130,7 @@ export class KeyIndex {
           this.observations[i] ??= await this.limiter.run(() =>
             this.client.observe(key, (n) => {
               this.seen[i]! += 1
-              this.take(i, n.operation === 'SET' ? n.value : null, true)
+              this.received(i, n.operation === 'SET' ? n.value : null, true)
             }),
           )
         }),
@@ -146,7 +146,7 @@ export class KeyIndex {
       this.indexKeys().map(async (key, i) => {
         const seen = this.seen[i]
         const { value } = await this.limiter.run(() => this.client.get(key))
-        if (this.seen[i] === seen) this.take(i, value, false)
+        if (this.seen[i] === seen) this.received(i, value, false)
       }),
     )
     return this.current
@@ -157,8 +157,8 @@ export class KeyIndex {
     return [...this.buckets.map((_, i) => this.bucketKey(i)), this.deltaKey]
   }
 
-  /** What index key `i` (a bucket, or at BUCKETS the delta) now holds. */
-  private take(i: number, value: Buffer | null, notify: boolean): void {
+  /** What index key `i` (a bucket, or at BUCKETS the delta) now holds, read or notified. */
+  private received(i: number, value: Buffer | null, notify: boolean): void {
     if (i < BUCKETS) return this.replace(i, this.parse(value, i), notify)
     const own = this.ownDelta
     this.ownDelta = null
@@ -304,8 +304,8 @@ export class KeyIndex {
 
   /**
    * Checks a batch under the lock: makes the delta say whether each key exists, then tells those
-   * waiting (not after the lease's release too). `delta`: what this lock round last wrote, or null
-   * to read it. Returns the delta as stored now.
+   * waiting (not after the lease's release too). `held`: the delta as this lock round last left it,
+   * or null to read it. Returns the delta as stored now.
    */
   private async update(batch: Pending[], held: Delta | null, fencingToken: Hlc): Promise<Delta> {
     // A key this runtime wrote and follows is not read again: what it knows, sampled under the
