@@ -313,7 +313,8 @@ export class KeyIndex {
     // written; that change's notification (sent before the lock was ours, or during the round)
     // shows as a new version below, and the key is checked again, read this time.
     const knowledge = batch.map((b) => (b.verify ? null : this.known(b.scope, b.top)))
-    const [stored, found] = await Promise.all([
+    // `delta` is the round's own copy, changed in place batch after batch (never the followed `this.delta`)
+    const [delta, found] = await Promise.all([
       held ?? this.limiter.run(() => this.client.get(this.deltaKey, { timeoutMs: this.leaseLeft() })).then((r) => this.parseDelta(r.value)),
       Promise.all(
         batch.map(
@@ -322,8 +323,6 @@ export class KeyIndex {
         ),
       ),
     ])
-    // the round's own copy, changed in place batch after batch (never the followed `this.delta`)
-    const delta = stored
     const changes: DeltaChange[] = []
     batch.forEach(({ scope, top }, i) => {
       const tops = delta.get(scope) ?? new Map<string, boolean>()

@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileS
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SERVICE_ERROR_TEXT } from '../../src/errors'
-import { Hlc } from '../../src/hlc'
+import { Hlc, HybridLogicalClock } from '../../src/hlc'
 import { Prop, Reply, Request } from '../../src/protocol'
 import { startEmulator } from '../../src/emulator'
 import { decodeLog, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet } from '../../src/emulator/journal/format'
@@ -84,6 +84,28 @@ describe('emulator persistence', function () {
     assert.equal(text((await c.request(Request.set('fenced', 'x'), { props: { [Prop.fencingToken]: lower } })).payload), text(Reply.error(SERVICE_ERROR_TEXT.FencingTokenLowerVersion)))
     const after = await c.request(Request.set(key, 'new'), persist)
     for (const v of versions.values()) assert.ok(Hlc.compare(Hlc.parse(after.prop(Prop.timestamp)!), Hlc.parse(v)) > 0, 'versions keep increasing across restarts')
+  })
+
+  it('restarts its clock above a deletion made while a client ahead had pushed it (the DEL record has no version, its recorded answer does)', async () => {
+    // Before, the clock restarted from the newest stored SET alone: the next write got a version
+    // below the DELETE a watcher had seen, and a cache would have taken it for an older one.
+    const args = ['--listen', '127.0.0.1:0', '--persist', join(dir, 'store.aof'), '--log-level', 'error']
+    let c = await restart(args)
+    assert.ok((await c.request(Request.set('doomed', 'v'), persist)).payload.equals(Reply.ok))
+    // a reading 30 s ahead (within the allowance) moves the emulator's clock past the wall clock
+    const ahead = new HybridLogicalClock({ now: () => Date.now() + 30_000 })
+    await c.request(Request.get('anything'), { props: { [Prop.timestamp]: ahead.tick().toString() } })
+    const del = await c.request(Request.del('doomed'), persist)
+    assert.ok(del.payload.equals(Reply.integer(1)))
+    const deletedAt = Hlc.parse(del.prop(Prop.timestamp)!)
+    assert.ok(deletedAt.timestamp > Date.now() + 20_000, 'the deletion is versioned ahead of the wall clock')
+
+    await proc!.kill('SIGKILL')
+    c = await restart(args)
+    const after = await c.request(Request.set('doomed', 'again'), persist)
+    assert.ok(after.payload.equals(Reply.ok))
+    const writtenAt = Hlc.parse(after.prop(Prop.timestamp)!)
+    assert.ok(Hlc.compare(writtenAt, deletedAt) > 0, `the new write's version ${writtenAt} is above the deletion's ${deletedAt}`)
   })
 
   it('ignores a torn last record and starts; refuses a file that is not its own', async () => {
