@@ -40,7 +40,8 @@ function referenceItems(pattern: string, p: Principal): Item[] | null {
       const name = pattern.slice(i + 1, end)
       const value =
         name === 'principal.clientId' ? p.clientId : name === 'principal.username' ? p.username : name.startsWith('principal.attributes.') ? p.attributes?.[name.slice(21)] : undefined
-      if (value === undefined) return null
+      // A value that could reach past its place (a `/`, a glob character, a brace) or is empty matches nothing.
+      if (value === undefined || value === '' || /[/*?[\]\\{}]/.test(value)) return null
       literal(value)
       i = end + 1
     } else if (pattern[i] === '*') {

@@ -6,7 +6,7 @@ import { DEFAULT_SCAN_LIMITS, ScanWalks, type ScanAnswer } from '../../src/emula
 function matcher(pattern: string | Buffer): (key: string | Buffer) => boolean {
   const glob = compileScanGlob(Buffer.isBuffer(pattern) ? pattern : Buffer.from(pattern, 'utf8'))
   assert.ok(glob.ok, `compiles: ${String(pattern)}`)
-  return (key) => glob.matches((Buffer.isBuffer(key) ? key : Buffer.from(key, 'utf8')).toString('latin1'))
+  return (key) => glob.glob.matches((Buffer.isBuffer(key) ? key : Buffer.from(key, 'utf8')).toString('latin1'))
 }
 
 describe('SCAN glob', () => {

@@ -1,5 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import { globToRegExp, KEY_PATTERN_GLOB } from '../core/glob'
+import { compileGlob, Glob, KEY_PATTERN_GLOB, literalTokens } from '../core/glob'
 import { PatternError, type Principal } from '../core/principal'
 import { PersistencePolicy } from '../core/persistence-policy'
 import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
@@ -144,7 +144,7 @@ export class EmulatorAdmin {
           stepStart = performance.now()
         }
       }
-      if (pattern !== null && !pattern.test(id)) continue
+      if (pattern !== null && !pattern.matches(id)) continue
       matching += 1
       if (after !== null && id <= after) continue
       if (best.length === keep && id >= best[keep - 1]![0]) continue
@@ -190,13 +190,13 @@ export class EmulatorAdmin {
 }
 
 /** The key filter: the state store's glob; a pattern that is no glob (an unclosed `[`) is taken literally. */
-function filterOf(pattern: string): RegExp {
+function filterOf(pattern: string): Glob {
   const latin1 = Buffer.from(pattern, 'utf8').toString('latin1')
   try {
-    return globToRegExp(latin1, KEY_PATTERN_GLOB)
+    return compileGlob(latin1, KEY_PATTERN_GLOB)
   } catch (err) {
     if (!(err instanceof PatternError)) throw err
-    return new RegExp(`^${latin1.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&')}$`)
+    return new Glob([literalTokens(latin1)])
   }
 }
 

@@ -1,5 +1,5 @@
-import { globSource, globToRegExp, KEY_PATTERN_GLOB } from './glob'
-import { parseTemplate, PatternError, principalValue, substituteParts, type Principal, type TemplatePart } from './principal'
+import { compileGlob, Glob, globTokens, KEY_PATTERN_GLOB, literalTokens, type GlobTokens } from './glob'
+import { parseTemplate, PatternError, principalValue, type Principal, type TemplatePart } from './principal'
 
 /**
  * State store key patterns as a BrokerAuthorization or Broker persistence resource writes them.
@@ -31,8 +31,12 @@ export function keyTypeOf(text: unknown): KeyType | null {
 }
 
 const latin1 = (utf8Text: string) => Buffer.from(utf8Text, 'utf8').toString('latin1')
-/** A substituted value is literal: each of its bytes stands for itself. */
-const literalSource = (latin1Text: string) => latin1Text.replace(/[\s\S]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+/**
+ * A substituted value is literal, and one that holds a `/`, a glob character or a brace makes the
+ * rule not match: a client id `line-1/cfg` must not reach into `dev/line-1/…`, nor `a*` stand for
+ * every key (as topic rules refuse `/`, `+` and `#`).
+ */
+export const UNSAFE_SUBSTITUTION = /[/*?[\]\\{}]/
 
 /** How many compiled patterns one substituted key pattern keeps (one per principal seen, bounded). */
 const CACHE_LIMIT = 1024
@@ -40,8 +44,9 @@ const CACHE_LIMIT = 1024
 /** One key of a resource, compiled; `matches` takes the key as latin1 and who asks. */
 export class KeyPattern {
   private readonly parts: TemplatePart[] | null
-  private readonly fixed: RegExp | string | null
-  private readonly cache = new Map<string, RegExp>()
+  private readonly fixed: Glob | string | null
+  private readonly textTokens = new Map<TemplatePart, GlobTokens>()
+  private readonly cache = new Map<string, Glob | null>()
 
   /** Throws PatternError when the key is not valid for its type. */
   constructor(
@@ -62,20 +67,22 @@ export class KeyPattern {
       const substituted = parts.some((p) => p.kind === 'principal')
       if (substituted && !options.substitutions) throw new PatternError('a {principal.…} substitution has no meaning here: no client is asking')
       // Checked now, so that a bad glob stops the start rather than a request.
-      for (const p of parts) if (p.kind === 'text') globSource(latin1(p.text), KEY_PATTERN_GLOB)
+      for (const p of parts) if (p.kind === 'text') this.textTokens.set(p, globTokens(latin1(p.text), KEY_PATTERN_GLOB))
+      // The stars of the text parts, counted now too.
+      if (substituted) new Glob([...this.textTokens.values()])
       this.parts = substituted ? parts : null
-      this.fixed = substituted ? null : globToRegExp(latin1(source), KEY_PATTERN_GLOB)
+      this.fixed = substituted ? null : compileGlob(latin1(source), KEY_PATTERN_GLOB)
     }
   }
 
   matches(key: string, principal?: Principal): boolean {
     if (typeof this.fixed === 'string') return key === this.fixed
-    if (this.fixed) return this.fixed.test(key)
-    const re = principal ? this.forPrincipal(principal) : null
-    return re !== null && re.test(key)
+    if (this.fixed) return this.fixed.matches(key)
+    const glob = principal ? this.forPrincipal(principal) : null
+    return glob !== null && glob.matches(key)
   }
 
-  private forPrincipal(principal: Principal): RegExp | null {
+  private forPrincipal(principal: Principal): Glob | null {
     const parts = this.parts!
     // The principal's values, joined by a byte no MQTT string carries, name its compiled pattern.
     let cacheKey = ''
@@ -85,17 +92,22 @@ export class KeyPattern {
       if (v === undefined) return null
       cacheKey += `${v}\u0000`
     }
-    let re = this.cache.get(cacheKey)
-    if (re) return re
-    const sources = substituteParts(
-      parts,
-      principal,
-      (t) => globSource(latin1(t), KEY_PATTERN_GLOB),
-      (v) => literalSource(latin1(v)),
-    )!
-    re = new RegExp(`^${sources.join('')}$`)
+    const cached = this.cache.get(cacheKey)
+    if (cached !== undefined) return cached
+    let glob: Glob | null = null
+    const tokens: GlobTokens[] = []
+    let safe = true
+    for (const part of parts) {
+      if (part.kind === 'text') tokens.push(this.textTokens.get(part)!)
+      else {
+        const v = principalValue(principal, part.field)!
+        if (v === '' || UNSAFE_SUBSTITUTION.test(v)) safe = false
+        tokens.push(literalTokens(latin1(v)))
+      }
+    }
+    if (safe) glob = new Glob(tokens)
     if (this.cache.size >= CACHE_LIMIT) this.cache.delete(this.cache.keys().next().value!)
-    this.cache.set(cacheKey, re)
-    return re
+    this.cache.set(cacheKey, glob)
+    return glob
   }
 }
