@@ -6,6 +6,7 @@ import { backoffDelay } from './backoff'
 import { Connection } from './connection'
 import { del } from './del'
 import { get } from './get'
+import { NotificationTrust } from './notification-trust'
 import { Notifications } from './notifications'
 import { resolveOptions, type ResolvedOptions } from './options'
 import { PendingRequests, type Invoker } from './pending-requests'
@@ -49,6 +50,7 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
   private readonly connection: Connection
   private readonly requests: PendingRequests
   private readonly notifications: Notifications
+  private readonly trust: NotificationTrust
   /** The requests' invoker, timed when the options ask for metrics. */
   private readonly invoke: Invoker
   private closing: Promise<void> | null = null
@@ -66,12 +68,14 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     this.connection = new Connection(this.options, dialect.notifications ? [responseTopic, notificationFilter(this.clientId)] : [responseTopic])
     this.requests = new PendingRequests(this.connection, this.options, responseTopic)
     this.invoke = options.metrics ? measured(this.requests.invoke, options.metrics) : this.requests.invoke
+    this.trust = new NotificationTrust(this.clock)
     this.notifications = new Notifications(
       this.invoke,
       this.options,
       () => this.connection.online,
       (n) => this.emit('notification', n),
       (err) => this.emitError(err),
+      this.trust,
     )
     this.connection.on('message', (topic, payload, packet) => {
       if (topic === responseTopic) this.requests.handleResponse(payload, packet)
@@ -129,6 +133,14 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     const status = this.connection.status
     if (status.state !== 'connected' || !this.requests.serviceAbsent) return status
     return { ...status, problem: 'noService', reason: 'connected, but no state store service is subscribed to the request topic: is this the broker with the state store?' }
+  }
+
+  /**
+   * Notifications dropped as not the service's: no valid version, or a version further ahead than
+   * the service accepts for a request.
+   */
+  get droppedNotifications(): number {
+    return this.trust.dropped
   }
 
   /** Requests admitted (sent or waiting for the connection) and requests waiting for a free slot. */

@@ -7,6 +7,7 @@ import { backoffDelay } from './backoff'
 import { checkVersion } from './envelope'
 import { get } from './get'
 import { keyNotify, keyNotifyStop } from './keynotify'
+import { NotificationTrust } from './notification-trust'
 import type { ResolvedOptions } from './options'
 import type { Invoker } from './pending-requests'
 import type { KeyNotification, NotificationListener, Observation, RequestOptions } from './types'
@@ -57,6 +58,7 @@ export class Notifications {
     private readonly isOnline: () => boolean,
     private readonly broadcast: (n: KeyNotification) => void,
     private readonly report: (err: Error) => void,
+    private readonly trust: NotificationTrust = new NotificationTrust(options.clock),
   ) {}
 
   async observe(key: Bytes, listener: NotificationListener, options: RequestOptions = {}): Promise<Observation> {
@@ -102,6 +104,11 @@ export class Notifications {
       return
     }
     const version = this.notificationVersion(packet)
+    const refusal = this.trust.refusal(version)
+    if (refusal !== null) {
+      this.options.logger('warn', `dropped a notification for key ${parsed.key.toString('hex').slice(0, 64)}: ${refusal} (${this.trust.dropped} dropped so far)`)
+      return
+    }
     const entry = this.entries.get(parsed.key.toString('hex'))
     const n: KeyNotification = {
       key: parsed.key,
@@ -270,23 +277,15 @@ export class Notifications {
     this.broadcast(n)
   }
 
-  /** `__ts` of a notification: kept even when the clock refuses it (a notification is never failed). */
+  /** `__ts` of a notification; null when it has none or it does not parse (the trust rules then drop it). */
   private notificationVersion(packet: IPublishPacket): Hlc | null {
     const text = userProperty(packet.properties, Prop.timestamp)
     if (text === undefined) return null
-    let version: Hlc
     try {
-      version = Hlc.parse(text)
+      return Hlc.parse(text)
     } catch {
-      this.options.logger('warn', `a notification carries a malformed __ts ${JSON.stringify(text)}`)
       return null
     }
-    try {
-      this.options.clock.update(version)
-    } catch (err) {
-      this.options.logger('warn', `a notification's __ts was not merged into the clock: ${(err as Error).message}`)
-    }
-    return version
   }
 }
 

@@ -60,6 +60,11 @@ export interface PublishPolicy {
    * disconnects the client (reason code 0x90, Topic Name invalid) and drops the message; null lets it through.
    */
   inspect(clientId: string, packet: InspectedPublish): string | null
+  /**
+   * Topics the service alone publishes to: a reason refuses a client's PUBLISH there as not
+   * authorized (as the access policy does); never asked about the service's own connections.
+   */
+  serviceOnly?(topic: string): string | null
 }
 
 export interface BrokerOptions {
@@ -153,7 +158,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
   const policy = options.accessPolicy ?? null
   // The emulator's own connections are told apart by these credentials, from clients the rules judge.
-  const serviceCredentials = authOn || policy ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
+  const serviceCredentials = authOn || policy || publishPolicy?.serviceOnly ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
   const users = new Map(Object.entries(auth?.users ?? {}))
   if (serviceCredentials) users.set(serviceCredentials.username, serviceCredentials.password)
   const satTokens = new Set((auth?.satTokens ?? []).map((t) => t.trim()))
@@ -229,6 +234,11 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         // The message goes nowhere: aedes drops a publish refused here once the connection is closed.
         client!.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
         return
+      }
+      const serviceOnly = client && !serviceClients.has(client) ? (publishPolicy?.serviceOnly?.(packet.topic) ?? null) : null
+      if (serviceOnly !== null) {
+        log('warn', `client ${JSON.stringify(client!.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): ${serviceOnly}`)
+        return done(new Error('not authorized'))
       }
       if (policy && client && !serviceClients.has(client)) {
         const verdict = policy.publish(principals.get(client) ?? { clientId: client.id }, packet.topic)

@@ -2,13 +2,15 @@ import { notificationFilter, Prop, REQUEST_TOPICS, responseTopicRefusal } from '
 import type { AccessPolicy, AccessVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from '../broker/broker'
 import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
 import { describePrincipal } from '../core/principal'
+import { serviceTopicRefusal } from './service-topics'
 
 /**
  * The state store's rules for the embedded broker, which knows who is connected where the service
  * only reads a request's properties:
  * - the article: "The state store disconnects MQTT clients that use an invalid response topic";
  * - the service knows a caller by its request's `__srcId` (authorization rules, notifications), so
- *   the broker sets it to the connection's client id: a client cannot claim to be someone else.
+ *   the broker sets it to the connection's client id: a client cannot claim to be someone else;
+ * - notifications and answers come from the service alone: no client publishes to those topics.
  */
 export const stateStorePublishPolicy: PublishPolicy = {
   inspect(clientId: string, packet: InspectedPublish): string | null {
@@ -21,6 +23,7 @@ export const stateStorePublishPolicy: PublishPolicy = {
     ;(properties.userProperties ??= {})[Prop.sourceId] = clientId
     return null
   },
+  serviceOnly: serviceTopicRefusal,
 }
 
 /**

@@ -1,0 +1,19 @@
+import { dialect, PROTOCOL_NAMES, SERVICE_CLIENTS_PREFIX } from '../../protocol'
+
+/**
+ * Topics only the state store service publishes to: its key notifications (everything under its
+ * clients prefix) and the response topics its clients' dialects name
+ * (`clients/<id>/services/…/response`). A client that could publish there could forge a
+ * notification (a version a year ahead poisons every cache that watches the key) or an answer.
+ */
+const RESPONSE_SUFFIXES = PROTOCOL_NAMES.map((name) => {
+  const [, suffix] = dialect(name).responseTopic('\u0000').split('\u0000')
+  return suffix!
+})
+
+/** Why a client other than the service may not publish to this topic, or null when it may. */
+export function serviceTopicRefusal(topic: string): string | null {
+  if (topic.startsWith(`${SERVICE_CLIENTS_PREFIX}/`) || topic === SERVICE_CLIENTS_PREFIX) return 'the state store notification topics carry the service\'s messages alone'
+  if (topic.startsWith('clients/') && RESPONSE_SUFFIXES.some((suffix) => topic.endsWith(suffix))) return 'the state store response topics carry the service\'s answers alone'
+  return null
+}
