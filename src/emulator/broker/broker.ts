@@ -3,6 +3,7 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { topicMatches } from '../../protocol'
+import { takeoverRefusal } from './client-id-owner'
 import { inProcessPair } from './in-process'
 import { makeLogger, type FilteredLogger } from '../logger'
 import { within } from '../within'
@@ -172,6 +173,14 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     serviceCredentials !== null && username === serviceCredentials.username && password !== undefined && password.equals(Buffer.from(serviceCredentials.password, 'utf8'))
   /** The broker's verdict for one authenticated client: the access policy's, when there is one. */
   const admit = (client: AedesClient, username: string | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void) => {
+    if (authOn) {
+      const holder = connectedClient(aedes, client.id)
+      const taken = holder && holder !== client ? takeoverRefusal(client.id, principals.get(holder) ?? {}, username) : null
+      if (taken !== null) {
+        log('info', `a CONNECT refused (0x87): ${taken}`)
+        return done(authError(`not authorized: ${taken}`, NOT_AUTHORIZED), null)
+      }
+    }
     const userAttributes = username !== undefined ? attributes.get(username) : undefined
     const principal: ConnectedClient = { clientId: client.id, ...(username !== undefined ? { username } : {}), ...(userAttributes ? { attributes: userAttributes } : {}) }
     principals.set(client, principal)
