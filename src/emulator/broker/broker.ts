@@ -255,6 +255,13 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
           log('info', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): ${verdict.reason}`)
           return done(new Error('not authorized'))
         }
+        // An answer goes where the requester could read it anyway: else a Response Topic publishes around the Publish rules.
+        const responseTopic = packet.properties?.responseTopic
+        const reads = responseTopic ? policy.subscribe(principals.get(client) ?? { clientId: client.id }, responseTopic) : null
+        if (reads && !reads.allowed) {
+          log('info', `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): it may not subscribe to it: ${reads.reason}`)
+          return done(new Error('not authorized'))
+        }
       }
       done(null)
     },
