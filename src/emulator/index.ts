@@ -25,6 +25,10 @@ export type { LogThreshold as EmulatorLogLevel } from './logger'
 export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin/key-browser'
 export { ADMIN_REQUEST_TOPIC, adminResponseTopic, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './admin/wire'
 
+/** What the emulator holds at most by default: keys and values together, and one value. */
+export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+export const DEFAULT_MAX_VALUE_BYTES = 16 * 1024 * 1024
+
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
   brokerUrl?: string
@@ -37,6 +41,10 @@ export interface EmulatorOptions {
   persistFile?: string
   /** Key quota. */
   maxKeys?: number
+  /** Byte quota over every key and value held (default 256 MiB; Infinity for none): a SET past it is answered as the quota error. */
+  maxBytes?: number
+  /** The largest value a SET may store (default 16 MiB; Infinity for none); a larger one is answered as the quota error. */
+  maxValueBytes?: number
   /** HLC node id of the service; a fresh UUID by default. */
   nodeId?: string
   /**
@@ -106,7 +114,16 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     throw new Error(`scanPageKeys must be a whole number >= 1, got ${options.scanPageKeys}`)
   }
   const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
-  const store = new Keyspace({ clock, ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}) })
+  for (const name of ['maxBytes', 'maxValueBytes'] as const) {
+    const n = options[name]
+    if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 0)) throw new Error(`${name} must be a whole number >= 0, got ${n}`)
+  }
+  const store = new Keyspace({
+    clock,
+    ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}),
+    maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
+    maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
+  })
   const authorization: AuthorizationPolicy | null = options.authorizationFile ? readAuthorizationFile(options.authorizationFile) : null
   const persistencePolicy = options.brokerConfigFile ? readBrokerConfigFile(options.brokerConfigFile) : PersistencePolicy.dynamicOnly
   if (authorization) {

@@ -29,6 +29,10 @@ Options:
                            stateStoreResources and dynamic mode; dynamicSettings names the user property).
   --max-keys <n>           Key quota: a SET that would create key n+1 is answered
                            "-ERR the quota has been exceeded". Unlimited by default.
+  --max-bytes <n>          Byte quota over every key and value held (default 268435456, 256 MiB; 0 for
+                           none): a SET past it is answered "-ERR the quota has been exceeded".
+  --max-value-bytes <n>    The largest value a SET may store (default 16777216, 16 MiB; 0 for none); a
+                           larger one is answered "-ERR the quota has been exceeded".
   --node-id <id>           The HLC node id of the service, in every version it mints (default: a random
                            UUID). Must not contain ":".
   --auth <file>            A BrokerAuthorization resource (YAML or JSON, several documents allowed, as
@@ -97,6 +101,8 @@ async function main(): Promise<void> {
         password: { type: 'string' },
         persist: { type: 'string' },
         'max-keys': { type: 'string' },
+        'max-bytes': { type: 'string' },
+        'max-value-bytes': { type: 'string' },
         'node-id': { type: 'string' },
         auth: { type: 'string' },
         'broker-config': { type: 'string' },
@@ -158,6 +164,8 @@ async function main(): Promise<void> {
   }
   if (values.persist) options.persistFile = values.persist
   if (values['max-keys'] !== undefined) options.maxKeys = parseCount('--max-keys', values['max-keys'])
+  if (values['max-bytes'] !== undefined) options.maxBytes = parseCount('--max-bytes', values['max-bytes']) || Infinity
+  if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
   if (values.auth) options.authorizationFile = values.auth
   if (values['broker-config']) options.brokerConfigFile = values['broker-config']

@@ -64,6 +64,10 @@ export interface KeyspaceOptions {
   now?: () => number
   /** Key quota; unlimited when undefined. */
   maxKeys?: number
+  /** Byte quota over every key and value; unlimited when undefined. */
+  maxBytes?: number
+  /** The largest value a SET may store; unlimited when undefined. */
+  maxValueBytes?: number
   onChange?: (change: KeyChange) => void
   /** How the one expiry timer is armed; injectable for tests. */
   timers?: Timers
@@ -139,6 +143,11 @@ class PackedRecord implements StoredRecord {
     return this.attributes.persisted
   }
 
+  /** Value bytes. */
+  get size(): number {
+    return this.data.length
+  }
+
   /** Whether the value is exactly these bytes, without making a Buffer of it. */
   holds(bytes: Buffer): boolean {
     const data = this.data
@@ -156,6 +165,10 @@ export class Keyspace {
   private readonly now: () => number
   private readonly timers: Timers
   private readonly maxKeys: number
+  private readonly maxBytes: number
+  private readonly maxValueBytes: number
+  /** Key and value bytes of every record held (expired ones too, until collected). */
+  private heldBytes = 0
   private onChange: (change: KeyChange) => void
   private timer: unknown = null
   private timerDeadline = 0
@@ -168,6 +181,8 @@ export class Keyspace {
     this.now = options.now ?? Date.now
     this.timers = options.timers ?? realTimers
     this.maxKeys = options.maxKeys ?? Infinity
+    this.maxBytes = options.maxBytes ?? Infinity
+    this.maxValueBytes = options.maxValueBytes ?? Infinity
     this.onChange = options.onChange ?? (() => {})
   }
 
@@ -178,6 +193,11 @@ export class Keyspace {
 
   get size(): number {
     return this.records.size
+  }
+
+  /** Key and value bytes held. */
+  get bytes(): number {
+    return this.heldBytes
   }
 
   get(key: Buffer): StoredRecord | null {
@@ -199,10 +219,16 @@ export class Keyspace {
       this.expireDue()
       if (this.records.size >= this.maxKeys) return { kind: 'error', code: 'QuotaExceeded' }
     }
+    if (value.length > this.maxValueBytes) return { kind: 'error', code: 'QuotaExceeded' }
+    const growth = id.length + value.length - (existing ? id.length + existing.size : 0)
+    if (growth > 0 && this.heldBytes + growth > this.maxBytes) {
+      this.expireDue()
+      if (this.heldBytes + growth > this.maxBytes) return { kind: 'error', code: 'QuotaExceeded' }
+    }
     const version = this.mint(options.received)
     const expiresAt = options.expiryMs !== undefined ? this.now() + options.expiryMs : 0
     const record = this.slot(value, version, newerToken(existing?.fencingToken ?? null, token), expiresAt, options.persist === true)
-    this.records.set(id, record)
+    this.put(id, record)
     if (expiresAt !== 0) this.track(id, expiresAt)
     this.onChange({ kind: 'set', key, value, record, wasPersisted: existing?.persisted ?? false })
     return { kind: 'applied', version }
@@ -234,16 +260,16 @@ export class Keyspace {
   load(key: Buffer, record: StoredRecord): void {
     const id = key.toString('latin1')
     if (record.expiresAt !== 0 && record.expiresAt <= this.now()) {
-      this.records.delete(id)
+      this.drop(id)
       return
     }
-    this.records.set(id, this.slot(record.value, record.version, record.fencingToken, record.expiresAt, record.persisted))
+    this.put(id, this.slot(record.value, record.version, record.fencingToken, record.expiresAt, record.persisted))
     if (record.expiresAt !== 0) this.track(id, record.expiresAt)
   }
 
   /** Forgets a key without a trace (persistence replay of a deletion). */
   unload(key: Buffer): void {
-    this.records.delete(key.toString('latin1'))
+    this.drop(key.toString('latin1'))
   }
 
   /** Every live record; for snapshots. */
@@ -326,8 +352,22 @@ export class Keyspace {
     return record
   }
 
-  private remove(id: string, record: PackedRecord, cause: 'del' | 'vdel' | 'expired', received?: Hlc | null): Hlc {
+  /** Every record goes in and out through these two, which keep the byte count. */
+  private put(id: string, record: PackedRecord): void {
+    const old = this.records.get(id)
+    this.heldBytes += record.size + id.length - (old ? old.size + id.length : 0)
+    this.records.set(id, record)
+  }
+
+  private drop(id: string): void {
+    const old = this.records.get(id)
+    if (!old) return
+    this.heldBytes -= old.size + id.length
     this.records.delete(id)
+  }
+
+  private remove(id: string, record: PackedRecord, cause: 'del' | 'vdel' | 'expired', received?: Hlc | null): Hlc {
+    this.drop(id)
     const version = this.mint(received)
     this.onChange({ kind: 'delete', key: Buffer.from(id, 'latin1'), version, cause, wasPersisted: record.persisted })
     return version
