@@ -1,4 +1,5 @@
 import type { NodeAPI } from 'node-red'
+import { shownUrl } from '../src/log'
 import type { Request, Response } from 'express'
 import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulator/admin'
 import type { StateStoreClient } from '../src/client'
@@ -49,7 +50,7 @@ export = function (RED: NodeAPI) {
       id: n.id,
       name: n.name || '',
       clientId: n.clientId,
-      broker: n.brokerUrl,
+      broker: n.brokerUrl ? shownUrl(n.brokerUrl) : n.brokerUrl,
       embedded: n.embedded,
       browsable: (await scanBrowser(n)) !== null || (await admin(n)) !== null,
       connection: activity.metrics.figures(),

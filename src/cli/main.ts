@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
+import { shownUrl } from '../log'
 import { StateStoreClient } from '../client'
 import { type Command, type Io, write } from './command'
 import { del } from './commands/del'
@@ -76,7 +77,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     try {
       await client.ready({ timeoutMs: connection.timeoutMs, signal })
     } catch (err) {
-      throw new ConnectFailed(`cannot connect to ${connection.options.brokerUrl}: ${(err as Error).message}`)
+      throw new ConnectFailed(`cannot connect to ${shownUrl(connection.options.brokerUrl)}: ${(err as Error).message}`)
     }
     const outcome = await command.run({ client, args: parsed.positionals, values: parsed.values, rest: after, timeoutMs: connection.timeoutMs, io, signal })
     return report(io, outcome)

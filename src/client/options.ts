@@ -1,4 +1,5 @@
 import { ArgumentError } from '../errors'
+import { shownUrl } from '../log'
 import { HybridLogicalClock } from '../hlc'
 import { dialect, isProtocolName, PROTOCOL_NAMES, type Dialect } from '../protocol'
 import type { ClientOptions, Logger } from './types'
@@ -37,10 +38,10 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
   try {
     url = new URL(options.brokerUrl)
   } catch {
-    throw new ArgumentError(`the broker URL ${JSON.stringify(options.brokerUrl)} is not a URL`)
+    throw new ArgumentError(`the broker URL ${JSON.stringify(shownUrl(String(options.brokerUrl)))} is not a URL`)
   }
   if (!PROTOCOLS.has(url.protocol)) {
-    throw new ArgumentError(`the broker URL must start with mqtt://, mqtts://, ws:// or wss://, got ${JSON.stringify(options.brokerUrl)}`)
+    throw new ArgumentError(`the broker URL must start with mqtt://, mqtts://, ws:// or wss://, got ${JSON.stringify(shownUrl(options.brokerUrl))}`)
   }
   if (typeof options.clientId !== 'string' || options.clientId.length === 0) {
     throw new ArgumentError('a client id is required: the service addresses notifications to it')

@@ -1,4 +1,5 @@
 import { StateStoreClient, type KeyNotification, type Observation } from '../client'
+import { shownUrl } from '../log'
 import { acquireEmbedded, releaseEmbedded } from '../emulator/embedded'
 import { Hlc } from '../hlc'
 import { decodeAuto, encodeJson } from '../value'
@@ -105,7 +106,7 @@ export class StateStoreContext {
       this.usesEmbedded = true
       brokerUrl = emulator.brokerUrl
     }
-    this.brokerUrl = brokerUrl!
+    this.brokerUrl = shownUrl(brokerUrl!)
     const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl! })
     client.on('error', (err) => logger('warn', err.message))
     this.client = client

@@ -1,4 +1,5 @@
 import type { Duplex } from 'node:stream'
+import { shownUrl } from '../log'
 import { Hlc, HlcError, HybridLogicalClock } from '../hlc'
 import { EmulatorAdmin, registerAdmin } from './admin/key-browser'
 import { AdminServer } from './admin/server'
@@ -227,7 +228,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       ...(broker ? { deliverDirect: broker.deliverUnsubscribed.bind(broker), connectStream: broker.connectInProcess.bind(broker) } : {}),
       ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
     })
-    log('info', `state store emulator serving on ${brokerUrl} (node id ${clock.nodeId})`)
+    log('info', `state store emulator serving on ${shownUrl(brokerUrl)} (node id ${clock.nodeId})`)
     if (journal) tellRestoredWatchers(store, registrations, clock, service, log)
 
     let stopping: Promise<void> | null = null

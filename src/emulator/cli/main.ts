@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
+import { shownUrl } from '../../log'
 import { parseArgs } from 'node:util'
 import { isLogThreshold, type LogThreshold } from '../logger'
 import { startEmulator, type EmulatorOptions } from '../index'
@@ -18,7 +19,9 @@ Options:
                            mqtt://127.0.0.1:1883. The emulator connects as an ordinary client and subscribes
                            to the state store request topic.
   --username <name>        With --broker: the user name the emulator connects with.
-  --password <password>    With --broker: its password (or set AIO_STATESTORE_BROKER_PASSWORD).
+  --password-file <file>   With --broker: its password, read from a file (or set
+                           AIO_STATESTORE_BROKER_PASSWORD). --password <password> is still taken, with a
+                           warning: every user of the machine sees it in ps.
   --persist <file>         Make persisted keys durable: they are written (and synced) to this append-only
                            file before they are answered, and restored with their versions, expiries and
                            fencing tokens on the next start. Which keys: those SET with the user property
@@ -46,9 +49,11 @@ Options:
                                "brokerResources": [{"method": "Connect"}],
                                "stateStoreResources": [{"method": "ReadWrite", "keyType": "Pattern",
                                                         "keys": ["{principal.clientId}/*"]}]}]}
-  --user <name:password>   With the embedded broker: accept this user (repeatable). Once any --user or
-                           --sat-token is given, connections without accepted credentials are refused
-                           (CONNACK "bad user name or password" / "not authorized").
+  --users-file <file>      With the embedded broker: accept the users of this file, one name:password a
+                           line (# starts a comment). Once any user or --sat-token is given, connections
+                           without accepted credentials are refused (CONNACK "bad user name or password" /
+                           "not authorized"). --user <name:password> (repeatable) is still taken, with a
+                           warning: every user of the machine sees it in ps.
   --attributes <name:attr=value[,attr=value...]>
                            With the embedded broker: authorization attributes of the user <name> (as a
                            cluster takes them from a client certificate), matched by rules with
@@ -85,6 +90,20 @@ function parseListen(text: string): { host?: string; port: number } {
   return host ? { host, port } : { port }
 }
 
+/** A secret given on the command line is still taken, with a warning: ps shows every process's arguments. */
+function warnArgv(flag: string, instead: string): void {
+  process.stderr.write(`aio-statestore-emulator: warning: ${flag} puts a password where every user of this machine sees it (ps); use ${instead}\n`)
+}
+
+/** A secret read from a file, without its trailing newline. */
+function readSecret(flag: string, file: string): string {
+  try {
+    return readFileSync(file, 'utf8').replace(/\r?\n$/, '')
+  } catch (err) {
+    return fail(`${flag} ${file}: ${(err as Error).message}`)
+  }
+}
+
 function parseCount(name: string, text: string): number {
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) fail(`${name} ${JSON.stringify(text)}: expected a whole number`)
   return Number(text)
@@ -99,6 +118,8 @@ async function main(): Promise<void> {
         broker: { type: 'string' },
         username: { type: 'string' },
         password: { type: 'string' },
+        'password-file': { type: 'string' },
+        'users-file': { type: 'string' },
         persist: { type: 'string' },
         'max-keys': { type: 'string' },
         'max-bytes': { type: 'string' },
@@ -134,16 +155,32 @@ async function main(): Promise<void> {
   if (values.broker) {
     options.brokerUrl = values.broker
     if (values.username !== undefined) options.brokerUsername = values.username
-    const password = values.password ?? process.env.AIO_STATESTORE_BROKER_PASSWORD
+    if (values.password !== undefined) warnArgv('--password', '--password-file or AIO_STATESTORE_BROKER_PASSWORD')
+    if (values.password !== undefined && values['password-file'] !== undefined) fail('give --password or --password-file, not both')
+    const passwordFile = values['password-file'] !== undefined ? readSecret('--password-file', values['password-file']) : undefined
+    const password = values.password ?? passwordFile ?? process.env.AIO_STATESTORE_BROKER_PASSWORD
     if (password !== undefined) options.brokerPassword = password
-    if (values.user || values['sat-token'] || values['sat-token-file'] || values.attributes) fail('--user, --attributes and --sat-token apply to the embedded broker, not to --broker')
+    if (values.user || values['users-file'] || values['sat-token'] || values['sat-token-file'] || values.attributes) fail('--user, --attributes and --sat-token apply to the embedded broker, not to --broker')
   } else {
     options.listen = parseListen(values.listen ?? '1883')
     const users: Record<string, string> = {}
+    if (values.user) warnArgv('--user', '--users-file')
     for (const u of values.user ?? []) {
       const i = u.indexOf(':')
-      if (i <= 0) fail(`--user ${JSON.stringify(u)}: expected name:password`)
+      // The value holds a password: only the name is shown.
+      if (i <= 0) fail(`--user: expected name:password, got no ":"`)
       users[u.slice(0, i)] = u.slice(i + 1)
+    }
+    if (values['users-file'] !== undefined) {
+      const file = values['users-file']
+      readSecret('--users-file', file)
+        .split(/\r?\n/)
+        .forEach((line, n) => {
+          if (line.trim() === '' || line.trimStart().startsWith('#')) return
+          const i = line.indexOf(':')
+          if (i <= 0) fail(`--users-file ${file}: line ${n + 1}: expected name:password`)
+          users[line.slice(0, i).trim()] = line.slice(i + 1)
+        })
     }
     const satTokens = [...(values['sat-token'] ?? [])]
     for (const file of values['sat-token-file'] ?? []) {
@@ -179,7 +216,7 @@ async function main(): Promise<void> {
     process.stderr.write(`aio-statestore-emulator: cannot start: ${(err as Error).message}\n`)
     process.exit(1)
   }
-  process.stdout.write(`aio-statestore-emulator ready on ${emulator.brokerUrl} (node id ${emulator.nodeId})\n`)
+  process.stdout.write(`aio-statestore-emulator ready on ${shownUrl(emulator.brokerUrl)} (node id ${emulator.nodeId})\n`)
 
   let stopping = false
   const stop = (signal: NodeJS.Signals) => {

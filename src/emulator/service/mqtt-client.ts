@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { shownUrl } from '../../log'
 import type { Duplex } from 'node:stream'
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import { mqttLogOption, setNoDelay } from '../../transport/mqtt-settings'
@@ -47,7 +48,7 @@ export function emulatorMqttClient(options: EmulatorBrokerOptions, clientIdPrefi
 export function firstConnect(client: MqttClient, options: EmulatorBrokerOptions, label = ''): Promise<void> {
   const timeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
   return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`${label}no answer from the broker at ${options.brokerUrl} within ${timeoutMs} ms`)), timeoutMs)
+    const timer = setTimeout(() => done(new Error(`${label}no answer from the broker at ${shownUrl(options.brokerUrl)} within ${timeoutMs} ms`)), timeoutMs)
     const onError = (err: Error) => done(err)
     const onConnect = () => done(null)
     const done = (err: Error | null) => {

@@ -1,4 +1,5 @@
 import type { IPublishPacket, MqttClient } from 'mqtt'
+import { shownUrl } from '../../log'
 import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, publishPacketSize, responseTopicRefusal, userProperty, type PublishPropertiesForSize } from '../../protocol'
 import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from '../core/dedup'
@@ -53,7 +54,7 @@ export class StateStoreService {
       this.maxPacketSize = connack.properties?.maximumPacketSize
     })
     this.client.on('error', (err) => options.log('warn', `service connection: ${err.message}`))
-    this.client.on('offline', () => options.log('warn', `service connection to ${options.brokerUrl} lost; reconnecting`))
+    this.client.on('offline', () => options.log('warn', `service connection to ${shownUrl(options.brokerUrl)} lost; reconnecting`))
     // Requests are handled here rather than on 'message' so that reading can pause under load.
     this.client.handleMessage = (packet, callback) => {
       try {
