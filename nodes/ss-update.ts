@@ -17,6 +17,7 @@ interface UpdateDef extends NodeDef {
   initialType: string
   timeout: string | number
   holder: string
+  persist: boolean
   overrides: boolean
 }
 
@@ -68,7 +69,7 @@ export = function (RED: NodeAPI) {
           const value = await compute(current === null ? start : previous, version, msg)
           return { previous, value, bytes: encodePayload(value, t) }
         },
-        { holder, leaseMs: DEFAULT_LEASE_MS, timeoutMs, onLock: (lock) => store?.activity.trackLease(node.id, String(keyLockName(name)), 'lock', holder, DEFAULT_LEASE_MS, lock.lease) },
+        { holder, leaseMs: DEFAULT_LEASE_MS, timeoutMs, persist: def.persist === true, onLock: (lock) => store?.activity.trackLease(node.id, String(keyLockName(name)), 'lock', holder, DEFAULT_LEASE_MS, lock.lease) },
       )
       msg.key = name
       msg.payload = updated.value

@@ -19,6 +19,8 @@ export interface UpdateOptions {
   holder: string
   leaseMs: number
   timeoutMs: number
+  /** Ask the store to persist the key (and its lock, so a restarted store keeps the hold too). */
+  persist?: boolean
   /** Told each time a lock is made, so the sidebar can follow it. */
   onLock?: (lock: Lock) => void
 }
@@ -34,7 +36,7 @@ export async function updateKey<T>(client: StateStoreClient, key: string, comput
     const remaining = deadline - Date.now()
     if (remaining <= 0) throw new TimeoutError(options.timeoutMs, 'update key')
     // A value of its own per update: two updates of one node must exclude each other too.
-    const lock = new Lock(client, keyLockName(key), { holder: holdValue(options.holder), leaseMs: options.leaseMs })
+    const lock = new Lock(client, keyLockName(key), { holder: holdValue(options.holder), leaseMs: options.leaseMs, persist: options.persist === true })
     options.onLock?.(lock)
     let computed: { value: T; previous: T | null } | null = null
     let token: Hlc | null = null
