@@ -4,7 +4,7 @@
  * through the editor's own endpoint (POST /inject/<id>).
  * - inject → lock (lock mode, defaults) → get → function (+1) → set (fenced with msg.fencingToken)
  *   → lock (action release, defaults) → debug: the counter reads exactly 40, the lock key is gone.
- * - inject → update key (`value + 1`) → debug: exactly 40.
+ * - inject → update key (`value + 1`) → debug, beside a client doing Lock.edit on the same key: exactly 60.
  * - a hold that never reaches a release: the node's warning names the node and the lock.
  */
 import { strict as assert } from 'node:assert'
@@ -15,6 +15,7 @@ import { FROM_WORKING_TREE, runtimeSettings, writeSettings } from '../../dev/nod
 import { freePort } from '../../dev/ports'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
+import { keyLockName, Lock } from '../../src/locks'
 import { debugValue, NodeRedProcess, RED_JS, type Comms } from './node-red'
 
 type FlowNode = Record<string, unknown> & { id: string; type: string }
@@ -100,10 +101,16 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
     assert.equal((await observer.get('two/counter/lock')).value, null, 'the lock key is gone afterwards')
   })
 
-  it('inject → update key → debug, 20 presses at once in each runtime: exactly 40', async () => {
+  it('inject → update key → debug, 20 presses at once in each runtime beside 20 Lock.edit of a client: exactly 60', async () => {
+    // The client finds the node's lock by the documented rule: keyLockName(key), `<key>.lock`.
+    const lock = new Lock(observer, keyLockName('two/updated'))
+    const edits = (async () => {
+      for (let i = 0; i < 20; i++) await lock.edit('two/updated', (v) => String(Number(v?.toString() ?? '0') + 1), { timeoutMs: 30_000 })
+    })()
     const values = await pressEverywhere('bump', 'updated', 20)
-    assert.deepEqual(values.sort((x, y) => x - y), Array.from({ length: 40 }, (_, i) => i + 1))
-    assert.equal((await observer.get('two/updated')).value?.toString(), '40')
+    await edits
+    assert.equal(new Set(values).size, 40, 'no two presses saw the same count')
+    assert.equal((await observer.get('two/updated')).value?.toString(), '60')
   })
 
   it('a hold that never reaches a release ends after Hold at most; the warning names the node and the lock', async () => {
