@@ -34,7 +34,7 @@ type LossReason = 'holdAtMost' | 'expired' | 'lost'
 class MsgHold implements Hold {
   ended = false
   renewing = false
-  private timer: NodeJS.Timeout | undefined
+  private readonly timers: NodeJS.Timeout[] = []
 
   constructor(
     readonly info: HoldInfo,
@@ -44,10 +44,10 @@ class MsgHold implements Hold {
 
   /** Ends the hold after `ms` (the *Hold at most* limit, or the lease's own end without renewal). */
   limit(ms: number, reason: LossReason): void {
-    this.timer = setTimeout(() => {
+    this.timers.push(setTimeout(() => {
       if (reason === 'holdAtMost') void this.finish({ reason })
       else this.drop({ reason })
-    }, ms)
+    }, ms))
   }
 
   async release(options?: { timeoutMs?: number }): Promise<boolean> {
@@ -90,7 +90,7 @@ class MsgHold implements Hold {
 
   private end(): void {
     this.ended = true
-    clearTimeout(this.timer)
+    for (const t of this.timers) clearTimeout(t)
     unregister(this)
   }
 }
