@@ -84,4 +84,4 @@ window.AioStateStore = window.AioStateStore || (function () {
   };
 })();
 // Whichever of this file and a palette node's file the editor loads first, the words get added once.
-["ss-get", "ss-set", "ss-del", "ss-lock", "ss-watch"].forEach(window.AioStateStore.paletteSearchWords);
+["ss-get", "ss-set", "ss-del", "ss-lock", "ss-update", "ss-watch"].forEach(window.AioStateStore.paletteSearchWords);

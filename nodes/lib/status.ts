@@ -81,6 +81,11 @@ export class StatusView {
     this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text })
   }
 
+  /** An outcome that did not do what was asked (a release that released nothing): never green. */
+  attention(key: string): void {
+    this.show({ fill: 'yellow', shape: this.connected ? 'dot' : 'ring', text: this.text(key) })
+  }
+
   /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind. */
   failure(err: unknown): void {
     this.onFailure?.(err)

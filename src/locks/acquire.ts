@@ -18,9 +18,10 @@ const POLL_MS = 100
 
 /**
  * Waits until the lease is ours: try once; when someone else holds it, observe the key (so no
- * DELETE is missed) and try again, then wait for its DELETE notification (or at most one lease length, in case
- * a notification was lost), then retry after a short jittered backoff that spreads out
- * competing waiters. Returns the fencing token.
+ * DELETE is missed) and try again, then wait for its DELETE notification (or at most one lease
+ * length, in case a notification was lost). A DELETE is answered with a try at once, as the SDKs'
+ * waiters do, so a waiter of ours gets its share beside them; only a try that follows no DELETE
+ * (a failed request, a wait that ran out, a poll) waits a jittered backoff first. Returns the fencing token.
  */
 export async function acquireLease(lease: Lease, options: WaitOptions, what: string): Promise<Hlc> {
   const client = lease.client
@@ -50,6 +51,7 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
         if (result.acquired) return result.fencingToken!
         if (client.canObserve && !observation) continue
         await pause(Math.min(observation ? lease.leaseMs : POLL_MS, remaining()), { signal, latch: freed, client, what })
+        if (freed.value) continue
       } catch (err) {
         if (remaining() <= 0 && (err instanceof TimeoutError || isTransient(err))) throw expired()
         // A lost connection or a request that timed out: try again while time remains.

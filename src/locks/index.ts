@@ -3,6 +3,7 @@
  * SDK's `leasedlock` sits on top of `statestore`).
  */
 export { Lease, DEFAULT_LEASE_MS, type HolderChange, type LeaseEvents, type LeaseOptions } from './lease'
-export { Lock, type LockOptions } from './lock'
+export { Lock, type EditContext, type LockOptions } from './lock'
+export { keyLockName, KEY_LOCK_SUFFIX } from './key-lock'
 export { LeaderElection, type LeaderElectionEvents, type LeaderElectionOptions, type StandOptions } from './leader'
 export type { WaitOptions } from './acquire'

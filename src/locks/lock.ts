@@ -7,6 +7,14 @@ import type { DeleteResult, RequestOptions, SetResult, StateStoreClient } from '
 
 export type LockOptions = LeaseOptions
 
+/** What an edit's function learns besides the current value. */
+export interface EditContext {
+  /** The version of the key as read (null when it does not exist). */
+  version: Hlc | null
+  /** The fencing token the write will carry. */
+  fencingToken: Hlc
+}
+
 /** A lock over a lease: acquire waits until the lock is free. */
 export class Lock {
   readonly lease: Lease
@@ -41,13 +49,13 @@ export class Lock {
    */
   async edit(
     key: Bytes,
-    fn: (current: Buffer | null) => Bytes | null | Promise<Bytes | null>,
+    fn: (current: Buffer | null, context: EditContext) => Bytes | null | Promise<Bytes | null>,
     options: WaitOptions = {},
   ): Promise<SetResult | DeleteResult> {
     const acquired = await this.acquire(options)
     try {
-      const { value } = await this.client.get(key, { timeoutMs: this.leaseLeft() })
-      const next = await fn(value)
+      const { value, version } = await this.client.get(key, { timeoutMs: this.leaseLeft() })
+      const next = await fn(value, { version, fencingToken: this.lease.fencingToken ?? acquired })
       // The newest token (renewal mints greater ones). Had the lock been lost meanwhile, the service
       // refuses the old token once the next holder has written with its own: that is what fencing is for.
       const fencingToken = this.lease.fencingToken ?? acquired

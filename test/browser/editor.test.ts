@@ -11,7 +11,7 @@ import { freshArtifacts } from './support'
 import { repoRoot } from '../smoke/node-red'
 import { catalogue, type Catalogue } from './catalogue'
 
-const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch'] as const
+const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch'] as const
 type PaletteType = (typeof PALETTE_TYPES)[number]
 const CONFIG = 'ss-config'
 const PREFIX = 'node-input'
@@ -149,6 +149,17 @@ const SPECS: Record<PaletteType, Spec> = {
     label: 'lock browser-lock: acquire',
     ports: 2,
   },
+  'ss-update': {
+    typed: { key: KEY_TYPES, initial: ['num', 'str', 'json', 'bool'] },
+    shows: { key: { type: 'msg', value: 'topic' }, initial: { type: 'num', value: '0' }, expression: 'value + 1', timeout: '10000', holder: '', persist: false, overrides: true, name: '' },
+    hints: [],
+    invalid: [emptyKey, noConfig],
+    edit: async (e) => {
+      await e.setTyped(PREFIX, 'key', 'str', 'browser-update')
+    },
+    label: 'update browser-update',
+    ports: 1,
+  },
   'ss-watch': {
     typed: {},
     shows: { keys: '', decode: 'auto', initial: false, overrides: true, name: '' },
@@ -235,7 +246,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       }
     })
 
-    it('shows the "state store" palette category with its five nodes, labels and icons', async function () {
+    it('shows the "state store" palette category with its six nodes, labels and icons', async function () {
       const category = editor.page.locator('#red-ui-palette-container-state_store')
       await category.scrollIntoViewIfNeeded()
       assert.equal((await category.locator('.red-ui-palette-header').textContent())?.trim(), 'state store')

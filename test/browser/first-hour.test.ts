@@ -18,7 +18,7 @@ const catalogue = readCatalogue('ss-config') as {
   'ss-config': { test: Record<string, string>; tip: Record<string, string> }
   common: { errors: Record<string, string>; failure: Record<string, string> }
 }
-const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch']
+const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch']
 
 
 describe('the editor in its first hour (issue 17: npm start, chromium)', function () {

@@ -9,6 +9,12 @@
  * of an old holder lands after a new holder's first); no lock waiter fails because of a connection
  * loss (its wait is 10 s; it must ride through every fault); once faults heal, someone holds and
  * writes within one lease term.
+ *
+ * A third tab per runtime wires locks as users do, with several msgs at once: every second a burst of
+ * three msgs into one lock-mode node (lock → get → +1 → set fenced → release, a set refused by
+ * fencing released from the Catch path) and three into an *update key* node, on two counters the two
+ * runtimes share. Checked: in version order the accepted values of each counter strictly increase
+ * (no increment lost; a gap is a write of unknown outcome) and their tokens never go down.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -62,7 +68,58 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
     nodes.push({ id: rid(`${mode}-lock-error`), type: 'catch', z: tab, name: `${mode}-lock-error`, scope: [lock], uncaught: false, wires: [[rid(`${mode}-lock-failed`)]] })
     nodes.push({ id: rid(`${mode}-lock-failed`), type: 'debug', z: tab, name: `${mode}-lock-failed`, active: true, tosidebar: true, console: false, tostatus: false, complete: 'error', targetType: 'msg', wires: [] })
   }
+  nodes.push(...counterTab(prefix, rid, config.id))
   return nodes
+}
+
+const BURST = 3
+
+/** The tab of simultaneous msgs: a lock-mode counter and an update-key counter, both shared by the runtimes. */
+function counterTab(prefix: string, rid: (id: string) => string, store: string): FlowNode[] {
+  const tab = rid('counters')
+  const on = (n: FlowNode): FlowNode => ({ z: tab, x: 100, y: 100, wires: [], ...n, id: rid(n.id) })
+  const to = (...ids: string[]) => [ids.map(rid)]
+  const burst = `return [Array.from({ length: ${BURST} }, (_, i) => ({ payload: i }))];`
+  return [
+    { id: tab, type: 'tab', label: 'counters' },
+    on({ id: 'tick', type: 'inject', name: 'tick', props: [{ p: 'payload' }], repeat: '1', once: true, onceDelay: 0.1, payload: '', payloadType: 'date', wires: to('burst') }),
+    on({ id: 'burst', type: 'function', func: burst, outputs: 1, wires: to('take', 'update') }),
+    on({ id: 'take', type: 'ss-lock', store, key: `${prefix}/red-counter/lock`, keyType: 'str', mode: 'lock', action: 'acquire', leaseMs: String(LEASE_MS), timeout: '10000', holdMs: '8000', wires: [[rid('read')], []] }),
+    on({ id: 'read', type: 'ss-get', store, key: `${prefix}/red-counter`, keyType: 'str', decode: 'json', notFound: 'payload', wires: to('add') }),
+    on({ id: 'add', type: 'function', func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;', outputs: 1, wires: to('write') }),
+    on({ id: 'write', type: 'ss-set', store, key: `${prefix}/red-counter`, keyType: 'str', value: 'payload', valueType: 'msg', fencingToken: 'fencingToken', fencingTokenType: 'msg', persist: true, wires: to('counter-accepted', 'free') }),
+    // A write that failed (refused by fencing, timed out) still releases its hold, from the Catch path.
+    on({ id: 'write-failed', type: 'catch', scope: [rid('write'), rid('read')], uncaught: false, wires: to('free') }),
+    on({ id: 'free', type: 'ss-lock', store, key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [[], []] }),
+    on({ id: 'counter-accepted', type: 'debug', name: 'counter-accepted', active: true, tosidebar: true, console: false, tostatus: false, complete: 'true', targetType: 'full' }),
+    on({ id: 'update', type: 'ss-update', store, key: `${prefix}/red-updated`, keyType: 'str', expression: 'value + 1', initial: '0', initialType: 'num', timeout: '10000', persist: true, wires: to('update-accepted') }),
+    on({ id: 'update-accepted', type: 'debug', name: 'update-accepted', active: true, tosidebar: true, console: false, tostatus: false, complete: 'true', targetType: 'full' }),
+    on({ id: 'counter-error', type: 'catch', scope: [rid('take'), rid('update'), rid('free')], uncaught: false, wires: to('counter-failed') }),
+    on({ id: 'counter-failed', type: 'debug', name: 'counter-failed', active: true, tosidebar: true, console: false, tostatus: false, complete: 'error', targetType: 'msg' }),
+  ]
+}
+
+/** A counter's accepted write: the value written, with the version the service gave it and the token it carried. */
+export interface Counted {
+  runtime: string
+  value: number
+  token: string
+  version: string
+}
+
+/**
+ * In version order a counter's accepted values strictly increase (two writes of one value: an
+ * increment lost) and their tokens never go down. A gap is allowed: a write whose answer was lost.
+ */
+export function counterViolations(name: string, writes: readonly Counted[]): string[] {
+  const ordered = [...writes].sort((a, b) => Hlc.compare(Hlc.parse(a.version), Hlc.parse(b.version)))
+  const violations: string[] = []
+  for (let i = 1; i < ordered.length; i++) {
+    const [a, b] = [ordered[i - 1]!, ordered[i]!]
+    if (b.value <= a.value) violations.push(`${name}: an increment lost: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
+    if (Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0) violations.push(`${name}: an older hold's write landed after a newer one's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
+  }
+  return violations
 }
 
 /** In the order the service executed them (their versions), the tokens of accepted writes never go down: no old holder's write lands after a new holder's first. */
@@ -141,6 +198,17 @@ export class NodeRedLocksWorkload {
     )
   }
 
+  private counted(name: 'counter' | 'update'): Counted[] {
+    return this.runtimes.flatMap((_, i) =>
+      this.output(i)
+        .filter((d) => d.id === `${name}-accepted.${this.roundNo}`)
+        .map((d) => {
+          const msg = JSON.parse(d.msg) as { payload: number; version: string; fencingToken: string }
+          return { runtime: `r${i}`, value: Number(msg.payload), token: String(msg.fencingToken), version: msg.version }
+        }),
+    )
+  }
+
   /** After the faults healed and the clients are back: the checks of every mode. */
   async check(): Promise<{ operations: number; violations: string[]; summary: string }> {
     const violations: string[] = []
@@ -166,6 +234,18 @@ export class NodeRedLocksWorkload {
       const holders = new Set(writes.map((w) => w.token)).size
       counts.push(`${mode}: ${writes.length} fenced writes under ${holders} tokens${failures.length ? `, ${failures.length} errors` : ''}`)
     }
+    for (const name of ['counter', 'update'] as const) {
+      const writes = this.counted(name)
+      operations += writes.length
+      violations.push(...counterViolations(`node-red ${name === 'counter' ? 'lock-mode counter' : 'update key counter'}`, writes))
+      const highest = writes.reduce((m, w) => Math.max(m, w.value), 0)
+      counts.push(`${name === 'counter' ? 'lock-mode counter' : 'update key'}: ${writes.length} accepted increments of ${highest} (${BURST} msgs at once per runtime)`)
+    }
+    const failures = this.runtimes.flatMap((_, i) => this.output(i).filter((d) => d.id === `counter-failed.${this.roundNo}`).map((d) => `r${i}: ${d.msg}`))
+    // A wait that ran out (10 s, the msgs queued behind an outage) is an outcome the flow sees; any other failure is not.
+    const ranOut = failures.filter((f) => (JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code === 'Timeout')
+    for (const f of failures.filter((f) => !ranOut.includes(f))) violations.push(`node-red counters: a lock or update key node failed: ${f}`)
+    if (ranOut.length) counts.push(`${ranOut.length} waits ran out`)
     return { operations, violations, summary: `node-red ${counts.join('; ')}` }
   }
 

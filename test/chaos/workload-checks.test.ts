@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { contextMismatches } from './context'
-import { fencingViolations, type Accepted } from './node-red-locks'
+import { counterViolations, fencingViolations, type Accepted, type Counted } from './node-red-locks'
 
 const write = (by: string, token: string, version: string): Accepted => ({ runtime: by, by, token, seq: 1, version })
 
@@ -17,6 +17,21 @@ describe('chaos: the context and Node-RED lock checks', function () {
     const found = fencingViolations([write('a', '1000:0:a', '1100:0:s'), write('b', '3000:0:b', '3100:0:s'), write('a', '1000:0:a', '3200:0:s')])
     assert.equal(found.length, 1)
     assert.match(found[0]!, /older holder's write landed after a newer holder's/)
+  })
+
+  const counted = (value: number, token: string, version: string): Counted => ({ runtime: 'r0', value, token, version })
+
+  it('counters: values rising in version order pass, with a gap for a write of unknown outcome', function () {
+    assert.deepEqual(counterViolations('c', [counted(3, '2000:0:b', '2100:0:s'), counted(1, '1000:0:a', '1100:0:s'), counted(2, '1000:0:a', '1200:0:s')]), [])
+  })
+
+  it('counters: one value written twice is a lost increment; a token going down is a fencing violation', function () {
+    const lost = counterViolations('c', [counted(1, '1000:0:a', '1100:0:s'), counted(1, '2000:0:b', '2100:0:s')])
+    assert.equal(lost.length, 1)
+    assert.match(lost[0]!, /an increment lost/)
+    const fenced = counterViolations('c', [counted(1, '2000:0:b', '2100:0:s'), counted(2, '1000:0:a', '2200:0:s')])
+    assert.equal(fenced.length, 1)
+    assert.match(fenced[0]!, /older hold's write landed/)
   })
 
   const store = { values: new Map<string, unknown>([['a', { n: 1 }], ['b', undefined]]), keys: ['a'] }

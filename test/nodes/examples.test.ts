@@ -14,7 +14,7 @@ const CORE = [
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; name?: string }
 const dir = join(__dirname, '..', '..', 'examples')
-const ALLOWED = new Set(['tab', 'comment', 'inject', 'debug', 'function', 'change', 'catch', 'ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch'])
+const ALLOWED = new Set(['tab', 'comment', 'inject', 'debug', 'function', 'change', 'catch', 'ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch'])
 
 function load(name: string): FlowNode[] {
   return JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')) as FlowNode[]
@@ -45,6 +45,13 @@ async function shows(name: string, ms = 5000): Promise<unknown> {
   return shown === 'true' ? msg : msg[shown ?? 'payload']
 }
 const exampleDebug = new Map<string, string>()
+/** `count` pressed n times at once: every press counts once, `from` up to `from + n - 1`. */
+async function pressedAtOnce(n: number, next: () => Promise<unknown>, from: number): Promise<void> {
+  for (let i = 0; i < n; i++) press('count')
+  const seen: number[] = []
+  for (let i = 0; i < n; i++) seen.push(Number(await next()))
+  assert.deepEqual(seen.sort((a, b) => a - b), Array.from({ length: n }, (_, i) => from + i))
+}
 
 const scenarios: Record<string, () => Promise<void>> = {
   'counter-with-versions': async () => {
@@ -55,8 +62,15 @@ const scenarios: Record<string, () => Promise<void>> = {
     const second = (await shows('counter')) as Record<string, unknown>
     assert.equal(second.payload, 2)
     assert.ok(String(second.version) > String(first.version), 'versions increase')
+    await pressedAtOnce(20, async () => ((await shows('counter')) as Record<string, unknown>).payload, 3)
     press('reset')
     assert.equal(await shows('reset'), 1)
+  },
+  'counter-update-key': async () => {
+    assert.equal(await shows('counter'), 1)
+    press('count')
+    assert.equal(await shows('counter'), 2)
+    await pressedAtOnce(20, () => shows('counter'), 3)
   },
   'conditional-set': async () => {
     assert.equal(await shows('NX as A'), true)
@@ -136,7 +150,7 @@ describe('examples: each deploys and produces its documented debug output', func
     assert.deepEqual(Object.keys(scenarios).sort(), files)
     const all = files.flatMap(load)
     for (const n of all) assert.ok(ALLOWED.has(n.type), `${n.type} is not allowed in examples`)
-    for (const type of ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch']) assert.ok(all.some((n) => n.type === type), type)
+    for (const type of ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch']) assert.ok(all.some((n) => n.type === type), type)
     const modes = new Set(all.filter((n) => n.type === 'ss-lock').map((n) => n.mode))
     assert.deepEqual([...modes].sort(), ['leader', 'lease', 'lock'])
     const configs = all.filter((n) => n.type === 'ss-config')

@@ -37,6 +37,7 @@ export const modules = {
   set: require('../../nodes/ss-set'),
   del: require('../../nodes/ss-del'),
   lock: require('../../nodes/ss-lock'),
+  update: require('../../nodes/ss-update'),
   watch: require('../../nodes/ss-watch'),
 }
 export const ALL = Object.values(modules)

@@ -52,6 +52,13 @@ export const EXPECTATIONS: Record<string, Expectation> = {
     },
   },
 
+  'counter-update-key': {
+    async run(x) {
+      assert.equal(await x.next('counter', 0), 1)
+      assert.equal(await press(x, 'count', 'counter'), 2)
+    },
+  },
+
   'context-store-counter': {
     async run(x) {
       assert.equal(await x.next('counter (A)', 0), 1)

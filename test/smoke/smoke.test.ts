@@ -28,7 +28,7 @@ import {
 } from './node-red'
 
 const pkg = readJson<{ name: string; version: string }>(join(repoRoot, 'package.json'))
-const TYPES = ['ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch']
+const TYPES = ['ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch']
 const EXAMPLES = readdirSync(join(repoRoot, 'examples'))
   .filter((f) => f.endsWith('.json'))
   .map((f) => f.slice(0, -'.json'.length))

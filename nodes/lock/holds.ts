@@ -1,0 +1,66 @@
+import { randomBytes } from 'node:crypto'
+import type { StateStoreClient } from '../../src/client'
+
+/**
+ * What an acquired msg carries in `msg.lock`: enough for any node to release or renew this hold.
+ * `value` is what the hold wrote under the lock name (`<holder>:<session>` in lock mode, as the SDKs'
+ * session ids do), so no other hold can take or delete the key by mistake.
+ */
+export interface HoldInfo {
+  name: string
+  holder: string
+  value: string
+  fencingToken: string
+}
+
+/** A hold made in this runtime: ending it stops its renewal and its *Hold at most* timer. */
+export interface Hold {
+  readonly info: HoldInfo
+  /** Stops renewal and deletes the key if it still holds this hold's value; true when it did. */
+  release(options?: { timeoutMs?: number }): Promise<boolean>
+  /** Renews it; the new fencing token, or null when the hold is gone. */
+  renew(): Promise<string | null>
+}
+
+/** The holds of this runtime, by name and value: a release from any node finds the one a msg carries. */
+const holds = new Map<string, Hold>()
+
+const id = (name: string, value: string): string => `${name}\u0000${value}`
+
+export function register(hold: Hold): void {
+  holds.set(id(hold.info.name, hold.info.value), hold)
+}
+
+/** Forgets a hold, if it is still the one registered under its identity. */
+export function unregister(hold: Hold): void {
+  const key = id(hold.info.name, hold.info.value)
+  if (holds.get(key) === hold) holds.delete(key)
+}
+
+export function find(info: Pick<HoldInfo, 'name' | 'value'>): Hold | undefined {
+  return holds.get(id(info.name, info.value))
+}
+
+/** A session of its own for each hold: 12 hex digits after the holder's name. */
+export function holdValue(holder: string): string {
+  return `${holder}:${randomBytes(6).toString('hex')}`
+}
+
+/** The hold a msg carries, if `msg.lock` has the shape of one. */
+export function carried(lock: unknown): HoldInfo | null {
+  if (typeof lock !== 'object' || lock === null) return null
+  const { name, holder, value, fencingToken } = lock as Record<string, unknown>
+  if (typeof name !== 'string' || name === '' || typeof value !== 'string' || value === '') return null
+  return { name, value, holder: typeof holder === 'string' ? holder : value, fencingToken: typeof fencingToken === 'string' ? fencingToken : '' }
+}
+
+/**
+ * Releases the hold a msg carries. Made in this runtime, the hold ends there (renewal and timers
+ * stop); otherwise (another runtime, a node since redeployed) the key is deleted if it still holds
+ * this hold's value.
+ */
+export async function releaseCarried(client: StateStoreClient, info: HoldInfo): Promise<boolean> {
+  const hold = find(info)
+  if (hold) return hold.release()
+  return (await client.vdel(info.name, info.value)).deleted === 1
+}

@@ -1,0 +1,259 @@
+import type { NodeMessage } from 'node-red'
+import type { StateStoreClient } from '../../src/client'
+import { CancelledError, TimeoutError } from '../../src/errors'
+import { Lock } from '../../src/locks'
+import { InputError } from '../lib/errors'
+import { holdValue, register, unregister, type Hold, type HoldInfo } from './holds'
+import { holderIfReachable, text, type Action, type LockMode, type ModeContext, type Out } from './mode'
+
+const OWN = 'node-red-contrib-aio-statestore/ss-lock:ss-lock.'
+
+type Msg = NodeMessage & Record<string, unknown>
+
+/** A msg waiting for its turn at one lock name, until its own deadline. */
+interface Waiter {
+  readonly msg: Msg
+  readonly out: Out
+  readonly deadline: number
+  timer?: NodeJS.Timeout
+  settle(err?: unknown): void
+}
+
+/** One lock name at this node: the msg holding it (or acquiring it) and the msgs waiting, in order. */
+interface Line {
+  readonly name: string
+  readonly waiting: Waiter[]
+  current: MsgHold | null
+  acquiring: boolean
+}
+
+/** Why a hold ended while its msg was still in the flow (msg.reason on output 2). */
+type LossReason = 'holdAtMost' | 'expired' | 'lost'
+
+/** One msg's hold: a lease of its own value, renewed until released, lost, or held for *Hold at most*. */
+class MsgHold implements Hold {
+  ended = false
+  renewing = false
+  private readonly timers: NodeJS.Timeout[] = []
+
+  constructor(
+    readonly info: HoldInfo,
+    readonly lock: Lock,
+    private readonly onEnd: (hold: MsgHold, loss: { reason: LossReason; detail?: string } | null) => void,
+  ) {}
+
+  /** Ends the hold after `ms` (the *Hold at most* limit, or the lease's own end without renewal). */
+  limit(ms: number, reason: LossReason): void {
+    this.timers.push(setTimeout(() => {
+      if (reason === 'holdAtMost') void this.finish({ reason })
+      else this.drop({ reason })
+    }, ms))
+  }
+
+  async release(options?: { timeoutMs?: number }): Promise<boolean> {
+    return this.finish(null, options)
+  }
+
+  async renew(): Promise<string | null> {
+    if (this.ended) return null
+    this.renewing = true
+    try {
+      const lease = this.lock.lease
+      const token = (await lease.renew()) && lease.fencingToken ? lease.fencingToken.toString() : null
+      if (token) this.info.fencingToken = token
+      // Refused: the renew msg itself tells so on output 2.
+      else this.drop(null)
+      return token
+    } finally {
+      this.renewing = false
+    }
+  }
+
+  /** The lease is gone (refused renewal, or its time ran out): nothing to delete. */
+  drop(loss: { reason: LossReason; detail?: string } | null): void {
+    if (this.ended) return
+    this.end()
+    void this.lock.lease.close()
+    this.onEnd(this, loss)
+  }
+
+  private async finish(loss: { reason: LossReason } | null, options?: { timeoutMs?: number }): Promise<boolean> {
+    if (this.ended) return false
+    this.end()
+    try {
+      // The key is deleted before the next msg's turn, so it finds the lock free.
+      return await this.lock.release(options)
+    } finally {
+      this.onEnd(this, loss)
+    }
+  }
+
+  private end(): void {
+    this.ended = true
+    for (const t of this.timers) clearTimeout(t)
+    unregister(this)
+  }
+}
+
+/**
+ * Lock mode: a mutex for msgs. Each msg that acquires holds the lock with a value of its own
+ * (`<holder>:<session>`), so msgs of one node, of nodes with one holder name and of other runtimes
+ * exclude each other; the msgs that arrive meanwhile wait in order, each up to *Wait up to*, at most
+ * *queue* of them.
+ */
+export function lockMode(ctx: ModeContext): LockMode {
+  const { RED, node, store, status, holder, leaseMs, renewPeriodMs, timeoutMs, holdMs, queueSize } = ctx
+  const lines = new Map<string, Line>()
+  const closing = new AbortController()
+
+  function line(name: string): Line {
+    let l = lines.get(name)
+    if (!l) {
+      l = { name, waiting: [], current: null, acquiring: false }
+      lines.set(name, l)
+    }
+    return l
+  }
+
+  /** Not acquired: output 2 with who holds it, when the store can be asked. */
+  async function refuse(c: StateStoreClient, name: string, w: Waiter): Promise<void> {
+    const current = await holderIfReachable(c, name)
+    w.msg.acquired = false
+    if (current !== undefined) w.msg.holder = current
+    status.outcome('status.notAcquired')
+    w.out(false, w.msg)
+  }
+
+  function next(c: StateStoreClient, l: Line): void {
+    if (l.current || l.acquiring || closing.signal.aborted) return
+    const w = l.waiting.shift()
+    if (!w) return
+    clearTimeout(w.timer)
+    l.acquiring = true
+    void take(c, l, w)
+  }
+
+  async function take(c: StateStoreClient, l: Line, w: Waiter): Promise<void> {
+    const value = holdValue(holder)
+    const lock = new Lock(c, l.name, { holder: value, leaseMs, renewPeriodMs })
+    lock.lease.on('error', (err) => node.warn(err.message))
+    store?.activity.trackLease(node.id, l.name, 'lock', value, leaseMs, lock.lease)
+    let failure: unknown = undefined
+    try {
+      const token = (await lock.acquire({ timeoutMs: Math.max(1, w.deadline - Date.now()), signal: closing.signal })).toString()
+      // Acquired just as the node closed: given back at once, so no renewal outlives the node.
+      if (closing.signal.aborted) {
+        await lock.release({ timeoutMs: 800 }).catch(() => {})
+        return
+      }
+      const info: HoldInfo = { name: l.name, holder, value, fencingToken: token }
+      const hold = new MsgHold(info, lock, (h, loss) => ended(c, l, h, w, loss))
+      lock.lease.on('lost', ({ reason }) => hold.renewing || hold.drop({ reason: 'lost', detail: reason }))
+      l.current = hold
+      register(hold)
+      if (holdMs > 0) hold.limit(holdMs, 'holdAtMost')
+      // Without renewal the lease ends on its own after its time: so does the hold.
+      if (renewPeriodMs === undefined && (holdMs === 0 || holdMs > leaseMs)) hold.limit(leaseMs, 'expired')
+      w.msg.acquired = true
+      w.msg.fencingToken = token
+      w.msg.holder = holder
+      w.msg.lock = { ...info }
+      status.outcome('status.acquired')
+      w.out(true, w.msg)
+    } catch (err) {
+      if (err instanceof TimeoutError) await refuse(c, l.name, w).catch((e: unknown) => (failure = e))
+      else if (!(err instanceof CancelledError && closing.signal.aborted)) failure = err
+    } finally {
+      l.acquiring = false
+      w.settle(failure)
+      next(c, l)
+    }
+  }
+
+  /** A hold ended: a loss while its msg is in the flow goes to output 2; the next msg's turn comes. */
+  function ended(c: StateStoreClient, l: Line, h: MsgHold, w: Waiter, loss: { reason: LossReason; detail?: string } | null): void {
+    if (l.current === h) l.current = null
+    if (loss && !closing.signal.aborted) {
+      if (loss.reason === 'holdAtMost') node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
+      status.outcome('status.lost')
+      const m = RED.util.cloneMessage(w.msg) as Msg
+      Object.assign(m, { key: l.name, acquired: false, lost: true, reason: loss.reason, ...(loss.detail ? { detail: loss.detail } : {}) })
+      node.send([null, m])
+    }
+    next(c, l)
+  }
+
+  async function acquire(c: StateStoreClient, name: string, msg: Msg, out: Out): Promise<void> {
+    const l = line(name)
+    if (l.waiting.length >= queueSize) throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
+    await new Promise<void>((resolve, reject) => {
+      const w: Waiter = {
+        msg,
+        out,
+        deadline: Date.now() + timeoutMs,
+        settle: (err) => (err === undefined ? resolve() : reject(err)),
+      }
+      // A msg whose wait runs out in the queue leaves by output 2, telling who holds the lock.
+      w.timer = setTimeout(() => {
+        const i = l.waiting.indexOf(w)
+        if (i < 0) return
+        l.waiting.splice(i, 1)
+        refuse(c, name, w).then(
+          () => w.settle(),
+          (err: unknown) => w.settle(err),
+        )
+      }, timeoutMs)
+      l.waiting.push(w)
+      next(c, l)
+    })
+  }
+
+  /** The hold a release or renew without msg.lock means: this node's current hold of the name. */
+  const own = (name: string): MsgHold | null => lines.get(name)?.current ?? null
+
+  return {
+    async act(c: StateStoreClient, action: Action, name: string, msg: NodeMessage, out: Out): Promise<void> {
+      const m = msg as Msg
+      if (action === 'acquire') return acquire(c, name, m, out)
+      if (action === 'holder') {
+        const { value, version } = await c.get(name)
+        m.holder = text(value)
+        store?.activity.holderSeen(node.id, name, m.holder as string | null)
+        m.payload = m.holder
+        if (version) m.version = version.toString()
+        status.outcome(value ? 'status.held' : 'status.free')
+        return out(true, msg)
+      }
+      const hold = own(name)
+      if (action === 'release') {
+        m.released = hold ? await hold.release() : false
+        if (m.released) status.outcome('status.released')
+        else status.attention(`${OWN}status.notReleased`)
+        return out(true, msg)
+      }
+      const token = hold ? await hold.renew() : null
+      m.acquired = token !== null
+      if (token !== null) {
+        m.fencingToken = token
+        m.holder = holder
+        m.lock = { ...hold!.info }
+        status.outcome('status.renewed')
+      } else status.outcome('status.lost')
+      out(token !== null, msg)
+    },
+
+    async close(): Promise<void> {
+      closing.abort()
+      const work: Array<Promise<unknown>> = []
+      for (const l of lines.values()) {
+        for (const w of l.waiting.splice(0)) {
+          clearTimeout(w.timer)
+          w.settle()
+        }
+        if (l.current) work.push(l.current.release({ timeoutMs: 800 }).catch(() => {}))
+      }
+      lines.clear()
+      await Promise.all(work)
+    },
+  }
+}

@@ -1,0 +1,85 @@
+import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
+import { DEFAULT_LEASE_MS, keyLockName } from '../src/locks'
+import type { Hlc } from '../src/hlc'
+import { decodePayload, encodePayload } from './lib/codec'
+import { InputError } from './lib/errors'
+import { onInput } from './lib/handler'
+import { evaluate, positiveInt, resolveKey, typedSetting } from './lib/props'
+import { attach } from './lib/config-node'
+import { updateKey } from './update/update-key'
+
+interface UpdateDef extends NodeDef {
+  store: string
+  key: string
+  keyType: string
+  expression: string
+  initial: string
+  initialType: string
+  timeout: string | number
+  holder: string
+  persist: boolean
+  overrides: boolean
+}
+
+const OWN = 'node-red-contrib-aio-statestore/ss-update:ss-update.'
+
+/** A prepared JSONata expression, as RED.util.prepareJSONataExpression returns it. */
+type Expression = unknown
+
+export = function (RED: NodeAPI) {
+  function SsUpdate(this: Node, def: UpdateDef) {
+    RED.nodes.createNode(this, def)
+    const node = this
+    const { store, status, t, client } = attach(RED, node, def.store)
+    const key = typedSetting(def, 'key')
+    const overrides = def.overrides !== false
+    const timeoutMs = positiveInt(def.timeout, DEFAULT_LEASE_MS)
+    const initial = { value: def.initial ?? '0', type: def.initialType || 'num' }
+    const holder = def.holder?.trim() || `${store?.clientId ?? 'nodered'}/${node.id}`
+    let expression: Expression | null = null
+    let expressionError = ''
+    try {
+      expression = RED.util.prepareJSONataExpression(def.expression || 'value', node)
+      // The expression's input is { value, version, msg }, never the msg itself: Node-RED's legacy
+      // mode (taken for an expression that names `msg`) would wrap it in { msg } once more.
+      ;(expression as { _legacyMode?: boolean })._legacyMode = false
+    } catch (err) {
+      expressionError = (err as Error).message
+      status.misconfigured(`${OWN}status.badExpression`)
+    }
+
+    /** The expression over `value`, `version` and `msg` (the whole input msg). */
+    function compute(value: unknown, version: Hlc | null, msg: NodeMessage): Promise<unknown> {
+      return new Promise((resolve, reject) => {
+        RED.util.evaluateJSONataExpression(expression as never, { value, version: version?.toString() ?? null, msg } as never, (err, result) =>
+          err ? reject(new InputError('ExpressionFailed', RED._(`${OWN}errors.expression`, { error: err.message }))) : resolve(result),
+        )
+      })
+    }
+
+    onInput(node, status, async (msg, send) => {
+      if (!expression) throw new InputError('ExpressionInvalid', RED._(`${OWN}errors.expression`, { error: expressionError }))
+      const name = await resolveKey(RED, node, msg, key, overrides, t)
+      const start = await evaluate(RED, node, initial, msg)
+      const updated = await updateKey(
+        await client(),
+        name,
+        async (current, version) => {
+          const previous = current === null ? null : decodePayload(current, 'auto', t)
+          const value = await compute(current === null ? start : previous, version, msg)
+          return { previous, value, bytes: encodePayload(value, t) }
+        },
+        { holder, leaseMs: DEFAULT_LEASE_MS, timeoutMs, persist: def.persist === true, onLock: (lock) => store?.activity.trackLease(node.id, String(keyLockName(name)), 'lock', holder, DEFAULT_LEASE_MS, lock.lease) },
+      )
+      msg.key = name
+      msg.payload = updated.value
+      msg.previous = updated.previous
+      msg.version = updated.version.toString()
+      msg.fencingToken = updated.fencingToken.toString()
+      status.outcome('status.applied')
+      send(msg)
+    })
+  }
+
+  RED.nodes.registerType('ss-update', SsUpdate)
+}
