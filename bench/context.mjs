@@ -64,7 +64,7 @@ function windowed(count, window, one) {
 
 /** The keys of `scope` in the store's index, as any client reads it: every bucket merged, the delta applied. */
 async function indexed(client, prefix, scope) {
-  const { BUCKETS } = require(join(ROOT, 'dist/src/context/key-index.js'))
+  const { BUCKETS } = require(join(ROOT, 'dist/src/context/index-format.js'))
   const answers = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
   const keys = new Set(answers.flatMap((a) => (a.value === null ? [] : (JSON.parse(a.value.toString())[scope] ?? []))))
   const delta = (await client.get(`${prefix}#keys/delta`)).value
