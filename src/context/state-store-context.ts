@@ -5,6 +5,7 @@ import { decodeAuto, encodeJson } from '../value'
 import { resolveConfig, type ContextStoreConfig, type ResolvedConfig } from './config'
 import { KeyIndex, type IndexEntry, type Known } from './key-index'
 import { Limiter } from './limiter'
+import { LoadProgress } from './load-progress'
 import { ContextNotLoadedError } from './not-loaded'
 import { getPath, parsePath, setPath, type Segment } from './path'
 
@@ -140,7 +141,15 @@ export class StateStoreContext {
   private async loadAll(): Promise<void> {
     await this.index!.open()
     if (!this.config.cache) return
-    await Promise.all([...this.index!.current].flatMap(([scope, tops]) => [...tops].map((top) => this.load(scope, top))))
+    const entries = [...this.index!.current].flatMap(([scope, tops]) => [...tops].map((top) => [scope, top] as const))
+    const progress = new LoadProgress(entries.length, (loaded, total) =>
+      this.config.logger('info', `state store context ${this.config.prefix}: loading: ${loaded.toLocaleString('en')} of ${total.toLocaleString('en')} keys`),
+    )
+    try {
+      await Promise.all(entries.map(([scope, top]) => this.load(scope, top).then(() => progress.one())))
+    } finally {
+      progress.stop()
+    }
   }
 
   private async loadInBackground(): Promise<void> {
@@ -423,16 +432,28 @@ export class StateStoreContext {
     return state.observed
   }
 
-  /** Reads a key someone else wrote into the cache (observing it first, so no later change is missed). */
+  /**
+   * Reads a key someone else wrote into the cache, registered first so that no later change is
+   * missed: the KEYNOTIFY is answered before the read is sent (the registration's own read, when
+   * this call made it), and a notification arriving before the read's answer wins over the read.
+   */
   private async load(scope: string, top: string): Promise<void> {
     const state = this.state(scope, top)
-    await this.observe(state)
-    if (state.inflight || state.next) return // our own write is newer than anything a read could bring
+    const fresh = state.observed === null
     const seen = state.seen
-    const { value, version } = await this.limiter.run(() => this.client!.get(state.serviceKey))
-    if (state.seen !== seen || state.inflight || state.next) return
-    this.apply(state, value, version)
-    if (value === null) void this.index?.check(scope, top, false).catch(() => {}) // logged by the index
+    const observation = await this.observe(state)
+    if (state.inflight || state.next) return // our own write is newer than anything a read could bring
+    let read = fresh ? (observation?.initial ?? null) : null
+    if (read) {
+      // any notification since the registration describes a later change than the read saw
+      if (state.seen !== seen) return
+    } else {
+      const before = state.seen
+      read = await this.limiter.run(() => this.client!.get(state.serviceKey))
+      if (state.seen !== before || state.inflight || state.next) return
+    }
+    this.apply(state, read.value, read.version)
+    if (read.value === null) void this.index?.check(scope, top, false).catch(() => {}) // logged by the index
   }
 
   private onNotification(state: KeyState, n: KeyNotification): void {
