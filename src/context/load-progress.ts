@@ -18,6 +18,10 @@ export class LoadProgress {
     this.timer?.unref()
   }
 
+  get figures(): { loaded: number; total: number } {
+    return { loaded: this.loaded, total: this.total }
+  }
+
   one(): void {
     this.loaded += 1
   }
