@@ -69,32 +69,46 @@ export class KeyIndex {
 
   /** Reads the whole index; with the cache, follows every bucket and the delta from then on. */
   async open(): Promise<void> {
+    const read = new Set<number>()
     if (this.config.cache) {
       // a retry after a failed load observes only the keys not observed yet
       await Promise.all(
         this.indexKeys().map(async (key, i) => {
-          this.observations[i] ??= await this.limiter.run(() =>
+          if (this.observations[i]) return
+          const seen = this.seen[i]
+          const observation = await this.limiter.run(() =>
             this.client.observe(key, (n) => {
               this.seen[i]! += 1
               this.received(i, n.operation === 'SET' ? n.value : null, true)
             }),
           )
+          this.observations[i] = observation
+          // the registration's own read, unless a notification came since (it is newer)
+          if (observation.initial && this.seen[i] === seen) {
+            this.received(i, observation.initial.value, false)
+            read.add(i)
+          }
         }),
       )
     }
-    await this.read()
+    await this.readKeys((i) => !read.has(i))
   }
 
   /** Reads every bucket and the delta (those changed meanwhile by a notification keep what it said). */
   async read(): Promise<IndexState> {
+    await this.readKeys(() => true)
+    return this.view.current
+  }
+
+  private async readKeys(which: (i: number) => boolean): Promise<void> {
     await Promise.all(
       this.indexKeys().map(async (key, i) => {
+        if (!which(i)) return
         const seen = this.seen[i]
         const { value } = await this.limiter.run(() => this.client.get(key))
         if (this.seen[i] === seen) this.received(i, value, false)
       }),
     )
-    return this.view.current
   }
 
   /**
