@@ -18,8 +18,13 @@ export class CachedStore {
     this.cache = new KeyCache(session)
   }
 
-  /** One value per key; throws what a malformed key throws. */
-  get(scope: string, keys: readonly string[]): unknown[] {
+  /** Throws what a malformed key throws. */
+  get(scope: string, key: string): unknown {
+    return read(this.cache.data.get(scope), key)
+  }
+
+  /** One value per key; throws what the first malformed key throws. */
+  getAll(scope: string, keys: readonly string[]): unknown[] {
     const data = this.cache.data.get(scope)
     return keys.map((k) => read(data, k))
   }

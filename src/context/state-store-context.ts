@@ -156,14 +156,16 @@ export class StateStoreContext {
 
   get(scope: string, key: string | string[], callback?: Callback): unknown {
     const cb = checkCallback(callback)
-    const keys = Array.isArray(key) ? key : [key]
-    const answer = (values: unknown[]) => (Array.isArray(key) ? cb!(undefined, ...values) : cb!(undefined, values[0]))
     if (!this.cached) {
       if (!cb) throw new Error('State store context cache disabled - only asynchronous access supported')
+      const keys = Array.isArray(key) ? key : [key]
       this.gate
         .whenLoaded()
         .then(() => this.uncached!.get(scope, keys.map((k) => parsePath(k))))
-        .then(answer, (err: Error) => cb(err))
+        .then(
+          (values) => (Array.isArray(key) ? cb(undefined, ...values) : cb(undefined, values[0])),
+          (err: Error) => cb(err),
+        )
       return undefined
     }
     if (!this.gate.loaded) {
@@ -174,16 +176,18 @@ export class StateStoreContext {
       )
       return undefined
     }
-    let values: unknown[]
+    // the synchronous read of one key is the hot path: no array, no closure
+    let value: unknown
     try {
-      values = this.cached.get(scope, keys)
+      value = Array.isArray(key) ? this.cached.getAll(scope, key) : this.cached.get(scope, key)
     } catch (err) {
       if (!cb) throw err
       cb(err as Error)
       return undefined
     }
-    if (!cb) return Array.isArray(key) ? values : values[0]
-    answer(values)
+    if (!cb) return value
+    if (Array.isArray(key)) cb(undefined, ...(value as unknown[]))
+    else cb(undefined, value)
     return undefined
   }
 
