@@ -30,7 +30,7 @@ export function withoutMethods(scope: string, keys: string[]): string[] {
   return scope === 'global' ? keys.filter((k) => k !== 'set' && k !== 'get' && k !== 'keys') : keys
 }
 
-/** Deletes every context not of a node (or flow) in `activeNodes` among `scopes`; global stays. */
+/** The scopes of nodes (and flows) not in `activeNodes`: what clean() deletes; global stays. */
 export function inactive(scopes: Iterable<string>, activeNodes: string[]): string[] {
   const active = new Set(activeNodes)
   return [...scopes].filter((scope) => scope !== 'global' && !active.has(scope.split(':')[0]!))
