@@ -10,7 +10,7 @@ import { keyNotify, keyNotifyStop } from './keynotify'
 import { NotificationTrust } from './notification-trust'
 import type { ResolvedOptions } from './options'
 import type { Invoker } from './pending-requests'
-import type { KeyNotification, NotificationListener, Observation, RequestOptions } from './types'
+import type { KeyNotification, NotificationListener, Observation, ObservedRead, RequestOptions } from './types'
 
 interface Watcher {
   listener: NotificationListener
@@ -69,8 +69,9 @@ export class Notifications {
     const entry = this.entryFor(bytes)
     const slot: Watcher = { listener }
     entry.slots.add(slot)
+    let initial: ObservedRead | null
     try {
-      await this.sync(entry, options)
+      initial = await this.sync(entry, options)
     } catch (err) {
       entry.slots.delete(slot)
       if (entry.slots.size === 0) this.sync(entry).catch(() => {})
@@ -79,6 +80,7 @@ export class Notifications {
     let open = true
     return {
       key: Buffer.from(bytes),
+      initial,
       close: async () => {
         if (!open) return
         open = false
@@ -163,7 +165,7 @@ export class Notifications {
     return entry
   }
 
-  private sync(entry: Entry, options: RequestOptions = {}): Promise<void> {
+  private sync(entry: Entry, options: RequestOptions = {}): Promise<ObservedRead | null> {
     entry.busy += 1
     const step = entry.chain.then(() => this.step(entry, options))
     entry.chain = step.then(
@@ -181,7 +183,8 @@ export class Notifications {
     }
   }
 
-  private async step(entry: Entry, options: RequestOptions): Promise<void> {
+  /** Resolves with what a registration it made read (see Observation.initial). */
+  private async step(entry: Entry, options: RequestOptions): Promise<ObservedRead | null> {
     for (;;) {
       if (this.closed) throw new ConnectionError('closed', 'the client was closed')
       const wanted = entry.slots.size > 0
@@ -191,9 +194,10 @@ export class Notifications {
         // Acknowledged, but if the connection dropped meanwhile the service may already have forgotten it.
         if (epoch !== this.epoch) continue
         entry.registered = true
-        await this.refresh(entry, entry.stale)
+        const read = await this.refresh(entry, entry.stale)
         if (epoch !== this.epoch) continue
         entry.stale = false
+        return read
       } else if (!wanted && entry.registered) {
         entry.registered = false
         entry.stale = false
@@ -204,15 +208,16 @@ export class Notifications {
           this.options.logger('debug', `KEYNOTIFY STOP for key ${entry.id} failed: ${(err as Error).message}`)
         }
       }
-      return
+      return null
     }
   }
 
   /**
-   * Reads the key after (re-)registering. The first time it only records the state; after a
-   * reconnect it delivers what changed meanwhile. Skipped when a real notification overtook it.
+   * Reads the key after (re-)registering. The first time it only records the state (and gives it
+   * back); after a reconnect it delivers what changed meanwhile. Skipped when a real notification
+   * overtook it.
    */
-  private async refresh(entry: Entry, reconcile: boolean): Promise<void> {
+  private async refresh(entry: Entry, reconcile: boolean): Promise<ObservedRead | null> {
     const seen = entry.seen
     let current: { value: Buffer | null; version: Hlc | null }
     try {
@@ -220,9 +225,9 @@ export class Notifications {
     } catch (err) {
       if (reconcile) throw err
       this.options.logger('debug', `reading observed key ${entry.id} failed: ${(err as Error).message}`)
-      return
+      return null
     }
-    if (entry.seen !== seen) return
+    if (entry.seen !== seen) return null
     const exists = current.value !== null
     if (reconcile) {
       const changed = !entry.known || entry.exists !== exists || (exists && !sameVersion(entry.version, current.version))
@@ -236,12 +241,13 @@ export class Notifications {
         }
         this.remember(entry, n)
         this.deliver(entry, n)
-        return
+        return null
       }
     }
     entry.known = true
     entry.exists = exists
     entry.version = current.version
+    return reconcile ? null : { value: current.value, version: current.version }
   }
 
   /** Re-registration after a reconnect, retried with backoff while connected until it succeeds or nobody listens. */

@@ -163,8 +163,20 @@ export interface KeyNotification {
 
 export type NotificationListener = (notification: KeyNotification) => void
 
+/** The key as read right after its KEYNOTIFY was acknowledged. */
+export interface ObservedRead {
+  value: Buffer | null
+  version: Hlc | null
+}
+
 export interface Observation {
   readonly key: Buffer
+  /**
+   * What this call's registration read (KEYNOTIFY answered, then a GET): null when the key was
+   * registered already, the read failed, or a notification came before its answer (the listener
+   * has had it, and it is newer than anything read before it).
+   */
+  readonly initial: ObservedRead | null
   /** Stops this listener; the last listener of a key sends KEYNOTIFY STOP. Idempotent, never rejects. */
   close(): Promise<void>
 }

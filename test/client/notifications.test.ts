@@ -58,6 +58,31 @@ describe('client observations (scripted responder)', function () {
     assert.deepEqual(verbs(), ['KEYNOTIFY j STOP'])
   })
 
+  it('an observation gives back what its registration read, unless a notification came first or the key was registered already', async function () {
+    const client = await pool.ready(url)
+    const stamp = new Hlc(Date.now(), 7, 'service')
+    responder.handler = (r) => (r.words[0] === 'GET' ? responder.answer(Reply.value(Buffer.from('v0')), { [Prop.timestamp]: stamp.toString() }) : answer(r))
+    const first = await client.observe('k', () => {})
+    assert.equal(first.initial?.value?.toString(), 'v0')
+    assert.equal(first.initial?.version?.toString(), stamp.toString())
+    const second = await client.observe('k', () => {})
+    assert.equal(second.initial, null, 'registered already: nothing was read for this call')
+    // a notification published before the GET's answer: the listener has it, the read is not given back
+    const inbox = new Inbox()
+    responder.handler = async (r) => {
+      if (r.words[0] !== 'GET') return answer(r)
+      await responder.notify(client.clientId, 'j', Notification.set(Buffer.from('newer')))
+      return responder.answer(Reply.value(Buffer.from('older')))
+    }
+    const overtaken = await client.observe('j', inbox.listener)
+    assert.deepEqual(inbox.items.map((n) => n.value?.toString()), ['newer'])
+    assert.equal(overtaken.initial, null)
+    responder.handler = answer
+    const missing = await client.observe('m', () => {})
+    assert.deepEqual(missing.initial, { value: null, version: null })
+    await Promise.all([first.close(), second.close(), overtaken.close(), missing.close()])
+  })
+
   it('fails observe with the service error and leaves no registration behind', async function () {
     const client = await pool.ready(url)
     responder.handler = (r) => (r.words[0] === 'KEYNOTIFY' ? responder.answer(Reply.error('not authorized')) : answer(r))

@@ -4,7 +4,7 @@ import { embeddedEmulator, stopEmbedded } from '../../src/emulator/embedded'
 import { Lock } from '../../src/locks'
 import { TcpRelay } from '../support/relay'
 import { Backend, call, contextStore, memoryStore, readIndex, uniquePrefix, until, type TestStore } from './support'
-import { BUCKETS, DELTA_LIMIT, bucketOf } from '../../src/context/key-index'
+import { BUCKETS, DELTA_LIMIT, bucketOf } from '../../src/context/index-format'
 
 describe('context store: the Node-RED Store API on the state store', function () {
   this.timeout(30_000)
@@ -472,22 +472,6 @@ describe('context store: the Node-RED Store API on the state store', function ()
       await store.close()
       assert.ok(store.logs.some((l) => l.level === 'error' && /closed before its context was loaded; 1 change/.test(l.message)))
     })
-  })
-
-  it('an index of the earlier single-key form is moved into the buckets, so every stored key stays listed', async () => {
-    const prefix = uniquePrefix()
-    const client = await raw()
-    try {
-      await client.set(`${prefix}global/a`, '1')
-      await client.set(`${prefix}f1/b`, '"x"')
-      await client.set(`${prefix}#keys`, JSON.stringify({ f1: ['b'], global: ['a'] }))
-      const store = await open({ prefix })
-      assert.deepEqual([store.get('global', 'a'), store.get('f1', 'b')], [1, 'x'])
-      assert.deepEqual(await readIndex(client, prefix), { f1: ['b'], global: ['a'] })
-      assert.equal((await client.get(`${prefix}#keys`)).value, null)
-    } finally {
-      await client.close()
-    }
   })
 
   it('the delta overrides the buckets: a key it marks absent is not listed, a key it marks present is, with and without the cache', async () => {

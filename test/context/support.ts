@@ -3,7 +3,7 @@ import { StateStoreContext } from '../../src/context/state-store-context'
 import type { ContextStoreConfig } from '../../src/context/config'
 import type { LogLevel } from '../../src/client'
 import type { StateStoreClient } from '../../src/client'
-import { BUCKETS } from '../../src/context/key-index'
+import { BUCKETS } from '../../src/context/index-format'
 import { Mosquitto, mosquittoPath } from '../support/mosquitto'
 
 /** Node-RED's own memory store: the reference every behaviour here is compared with. */
