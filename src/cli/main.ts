@@ -3,7 +3,9 @@ import { parseArgs } from 'node:util'
 import { StateStoreClient } from '../client'
 import { type Command, type Io, write } from './command'
 import { del } from './commands/del'
+import { exportKeys } from './commands/export'
 import { get } from './commands/get'
+import { importKeys } from './commands/import'
 import { keys } from './commands/keys'
 import { lock } from './commands/lock'
 import { set } from './commands/set'
@@ -18,7 +20,7 @@ import { Exit, outcomeOf, type Outcome } from './exit'
  * service error, with one line on stderr saying which.
  */
 
-const COMMANDS: Command[] = [get, set, del, vdel, watch, keys, lock]
+const COMMANDS: Command[] = [get, set, del, vdel, watch, keys, lock, exportKeys, importKeys]
 const NAME = 'aio-statestore'
 
 function overview(): string {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
-import { settleEach } from '../../nodes/lib/bounded'
+import { settleEach } from '../../src/bounded'
 import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, onTab, useStore } from './support'
 
 type Msg = Record<string, unknown>
