@@ -31,6 +31,7 @@ const LAYERS: Array<[room: string, layer: number]> = [
   ['src/observe', 5],
   ['src/context', 6],
   ['src/cli', 6],
+  ['src/shared-stores.ts', 6],
   ['src/index.ts', 7],
   ['nodes', 8],
 ]
