@@ -80,7 +80,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     } catch (err) {
       throw new ConnectFailed(`cannot connect to ${connection.options.brokerUrl}: ${(err as Error).message}`)
     }
-    const outcome = await command.run({ client, args: parsed.positionals, values: parsed.values, rest: after, timeoutMs: connection.timeoutMs, io, signal })
+    const outcome = await command.run({ client, clientOptions: connection.options, args: parsed.positionals, values: parsed.values, rest: after, timeoutMs: connection.timeoutMs, io, signal })
     return report(io, outcome)
   } catch (err) {
     return report(io, err instanceof ConnectFailed ? { code: Exit.failed, message: err.message } : outcomeOf(err))

@@ -122,6 +122,30 @@ describe('data in and out: --seed, export and import', function () {
     assert.deepEqual(parseKeyRecords(readFileSync(join(dir, 'part.ndjson'), 'utf8')).map((r) => r.key.toString()), ['text/é'])
   })
 
+  it("export --admin carries expiry and persistence, as the emulator's admin channel tells them, and import applies them", async () => {
+    const source = await start({ adminOverMqtt: true, persistFile: join(dir, 'source.persist') })
+    const target = await start({ admin: true })
+    emulators.push(source, target)
+    await withClient(source.brokerUrl, async (c) => {
+      await c.set('kept/a', 'A', { expiryMs: 600_000, persist: true })
+      await c.set('kept/b', 'B')
+    })
+    const exported = await cli(['export', '--admin', '--broker', source.brokerUrl])
+    assert.equal(exported.code, 0, exported.stderr)
+    const records = parseKeyRecords(exported.stdout.toString('utf8'))
+    const a = records.find((r) => r.key.toString() === 'kept/a')!
+    assert.ok(a.expiresAt! > Date.now() + 500_000, 'the expiry travels')
+    assert.equal(a.persist, true)
+    assert.equal(records.find((r) => r.key.toString() === 'kept/b')!.expiresAt, undefined)
+    const imported = await cli(['import', '-', '--broker', target.brokerUrl], exported.stdout.toString('utf8'))
+    assert.equal(imported.code, 0, imported.stderr)
+    const details = await target.admin!.inspect(Buffer.from('kept/a'))
+    assert.ok(details && Math.abs(details.expiresAt! - a.expiresAt!) < 5000, `the key expires when it did in the source: ${details?.expiresAt} and ${a.expiresAt}`)
+    const noAdmin = await cli(['export', '--admin', '--broker', target.brokerUrl])
+    assert.equal(noAdmin.code, 2, 'an emulator without --admin over MQTT: a clear usage error')
+    assert.match(noAdmin.stderr, /--admin: no emulator serves its admin channel/)
+  })
+
   it('import refuses a bad file before writing anything, naming the line', async () => {
     const target = await start()
     emulators.push(target)

@@ -32,6 +32,7 @@ const LAYERS: Array<[room: string, layer: number]> = [
   ['src/context', 6],
   ['src/cli', 6],
   ['src/shared-stores.ts', 6],
+  ['src/key-export.ts', 5],
   ['src/index.ts', 7],
   ['nodes', 8],
 ]
