@@ -110,11 +110,10 @@ function parseStatestoreJson(content: string): KeyRecord[] {
   } catch (err) {
     const message = (err as Error).message
     const at = /position (\d+)/.exec(message)
-    const line = at ? content.slice(0, Number(at[1])).split('\n').length : 1
-    throw new KeyRecordError(line, `not JSON (${message})`)
+    throw new KeyRecordError(at ? lineAt(content, Number(at[1])) : (firstUnparsable(content) ?? 1), `not JSON (${message})`)
   }
   if (!Array.isArray(parsed)) throw new KeyRecordError(1, 'a statestore.json is an array of objects')
-  const lines = lineOfEachElement(content)
+  const lines = topLevelElements(content).map((e) => lineAt(content, e.start))
   const records: KeyRecord[] = []
   parsed.forEach((entry: unknown, i) => {
     const line = lines[i] ?? 1
@@ -127,32 +126,44 @@ function parseStatestoreJson(content: string): KeyRecord[] {
   return records
 }
 
-/** The line each top-level element of a JSON array starts on (the array parsed already, so the text is valid JSON). */
-function lineOfEachElement(content: string): number[] {
-  const lines: number[] = []
+function lineAt(content: string, offset: number): number {
+  return content.slice(0, offset).split('\n').length
+}
+
+/** Where JSON.parse names no position: the line of the first top-level element that is not JSON on its own. */
+function firstUnparsable(content: string): number | null {
+  for (const e of topLevelElements(content)) {
+    try {
+      JSON.parse(content.slice(e.start, e.end))
+    } catch {
+      return lineAt(content, e.start)
+    }
+  }
+  return null
+}
+
+/** The spans of a JSON array's top-level elements, found by brackets and strings alone (so also in text that is not valid JSON). */
+function topLevelElements(content: string): Array<{ start: number; end: number }> {
+  const spans: Array<{ start: number; end: number }> = []
   let depth = 0
-  let line = 1
   let inString = false
-  let expectElement = false
+  let start = -1
   for (let i = 0; i < content.length; i++) {
     const c = content[i]
-    if (c === '\n') line++
     if (inString) {
       if (c === '\\') i++
       else if (c === '"') inString = false
       continue
     }
     if (c === ' ' || c === '\t' || c === '\r' || c === '\n') continue
-    if (depth === 1 && expectElement && c !== ']') {
-      lines.push(line)
-      expectElement = false
-    }
+    if (depth === 1 && (c === ',' || c === ']')) {
+      if (start !== -1) spans.push({ start, end: i })
+      start = -1
+    } else if (depth === 1 && start === -1) start = i
     if (c === '"') inString = true
-    else if (c === '[' || c === '{') {
-      depth++
-      if (depth === 1) expectElement = true
-    } else if (c === ']' || c === '}') depth--
-    else if (c === ',' && depth === 1) expectElement = true
+    else if (c === '[' || c === '{') depth++
+    else if (c === ']' || c === '}') depth--
   }
-  return lines
+  if (start !== -1) spans.push({ start, end: content.length })
+  return spans
 }
