@@ -60,7 +60,9 @@ export async function runKeys<R>(ctx: NodeContext, msg: NodeMessage, send: Send,
     else failures.add(key, outcome.error)
   })
   msg.key = [...spec.keys]
+  // A previous node's msg.errors would read as this node's.
   if (failures.size > 0) msg.errors = failures.byKey()
+  else delete msg.errors
   send(spec.all(msg, results))
   const failure = failures.failure(spec.keys.length, t)
   if (failure) throw failure

@@ -108,4 +108,5 @@ function fill(msg: NodeMessage, values: Map<string, ReadValue>, failures: KeyFai
   msg.version = version
   msg.found = keys.length > 0
   if (failures.size > 0) msg.errors = failures.byKey()
+  else delete msg.errors
 }

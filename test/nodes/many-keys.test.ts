@@ -36,14 +36,14 @@ describe('nodes: several keys in one msg', function () {
     }))
     await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg' }))
     const read = nextMessage(helper.getNode('out1'))
-    helper.getNode('get').receive({ topic: ['mk/a', 'mk/b', 'mk/missing'], extra: 1 })
+    helper.getNode('get').receive({ topic: ['mk/a', 'mk/b', 'mk/missing'], extra: 1, errors: { 'from/an/earlier/node': {} } })
     const r = await read
     assert.deepEqual(r.payload, { 'mk/a': { n: 1 }, 'mk/b': 'two' })
     assert.deepEqual(r.found, { 'mk/a': true, 'mk/b': true, 'mk/missing': false })
     assert.deepEqual(r.version, { 'mk/a': versions.a, 'mk/b': versions.b })
     assert.deepEqual(r.key, ['mk/a', 'mk/b', 'mk/missing'])
     assert.equal(r.extra, 1)
-    assert.equal(r.errors, undefined)
+    assert.equal(r.errors, undefined, 'no key failed here: an earlier node’s msg.errors does not stay')
     assert.equal(lastStatus(helper.getNode('get')).text, `${COMMON}status.found 2/3`)
   })
 
