@@ -97,6 +97,25 @@ describe('nodes: several keys in one msg', function () {
     assert.deepEqual((await again).applied, { 'sk/a': false, 'sk/new': true }, 'NX applies key by key')
   })
 
+  it('set and delete key send one msg per key when set so: a set not applied to the second output', async () => {
+    await withClient(store.url, (c) => c.set('ek/taken', 'old'))
+    await helper.load(ALL, [
+      ...flowWith(store.url, { id: 'set', type: 'ss-set', multi: 'object', condition: 'NX', sendAs: 'key', notApplied: 'output', outputs: 2 }, 2),
+      onTab({ id: 'del', type: 'ss-del', store: 'cfg', key: 'topic', keyType: 'msg', sendAs: 'key', wires: [['delOut']] }),
+      onTab({ id: 'delOut', type: 'helper' }),
+    ])
+    listen(helper.getNode('out1'), helper.getNode('out2'), helper.getNode('delOut'))
+    helper.getNode('set').receive({ payload: { 'ek/new': 1, 'ek/taken': 2 } })
+    const applied = await nextMessage(helper.getNode('out1'))
+    assert.deepEqual([applied.key, applied.payload, applied.applied], ['ek/new', 1, true])
+    const refused = await nextMessage(helper.getNode('out2'))
+    assert.deepEqual([refused.key, refused.payload, refused.applied], ['ek/taken', 2, false])
+    helper.getNode('del').receive({ topic: ['ek/new', 'ek/none'] })
+    const deleted = await byKey('delOut', 2)
+    assert.equal(deleted.get('ek/new')!.deleted, 1)
+    assert.equal(deleted.get('ek/none')!.deleted, 0)
+  })
+
   it('a key that fails is named, and the others’ results are kept: in the one msg, or in their own msgs', async () => {
     await withClient(store.url, async (c) => {
       await c.set('fk/good', '{"ok":true}')
