@@ -37,6 +37,7 @@ export const importKeys: Command = {
     let kept = 0
     let failed = 0
     let firstFailure = ''
+    let settled = 0
     if (ctx.values['dry-run']) {
       // With --nx, which keys exist decides what would be written.
       const exists = nx ? await settleEach(live, IN_FLIGHT, async (r) => (await ctx.client.get(r.key, { signal: ctx.signal })).value !== null) : []
@@ -49,7 +50,7 @@ export const importKeys: Command = {
           firstFailure ||= `${JSON.stringify(r.key.toString('utf8'))}: ${(o.error as Error).message}`
         } else if (o.value) progress.count++
         else kept++
-        if (progress.count % 500 === 0) void progress.show()
+        if (++settled % 500 === 0) void progress.show()
       })
     }
     const notes = [kept ? `${kept} kept (they exist, --nx)` : '', expired ? `${expired} skipped (expired)` : '', failed ? `${failed} failed` : ''].filter(Boolean)
