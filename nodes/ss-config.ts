@@ -10,6 +10,7 @@ import { positiveInt, wholeNumber } from './lib/props'
 import type { StoreConfigNode } from './lib/config-node'
 import { ConnectionLog } from './lib/connection-log'
 import { StoreUsers } from './lib/store-users'
+import { shareForFunctions } from './lib/function-access'
 
 interface ConfigDef extends NodeDef {
   broker: string
@@ -177,6 +178,7 @@ export = function (RED: NodeAPI) {
       return notConnected(err.code, connection.reason ?? err.message, err)
     }
 
+    shareForFunctions(node)
     node.on('close', (_removed: boolean, done: () => void) => {
       closing = true
       void (async () => {

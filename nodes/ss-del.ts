@@ -1,7 +1,10 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
+import type { Hlc } from '../src/hlc'
 import { encodePayload } from './lib/codec'
 import { onInput } from './lib/handler'
-import { evaluateInput, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
+import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS, parseKeyList } from './lib/key-list'
+import { runKeys, type SendAs } from './lib/many-keys'
+import { evaluateInput, keyInput, parseKey, positiveInt, resolveFencingToken, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
 
 interface DelDef extends NodeDef {
@@ -14,6 +17,10 @@ interface DelDef extends NodeDef {
   fencingToken: string
   fencingTokenType: string
   overrides: boolean
+  /** Several keys: one msg for all or one per key. */
+  sendAs?: SendAs
+  inFlight?: string | number
+  maxKeys?: string | number
 }
 
 export = function (RED: NodeAPI) {
@@ -26,16 +33,42 @@ export = function (RED: NodeAPI) {
     const token = typedSetting(def, 'fencingToken')
     const overrides = def.overrides !== false
     const onlyIfEqual = def.mode === 'vdel'
+    const sendAs: SendAs = def.sendAs === 'key' ? 'key' : 'all'
+    const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
+    const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)
+    const outcome = (deleted: number) => status.outcome(deleted === 1 ? 'status.deleted' : deleted === 0 ? 'status.notFound' : 'status.mismatch')
 
     onInput(node, status, async (msg, send) => {
-      const name = await resolveKey(RED, node, msg, key, overrides, t)
+      const input = await keyInput(RED, node, msg, key, overrides, t)
+      const names = Array.isArray(input) ? parseKeyList(input, maxKeys, t) : null
+      const name = names ? '' : parseKey(input, t)
       const expected = onlyIfEqual ? encodePayload(await evaluateInput(RED, node, value, msg, 'value', t), t) : null
-      const fencingToken = await resolveFencingToken(RED, node, msg, token, t)
+      const fencingToken: Hlc | undefined = await resolveFencingToken(RED, node, msg, token, t)
       const c = await client()
-      const result = expected ? await c.vdel(name, expected, { fencingToken }) : await c.del(name, { fencingToken })
+      const remove = async (k: string) => (await (expected ? c.vdel(k, expected, { fencingToken }) : c.del(k, { fencingToken }))).deleted
+      if (names) {
+        await runKeys({ RED, node, status, t }, msg, send, {
+          keys: names,
+          inFlight,
+          sendAs,
+          run: remove,
+          one(copy, _k, deleted) {
+            copy.deleted = deleted
+            outcome(deleted)
+            return copy
+          },
+          all(whole, results) {
+            whole.deleted = Object.fromEntries(results)
+            status.outcome('status.deleted', `${[...results.values()].filter((d) => d === 1).length}/${names.length}`)
+            return whole
+          },
+        })
+        return
+      }
+      const deleted = await remove(name)
       msg.key = name
-      msg.deleted = result.deleted
-      status.outcome(result.deleted === 1 ? 'status.deleted' : result.deleted === 0 ? 'status.notFound' : 'status.mismatch')
+      msg.deleted = deleted
+      outcome(deleted)
       send(msg)
     })
   }

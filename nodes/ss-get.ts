@@ -1,7 +1,10 @@
-import type { NodeAPI, NodeDef, Node } from 'node-red'
+import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import { decodePayload, isDecoding, type Decoding } from './lib/codec'
 import { onInput } from './lib/handler'
-import { resolveKey, typedSetting } from './lib/props'
+import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS, parseKeyList } from './lib/key-list'
+import { runKeys, type Output } from './lib/many-keys'
+import { readPattern, type PatternSendAs, type ReadValue } from './lib/pattern-read'
+import { keyInput, parseKey, positiveInt, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
 
 interface GetDef extends NodeDef {
@@ -11,8 +14,12 @@ interface GetDef extends NodeDef {
   decode: Decoding
   notFound: 'output' | 'payload'
   overrides: boolean
-  /** `value` reads the key; `keys` lists the keys the Key setting matches as a glob (SCAN). */
-  mode?: 'value' | 'keys'
+  /** `value` reads the key (or keys); `keys` lists the keys the Key setting matches as a glob (SCAN); `values` reads them too. */
+  mode?: 'value' | 'keys' | 'values'
+  /** Several keys: one msg for all, one per key, or (pattern with values) one per page. */
+  sendAs?: PatternSendAs
+  inFlight?: string | number
+  maxKeys?: string | number
 }
 
 export = function (RED: NodeAPI) {
@@ -24,35 +31,75 @@ export = function (RED: NodeAPI) {
     const decode: Decoding = isDecoding(def.decode) ? def.decode : 'auto'
     const overrides = def.overrides !== false
     const secondOutput = def.notFound === 'output'
-    const listKeys = def.mode === 'keys'
+    const mode = def.mode ?? 'value'
+    const sendAs: PatternSendAs = def.sendAs === 'key' || def.sendAs === 'page' ? def.sendAs : 'all'
+    const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
+    const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)
+    const ctx = { RED, node, status, t }
+    const route = (msg: NodeMessage, found: boolean): Output => (secondOutput ? (found ? [msg, null] : [null, msg]) : msg)
+    const read = async (name: string): Promise<ReadValue | null> => {
+      const result = await (await client()).get(name)
+      return result.value === null ? null : { value: decodePayload(result.value, decode, t), version: result.version?.toString() }
+    }
 
     onInput(node, status, async (msg, send) => {
-      const name = await resolveKey(RED, node, msg, key, overrides, t)
-      if (listKeys) {
+      const input = await keyInput(RED, node, msg, key, overrides, t)
+      if (mode === 'keys') {
         const keys: string[] = []
-        for await (const page of (await client()).scan(name)) keys.push(...page)
+        for await (const page of (await client()).scan(parseKey(input, t))) keys.push(...page)
         msg.payload = keys.sort()
         msg.found = keys.length > 0
         msg.version = undefined
         status.outcome('status.listed', String(keys.length))
-        send(secondOutput ? (msg.found ? [msg, null] : [null, msg]) : msg)
+        send(route(msg, keys.length > 0))
         return
       }
-      const result = await (await client()).get(name)
+      if (mode === 'values') {
+        const scan = (await client()).scan(parseKey(input, t))
+        await readPattern(ctx, msg, send, { scan, sendAs, inFlight, maxKeys, read, route, progress: (n) => status.outcome('status.read', String(n)) })
+        return
+      }
+      if (Array.isArray(input)) {
+        const keys = parseKeyList(input, maxKeys, t)
+        await runKeys(ctx, msg, send, {
+          keys,
+          inFlight,
+          sendAs: sendAs === 'key' ? 'key' : 'all',
+          run: read,
+          one(copy, _name, result) {
+            copy.payload = result?.value
+            copy.found = result !== null
+            copy.version = result?.version
+            status.outcome(result ? 'status.found' : 'status.notFound')
+            return route(copy, result !== null)
+          },
+          all(whole, results) {
+            const payload: Record<string, unknown> = {}
+            const found: Record<string, boolean> = {}
+            const version: Record<string, string | undefined> = {}
+            for (const [name, result] of results) {
+              found[name] = result !== null
+              if (result === null) continue
+              payload[name] = result.value
+              version[name] = result.version
+            }
+            whole.payload = payload
+            whole.found = found
+            whole.version = version
+            status.outcome('status.found', `${Object.keys(payload).length}/${keys.length}`)
+            return whole
+          },
+        })
+        return
+      }
+      const name = parseKey(input, t)
+      const result = await read(name)
       msg.key = name
-      if (result.value === null) {
-        msg.payload = undefined
-        msg.found = false
-        msg.version = undefined
-        status.outcome('status.notFound')
-        send(secondOutput ? [null, msg] : msg)
-        return
-      }
-      msg.payload = decodePayload(result.value, decode, t)
-      msg.found = true
-      msg.version = result.version?.toString()
-      status.outcome('status.found')
-      send(secondOutput ? [msg, null] : msg)
+      msg.payload = result?.value
+      msg.found = result !== null
+      msg.version = result?.version
+      status.outcome(result ? 'status.found' : 'status.notFound')
+      send(route(msg, result !== null))
     })
   }
 

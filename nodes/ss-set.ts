@@ -3,7 +3,9 @@ import type { SetOptions } from '../src/client'
 import { encodeAs, isEncoding, type Encoding } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
-import { evaluateInput, override, parseExpiry, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
+import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS, parseKeyValues } from './lib/key-list'
+import { runKeys, type SendAs } from './lib/many-keys'
+import { evaluateInput, override, parseExpiry, positiveInt, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
 
 interface SetDef extends NodeDef {
@@ -20,6 +22,12 @@ interface SetDef extends NodeDef {
   notApplied: 'output' | 'same'
   overrides: boolean
   encode?: Encoding
+  /** `object`: the Value is an object of key → value, each property written to its key (the Key setting is not used). */
+  multi?: 'key' | 'object'
+  /** Several keys: one msg for all or one per key. */
+  sendAs?: SendAs
+  inFlight?: string | number
+  maxKeys?: string | number
 }
 
 const CONDITIONS = ['always', 'NX', 'NEX'] as const
@@ -35,10 +43,16 @@ export = function (RED: NodeAPI) {
     const overrides = def.overrides !== false
     const secondOutput = def.notApplied === 'output'
     const encoding: Encoding = isEncoding(def.encode) ? def.encode : 'auto'
+    const several = def.multi === 'object'
+    const sendAs: SendAs = def.sendAs === 'key' ? 'key' : 'all'
+    const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
+    const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)
 
     onInput(node, status, async (msg, send) => {
-      const name = await resolveKey(RED, node, msg, key, overrides, t)
-      const bytes = encodeAs(await evaluateInput(RED, node, value, msg, 'value', t), encoding, t)
+      const name = several ? '' : await resolveKey(RED, node, msg, key, overrides, t)
+      const input = await evaluateInput(RED, node, value, msg, 'value', t)
+      const entries = several ? parseKeyValues(input, maxKeys, t) : null
+      const bytes = entries ? Buffer.alloc(0) : encodeAs(input, encoding, t)
       const condition = override(msg, 'condition', overrides, def.condition || 'always')
       if (!CONDITIONS.includes(condition as SetOptions['condition'] & string)) {
         throw new InputError('ConditionInvalid', t('errors.condition', { value: preview(condition) }))
@@ -49,7 +63,31 @@ export = function (RED: NodeAPI) {
         fencingToken: await resolveFencingToken(RED, node, msg, token, t),
         persist: Boolean(override(msg, 'persist', overrides, def.persist === true)),
       }
-      const result = await (await client()).set(name, bytes, options)
+      const c = await client()
+      if (entries) {
+        const values = new Map(entries)
+        await runKeys({ RED, node, status, t }, msg, send, {
+          keys: entries.map(([k]) => k),
+          inFlight,
+          sendAs,
+          run: (k) => c.set(k, encodeAs(values.get(k), encoding, t), options),
+          one(copy, k, result) {
+            copy.payload = values.get(k)
+            copy.applied = result.applied
+            copy.version = result.version.toString()
+            status.outcome(result.applied ? 'status.applied' : 'status.notApplied')
+            return secondOutput ? (result.applied ? [copy, null] : [null, copy]) : copy
+          },
+          all(whole, results) {
+            whole.applied = Object.fromEntries([...results].map(([k, r]) => [k, r.applied]))
+            whole.version = Object.fromEntries([...results].map(([k, r]) => [k, r.version.toString()]))
+            status.outcome('status.applied', `${[...results.values()].filter((r) => r.applied).length}/${entries.length}`)
+            return whole
+          },
+        })
+        return
+      }
+      const result = await c.set(name, bytes, options)
       msg.key = name
       msg.applied = result.applied
       msg.version = result.version.toString()

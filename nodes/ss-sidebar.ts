@@ -5,6 +5,7 @@ import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulato
 import type { StateStoreClient } from '../src/client'
 import { LiveFeed, lockView, ScanKeyBrowser, viewValue, watchView, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/config-node'
+import { exportKeys, ExportTooLarge } from './lib/export-keys'
 
 /**
  * The editor's "state store" sidebar, runtime half: admin endpoints under the runtime's admin API
@@ -212,5 +213,23 @@ export = function (RED: NodeAPI) {
       limit,
     })
     res.json({ source: 'admin', ...page })
+  }))
+
+  // The browser's keys as a file for `aio-statestore import` or the emulator's --seed.
+  http.get(`${BASE}/stores/:id/export`, needs(READ), route(async (req, res) => {
+    const n = store(req, res)
+    const c = n && (await client(n, res))
+    if (!n || !c) return
+    const pattern = typeof req.query.pattern === 'string' && req.query.pattern !== '' ? req.query.pattern : '*'
+    // An emulator in this process tells expiry and persistence; otherwise SCAN lists the keys, or a standalone emulator's admin channel.
+    const a = (n.brokerUrl ? adminFor(n.brokerUrl) : null) ?? ((await scanBrowser(n)) ? null : await admin(n))
+    try {
+      const out = await exportKeys(c, a, pattern)
+      res.type('application/x-ndjson').setHeader('X-Key-Count', String(out.count))
+      res.send(out.text)
+    } catch (err) {
+      if (err instanceof ExportTooLarge) return fail(res, 413, 'exportTooLarge')
+      throw err
+    }
   }))
 }

@@ -26,4 +26,5 @@ export {
   type TlsOptions,
 } from './client'
 export * from './locks'
+export { stateStore, SharedStore } from './shared-stores'
 export type { Bytes, SetCondition } from './protocol'

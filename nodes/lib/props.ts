@@ -89,9 +89,13 @@ export function parseWatchedKey(key: unknown, clientId: string, t: Translate): s
  * Otherwise `msg.key`, when overrides are allowed, comes before the Key setting (`msg.topic`, …).
  */
 export async function resolveKey(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, overrides: boolean, t: Translate): Promise<string> {
+  return parseKey(await keyInput(RED, node, msg, key, overrides, t), t)
+}
+
+/** What resolveKey reads, before it is checked to be one key (get and delete also take an array of keys). */
+export async function keyInput(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, overrides: boolean, t: Translate): Promise<unknown> {
   const fixed = key.type === 'str' && key.value !== ''
-  const value = !fixed && overrides && msg.key !== undefined ? msg.key : await evaluateInput(RED, node, key, msg, 'key', t)
-  return parseKey(value, t)
+  return !fixed && overrides && msg.key !== undefined ? msg.key : evaluateInput(RED, node, key, msg, 'key', t)
 }
 
 /** Fencing tokens travel as HLC strings (`msg.fencingToken` from ss-lock); empty or absent means "no token". */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { Readable, Writable } from 'node:stream'
 import type { ParseArgsConfig } from 'node:util'
-import type { StateStoreClient } from '../client'
+import type { ClientOptions, StateStoreClient } from '../client'
 import { UsageError, type Outcome } from './exit'
 
 /** One verb of the CLI: its help, its flags, and what it does with a connected client. */
@@ -27,6 +27,8 @@ export interface Io {
 
 export interface CommandContext {
   client: StateStoreClient
+  /** The options the client connected with, for another connection to the same broker (export --admin). */
+  clientOptions?: ClientOptions
   args: string[]
   values: Record<string, string | boolean | string[] | boolean[] | undefined>
   /** For `lock`: the command line after `--`. */

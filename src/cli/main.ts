@@ -4,7 +4,9 @@ import { shownUrl } from '../log'
 import { StateStoreClient } from '../client'
 import { type Command, type Io, write } from './command'
 import { del } from './commands/del'
+import { exportKeys } from './commands/export'
 import { get } from './commands/get'
+import { importKeys } from './commands/import'
 import { keys } from './commands/keys'
 import { lock } from './commands/lock'
 import { set } from './commands/set'
@@ -19,7 +21,7 @@ import { Exit, outcomeOf, type Outcome } from './exit'
  * service error, with one line on stderr saying which.
  */
 
-const COMMANDS: Command[] = [get, set, del, vdel, watch, keys, lock]
+const COMMANDS: Command[] = [get, set, del, vdel, watch, keys, lock, exportKeys, importKeys]
 const NAME = 'aio-statestore'
 
 function overview(): string {
@@ -79,7 +81,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     } catch (err) {
       throw new ConnectFailed(`cannot connect to ${shownUrl(connection.options.brokerUrl)}: ${(err as Error).message}`)
     }
-    const outcome = await command.run({ client, args: parsed.positionals, values: parsed.values, rest: after, timeoutMs: connection.timeoutMs, io, signal })
+    const outcome = await command.run({ client, clientOptions: connection.options, args: parsed.positionals, values: parsed.values, rest: after, timeoutMs: connection.timeoutMs, io, signal })
     return report(io, outcome)
   } catch (err) {
     return report(io, err instanceof ConnectFailed ? { code: Exit.failed, message: err.message } : outcomeOf(err))

@@ -21,6 +21,11 @@ export class KeyScan implements AsyncIterable<string[]> {
     private readonly options: RequestOptions = {},
   ) {}
 
+  /** Whether the store has said the scan is complete: the next `next()` gives null without a request. */
+  get complete(): boolean {
+    return this.done
+  }
+
   /** The next page of keys, or null when there are no more. One page at a time: pages depend on each other. */
   async next(): Promise<string[] | null> {
     if (this.done) return null

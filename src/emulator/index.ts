@@ -18,6 +18,7 @@ import type { Replayed } from './journal/format'
 import { Journal } from './journal/journal'
 import { stateStoreAccessPolicy, stateStorePublishPolicy } from './service/broker-policy'
 import { StateStoreService } from './service/service'
+import { applySeed, readSeedFile } from './seed-file'
 import { Keyspace, type KeyChange } from './core/keyspace'
 import { DEFAULT_SCAN_LIMITS } from './core/scan'
 
@@ -85,6 +86,11 @@ export interface EmulatorOptions {
    * to try what a client or tool does without it. Default true.
    */
   scan?: boolean
+  /**
+   * Keys to put into the store at start (a WASM graph development environment's statestore.json or
+   * an `aio-statestore export` file); keys restored from `persistFile` are kept as they are.
+   */
+  seedFile?: string
 }
 
 export interface Emulator {
@@ -114,6 +120,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   if (options.scanPageKeys !== undefined && (!Number.isSafeInteger(options.scanPageKeys) || options.scanPageKeys < 1)) {
     throw new Error(`scanPageKeys must be a whole number >= 1, got ${options.scanPageKeys}`)
   }
+  const seed = options.seedFile ? readSeedFile(options.seedFile) : null
   const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
   for (const name of ['maxBytes', 'maxValueBytes'] as const) {
     const n = options[name]
@@ -176,6 +183,11 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       if (service) notifications.publish(registrations.notificationsFor(change), persisted?.appendedSeq ?? 0)
     })
     if (persisted) registrations.setListener((change) => persisted.record(change))
+    if (seed) {
+      const seeded = applySeed(store, seed)
+      log('info', `seed: ${seeded.written} key(s) from ${options.seedFile}${seeded.existing ? `, ${seeded.existing} kept as restored` : ''}${seeded.expired ? `, ${seeded.expired} expired` : ''}`)
+      if (seeded.refused > 0) log('warn', `seed: ${seeded.refused} key(s) of ${options.seedFile} refused by the key quota (--max-keys)`)
+    }
 
     let brokerUrl = options.brokerUrl
     let credentials: { username?: string; password?: string } = {}

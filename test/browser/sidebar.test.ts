@@ -5,6 +5,7 @@
 // Screenshots go to artifacts/browser/ (docs/images has the ones the README shows).
 import { strict as assert } from 'node:assert'
 import { StateStoreClient } from '../../src/client'
+import { parseKeyRecords } from '../../src/key-records'
 import { AuthRuntime, RUNTIMES, USERS } from '../sidebar/runtime'
 import { Editor, openSidebar } from './editor'
 import { openEditor, requireChromium, type OpenedEditor } from './session'
@@ -159,6 +160,22 @@ describe('editor: the state store sidebar', function () {
     // A key from the list opens in the inspector.
     await rows.first().locator('a').click()
     await page.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'v4250' }).waitFor()
+  })
+
+  it('the key browser exports the keys of its pattern as a file that import and --seed read', async function () {
+    const page = editor.page
+    await filled
+    await page.locator('.ss-sidebar-browser-pattern').fill('bulk/00420*')
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator('.ss-sidebar-export').click()])
+    assert.equal(download.suggestedFilename(), 'statestore-export.ndjson')
+    const chunks: Buffer[] = []
+    for await (const chunk of (await download.createReadStream())!) chunks.push(chunk as Buffer)
+    const records = parseKeyRecords(Buffer.concat(chunks).toString('utf8'))
+    assert.deepEqual(
+      records.map((r) => [r.key.toString(), r.value.toString()]).sort(),
+      Array.from({ length: 10 }, (_, i) => [`bulk/00420${i}`, `v420${i}`]),
+    )
+    await page.locator('.ss-sidebar-browser .ss-sidebar-ok', { hasText: 'Saved 10 key(s) as a file.' }).waitFor()
   })
 
   it('takes the screenshot the README shows', async function () {

@@ -26,7 +26,7 @@ describe('aio-statestore: help, connection and failures', function () {
   it('has --help for every command, and the overview lists them', async () => {
     const overview = await runCli(FROM_SOURCE, ['--help'])
     assert.equal(overview.code, 0)
-    const commands = ['get', 'set', 'del', 'vdel', 'watch', 'keys', 'lock']
+    const commands = ['get', 'set', 'del', 'vdel', 'watch', 'keys', 'lock', 'export', 'import']
     for (const c of commands) assert.match(overview.stdout.toString(), new RegExp(`^  ${c} +\\S`, 'm'), c)
     assert.match(overview.stdout.toString(), /AIO_BROKER_HOSTNAME/)
     for (const c of commands) {

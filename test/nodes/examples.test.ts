@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { StateStoreClient } from '../../src/client'
+import { startEmulator } from '../../src/emulator'
 import { ALL, helper, lastStatus, listen, until, nextMessage, noMessage, useStore } from './support'
 
 /* eslint-disable @typescript-eslint/no-require-imports */
@@ -9,12 +13,13 @@ const CORE = [
   require('@node-red/nodes/core/common/90-comment.js'),
   require('@node-red/nodes/core/function/10-function.js'),
   require('@node-red/nodes/core/function/15-change.js'),
+  require('@node-red/nodes/core/function/89-delay.js'),
 ]
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; name?: string }
 const dir = join(__dirname, '..', '..', 'examples')
-const ALLOWED = new Set(['tab', 'comment', 'inject', 'debug', 'function', 'change', 'catch', 'ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch'])
+const ALLOWED = new Set(['tab', 'comment', 'inject', 'debug', 'function', 'change', 'delay', 'catch', 'ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch'])
 
 function load(name: string): FlowNode[] {
   return JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')) as FlowNode[]
@@ -51,6 +56,26 @@ async function pressedAtOnce(n: number, next: () => Promise<unknown>, from: numb
   const seen: number[] = []
   for (let i = 0; i < n; i++) seen.push(Number(await next()))
   assert.deepEqual(seen.sort((a, b) => a - b), Array.from({ length: n }, (_, i) => from + i))
+}
+/** The test store's URL while an example runs: the scenarios where another client plays AIO's producer write through it. */
+let storeUrl = ''
+
+/** A client of the test store, as the producer the example follows (a connector, a Dapr app). */
+async function producer<T>(work: (c: StateStoreClient) => Promise<T>, url = storeUrl): Promise<T> {
+  const client = new StateStoreClient({ brokerUrl: url, clientId: `example-producer-${Math.random().toString(36).slice(2)}` })
+  try {
+    await client.ready({ timeoutMs: 5000 })
+    return await work(client)
+  } finally {
+    await client.close()
+  }
+}
+
+/** The samples debug `latest sample` shows until it shows `last`: the rate limit lets few through. */
+async function samplesUntil(last: number): Promise<number[]> {
+  const seen: number[] = []
+  while (seen.at(-1) !== last) seen.push(((await shows('latest sample')) as { sample: number }).sample)
+  return seen
 }
 
 const scenarios: Record<string, () => Promise<void>> = {
@@ -128,6 +153,56 @@ const scenarios: Record<string, () => Promise<void>> = {
     press('look up thermostat-2')
     assert.deepEqual(await shows('first match'), records[1])
   },
+  'connector-dataset-watch': async () => {
+    await until(() => String(lastStatus(byName('ss-watch', '')).text).endsWith('watching 1'), 'watching the dataset key')
+    // The emulator's client plays the connector: a write of the dataset key on every sample.
+    await producer(async (c) => {
+      for (let i = 1; i <= 20; i++) await c.set('examples/connector/thermostat-1', JSON.stringify({ sample: i, temperature: 20 + i / 10 }))
+    })
+    const seen = await samplesUntil(20)
+    assert.ok(seen.length <= 3, `the rate limit lets the latest through, not every sample: ${seen.join(', ')}`)
+    assert.deepEqual([...seen].sort((a, b) => a - b), seen, 'in order')
+    // The example's own simulated connector does the same.
+    press('simulate 20 samples')
+    const again = await samplesUntil(20)
+    assert.ok(again.length <= 3, `again: ${again.join(', ')}`)
+  },
+  'dapr-app-keys': async () => {
+    // The Dapr app, as its state store component writes: <app id>||<key>, JSON values.
+    await producer(async (c) => {
+      await c.set('examples/order-processor||order-1', JSON.stringify({ item: 'bolts', quantity: 3 }))
+      await c.set('examples/order-processor||order-2', JSON.stringify({ item: 'nuts', quantity: 12 }))
+      await c.set('examples/other-app||order-1', JSON.stringify({ item: 'not this app' }))
+    })
+    press('read order-1')
+    assert.deepEqual(await shows('order'), { item: 'bolts', quantity: 3 })
+    press("all of the app's state")
+    // Made in the Function node's sandbox: an object of another realm, compared as JSON.
+    assert.deepEqual(JSON.parse(JSON.stringify(await shows('app state'))), { 'order-1': { item: 'bolts', quantity: 3 }, 'order-2': { item: 'nuts', quantity: 12 } })
+    press('simulate the Dapr app')
+    assert.deepEqual(await shows('written'), { 'examples/order-processor||order-1': true, 'examples/order-processor||order-2': true })
+  },
+  'wasm-enrichment-keys': async () => {
+    const statestoreJson = String(nodes.find((n) => n.type === 'inject' && n.name === 'load statestore.json')!.payload)
+    const keys = (JSON.parse(statestoreJson) as Array<Record<string, unknown>>).flatMap((entry) => Object.keys(entry))
+    assert.deepEqual(await shows('seeded'), Object.fromEntries(keys.map((k) => [k, true])))
+    press('read the keys')
+    assert.deepEqual(await shows('enrichment'), { 'examples/wasm/factoryId': 'factoryA', 'examples/wasm/lineId': 'line-3', 'examples/wasm/limits': { maxTemperature: 24.5, maxSpeed: 12 } })
+    // The flow writes what the development environment's seed gives: byte for byte.
+    const dir = mkdtempSync(join(tmpdir(), 'aio-wasm-seed-'))
+    writeFileSync(join(dir, 'statestore.json'), statestoreJson)
+    const seeded = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error', seedFile: join(dir, 'statestore.json') })
+    try {
+      const fromSeed = await producer(async (c) => Promise.all(keys.map(async (k) => (await c.get(k)).value)), seeded.brokerUrl)
+      const fromFlow = await producer(async (c) => Promise.all(keys.map(async (k) => (await c.get(k)).value)))
+      assert.deepEqual(fromFlow, fromSeed)
+    } finally {
+      await seeded.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+    press('new line')
+    assert.equal(await shows('line changed'), true)
+  },
   'thermostat-watch': async () => {
     assert.equal(await shows('set-point'), 21.5)
     press('set 19')
@@ -181,6 +256,7 @@ describe('examples: each deploys and produces its documented debug output', func
       exampleDebug.clear()
       for (const n of example) if (n.type === 'debug') exampleDebug.set(n.id, String(n.complete))
       nodes = runnable(example, store.url)
+      storeUrl = store.url
       await helper.load([...CORE, ...ALL], nodes)
       listen(...nodes.filter((n) => n.type === 'helper').map((n) => helper.getNode(n.id)))
       await scenarios[name]!()

@@ -2,6 +2,7 @@
 // may see and do over the admin API, and the live updates over the editor's websocket.
 import { strict as assert } from 'node:assert'
 import { StateStoreClient } from '../../src/client'
+import { parseKeyRecords } from '../../src/key-records'
 import { AuthRuntime, RUNTIMES, SidebarComms, eventually } from './runtime'
 
 const FLOWS = [
@@ -80,6 +81,26 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.ok([401, 403].includes(del.status), `delete answered ${del.status}`)
       const kept = (await rt.request('GET', '/aio-statestore/stores/cfg1/key?key=sidebar%2Fkept', reader)).json as { value: { preview: string } }
       assert.equal(kept.value.preview, 'v1')
+    })
+
+    it('exports the keys the browser lists as an import file, binary values and expiry included', async () => {
+      const client = new StateStoreClient({ brokerUrl: (await stores(reader)).find((s) => s.id === 'cfg1')!.broker, clientId: `sidebar-export-${process.pid}` })
+      const binary = Buffer.from([0, 0xff, 0x80, 10])
+      try {
+        await client.ready({ timeoutMs: 5000 })
+        await client.set('sidebar/export/text', 'héllo')
+        await client.set('sidebar/export/bin', binary, { expiryMs: 600_000 })
+      } finally {
+        await client.close()
+      }
+      const exported = await rt.request('GET', '/aio-statestore/stores/cfg1/export?pattern=sidebar/export/*', reader)
+      assert.equal(exported.status, 200, JSON.stringify(exported.json))
+      const records = parseKeyRecords(String(exported.json))
+      assert.deepEqual(records.map((r) => r.key.toString()).sort(), ['sidebar/export/bin', 'sidebar/export/text'])
+      const bin = records.find((r) => r.key.toString() === 'sidebar/export/bin')!
+      assert.deepEqual(bin.value, binary)
+      assert.ok(bin.expiresAt! > Date.now(), 'the embedded emulator tells the expiry')
+      assert.equal(records.find((r) => r.key.toString() === 'sidebar/export/text')!.value.toString(), 'héllo')
     })
 
     it('answers bad input with a code and an unknown store with 404', async () => {

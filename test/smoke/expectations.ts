@@ -130,6 +130,38 @@ export const EXPECTATIONS: Record<string, Expectation> = {
     },
   },
 
+  'connector-dataset-watch': {
+    async run(x) {
+      await x.status('ss-watch', (text) => /watching 1$/.test(text))
+      const from = x.count('latest sample')
+      await x.inject('simulate 20 samples')
+      await x.next('latest sample', from, (v) => (v as { sample: number }).sample === 20)
+      const shown = x.values('latest sample').slice(from) as Array<{ sample: number }>
+      assert.ok(shown.length <= 3, `the rate limit lets the latest sample through, not all twenty: ${shown.map((v) => v.sample).join(', ')}`)
+    },
+  },
+
+  'dapr-app-keys': {
+    async run(x) {
+      const written = (await press(x, 'simulate the Dapr app', 'written')) as Msg
+      assert.deepEqual(written, { 'examples/order-processor||order-1': true, 'examples/order-processor||order-2': true })
+      assert.deepEqual(await press(x, 'read order-1', 'order'), { item: 'bolts', quantity: 3 })
+      assert.deepEqual(await press(x, "all of the app's state", 'app state'), { 'order-1': { item: 'bolts', quantity: 3 }, 'order-2': { item: 'nuts', quantity: 12 } })
+    },
+  },
+
+  'wasm-enrichment-keys': {
+    async run(x) {
+      assert.deepEqual(await x.next('seeded', 0), { 'examples/wasm/factoryId': true, 'examples/wasm/lineId': true, 'examples/wasm/limits': true })
+      assert.deepEqual(await press(x, 'read the keys', 'enrichment'), {
+        'examples/wasm/factoryId': 'factoryA',
+        'examples/wasm/lineId': 'line-3',
+        'examples/wasm/limits': { maxTemperature: 24.5, maxSpeed: 12 },
+      })
+      assert.equal(await press(x, 'new line', 'line changed'), true)
+    },
+  },
+
   'thermostat-watch': {
     async run(x) {
       // The initial read and the change notification can both show 21.5, in either order.

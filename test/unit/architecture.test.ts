@@ -18,6 +18,8 @@ const LAYERS: Array<[room: string, layer: number]> = [
   ['src/value.ts', 0],
   ['src/ndjson.ts', 0],
   ['src/typed-emitter.ts', 0],
+  ['src/key-records.ts', 0],
+  ['src/bounded.ts', 0],
   ['src/hlc', 0],
   ['src/resp', 0],
   ['src/protocol', 1],
@@ -29,6 +31,8 @@ const LAYERS: Array<[room: string, layer: number]> = [
   ['src/observe', 5],
   ['src/context', 6],
   ['src/cli', 6],
+  ['src/shared-stores.ts', 6],
+  ['src/key-export.ts', 5],
   ['src/index.ts', 7],
   ['nodes', 8],
 ]

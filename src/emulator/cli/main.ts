@@ -62,6 +62,9 @@ Options:
   --sat-token <token>      With the embedded broker: accept this Kubernetes service account token with
                            the MQTT 5 enhanced authentication method K8S-SAT (repeatable).
   --sat-token-file <file>  The same, the token read from a file (repeatable).
+  --seed <file>            Put these keys into the store at start: the statestore.json of the WASM graph
+                           development environment ([{"key": value}, ...]) or an aio-statestore export
+                           (NDJSON). Keys restored from --persist are kept as they are.
   --no-scan                Answer SCAN "-ERR unknown command", as the released AIO broker does (the emulator
                            has SCAN, which the SDKs designed but no released broker answers yet).
   --admin                  Serve the emulator's admin channel (list, filter and inspect every key; what the
@@ -134,6 +137,7 @@ async function main(): Promise<void> {
         'log-level': { type: 'string' },
         admin: { type: 'boolean' },
         'no-scan': { type: 'boolean' },
+        seed: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -208,6 +212,7 @@ async function main(): Promise<void> {
   if (values['broker-config']) options.brokerConfigFile = values['broker-config']
   if (values.admin) options.adminOverMqtt = true
   if (values['no-scan']) options.scan = false
+  if (values.seed) options.seedFile = values.seed
 
   let emulator
   try {

@@ -1,0 +1,43 @@
+import { InputError, describeError } from './errors'
+import type { Translate } from './i18n'
+import { parseKey, typeName } from './props'
+
+/** How many keys one msg may name or gather unless the node says otherwise. */
+export const DEFAULT_MAX_KEYS = 10_000
+/** Requests one msg keeps in flight at once unless the node says otherwise. */
+export const DEFAULT_IN_FLIGHT = 8
+
+/**
+ * The keys of an array from the msg, each checked as one key is, once each in their order. A bad
+ * entry fails the msg before anything is sent, naming its place in the array.
+ */
+export function parseKeyList(value: readonly unknown[], maxKeys: number, t: Translate): string[] {
+  if (value.length > maxKeys) throw tooMany(value.length, maxKeys, t)
+  const keys = new Set<string>()
+  value.forEach((entry, index) => keys.add(checked(entry, index, t)))
+  return [...keys]
+}
+
+/** The key → value pairs of an object from the msg (set key with several keys). */
+export function parseKeyValues(value: unknown, maxKeys: number, t: Translate): Array<[string, unknown]> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || Buffer.isBuffer(value)) {
+    throw new InputError('KeyValuesInvalid', t('errors.keyValues', { type: typeName(value) }))
+  }
+  const entries = Object.entries(value)
+  if (entries.length > maxKeys) throw tooMany(entries.length, maxKeys, t)
+  entries.forEach(([key], index) => checked(key, index, t))
+  return entries
+}
+
+export function tooMany(count: number, max: number, t: Translate): InputError {
+  return new InputError('TooManyKeys', t('errors.tooManyKeys', { count, max }))
+}
+
+function checked(entry: unknown, index: number, t: Translate): string {
+  try {
+    return parseKey(entry, t)
+  } catch (err) {
+    const { code, message } = describeError(err)
+    throw new InputError(code, t('errors.keyInList', { index, error: message }))
+  }
+}
