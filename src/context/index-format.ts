@@ -68,7 +68,8 @@ export function parseBucket(value: Buffer | null): IndexState {
 /** A bucket's bytes: scopes and keys sorted, so equal lists are equal bytes; null when empty (the key is deleted). */
 export function serializeBucket(state: IndexState): string | null {
   if (state.size === 0) return null
-  const out: Record<string, string[]> = {}
+  // no prototype: a scope named __proto__ is a key like any other
+  const out = Object.create(null) as Record<string, string[]>
   for (const scope of [...state.keys()].sort()) out[scope] = [...state.get(scope)!].sort()
   return JSON.stringify(out)
 }
@@ -87,7 +88,7 @@ export function parseDelta(value: Buffer | null): Delta {
 
 export function serializeDelta(delta: Delta): string | null {
   if (delta.size === 0) return null
-  const out: Record<string, Record<string, boolean>> = {}
+  const out = Object.create(null) as Record<string, Record<string, boolean>>
   for (const [scope, tops] of delta) out[scope] = Object.fromEntries(tops)
   return JSON.stringify(out)
 }

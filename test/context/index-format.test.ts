@@ -51,6 +51,13 @@ describe('context: the key index as stored', () => {
     )
   })
 
+  it('a scope or key named __proto__ is stored like any other (a plain object would take it for its prototype)', () => {
+    const state: IndexState = new Map([['__proto__', new Set(['__proto__', 'a'])]])
+    assert.deepEqual(parseBucket(Buffer.from(serializeBucket(state)!)), state)
+    const delta = new Map([['__proto__', new Map([['__proto__', true]])]])
+    assert.deepEqual(parseDelta(Buffer.from(serializeDelta(delta)!)), delta)
+  })
+
   it('a bucket that is not a JSON object is refused; entries of the wrong type are skipped', () => {
     assert.throws(() => parseBucket(Buffer.from('not json')))
     assert.throws(() => parseBucket(Buffer.from('[1]')), /not an object/)
