@@ -3,6 +3,7 @@ import { encodePayload } from './lib/codec'
 import { onInput } from './lib/handler'
 import { evaluateInput, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
+import { writeTimeUnderHold } from './lock/write-guard'
 
 interface DelDef extends NodeDef {
   store: string
@@ -32,7 +33,8 @@ export = function (RED: NodeAPI) {
       const expected = onlyIfEqual ? encodePayload(await evaluateInput(RED, node, value, msg, 'value', t), t) : null
       const fencingToken = await resolveFencingToken(RED, node, msg, token, t)
       const c = await client()
-      const result = expected ? await c.vdel(name, expected, { fencingToken }) : await c.del(name, { fencingToken })
+      const options = { fencingToken, ...writeTimeUnderHold(msg.lock, name, t) }
+      const result = expected ? await c.vdel(name, expected, options) : await c.del(name, options)
       msg.key = name
       msg.deleted = result.deleted
       status.outcome(result.deleted === 1 ? 'status.deleted' : result.deleted === 0 ? 'status.notFound' : 'status.mismatch')

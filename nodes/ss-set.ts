@@ -5,6 +5,7 @@ import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
 import { evaluateInput, override, parseExpiry, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
+import { writeTimeUnderHold } from './lock/write-guard'
 
 interface SetDef extends NodeDef {
   store: string
@@ -49,7 +50,7 @@ export = function (RED: NodeAPI) {
         fencingToken: await resolveFencingToken(RED, node, msg, token, t),
         persist: Boolean(override(msg, 'persist', overrides, def.persist === true)),
       }
-      const result = await (await client()).set(name, bytes, options)
+      const result = await (await client()).set(name, bytes, { ...options, ...writeTimeUnderHold(msg.lock, name, t) })
       msg.key = name
       msg.applied = result.applied
       msg.version = result.version.toString()

@@ -50,6 +50,10 @@ class MsgHold implements Hold {
     }, ms))
   }
 
+  remainingMs(): number {
+    return this.ended ? 0 : this.lock.lease.remainingMs
+  }
+
   async release(options?: { timeoutMs?: number }): Promise<boolean> {
     return this.finish(null, options)
   }

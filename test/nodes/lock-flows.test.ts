@@ -163,6 +163,31 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     assert.ok(Hlc.compare(Hlc.parse(String(second.fencingToken)), Hlc.parse(String(first.fencingToken))) > 0)
   })
 
+  it('a write under a hold that has ended is refused (HoldEnded) and never sent; under a live hold it goes', async () => {
+    await helper.load(MODULES, [
+      TAB,
+      configNode(store.url),
+      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', wires: [['taken'], []] }),
+      onTab({ id: 'taken', type: 'helper' }),
+      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+      onTab({ id: 'freed', type: 'helper' }),
+      onTab({ id: 'write', type: 'ss-set', store: 'cfg', key: counter, keyType: 'str', wires: [['written']] }),
+      onTab({ id: 'written', type: 'helper' }),
+      onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
+      onTab({ id: 'caught', type: 'helper' }),
+    ])
+    helper.getNode('take').receive({ payload: 1 })
+    const held = await nextMessage(helper.getNode('taken'))
+    helper.getNode('write').receive({ ...held })
+    assert.equal((await nextMessage(helper.getNode('written'))).applied, true)
+    helper.getNode('free').receive({ ...held })
+    await nextMessage(helper.getNode('freed'))
+    helper.getNode('write').receive({ ...held, payload: 2 })
+    const caught = await nextMessage(helper.getNode('caught'))
+    assert.equal((caught.error as { code: string }).code, 'HoldEnded')
+    assert.equal((await other.get(counter)).value?.toString(), '1', 'the late write was not sent')
+  })
+
   it('a full queue refuses with LockQueueFull; the msgs already waiting keep their turn', async () => {
     await helper.load(MODULES, [
       TAB,
