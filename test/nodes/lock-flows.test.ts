@@ -188,6 +188,43 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     assert.equal((await other.get(counter)).value?.toString(), '1', 'the late write was not sent')
   })
 
+  it('a hold made elsewhere (another runtime) is released by the value the msg carries, and only that value', async () => {
+    await helper.load(MODULES, [
+      TAB,
+      configNode(store.url),
+      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+      onTab({ id: 'freed', type: 'helper' }),
+    ])
+    await other.set(lockName, 'elsewhere:0123456789ab', { expiryMs: 10_000 })
+    helper.getNode('free').receive({ lock: { name: lockName, holder: 'elsewhere', value: 'not-the-holder:ba9876543210', fencingToken: '' } })
+    assert.equal((await nextMessage(helper.getNode('freed'))).released, false, 'another value releases nothing')
+    assert.equal((await other.get(lockName)).value?.toString(), 'elsewhere:0123456789ab')
+    helper.getNode('free').receive({ lock: { name: lockName, holder: 'elsewhere', value: 'elsewhere:0123456789ab', fencingToken: '' } })
+    assert.equal((await nextMessage(helper.getNode('freed'))).released, true)
+    assert.equal((await other.get(lockName)).value, null)
+  })
+
+  it('a redeploy midway: the hold is released, the waiting msgs end quietly, the next deploy finds the lock free', async () => {
+    const flow = [
+      TAB,
+      configNode(store.url),
+      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', wires: [['taken'], ['refused']] }),
+      onTab({ id: 'taken', type: 'helper' }),
+      onTab({ id: 'refused', type: 'helper' }),
+      onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
+      onTab({ id: 'caught', type: 'helper' }),
+    ]
+    await helper.load(MODULES, flow)
+    listen(helper.getNode('refused'), helper.getNode('caught'))
+    for (let i = 0; i < 4; i++) helper.getNode('take').receive({ payload: i })
+    assert.equal((await nextMessage(helper.getNode('taken'))).payload, 0)
+    await helper.setFlows(flow, 'full')
+    assert.equal((await other.get(lockName)).value, null, 'released when the node closed')
+    helper.getNode('take').receive({ payload: 'after' })
+    assert.equal((await nextMessage(helper.getNode('taken'))).payload, 'after')
+    await noMessage(helper.getNode('caught'), 50)
+  })
+
   it('a full queue refuses with LockQueueFull; the msgs already waiting keep their turn', async () => {
     await helper.load(MODULES, [
       TAB,
