@@ -225,6 +225,24 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     await noMessage(helper.getNode('caught'), 50)
   })
 
+  // Found in review: the node's mode was set after it registered with its config node, which tells a
+  // connection that is up already at once: a lock node added by a partial deploy failed to start.
+  it('a lock node of each mode added by a partial deploy onto a connected store starts and works', async () => {
+    const base = [TAB, configNode(store.url), onTab({ id: 'first', type: 'ss-lock', store: 'cfg', key: `${lockName}-first`, keyType: 'str', mode: 'lease', wires: [[], []] })]
+    await helper.load(MODULES, base)
+    await until(() => lastStatus(helper.getNode('first')).fill === 'green', 'the store connected')
+    const added = ['lease', 'lock', 'leader'].map((mode) =>
+      onTab({ id: mode, type: 'ss-lock', store: 'cfg', key: `${lockName}-${mode}`, keyType: 'str', mode, holder: mode, wires: [[`${mode}-ok`], []] }),
+    )
+    await helper.setFlows([...base, ...added, ...['lease', 'lock', 'leader'].map((m) => onTab({ id: `${m}-ok`, type: 'helper' }))], 'nodes')
+    listen(helper.getNode('leader-ok'))
+    helper.getNode('lease').receive({})
+    helper.getNode('lock').receive({})
+    assert.equal((await nextMessage(helper.getNode('lease-ok'))).acquired, true)
+    assert.equal((await nextMessage(helper.getNode('lock-ok'))).acquired, true)
+    assert.equal((await nextMessage(helper.getNode('leader-ok'))).leader, true, 'the leader campaigns from the start')
+  })
+
   it('a full queue refuses with LockQueueFull; the msgs already waiting keep their turn', async () => {
     await helper.load(MODULES, [
       TAB,
