@@ -6,6 +6,7 @@ import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS, parseKeyList } from './lib/key-lis
 import { runKeys, type SendAs } from './lib/many-keys'
 import { evaluateInput, keyInput, parseKey, positiveInt, resolveFencingToken, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
+import { writeTimeUnderHold } from './lock/write-guard'
 
 interface DelDef extends NodeDef {
   store: string
@@ -45,7 +46,10 @@ export = function (RED: NodeAPI) {
       const expected = onlyIfEqual ? encodePayload(await evaluateInput(RED, node, value, msg, 'value', t), t) : null
       const fencingToken: Hlc | undefined = await resolveFencingToken(RED, node, msg, token, t)
       const c = await client()
-      const remove = async (k: string) => (await (expected ? c.vdel(k, expected, { fencingToken }) : c.del(k, { fencingToken }))).deleted
+      const remove = async (k: string) => {
+        const options = { fencingToken, ...writeTimeUnderHold(msg.lock, k, t) }
+        return (await (expected ? c.vdel(k, expected, options) : c.del(k, options))).deleted
+      }
       if (names) {
         await runKeys({ RED, node, status, t }, msg, send, {
           keys: names,

@@ -48,11 +48,14 @@ export = function (RED: NodeAPI) {
     const overrides = def.overrides !== false
     const keyProp = { value: def.key ?? '', type: def.keyType || 'str' }
     let closing = false
+    // Set once attached; the config node tells a connection that is up already while attaching.
+    let leader: ReturnType<typeof leaderMode> | null = null
+    let mode: LockMode | null = null
 
     const { store, status, t, client } = attach(RED, node, def.store, {
       beforeClose: async () => {
         closing = true
-        await mode.close()
+        await mode?.close()
       },
       onConnection: (s) => {
         if (s.state === 'connected' && leader && def.campaign !== false) void startConfigured()
@@ -73,8 +76,9 @@ export = function (RED: NodeAPI) {
       queueSize: wholeOrZero(def.queue, DEFAULT_QUEUE),
       closing: () => closing,
     }
-    const leader = modeName === 'leader' ? leaderMode(ctx) : null
-    const mode: LockMode = leader ?? (modeName === 'lock' ? lockMode(ctx) : leaseMode(ctx))
+    leader = modeName === 'leader' ? leaderMode(ctx) : null
+    const modeOfNode: LockMode = leader ?? (modeName === 'lock' ? lockMode(ctx) : leaseMode(ctx))
+    mode = modeOfNode
 
     /** Leader mode starts campaigning for its configured name when deployed (and again after a failed start). */
     let started = false
@@ -123,7 +127,7 @@ export = function (RED: NodeAPI) {
       // A lock wait rides through a connection that is down when the msg comes (the wait retries until
       // its own timeout); it must not give up after the config node's connection wait (chaos run, seed 20261125).
       const c = modeName === 'lock' && action === 'acquire' && store?.client ? await store.client : await client()
-      await mode.act(c, action as Action, name, msg, out(name))
+      await modeOfNode.act(c, action as Action, name, msg, out(name))
     })
 
     if (leader && def.campaign !== false && store) void startConfigured()

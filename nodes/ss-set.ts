@@ -7,6 +7,7 @@ import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS, parseKeyValues } from './lib/key-l
 import { runKeys, type SendAs } from './lib/many-keys'
 import { evaluateInput, override, parseExpiry, positiveInt, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
+import { writeTimeUnderHold } from './lock/write-guard'
 
 interface SetDef extends NodeDef {
   store: string
@@ -70,7 +71,7 @@ export = function (RED: NodeAPI) {
           keys: entries.map(([k]) => k),
           inFlight,
           sendAs,
-          run: (k) => c.set(k, encodeAs(values.get(k), encoding, t), options),
+          run: (k) => c.set(k, encodeAs(values.get(k), encoding, t), { ...options, ...writeTimeUnderHold(msg.lock, k, t) }),
           one(copy, k, result) {
             copy.payload = values.get(k)
             copy.applied = result.applied
@@ -87,7 +88,7 @@ export = function (RED: NodeAPI) {
         })
         return
       }
-      const result = await c.set(name, bytes, options)
+      const result = await c.set(name, bytes, { ...options, ...writeTimeUnderHold(msg.lock, name, t) })
       msg.key = name
       msg.applied = result.applied
       msg.version = result.version.toString()

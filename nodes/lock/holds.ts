@@ -20,6 +20,8 @@ export interface Hold {
   release(options?: { timeoutMs?: number }): Promise<boolean>
   /** Renews it; the new fencing token, or null when the hold is gone. */
   renew(): Promise<string | null>
+  /** How long it surely still holds, as this runtime measures it; 0 when it has ended. */
+  remainingMs(): number
 }
 
 /** The holds of this runtime, by name and value: a release from any node finds the one a msg carries. */
@@ -32,9 +34,30 @@ export function register(hold: Hold): void {
 }
 
 /** Forgets a hold, if it is still the one registered under its identity. */
+/** Holds of this runtime that have ended, newest last: a msg that still carries one writes under no hold. */
+const ended = new Set<string>()
+const ENDED_KEPT = 10_000
+
 export function unregister(hold: Hold): void {
   const key = id(hold.info.name, hold.info.value)
-  if (holds.get(key) === hold) holds.delete(key)
+  if (holds.get(key) !== hold) return
+  holds.delete(key)
+  ended.add(key)
+  if (ended.size > ENDED_KEPT) ended.delete(ended.values().next().value as string)
+}
+
+/**
+ * How long the hold a msg carries surely lasts, to bound a write under it (a write that lands after
+ * the hold could land before the next holder's first, where fencing cannot refuse it): 0 for a hold
+ * of this runtime that has ended; undefined when the msg carries none made in this runtime.
+ */
+export function holdTimeLeft(lock: unknown): number | undefined {
+  const info = carried(lock)
+  if (!info) return undefined
+  const key = id(info.name, info.value)
+  const hold = holds.get(key)
+  if (hold) return Math.floor(hold.remainingMs())
+  return ended.has(key) ? 0 : undefined
 }
 
 export function find(info: Pick<HoldInfo, 'name' | 'value'>): Hold | undefined {

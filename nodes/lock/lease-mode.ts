@@ -23,6 +23,7 @@ export function leaseMode(ctx: ModeContext): LockMode {
     const hold: Hold = {
       info: { name, holder, value: holder, fencingToken: '' },
       release: (options) => lease.release(options),
+      remainingMs: () => lease.remainingMs,
       renew: async () => ((await lease.renew()) && lease.fencingToken ? lease.fencingToken.toString() : null),
     }
     const created: Held = { lease, hold, busy: 0 }

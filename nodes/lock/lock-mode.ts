@@ -50,6 +50,10 @@ class MsgHold implements Hold {
     }, ms))
   }
 
+  remainingMs(): number {
+    return this.ended ? 0 : this.lock.lease.remainingMs
+  }
+
   async release(options?: { timeoutMs?: number }): Promise<boolean> {
     return this.finish(null, options)
   }
@@ -127,7 +131,11 @@ export function lockMode(ctx: ModeContext): LockMode {
   function next(c: StateStoreClient, l: Line): void {
     if (l.current || l.acquiring || closing.signal.aborted) return
     const w = l.waiting.shift()
-    if (!w) return
+    if (!w) {
+      // Nothing holds, takes or waits for this name: forget it (msg.key may name many).
+      lines.delete(l.name)
+      return
+    }
     clearTimeout(w.timer)
     l.acquiring = true
     void take(c, l, w)
@@ -185,7 +193,8 @@ export function lockMode(ctx: ModeContext): LockMode {
 
   async function acquire(c: StateStoreClient, name: string, msg: Msg, out: Out): Promise<void> {
     const l = line(name)
-    if (l.waiting.length >= queueSize) throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
+    // The queue is of msgs behind the one holding (or taking) the lock: a free lock takes the msg at once.
+    if ((l.current || l.acquiring) && l.waiting.length >= queueSize) throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
     await new Promise<void>((resolve, reject) => {
       const w: Waiter = {
         msg,

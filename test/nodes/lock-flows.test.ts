@@ -163,6 +163,86 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     assert.ok(Hlc.compare(Hlc.parse(String(second.fencingToken)), Hlc.parse(String(first.fencingToken))) > 0)
   })
 
+  it('a write under a hold that has ended is refused (HoldEnded) and never sent; under a live hold it goes', async () => {
+    await helper.load(MODULES, [
+      TAB,
+      configNode(store.url),
+      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', wires: [['taken'], []] }),
+      onTab({ id: 'taken', type: 'helper' }),
+      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+      onTab({ id: 'freed', type: 'helper' }),
+      onTab({ id: 'write', type: 'ss-set', store: 'cfg', key: counter, keyType: 'str', wires: [['written']] }),
+      onTab({ id: 'written', type: 'helper' }),
+      onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
+      onTab({ id: 'caught', type: 'helper' }),
+    ])
+    helper.getNode('take').receive({ payload: 1 })
+    const held = await nextMessage(helper.getNode('taken'))
+    helper.getNode('write').receive({ ...held })
+    assert.equal((await nextMessage(helper.getNode('written'))).applied, true)
+    helper.getNode('free').receive({ ...held })
+    await nextMessage(helper.getNode('freed'))
+    helper.getNode('write').receive({ ...held, payload: 2 })
+    const caught = await nextMessage(helper.getNode('caught'))
+    assert.equal((caught.error as { code: string }).code, 'HoldEnded')
+    assert.equal((await other.get(counter)).value?.toString(), '1', 'the late write was not sent')
+  })
+
+  it('a hold made elsewhere (another runtime) is released by the value the msg carries, and only that value', async () => {
+    await helper.load(MODULES, [
+      TAB,
+      configNode(store.url),
+      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+      onTab({ id: 'freed', type: 'helper' }),
+    ])
+    await other.set(lockName, 'elsewhere:0123456789ab', { expiryMs: 10_000 })
+    helper.getNode('free').receive({ lock: { name: lockName, holder: 'elsewhere', value: 'not-the-holder:ba9876543210', fencingToken: '' } })
+    assert.equal((await nextMessage(helper.getNode('freed'))).released, false, 'another value releases nothing')
+    assert.equal((await other.get(lockName)).value?.toString(), 'elsewhere:0123456789ab')
+    helper.getNode('free').receive({ lock: { name: lockName, holder: 'elsewhere', value: 'elsewhere:0123456789ab', fencingToken: '' } })
+    assert.equal((await nextMessage(helper.getNode('freed'))).released, true)
+    assert.equal((await other.get(lockName)).value, null)
+  })
+
+  it('a redeploy midway: the hold is released, the waiting msgs end quietly, the next deploy finds the lock free', async () => {
+    const flow = [
+      TAB,
+      configNode(store.url),
+      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', wires: [['taken'], ['refused']] }),
+      onTab({ id: 'taken', type: 'helper' }),
+      onTab({ id: 'refused', type: 'helper' }),
+      onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
+      onTab({ id: 'caught', type: 'helper' }),
+    ]
+    await helper.load(MODULES, flow)
+    listen(helper.getNode('refused'), helper.getNode('caught'))
+    for (let i = 0; i < 4; i++) helper.getNode('take').receive({ payload: i })
+    assert.equal((await nextMessage(helper.getNode('taken'))).payload, 0)
+    await helper.setFlows(flow, 'full')
+    assert.equal((await other.get(lockName)).value, null, 'released when the node closed')
+    helper.getNode('take').receive({ payload: 'after' })
+    assert.equal((await nextMessage(helper.getNode('taken'))).payload, 'after')
+    await noMessage(helper.getNode('caught'), 50)
+  })
+
+  // Found in review: the node's mode was set after it registered with its config node, which tells a
+  // connection that is up already at once: a lock node added by a partial deploy failed to start.
+  it('a lock node of each mode added by a partial deploy onto a connected store starts and works', async () => {
+    const base = [TAB, configNode(store.url), onTab({ id: 'first', type: 'ss-lock', store: 'cfg', key: `${lockName}-first`, keyType: 'str', mode: 'lease', wires: [[], []] })]
+    await helper.load(MODULES, base)
+    await until(() => lastStatus(helper.getNode('first')).fill === 'green', 'the store connected')
+    const added = ['lease', 'lock', 'leader'].map((mode) =>
+      onTab({ id: mode, type: 'ss-lock', store: 'cfg', key: `${lockName}-${mode}`, keyType: 'str', mode, holder: mode, wires: [[`${mode}-ok`], []] }),
+    )
+    await helper.setFlows([...base, ...added, ...['lease', 'lock', 'leader'].map((m) => onTab({ id: `${m}-ok`, type: 'helper' }))], 'nodes')
+    listen(helper.getNode('leader-ok'))
+    helper.getNode('lease').receive({})
+    helper.getNode('lock').receive({})
+    assert.equal((await nextMessage(helper.getNode('lease-ok'))).acquired, true)
+    assert.equal((await nextMessage(helper.getNode('lock-ok'))).acquired, true)
+    assert.equal((await nextMessage(helper.getNode('leader-ok'))).leader, true, 'the leader campaigns from the start')
+  })
+
   it('a full queue refuses with LockQueueFull; the msgs already waiting keep their turn', async () => {
     await helper.load(MODULES, [
       TAB,

@@ -54,6 +54,10 @@ describe('nodes: ss-update', function () {
       }
       assert.equal((await code.get(keyLockName(key))).value, null, 'the lock is free afterwards')
       assert.equal(lastStatus(helper.getNode('u1')).text, `${COMMON}status.applied`)
+      // The sidebar's locks section lists the node's lock by the rule's name.
+      const activity = (helper.getNode('cfg') as unknown as { activity: { locks: Map<string, { owner: string; name: string; kind: string }> } }).activity
+      const record = activity.locks.get(`u1/${key}.lock`)
+      assert.deepEqual(record && { owner: record.owner, name: record.name, kind: record.kind }, { owner: 'u1', name: `${key}.lock`, kind: 'lock' })
     } finally {
       await code.close()
     }
