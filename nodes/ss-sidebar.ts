@@ -166,7 +166,9 @@ export = function (RED: NodeAPI) {
       exists: true,
       value: viewValue(got.value, INSPECT_CHARS),
       version: got.version?.toString() ?? null,
-      ...(details ? { expiresAt: details.expiresAt, fencingToken: details.fencingToken, persisted: details.persisted, persistedBy: details.persistedBy, access: details.access } : {}),
+      ...(details
+        ? { expiresAt: details.expiresAt, fencingToken: details.fencingToken, persisted: details.persisted, persistedBy: details.persistedBy, notPersistedBecause: details.notPersistedBecause ?? null, access: details.access }
+        : { noDetails: { clientId: n.clientId } }),
     })
   }))
 

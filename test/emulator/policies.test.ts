@@ -424,9 +424,19 @@ spec:
         const w = await RawClient.connect(emulator.brokerUrl, 'w')
         assert.equal((await w.request(Request.set('cfg/a', '1'))).payload.toString(), Reply.ok.toString())
         assert.equal((await w.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })).payload.toString(), Reply.ok.toString())
+        assert.equal((await w.request(Request.set('free', '2'))).payload.toString(), Reply.ok.toString())
         await w.close()
+        const unasked = emulator.admin!.inspect(Buffer.from('free'))!
+        assert.equal(unasked.persisted, false)
+        assert.equal(unasked.notPersistedBecause, 'no-rule', 'the store persists; this write did not ask and no rule names the key')
+        await (async () => {
+          const again = await RawClient.connect(emulator.brokerUrl, 'w')
+          assert.equal((await again.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })).payload.toString(), Reply.ok.toString())
+          await again.close()
+        })()
         const cfg = emulator.admin!.inspect(Buffer.from('cfg/a'), 'r')!
         assert.equal(cfg.persistedBy, 'stateStoreResources[0] Pattern "cfg/*"')
+        assert.equal(cfg.notPersistedBecause, null)
         assert.deepEqual(cfg.access, { clientId: 'r', read: { allowed: true, rule: 'p rules[1].stateStoreResources[0] Read Pattern ("cfg/*")' }, write: { allowed: false, rule: null } })
         const free = emulator.admin!.inspect(Buffer.from('free'), 'w')!
         assert.equal(free.persistedBy, 'the user property aio-persistence=true')

@@ -53,13 +53,14 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.equal(set.status, 200, JSON.stringify(set.json))
       assert.equal((set.json as { applied: boolean }).applied, true)
       const got = await rt.request('GET', `/aio-statestore/stores/cfg1/key?key=${encodeURIComponent('sidebar/watched')}`, reader)
-      const body = got.json as { exists: boolean; value: { preview: string; kind: string }; version: string; expiresAt: null; fencingToken: null; persisted: boolean }
+      const body = got.json as { exists: boolean; value: { preview: string; kind: string }; version: string; expiresAt: null; fencingToken: null; persisted: boolean; notPersistedBecause: string | null }
       assert.equal(body.exists, true)
       assert.equal(body.value.preview, '<b>21</b>')
       assert.equal(body.value.kind, 'text')
       assert.equal(body.version, (set.json as { version: string }).version)
       assert.equal(body.expiresAt, null)
       assert.equal(body.persisted, false)
+      assert.equal(body.notPersistedBecause, 'no-file', 'the embedded emulator has no persistence file')
       await eventually(async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === '<b>21</b>' ? true : undefined), 'watch shows the value')
       const page = (await rt.request('GET', '/aio-statestore/stores/cfg1/keys?pattern=sidebar/*', reader)).json as { source: string; keys: Array<{ key: string }> }
       assert.equal(page.source, 'scan', 'the embedded emulator answers SCAN: the browser lists through the state store')
