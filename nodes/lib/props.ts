@@ -3,6 +3,7 @@ import { Hlc } from '../../src/hlc'
 import { maxNotifiedKeyBytes } from '../../src/protocol'
 import { InputError } from './errors'
 import type { Translate } from './i18n'
+import { rememberKey } from './msg-key'
 
 /**
  * The longest key any node accepts: a bound no real key comes near, so a runaway msg fails here
@@ -91,7 +92,9 @@ export function parseWatchedKey(key: unknown, clientId: string, t: Translate): s
 export async function resolveKey(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, overrides: boolean, t: Translate): Promise<string> {
   const fixed = key.type === 'str' && key.value !== ''
   const value = !fixed && overrides && msg.key !== undefined ? msg.key : await evaluateInput(RED, node, key, msg, 'key', t)
-  return parseKey(value, t)
+  const name = parseKey(value, t)
+  rememberKey(msg, name)
+  return name
 }
 
 /** Fencing tokens travel as HLC strings (`msg.fencingToken` from ss-lock); empty or absent means "no token". */

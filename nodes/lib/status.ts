@@ -57,7 +57,7 @@ export class StatusView {
   constructor(
     private readonly node: Node,
     private readonly t: Translate,
-    private readonly onFailure?: (err: unknown) => void,
+    private readonly onFailure?: (err: unknown, key?: string) => void,
     readonly explain: (err: unknown) => unknown = (err) => err,
   ) {
     this.cachedT = (key, substitutions) => (substitutions === undefined ? this.text(key) : t(key, substitutions))
@@ -81,9 +81,9 @@ export class StatusView {
     this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text })
   }
 
-  /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind. */
-  failure(err: unknown): void {
-    this.onFailure?.(err)
+  /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind; `msgKey`: the msg's key, when it had one. */
+  failure(err: unknown, msgKey?: string): void {
+    this.onFailure?.(err, msgKey)
     const { kind, code } = describeError(err)
     const key = `failure.${code}`
     let name = this.texts.get(key)
