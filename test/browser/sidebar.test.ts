@@ -110,8 +110,8 @@ describe('editor: the state store sidebar', function () {
     await inspector.locator('.ss-sidebar-get').click()
     await inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'changed outside' }).waitFor()
     assert.equal((await inspector.locator('.ss-sidebar-inspected-version .ss-sidebar-value').textContent())?.trim(), (await outside.get('sidebar/inspected')).version!.toString())
-    // Set without aio-persistence under npm start's policy (the dynamic property alone): not persisted, said from the catalogue.
-    assert.equal((await inspector.locator('.ss-sidebar-inspected-persisted .ss-sidebar-value').textContent())?.trim(), text('inspector.notPersisted'))
+    // npm start keeps every key between runs (persistence mode All): persisted, and by which rule, said from the catalogue.
+    assert.equal((await inspector.locator('.ss-sidebar-inspected-persisted .ss-sidebar-value').textContent())?.trim(), text('inspector.persistedBy', { rule: 'mode All' }))
     await shot(page, 'sidebar-inspector', '.ss-sidebar-inspector')
 
     await inspector.locator('.ss-sidebar-delete').click()

@@ -73,6 +73,19 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.deepEqual((await rt.request('GET', '/aio-statestore/stores/cfg1/key?key=sidebar%2Fwatched', reader)).json, { exists: false })
     })
 
+    it("leaves the context store's index and lock keys out of the key browser unless the pattern has a #", async () => {
+      for (const key of ['ctx/global/counter', 'ctx/#keys/0a', 'ctx/#keys/delta', 'ctx/#lock', 'ctx/notes#1']) {
+        assert.equal((await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key, value: '1' })).status, 200)
+      }
+      type Page = { keys: Array<{ key: string }>; hidden: number }
+      const plain = (await rt.request('GET', `/aio-statestore/stores/cfg1/keys?pattern=${encodeURIComponent('ctx/*')}`, reader)).json as Page
+      assert.deepEqual(plain.keys.map((k) => k.key).sort(), ['ctx/global/counter', 'ctx/notes#1'])
+      assert.equal(plain.hidden, 3)
+      const asked = (await rt.request('GET', `/aio-statestore/stores/cfg1/keys?pattern=${encodeURIComponent('ctx/#*')}`, reader)).json as Page
+      assert.deepEqual(asked.keys.map((k) => k.key).sort(), ['ctx/#keys/0a', 'ctx/#keys/delta', 'ctx/#lock'])
+      assert.equal(asked.hidden, 0)
+    })
+
     it('refuses set and delete to a read-only user, and leaves the key alone', async () => {
       await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key: 'sidebar/kept', value: 'v1' })
       const set = await rt.request('PUT', '/aio-statestore/stores/cfg1/key', reader, { key: 'sidebar/kept', value: 'v2' })
