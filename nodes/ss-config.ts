@@ -184,6 +184,9 @@ export = function (RED: NodeAPI) {
 
     node.on('close', (_removed: boolean, done: () => void) => {
       closing = true
+      // The users leave now: their lock entries go without a request on a connection about to close.
+      follower?.detach()
+      follower = null
       void (async () => {
         // Users close at the same time; wait briefly so a lock node can still release over this connection.
         await users.left(USERS_GRACE_MS)
