@@ -44,11 +44,13 @@ function port(name, fallback) {
   return n
 }
 
-// `npm start -- --fresh`: start with an empty store (the kept one is deleted).
+// `npm start -- --fresh`: start with an empty store (the kept one is deleted); `-- --memory`: a
+// store in memory only, kept nowhere (the emulator without a persistence file).
 const args = process.argv.slice(2)
-const unknown = args.filter((a) => a !== '--fresh')
-if (unknown.length > 0) fail(`unknown argument ${unknown.join(' ')}: the one argument is --fresh (npm start -- --fresh starts with an empty store)`)
+const unknown = args.filter((a) => a !== '--fresh' && a !== '--memory')
+if (unknown.length > 0) fail(`unknown argument ${unknown.join(' ')}: npm start -- --fresh starts with an empty store, npm start -- --memory keeps the store in memory only`)
 const fresh = args.includes('--fresh')
+const memory = args.includes('--memory')
 
 port('PORT', 1880) // checked here for a clear message; dev/settings.js reads it
 const mqttPort = port('MQTT_PORT', 1883)
@@ -164,8 +166,7 @@ async function main() {
   if (fresh) rmSync(storeFile, { force: true })
   try {
     emulator = await startEmulator({
-      persistFile: storeFile,
-      brokerConfigFile: join(root, 'dev', 'broker.yaml'),
+      ...(memory ? {} : { persistFile: storeFile, brokerConfigFile: join(root, 'dev', 'broker.yaml') }),
       listen: { host: '127.0.0.1', port: mqttPort },
       logLevel: process.env.EMULATOR_LOG_LEVEL || 'info',
       // The editor's state store sidebar lists this emulator's keys through its admin channel.
@@ -182,9 +183,11 @@ async function main() {
   say(`  (MQTT 5, embedded aedes with the state-store emulator; point MQTT clients and other tools here)`)
   const kept = emulator.keyCount
   say(
-    fresh
-      ? `store: started empty (--fresh); every key is kept in ${shown(storeFile)} for the next run`
-      : `store: ${kept} key(s) from ${shown(storeFile)}; every key is kept there for the next run (npm start -- --fresh starts empty)`,
+    memory
+      ? 'store: in memory only (--memory); nothing is kept for the next run'
+      : fresh
+        ? `store: started empty (--fresh); every key is kept in ${shown(storeFile)} for the next run`
+        : `store: ${kept} key(s) from ${shown(storeFile)}; every key is kept there for the next run (npm start -- --fresh starts empty)`,
   )
 
   // Both ports are taken before anything is written, so a busy port leaves no trace.
