@@ -190,12 +190,12 @@ async function main() {
         : `store: ${kept} key(s) from ${shown(storeFile)}; every key is kept there for the next run (npm start -- --fresh starts empty)`,
   )
 
-  // Both ports are taken before anything is written, so a busy port leaves no trace.
+  // Both ports are taken before the flows are written, so a busy port leaves at most the store file.
   RED = require('node-red')
   // express is Node-RED's own dependency; resolve it from there so it always matches the runtime.
   const express = createRequire(require.resolve('node-red'))('express')
   const app = express()
-  // The editor port is taken now (so a busy port fails before anything is written) but requests
+  // The editor port is taken now (so a busy port fails before the flows are written) but requests
   // wait until the flows run: answered earlier, Node-RED's editor API replies 503 and logs
   // "[error] Node-RED runtime not started" for a user who simply opened the browser early.
   let runtimeReady
