@@ -2,7 +2,7 @@ import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError, type ConnectionErrorCode } from '../src/errors'
-import { StoreActivity } from '../src/observe'
+import { LockFollower, StoreActivity } from '../src/observe'
 import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
@@ -47,6 +47,8 @@ export = function (RED: NodeAPI) {
     let client: Promise<StateStoreClient> | null = null
     let usesEmbedded = false
     let closing = false
+    /** Keeps the sidebar's lock entries true to the store while the client lives. */
+    let follower: LockFollower | null = null
     /** What the editor's state store sidebar shows of this connection (nodes/ss-sidebar.ts). */
     const activity = new StoreActivity()
     let brokerUrl = def.embedded ? '' : def.broker || defaultBrokerUrl()
@@ -103,12 +105,15 @@ export = function (RED: NodeAPI) {
         node.warn(err.message)
       })
       publish(created.status)
+      follower = new LockFollower(activity, created)
       return created
     }
 
     async function disconnect(): Promise<void> {
       const current = client
       client = null
+      follower?.detach()
+      follower = null
       if (current) {
         try {
           const c = await current
@@ -181,6 +186,9 @@ export = function (RED: NodeAPI) {
     shareForFunctions(node)
     node.on('close', (_removed: boolean, done: () => void) => {
       closing = true
+      // The users leave now: their lock entries go without a request on a connection about to close.
+      follower?.detach()
+      follower = null
       void (async () => {
         // Users close at the same time; wait briefly so a lock node can still release over this connection.
         await users.left(USERS_GRACE_MS)

@@ -6,6 +6,7 @@ import type { StateStoreClient } from '../src/client'
 import { LiveFeed, lockView, ScanKeyBrowser, viewValue, watchView, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/config-node'
 import { exportKeys, ExportTooLarge } from './lib/export-keys'
+import { asksForInternalKeys, isContextInternalKey } from './lib/internal-keys'
 
 /**
  * The editor's "state store" sidebar, runtime half: admin endpoints under the runtime's admin API
@@ -168,7 +169,9 @@ export = function (RED: NodeAPI) {
       exists: true,
       value: viewValue(got.value, INSPECT_CHARS),
       version: got.version?.toString() ?? null,
-      ...(details ? { expiresAt: details.expiresAt, fencingToken: details.fencingToken, persisted: details.persisted, persistedBy: details.persistedBy, access: details.access } : {}),
+      ...(details
+        ? { expiresAt: details.expiresAt, fencingToken: details.fencingToken, persisted: details.persisted, persistedBy: details.persistedBy, notPersistedBecause: details.notPersistedBecause ?? null, access: details.access }
+        : { noDetails: { clientId: n.clientId } }),
     })
   }))
 
@@ -199,20 +202,27 @@ export = function (RED: NodeAPI) {
     const q = req.query
     const after = typeof q.after === 'string' && /^[0-9a-f]*$/i.test(q.after) ? q.after : undefined
     const limit = typeof q.limit === 'string' ? Number(q.limit) || 100 : 100
-    const scanned = await (await scanBrowser(n))?.page({ ...(typeof q.pattern === 'string' ? { pattern: q.pattern } : {}), ...(after ? { cursor: after } : {}), limit })
+    const pattern = typeof q.pattern === 'string' ? q.pattern : undefined
+    // The context store's index and lock keys are left out unless the pattern asks with a '#'.
+    const shown = <K extends { key: string | null }>(keys: K[]): { keys: K[]; hidden: number } => {
+      if (asksForInternalKeys(pattern)) return { keys, hidden: 0 }
+      const kept = keys.filter((k) => k.key === null || !isContextInternalKey(k.key))
+      return { keys: kept, hidden: keys.length - kept.length }
+    }
+    const scanned = await (await scanBrowser(n))?.page({ ...(pattern !== undefined ? { pattern } : {}), ...(after ? { cursor: after } : {}), limit })
     if (scanned) {
       // The shape of an admin page; what SCAN does not tell (counts, expiry, fencing, persistence) is null.
       const keys = scanned.keys.map((k) => ({ ...k, expiresAt: null, fencingToken: null, persisted: false }))
-      return void res.json({ source: 'scan', keys, matching: null, total: null, next: scanned.next })
+      return void res.json({ source: 'scan', ...shown(keys), matching: null, total: null, next: scanned.next })
     }
     const a = await admin(n)
     if (!a) return fail(res, 404, 'noBrowser')
     const page = await a.listKeys({
-      ...(typeof q.pattern === 'string' ? { pattern: q.pattern } : {}),
+      ...(pattern !== undefined ? { pattern } : {}),
       ...(after ? { after } : {}),
       limit,
     })
-    res.json({ source: 'admin', ...page })
+    res.json({ source: 'admin', ...page, ...shown(page.keys) })
   }))
 
   // The browser's keys as a file for `aio-statestore import` or the emulator's --seed.

@@ -36,7 +36,8 @@ window.AioStateStore = window.AioStateStore || (function () {
     },
     brokerUrl: function (v, opt) {
       var s = String(v || "").trim();
-      if (/^(mqtts?|wss?):\/\/[^\s]+$/.test(s) || ENV.test(s)) return true;
+      // Blank connects where the runtime says: $AIO_STATESTORE_URL, else mqtt://127.0.0.1:1883.
+      if (s === "" || /^(mqtts?|wss?):\/\/[^\s]+$/.test(s) || ENV.test(s)) return true;
       return opt ? RED._("node-red-contrib-aio-statestore/ss-config:ss-config.validation.broker") : false;
     },
     /** Sets up the key typedInput of a palette node's dialog. */

@@ -7,7 +7,7 @@
 //
 // Machine-readable lines for scripts (the browser tests): `broker ready at mqtt://…` and, last,
 // `editor ready at http://…` once the flows are running.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -43,6 +43,14 @@ function port(name, fallback) {
   if (!Number.isInteger(n) || n < 0 || n > 65535) fail(`${name}=${value} is not a TCP port (0 picks a free one)`)
   return n
 }
+
+// `npm start -- --fresh`: start with an empty store (the kept one is deleted); `-- --memory`: a
+// store in memory only, kept nowhere (the emulator without a persistence file).
+const args = process.argv.slice(2)
+const unknown = args.filter((a) => a !== '--fresh' && a !== '--memory')
+if (unknown.length > 0) fail(`unknown argument ${unknown.join(' ')}: npm start -- --fresh starts with an empty store, npm start -- --memory keeps the store in memory only`)
+const fresh = args.includes('--fresh')
+const memory = args.includes('--memory')
 
 port('PORT', 1880) // checked here for a clear message; dev/settings.js reads it
 const mqttPort = port('MQTT_PORT', 1883)
@@ -149,9 +157,16 @@ function flowsRunning(events) {
   })
 }
 
+// The store is kept beside the flows, in the user directory, so a second run finds its keys (and
+// the context kept in them) again; dev/broker.yaml persists every key, as persistence mode All.
+const storeFile = resolve(settings.userDir, 'statestore.aof')
+
 async function main() {
+  mkdirSync(settings.userDir, { recursive: true })
+  if (fresh) rmSync(storeFile, { force: true })
   try {
     emulator = await startEmulator({
+      ...(memory ? {} : { persistFile: storeFile, brokerConfigFile: join(root, 'dev', 'broker.yaml') }),
       listen: { host: '127.0.0.1', port: mqttPort },
       logLevel: process.env.EMULATOR_LOG_LEVEL || 'info',
       // The editor's state store sidebar lists this emulator's keys through its admin channel.
@@ -166,13 +181,21 @@ async function main() {
   process.env[BROKER_ENV] = emulator.brokerUrl
   say(`broker ready at ${emulator.brokerUrl}`)
   say(`  (MQTT 5, embedded aedes with the state-store emulator; point MQTT clients and other tools here)`)
+  const kept = emulator.keyCount
+  say(
+    memory
+      ? 'store: in memory only (--memory); nothing is kept for the next run'
+      : fresh
+        ? `store: started empty (--fresh); every key is kept in ${shown(storeFile)} for the next run`
+        : `store: ${kept} key(s) from ${shown(storeFile)}; every key is kept there for the next run (npm start -- --fresh starts empty)`,
+  )
 
-  // Both ports are taken before anything is written, so a busy port leaves no trace.
+  // Both ports are taken before the flows are written, so a busy port leaves at most the store file.
   RED = require('node-red')
   // express is Node-RED's own dependency; resolve it from there so it always matches the runtime.
   const express = createRequire(require.resolve('node-red'))('express')
   const app = express()
-  // The editor port is taken now (so a busy port fails before anything is written) but requests
+  // The editor port is taken now (so a busy port fails before the flows are written) but requests
   // wait until the flows run: answered earlier, Node-RED's editor API replies 503 and logs
   // "[error] Node-RED runtime not started" for a user who simply opened the browser early.
   let runtimeReady

@@ -1,7 +1,15 @@
 import type { ConnectionStatus } from '../../src/client'
 
 /** The catalogue key of a log line under `ss-config.log.` */
-export type ConnectionLogKey = 'connected' | 'disconnected' | 'authFailed' | 'connectFailed' | 'takenOver' | 'noService'
+export type ConnectionLogKey = 'connected' | 'disconnected' | 'authFailed' | 'notAuthorized' | 'connectFailed' | 'takenOver' | 'noService'
+
+/**
+ * A refusal with CONNACK 0x87 Not authorized: an authorization policy that lets no rule match the
+ * client id (or, on mosquitto, wrong credentials), not the 0x86/0x8C of refused credentials.
+ */
+export function notAuthorized(status: ConnectionStatus): boolean {
+  return status.authFailed === true && (status.error as { code?: unknown } | undefined)?.code === 0x87
+}
 
 type Shown = 'connected' | 'disconnected' | 'authFailed'
 
@@ -28,6 +36,7 @@ export class ConnectionLog {
     if (shown === null || shown === this.last) return null
     const first = shown === 'disconnected' && this.last === null
     this.last = shown
-    return { key: first ? 'connectFailed' : shown, warn: first || shown === 'authFailed' }
+    const key = shown === 'authFailed' && notAuthorized(status) ? 'notAuthorized' : shown
+    return { key: first ? 'connectFailed' : key, warn: first || shown === 'authFailed' }
   }
 }

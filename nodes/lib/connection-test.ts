@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
 import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './client-options'
+import type { StoreConfigNode } from './config-node'
 import { positiveInt } from './props'
 
 /** What the config dialog's Test connection button reports. */
@@ -9,6 +10,8 @@ export type ConnectionTestResult =
   | 'noService'
   | 'silent'
   | 'authFailed'
+  | 'notAuthorized'
+  | 'notAuthorizedTestId'
   | 'refused'
   | 'tls'
   | 'notFound'
@@ -22,7 +25,14 @@ export interface ConnectionTestOutcome {
   result: ConnectionTestResult
   /** The broker's or the socket's own words (never a credential: neither mqtt.js nor the broker repeats them). */
   reason?: string
+  /** Not authorized: the client id the broker refused, or (notAuthorizedTestId) the deployed connection's, which it lets in. */
+  clientId?: string
+  /** notAuthorizedTestId: Test connection's own client id, which the broker refused. */
+  testClientId?: string
 }
+
+/** CONNACK 0x87 Not authorized: an authorization policy's refusal, or (mosquitto) a wrong password. */
+const NOT_AUTHORIZED = '135'
 
 /** Node.js error codes of a TLS handshake the client refused (certificate chain, host name, expiry, protocol). */
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_OSSL)/
@@ -34,7 +44,9 @@ function classify(status: ConnectionStatus): ConnectionTestOutcome {
   const reason = status.reason
   const code = String((status.error as { code?: unknown } | undefined)?.code ?? '')
   const result: ConnectionTestResult = status.authFailed
-    ? 'authFailed'
+    ? code === NOT_AUTHORIZED
+      ? 'notAuthorized'
+      : 'authFailed'
     : code === 'ECONNREFUSED'
       ? 'refused'
       : TLS_CODES.test(code) || /certificate|SSL routines|TLS/i.test(reason ?? '')
@@ -48,13 +60,30 @@ function classify(status: ConnectionStatus): ConnectionTestOutcome {
 /**
  * Connects once with the settings the dialog holds, as a client of its own (a client id of its own,
  * so the deployed connection is not taken over), then asks whether a state store answers (a plain
- * MQTT broker is reachable but has none), and says how it went. Never retries, never throws,
- * closes what it opened.
+ * MQTT broker is reachable but has none), and says how it went. Never throws, closes what it opened.
+ *
+ * Refused as not authorized, the test's own id may be what a policy naming client ids refuses: it
+ * then says so when the deployed connection with the dialog's id is up (`deployedConnected`), or
+ * else tries once more with that id itself (nothing is taken over, as that connection is down),
+ * and names the id the broker refused.
  */
-export async function testConnection(options: ClientOptions, timeoutMs: number): Promise<ConnectionTestOutcome> {
+export async function testConnection(options: ClientOptions, timeoutMs: number, deployedConnected = false): Promise<ConnectionTestOutcome> {
+  const testClientId = `${options.clientId}-test-${randomBytes(3).toString('hex')}`
+  const started = performance.now()
+  const first = await attempt(options, testClientId, timeoutMs)
+  if (first.result !== 'notAuthorized') return first
+  const clientId = options.clientId!
+  if (deployedConnected) return { result: 'notAuthorizedTestId', clientId, testClientId }
+  const second = await attempt(options, clientId, Math.max(1000, timeoutMs - (performance.now() - started)))
+  if (second.result === 'notAuthorized') return { ...second, clientId }
+  if (second.result === 'connected' || second.result === 'noService' || second.result === 'silent') return { result: 'notAuthorizedTestId', clientId, testClientId }
+  return second
+}
+
+async function attempt(options: ClientOptions, clientId: string, timeoutMs: number): Promise<ConnectionTestOutcome> {
   let client: StateStoreClient
   try {
-    client = new StateStoreClient({ ...options, clientId: `${options.clientId}-test-${randomBytes(3).toString('hex')}`, reconnectMinMs: 60_000, reconnectMaxMs: 60_000 })
+    client = new StateStoreClient({ ...options, clientId, reconnectMinMs: 60_000, reconnectMaxMs: 60_000 })
   } catch (err) {
     return { result: 'failed', reason: err instanceof Error ? err.message : String(err) }
   }
@@ -143,7 +172,10 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
         return
       }
       const resolved = { username: resolveEnv(creds.username), password: resolveEnv(creds.password), satTokenFile: resolveEnv(creds.satTokenFile) }
-      res.json(await testConnection({ ...options, ...authOptions(resolved, tlsNode) }, TEST_TIMEOUT_MS))
+      // The deployed connection with this very client id and broker, up now: proof that the broker lets that id in.
+      const deployed = body.id ? (RED.nodes.getNode(body.id) as unknown as StoreConfigNode | null) : null
+      const deployedConnected = deployed !== null && deployed.clientId === options.clientId && deployed.brokerUrl === options.brokerUrl && deployed.connection?.state === 'connected'
+      res.json(await testConnection({ ...options, ...authOptions(resolved, tlsNode) }, TEST_TIMEOUT_MS, deployedConnected))
     })().catch((err: unknown) => res.json({ result: 'failed', reason: err instanceof Error ? err.message : String(err) }))
   })
   admin.get('/ss-config/broker', RED.auth.needsPermission('ss-config.read'), (req, res) => {

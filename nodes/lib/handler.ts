@@ -1,5 +1,6 @@
 import type { Node, NodeMessage, NodeMessageInFlow } from 'node-red'
 import { toFailure } from './errors'
+import { keyUsedBy } from './msg-key'
 import type { StatusView } from './status'
 
 export type Send = (msg: NodeMessage | Array<NodeMessage | NodeMessage[] | null>) => void
@@ -24,7 +25,7 @@ export function onInput(node: Node, status: StatusView, handler: InputHandler): 
       try {
         if (failed) {
           const explained = status.explain(failure)
-          status.failure(explained)
+          status.failure(explained, keyUsedBy(msg))
           done(toFailure(explained))
         } else {
           done()
@@ -40,6 +41,6 @@ export function onInput(node: Node, status: StatusView, handler: InputHandler): 
 /** For work outside an input (watch notifications, leadership changes): report with the msg so Catch still sees it. */
 export function reportError(node: Node, status: StatusView, err: unknown, msg: NodeMessage = {}): void {
   const explained = status.explain(err)
-  status.failure(explained)
+  status.failure(explained, keyUsedBy(msg))
   node.error(toFailure(explained), msg)
 }

@@ -3,6 +3,7 @@ import { Hlc } from '../../src/hlc'
 import { maxNotifiedKeyBytes } from '../../src/protocol'
 import { InputError } from './errors'
 import type { Translate } from './i18n'
+import { rememberKey } from './msg-key'
 
 /**
  * The longest key any node accepts: a bound no real key comes near, so a runaway msg fails here
@@ -95,7 +96,9 @@ export async function resolveKey(RED: NodeAPI, node: Node, msg: NodeMessage, key
 /** What resolveKey reads, before it is checked to be one key (get and delete also take an array of keys). */
 export async function keyInput(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, overrides: boolean, t: Translate): Promise<unknown> {
   const fixed = key.type === 'str' && key.value !== ''
-  return !fixed && overrides && msg.key !== undefined ? msg.key : evaluateInput(RED, node, key, msg, 'key', t)
+  const value = !fixed && overrides && msg.key !== undefined ? msg.key : await evaluateInput(RED, node, key, msg, 'key', t)
+  if (typeof value === 'string') rememberKey(msg, value)
+  return value
 }
 
 /** Fencing tokens travel as HLC strings (`msg.fencingToken` from ss-lock); empty or absent means "no token". */

@@ -2,6 +2,7 @@ import type { Node, NodeStatus } from 'node-red'
 import type { ConnectionStatus } from '../../src/client'
 import type { Translate } from './i18n'
 import { describeError } from './errors'
+import { notAuthorized } from './connection-log'
 
 /** Status texts are short by convention (under 20 characters); longer details go to the log and to Catch. */
 function clip(text: string, max: number): string {
@@ -25,7 +26,7 @@ export function connectionStatus(status: ConnectionStatus, t: Translate): NodeSt
       return { fill: 'yellow', shape: 'ring', text: t('node-red:common.status.connecting') }
     case 'disconnected':
     case 'closed':
-      if (status.authFailed) return { fill: 'red', shape: 'ring', text: t('status.authFailed') }
+      if (status.authFailed) return { fill: 'red', shape: 'ring', text: t(notAuthorized(status) ? 'status.notAuthorized' : 'status.authFailed') }
       // A problem the client named has a catalogue text that says what to change, shown in full.
       if (status.problem) return { fill: 'red', shape: 'ring', text: t(`status.${status.problem}`) }
       return {
@@ -57,7 +58,7 @@ export class StatusView {
   constructor(
     private readonly node: Node,
     private readonly t: Translate,
-    private readonly onFailure?: (err: unknown) => void,
+    private readonly onFailure?: (err: unknown, key?: string) => void,
     readonly explain: (err: unknown) => unknown = (err) => err,
   ) {
     this.cachedT = (key, substitutions) => (substitutions === undefined ? this.text(key) : t(key, substitutions))
@@ -86,9 +87,9 @@ export class StatusView {
     this.show({ fill: 'yellow', shape: this.connected ? 'dot' : 'ring', text: this.text(key) })
   }
 
-  /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind. */
-  failure(err: unknown): void {
-    this.onFailure?.(err)
+  /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind; `msgKey`: the msg's key, when it had one. */
+  failure(err: unknown, msgKey?: string): void {
+    this.onFailure?.(err, msgKey)
     const { kind, code } = describeError(err)
     const key = `failure.${code}`
     let name = this.texts.get(key)

@@ -14,6 +14,7 @@ import { vdel } from './commands/vdel'
 import { watch } from './commands/watch'
 import { CONNECTION_FLAGS, CONNECTION_HELP, connectionFrom } from './connection'
 import { Exit, outcomeOf, type Outcome } from './exit'
+import { firstConnect } from './first-connect'
 
 /**
  * `aio-statestore`: the state store from a shell, with every verb (the official statestore-cli has
@@ -77,7 +78,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     const connection = connectionFrom(parsed.values)
     client = new StateStoreClient(connection.options)
     try {
-      await client.ready({ timeoutMs: connection.timeoutMs, signal })
+      await firstConnect(client, connection.timeoutMs, signal)
     } catch (err) {
       throw new ConnectFailed(`cannot connect to ${shownUrl(connection.options.brokerUrl)}: ${(err as Error).message}`)
     }

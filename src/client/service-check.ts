@@ -1,15 +1,9 @@
 import { NoServiceError, ServiceError, TimeoutError } from '../errors'
-import { Request } from '../protocol'
+import { Request, SERVICE_PROBE_KEY } from '../protocol'
 import type { Invoker } from './pending-requests'
 
 /** What a service check found behind the request topic. */
 export type ServiceCheck = 'answered' | 'none' | 'silent'
-
-/**
- * Read-only, and never a key anyone uses: a service answers a GET at once (nil, or NotAuthorized
- * under key ACLs: an answer either way), and it leaves nothing behind.
- */
-const PROBE_KEY = '__aio-statestore/probe'
 
 /**
  * Asks whether a state store service answers on this connection: `answered` when it does,
@@ -19,7 +13,7 @@ const PROBE_KEY = '__aio-statestore/probe'
  */
 export async function checkService(invoke: Invoker, timeoutMs: number): Promise<ServiceCheck> {
   try {
-    await invoke({ verb: 'GET', payload: Request.get(PROBE_KEY), timeoutMs, probe: true, parse: () => true })
+    await invoke({ verb: 'GET', payload: Request.get(SERVICE_PROBE_KEY), timeoutMs, probe: true, parse: () => true })
     return 'answered'
   } catch (err) {
     if (err instanceof NoServiceError) return 'none'

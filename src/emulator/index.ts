@@ -245,7 +245,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
     let stopping: Promise<void> | null = null
     const url = brokerUrl
-    const admin = options.admin || options.adminOverMqtt ? new EmulatorAdmin(store, { persistencePolicy, authorization, ...(broker ? { principalOf: broker.principalOf.bind(broker) } : {}) }) : null
+    const admin = options.admin || options.adminOverMqtt ? new EmulatorAdmin(store, { persistencePolicy, persistence: options.persistFile !== undefined, authorization, ...(broker ? { principalOf: broker.principalOf.bind(broker) } : {}) }) : null
     if (admin && options.adminOverMqtt) {
       adminServer = await AdminServer.start({
         brokerUrl: url,

@@ -116,6 +116,8 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
       changed()
     }
     const onRenewed = ({ fencingToken }: { fencingToken: { toString(): string } }) => {
+      record.held = true
+      record.currentHolder = holder
       record.renewals += 1
       record.fencingToken = fencingToken.toString()
       record.expiresAt = this.now() + leaseMs
@@ -157,6 +159,26 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
     record.currentHolder = holder
     record.at = this.now()
     this.emit('change', { kind: 'lock', id: record.id })
+  }
+
+  /**
+   * What the store says the name's key now holds (a key notification): a holder, or null when it
+   * was released or expired. An entry that showed the name as ours and no longer holds it shows it
+   * lost at once, before its own lease notices at its next renewal.
+   */
+  storeHolder(name: string, holder: Buffer | null): void {
+    const now = holder === null ? null : holder.toString('utf8')
+    for (const record of this.locks.values()) {
+      if (record.name !== name) continue
+      record.currentHolder = now
+      if (record.held && now !== record.holder) {
+        record.held = false
+        record.fencingToken = null
+        record.expiresAt = null
+      }
+      record.at = this.now()
+      this.emit('change', { kind: 'lock', id: record.id })
+    }
   }
 
   /** An owner (node) is gone: its watches and locks leave the registry. */

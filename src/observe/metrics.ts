@@ -6,6 +6,10 @@ export interface RecentError {
   message: string
   /** The node whose msg failed (its name, else its type); absent for the connection's own errors. */
   node?: string
+  /** That node's id, for the editor to show the node's label. */
+  nodeId?: string
+  /** The key of the failed msg, when it had resolved one. */
+  key?: string
 }
 
 export interface ConnectionFigures {
@@ -63,13 +67,16 @@ class Second {
 /**
  * The figures of one connection: request rate and latency over a sliding minute (sixty one-second
  * histograms, so recording is O(1) at any rate and the memory is fixed), reconnects and the last
- * errors. Never holds a key or a value: error messages are the client's, which name neither.
+ * errors. Never holds a value: error messages are the client's, which name none; a failed msg's
+ * line keeps its key, cut short.
  */
 export class ConnectionMetrics implements RequestRecorder {
   private readonly seconds = Array.from({ length: WINDOW_S }, () => new Second())
   private readonly errors: RecentError[] = []
   /** The errors record() has listed, so a msg that fails with one is not listed twice. */
   private readonly recorded = new WeakSet<Error>()
+  /** The line of each recorded request failure, which the msg that failed with it then names. */
+  private readonly listed = new WeakMap<Error, RecentError>()
   private status: ConnectionStatus = { state: 'disconnected' }
   private connectedSince: number | null = null
   private connections = 0
@@ -86,7 +93,7 @@ export class ConnectionMetrics implements RequestRecorder {
     if (error) {
       s.failures += 1
       this.recorded.add(error)
-      this.addError(error.message, now)
+      this.listed.set(error, this.addError(error.message, now))
     }
   }
 
@@ -95,10 +102,16 @@ export class ConnectionMetrics implements RequestRecorder {
    * bad key, no connection yet), so only these show a connection whose every msg fails; a request
    * failure already listed is not listed again.
    */
-  msgFailed(node: string, error: unknown): void {
+  msgFailed(node: string, error: unknown, about: { nodeId?: string; key?: string } = {}): void {
+    const listed = error instanceof Error ? this.listed.get(error) : undefined
+    if (listed) {
+      // The request's own line: it now says whose msg it was and for which key.
+      Object.assign(listed, { node }, about.nodeId !== undefined ? { nodeId: about.nodeId } : {}, about.key !== undefined ? { key: clip(about.key, KEY_CHARS) } : {})
+      return
+    }
     if (error instanceof Error && this.recorded.has(error)) return
     const message = error instanceof Error ? error.message : String(error)
-    this.addError(message, this.now(), node)
+    this.addError(message, this.now(), node, about)
   }
 
   /** Every status change of the client. */
@@ -115,10 +128,14 @@ export class ConnectionMetrics implements RequestRecorder {
   }
 
   /** An error with no request to blame (a failed re-registration, a broker refusal). */
-  addError(message: string, at = this.now(), node?: string): void {
-    const clipped = message.length > ERROR_CHARS ? `${message.slice(0, ERROR_CHARS - 1)}…` : message
-    this.errors.unshift(node === undefined ? { at, message: clipped } : { at, message: clipped, node })
+  addError(message: string, at = this.now(), node?: string, about: { nodeId?: string; key?: string } = {}): RecentError {
+    const entry: RecentError = { at, message: clip(message, ERROR_CHARS) }
+    if (node !== undefined) entry.node = node
+    if (about.nodeId !== undefined) entry.nodeId = about.nodeId
+    if (about.key !== undefined) entry.key = clip(about.key, KEY_CHARS)
+    this.errors.unshift(entry)
     if (this.errors.length > KEPT_ERRORS) this.errors.length = KEPT_ERRORS
+    return entry
   }
 
   figures(): ConnectionFigures {
@@ -166,4 +183,11 @@ function quantile(histogram: Uint32Array, total: number, q: number): number | nu
     if (seen >= rank) return upperBound(i)
   }
   return upperBound(BUCKETS - 1)
+}
+
+/** Characters of a failed msg's key kept in its error line. */
+const KEY_CHARS = 120
+
+function clip(text: string, chars: number): string {
+  return text.length > chars ? `${text.slice(0, chars - 1)}…` : text
 }

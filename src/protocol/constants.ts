@@ -20,3 +20,9 @@ export const Prop = {
   highPriority: '$high_priority',
   invokerId: '__invId',
 } as const
+
+/**
+ * The key a client's service check reads: read-only, and never a key anyone uses. A service answers
+ * a GET of it at once (nil, or NotAuthorized under key rules: an answer either way).
+ */
+export const SERVICE_PROBE_KEY = '__aio-statestore/probe'

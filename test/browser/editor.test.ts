@@ -391,7 +391,10 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         await editor.screenshot(`dialog-${CONFIG}-new-${tab}`, tray)
       }
       await tabs.nth(0).click()
-      assert.equal(await editor.field(CONFIG_PREFIX, 'broker').inputValue(), 'mqtt://127.0.0.1:1883')
+      // Blank, as the docs say: the runtime's broker ($AIO_STATESTORE_URL, else 127.0.0.1:1883), which the placeholder shows.
+      assert.equal(await editor.field(CONFIG_PREFIX, 'broker').inputValue(), '')
+      await tray.locator('#node-config-input-broker[placeholder^="mqtt://"]').waitFor()
+      assert.equal(await editor.hasError(editor.field(CONFIG_PREFIX, 'broker')), false, 'a blank broker is valid')
       assert.ok(await tray.locator('.form-tips', { hasText: text(common, 'ss-config.tip.env') }).isVisible(), 'the environment variable hint is shown')
 
       const invalid: Array<[string, string, string]> = [

@@ -23,11 +23,12 @@ export function requireChromium(ctx: Mocha.Context): void {
 /** Starts `npm start` and opens its editor in chromium; `close()` stops both. */
 export type OpenedEditor = EditorSession & { close(): Promise<void> }
 
-export async function openEditor(startTimeoutMs = 45000, options: { editorLanguage?: string } = {}): Promise<OpenedEditor> {
-  const red = await StartedEditor.start(startTimeoutMs)
+export async function openEditor(startTimeoutMs = 45000, options: { editorLanguage?: string; startArgs?: string[] } = {}): Promise<OpenedEditor> {
+  const { startArgs = [], ...browserOptions } = options
+  const red = await StartedEditor.start(startTimeoutMs, startArgs)
   let browser: Browser | null = null
   try {
-    browser = await Browser.launch(options)
+    browser = await Browser.launch(browserOptions)
     const problems = new PageProblems(browser.page)
     const editor = new Editor(browser.page, red.url)
     await problems.tolerating(LOAD_RACE, () => editor.open())

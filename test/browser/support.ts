@@ -33,13 +33,14 @@ export class StartedEditor {
   private exited: Promise<number | null> = Promise.resolve(null)
   private constructor(readonly userDir: string) {}
 
-  static async start(timeoutMs: number): Promise<StartedEditor> {
+  /** `args`: npm start's own (`--memory`). */
+  static async start(timeoutMs: number, args: string[] = []): Promise<StartedEditor> {
     const started = new StartedEditor(mkdtempSync(join(tmpdir(), 'aio-ss-browser-red-')))
-    await started.spawn(timeoutMs)
+    await started.spawn(timeoutMs, args)
     return started
   }
 
-  private spawn(timeoutMs: number): Promise<void> {
+  private spawn(timeoutMs: number, args: string[]): Promise<void> {
     return new Promise((resolve, reject) => {
       const env = {
         ...process.env,
@@ -48,7 +49,7 @@ export class StartedEditor {
         NODE_RED_USER_DIR: this.userDir,
         EMULATOR_LOG_LEVEL: 'warn',
       }
-      const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs')], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
+      const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs'), ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
       this.child = child
       this.exited = new Promise((r) => child.once('exit', (code) => r(code)))
       const timer = setTimeout(() => reject(new Error(`npm start was not ready within ${timeoutMs} ms:\n${this.output}`)), timeoutMs)

@@ -80,6 +80,13 @@ describe('aio-statestore: help, connection and failures', function () {
     assert.match(r.stderr, /^aio-statestore: cannot connect to mqtt:\/\/127\.0\.0\.1:1: .+\n$/)
   })
 
+  it('reports a refused port at its first refusal, not after its timeout', async () => {
+    // With an hour's timeout, the command ends only if the refusal ends it.
+    const r = await runCli(FROM_SOURCE, ['get', 'k', '--broker', 'mqtt://127.0.0.1:1', '--timeout', '3600000'])
+    assert.equal(r.code, 3)
+    assert.match(r.stderr, /^aio-statestore: cannot connect to mqtt:\/\/127\.0\.0\.1:1: connect ECONNREFUSED 127\.0\.0\.1:1\n$/)
+  })
+
   it('keys exits 3 saying so where the state store has no SCAN', async function () {
     const url = await mosquittoUrl(this)
     const responder = await Responder.start(url, () => ({ payload: Reply.error('unknown command') }))

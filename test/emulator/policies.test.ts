@@ -6,13 +6,14 @@
  * against a straightforward backtracking reference with fast-check.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { StateStoreClient } from '../../src/client'
 import { ServiceError } from '../../src/errors'
 import { startEmulator } from '../../src/emulator'
+import { RemoteEmulatorAdmin } from '../../src/emulator/admin/client'
 import { AuthorizationPolicy } from '../../src/emulator/core/authorization-policy'
 import { KeyPattern } from '../../src/emulator/core/key-pattern'
 import { Fields } from '../../src/emulator/core/resource-error'
@@ -425,15 +426,85 @@ spec:
         const w = await RawClient.connect(emulator.brokerUrl, 'w')
         assert.equal((await w.request(Request.set('cfg/a', '1'))).payload.toString(), Reply.ok.toString())
         assert.equal((await w.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })).payload.toString(), Reply.ok.toString())
+        assert.equal((await w.request(Request.set('free', '2'))).payload.toString(), Reply.ok.toString())
         await w.close()
+        const unasked = emulator.admin!.inspect(Buffer.from('free'))!
+        assert.equal(unasked.persisted, false)
+        assert.equal(unasked.notPersistedBecause, 'no-rule', 'the store persists; this write did not ask and no rule names the key')
+        await (async () => {
+          const again = await RawClient.connect(emulator.brokerUrl, 'w')
+          assert.equal((await again.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })).payload.toString(), Reply.ok.toString())
+          await again.close()
+        })()
         const cfg = emulator.admin!.inspect(Buffer.from('cfg/a'), 'r')!
         assert.equal(cfg.persistedBy, 'stateStoreResources[0] Pattern "cfg/*"')
+        assert.equal(cfg.notPersistedBecause, null)
         assert.deepEqual(cfg.access, { clientId: 'r', read: { allowed: true, rule: 'p rules[1].stateStoreResources[0] Read Pattern ("cfg/*")' }, write: { allowed: false, rule: null } })
         const free = emulator.admin!.inspect(Buffer.from('free'), 'w')!
         assert.equal(free.persistedBy, 'the user property aio-persistence=true')
         assert.equal(free.access?.write.rule, 'p rules[0].stateStoreResources[0] ReadWrite Pattern ("free")')
         assert.equal(emulator.admin!.inspect(Buffer.from('free'))!.access, null, 'no client named, nothing said')
       } finally {
+        await emulator.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  })
+
+  describe('the log under a policy', () => {
+    it('names the refused key, cut to a sane length, and keeps the clients\' service checks out of the info log', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'emu-refusal-log-'))
+      const auth = join(dir, 'authz.yaml')
+      writeFileSync(auth, `kind: BrokerAuthorization\napiVersion: mqttbroker.iotoperations.azure.com/v1\nmetadata: { name: p }\nspec:\n  authorizationPolicies:\n    rules:\n      - principals: { clientIds: [w] }\n        brokerResources: [{ method: Connect }, { method: Subscribe, topics: ["clients/{principal.clientId}/#"] }]\n        stateStoreResources:\n          - { method: ReadWrite, keys: ["mine/*"] }\n`)
+      const lines: string[] = []
+      const emulator = await startEmulator({ listen: { port: 0 }, authorizationFile: auth, logLevel: 'info', logger: (level, message) => lines.push(`[${level}] ${message}`) })
+      const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'w', requestTimeoutMs: 3000 })
+      try {
+        await client.ready({ timeoutMs: 5000 })
+        assert.equal(await client.checkService({ timeoutMs: 3000 }), 'answered', 'a refused probe is an answer')
+        await assert.rejects(client.set('other/key', 'x'), (err) => err instanceof ServiceError && err.code === 'NotAuthorized')
+        const long = `line\n${'x'.repeat(300)}`
+        await assert.rejects(client.set(long, 'x'), (err) => err instanceof ServiceError && err.code === 'NotAuthorized')
+        const refused = lines.filter((l) => l.startsWith('[info] refused'))
+        assert.deepEqual(refused.slice(0, 1), ['[info] refused SET from client "w": -ERR NotAuthorized (no rule allows client "w" to write key "other/key")'])
+        assert.equal(refused.length, 2, lines.join('\n'))
+        assert.equal(refused[1], `[info] refused SET from client "w": -ERR NotAuthorized (no rule allows client "w" to write key ${JSON.stringify(`line\n${'x'.repeat(75)}`)}… (305 bytes))`)
+        assert.deepEqual(lines.filter((l) => l.includes('GET')), [], 'the service check is not in the info log')
+      } finally {
+        await client.close()
+        await emulator.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  })
+
+  describe('the policy rehearsal of docs/aio-broker.md, files and command as written there', () => {
+    it('lets node-red-0 work, Test connection\'s own id connect, and the sidebar\'s inspector show persistence and access', async () => {
+      const page = readFileSync(join(__dirname, '..', '..', 'docs', 'aio-broker.md'), 'utf8')
+      const block = (name: string) => new RegExp('```yaml\\n(# ' + name.replace('.', '\\.') + '[^\\n]*\\n[\\s\\S]*?)```').exec(page)?.[1]
+      const command = /npx aio-statestore-emulator (--listen \d+ .*)/.exec(page)?.[1]
+      assert.ok(block('authz.yaml') && block('broker.yaml') && command, 'the page has both files and the command')
+      for (const flag of ['--auth authz.yaml', '--broker-config broker.yaml', '--persist state.aof', '--admin']) assert.ok(command!.includes(flag), `the command has ${flag}: ${command}`)
+      const dir = mkdtempSync(join(tmpdir(), 'emu-rehearsal-'))
+      writeFileSync(join(dir, 'authz.yaml'), block('authz.yaml')!)
+      writeFileSync(join(dir, 'broker.yaml'), block('broker.yaml')!)
+      const emulator = await startEmulator({ listen: { port: 0 }, authorizationFile: join(dir, 'authz.yaml'), brokerConfigFile: join(dir, 'broker.yaml'), persistFile: join(dir, 'state.aof'), adminOverMqtt: true, logLevel: 'silent' })
+      const flows = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-0', requestTimeoutMs: 3000 })
+      const testButton = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-0-test-1a2b3c', requestTimeoutMs: 3000 })
+      let found: Awaited<ReturnType<typeof RemoteEmulatorAdmin.discover>> = null
+      try {
+        await flows.ready({ timeoutMs: 5000 })
+        assert.equal((await flows.set('recipe3', 'A')).applied, true)
+        await testButton.ready({ timeoutMs: 5000 })
+        assert.equal(await testButton.checkService({ timeoutMs: 3000 }), 'answered')
+        found = await RemoteEmulatorAdmin.discover({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-0' })
+        assert.ok(found, 'the sidebar reaches the admin channel as node-red-0-admin-*')
+        const details = await found.admin.inspect(Buffer.from('recipe3'), 'node-red-0')
+        assert.equal(details?.persistedBy, 'stateStoreResources[0] Pattern "recipe*"')
+        assert.equal(details?.access?.write.allowed, true)
+      } finally {
+        await found?.admin.close()
+        await Promise.all([flows.close(), testButton.close()])
         await emulator.stop()
         rmSync(dir, { recursive: true, force: true })
       }

@@ -45,6 +45,14 @@ describe('nodes/lib: ConnectionLog', function () {
     assert.deepEqual(new ConnectionLog().next({ state: 'disconnected', authFailed: true }), { key: 'authFailed', warn: true })
   })
 
+  it('tells a refusal by authorization (CONNACK 0x87) from refused credentials (0x86)', () => {
+    const refused = (code: number): ConnectionStatus => ({ state: 'disconnected', authFailed: true, reason: 'refused', error: Object.assign(new Error('refused'), { code }) })
+    const log = new ConnectionLog()
+    assert.deepEqual(log.next({ state: 'connected' }), { key: 'connected', warn: false })
+    assert.deepEqual(log.next(refused(0x87)), { key: 'notAuthorized', warn: true })
+    assert.deepEqual(new ConnectionLog().next(refused(0x86)), { key: 'authFailed', warn: true })
+  })
+
   it('warns once of a session takeover and of a missing state store, with what to do, then goes on quietly', () => {
     const log = new ConnectionLog()
     const seen = (statuses: ConnectionStatus[]) => statuses.map((s) => log.next(s))
@@ -84,6 +92,12 @@ describe('nodes/lib: connectionStatus', function () {
       assert.deepEqual(connectionStatus({ state: 'disconnected', problem, reason: 'a long reason the status would cut' }, t), { fill: 'red', shape: 'ring', text: `<status.${problem}>` })
     }
     assert.deepEqual(connectionStatus({ state: 'connected' }, t), { fill: 'green', shape: 'dot', text: '<node-red:common.status.connected>' })
+  })
+
+  it('says not authorized for a refusal by authorization (0x87), auth failed for refused credentials', () => {
+    const refused = (code: number) => ({ state: 'disconnected' as const, authFailed: true, error: Object.assign(new Error('refused'), { code }) })
+    assert.deepEqual(connectionStatus(refused(0x87), t), { fill: 'red', shape: 'ring', text: '<status.notAuthorized>' })
+    assert.deepEqual(connectionStatus(refused(0x86), t), { fill: 'red', shape: 'ring', text: '<status.authFailed>' })
   })
 
   it('has a catalogue text for every problem', () => {

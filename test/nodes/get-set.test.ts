@@ -131,18 +131,21 @@ describe('nodes: ss-set and ss-get', function () {
     assert.deepEqual((await read).payload, { ok: true })
   })
 
-  it("lists each failed msg among its connection's last errors (the sidebar's), by the node's name", async () => {
+  it("lists each failed msg among its connection's last errors (the sidebar's), by the node's name and id and the msg's key", async () => {
     await helper.load(ALL, roundTripFlow(store.url, 'json'))
     const metrics = (helper.getNode('cfg') as unknown as { activity: StoreActivity }).activity.metrics
     const written = nextMessage(helper.getNode('out1'))
     helper.getNode('set').receive({ payload: 'not json' })
-    await written
+    const key = ((await written) as { key?: string }).key
+    assert.ok(key, 'the set node said which key it wrote')
     const caught = nextMessage(helper.getNode('caught'))
     helper.getNode('get').receive({ payload: 'read' })
     await caught
     const errors = metrics.figures().lastErrors
     assert.equal(errors.length, 1)
     assert.equal(errors[0]!.node, 'ss-get', 'a node without a name is listed by its type')
+    assert.equal(errors[0]!.nodeId, 'get', 'and by its id, for the editor to show its label')
+    assert.equal(errors[0]!.key, key, 'with the key it failed on')
     // The test helper has no catalogue: the message is the decodeJson key, the JSON text in a runtime.
     assert.match(errors[0]!.message, /decodeJson|JSON/)
   })

@@ -99,7 +99,7 @@ describe('security: username and password (mosquitto password_file)', function (
     for (const secret of [SERVICE_PASSWORD, CLIENT_PASSWORD]) assert.ok(!output.includes(secret), 'no password in the emulator output')
   })
 
-  it('ss-config: the node status says authentication failed; the right password connects', async () => {
+  it('ss-config: the node status says not authorized (mosquitto refuses a wrong password with 0x87); the right password connects', async () => {
     await helper.load(
       ALL,
       [
@@ -116,7 +116,7 @@ describe('security: username and password (mosquitto password_file)', function (
       { cfgBad: { username: 'alice', password: 'wrong' }, cfgGood: { username: 'alice', password: CLIENT_PASSWORD } },
     )
     const bad = helper.getNode('bad')
-    await until(() => lastStatus(bad).text === 'node-red-contrib-aio-statestore/ss-config:common.status.authFailed', `an authFailed status: ${JSON.stringify(lastStatus(bad))}`)
+    await until(() => lastStatus(bad).text === 'node-red-contrib-aio-statestore/ss-config:common.status.notAuthorized', `a notAuthorized status: ${JSON.stringify(lastStatus(bad))}`)
     assert.equal(lastStatus(bad).fill, 'red')
     assert.ok(!statuses(bad).some((s) => s.fill === 'green'))
     const caught = nextMessage(helper.getNode('caught'))

@@ -3,7 +3,7 @@
  * real mosquitto with a password file and a TLS listener (the emulator serving the state store
  * through it), a plain mosquitto with no state store behind it, a port that is not MQTT, and a
  * closed port. It reports connected / no state store / not MQTT / TLS on one side only /
- * authentication failed / refused / TLS error, uses the deployed password when the dialog shows the
+ * not authorized (mosquitto's answer to a wrong password) / refused / TLS error, uses the deployed password when the dialog shows the
  * saved-password placeholder, and never puts a credential in its answer or in any log. GET
  * /ss-config/broker tells what ${VAR} in the broker field is, only when it is a broker URL.
  */
@@ -103,11 +103,13 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
     return res.body as Answer
   }
 
-  it('connected with the right password, authentication failed with a wrong one', async () => {
+  it('connected with the right password, not authorized (naming the client id) with a wrong one', async () => {
     assert.deepEqual(await test({ broker: withPassword, credentials: { username: 'alice', password: PASSWORD } }), { result: 'connected' })
+    // mosquitto refuses a wrong password with 0x87 Not authorized, which an authorization policy
+    // answers too: the text names both causes and the client id refused.
     const wrong = await test({ broker: withPassword, credentials: { username: 'alice', password: WRONG } })
-    assert.equal(wrong.result, 'authFailed', JSON.stringify(wrong))
-    assert.equal((await test({ broker: withPassword })).result, 'authFailed', 'no credentials')
+    assert.equal(wrong.result, 'notAuthorized', JSON.stringify(wrong))
+    assert.equal((await test({ broker: withPassword })).result, 'notAuthorized', 'no credentials')
   })
 
   it('uses the deployed password when the dialog shows the saved-password placeholder', async () => {

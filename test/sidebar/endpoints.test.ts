@@ -54,13 +54,14 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.equal(set.status, 200, JSON.stringify(set.json))
       assert.equal((set.json as { applied: boolean }).applied, true)
       const got = await rt.request('GET', `/aio-statestore/stores/cfg1/key?key=${encodeURIComponent('sidebar/watched')}`, reader)
-      const body = got.json as { exists: boolean; value: { preview: string; kind: string }; version: string; expiresAt: null; fencingToken: null; persisted: boolean }
+      const body = got.json as { exists: boolean; value: { preview: string; kind: string }; version: string; expiresAt: null; fencingToken: null; persisted: boolean; notPersistedBecause: string | null }
       assert.equal(body.exists, true)
       assert.equal(body.value.preview, '<b>21</b>')
       assert.equal(body.value.kind, 'text')
       assert.equal(body.version, (set.json as { version: string }).version)
       assert.equal(body.expiresAt, null)
       assert.equal(body.persisted, false)
+      assert.equal(body.notPersistedBecause, 'no-file', 'the embedded emulator has no persistence file')
       await eventually(async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === '<b>21</b>' ? true : undefined), 'watch shows the value')
       const page = (await rt.request('GET', '/aio-statestore/stores/cfg1/keys?pattern=sidebar/*', reader)).json as { source: string; keys: Array<{ key: string }> }
       assert.equal(page.source, 'scan', 'the embedded emulator answers SCAN: the browser lists through the state store')
@@ -71,6 +72,19 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       const del = await rt.request('DELETE', `/aio-statestore/stores/cfg1/key?key=${encodeURIComponent('sidebar/watched')}`, admin)
       assert.deepEqual(del.json, { deleted: true })
       assert.deepEqual((await rt.request('GET', '/aio-statestore/stores/cfg1/key?key=sidebar%2Fwatched', reader)).json, { exists: false })
+    })
+
+    it("leaves the context store's index and lock keys out of the key browser unless the pattern has a #", async () => {
+      for (const key of ['ctx/global/counter', 'ctx/#keys/0a', 'ctx/#keys/delta', 'ctx/#lock', 'ctx/notes#1']) {
+        assert.equal((await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key, value: '1' })).status, 200)
+      }
+      type Page = { keys: Array<{ key: string }>; hidden: number }
+      const plain = (await rt.request('GET', `/aio-statestore/stores/cfg1/keys?pattern=${encodeURIComponent('ctx/*')}`, reader)).json as Page
+      assert.deepEqual(plain.keys.map((k) => k.key).sort(), ['ctx/global/counter', 'ctx/notes#1'])
+      assert.equal(plain.hidden, 3)
+      const asked = (await rt.request('GET', `/aio-statestore/stores/cfg1/keys?pattern=${encodeURIComponent('ctx/#*')}`, reader)).json as Page
+      assert.deepEqual(asked.keys.map((k) => k.key).sort(), ['ctx/#keys/0a', 'ctx/#keys/delta', 'ctx/#lock'])
+      assert.equal(asked.hidden, 0)
     })
 
     it('refuses set and delete to a read-only user, and leaves the key alone', async () => {

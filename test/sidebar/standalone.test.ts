@@ -124,13 +124,23 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
     assert.equal(rest.next, null)
   })
 
+  it('says why the inspector has no expiry, persistence or access lines where no admin channel answers, naming the client id', async () => {
+    await scanWriter.set('scan/inspected', 'v')
+    const got = await rt.request('GET', `/aio-statestore/stores/cfgScan/key?key=${encodeURIComponent('scan/inspected')}`, reader)
+    const body = got.json as { exists: boolean; persisted?: boolean; noDetails?: { clientId: string } }
+    assert.equal(body.exists, true)
+    assert.equal(body.persisted, undefined)
+    assert.deepEqual(body.noDetails, { clientId: 'sidebar-standalone-scan' })
+  })
+
   it('shows the expiry in the key inspector, from the admin channel, and logs no value', async () => {
     const got = await rt.request('GET', `/aio-statestore/stores/cfgAdmin/key?key=${encodeURIComponent('remote/expiring')}`, reader)
-    const body = got.json as { exists: boolean; value: { preview: string }; expiresAt: number | null; persisted: boolean }
+    const body = got.json as { exists: boolean; value: { preview: string }; expiresAt: number | null; persisted: boolean; notPersistedBecause: string | null }
     assert.equal(body.exists, true)
     assert.equal(body.value.preview, 'secret-remote-value')
     assert.ok(body.expiresAt !== null && body.expiresAt > Date.now(), `expiresAt ${body.expiresAt}`)
     assert.equal(body.persisted, false)
+    assert.equal(body.notPersistedBecause, 'no-file', 'an emulator without --persist keeps no key: the store\'s setting, not the key\'s')
     assert.ok(!rt.log.includes('secret-remote-value'))
     assert.ok(!emulators[0]!.stderr.includes('secret-remote-value'))
   })

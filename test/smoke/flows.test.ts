@@ -16,6 +16,24 @@ function example(tab: string, ids: [string, string, string], withTab = true): Fl
   ]
 }
 
+describe('examples: importing several side by side', function () {
+  it('shares no node id between two example files, config nodes included (no "nodes already exist" dialog), and npm start still merges them into one config node', function () {
+    const dirs = [join(repoRoot, 'examples'), join(repoRoot, 'examples', 'two-runtimes')]
+    const files = dirs.flatMap((dir) => readExamples(dir))
+    assert.ok(files.length >= 10, `every example file: ${files.map((f) => f.name).join(', ')}`)
+    const seen = new Map<string, string>()
+    for (const { name, nodes } of files) {
+      for (const node of nodes as FlowNodeLike[]) {
+        const other = seen.get(node.id)
+        assert.ok(other === undefined || other === name, `${node.id} (${node.type}) is in both ${other} and ${name}`)
+        seen.set(node.id, name)
+      }
+    }
+    const merged = mergeExamples(readExamples(dirs[0]!))
+    assert.equal(merged.filter((n) => n.type === 'ss-config').length, 1, 'their config nodes are equal but for the id')
+  })
+})
+
 describe('dev/flows: seeding the example flows', function () {
   it('keeps the shared config node once and every tab', function () {
     const merged = mergeExamples([

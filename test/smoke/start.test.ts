@@ -7,6 +7,7 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../../dev/ports'
+import { StateStoreClient } from '../../src/client'
 import { Comms, nodeBinary, repoRoot } from './node-red'
 
 const READY = /editor ready at (http:\/\/127\.0\.0\.1:\d+)/
@@ -21,12 +22,12 @@ interface Started {
 }
 
 /** Runs start.mjs directly, or (underShell) the way npm does: as the child of an `sh -c`. */
-function startScript(userDir: string, underShell = false, editorPort = 0): Promise<Started> {
+function startScript(userDir: string, underShell = false, editorPort = 0, scriptArgs: string[] = []): Promise<Started> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env, PORT: String(editorPort), MQTT_PORT: '0', NODE_RED_USER_DIR: userDir, EMULATOR_LOG_LEVEL: 'warn' }
     const script = join(repoRoot, 'scripts', 'start.mjs')
     // The trailing `:` keeps any shell from exec-ing node in its own place.
-    const [command, args] = underShell ? ['sh', ['-c', `"${nodeBinary()}" "${script}"; :`]] : [nodeBinary(), [script]]
+    const [command, args] = underShell ? ['sh', ['-c', `"${nodeBinary()}" "${script}"; :`]] : [nodeBinary(), [script, ...scriptArgs]]
     const child = spawn(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
     const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
@@ -170,6 +171,61 @@ describe('npm start (scripts/start.mjs)', function () {
     const output = running.output()
     running = null
     assert.deepEqual(output.split('\n').filter((l) => /\[error\]|not started/i.test(l)), [], output)
+  })
+
+  it('keeps the store and the context in it across runs, in the user directory, and starts empty with --fresh', async function () {
+    const dir = mkdtempSync(join(tmpdir(), 'aio-ss-start-store-'))
+    const contextKey = 'examples/context/global/counter'
+    const withClient = async <T>(broker: string, use: (client: StateStoreClient) => Promise<T>): Promise<T> => {
+      const client = new StateStoreClient({ brokerUrl: broker, clientId: 'start-test', requestTimeoutMs: 5000 })
+      try {
+        await client.ready({ timeoutMs: 5000 })
+        return await use(client)
+      } finally {
+        await client.close()
+      }
+    }
+    try {
+      running = await startScript(dir)
+      assert.match(running.output(), /store: 0 key\(s\) from .*statestore\.aof; every key is kept there .*--fresh/)
+      const first = running
+      await withClient(first.broker, async (client) => {
+        // A plain key, written without Persist, and global context through the example's button.
+        assert.equal((await client.set('start-test/kept', 'yes')).applied, true)
+        let counted!: (value: string) => void
+        const count = new Promise<string>((resolve) => (counted = resolve))
+        await client.observe(contextKey, (n) => {
+          if (n.operation === 'SET') counted(n.value!.toString())
+        })
+        const flows = (await (await fetch(`${first.editor}/flows`, { headers: { Accept: 'application/json' } })).json()) as Array<{ id: string; type: string; name?: string }>
+        const button = flows.find((n) => n.type === 'inject' && n.name === 'count in A')
+        assert.ok(button, 'the context example\'s "count in A" button')
+        assert.equal((await fetch(`${first.editor}/inject/${button.id}`, { method: 'POST' })).status, 200)
+        assert.equal(await count, '1')
+      })
+      assert.equal(await stopScript(first), 0, first.output())
+
+      running = await startScript(dir)
+      const second = running
+      assert.match(second.output(), /store: [1-9]\d* key\(s\) from .*statestore\.aof/)
+      await withClient(second.broker, async (client) => {
+        assert.equal((await client.get('start-test/kept')).value?.toString(), 'yes')
+        assert.equal((await client.get(contextKey)).value?.toString(), '1')
+      })
+      assert.equal(await stopScript(second), 0, second.output())
+
+      running = await startScript(dir, false, 0, ['--fresh'])
+      const third = running
+      assert.match(third.output(), /store: started empty \(--fresh\)/)
+      await withClient(third.broker, async (client) => {
+        assert.equal((await client.get('start-test/kept')).value, null)
+        assert.equal((await client.get(contextKey)).value, null)
+      })
+      assert.equal(await stopScript(third), 0, third.output())
+      running = null
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it("never overwrites the user's flow file", async function () {

@@ -49,16 +49,16 @@ describe('observe: connection metrics', () => {
     assert.equal(m.figures().lastErrors[0]!.message, 'e29')
   })
 
-  it("lists a node's failed msg by the node's name, and a failed request once however many msgs it fails", () => {
+  it("lists a node's failed msg by the node's name, id and key, and a failed request once however many msgs it fails, naming the msg's node", () => {
     const m = new ConnectionMetrics(() => 7_000)
     // Refused by the service: the request itself worked, so only the msg's failure lists it.
     m.msgFailed('late write', new Error('state store error: the request fencing token is a lower version than the fencing token protecting the resource'))
     m.msgFailed('reader', 'the key is empty')
     const timeout = new Error('the GET request timed out')
     m.record('GET', 10_000, timeout)
-    m.msgFailed('reader', timeout)
+    m.msgFailed('reader', timeout, { nodeId: 'n1', key: 'line-3/speed' })
     assert.deepEqual(m.figures().lastErrors, [
-      { at: 7_000, message: 'the GET request timed out' },
+      { at: 7_000, message: 'the GET request timed out', node: 'reader', nodeId: 'n1', key: 'line-3/speed' },
       { at: 7_000, message: 'the key is empty', node: 'reader' },
       { at: 7_000, message: 'state store error: the request fencing token is a lower version than the fencing token protecting the resource', node: 'late write' },
     ])

@@ -55,6 +55,12 @@ export interface KeyDetails extends KeyEntry {
    */
   persistedBy: string | null
   /**
+   * Why a key that is not persisted is not: `no-file` (this emulator has no persistence file, so it
+   * keeps no key across restarts), `no-rule` (no key rule names it and it was not SET with the
+   * dynamic property); null when it is persisted.
+   */
+  notPersistedBecause: 'no-file' | 'no-rule' | null
+  /**
    * What the authorization rules let one client do with this key, and by which rule; null when no
    * policy is in force or no client was named.
    */
@@ -66,6 +72,8 @@ export interface AdminOptions {
   stepMs?: number
   /** The persistence policy in force, to say why a key is persisted. */
   persistencePolicy?: PersistencePolicy
+  /** Whether the emulator has a persistence file (without one, no key is kept across restarts). */
+  persistence?: boolean
   /** The authorization rules in force, to say what a client may do with a key. */
   authorization?: AuthorizationPolicy | null
   /** Who a client id is to the rules (the embedded broker knows user names and attributes). */
@@ -101,6 +109,7 @@ function entry(id: string, record: StoredRecord, size: number): KeyEntry {
 export class EmulatorAdmin {
   private readonly stepMs: number
   private readonly persistencePolicy: PersistencePolicy
+  private readonly persistence: boolean
   private readonly authorization: AuthorizationPolicy | null
   private readonly principalOf: (clientId: string) => Principal
 
@@ -110,6 +119,7 @@ export class EmulatorAdmin {
   ) {
     this.stepMs = options.stepMs ?? STEP_MS
     this.persistencePolicy = options.persistencePolicy ?? PersistencePolicy.dynamicOnly
+    this.persistence = options.persistence ?? false
     this.authorization = options.authorization ?? null
     this.principalOf = options.principalOf ?? ((clientId) => ({ clientId }))
   }
@@ -173,7 +183,7 @@ export class EmulatorAdmin {
     if (!record) return null
     const value = record.value
     const id = key.toString('latin1')
-    return { ...entry(id, record, value.length), value, persistedBy: record.persisted ? this.whyPersisted(id) : null, access: this.access(id, asClientId) }
+    return { ...entry(id, record, value.length), value, persistedBy: record.persisted ? this.whyPersisted(id) : null, notPersistedBecause: record.persisted ? null : this.persistence ? 'no-rule' : 'no-file', access: this.access(id, asClientId) }
   }
 
   private access(id: string, clientId: string | undefined): KeyDetails['access'] {

@@ -9,6 +9,7 @@ import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './registrations'
 import type { Keyspace } from './keyspace'
 import { ScanWalks, type ScanLimits } from './scan'
+import { shownKey } from './shown-key'
 
 /** What the executor needs to know about a request besides its payload. */
 export interface RequestContext {
@@ -97,7 +98,7 @@ export class Executor {
       const principal = this.options.principalOf?.(clientId) ?? { clientId }
       const decision = authorization.decideKey(principal, accessOf(command), command.key.toString('latin1'))
       if (!decision.allowed) {
-        return refuse('NotAuthorized', `no rule allows ${describePrincipal(principal)} to ${accessOf(command)} this key`, command)
+        return refuse('NotAuthorized', `no rule allows ${describePrincipal(principal)} to ${accessOf(command)} key ${shownKey(command.key)}`, command)
       }
       authorizedBy = decision.rule ?? undefined
     }

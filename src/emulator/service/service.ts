@@ -1,6 +1,6 @@
 import type { IPublishPacket, MqttClient } from 'mqtt'
 import { shownUrl } from '../../log'
-import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, publishPacketSize, responseTopicRefusal, userProperty, type PublishPropertiesForSize } from '../../protocol'
+import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, SERVICE_PROBE_KEY, publishPacketSize, responseTopicRefusal, userProperty, type PublishPropertiesForSize } from '../../protocol'
 import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from '../core/dedup'
 import { RequestPrint } from '../core/request-print'
@@ -14,6 +14,8 @@ import type { DirectMessage } from '../broker/broker'
 import { coalesceWrites } from '../../transport/coalesce-writes'
 import { within } from '../within'
 import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './mqtt-client'
+
+const PROBE_KEY = Buffer.from(SERVICE_PROBE_KEY)
 
 /**
  * The MQTT side of the emulator: one ordinary MQTT 5 client that takes requests from the request
@@ -196,10 +198,12 @@ export class StateStoreService {
       this.options.dedup.complete(entry, null)
       return
     }
+    // A client's service check (a GET of the probe key at every connect) is no request of the user's.
+    const level = answer.command?.verb === 'GET' && answer.command.key.equals(PROBE_KEY) ? 'debug' : 'info'
     if (answer.error) {
-      log('info', `refused ${answer.command?.verb ?? 'request'} from ${who()}: -ERR ${answer.error.code} (${answer.error.detail})`)
-    } else if (answer.authorizedBy !== undefined && log.enabled('info')) {
-      log('info', `allowed ${answer.command?.verb ?? 'request'} from ${who()} by ${answer.authorizedBy}`)
+      log(level, `refused ${answer.command?.verb ?? 'request'} from ${who()}: -ERR ${answer.error.code} (${answer.error.detail})`)
+    } else if (answer.authorizedBy !== undefined && log.enabled(level)) {
+      log(level, `allowed ${answer.command?.verb ?? 'request'} from ${who()} by ${answer.authorizedBy}`)
     }
     if (answer.persistedBy !== undefined && log.enabled('debug')) log('debug', `SET from ${who()} persisted: ${answer.persistedBy}`)
     const cached: CachedAnswer = { payload: answer.payload, timestamp: answer.timestamp }
