@@ -48,6 +48,20 @@ describe('aio-statestore: help, connection and failures', function () {
     assert.equal((await runCli(FROM_SOURCE, ['get', 'env/key', '--broker', emulator.brokerUrl], { env: wrongPort })).code, 0)
   })
 
+  it('takes connection flags before the command too, and names a wrong variable with its value', async () => {
+    assert.equal((await runCli(FROM_SOURCE, ['--broker', emulator.brokerUrl, 'set', 'cli/before', 'v'])).code, 0)
+    assert.deepEqual((await runCli(FROM_SOURCE, [`--broker=${emulator.brokerUrl}`, '--timeout', '5000', 'get', 'cli/before'])).stdout, Buffer.from('v'))
+    assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'cli/before'], { env: withoutAioEnv({ AIO_STATESTORE_URL: emulator.brokerUrl }) })).stdout, Buffer.from('v'), 'AIO_STATESTORE_URL keeps working')
+    const wrong = await runCli(FROM_SOURCE, ['get', 'cli/before'], { env: withoutAioEnv({ AIO_BROKER_HOSTNAME: 'h', AIO_BROKER_TCP_PORT: 'eighty' }) })
+    assert.equal(wrong.code, 2)
+    assert.match(wrong.stderr, /^aio-statestore: AIO_BROKER_TCP_PORT="eighty": expected a whole number/)
+  })
+
+  it('--tls-server-name checks the broker\'s certificate for another name than the URL\'s host', () => {
+    const { options } = connectionFrom({ broker: 'mqtts://127.0.0.1:18883', 'tls-server-name': 'aio-broker' }, {})
+    assert.equal(options.tls?.servername, 'aio-broker')
+  })
+
   it('reads the connection settings as the SDKs name them', () => {
     const dir = mkdtempSync(join(tmpdir(), 'aio-ss-cli-env-'))
     try {
