@@ -3,7 +3,8 @@ import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionS
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError, type ConnectionErrorCode } from '../src/errors'
 import { StoreActivity } from '../src/observe'
-import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
+import { authOptions, configClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
+import { environmentText, fromEnvironment, registerEnvironmentEndpoint, type FromEnvironment } from './lib/environment'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
@@ -39,7 +40,15 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, def)
     const node = this as Node<Credentials> & StoreConfigNode
     const users = new StoreUsers()
-    const clientId = def.clientId?.trim() || configClientId(RED.settings.userDir, node.id)
+    // Blank fields take this process's AIO environment; a wrong variable fails the connection, named in status and log.
+    let environment: FromEnvironment = {}
+    let environmentError: unknown = null
+    try {
+      environment = def.embedded ? {} : fromEnvironment({ ...def, credentials: node.credentials ?? {}, hasTls: Boolean(def.tls) })
+    } catch (err) {
+      environmentError = err
+    }
+    const clientId = def.clientId?.trim() || environment.clientId || configClientId(RED.settings.userDir, node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, CLIENT_DEFAULTS.requestTimeoutMs)
     const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, CONNECTION_WAIT_MS), requestTimeoutMs)
     let connection: ConnectionStatus = { state: 'disconnected' }
@@ -48,7 +57,7 @@ export = function (RED: NodeAPI) {
     let closing = false
     /** What the editor's state store sidebar shows of this connection (nodes/ss-sidebar.ts). */
     const activity = new StoreActivity()
-    let brokerUrl = def.embedded ? '' : def.broker || defaultBrokerUrl()
+    let brokerUrl = def.embedded ? '' : def.broker || environment.brokerUrl || ''
 
     const log = new ConnectionLog()
     function publish(status: ConnectionStatus): void {
@@ -70,7 +79,7 @@ export = function (RED: NodeAPI) {
         brokerUrl,
         ...(connectStream ? { connectStream } : {}),
         clientId,
-        keepaliveSec: positiveInt(def.keepalive, CLIENT_DEFAULTS.keepaliveSec),
+        keepaliveSec: environment.keepaliveSec ?? positiveInt(def.keepalive, CLIENT_DEFAULTS.keepaliveSec),
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
         connectionWaitMs,
@@ -81,11 +90,15 @@ export = function (RED: NodeAPI) {
       }
       const expiry = Number(def.sessionExpiry)
       if (String(def.sessionExpiry ?? '').trim() !== '' && Number.isSafeInteger(expiry) && expiry >= 0) opts.sessionExpirySec = expiry
+      else if (environment.sessionExpirySec !== undefined) opts.sessionExpirySec = environment.sessionExpirySec
       const tlsNode = def.tls ? (RED.nodes.getNode(def.tls) as unknown as TlsConfigNode | null) : null
-      return { ...opts, ...authOptions(creds, tlsNode) }
+      const { username, password, satTokenFile, tls } = environment
+      const fromEnv = { ...(username !== undefined ? { username } : {}), ...(password !== undefined ? { password } : {}), ...(satTokenFile !== undefined ? { satTokenFile } : {}), ...(tls ? { tls } : {}) }
+      return { ...opts, ...fromEnv, ...authOptions(creds, tlsNode) }
     }
 
     async function connect(): Promise<StateStoreClient> {
+      if (environmentError) throw new Error(environmentText(RED, environmentError))
       publish({ state: 'connecting' })
       if (def.embedded) {
         usesEmbedded = true
@@ -189,6 +202,7 @@ export = function (RED: NodeAPI) {
   }
 
   registerConnectionTest(RED)
+  registerEnvironmentEndpoint(RED)
 
   RED.nodes.registerType<Node<Credentials>, ConfigDef, unknown, Credentials>('ss-config', SsConfig, {
     credentials: {
