@@ -6,6 +6,7 @@ import type { AuthorizationPolicy } from './core/authorization-policy'
 import { PersistencePolicy } from './core/persistence-policy'
 import { readAuthorizationFile, readBrokerConfigFile } from './resource-file'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker/broker'
+import type { TlsListenerOptions } from './broker/tls-listener'
 import { DedupCache } from './core/dedup'
 import { RequestPrint } from './core/request-print'
 import { DurableNotifications } from './journal/durable-notifications'
@@ -20,6 +21,8 @@ import { StateStoreService } from './service/service'
 import { Keyspace, type KeyChange } from './core/keyspace'
 import { DEFAULT_SCAN_LIMITS } from './core/scan'
 
+export type { ListenerAuthentication, SatTokenFile, X509AttributeRule } from './broker/authentication'
+export type { TlsListenerOptions } from './broker/tls-listener'
 export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
 export type { LogThreshold as EmulatorLogLevel } from './logger'
 export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin/key-browser'
@@ -53,6 +56,8 @@ export interface EmulatorOptions {
   brokerConfigFile?: string
   /** Embedded broker only: username/password and K8S-SAT tokens accepted. */
   brokerAuth?: BrokerAuth
+  /** Embedded broker only: TLS listeners beside the plain one, each with its own authentication (X.509 or K8S-SAT). */
+  tlsListeners?: TlsListenerOptions[]
   /** Default `warn`. */
   logLevel?: LogThreshold
   /** Where log lines go; stderr by default. */
@@ -81,6 +86,8 @@ export interface EmulatorOptions {
 export interface Emulator {
   /** The URL clients should connect to (the embedded broker's, or `brokerUrl`). */
   readonly brokerUrl: string
+  /** The embedded broker's TLS listeners (`mqtts://host:port`), in the order of `tlsListeners`. */
+  readonly tlsUrls: string[]
   readonly keyCount: number
   /** The HLC node id in every version this emulator mints. */
   readonly nodeId: string
@@ -163,6 +170,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     let credentials: { username?: string; password?: string } = {}
     if (brokerUrl) {
       if (options.brokerAuth) throw new Error('brokerAuth applies to the embedded broker only; it cannot be used with brokerUrl')
+      if (options.tlsListeners) throw new Error('tlsListeners apply to the embedded broker only; they cannot be used with brokerUrl')
       if (options.brokerUsername !== undefined) credentials.username = options.brokerUsername
       if (options.brokerPassword !== undefined) credentials.password = options.brokerPassword
     } else {
@@ -173,6 +181,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         publishPolicy: stateStorePublishPolicy,
         ...(listen.host !== undefined ? { host: listen.host } : {}),
         ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
+        ...(options.tlsListeners ? { tlsListeners: options.tlsListeners } : {}),
         // A policy without broker resources checks state store requests only (the warning above says so).
         ...(authorization?.grantsBrokerResources ? { accessPolicy: stateStoreAccessPolicy(authorization) } : {}),
       })
@@ -229,6 +238,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const unregisterAdmin = admin ? registerAdmin(url, admin) : () => {}
     return {
       brokerUrl: url,
+      tlsUrls: broker?.tlsUrls ?? [],
       nodeId: clock.nodeId,
       connectInProcess: broker ? broker.connectInProcess.bind(broker) : null,
       admin,

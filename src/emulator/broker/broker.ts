@@ -4,6 +4,9 @@ import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { topicMatches } from '../../protocol'
 import { inProcessPair } from './in-process'
+import { authenticateSat, authenticateX509, type AuthenticationVerdict, type ListenerAuthentication } from './authentication'
+import { startTlsListener, type RunningTlsListener, type TlsListenerOptions } from './tls-listener'
+import type { TLSSocket } from 'node:tls'
 import { makeLogger, type FilteredLogger } from '../logger'
 import { within } from '../within'
 
@@ -72,6 +75,8 @@ export interface BrokerOptions {
   publishPolicy?: PublishPolicy
   /** Without one, every authenticated client may connect, publish and subscribe. The broker's own service connections are never asked. */
   accessPolicy?: AccessPolicy
+  /** More listeners, with TLS, each authenticating its clients its own way (X.509 or K8S-SAT), as a cluster's BrokerListener ports. */
+  tlsListeners?: TlsListenerOptions[]
   log?: FilteredLogger
 }
 
@@ -81,6 +86,8 @@ export interface EmbeddedBroker {
   readonly host: string
   readonly port: number
   readonly aedes: Aedes
+  /** `mqtts://host:port` of each TLS listener, in the order given. */
+  readonly tlsUrls: string[]
   /** Credentials the broker always accepts, for the emulator's own connection when auth is on. */
   readonly serviceCredentials: { username: string; password: string } | null
   /** Called with the MQTT client id of every client whose connection ends. */
@@ -159,6 +166,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const satTokens = new Set((auth?.satTokens ?? []).map((t) => t.trim()))
   /** The verdict on a client's K8S-SAT token, taken in preConnect, used in authenticate. */
   const satVerdicts = new WeakMap<AedesClient, boolean>()
+  /** The K8S-SAT token a client sent, for a SAT listener to judge. */
+  const satTokenOf = new WeakMap<AedesClient, string>()
+  /** How the listener a connection came in on authenticates (absent: the main port, with `auth`). */
+  const listenerOf = new WeakMap<object, ListenerAuthentication>()
   const attributes = new Map(Object.entries(auth?.attributes ?? {}))
   /** Connected clients' principals, by the client object (a takeover replaces it under the same id). */
   const principals = new WeakMap<AedesClient, ConnectedClient>()
@@ -166,8 +177,8 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const isService = (username: string | undefined, password: Buffer | undefined) =>
     serviceCredentials !== null && username === serviceCredentials.username && password !== undefined && password.equals(Buffer.from(serviceCredentials.password, 'utf8'))
   /** The broker's verdict for one authenticated client: the access policy's, when there is one. */
-  const admit = (client: AedesClient, username: string | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void) => {
-    const userAttributes = username !== undefined ? attributes.get(username) : undefined
+  const admit = (client: AedesClient, username: string | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void, listenerAttributes?: Record<string, string>) => {
+    const userAttributes = listenerAttributes ?? (username !== undefined ? attributes.get(username) : undefined)
     const principal: ConnectedClient = { clientId: client.id, ...(username !== undefined ? { username } : {}), ...(userAttributes ? { attributes: userAttributes } : {}) }
     principals.set(client, principal)
     if (!policy) return done(null, true)
@@ -190,6 +201,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       if (props?.authenticationMethod === SAT_AUTH_METHOD) {
         const token = props.authenticationData ? Buffer.from(props.authenticationData).toString('utf8').trim() : ''
         satVerdicts.set(client, token.length > 0 && satTokens.has(token))
+        satTokenOf.set(client, token)
         delete props.authenticationMethod
         delete props.authenticationData
       }
@@ -200,6 +212,14 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       if (isService(username, secret)) {
         serviceClients.add(client)
         return done(null, true)
+      }
+      const listener = listenerOf.get(client.conn)
+      if (listener) {
+        // A TLS listener authenticates as its cluster port does; a user name is not verified there (AIO docs), so not taken.
+        const verdict: AuthenticationVerdict = listener.method === 'x509' ? authenticateX509(client.conn as unknown as TLSSocket, listener.attributes) : authenticateSat(satTokenOf.get(client), listener.tokenFiles)
+        if (verdict.ok) return admit(client, undefined, done, verdict.attributes)
+        log('info', `client ${JSON.stringify(client.id)} refused at CONNECT (0x87): ${verdict.reason}`)
+        return done(authError(`not authorized: ${verdict.reason}`, NOT_AUTHORIZED), null)
       }
       const sat = satVerdicts.get(client)
       // Without any user or token configured, anyone may connect; a user name is then taken as given.
@@ -264,6 +284,30 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   }
   server.on('error', (err) => log('error', `broker: ${err.message}`))
   const port = (server.address() as { port: number }).port
+  const tlsListeners: RunningTlsListener[] = []
+  try {
+    for (const listener of options.tlsListeners ?? []) {
+      tlsListeners.push(
+        await startTlsListener(
+          listener,
+          host,
+          (socket) => {
+            listenerOf.set(socket, listener.authentication)
+            sockets.add(socket)
+            socket.once('close', () => sockets.delete(socket))
+            aedes.handle(socket)
+          },
+          (err) => log('error', `broker: TLS listener ${listener.port}: ${err.message}`),
+        ),
+      )
+    }
+  } catch (err) {
+    for (const l of tlsListeners) l.server.close()
+    server.close()
+    await new Promise<void>((resolve) => aedes.close(() => resolve()))
+    throw err
+  }
+
   const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`
 
   let stopping: Promise<void> | null = null
@@ -285,6 +329,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     host,
     port,
     aedes,
+    tlsUrls: tlsListeners.map((l) => `mqtts://${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}`),
     serviceCredentials,
     onClientDisconnect(listener) {
       aedes.on('clientDisconnect', (client) => listener(client.id))
@@ -313,6 +358,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         if (runningHere.get(url) === connectInProcess) runningHere.delete(url)
         const closed = Promise.all([
           new Promise<void>((resolve) => server.close(() => resolve())),
+          ...tlsListeners.map((l) => new Promise<void>((resolve) => l.server.close(() => resolve()))),
           new Promise<void>((resolve) => aedes.close(() => resolve())),
         ])
         await within(closed, STOP_TIMEOUT_MS)
