@@ -2,12 +2,12 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { authenticateSat, parseDn, x509Attributes } from '../../src/emulator/broker/authentication'
+import { authenticateSat, parseDn, x509Attributes, type X509AttributeRule } from '../../src/emulator/broker/authentication'
 import { authenticationSources } from '../../src/emulator/core/authentication-documents'
 import { ResourceError } from '../../src/emulator/core/resource-error'
 
 describe('emulator: who an authenticated client is (X.509 subjects, SAT token files)', () => {
-  const rules = [
+  const rules: X509AttributeRule[] = [
     { subject: 'CN = Contoso Root CA Cert, OU = Engineering, C = US', attributes: { organization: 'contoso' } },
     { subject: 'CN = Contoso Intermediate CA', attributes: { city: 'seattle' } },
     { subject: 'CN = smart-fan', attributes: { building: '17' } },
