@@ -5,6 +5,7 @@ import { AdminServer } from './admin/server'
 import type { AuthorizationPolicy } from './core/authorization-policy'
 import { PersistencePolicy } from './core/persistence-policy'
 import { readAuthorizationFile, readBrokerConfigFile } from './resource-file'
+import { LivePolicy } from './policy-update'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker/broker'
 import type { TlsListenerOptions } from './broker/tls-listener'
 import { DedupCache } from './core/dedup'
@@ -98,6 +99,12 @@ export interface Emulator {
   readonly connectInProcess: (() => Duplex) | null
   /** The admin channel when `admin` was asked for, else null. */
   readonly admin: EmulatorAdmin | null
+  /**
+   * A policy update, as a cluster's: reads `authorizationFile` again (a mistake leaves the policy in
+   * force and rejects with the file, line and reason), puts it in force, and disconnects every client
+   * of the embedded broker, as AIO does. Resolves with the number of clients disconnected.
+   */
+  updateAuthorization(): Promise<number>
   /** Bounded in time; flushes persistence; leaves no socket or timer. */
   stop(): Promise<void>
 }
@@ -114,7 +121,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   }
   const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
   const store = new Keyspace({ clock, ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}) })
-  const authorization: AuthorizationPolicy | null = options.authorizationFile ? readAuthorizationFile(options.authorizationFile) : null
+  const live = options.authorizationFile ? new LivePolicy(readAuthorizationFile(options.authorizationFile)) : null
+  const authorization: AuthorizationPolicy | null = live?.view ?? null
   const persistencePolicy = options.brokerConfigFile ? readBrokerConfigFile(options.brokerConfigFile) : PersistencePolicy.dynamicOnly
   if (authorization) {
     log('info', `authorization: ${authorization.ruleCount} rule(s) from ${options.authorizationFile}`)
@@ -239,6 +247,13 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     return {
       brokerUrl: url,
       tlsUrls: broker?.tlsUrls ?? [],
+      async updateAuthorization() {
+        if (!live || !options.authorizationFile) throw new Error('no authorization file to read again: start with authorizationFile')
+        live.replace(readAuthorizationFile(options.authorizationFile))
+        const n = broker?.disconnectClients() ?? 0
+        log('info', `authorization: ${authorization!.ruleCount} rule(s) from ${options.authorizationFile} in force; ${n} client(s) disconnected, as a cluster's policy update does`)
+        return n
+      },
       nodeId: clock.nodeId,
       connectInProcess: broker ? broker.connectInProcess.bind(broker) : null,
       admin,

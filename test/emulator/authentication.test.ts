@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import mqtt from 'mqtt'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { authenticateSat, parseDn, x509Attributes, type X509AttributeRule } from '../../src/emulator/broker/authentication'
 import { authenticationSources } from '../../src/emulator/core/authentication-documents'
 import { ResourceError } from '../../src/emulator/core/resource-error'
+import { startBroker } from '../../src/emulator/broker/broker'
+import { prepareDevLayout } from '../../src/emulator/dev-layout'
 
 describe('emulator: who an authenticated client is (X.509 subjects, SAT token files)', () => {
   const rules: X509AttributeRule[] = [
@@ -53,5 +56,40 @@ describe('emulator: who an authenticated client is (X.509 subjects, SAT token fi
       () => authenticationSources([{ kind: 'BrokerAuthentication', spec: { authenticationMethods: [{ x509Settings: { authorizationAttributes: { fan: { attributes: {} } } } }] } }]),
       (err: unknown) => err instanceof ResourceError && err.path.join('.') === 'spec.authenticationMethods.0.x509Settings.authorizationAttributes.fan.subject',
     )
+  })
+})
+
+describe('emulator: a client\'s principal outlives its connection for its requests still on their way', function () {
+  this.timeout(20_000)
+
+  // The rehearsal (test/smoke/rehearsal.test.ts) saw it: a policy update disconnected Node-RED amid a
+  // burst of writes, and the writes published just before were served after the disconnect, judged
+  // as a bare client id without the ServiceAccount's attribute: "not authorized".
+  it('keeps the attributes of a client that disconnected, until it connects again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'principal-after-'))
+    const layout = prepareDevLayout(dir)
+    const broker = await startBroker({
+      port: 0,
+      tlsListeners: [{ port: 0, certFile: layout.brokerCertFile, keyFile: layout.brokerKeyFile, authentication: { method: 'sat', tokenFiles: [{ file: layout.tokenFile, attributes: { group: 'node-red' } }] } }],
+    })
+    try {
+      const gone = new Promise<string>((resolve) => broker.onClientDisconnect(resolve))
+      const client = await mqtt.connectAsync(broker.tlsUrls[0]!, {
+        protocolVersion: 5,
+        clientId: 'node-red-0',
+        ca: readFileSync(layout.caFile),
+        properties: { authenticationMethod: 'K8S-SAT', authenticationData: readFileSync(layout.tokenFile) },
+        reconnectPeriod: 0,
+      })
+      assert.deepEqual(broker.principalOf('node-red-0').attributes, { group: 'node-red' })
+      await client.endAsync()
+      assert.equal(await gone, 'node-red-0')
+      assert.equal(broker.isConnected('node-red-0'), false)
+      assert.deepEqual(broker.principalOf('node-red-0').attributes, { group: 'node-red' })
+      assert.deepEqual(broker.principalOf('never-connected'), { clientId: 'never-connected' })
+    } finally {
+      await broker.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -96,6 +96,8 @@ export interface EmbeddedBroker {
   principalOf(clientId: string): ConnectedClient
   /** Whether a client with this id is connected right now. */
   isConnected(clientId: string): boolean
+  /** Closes every client's connection but the broker's own services'; how many were closed. */
+  disconnectClients(): number
   /**
    * Delivers a message straight to a connected client that has no subscription matching its topic,
    * as the AIO broker does for key notifications (spec 1.4: the Go SDK never subscribes, the .NET SDK
@@ -129,6 +131,8 @@ const NOT_AUTHORIZED = 5
 const TOPIC_NAME_INVALID = 0x90
 
 const STOP_TIMEOUT_MS = 2000
+/** How long a client's principal is kept after it disconnected, for its requests still on their way. */
+const PRINCIPAL_AFTER_DISCONNECT_MS = 60_000
 
 /** The brokers running in this process, by URL, while they run. */
 const runningHere = new Map<string, () => Duplex>()
@@ -174,6 +178,12 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   /** Connected clients' principals, by the client object (a takeover replaces it under the same id). */
   const principals = new WeakMap<AedesClient, ConnectedClient>()
   const serviceClients = new WeakSet<AedesClient>()
+  /**
+   * Who each client id last connected as, kept a while after it left: a request it published just
+   * before a disconnect (a policy update disconnects everyone) is served after it, and is judged as
+   * the principal that published it, not as a bare client id.
+   */
+  const lastPrincipals = new Map<string, { principal: ConnectedClient; goneAt: number | null }>()
   const isService = (username: string | undefined, password: Buffer | undefined) =>
     serviceCredentials !== null && username === serviceCredentials.username && password !== undefined && password.equals(Buffer.from(serviceCredentials.password, 'utf8'))
   /** The broker's verdict for one authenticated client: the access policy's, when there is one. */
@@ -181,6 +191,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     const userAttributes = listenerAttributes ?? (username !== undefined ? attributes.get(username) : undefined)
     const principal: ConnectedClient = { clientId: client.id, ...(username !== undefined ? { username } : {}), ...(userAttributes ? { attributes: userAttributes } : {}) }
     principals.set(client, principal)
+    lastPrincipals.set(client.id, { principal, goneAt: null })
     if (!policy) return done(null, true)
     const verdict = policy.connect(principal)
     if (verdict.allowed) {
@@ -260,6 +271,12 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       done(null)
     },
   })
+  aedes.on('clientDisconnect', (client) => {
+    const last = lastPrincipals.get(client.id)
+    if (last && principals.get(client) === last.principal) last.goneAt = Date.now()
+    // Forgotten once gone for long: no request of theirs is still on its way by then.
+    for (const [id, entry] of lastPrincipals) if (entry.goneAt !== null && Date.now() - entry.goneAt > PRINCIPAL_AFTER_DISCONNECT_MS) lastPrincipals.delete(id)
+  })
   aedes.on('clientError', (client, err) => log('debug', `broker: client ${client?.id ?? '?'}: ${err.message}`))
   aedes.on('connectionError', (client, err) => log('debug', `broker: connection ${client?.id ?? '?'}: ${err.message}`))
 
@@ -336,10 +353,16 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     },
     principalOf(clientId) {
       const client = connectedClient(aedes, clientId)
-      return (client && principals.get(client)) || { clientId }
+      return (client && principals.get(client)) || lastPrincipals.get(clientId)?.principal || { clientId }
     },
     isConnected(clientId) {
       return connectedClient(aedes, clientId) !== null
+    },
+    disconnectClients() {
+      const clients = Object.values((aedes as unknown as { clients: Record<string, AedesClient> }).clients)
+      const closing = clients.filter((c) => !serviceClients.has(c))
+      for (const c of closing) c.close()
+      return closing.length
     },
     deliverUnsubscribed(clientId, message) {
       const client = connectedClient(aedes, clientId)

@@ -85,7 +85,8 @@ Options:
   -h, --help               This text.
 
 It prints one line containing "ready" and the broker URL when it serves, and stops cleanly on
-SIGINT or SIGTERM (pending persistent writes are flushed first).
+SIGINT or SIGTERM (pending persistent writes are flushed first). SIGHUP reads the --auth file again
+and disconnects every client, as a cluster's policy update does.
 `
 
 function fail(message: string): never {
@@ -279,6 +280,15 @@ async function main(): Promise<void> {
   }
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)
+  // A policy update, as `az iot ops broker authz apply` makes one: the --auth file is read again and every client disconnected.
+  if (options.authorizationFile) {
+    process.on('SIGHUP', () => {
+      emulator.updateAuthorization().then(
+        (n) => process.stdout.write(`aio-statestore-emulator: authorization updated from ${options.authorizationFile}; ${n} client(s) disconnected\n`),
+        (err: Error) => process.stderr.write(`aio-statestore-emulator: authorization not updated, the policy in force stays: ${err.message}\n`),
+      )
+    })
+  }
 }
 
 void main()
