@@ -4,7 +4,7 @@ import type { ProtocolName } from '../src/protocol'
 import { ConnectionError, type ConnectionErrorCode } from '../src/errors'
 import { StoreActivity } from '../src/observe'
 import { authOptions, configClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
-import { environmentText, fromEnvironment, registerEnvironmentEndpoint, type FromEnvironment } from './lib/environment'
+import { claimEnvironmentClientId, environmentText, fromEnvironment, registerEnvironmentEndpoint, releaseEnvironmentClientId, type FromEnvironment } from './lib/environment'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
@@ -48,7 +48,9 @@ export = function (RED: NodeAPI) {
     } catch (err) {
       environmentError = err
     }
-    const clientId = def.clientId?.trim() || environment.clientId || configClientId(RED.settings.userDir, node.id)
+    const claimed = !def.clientId?.trim() && environment.clientId ? claimEnvironmentClientId(environment.clientId, node.id) : null
+    if (claimed?.shared) node.warn(RED._('ss-config.log.environmentClientId', { id: environment.clientId!, client: claimed.clientId }))
+    const clientId = def.clientId?.trim() || claimed?.clientId || configClientId(RED.settings.userDir, node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, CLIENT_DEFAULTS.requestTimeoutMs)
     const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, CONNECTION_WAIT_MS), requestTimeoutMs)
     let connection: ConnectionStatus = { state: 'disconnected' }
@@ -196,6 +198,7 @@ export = function (RED: NodeAPI) {
         // Users close at the same time; wait briefly so a lock node can still release over this connection.
         await users.left(USERS_GRACE_MS)
         await disconnect()
+        if (claimed && !claimed.shared) releaseEnvironmentClientId(environment.clientId!, node.id)
         done()
       })()
     })

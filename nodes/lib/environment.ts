@@ -42,6 +42,27 @@ export function fromEnvironment(fields: ConnectionFields, env: NodeJS.ProcessEnv
   return out
 }
 
+/** AIO_MQTT_CLIENT_ID → the config node of this runtime connecting with it. */
+const claims = new Map<string, string>()
+
+/**
+ * The client id a config node with a blank Client ID takes from AIO_MQTT_CLIENT_ID: the id itself
+ * for the first config node of this runtime, `<id>-<node id>` for any other (two connections with one
+ * id take each other's session over). `shared` is set when the id was taken.
+ */
+export function claimEnvironmentClientId(id: string, nodeId: string): { clientId: string; shared: boolean } {
+  const holder = claims.get(id)
+  if (holder === undefined || holder === nodeId) {
+    claims.set(id, nodeId)
+    return { clientId: id, shared: false }
+  }
+  return { clientId: `${id}-${nodeId.replace(/[^A-Za-z0-9_.-]/g, '-')}`, shared: true }
+}
+
+export function releaseEnvironmentClientId(id: string, nodeId: string): void {
+  if (claims.get(id) === nodeId) claims.delete(id)
+}
+
 /** The error's variable, value and problem in the catalogue's words; any other error's message. */
 export function environmentText(RED: NodeAPI, err: unknown): string {
   if (!(err instanceof EnvironmentError)) return err instanceof Error ? err.message : String(err)

@@ -57,6 +57,24 @@ describe('nodes: a config node with blank fields takes the AIO environment', fun
     assert.deepEqual(tested, { result: 'connected' }, 'Test connection with a blank broker goes where the node does')
   })
 
+  it('two config nodes with a blank Client ID: the first takes AIO_MQTT_CLIENT_ID, the other one of its own, and says so', async () => {
+    aioEnv()
+    const id = `node-red-0-${process.pid}`
+    await helper.load(ALL, [
+      ...flowWith('', { id: 'set', type: 'ss-set', key: 'env/one', keyType: 'str' }),
+      { id: 'cfg2', type: 'ss-config', name: 'second', broker: '', clientId: '' },
+      { id: 'set2', type: 'ss-set', z: 'tab', x: 1, y: 1, store: 'cfg2', key: 'env/two', keyType: 'str', wires: [] },
+    ])
+    await until(() => lastStatus(helper.getNode('set')).fill === 'green' && lastStatus(helper.getNode('set2')).fill === 'green', 'both connected')
+    const ids = ['cfg', 'cfg2'].map((n) => (helper.getNode(n) as unknown as { clientId: string }).clientId)
+    assert.deepEqual(ids, [id, `${id}-cfg2`])
+    assert.deepEqual(helper.getNode('cfg2').warn.getCalls().map((c) => c.args[0]), ['ss-config.log.environmentClientId'])
+    // After a full redeploy the first takes it again: a closed node gives its claim back.
+    await helper.unload()
+    await helper.load(ALL, flowWith('', { id: 'set', type: 'ss-set', key: 'env/one', keyType: 'str' }))
+    assert.equal((helper.getNode('cfg') as unknown as { clientId: string }).clientId, id)
+  })
+
   it('names a wrong variable with its value in the status and the log; msgs fail to a Catch node', async () => {
     aioEnv({ AIO_BROKER_TCP_PORT: 'eighty' })
     await helper.load(ALL, flowWith('', { id: 'set', type: 'ss-set', key: 'env/wrong', keyType: 'str' }))
