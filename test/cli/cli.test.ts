@@ -7,6 +7,7 @@ import { UsageError } from '../../src/cli/exit'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { Reply } from '../../src/protocol'
 import { mosquittoUrl } from '../support/broker'
+import { makeCerts } from '../support/certs'
 import { Responder } from '../client/support/responder'
 import { cliBehaviour } from './behaviour'
 import { FROM_SOURCE, runCli, startCli, withoutAioEnv } from './run'
@@ -57,9 +58,25 @@ describe('aio-statestore: help, connection and failures', function () {
     assert.match(wrong.stderr, /^aio-statestore: AIO_BROKER_TCP_PORT="eighty": expected a whole number/)
   })
 
-  it('--tls-server-name checks the broker\'s certificate for another name than the URL\'s host', () => {
-    const { options } = connectionFrom({ broker: 'mqtts://127.0.0.1:18883', 'tls-server-name': 'aio-broker' }, {})
-    assert.equal(options.tls?.servername, 'aio-broker')
+  it('--tls-server-name: the laptop recipe, a port-forward to 127.0.0.1 of a broker whose certificate names aio-broker', async () => {
+    const pki = makeCerts({ serverAltNames: ['DNS:aio-broker'] })
+    const token = join(pki.dir, 'token')
+    writeFileSync(token, 'laptop-token')
+    const cluster = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      logLevel: 'error',
+      tlsListeners: [{ port: 0, certFile: pki.serverCertFile, keyFile: pki.serverKeyFile, authentication: { method: 'sat', tokenFiles: [{ file: token }] } }],
+    })
+    try {
+      const flags = ['--broker', cluster.tlsUrls[0]!, '--ca-file', pki.caFile, '--sat-file', token, '--timeout', '3000']
+      const without = await runCli(FROM_SOURCE, [...flags, 'set', 'laptop/k', 'v'])
+      assert.equal(without.code, 3)
+      assert.match(without.stderr, /altnames/)
+      assert.equal((await runCli(FROM_SOURCE, [...flags, '--tls-server-name', 'aio-broker', 'set', 'laptop/k', 'v'])).code, 0)
+    } finally {
+      await cluster.stop()
+      rmSync(pki.dir, { recursive: true, force: true })
+    }
   })
 
   it('reads the connection settings as the SDKs name them', () => {
