@@ -75,18 +75,20 @@ export function connectionFrom(values: ConnectionValues, env: NodeJS.ProcessEnv 
   if (aio.sessionExpirySec !== undefined) options.sessionExpirySec = aio.sessionExpirySec
   const username = values.username ?? aio.username
   if (username !== undefined) options.username = username
-  if (passwordFile !== undefined) options.password = readText('password file', passwordFile)
+  // A file that cannot be read is named by where it came from: the flag, or the SDKs' variable.
+  const from = (flag: keyof ConnectionValues, variable: string, what: string) => (values[flag] !== undefined ? `${what} (--${flag})` : `${what} (${variable})`)
+  if (passwordFile !== undefined) options.password = readText(from('password-file', 'AIO_MQTT_PASSWORD_FILE', 'password file'), passwordFile)
   if (satFile !== undefined) {
-    readBytes('SAT file', satFile)
+    readBytes(from('sat-file', 'AIO_SAT_FILE', 'SAT file'), satFile)
     options.satTokenFile = satFile
   }
   const ca = values['ca-file'] ?? aio.caFile
   const serverName = values['tls-server-name']
   if (ca !== undefined || cert !== undefined || serverName !== undefined) {
     options.tls = {
-      ...(ca !== undefined ? { ca: readBytes('CA file', ca) } : {}),
-      ...(cert !== undefined ? { cert: readBytes('certificate file', cert), key: readBytes('key file', key!) } : {}),
-      ...(keyPassword !== undefined ? { passphrase: readText('key password file', keyPassword) } : {}),
+      ...(ca !== undefined ? { ca: readBytes(from('ca-file', 'AIO_TLS_CA_FILE', 'CA file'), ca) } : {}),
+      ...(cert !== undefined ? { cert: readBytes(from('cert-file', 'AIO_TLS_CERT_FILE', 'certificate file'), cert), key: readBytes(from('key-file', 'AIO_TLS_KEY_FILE', 'key file'), key!) } : {}),
+      ...(keyPassword !== undefined ? { passphrase: readText(from('key-password-file', 'AIO_TLS_KEY_PASSWORD_FILE', 'key password file'), keyPassword) } : {}),
       ...(serverName !== undefined ? { servername: serverName } : {}),
     }
   }

@@ -99,7 +99,8 @@ describe('aio-statestore: help, connection and failures', function () {
       assert.throws(() => connectionFrom({}, { AIO_SAT_FILE: password, AIO_MQTT_PASSWORD_FILE: password }), UsageError, 'a password and a SAT at once')
       assert.throws(() => connectionFrom({ 'cert-file': password }, {}), UsageError, 'a certificate without its key')
       assert.throws(() => connectionFrom({}, { AIO_MQTT_USE_TLS: 'yes', AIO_BROKER_HOSTNAME: 'h' }), UsageError)
-      assert.throws(() => connectionFrom({ 'password-file': join(dir, 'missing') }, {}), UsageError)
+      assert.throws(() => connectionFrom({ 'password-file': join(dir, 'missing') }, {}), /^UsageError: cannot read the password file \(--password-file\) .*missing: ENOENT$/)
+      assert.throws(() => connectionFrom({}, { AIO_TLS_CA_FILE: join(dir, 'missing.crt') }), /^UsageError: cannot read the CA file \(AIO_TLS_CA_FILE\) .*missing\.crt: ENOENT$/)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
