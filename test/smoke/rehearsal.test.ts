@@ -183,7 +183,7 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
     assert.deepEqual(
       writes.map((r) => r.status),
       writes.map(() => 200),
-      writes.filter((r) => r.status !== 200).map((r) => r.body).join('\n'),
+      `${writes.filter((r) => r.status !== 200).map((r) => r.body)[0]}\n${red!.log.split('\n').filter((l) => /state store|token/.test(l)).slice(-8).join('\n')}`,
     )
     for (let n = 100; n < 100 + WRITES; n++) assert.deepEqual(await read(n), { status: 200, body: `value ${n}` })
     assert.equal(setsBy(POD) - before, WRITES, 'each write applied exactly once')

@@ -96,7 +96,7 @@ export interface EmbeddedBroker {
   principalOf(clientId: string): ConnectedClient
   /** Whether a client with this id is connected right now. */
   isConnected(clientId: string): boolean
-  /** Closes every client's connection but the broker's own services'; how many were closed. */
+  /** Disconnects every client but the broker's own services (MQTT 5: DISCONNECT 0x98 first); how many. */
   disconnectClients(): number
   /**
    * Delivers a message straight to a connected client that has no subscription matching its topic,
@@ -129,6 +129,8 @@ const BAD_USERNAME_OR_PASSWORD = 4
 const NOT_AUTHORIZED = 5
 /** MQTT 5 reason code 0x90: "The Topic Name is correctly formed, but is not accepted by this Client or Server". */
 const TOPIC_NAME_INVALID = 0x90
+/** MQTT 5 reason code 0x98: "Administrative action", the DISCONNECT of a policy update. */
+const ADMINISTRATIVE_ACTION = 0x98
 
 const STOP_TIMEOUT_MS = 2000
 /** How long a client's principal is kept after it disconnected, for its requests still on their way. */
@@ -361,7 +363,8 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     disconnectClients() {
       const clients = Object.values((aedes as unknown as { clients: Record<string, AedesClient> }).clients)
       const closing = clients.filter((c) => !serviceClients.has(c))
-      for (const c of closing) c.close()
+      // MQTT 5 clients are told why (0x98, Administrative action), so none takes it for a session takeover.
+      for (const c of closing) c.disconnect({ reasonCode: ADMINISTRATIVE_ACTION, properties: { reasonString: 'the authorization policy was updated' } }, () => {})
       return closing.length
     },
     deliverUnsubscribed(clientId, message) {
