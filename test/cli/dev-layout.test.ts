@@ -46,10 +46,13 @@ describe('aio-statestore-emulator --dev: the SDKs\' dev layout, over TLS + SAT a
       }),
     )
     emulator = await EmulatorProcess.start(['--dev', join(dir, 'layout'), '--listen', '0', '--x509-listen', '0', '--sat-listen', '0', '--authn', authn, '--auth', authz, '--log-level', 'warn'])
-    while (!emulator.stdout.includes('dev layout')) {
-      if (emulator.child.exitCode !== null) throw new Error(emulator.stderr)
-      await new Promise((r) => setTimeout(r, 20))
-    }
+    // The listeners' lines follow the ready line; the last one names the layout.
+    await new Promise<void>((resolve, reject) => {
+      const check = () => emulator.stdout.includes('dev layout') && resolve()
+      emulator.child.stdout!.on('data', () => setImmediate(check))
+      emulator.child.once('exit', () => reject(new Error(emulator.stderr)))
+      check()
+    })
     x509Port = /TLS \+ X\.509 on mqtts:\/\/127\.0\.0\.1:(\d+)/.exec(emulator.stdout)![1]!
   })
   after(async () => {

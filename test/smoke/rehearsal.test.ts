@@ -58,6 +58,18 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
   let red: NodeRedChild | null = null
   const emulatorLog: string[] = []
   let tokenFile = ''
+  /** Waiters for a line of Node-RED's output, told at every chunk. */
+  const outputWaiters = new Set<() => void>()
+  const logShows = (text: string) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (!red!.log.includes(text)) return
+        outputWaiters.delete(check)
+        resolve()
+      }
+      outputWaiters.add(check)
+      check()
+    })
 
   /** A path of the pod, under the temporary root. */
   const mapped = (podPath: string) => join(root, podPath)
@@ -130,6 +142,7 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
       settingsFile,
       env,
       timeoutMs: 60_000,
+      onOutput: () => setImmediate(() => outputWaiters.forEach((w) => w())),
       ready: async (url, log) => (await fetch(`${url}/auth/login`)).ok && log.includes('connected to the state store'),
     })
   })
@@ -158,9 +171,7 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
     // The kubelet swaps the file's content atomically; from now on only the new token is accepted.
     writeFileSync(`${tokenFile}.new`, 'second-token')
     renameSync(`${tokenFile}.new`, tokenFile)
-    const deadline = Date.now() + 15_000
-    while (!red!.log.includes('the service account token changed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
-    assert.match(red!.log, /the service account token changed/)
+    await logShows('the service account token changed')
     assert.deepEqual(await write(1), { status: 200, body: 'value 1' })
     assert.deepEqual(await read(1), { status: 200, body: 'value 1' })
   })
