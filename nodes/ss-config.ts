@@ -3,7 +3,8 @@ import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionS
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError, type ConnectionErrorCode } from '../src/errors'
 import { LockFollower, StoreActivity } from '../src/observe'
-import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
+import { authOptions, configClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
+import { claimEnvironmentClientId, environmentText, fromEnvironment, registerEnvironmentEndpoint, releaseEnvironmentClientId, type FromEnvironment } from './lib/environment'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
@@ -40,7 +41,17 @@ export = function (RED: NodeAPI) {
     RED.nodes.createNode(this, def)
     const node = this as Node<Credentials> & StoreConfigNode
     const users = new StoreUsers()
-    const clientId = def.clientId?.trim() || configClientId(RED.settings.userDir, node.id)
+    // Blank fields take this process's AIO environment; a wrong variable fails the connection, named in status and log.
+    let environment: FromEnvironment = {}
+    let environmentError: unknown = null
+    try {
+      environment = def.embedded ? {} : fromEnvironment({ ...def, credentials: node.credentials ?? {}, hasTls: Boolean(def.tls) })
+    } catch (err) {
+      environmentError = err
+    }
+    const claimed = !def.clientId?.trim() && environment.clientId ? claimEnvironmentClientId(environment.clientId, node.id) : null
+    if (claimed?.shared) node.warn(RED._('ss-config.log.environmentClientId', { id: environment.clientId!, client: claimed.clientId }))
+    const clientId = def.clientId?.trim() || claimed?.clientId || configClientId(RED.settings.userDir, node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, CLIENT_DEFAULTS.requestTimeoutMs)
     const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, CONNECTION_WAIT_MS), requestTimeoutMs)
     let connection: ConnectionStatus = { state: 'disconnected' }
@@ -51,7 +62,7 @@ export = function (RED: NodeAPI) {
     let follower: LockFollower | null = null
     /** What the editor's state store sidebar shows of this connection (nodes/ss-sidebar.ts). */
     const activity = new StoreActivity()
-    let brokerUrl = def.embedded ? '' : def.broker || defaultBrokerUrl()
+    let brokerUrl = def.embedded ? '' : def.broker || environment.brokerUrl || ''
 
     const log = new ConnectionLog()
     function publish(status: ConnectionStatus): void {
@@ -73,7 +84,7 @@ export = function (RED: NodeAPI) {
         brokerUrl,
         ...(connectStream ? { connectStream } : {}),
         clientId,
-        keepaliveSec: positiveInt(def.keepalive, CLIENT_DEFAULTS.keepaliveSec),
+        keepaliveSec: environment.keepaliveSec ?? positiveInt(def.keepalive, CLIENT_DEFAULTS.keepaliveSec),
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
         connectionWaitMs,
@@ -84,11 +95,15 @@ export = function (RED: NodeAPI) {
       }
       const expiry = Number(def.sessionExpiry)
       if (String(def.sessionExpiry ?? '').trim() !== '' && Number.isSafeInteger(expiry) && expiry >= 0) opts.sessionExpirySec = expiry
+      else if (environment.sessionExpirySec !== undefined) opts.sessionExpirySec = environment.sessionExpirySec
       const tlsNode = def.tls ? (RED.nodes.getNode(def.tls) as unknown as TlsConfigNode | null) : null
-      return { ...opts, ...authOptions(creds, tlsNode) }
+      const { username, password, satTokenFile, tls } = environment
+      const fromEnv = { ...(username !== undefined ? { username } : {}), ...(password !== undefined ? { password } : {}), ...(satTokenFile !== undefined ? { satTokenFile } : {}), ...(tls ? { tls } : {}) }
+      return { ...opts, ...fromEnv, ...authOptions(creds, tlsNode) }
     }
 
     async function connect(): Promise<StateStoreClient> {
+      if (environmentError) throw new Error(environmentText(RED, environmentError))
       publish({ state: 'connecting' })
       if (def.embedded) {
         usesEmbedded = true
@@ -193,12 +208,14 @@ export = function (RED: NodeAPI) {
         // Users close at the same time; wait briefly so a lock node can still release over this connection.
         await users.left(USERS_GRACE_MS)
         await disconnect()
+        if (claimed && !claimed.shared) releaseEnvironmentClientId(environment.clientId!, node.id)
         done()
       })()
     })
   }
 
   registerConnectionTest(RED)
+  registerEnvironmentEndpoint(RED)
 
   RED.nodes.registerType<Node<Credentials>, ConfigDef, unknown, Credentials>('ss-config', SsConfig, {
     credentials: {

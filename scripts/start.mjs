@@ -12,6 +12,7 @@ import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { devLayoutFromArgs } from './start-dev-layout.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
@@ -59,6 +60,12 @@ const emulatorEntry = join(root, 'dist', 'src', 'emulator', 'index.js')
 if (!existsSync(emulatorEntry)) fail(`${shown(emulatorEntry)} is missing: run \`npm run build\` (npm start does it first)`)
 const { startEmulator } = require(emulatorEntry)
 const { readExamples, mergeExamples, pointAtBroker, quietExamples } = require('../dev/flows.js')
+let devLayout = null
+try {
+  devLayout = devLayoutFromArgs(root, process.argv.slice(2))
+} catch (err) {
+  fail(err.message)
+}
 
 // The flow file is seeded once. Afterwards it belongs to the user (Node-RED rewrites it on every
 // deploy), so it is never overwritten, and the tracked examples are only ever read.
@@ -172,6 +179,7 @@ async function main() {
       // The editor's state store sidebar lists this emulator's keys through its admin channel.
       admin: true,
       logger: (level, message) => console.log(`[emulator] [${level}] ${message}`),
+      ...(devLayout ? { tlsListeners: devLayout.tlsListeners } : {}),
     })
   } catch (err) {
     if (err?.code === 'EADDRINUSE') fail(`MQTT port ${mqttPort} is in use on 127.0.0.1: stop what uses it, or set MQTT_PORT`)
@@ -179,6 +187,12 @@ async function main() {
   }
   if (stopping) return
   process.env[BROKER_ENV] = emulator.brokerUrl
+  if (devLayout) {
+    // The seeded flows' ${AIO_STATESTORE_URL} becomes the TLS + SAT listener; CA and token come from .env.
+    const [x509, sat] = devLayout.started(emulator)
+    process.env[BROKER_ENV] = `mqtts://localhost:${new URL(sat).port}`
+    say(`dev layout in ${shown(devLayout.layout.dir)}: TLS + X.509 at ${x509}, TLS + SAT at ${sat}; this Node-RED has ${shown(devLayout.layout.envFile)}'s AIO_* environment`)
+  }
   say(`broker ready at ${emulator.brokerUrl}`)
   say(`  (MQTT 5, embedded aedes with the state-store emulator; point MQTT clients and other tools here)`)
   const kept = emulator.keyCount

@@ -1,4 +1,4 @@
-import { defaultClientId, type ClientOptions } from '../../src/client'
+import { defaultClientId, readAioEnvironment, type ClientOptions } from '../../src/client'
 
 /** The credentials a config node holds (and the Test connection dialog sends). */
 export interface StoreCredentials {
@@ -15,11 +15,16 @@ export interface TlsConfigNode {
 export const START_BROKER_ENV = 'AIO_STATESTORE_URL'
 
 /**
- * Where a config node connects when its Broker URL is blank: `npm start`'s broker when Node-RED
- * runs under it (or whatever AIO_STATESTORE_URL says), else a broker on this machine.
+ * Where a config node connects when its Broker URL is blank: AIO_STATESTORE_URL (npm start's broker
+ * under npm start), else the AIO SDKs' AIO_BROKER_HOSTNAME with its port and TLS, else a broker on
+ * this machine. A wrong variable is reported where the connection is made (nodes/lib/environment.ts).
  */
 export function defaultBrokerUrl(): string {
-  return process.env[START_BROKER_ENV] || 'mqtt://127.0.0.1:1883'
+  try {
+    return readAioEnvironment().brokerUrl ?? 'mqtt://127.0.0.1:1883'
+  } catch {
+    return 'mqtt://127.0.0.1:1883'
+  }
 }
 
 /** A config node's client id when its field is blank: unique per runtime and config node, the same after a restart. */

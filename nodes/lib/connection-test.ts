@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
 import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './client-options'
 import type { StoreConfigNode } from './config-node'
+import { environmentText, fromEnvironment, LOCAL_BROKER, type FromEnvironment } from './environment'
 import { positiveInt } from './props'
 
 /** What the config dialog's Test connection button reports. */
@@ -160,22 +161,31 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       const saved = body.id ? (RED.nodes.getCredentials(body.id) as TestRequest['credentials'] | undefined) : undefined
       const creds = { ...body.credentials }
       if (creds.password === SAVED_PASSWORD) creds.password = saved?.password
-      const options: ClientOptions = {
-        brokerUrl: resolveEnv(body.broker) || defaultBrokerUrl(),
-        clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || configClientId(RED.settings.userDir, body.id ?? 'config'),
-        keepaliveSec: positiveInt(resolveEnv(body.keepalive), CLIENT_DEFAULTS.keepaliveSec),
-        connectTimeoutMs: TEST_TIMEOUT_MS,
-      }
       const tlsNode = body.usetls && body.tls ? (RED.nodes.getNode(body.tls) as unknown as TlsConfigNode | null) : null
       if (body.usetls && body.tls && !tlsNode) {
         res.json({ result: 'tlsNotDeployed' })
         return
       }
       const resolved = { username: resolveEnv(creds.username), password: resolveEnv(creds.password), satTokenFile: resolveEnv(creds.satTokenFile) }
+      // Blank fields stand for this Node-RED's AIO environment, as in the deployed node.
+      let environment: FromEnvironment
+      try {
+        environment = fromEnvironment({ broker: resolveEnv(body.broker), clientId: resolveEnv(body.clientId), keepalive: resolveEnv(body.keepalive), credentials: resolved, hasTls: tlsNode !== null })
+      } catch (err) {
+        res.json({ result: 'failed', reason: environmentText(RED, err) })
+        return
+      }
+      const { clientId: envClientId, ...fromEnv } = environment
+      const options: ClientOptions = {
+        brokerUrl: resolveEnv(body.broker) || environment.brokerUrl || LOCAL_BROKER,
+        clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || envClientId || configClientId(RED.settings.userDir, body.id ?? 'config'),
+        keepaliveSec: environment.keepaliveSec ?? positiveInt(resolveEnv(body.keepalive), CLIENT_DEFAULTS.keepaliveSec),
+        connectTimeoutMs: TEST_TIMEOUT_MS,
+      }
       // The deployed connection with this very client id and broker, up now: proof that the broker lets that id in.
       const deployed = body.id ? (RED.nodes.getNode(body.id) as unknown as StoreConfigNode | null) : null
       const deployedConnected = deployed !== null && deployed.clientId === options.clientId && deployed.brokerUrl === options.brokerUrl && deployed.connection?.state === 'connected'
-      res.json(await testConnection({ ...options, ...authOptions(resolved, tlsNode) }, TEST_TIMEOUT_MS, deployedConnected))
+      res.json(await testConnection({ ...options, ...fromEnv, brokerUrl: options.brokerUrl, ...authOptions(resolved, tlsNode) }, TEST_TIMEOUT_MS, deployedConnected))
     })().catch((err: unknown) => res.json({ result: 'failed', reason: err instanceof Error ? err.message : String(err) }))
   })
   admin.get('/ss-config/broker', RED.auth.needsPermission('ss-config.read'), (req, res) => {

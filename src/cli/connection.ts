@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import type { ClientOptions } from '../client'
+import { EnvironmentError, readAioEnvironment, type ClientOptions } from '../client'
 import { UsageError } from './exit'
 
 /**
@@ -19,13 +19,14 @@ export const CONNECTION_FLAGS = {
   'cert-file': { type: 'string' },
   'key-file': { type: 'string' },
   'key-password-file': { type: 'string' },
+  'tls-server-name': { type: 'string' },
   timeout: { type: 'string' },
 } as const
 
-export const CONNECTION_HELP = `Connection (flags win over the AIO SDKs' environment variables in brackets):
-  --broker <url>              mqtt://, mqtts://, ws:// or wss:// URL. Default: from AIO_BROKER_HOSTNAME,
-                              AIO_BROKER_TCP_PORT (8883) and AIO_MQTT_USE_TLS (true) when set, else
-                              mqtt://127.0.0.1:1883 (the emulator's default).
+export const CONNECTION_HELP = `Connection (before or after the command; flags win over the AIO SDKs' environment variables in brackets):
+  --broker <url>              mqtt://, mqtts://, ws:// or wss:// URL [AIO_STATESTORE_URL]. Default: from
+                              AIO_BROKER_HOSTNAME, AIO_BROKER_TCP_PORT (8883) and AIO_MQTT_USE_TLS (true)
+                              when set, else mqtt://127.0.0.1:1883 (the emulator's default).
   --client-id <id>            MQTT client id [AIO_MQTT_CLIENT_ID]; default aio-statestore-cli-<random>.
   --username <name>           [AIO_MQTT_USERNAME]
   --password-file <file>      The password, read from a file [AIO_MQTT_PASSWORD_FILE].
@@ -34,6 +35,8 @@ export const CONNECTION_HELP = `Connection (flags win over the AIO SDKs' environ
   --cert-file <file>          Client certificate (PEM) [AIO_TLS_CERT_FILE]; with --key-file.
   --key-file <file>           Its private key (PEM) [AIO_TLS_KEY_FILE].
   --key-password-file <file>  The key's passphrase, read from a file [AIO_TLS_KEY_PASSWORD_FILE].
+  --tls-server-name <name>    The name the broker's certificate is checked for, when the URL's host is
+                              another (a port-forward to 127.0.0.1 of the cluster's aio-broker).
   --timeout <ms>              How long to wait for the connection and for each request (default 10000).
   Also read: AIO_MQTT_KEEP_ALIVE (s), AIO_MQTT_SESSION_EXPIRY (s), AIO_MQTT_CLEAN_START (default true here).`
 
@@ -45,62 +48,51 @@ export interface Connection {
 }
 
 export function connectionFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = process.env): Connection {
-  const pick = (flag: keyof ConnectionValues, name: string): string | undefined => values[flag] ?? nonEmpty(env[name])
   const timeoutMs = values.timeout === undefined ? 10_000 : wholeNumber('--timeout', values.timeout, 1)
-  const options: ClientOptions = {
-    brokerUrl: values.broker ?? brokerFromEnv(env) ?? 'mqtt://127.0.0.1:1883',
-    clientId: pick('client-id', 'AIO_MQTT_CLIENT_ID') ?? `aio-statestore-cli-${randomBytes(4).toString('hex')}`,
-    requestTimeoutMs: timeoutMs,
-    connectTimeoutMs: timeoutMs,
-    cleanStart: boolean('AIO_MQTT_CLEAN_START', env.AIO_MQTT_CLEAN_START) ?? true,
+  let aio
+  try {
+    aio = readAioEnvironment(env)
+  } catch (err) {
+    throw err instanceof EnvironmentError ? new UsageError(err.message) : err
   }
-  const keepalive = nonEmpty(env.AIO_MQTT_KEEP_ALIVE)
-  if (keepalive !== undefined) options.keepaliveSec = wholeNumber('AIO_MQTT_KEEP_ALIVE', keepalive, 0)
-  const sessionExpiry = nonEmpty(env.AIO_MQTT_SESSION_EXPIRY)
-  if (sessionExpiry !== undefined) options.sessionExpirySec = wholeNumber('AIO_MQTT_SESSION_EXPIRY', sessionExpiry, 0)
-  const username = pick('username', 'AIO_MQTT_USERNAME')
-  if (username !== undefined) options.username = username
-  const passwordFile = pick('password-file', 'AIO_MQTT_PASSWORD_FILE')
-  const satFile = pick('sat-file', 'AIO_SAT_FILE')
-  // The SDKs refuse both at once: a broker takes one way of authenticating per connection.
+  // A flag replaces its variable; the SDKs' pairing and exclusion rules then apply to the result.
+  const passwordFile = values['password-file'] ?? aio.passwordFile
+  const satFile = values['sat-file'] ?? aio.satFile
   if (passwordFile !== undefined && satFile !== undefined) throw new UsageError('give a password file or a SAT file, not both')
-  if (passwordFile !== undefined) options.password = readText('password file', passwordFile)
-  if (satFile !== undefined) options.satTokenFile = satFile
-  const ca = pick('ca-file', 'AIO_TLS_CA_FILE')
-  const cert = pick('cert-file', 'AIO_TLS_CERT_FILE')
-  const key = pick('key-file', 'AIO_TLS_KEY_FILE')
-  const keyPassword = pick('key-password-file', 'AIO_TLS_KEY_PASSWORD_FILE')
+  const cert = values['cert-file'] ?? aio.certFile
+  const key = values['key-file'] ?? aio.keyFile
+  const keyPassword = values['key-password-file'] ?? aio.keyPasswordFile
   if ((cert === undefined) !== (key === undefined)) throw new UsageError('a client certificate and its key go together: give both --cert-file and --key-file')
   if (keyPassword !== undefined && key === undefined) throw new UsageError('a key password file without a key file')
-  if (ca !== undefined || cert !== undefined) {
+  const options: ClientOptions = {
+    brokerUrl: values.broker ?? aio.brokerUrl ?? 'mqtt://127.0.0.1:1883',
+    clientId: values['client-id'] ?? aio.clientId ?? `aio-statestore-cli-${randomBytes(4).toString('hex')}`,
+    requestTimeoutMs: timeoutMs,
+    connectTimeoutMs: timeoutMs,
+    cleanStart: aio.cleanStart ?? true,
+  }
+  if (aio.keepaliveSec !== undefined) options.keepaliveSec = aio.keepaliveSec
+  if (aio.sessionExpirySec !== undefined) options.sessionExpirySec = aio.sessionExpirySec
+  const username = values.username ?? aio.username
+  if (username !== undefined) options.username = username
+  // A file that cannot be read is named by where it came from: the flag, or the SDKs' variable.
+  const from = (flag: keyof ConnectionValues, variable: string, what: string) => (values[flag] !== undefined ? `${what} (--${flag})` : `${what} (${variable})`)
+  if (passwordFile !== undefined) options.password = readText(from('password-file', 'AIO_MQTT_PASSWORD_FILE', 'password file'), passwordFile)
+  if (satFile !== undefined) {
+    readBytes(from('sat-file', 'AIO_SAT_FILE', 'SAT file'), satFile)
+    options.satTokenFile = satFile
+  }
+  const ca = values['ca-file'] ?? aio.caFile
+  const serverName = values['tls-server-name']
+  if (ca !== undefined || cert !== undefined || serverName !== undefined) {
     options.tls = {
-      ...(ca !== undefined ? { ca: readBytes('CA file', ca) } : {}),
-      ...(cert !== undefined ? { cert: readBytes('certificate file', cert), key: readBytes('key file', key!) } : {}),
-      ...(keyPassword !== undefined ? { passphrase: readText('key password file', keyPassword) } : {}),
+      ...(ca !== undefined ? { ca: readBytes(from('ca-file', 'AIO_TLS_CA_FILE', 'CA file'), ca) } : {}),
+      ...(cert !== undefined ? { cert: readBytes(from('cert-file', 'AIO_TLS_CERT_FILE', 'certificate file'), cert), key: readBytes(from('key-file', 'AIO_TLS_KEY_FILE', 'key file'), key!) } : {}),
+      ...(keyPassword !== undefined ? { passphrase: readText(from('key-password-file', 'AIO_TLS_KEY_PASSWORD_FILE', 'key password file'), keyPassword) } : {}),
+      ...(serverName !== undefined ? { servername: serverName } : {}),
     }
   }
   return { options, timeoutMs }
-}
-
-function brokerFromEnv(env: NodeJS.ProcessEnv): string | undefined {
-  const host = nonEmpty(env.AIO_BROKER_HOSTNAME)
-  if (host === undefined) return undefined
-  const port = nonEmpty(env.AIO_BROKER_TCP_PORT) ?? '8883'
-  wholeNumber('AIO_BROKER_TCP_PORT', port, 1)
-  const tls = boolean('AIO_MQTT_USE_TLS', env.AIO_MQTT_USE_TLS) ?? true
-  return `${tls ? 'mqtts' : 'mqtt'}://${host.includes(':') ? `[${host}]` : host}:${port}`
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value === undefined || value === '' ? undefined : value
-}
-
-function boolean(name: string, value: string | undefined): boolean | undefined {
-  const v = nonEmpty(value)
-  if (v === undefined) return undefined
-  if (v === 'true') return true
-  if (v === 'false') return false
-  throw new UsageError(`${name}=${JSON.stringify(v)}: expected true or false`)
 }
 
 export function wholeNumber(name: string, text: string, min: number): number {

@@ -30,7 +30,7 @@ function overview(): string {
   return [
     `${NAME}: the Azure IoT Operations state store from the command line`,
     '',
-    `Usage: ${NAME} <command> [flags] [arguments]      ${NAME} <command> --help for its flags`,
+    `Usage: ${NAME} [connection flags] <command> [flags] [arguments]      ${NAME} <command> --help for its flags`,
     '',
     'Commands:',
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
@@ -48,7 +48,8 @@ function commandHelp(command: Command): string {
 
 /** Runs one command line; resolves with the exit code, having written what it has to say. */
 export async function main(argv: string[], io: Io, signal: AbortSignal): Promise<number> {
-  const [name, ...rest] = argv
+  const { leading, name, rest: afterName } = splitLeadingFlags(argv)
+  const rest = [...leading, ...afterName]
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     await write(name === undefined ? io.stderr : io.stdout, overview())
     return name === undefined ? Exit.usage : Exit.done
@@ -92,6 +93,23 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
 }
 
 class ConnectFailed extends Error {}
+
+/**
+ * Connection flags may come before the command, where redis-cli, kubectl and mosquitto_* users put
+ * them: `--broker URL keys` is `keys --broker URL`. `--flag=value` and `--flag value` both count.
+ */
+function splitLeadingFlags(argv: string[]): { leading: string[]; name: string | undefined; rest: string[] } {
+  const leading: string[] = []
+  let i = 0
+  while (i < argv.length) {
+    const match = /^--([a-z-]+)(=.*)?$/.exec(argv[i]!)
+    if (!match || !Object.hasOwn(CONNECTION_FLAGS, match[1]!)) break
+    leading.push(argv[i]!)
+    if (match[2] === undefined && i + 1 < argv.length) leading.push(argv[++i]!)
+    i++
+  }
+  return { leading, name: argv[i], rest: argv.slice(i + 1) }
+}
 
 async function report(io: Io, outcome: Outcome): Promise<number> {
   if (outcome.message) await write(io.stderr, `${NAME}: ${outcome.message}\n`)

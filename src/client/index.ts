@@ -32,3 +32,5 @@ export { CLIENT_DEFAULTS, resolveOptions, type ResolvedOptions } from './options
 export { Connection } from './connection'
 /** The client's request/response correlation, for another protocol on the same kind of connection (the emulator's admin channel). */
 export { PendingRequests, type Envelope } from './pending-requests'
+/** The AIO SDKs' connection environment (AIO_BROKER_HOSTNAME, AIO_SAT_FILE, …), read once for the CLI, the context store and the config node. */
+export { AIO_DEFAULTS, AIO_VARIABLES, EnvironmentError, environmentAuth, environmentTls, readAioEnvironment, type AioEnvironment, type AioVariable, type EnvironmentProblem } from './environment'

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { basename } from 'node:path'
-import { CLIENT_DEFAULTS, defaultClientId, type ClientOptions, type Logger, type TlsOptions } from '../client'
+import { CLIENT_DEFAULTS, defaultClientId, EnvironmentError, environmentAuth, environmentTls, readAioEnvironment, type ClientOptions, type Logger, type TlsOptions } from '../client'
 
 /**
  * The `config` object of a `contextStorage` entry in Node-RED's settings.js. Connection settings
@@ -65,30 +65,49 @@ function positive(value: unknown, name: string, fallback: number): number {
   return n
 }
 
-export function resolveConfig(config: ContextStoreConfig = {}): ResolvedConfig {
+/**
+ * Settings left out take the AIO SDKs' environment of the process (AIO_BROKER_HOSTNAME, AIO_SAT_FILE,
+ * …, or AIO_STATESTORE_URL), as the config node's blank fields do; the client id is then
+ * `<AIO_MQTT_CLIENT_ID>-context`, so that it never takes over the config node's session.
+ */
+export function resolveConfig(config: ContextStoreConfig = {}, env: NodeJS.ProcessEnv = process.env): ResolvedConfig {
   if (typeof config !== 'object' || config === null) throw new Error('state store context: config must be an object')
+  const aio = fromEnvironment(() => readAioEnvironment(env))
   const userDir = config.settings?.userDir ?? process.cwd()
   const prefix = config.prefix ?? `nodered/${basename(userDir) || 'node-red'}/`
   if (typeof prefix !== 'string') throw new Error('state store context: prefix must be a string')
   const requestTimeoutMs = positive(config.requestTimeout, 'requestTimeout', CLIENT_DEFAULTS.requestTimeoutMs)
-  const clientId = config.clientId?.trim() || defaultClientId(userDir, prefix, 'context')
+  const clientId = config.clientId?.trim() || (aio.clientId ? `${aio.clientId}-context` : defaultClientId(userDir, prefix, 'context'))
   const logger = config.logger ?? nodeRedLogger()
   const client: ResolvedConfig['client'] = {
     clientId,
-    keepaliveSec: positive(config.keepalive, 'keepalive', CLIENT_DEFAULTS.keepaliveSec),
+    keepaliveSec: positive(config.keepalive, 'keepalive', aio.keepaliveSec || CLIENT_DEFAULTS.keepaliveSec),
     cleanStart: config.cleanStart !== false,
     requestTimeoutMs,
     maxInFlight: positive(config.maxInFlight, 'maxInFlight', CLIENT_DEFAULTS.maxInFlight),
     logger,
   }
-  if (!config.embedded) client.brokerUrl = config.broker || DEFAULT_BROKER
+  if (!config.embedded) client.brokerUrl = config.broker || aio.brokerUrl || DEFAULT_BROKER
   if (config.sessionExpiry !== undefined && Number(config.sessionExpiry) !== 0) client.sessionExpirySec = positive(config.sessionExpiry, 'sessionExpiry', 0)
+  else if (config.sessionExpiry === undefined && aio.sessionExpirySec) client.sessionExpirySec = aio.sessionExpirySec
   if (config.username) client.username = config.username
   if (config.password) client.password = config.password
   if (config.satTokenFile) client.satTokenFile = config.satTokenFile
-  const tls = tlsOptions(config)
+  // The environment's authentication and TLS only when the config gives none of its own (one source, one way of authenticating).
+  if (!config.embedded && !config.username && !config.password && !config.satTokenFile) Object.assign(client, fromEnvironment(() => environmentAuth(aio)))
+  const tls = tlsOptions(config) ?? (config.embedded || config.ca || config.cert || config.key ? undefined : fromEnvironment(() => environmentTls(aio)))
   if (tls) client.tls = tls
   return { prefix, cache: config.cache !== false, persist: config.persist !== false, embedded: config.embedded === true, requestTimeoutMs, logger, client }
+}
+
+/** A wrong AIO variable stops the store with its name, its value and why. */
+function fromEnvironment<T>(read: () => T): T {
+  try {
+    return read()
+  } catch (err) {
+    if (err instanceof EnvironmentError) throw new Error(`state store context: ${err.message}`, { cause: err })
+    throw err
+  }
 }
 
 function tlsOptions(config: ContextStoreConfig): TlsOptions | undefined {

@@ -6,7 +6,9 @@ import { AdminServer } from './admin/server'
 import type { AuthorizationPolicy } from './core/authorization-policy'
 import { PersistencePolicy } from './core/persistence-policy'
 import { readAuthorizationFile, readBrokerConfigFile } from './resource-file'
+import { LivePolicy } from './policy-update'
 import { startBroker, type BrokerAuth, type EmbeddedBroker } from './broker/broker'
+import type { TlsListenerOptions } from './broker/tls-listener'
 import { DedupCache } from './core/dedup'
 import { RequestPrint } from './core/request-print'
 import { DurableNotifications } from './journal/durable-notifications'
@@ -22,6 +24,8 @@ import { applySeed, readSeedFile } from './seed-file'
 import { Keyspace, type KeyChange } from './core/keyspace'
 import { DEFAULT_SCAN_LIMITS } from './core/scan'
 
+export type { ListenerAuthentication, SatTokenFile, X509AttributeRule } from './broker/authentication'
+export type { TlsListenerOptions } from './broker/tls-listener'
 export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
 export type { LogThreshold as EmulatorLogLevel } from './logger'
 export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin/key-browser'
@@ -63,6 +67,8 @@ export interface EmulatorOptions {
   brokerConfigFile?: string
   /** Embedded broker only: username/password and K8S-SAT tokens accepted. */
   brokerAuth?: BrokerAuth
+  /** Embedded broker only: TLS listeners beside the plain one, each with its own authentication (X.509 or K8S-SAT). */
+  tlsListeners?: TlsListenerOptions[]
   /** Default `warn`. */
   logLevel?: LogThreshold
   /** Where log lines go; stderr by default. */
@@ -96,6 +102,8 @@ export interface EmulatorOptions {
 export interface Emulator {
   /** The URL clients should connect to (the embedded broker's, or `brokerUrl`). */
   readonly brokerUrl: string
+  /** The embedded broker's TLS listeners (`mqtts://host:port`), in the order of `tlsListeners`. */
+  readonly tlsUrls: string[]
   readonly keyCount: number
   /** The HLC node id in every version this emulator mints. */
   readonly nodeId: string
@@ -106,6 +114,12 @@ export interface Emulator {
   readonly connectInProcess: (() => Duplex) | null
   /** The admin channel when `admin` was asked for, else null. */
   readonly admin: EmulatorAdmin | null
+  /**
+   * A policy update, as a cluster's: reads `authorizationFile` again (a mistake leaves the policy in
+   * force and rejects with the file, line and reason), puts it in force, and disconnects every client
+   * of the embedded broker, as AIO does. Resolves with the number of clients disconnected.
+   */
+  updateAuthorization(): Promise<number>
   /** Bounded in time; flushes persistence; leaves no socket or timer. */
   stop(): Promise<void>
 }
@@ -132,7 +146,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
     maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
   })
-  const authorization: AuthorizationPolicy | null = options.authorizationFile ? readAuthorizationFile(options.authorizationFile) : null
+  const live = options.authorizationFile ? new LivePolicy(readAuthorizationFile(options.authorizationFile)) : null
+  const authorization: AuthorizationPolicy | null = live?.view ?? null
   const persistencePolicy = options.brokerConfigFile ? readBrokerConfigFile(options.brokerConfigFile) : PersistencePolicy.dynamicOnly
   if (authorization) {
     log('info', `authorization: ${authorization.ruleCount} rule(s) from ${options.authorizationFile}`)
@@ -193,6 +208,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     let credentials: { username?: string; password?: string } = {}
     if (brokerUrl) {
       if (options.brokerAuth) throw new Error('brokerAuth applies to the embedded broker only; it cannot be used with brokerUrl')
+      if (options.tlsListeners) throw new Error('tlsListeners apply to the embedded broker only; they cannot be used with brokerUrl')
       if (options.brokerUsername !== undefined) credentials.username = options.brokerUsername
       if (options.brokerPassword !== undefined) credentials.password = options.brokerPassword
     } else {
@@ -203,6 +219,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         publishPolicy: stateStorePublishPolicy,
         ...(listen.host !== undefined ? { host: listen.host } : {}),
         ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
+        ...(options.tlsListeners ? { tlsListeners: options.tlsListeners } : {}),
         // A policy without broker resources checks state store requests only (the warning above says so).
         ...(authorization?.grantsBrokerResources ? { accessPolicy: stateStoreAccessPolicy(authorization) } : {}),
       })
@@ -259,6 +276,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const unregisterAdmin = admin ? registerAdmin(url, admin) : () => {}
     return {
       brokerUrl: url,
+      tlsUrls: broker?.tlsUrls ?? [],
+      async updateAuthorization() {
+        if (!live || !options.authorizationFile) throw new Error('no authorization file to read again: start with authorizationFile')
+        live.replace(readAuthorizationFile(options.authorizationFile))
+        const n = broker?.disconnectClients() ?? 0
+        log('info', `authorization: ${authorization!.ruleCount} rule(s) from ${options.authorizationFile} in force; ${n} client(s) disconnected, as a cluster's policy update does`)
+        return n
+      },
       nodeId: clock.nodeId,
       connectInProcess: broker ? broker.connectInProcess.bind(broker) : null,
       admin,

@@ -4,6 +4,7 @@ import { AuthorizationPolicy } from './core/authorization-policy'
 import { PersistencePolicy } from './core/persistence-policy'
 import { authorizationSources, persistenceSource } from './core/resource-documents'
 import { pathText, ResourceError } from './core/resource-error'
+import { authenticationSources, type AuthenticationSources } from './core/authentication-documents'
 
 /**
  * Reading the cluster resources a user applies (`--auth`, `--broker-config`) from a file: YAML or
@@ -83,4 +84,9 @@ export function readBrokerConfigFile(file: string): PersistencePolicy {
     const source = persistenceSource(values)
     return PersistencePolicy.compile(source.value, source.fields)
   })
+}
+
+/** `--authn`: BrokerAuthentication X.509 attributes and ServiceAccount `aio-broker-auth/` annotations (see core/authentication-documents.ts). */
+export function readAuthenticationFile(file: string): AuthenticationSources {
+  return compile(file, (values) => authenticationSources(values))
 }

@@ -7,6 +7,7 @@ import { UsageError } from '../../src/cli/exit'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { Reply } from '../../src/protocol'
 import { mosquittoUrl } from '../support/broker'
+import { makeCerts } from '../support/certs'
 import { Responder } from '../client/support/responder'
 import { cliBehaviour } from './behaviour'
 import { FROM_SOURCE, runCli, startCli, withoutAioEnv } from './run'
@@ -48,6 +49,36 @@ describe('aio-statestore: help, connection and failures', function () {
     assert.equal((await runCli(FROM_SOURCE, ['get', 'env/key', '--broker', emulator.brokerUrl], { env: wrongPort })).code, 0)
   })
 
+  it('takes connection flags before the command too, and names a wrong variable with its value', async () => {
+    assert.equal((await runCli(FROM_SOURCE, ['--broker', emulator.brokerUrl, 'set', 'cli/before', 'v'])).code, 0)
+    assert.deepEqual((await runCli(FROM_SOURCE, [`--broker=${emulator.brokerUrl}`, '--timeout', '5000', 'get', 'cli/before'])).stdout, Buffer.from('v'))
+    assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'cli/before'], { env: withoutAioEnv({ AIO_STATESTORE_URL: emulator.brokerUrl }) })).stdout, Buffer.from('v'), 'AIO_STATESTORE_URL keeps working')
+    const wrong = await runCli(FROM_SOURCE, ['get', 'cli/before'], { env: withoutAioEnv({ AIO_BROKER_HOSTNAME: 'h', AIO_BROKER_TCP_PORT: 'eighty' }) })
+    assert.equal(wrong.code, 2)
+    assert.match(wrong.stderr, /^aio-statestore: AIO_BROKER_TCP_PORT="eighty": expected a whole number/)
+  })
+
+  it('--tls-server-name: the laptop recipe, a port-forward to 127.0.0.1 of a broker whose certificate names aio-broker', async () => {
+    const pki = makeCerts({ serverAltNames: ['DNS:aio-broker'] })
+    const token = join(pki.dir, 'token')
+    writeFileSync(token, 'laptop-token')
+    const cluster = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      logLevel: 'error',
+      tlsListeners: [{ port: 0, certFile: pki.serverCertFile, keyFile: pki.serverKeyFile, authentication: { method: 'sat', tokenFiles: [{ file: token }] } }],
+    })
+    try {
+      const flags = ['--broker', cluster.tlsUrls[0]!, '--ca-file', pki.caFile, '--sat-file', token, '--timeout', '3000']
+      const without = await runCli(FROM_SOURCE, [...flags, 'set', 'laptop/k', 'v'])
+      assert.equal(without.code, 3)
+      assert.match(without.stderr, /altnames/)
+      assert.equal((await runCli(FROM_SOURCE, [...flags, '--tls-server-name', 'aio-broker', 'set', 'laptop/k', 'v'])).code, 0)
+    } finally {
+      await cluster.stop()
+      rmSync(pki.dir, { recursive: true, force: true })
+    }
+  })
+
   it('reads the connection settings as the SDKs name them', () => {
     const dir = mkdtempSync(join(tmpdir(), 'aio-ss-cli-env-'))
     try {
@@ -68,7 +99,8 @@ describe('aio-statestore: help, connection and failures', function () {
       assert.throws(() => connectionFrom({}, { AIO_SAT_FILE: password, AIO_MQTT_PASSWORD_FILE: password }), UsageError, 'a password and a SAT at once')
       assert.throws(() => connectionFrom({ 'cert-file': password }, {}), UsageError, 'a certificate without its key')
       assert.throws(() => connectionFrom({}, { AIO_MQTT_USE_TLS: 'yes', AIO_BROKER_HOSTNAME: 'h' }), UsageError)
-      assert.throws(() => connectionFrom({ 'password-file': join(dir, 'missing') }, {}), UsageError)
+      assert.throws(() => connectionFrom({ 'password-file': join(dir, 'missing') }, {}), /^UsageError: cannot read the password file \(--password-file\) .*missing: ENOENT$/)
+      assert.throws(() => connectionFrom({}, { AIO_TLS_CA_FILE: join(dir, 'missing.crt') }), /^UsageError: cannot read the CA file \(AIO_TLS_CA_FILE\) .*missing\.crt: ENOENT$/)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

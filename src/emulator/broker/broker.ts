@@ -5,6 +5,9 @@ import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' wit
 import { topicMatches } from '../../protocol'
 import { takeoverRefusal } from './client-id-owner'
 import { inProcessPair } from './in-process'
+import { authenticateSat, authenticateX509, type AuthenticationVerdict, type ListenerAuthentication } from './authentication'
+import { startTlsListener, type RunningTlsListener, type TlsListenerOptions } from './tls-listener'
+import type { TLSSocket } from 'node:tls'
 import { makeLogger, type FilteredLogger } from '../logger'
 import { within } from '../within'
 
@@ -78,6 +81,8 @@ export interface BrokerOptions {
   publishPolicy?: PublishPolicy
   /** Without one, every authenticated client may connect, publish and subscribe. The broker's own service connections are never asked. */
   accessPolicy?: AccessPolicy
+  /** More listeners, with TLS, each authenticating its clients its own way (X.509 or K8S-SAT), as a cluster's BrokerListener ports. */
+  tlsListeners?: TlsListenerOptions[]
   log?: FilteredLogger
 }
 
@@ -87,6 +92,8 @@ export interface EmbeddedBroker {
   readonly host: string
   readonly port: number
   readonly aedes: Aedes
+  /** `mqtts://host:port` of each TLS listener, in the order given. */
+  readonly tlsUrls: string[]
   /** Credentials the broker always accepts, for the emulator's own connection when auth is on. */
   readonly serviceCredentials: { username: string; password: string } | null
   /** Called with the MQTT client id of every client whose connection ends. */
@@ -95,6 +102,8 @@ export interface EmbeddedBroker {
   principalOf(clientId: string): ConnectedClient
   /** Whether a client with this id is connected right now. */
   isConnected(clientId: string): boolean
+  /** Disconnects every client but the broker's own services (MQTT 5: DISCONNECT 0x98 first); how many. */
+  disconnectClients(): number
   /**
    * Delivers a message straight to a connected client that has no subscription matching its topic,
    * as the AIO broker does for key notifications (spec 1.4: the Go SDK never subscribes, the .NET SDK
@@ -126,8 +135,12 @@ const BAD_USERNAME_OR_PASSWORD = 4
 const NOT_AUTHORIZED = 5
 /** MQTT 5 reason code 0x90: "The Topic Name is correctly formed, but is not accepted by this Client or Server". */
 const TOPIC_NAME_INVALID = 0x90
+/** MQTT 5 reason code 0x98: "Administrative action", the DISCONNECT of a policy update. */
+const ADMINISTRATIVE_ACTION = 0x98
 
 const STOP_TIMEOUT_MS = 2000
+/** How long a client's principal is kept after it disconnected, for its requests still on their way. */
+const PRINCIPAL_AFTER_DISCONNECT_MS = 60_000
 
 /** The brokers running in this process, by URL, while they run. */
 const runningHere = new Map<string, () => Duplex>()
@@ -165,14 +178,24 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const satTokens = new Set((auth?.satTokens ?? []).map((t) => t.trim()))
   /** The verdict on a client's K8S-SAT token, taken in preConnect, used in authenticate. */
   const satVerdicts = new WeakMap<AedesClient, boolean>()
+  /** The K8S-SAT token a client sent, for a SAT listener to judge. */
+  const satTokenOf = new WeakMap<AedesClient, string>()
+  /** How the listener a connection came in on authenticates (absent: the main port, with `auth`). */
+  const listenerOf = new WeakMap<object, ListenerAuthentication>()
   const attributes = new Map(Object.entries(auth?.attributes ?? {}))
   /** Connected clients' principals, by the client object (a takeover replaces it under the same id). */
   const principals = new WeakMap<AedesClient, ConnectedClient>()
   const serviceClients = new WeakSet<AedesClient>()
+  /**
+   * Who each client id last connected as, kept a while after it left: a request it published just
+   * before a disconnect (a policy update disconnects everyone) is served after it, and is judged as
+   * the principal that published it, not as a bare client id.
+   */
+  const lastPrincipals = new Map<string, { principal: ConnectedClient; goneAt: number | null }>()
   const isService = (username: string | undefined, password: Buffer | undefined) =>
     serviceCredentials !== null && username === serviceCredentials.username && password !== undefined && password.equals(Buffer.from(serviceCredentials.password, 'utf8'))
   /** The broker's verdict for one authenticated client: the access policy's, when there is one. */
-  const admit = (client: AedesClient, username: string | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void) => {
+  const admit = (client: AedesClient, username: string | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void, listenerAttributes?: Record<string, string>) => {
     if (authOn) {
       const holder = connectedClient(aedes, client.id)
       const taken = holder && holder !== client ? takeoverRefusal(client.id, principals.get(holder) ?? {}, username) : null
@@ -181,9 +204,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         return done(authError(`not authorized: ${taken}`, NOT_AUTHORIZED), null)
       }
     }
-    const userAttributes = username !== undefined ? attributes.get(username) : undefined
+    const userAttributes = listenerAttributes ?? (username !== undefined ? attributes.get(username) : undefined)
     const principal: ConnectedClient = { clientId: client.id, ...(username !== undefined ? { username } : {}), ...(userAttributes ? { attributes: userAttributes } : {}) }
     principals.set(client, principal)
+    lastPrincipals.set(client.id, { principal, goneAt: null })
     if (!policy) return done(null, true)
     const verdict = policy.connect(principal)
     if (verdict.allowed) {
@@ -204,6 +228,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       if (props?.authenticationMethod === SAT_AUTH_METHOD) {
         const token = props.authenticationData ? Buffer.from(props.authenticationData).toString('utf8').trim() : ''
         satVerdicts.set(client, token.length > 0 && satTokens.has(token))
+        satTokenOf.set(client, token)
         delete props.authenticationMethod
         delete props.authenticationData
       }
@@ -214,6 +239,14 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       if (isService(username, secret)) {
         serviceClients.add(client)
         return done(null, true)
+      }
+      const listener = listenerOf.get(client.conn)
+      if (listener) {
+        // A TLS listener authenticates as its cluster port does; a user name is not verified there (AIO docs), so not taken.
+        const verdict: AuthenticationVerdict = listener.method === 'x509' ? authenticateX509(client.conn as unknown as TLSSocket, listener.attributes) : authenticateSat(satTokenOf.get(client), listener.tokenFiles)
+        if (verdict.ok) return admit(client, undefined, done, verdict.attributes)
+        log('info', `client ${JSON.stringify(client.id)} refused at CONNECT (0x87): ${verdict.reason}`)
+        return done(authError(`not authorized: ${verdict.reason}`, NOT_AUTHORIZED), null)
       }
       const sat = satVerdicts.get(client)
       // Without any user or token configured, anyone may connect; a user name is then taken as given.
@@ -266,6 +299,12 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       done(null)
     },
   })
+  aedes.on('clientDisconnect', (client) => {
+    const last = lastPrincipals.get(client.id)
+    if (last && principals.get(client) === last.principal) last.goneAt = Date.now()
+    // Forgotten once gone for long: no request of theirs is still on its way by then.
+    for (const [id, entry] of lastPrincipals) if (entry.goneAt !== null && Date.now() - entry.goneAt > PRINCIPAL_AFTER_DISCONNECT_MS) lastPrincipals.delete(id)
+  })
   aedes.on('clientError', (client, err) => log('debug', `broker: client ${client?.id ?? '?'}: ${err.message}`))
   aedes.on('connectionError', (client, err) => log('debug', `broker: connection ${client?.id ?? '?'}: ${err.message}`))
 
@@ -290,6 +329,30 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   }
   server.on('error', (err) => log('error', `broker: ${err.message}`))
   const port = (server.address() as { port: number }).port
+  const tlsListeners: RunningTlsListener[] = []
+  try {
+    for (const listener of options.tlsListeners ?? []) {
+      tlsListeners.push(
+        await startTlsListener(
+          listener,
+          host,
+          (socket) => {
+            listenerOf.set(socket, listener.authentication)
+            sockets.add(socket)
+            socket.once('close', () => sockets.delete(socket))
+            aedes.handle(socket)
+          },
+          (err) => log('error', `broker: TLS listener ${listener.port}: ${err.message}`),
+        ),
+      )
+    }
+  } catch (err) {
+    for (const l of tlsListeners) l.server.close()
+    server.close()
+    await new Promise<void>((resolve) => aedes.close(() => resolve()))
+    throw err
+  }
+
   const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`
 
   let stopping: Promise<void> | null = null
@@ -311,16 +374,24 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     host,
     port,
     aedes,
+    tlsUrls: tlsListeners.map((l) => `mqtts://${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}`),
     serviceCredentials,
     onClientDisconnect(listener) {
       aedes.on('clientDisconnect', (client) => listener(client.id))
     },
     principalOf(clientId) {
       const client = connectedClient(aedes, clientId)
-      return (client && principals.get(client)) || { clientId }
+      return (client && principals.get(client)) || lastPrincipals.get(clientId)?.principal || { clientId }
     },
     isConnected(clientId) {
       return connectedClient(aedes, clientId) !== null
+    },
+    disconnectClients() {
+      const clients = Object.values((aedes as unknown as { clients: Record<string, AedesClient> }).clients)
+      const closing = clients.filter((c) => !serviceClients.has(c))
+      // MQTT 5 clients are told why (0x98, Administrative action), so none takes it for a session takeover.
+      for (const c of closing) c.disconnect({ reasonCode: ADMINISTRATIVE_ACTION, properties: { reasonString: 'the authorization policy was updated' } }, () => {})
+      return closing.length
     },
     deliverUnsubscribed(clientId, message) {
       const client = connectedClient(aedes, clientId)
@@ -339,6 +410,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         if (runningHere.get(url) === connectInProcess) runningHere.delete(url)
         const closed = Promise.all([
           new Promise<void>((resolve) => server.close(() => resolve())),
+          ...tlsListeners.map((l) => new Promise<void>((resolve) => l.server.close(() => resolve()))),
           new Promise<void>((resolve) => aedes.close(() => resolve())),
         ])
         await within(closed, STOP_TIMEOUT_MS)

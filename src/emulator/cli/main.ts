@@ -3,7 +3,10 @@ import { readFileSync } from 'node:fs'
 import { shownUrl } from '../../log'
 import { parseArgs } from 'node:util'
 import { isLogThreshold, type LogThreshold } from '../logger'
-import { startEmulator, type EmulatorOptions } from '../index'
+import { startEmulator, type EmulatorOptions, type TlsListenerOptions } from '../index'
+import { DEV_PORTS, prepareDevLayout, writeDevEnv, type DevLayout } from '../dev-layout'
+import { readAuthenticationFile } from '../resource-file'
+import type { AuthenticationSources } from '../core/authentication-documents'
 
 const HELP = `aio-statestore-emulator: a local Azure IoT Operations state store (MQTT 5 + RESP3)
 
@@ -65,6 +68,24 @@ Options:
   --seed <file>            Put these keys into the store at start: the statestore.json of the WASM graph
                            development environment ([{"key": value}, ...]) or an aio-statestore export
                            (NDJSON). Keys restored from --persist are kept as they are.
+  --dev <dir>              The AIO SDKs' development layout: makes (once) a CA, a localhost certificate, a
+                           client certificate and a token in <dir>/.session (broker-ca.crt, client.crt,
+                           client.key, token.txt) with openssl, writes <dir>/.env with the AIO_* lines of
+                           the TLS + SAT listener, and serves the SDKs' dev ports: --listen 1883 (plain, no
+                           authentication), --x509-listen 8883 (TLS + X.509) and --sat-listen 8884
+                           (TLS + SAT); each can be changed with its flag. See docs/cluster.md.
+  --tls-cert <file>        The TLS listeners' certificate (PEM, with its chain); --tls-key its key.
+  --tls-key <file>
+  --x509-listen [host:]port
+                           A TLS listener authenticating clients by their certificate, signed by the CA of
+                           --client-ca <file>. Attributes for authorization come from --authn.
+  --client-ca <file>
+  --sat-listen [host:]port A TLS listener authenticating clients by K8S-SAT: the tokens in the files of
+                           --sat-token-file, read again at every CONNECT (a rotated file counts at once).
+  --authn <file>           Who authenticated clients are, as a cluster's resources say (YAML or JSON): a
+                           BrokerAuthentication's x509Settings.authorizationAttributes (certificate subject
+                           → attributes, matched from the client's certificate up its chain) and a
+                           ServiceAccount's aio-broker-auth/<name> annotations (attributes of SAT clients).
   --no-scan                Answer SCAN "-ERR unknown command", as the released AIO broker does (the emulator
                            has SCAN, which the SDKs designed but no released broker answers yet).
   --admin                  Serve the emulator's admin channel (list, filter and inspect every key; what the
@@ -76,7 +97,8 @@ Options:
   -h, --help               This text.
 
 It prints one line containing "ready" and the broker URL when it serves, and stops cleanly on
-SIGINT or SIGTERM (pending persistent writes are flushed first).
+SIGINT or SIGTERM (pending persistent writes are flushed first). SIGHUP reads the --auth file again
+and disconnects every client, as a cluster's policy update does.
 `
 
 function fail(message: string): never {
@@ -112,6 +134,52 @@ function parseCount(name: string, text: string): number {
   return Number(text)
 }
 
+/** The TLS listeners the flags ask for (with --dev, the SDKs' dev layout); null when none. */
+function tlsListenersFrom(values: Record<string, string | string[] | boolean | undefined>): { listeners: TlsListenerOptions[]; layout: DevLayout | null } | null {
+  const text = (name: string) => values[name] as string | undefined
+  const dev = text('dev')
+  const x509Listen = text('x509-listen') ?? (dev !== undefined ? String(DEV_PORTS.x509) : undefined)
+  const satListen = text('sat-listen') ?? (dev !== undefined ? String(DEV_PORTS.sat) : undefined)
+  if (x509Listen === undefined && satListen === undefined) {
+    for (const flag of ['tls-cert', 'tls-key', 'client-ca', 'authn']) if (text(flag) !== undefined) fail(`--${flag} goes with --x509-listen, --sat-listen or --dev`)
+    return null
+  }
+  const sat = satListen === undefined ? undefined : parseListen(satListen)
+  let layout: DevLayout | null = null
+  if (dev !== undefined) {
+    try {
+      layout = prepareDevLayout(dev)
+    } catch (err) {
+      fail(`--dev ${dev}: ${(err as Error).message}`)
+    }
+  }
+  const cert = text('tls-cert') ?? layout?.brokerCertFile
+  const key = text('tls-key') ?? layout?.brokerKeyFile
+  if (!cert || !key) fail('a TLS listener needs --tls-cert and --tls-key (or --dev)')
+  let sources: AuthenticationSources = { x509: [], serviceAccountAttributes: {} }
+  const authn = text('authn')
+  if (authn !== undefined) {
+    try {
+      sources = readAuthenticationFile(authn)
+    } catch (err) {
+      fail(`--authn: ${(err as Error).message}`)
+    }
+  }
+  const listeners: TlsListenerOptions[] = []
+  if (x509Listen !== undefined) {
+    const ca = text('client-ca') ?? layout?.caFile
+    if (!ca) fail('--x509-listen needs --client-ca, the CA that signs the client certificates')
+    listeners.push({ ...parseListen(x509Listen), certFile: cert, keyFile: key, clientCaFile: ca, authentication: { method: 'x509', attributes: sources.x509 } })
+  }
+  if (sat !== undefined) {
+    const files = [...((values['sat-token-file'] as string[] | undefined) ?? []), ...(layout ? [layout.tokenFile] : [])]
+    if (files.length === 0) fail('--sat-listen needs --sat-token-file, the file of an accepted token')
+    const attributes = Object.keys(sources.serviceAccountAttributes).length > 0 ? { attributes: sources.serviceAccountAttributes } : {}
+    listeners.push({ ...sat, certFile: cert, keyFile: key, authentication: { method: 'sat', tokenFiles: files.map((file) => ({ file, ...attributes })) } })
+  }
+  return { listeners, layout }
+}
+
 async function main(): Promise<void> {
   let values
   try {
@@ -138,6 +206,13 @@ async function main(): Promise<void> {
         admin: { type: 'boolean' },
         'no-scan': { type: 'boolean' },
         seed: { type: 'string' },
+        dev: { type: 'string' },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
+        'x509-listen': { type: 'string' },
+        'client-ca': { type: 'string' },
+        'sat-listen': { type: 'string' },
+        authn: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -156,6 +231,14 @@ async function main(): Promise<void> {
   if (values.broker && values.listen) fail('give --broker or --listen, not both')
 
   const options: EmulatorOptions = { logLevel }
+  const tls = tlsListenersFrom(values)
+  if (tls && values.broker) fail('--dev, --x509-listen and --sat-listen apply to the embedded broker, not to --broker')
+  if (tls) {
+    options.tlsListeners = tls.listeners
+    // The SAT listener's tokens are its own: the plain listener stays open (the SDKs' dev port 1883 has no authentication).
+    values['sat-token-file'] = undefined
+    if (tls.layout && values.listen === undefined) values.listen = String(DEV_PORTS.plain)
+  }
   if (values.broker) {
     options.brokerUrl = values.broker
     if (values.username !== undefined) options.brokerUsername = values.username
@@ -222,6 +305,12 @@ async function main(): Promise<void> {
     process.exit(1)
   }
   process.stdout.write(`aio-statestore-emulator ready on ${shownUrl(emulator.brokerUrl)} (node id ${emulator.nodeId})\n`)
+  tls?.listeners.forEach((l, i) => process.stdout.write(`aio-statestore-emulator TLS + ${l.authentication.method === 'x509' ? 'X.509' : 'SAT'} on ${emulator.tlsUrls[i]}\n`))
+  if (tls?.layout) {
+    const satIndex = tls.listeners.findIndex((l) => l.authentication.method === 'sat')
+    if (satIndex >= 0) writeDevEnv(tls.layout, Number(new URL(emulator.tlsUrls[satIndex]!).port))
+  }
+  if (tls?.layout) process.stdout.write(`aio-statestore-emulator dev layout in ${tls.layout.dir}: export ${tls.layout.envFile} (set -a; . ${tls.layout.envFile}; set +a) to connect over TLS + SAT\n`)
 
   let stopping = false
   const stop = (signal: NodeJS.Signals) => {
@@ -241,6 +330,15 @@ async function main(): Promise<void> {
   }
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)
+  // A policy update, as `az iot ops broker authz apply` makes one: the --auth file is read again and every client disconnected.
+  if (options.authorizationFile) {
+    process.on('SIGHUP', () => {
+      emulator.updateAuthorization().then(
+        (n) => process.stdout.write(`aio-statestore-emulator: authorization updated from ${options.authorizationFile}; ${n} client(s) disconnected\n`),
+        (err: Error) => process.stderr.write(`aio-statestore-emulator: authorization not updated, the policy in force stays: ${err.message}\n`),
+      )
+    })
+  }
 }
 
 void main()
