@@ -1,5 +1,6 @@
 import { StateStoreClient, type KeyNotification, type Observation } from '../client'
 import { shownUrl } from '../log'
+import { inProcessConnector } from '../emulator'
 import { acquireEmbedded, releaseEmbedded } from '../emulator/embedded'
 import { Hlc } from '../hlc'
 import { decodeAuto, encodeJson } from '../value'
@@ -107,7 +108,8 @@ export class StateStoreContext {
       brokerUrl = emulator.brokerUrl
     }
     this.brokerUrl = shownUrl(brokerUrl!)
-    const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl! })
+    const connectStream = this.usesEmbedded ? (inProcessConnector(brokerUrl!) ?? undefined) : undefined
+    const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl!, ...(connectStream ? { connectStream } : {}) })
     client.on('error', (err) => logger('warn', err.message))
     this.client = client
     this.index = new KeyIndex(

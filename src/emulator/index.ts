@@ -38,6 +38,8 @@ export interface EmulatorOptions {
   brokerPassword?: string
   /** Start the embedded aedes broker (port 0 = any free port) and serve through it. The default when `brokerUrl` is absent. */
   listen?: { host?: string; port: number }
+  /** With the embedded broker: no TCP port, only this process reaches it (`listen` is then ignored). */
+  inProcessOnly?: boolean
   /** Append-only file for the keys the persistence policy persists (see `brokerConfigFile`) and for KEYNOTIFY registrations. */
   persistFile?: string
   /** Key quota. */
@@ -189,6 +191,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         port: listen.port,
         log,
         publishPolicy: stateStorePublishPolicy,
+        ...(options.inProcessOnly ? { inProcessOnly: true } : {}),
         ...(listen.host !== undefined ? { host: listen.host } : {}),
         ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
         // A policy without broker resources checks state store requests only (the warning above says so).

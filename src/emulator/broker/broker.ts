@@ -73,6 +73,11 @@ export interface BrokerOptions {
   host?: string
   /** 0 picks a free port. */
   port: number
+  /**
+   * No TCP port at all: only this process reaches the broker (connectInProcess, inProcessConnector).
+   * Its URL then names no host (`mqtt://in-process.invalid:<n>`), so no other process can use it.
+   */
+  inProcessOnly?: boolean
   auth?: BrokerAuth
   /** Without one, the broker routes every publish but those to `$SYS/`, as any broker. */
   publishPolicy?: PublishPolicy
@@ -139,6 +144,10 @@ const runningHere = new Map<string, () => Duplex>()
  * and a TCP connection to the URL otherwise: the broker may stop, and another one, here or in
  * another process, may serve the URL later, so reconnecting works as it does over TCP.
  */
+/** The host of a broker without a TCP port (a reserved name that never resolves), and how many there were. */
+const IN_PROCESS_HOST = 'in-process.invalid'
+let inProcessBrokers = 0
+
 export function inProcessConnector(url: string): (() => Duplex) | null {
   if (!runningHere.has(url)) return null
   const { hostname, port } = new URL(url)
@@ -277,7 +286,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     aedes.handle(socket)
   })
   try {
-    await new Promise<void>((resolve, reject) => {
+    if (!options.inProcessOnly) await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
       server.listen(options.port, host, () => {
         server.off('error', reject)
@@ -289,8 +298,8 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     throw err
   }
   server.on('error', (err) => log('error', `broker: ${err.message}`))
-  const port = (server.address() as { port: number }).port
-  const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`
+  const port = options.inProcessOnly ? ++inProcessBrokers : (server.address() as { port: number }).port
+  const url = options.inProcessOnly ? `mqtt://${IN_PROCESS_HOST}:${port}` : `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`
 
   let stopping: Promise<void> | null = null
   const connectInProcess = (): Duplex => {
