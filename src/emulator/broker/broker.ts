@@ -78,6 +78,8 @@ export interface BrokerOptions {
    * Its URL then names no host (`mqtt://in-process.invalid:<n>`), so no other process can use it.
    */
   inProcessOnly?: boolean
+  /** The largest packet a client may send (announced in CONNACK; a larger one closes its connection, 0x95), before it is buffered whole. */
+  maximumPacketSize?: number
   auth?: BrokerAuth
   /** Without one, the broker routes every publish but those to `$SYS/`, as any broker. */
   publishPolicy?: PublishPolicy
@@ -206,6 +208,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   // aedes 2 is ESM-only; this package is CommonJS.
   const { Aedes: AedesClass } = await import('aedes')
   const aedes = await AedesClass.createBroker({
+    ...(options.maximumPacketSize !== undefined ? { maximumPacketSize: options.maximumPacketSize } : {}),
     // aedes does not implement the AUTH exchange and refuses any Authentication Method. K8S-SAT
     // needs no exchange (the token is in the CONNECT), so it is judged here and taken off the packet.
     preConnect: (client, packet, done) => {
