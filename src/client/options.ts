@@ -1,5 +1,5 @@
 import { ArgumentError } from '../errors'
-import { shownUrl } from '../log'
+import { rateLimited, shownUrl } from '../log'
 import { HybridLogicalClock } from '../hlc'
 import { dialect, isProtocolName, PROTOCOL_NAMES, type Dialect } from '../protocol'
 import type { ClientOptions, Logger } from './types'
@@ -65,7 +65,7 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     maxInFlight: count(options.maxInFlight, CLIENT_DEFAULTS.maxInFlight, 'maxInFlight', 1),
     maxQueued: count(options.maxQueued, options.maxInFlight ?? CLIENT_DEFAULTS.maxInFlight, 'maxQueued', 0),
     clock: options.clock ?? new HybridLogicalClock({ maxDriftMs: count(options.maxClockDriftMs, CLIENT_DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0) }),
-    logger: options.logger ?? (() => {}),
+    logger: options.logger ? rateLimited(options.logger, { burst: 20 }) : () => {},
     dialect: dialect(options.protocol),
   }
   if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new ArgumentError('reconnectMaxMs must not be smaller than reconnectMinMs')

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { rateLimited } from '../log'
 import { basename } from 'node:path'
 import { CLIENT_DEFAULTS, defaultClientId, EnvironmentError, environmentAuth, environmentTls, readAioEnvironment, type ClientOptions, type Logger, type TlsOptions } from '../client'
 
@@ -78,7 +79,8 @@ export function resolveConfig(config: ContextStoreConfig = {}, env: NodeJS.Proce
   if (typeof prefix !== 'string') throw new Error('state store context: prefix must be a string')
   const requestTimeoutMs = positive(config.requestTimeout, 'requestTimeout', CLIENT_DEFAULTS.requestTimeoutMs)
   const clientId = config.clientId?.trim() || (aio.clientId ? `${aio.clientId}-context` : defaultClientId(userDir, prefix, 'context'))
-  const logger = config.logger ?? nodeRedLogger()
+  // A context store whose broker has no state store retries every second, for ever: one line a minute says so.
+  const logger = rateLimited(config.logger ?? nodeRedLogger(), { burst: 3, windowMs: 60_000 })
   const client: ResolvedConfig['client'] = {
     clientId,
     keepaliveSec: positive(config.keepalive, 'keepalive', aio.keepaliveSec || CLIENT_DEFAULTS.keepaliveSec),

@@ -1,5 +1,6 @@
 import { StateStoreClient } from '../client'
 import { shownUrl } from '../log'
+import { inProcessConnector } from '../emulator'
 import { acquireEmbedded, releaseEmbedded } from '../emulator/embedded'
 import { CachedStore } from './cached-store'
 import { resolveConfig, type ContextStoreConfig, type ResolvedConfig } from './config'
@@ -66,7 +67,8 @@ export class StateStoreContext {
       brokerUrl = emulator.brokerUrl
     }
     this.brokerUrl = shownUrl(brokerUrl!)
-    const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl! })
+    const connectStream = this.usesEmbedded ? (inProcessConnector(brokerUrl!) ?? undefined) : undefined
+    const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl!, ...(connectStream ? { connectStream } : {}) })
     client.on('error', (err) => logger('warn', err.message))
     this.session.client = client
     const cache = this.cached?.cache

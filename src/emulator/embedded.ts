@@ -17,9 +17,24 @@ interface Shared {
 
 let shared: Shared | null = null
 
+/**
+ * The TCP port asked for in AIO_STATESTORE_EMBEDDED_PORT (on 127.0.0.1, for tools in other
+ * processes; 0 for any free one), or null for none.
+ */
+function embeddedPort(): number | null {
+  const text = process.env.AIO_STATESTORE_EMBEDDED_PORT?.trim()
+  if (!text) return null
+  const port = Number(text)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`AIO_STATESTORE_EMBEDDED_PORT ${JSON.stringify(text)} is not a port number`)
+  return port
+}
+
 export async function acquireEmbedded(logger: Logger): Promise<Emulator> {
   if (!shared) {
-    shared = { emulator: startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logger, logLevel: 'warn', admin: true }), refs: 0 }
+    const port = embeddedPort()
+    // Only this process reaches it, unless a port is asked for: any local user could otherwise SCAN, SET and SUBSCRIBE #.
+    const reach = port === null ? { inProcessOnly: true } : { listen: { host: '127.0.0.1', port } }
+    shared = { emulator: startEmulator({ ...reach, logger, logLevel: 'warn', admin: true }), refs: 0 }
   }
   const mine = shared
   mine.refs += 1

@@ -35,6 +35,10 @@ export { ADMIN_REQUEST_TOPIC, adminResponseTopic, type AdminHello, type AdminRep
 export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 export const DEFAULT_MAX_VALUE_BYTES = 16 * 1024 * 1024
 
+/** MQTT's largest packet, and the room a SET's key and properties get beside its value in the embedded broker's Maximum Packet Size. */
+const MQTT_MAX_PACKET = 268_435_455
+const PACKET_ROOM = 1024 * 1024
+
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
   brokerUrl?: string
@@ -43,6 +47,8 @@ export interface EmulatorOptions {
   brokerPassword?: string
   /** Start the embedded aedes broker (port 0 = any free port) and serve through it. The default when `brokerUrl` is absent. */
   listen?: { host?: string; port: number }
+  /** With the embedded broker: no TCP port, only this process reaches it (`listen` is then ignored). */
+  inProcessOnly?: boolean
   /** Append-only file for the keys the persistence policy persists (see `brokerConfigFile`) and for KEYNOTIFY registrations. */
   persistFile?: string
   /** Key quota. */
@@ -140,11 +146,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     const n = options[name]
     if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 0)) throw new Error(`${name} must be a whole number >= 0, got ${n}`)
   }
+  const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES
   const store = new Keyspace({
     clock,
     ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}),
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
-    maxValueBytes: options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES,
+    maxValueBytes,
   })
   const live = options.authorizationFile ? new LivePolicy(readAuthorizationFile(options.authorizationFile)) : null
   const authorization: AuthorizationPolicy | null = live?.view ?? null
@@ -217,6 +224,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         port: listen.port,
         log,
         publishPolicy: stateStorePublishPolicy,
+        ...(options.inProcessOnly ? { inProcessOnly: true } : {}),
+        // A SET of the largest value, its key and properties fit: a larger packet is refused before it is read whole.
+        ...(maxValueBytes !== Infinity ? { maximumPacketSize: Math.min(MQTT_MAX_PACKET, maxValueBytes + PACKET_ROOM) } : {}),
         ...(listen.host !== undefined ? { host: listen.host } : {}),
         ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
         ...(options.tlsListeners ? { tlsListeners: options.tlsListeners } : {}),

@@ -1,4 +1,4 @@
-import type { Logger, LogLevel } from '../log'
+import { rateLimited, type Logger, type LogLevel } from '../log'
 
 /** The least important level written, or `silent` for nothing. */
 export type LogThreshold = 'silent' | LogLevel
@@ -20,10 +20,14 @@ export interface FilteredLogger extends Logger {
   enabled(level: LogLevel): boolean
 }
 
+/** Lines of one kind written per 10 s before the rest are only counted (a flood of refusals). */
+const BURST = 20
+
 export function makeLogger(level: LogThreshold, sink: Logger = stderrSink): FilteredLogger {
   const max = RANK[level]
+  const limited = rateLimited(sink, { burst: BURST })
   const log = ((l: LogLevel, message: string) => {
-    if (RANK[l] <= max) sink(l, message)
+    if (RANK[l] <= max) limited(l, message)
   }) as FilteredLogger
   log.enabled = (l) => RANK[l] <= max
   return log

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict'
+import mqtt from 'mqtt'
+import { StateStoreClient } from '../../src/client'
+import { ArgumentError } from '../../src/errors'
 import { startEmulator, DEFAULT_MAX_VALUE_BYTES, type Emulator } from '../../src/emulator'
+import { CONTENT_TYPE, REQUEST_TOPIC } from '../../src/protocol'
 import { Keyspace } from '../../src/emulator/core/keyspace'
 import { HybridLogicalClock } from '../../src/hlc'
 import { Reply, Request } from '../../src/protocol'
@@ -56,6 +60,23 @@ describe('security: the bytes the emulator holds are bounded', () => {
       assert.deepEqual((await raw.request(Request.get('big'))).payload, Reply.nil)
       const at = await raw.request(Request.set('big', Buffer.alloc(DEFAULT_MAX_VALUE_BYTES)), { timeoutMs: 15_000 })
       assert.deepEqual(at.payload, Reply.ok)
+    })
+
+    it('refuses a packet far over the limit before reading it whole: the client is told, a raw sender cut off, others served', async () => {
+      const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `quota-${process.pid}` })
+      try {
+        await client.ready({ timeoutMs: 5000 })
+        await assert.rejects(client.set('huge', Buffer.alloc(DEFAULT_MAX_VALUE_BYTES * 2)), (err: unknown) => err instanceof ArgumentError && /Maximum Packet Size/.test(err.message))
+        assert.equal((await client.set('small', 'v')).applied, true)
+      } finally {
+        await client.close()
+      }
+      const sender = await mqtt.connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId: 'quota-raw', reconnectPeriod: 0 })
+      const cut = new Promise<number | undefined>((resolve) => sender.once('disconnect', (packet) => resolve(packet.reasonCode)))
+      sender.publish(REQUEST_TOPIC, Buffer.alloc(DEFAULT_MAX_VALUE_BYTES * 2), { qos: 1, properties: { responseTopic: 'clients/quota-raw/r', correlationData: Buffer.from('c'), contentType: CONTENT_TYPE } })
+      assert.equal(await cut, 0x95, 'DISCONNECT Packet too large')
+      await sender.endAsync(true)
+      assert.deepEqual((await raw.request(Request.get('small'))).payload, Reply.value(Buffer.from('v')))
     })
   })
 })

@@ -28,7 +28,7 @@ export class AuthRuntime {
     return this.child.log
   }
 
-  static async start(redJs: string, flows: unknown[]): Promise<AuthRuntime> {
+  static async start(redJs: string, flows: unknown[], env: NodeJS.ProcessEnv = process.env): Promise<AuthRuntime> {
     const dir = mkdtempSync(join(tmpdir(), 'aio-ss-sidebar-'))
     const settingsFile = join(dir, 'settings.js')
     const settings = runtimeSettings({
@@ -50,6 +50,7 @@ export class AuthRuntime {
         userDir: dir,
         port: await freePort(),
         settingsFile,
+        env,
         // With adminAuth only the login scheme answers without a token; flows have started once the store connected.
         ready: async (url, log) => (await fetch(`${url}/auth/login`)).ok && log.includes('connected to the state store'),
       })

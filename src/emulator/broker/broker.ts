@@ -76,6 +76,13 @@ export interface BrokerOptions {
   host?: string
   /** 0 picks a free port. */
   port: number
+  /**
+   * No TCP port at all: only this process reaches the broker (connectInProcess, inProcessConnector).
+   * Its URL then names no host (`mqtt://in-process.invalid:<n>`), so no other process can use it.
+   */
+  inProcessOnly?: boolean
+  /** The largest packet a client may send (announced in CONNACK; a larger one closes its connection, 0x95), before it is buffered whole. */
+  maximumPacketSize?: number
   auth?: BrokerAuth
   /** Without one, the broker routes every publish but those to `$SYS/`, as any broker. */
   publishPolicy?: PublishPolicy
@@ -152,6 +159,10 @@ const runningHere = new Map<string, () => Duplex>()
  * and a TCP connection to the URL otherwise: the broker may stop, and another one, here or in
  * another process, may serve the URL later, so reconnecting works as it does over TCP.
  */
+/** The host of a broker without a TCP port (a reserved name that never resolves), and how many there were. */
+const IN_PROCESS_HOST = 'in-process.invalid'
+let inProcessBrokers = 0
+
 export function inProcessConnector(url: string): (() => Duplex) | null {
   if (!runningHere.has(url)) return null
   const { hostname, port } = new URL(url)
@@ -221,6 +232,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   // aedes 2 is ESM-only; this package is CommonJS.
   const { Aedes: AedesClass } = await import('aedes')
   const aedes = await AedesClass.createBroker({
+    ...(options.maximumPacketSize !== undefined ? { maximumPacketSize: options.maximumPacketSize } : {}),
     // aedes does not implement the AUTH exchange and refuses any Authentication Method. K8S-SAT
     // needs no exchange (the token is in the CONNECT), so it is judged here and taken off the packet.
     preConnect: (client, packet, done) => {
@@ -316,7 +328,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     aedes.handle(socket)
   })
   try {
-    await new Promise<void>((resolve, reject) => {
+    if (!options.inProcessOnly) await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
       server.listen(options.port, host, () => {
         server.off('error', reject)
@@ -328,7 +340,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     throw err
   }
   server.on('error', (err) => log('error', `broker: ${err.message}`))
-  const port = (server.address() as { port: number }).port
+  const port = options.inProcessOnly ? ++inProcessBrokers : (server.address() as { port: number }).port
   const tlsListeners: RunningTlsListener[] = []
   try {
     for (const listener of options.tlsListeners ?? []) {
@@ -353,7 +365,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     throw err
   }
 
-  const url = `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`
+  const url = options.inProcessOnly ? `mqtt://${IN_PROCESS_HOST}:${port}` : `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`
 
   let stopping: Promise<void> | null = null
   const connectInProcess = (): Duplex => {
