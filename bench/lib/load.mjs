@@ -42,7 +42,7 @@ export async function drive(client, { op, window, ms, keys = 1000, latencies = n
       } catch (err) {
         errors++
         firstError ??= err
-        if (errors > 100) throw new Error(`${op} failing: ${firstError.message}`)
+        if (errors > 100) throw new Error(`${op} failing: ${firstError.message}`, { cause: err })
       }
     }
   }

@@ -60,7 +60,7 @@ export async function evaluateInput(RED: NodeAPI, node: Node, prop: TypedPropert
  * the msg property when the node allows overrides and the msg has it (not undefined); otherwise the
  * node's own setting applies. A refused override is ignored, never an error.
  */
-export function override<T>(msg: NodeMessage, property: string, allowed: boolean, configured: T): T | unknown {
+export function override<T>(msg: NodeMessage, property: string, allowed: boolean, configured: T): unknown {
   return allowed && msg[property] !== undefined ? msg[property] : configured
 }
 

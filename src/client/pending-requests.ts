@@ -78,7 +78,7 @@ export function invokeBuilt<T>(invoke: Invoker, build: () => Invocation<T>): Pro
   try {
     invocation = build()
   } catch (err) {
-    return Promise.reject(err as Error)
+    return Promise.reject(err)
   }
   return invoke(invocation)
 }
@@ -224,7 +224,7 @@ export class PendingRequests {
         resend: undefined,
         connectionWait: undefined,
         detach: undefined,
-        resolve: resolve as (result: unknown) => void,
+        resolve,
         reject,
       }
       this.armSweep(p.deadline)

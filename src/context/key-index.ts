@@ -81,7 +81,7 @@ export class KeyIndex {
   private readonly lock: Lock
   /** Every bucket merged, the delta applied: what keys() answers from. */
   current: IndexState = new Map()
-  private readonly buckets: IndexState[] = Array.from({ length: BUCKETS }, () => new Map())
+  private readonly buckets: IndexState[] = Array.from({ length: BUCKETS }, (): IndexState => new Map())
   private delta: Delta = new Map()
   /** Our delta write in flight, recognised by its bytes when its notification comes back. */
   private ownDelta: { bytes: Buffer; changes: DeltaChange[] } | null = null
@@ -227,7 +227,7 @@ export class KeyIndex {
     this.closing = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
-    await Promise.all(this.observations.splice(0).map((o) => o?.close()))
+    await Promise.all(this.observations.splice(0).flatMap((o) => (o ? [o.close()] : [])))
   }
 
   private takeBatch(): Pending[] {
@@ -318,7 +318,7 @@ export class KeyIndex {
       held ?? this.limiter.run(() => this.client.get(this.deltaKey, { timeoutMs: this.leaseLeft() })).then((r) => this.parseDelta(r.value)),
       Promise.all(
         batch.map(
-          ({ scope, top }, i) =>
+          async ({ scope, top }, i) =>
             knowledge[i]?.exists ?? this.limiter.run(() => this.client.get(`${this.config.prefix}${scope}/${top}`)).then((r) => r.value !== null),
         ),
       ),
@@ -503,7 +503,7 @@ export class KeyIndex {
     try {
       const json = JSON.parse(value.toString('utf8')) as unknown
       if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error('not an object')
-      for (const [scope, tops] of Object.entries(json)) {
+      for (const [scope, tops] of Object.entries(json as Record<string, unknown>)) {
         if (typeof tops !== 'object' || tops === null || Array.isArray(tops)) continue
         const entries = Object.entries(tops).filter((e): e is [string, boolean] => typeof e[1] === 'boolean')
         if (entries.length > 0) delta.set(scope, new Map(entries))

@@ -295,7 +295,7 @@ export class StateStoreContext {
   set(scope: string, key: string | string[], value: unknown, callback?: Callback): void {
     const cb = checkCallback(callback)
     const keys = Array.isArray(key) ? key : [key]
-    const values = Array.isArray(key) ? (Array.isArray(value) ? value : [value]) : [value]
+    const values = Array.isArray(key) ? (Array.isArray(value) ? (value as unknown[]) : [value]) : [value]
     let paths: Array<readonly Segment[]>
     try {
       paths = keys.map((k) => parsePath(k))
@@ -362,7 +362,7 @@ export class StateStoreContext {
 
   /** Deletes every key of the scope. Before the store has loaded, it is held and applied after, in order with the writes. */
   async delete(scope: string): Promise<void> {
-    if (!this.loaded) return this.defer(() => this.delete(scope).catch((err: Error) => this.config.logger('error', err.message)))
+    if (!this.loaded) return this.defer(() => void this.delete(scope).catch((err: Error) => this.config.logger('error', err.message)))
     const tops = new Set(Object.keys(this.data.get(scope) ?? {}))
     const indexed = this.config.cache ? this.index?.current.get(scope) : (await this.requireOpen(), await this.index!.read()).get(scope)
     for (const top of indexed ?? []) tops.add(top)
@@ -376,7 +376,7 @@ export class StateStoreContext {
 
   /** Deletes the context of every node (and flow) not in `activeNodes`; global stays. Held until loaded, as delete is. */
   async clean(activeNodes: string[]): Promise<void> {
-    if (!this.loaded) return this.defer(() => this.clean(activeNodes).catch((err: Error) => this.config.logger('error', err.message)))
+    if (!this.loaded) return this.defer(() => void this.clean(activeNodes).catch((err: Error) => this.config.logger('error', err.message)))
     const active = new Set(activeNodes)
     const scopes = new Set(this.data.keys())
     const indexed = this.config.cache ? this.index?.current : this.index ? await this.index.read() : undefined

@@ -52,7 +52,7 @@ describe('the editor in its first hour (issue 17: npm start, chromium)', functio
     await page.waitForTimeout(4000)
     const sources = await page.locator('#red-ui-sidebar .red-ui-debug-msg .red-ui-debug-msg-name').allTextContents()
     assert.ok(sources.every((s) => /node: leader/.test(s)), `only the leader election prints by itself: ${JSON.stringify(sources)}`)
-    await editor.showWorkspace(tabs[0]!.id)
+    await editor.showWorkspace(tabs[0].id)
     await editor.screenshot('first-hour-debug-after-start', page.locator('#red-ui-main-container'))
   })
 

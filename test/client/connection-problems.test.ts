@@ -49,8 +49,8 @@ describe('client connection: problems it names', function () {
 
   it('mqtt:// to a TLS port (it closes without a byte): notMqtt, suggesting mqtts://', async () => {
     const tls = createTlsServer({ cert: readFileSync(certs.serverCertFile), key: readFileSync(certs.serverKeyFile) }, (s) => s.resume())
-    servers.push(tls as unknown as Server)
-    const port = await listen(tls as unknown as Server)
+    servers.push(tls)
+    const port = await listen(tls)
     const status = await firstFailure(`mqtt://127.0.0.1:${port}`)
     assert.equal(status.problem, 'notMqtt')
     assert.match(status.reason ?? '', /use mqtts:\/\/ if the port expects TLS/)

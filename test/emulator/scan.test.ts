@@ -6,7 +6,7 @@ import { NotSupportedError, StateStoreClient } from '../../src'
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator'
 import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/core/refusals'
 import { Reply, Request } from '../../src/protocol'
-import { decodeExact, type RespValue } from '../../src/resp'
+import { decodeExact } from '../../src/resp'
 import { mosquittoUrl } from '../support/broker'
 import { Responder } from '../client/support/responder'
 import { RawClient } from './raw-client'
@@ -19,16 +19,16 @@ async function scan(raw: RawClient, pattern: string | Buffer, token: Buffer | nu
   const value = decodeExact(reply.payload)
   if (value.kind === 'error') return { error: value.value }
   assert.equal(value.kind, 'array', `a SCAN answer is an array, got ${value.kind}`)
-  const items = value.value as RespValue[]
+  const items = value.value
   assert.ok(items.length === 1 || items.length === 2, `*1 or *2, got *${items.length}`)
   const [page, next] = items
   assert.equal(page!.kind, 'array')
-  const keys = (page!.value as RespValue[]).map((k) => {
+  const keys = page!.value.map((k) => {
     assert.equal(k.kind, 'bulk')
-    return (k.value as Buffer).toString('latin1')
+    return k.value.toString('latin1')
   })
   if (next !== undefined) assert.equal(next.kind, 'bulk', 'the continuation token is a bulk string')
-  return { keys, token: next ? (next.value as Buffer) : null }
+  return { keys, token: next ? next.value : null }
 }
 
 /** Follows the tokens to the end; every page, in order. */

@@ -22,7 +22,7 @@ describe('faults: silent or slow service', function () {
 
   before(async function () {
     broker = await startMqttBroker(this)
-    responder = await Responder.start(broker.url, async (request: SeenRequest) => {
+    responder = await Responder.start(broker.url, async (_request: SeenRequest) => {
       if (mode === 'silent') return null
       if (mode === 'slow') await sleep(250)
       return { payload: Reply.nil }

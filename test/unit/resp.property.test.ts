@@ -21,7 +21,7 @@ const scalar: fc.Arbitrary<RespValue> = fc.oneof(
   lineText.map((value): RespValue => ({ kind: 'error', value })),
   integer.map((value): RespValue => ({ kind: 'integer', value })),
   bytes.map((value): RespValue => ({ kind: 'bulk', value })),
-  fc.constantFrom('_', '$', '*').map((from): RespValue => ({ kind: 'null', from: from as '_' | '$' | '*' })),
+  fc.constantFrom('_', '$', '*').map((from): RespValue => ({ kind: 'null', from })),
   fc.oneof(fc.double(), fc.constantFrom(Infinity, -Infinity, NaN, -0, 0)).map((value): RespValue => ({ kind: 'double', value })),
   fc.boolean().map((value): RespValue => ({ kind: 'boolean', value })),
   fc.bigInt({ min: -(2n ** 200n), max: 2n ** 200n }).map((value): RespValue => ({ kind: 'big-number', value })),
@@ -41,11 +41,11 @@ const { value: respValue } = fc.letrec<{ value: RespValue; pairs: Pairs }>((tie)
         fc.array(tie('value'), { maxLength: 4 }).map((value): RespValue => ({ kind: 'array', value })),
         fc.array(tie('value'), { maxLength: 3 }).map((value): RespValue => ({ kind: 'set', value })),
         fc.array(tie('value'), { maxLength: 3 }).map((value): RespValue => ({ kind: 'push', value })),
-        tie('pairs').map((value): RespValue => ({ kind: 'map', value: value as Pairs })),
+        tie('pairs').map((value): RespValue => ({ kind: 'map', value })),
       ),
       fc.option(tie('pairs'), { nil: undefined, freq: 6, depthIdentifier: 'resp' }),
     )
-    .map(([value, attributes]) => (attributes === undefined ? value : { ...value, attributes: attributes as Pairs })),
+    .map(([value, attributes]) => (attributes === undefined ? value : { ...value, attributes })),
   pairs: fc.array(fc.tuple(tie('value'), tie('value')), { maxLength: 3, depthIdentifier: 'resp' }),
 }))
 

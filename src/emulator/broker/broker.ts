@@ -331,5 +331,5 @@ function connectedClient(aedes: Aedes, clientId: string): AedesClient | null {
 }
 
 function authError(message: string, returnCode: number): AuthenticateError {
-  return Object.assign(new Error(message), { returnCode }) as AuthenticateError
+  return Object.assign(new Error(message), { returnCode })
 }
