@@ -87,7 +87,7 @@ describe('faults: silent or slow service', function () {
       brokerUrl: broker.url,
       clientId: `slow-${process.pid}`,
       requestTimeoutMs: 100,
-      logger: (level, message) => {
+      logger: (_level, message) => {
         if (message.includes('dropped a response')) dropped.push(message)
       },
     })
