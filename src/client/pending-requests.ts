@@ -392,8 +392,7 @@ export class PendingRequests {
     err.message += ` (${where})`
     this.settle(p, err)
     // After settling: mqtt.js calls the publish back at once with "Message removed", which would
-    // otherwise settle it first as a lost connection (chaos run, seed 93: a Lock.edit's GET that
-    // timed out while the connection was down failed ConnectionError 'lost', not TimeoutError).
+    // otherwise settle it first as a lost connection; a request that timed out is a TimeoutError.
     if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
   }
 

@@ -1,4 +1,4 @@
-// A new user's first hour in the editor (issue 17), in Debian's chromium against `npm start`: a
+// A new user's first hour in the editor, in Debian's chromium against `npm start`: a
 // quiet Debug sidebar after start, the palette filter finding the nodes, a new node that takes the
 // state store at once, an uncaught error that reads as one line with the status naming it, and the
 // config dialog's Test connection button and resolved ${AIO_STATESTORE_URL}. Screenshots of each
@@ -21,7 +21,7 @@ const catalogue = readCatalogue('ss-config') as {
 const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-watch']
 
 
-describe('the editor in its first hour (issue 17: npm start, chromium)', function () {
+describe('the editor in its first hour (npm start, chromium)', function () {
   this.timeout(60000)
   let session: OpenedEditor | null = null
   let editor: Editor
