@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
-import { topicMatches } from '../../protocol'
+import { SAT_AUTH_METHOD, topicMatches } from '../../protocol'
 import { inProcessPair } from './in-process'
 import { makeLogger, type FilteredLogger } from '../logger'
 import { within } from '../within'
@@ -113,7 +113,7 @@ export interface DirectMessage {
   properties: { contentType?: string; userProperties?: Record<string, string> }
 }
 
-export const SAT_AUTH_METHOD = 'K8S-SAT'
+export { SAT_AUTH_METHOD }
 
 // aedes' CONNACK return codes (v3 numbering; aedes maps them to the MQTT 5 reason codes 0x86 and 0x87).
 const BAD_USERNAME_OR_PASSWORD = 4
