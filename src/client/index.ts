@@ -31,4 +31,5 @@ export { CLIENT_DEFAULTS, resolveOptions, type ResolvedOptions } from './options
 /** One MQTT 5 connection made as the client makes its own (TLS, SAT, TCP_NODELAY, reconnects), for another protocol on the same broker. */
 export { Connection } from './connection'
 /** The client's request/response correlation, for another protocol on the same kind of connection (the emulator's admin channel). */
-export { PendingRequests, type Envelope } from './pending-requests'
+export { PendingRequests } from './pending-requests'
+export type { Envelope } from './envelope'

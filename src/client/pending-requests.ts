@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import type { IPublishPacket } from 'mqtt'
-import { ArgumentError, ConnectionError, NoServiceError, OverloadedError, ProtocolError, TimeoutError } from '../errors'
-import { HlcError, type Hlc } from '../hlc'
+import { ArgumentError, ConnectionError, NoServiceError, OverloadedError, TimeoutError } from '../errors'
+import type { Hlc } from '../hlc'
 import { cancelledBy } from '../arguments'
 import { backoffDelay } from './backoff'
 import { downCode, type PublishProperties } from './connection'
-import { readResponseVersion, requestProperties } from './envelope'
+import { stateStoreEnvelope, type Envelope } from './envelope'
 import type { ResolvedOptions } from './options'
 import type { ConnectionStatus } from './types'
 
@@ -36,37 +36,6 @@ export interface Invocation<T = unknown> {
 }
 
 export type Invoker = <T>(invocation: Invocation<T>) => Promise<T>
-
-/**
- * The protocol around a request's payload: where it goes, the MQTT 5 properties it carries, and
- * what a response's headers say. The state store's (below) by default; the emulator's admin channel
- * brings its own, so that it shares the correlation, timeouts and reconnect handling here.
- */
-export interface Envelope {
-  readonly requestTopic: string
-  /** The properties of a request's first send; what it throws (a clock that cannot stamp) fails the request. */
-  properties(request: { correlation: Buffer; responseTopic: string; expirySec: number; fencingToken?: Hlc; persist?: boolean }): PublishProperties
-  /** Checks a response's headers; returns its version, or null. What it throws fails the request. */
-  readVersion(properties: IPublishPacket['properties']): Hlc | null
-}
-
-/** The state store's envelope (protocol reference, section 2): the client's clock stamps each request. */
-export function stateStoreEnvelope(options: ResolvedOptions): Envelope {
-  const { clock, dialect, clientId } = options
-  return {
-    requestTopic: dialect.requestTopic,
-    properties: (r) => {
-      let timestamp: Hlc
-      try {
-        timestamp = clock.tick()
-      } catch (err) {
-        throw err instanceof HlcError ? new ProtocolError(`the clock cannot stamp the request: ${err.message}`, { cause: err }) : err
-      }
-      return requestProperties({ clientId, dialect, timestamp, responseTopic: r.responseTopic, correlation: r.correlation, expirySec: r.expirySec, fencingToken: r.fencingToken, persist: r.persist })
-    },
-    readVersion: (properties) => readResponseVersion(properties, clock, dialect),
-  }
-}
 
 /**
  * Invokes the request `build` describes. What `build` throws (a bad argument) rejects the promise
