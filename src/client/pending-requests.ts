@@ -6,6 +6,7 @@ import { cancelledBy } from '../arguments'
 import { backoffDelay } from './backoff'
 import { downCode, type PublishProperties } from './connection'
 import { stateStoreEnvelope, type Envelope } from './envelope'
+import { ServicePresence } from './service-presence'
 import type { ResolvedOptions } from './options'
 import type { ConnectionStatus } from './types'
 
@@ -91,21 +92,7 @@ export class PendingRequests {
   /** Insertion-ordered, so the oldest waiter is admitted first. */
   private readonly queue = new Set<Pending>()
   private closedWith: Error | null = null
-  /**
-   * What the last request published found behind the request topic: `absent` when the broker said
-   * nobody is subscribed (PUBACK 0x10) and nothing answered since. While no service has ever
-   * answered (servedBefore), a request that meets an absence found by another (a service check, say)
-   * fails at once with NoServiceError instead of waiting its timeout.
-   */
-  private service: 'unknown' | 'present' | 'absent' = 'unknown'
-  /** The request that found the service absent (0: a service check): it alone keeps trying, as a service that starts with us may be there within its timeout. */
-  private absentFoundBy = 0
-  /**
-   * A service has answered on this client before. Then an absence is a service restarting (or
-   * resubscribing after a broker restart), and every request rides through it within its timeout;
-   * only a service never seen (a plain MQTT broker) makes requests fail at once.
-   */
-  private servedBefore = false
+  private readonly service = new ServicePresence((absent) => this.onServiceChange?.(absent))
   /** Told when the service becomes known absent, or present again. */
   onServiceChange: ((absent: boolean) => void) | undefined
   /**
@@ -138,15 +125,7 @@ export class PendingRequests {
   }
 
   get serviceAbsent(): boolean {
-    return this.service === 'absent'
-  }
-
-  private serviceIs(state: 'present' | 'absent'): void {
-    if (state === 'present') this.servedBefore = true
-    if (this.service === state) return
-    const wasAbsent = this.service === 'absent'
-    this.service = state
-    if (wasAbsent !== (state === 'absent')) this.onServiceChange?.(state === 'absent')
+    return this.service.absent
   }
 
   get size(): { inFlight: number; queued: number } {
@@ -216,7 +195,7 @@ export class PendingRequests {
       this.options.logger('debug', `dropped a response with ${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, duplicate or foreign)`)
       return
     }
-    this.serviceIs('present')
+    this.service.heard()
     let result: unknown
     try {
       result = p.invocation.parse(payload, this.envelope.readVersion(packet.properties))
@@ -309,15 +288,11 @@ export class PendingRequests {
     p.phase = 'sent'
     p.messageId = this.transport.publish(this.envelope.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
       if (error) this.settle(p, error)
-      else if (!noSubscribers) this.serviceIs('present')
+      else if (!noSubscribers) this.service.heard()
       else if (p.settled) return
-      else {
-        if (this.service !== 'absent') this.absentFoundBy = p.invocation.probe ? 0 : p.id
-        this.serviceIs('absent')
-        if (p.invocation.probe || (!this.servedBefore && this.absentFoundBy !== p.id)) {
-          this.settle(p, new NoServiceError(`the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`))
-          return
-        }
+      else if (this.service.unheard(p.id, p.invocation.probe === true) === 'fail') {
+        this.settle(p, new NoServiceError(`the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`))
+      } else {
         // Nobody received it, so sending it again cannot execute it twice.
         clearTimeout(p.resend)
         p.resend = setTimeout(() => {
