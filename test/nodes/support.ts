@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
+import { until as waitUntil } from '../support/wait'
 
 /** Node methods are sinon spies on Node.prototype during a test: calls of every node, told apart by thisValue. */
 export interface Spy {
@@ -168,12 +169,8 @@ export function listen(...nodes: TestNode[]): void {
 }
 
 /** Waits until `predicate` holds (polling), or fails after `ms` with `what`. */
-export async function until(predicate: () => boolean, what: string, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
+export function until(predicate: () => boolean, what: string, ms = 3000): Promise<void> {
+  return waitUntil(predicate, what, ms)
 }
 
 /** The last status a node showed. */
