@@ -35,7 +35,6 @@ const fixed = <T extends RespValue>(value: T): T => Object.freeze(value)
 const OK = fixed({ kind: 'simple', value: 'OK' })
 const NULL_BULK = fixed({ kind: 'null', from: '$' })
 const NULL_ARRAY = fixed({ kind: 'null', from: '*' })
-const NULL = fixed({ kind: 'null', from: '_' })
 const MINUS_ONE = fixed({ kind: 'integer', value: -1 })
 /** 0 to 255: counts and flags (DEL, VDEL, KEYNOTIFY) are all among them. */
 const SMALL_INTEGERS = Array.from({ length: 256 }, (_, n) => fixed({ kind: 'integer', value: n }))
@@ -76,15 +75,13 @@ export function decodeExact(buf: Buffer, maxDepth?: number): RespValue {
 }
 
 /**
- * `+OK`, `$-1`, `*-1`, `_`, `:-1` and one-digit integers: their shared value, or undefined. Small
+ * `+OK`, `$-1`, `*-1`, `:-1` and one-digit integers: their shared value, or undefined. Small
  * enough for V8 to inline into decodeExact, which commonShape is not.
  */
 function fixedReply(buf: Buffer): RespValue | undefined {
   const end = buf.length
   if (buf[end - 2] !== CR || buf[end - 1] !== LF) return undefined
   switch (end) {
-    case 3:
-      return buf[0] === 0x5f /* _ */ ? NULL : undefined
     case 4: {
       const digit = buf[1]! - 0x30
       return buf[0] === 0x3a /* : */ && digit >= 0 && digit <= 9 ? SMALL_INTEGERS[digit] : undefined
@@ -226,21 +223,6 @@ class Reader {
 
   value(depth: number): RespValue {
     if (depth > this.maxDepth) throw new RespProtocolError('too-deep', this.at, `nesting deeper than ${this.maxDepth}`)
-    // Attributes describe the value that follows them and are attached to it. Consecutive
-    // attributes are read in a loop, not by recursion: they do not nest, so the depth bound
-    // would not stop a long run of them from exhausting the stack.
-    let attributes: Array<[RespValue, RespValue]> | undefined
-    while (this.buf[this.at] === 0x7c /* | */) {
-      this.at++
-      const pairs = this.pairs(this.length(false), depth)
-      if (!attributes) attributes = pairs
-      else for (const pair of pairs) attributes.push(pair)
-    }
-    const value = this.plain(depth)
-    return attributes ? { ...value, attributes } : value
-  }
-
-  private plain(depth: number): RespValue {
     const typeAt = this.at
     if (typeAt >= this.buf.length) throw new RespProtocolError('incomplete', typeAt, 'expected a type byte')
     const type = this.buf[typeAt]!
@@ -260,43 +242,12 @@ class Reader {
         const n = this.length(true)
         return n < 0 ? NULL_BULK : { kind: 'bulk', value: this.blob(n) }
       }
-      case 0x21 /* ! */:
-        return { kind: 'blob-error', value: this.blob(this.length(false)) }
-      case 0x3d /* = */: {
-        const body = this.blob(this.length(false))
-        if (body.length < 4 || body[3] !== 0x3a) {
-          throw new RespProtocolError('malformed', typeAt, 'verbatim string without a 3-byte format and ":"')
-        }
-        return { kind: 'verbatim', format: body.toString('latin1', 0, 3), value: body.subarray(4) }
-      }
-      case 0x5f /* _ */:
-        this.crlf()
-        return NULL
-      case 0x2c /* , */:
-        return { kind: 'double', value: double(this.line(), typeAt + 1) }
-      case 0x23 /* # */: {
-        const text = this.line()
-        if (text === 't') return { kind: 'boolean', value: true }
-        if (text === 'f') return { kind: 'boolean', value: false }
-        throw new RespProtocolError('malformed', typeAt + 1, `boolean must be t or f, got ${JSON.stringify(text)}`)
-      }
-      case 0x28 /* ( */: {
-        const text = this.line()
-        if (!/^[+-]?[0-9]+$/.test(text)) throw new RespProtocolError('malformed', typeAt + 1, 'big number is not an integer')
-        return { kind: 'big-number', value: BigInt(text) }
-      }
       case 0x2a /* * */: {
         const n = this.length(true)
         return n < 0 ? NULL_ARRAY : { kind: 'array', value: this.items(n, depth) }
       }
-      case 0x7e /* ~ */:
-        return { kind: 'set', value: this.items(this.length(false), depth) }
-      case 0x3e /* > */:
-        return { kind: 'push', value: this.items(this.length(false), depth) }
-      case 0x25 /* % */:
-        return { kind: 'map', value: this.pairs(this.length(false), depth) }
       default:
-        throw new RespProtocolError('malformed', typeAt, `unknown type byte 0x${type.toString(16).padStart(2, '0')}`)
+        throw new RespProtocolError('malformed', typeAt, `type byte 0x${type.toString(16).padStart(2, '0')} is not one the state store protocol uses`)
     }
   }
 
@@ -383,13 +334,6 @@ class Reader {
     return items
   }
 
-  private pairs(n: number, depth: number): Array<[RespValue, RespValue]> {
-    this.requireRoom(n, 6)
-    const pairs: Array<[RespValue, RespValue]> = []
-    for (let i = 0; i < n; i++) pairs.push([this.value(depth + 1), this.value(depth + 1)])
-    return pairs
-  }
-
   /** Every element takes at least `minBytes`; a count that cannot fit is refused up front. */
   private requireRoom(count: number, minBytes: number): void {
     const room = this.buf.length - this.at
@@ -404,21 +348,4 @@ function integer(text: string, offset: number): number | bigint {
   if (!/^[+-]?[0-9]+$/.test(text)) throw new RespProtocolError('malformed', offset, `integer expected, got ${JSON.stringify(text)}`)
   const n = Number(text)
   return Number.isSafeInteger(n) ? n : BigInt(text)
-}
-
-function double(text: string, offset: number): number {
-  switch (text) {
-    case 'inf':
-    case '+inf':
-      return Infinity
-    case '-inf':
-      return -Infinity
-    case 'nan':
-    case '-nan':
-      return NaN
-  }
-  if (!/^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$/.test(text)) {
-    throw new RespProtocolError('malformed', offset, `double expected, got ${JSON.stringify(text)}`)
-  }
-  return Number(text)
 }

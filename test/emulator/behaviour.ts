@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { CONTENT_TYPE, Notification, notificationTopic, PREVIEW_REQUEST_TOPIC, Prop, Reply, Request, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
-import { encodeCommand, encodeValue } from '../../src/resp'
+import { encodeCommand } from '../../src/resp'
 import type { Emulator, EmulatorOptions } from '../../src/emulator'
 import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/core/refusals'
 import { RawClient, sleep, type Received, type SendOptions } from './raw-client'
@@ -320,7 +320,7 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
           ['length lies', Buffer.from('*2\r\n$3\r\nGET\r\n$9\r\nkey\r\n'), 'SyntaxError'],
           ['trailing bytes', Buffer.concat([encodeCommand(['GET', 'key']), Buffer.from('x')]), 'SyntaxError'],
           ['two commands', Buffer.concat([encodeCommand(['GET', 'a']), encodeCommand(['GET', 'b'])]), 'SyntaxError'],
-          ['map', encodeValue({ kind: 'map', value: [] }), 'SyntaxError'],
+          ['map', Buffer.from('%0\r\n'), 'SyntaxError'],
           ['unknown verb', encodeCommand(['FLUSHALL']), 'UnknownCommand'],
           ['lower-case verb', encodeCommand(['get', 'key']), 'UnknownCommand'],
           ['MGET (deferred by the SDKs, ADR 33)', encodeCommand(['MGET', 'a', 'b']), 'UnknownCommand'],

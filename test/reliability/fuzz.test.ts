@@ -89,18 +89,22 @@ function mutate(base: fc.Arbitrary<Buffer>): fc.Arbitrary<Buffer> {
     })
 }
 
-/** Well-formed RESP3 of shapes a request never has (maps, numbers, nested arrays, attributes). */
-const wrongShape = fc
-  .oneof(
-    fc.integer().map((value): RespValue => ({ kind: 'integer', value })),
-    smallBytes.map((value): RespValue => ({ kind: 'bulk', value })),
-    fc.constant<RespValue>({ kind: 'null', from: '_' }),
-    fc.array(fc.integer().map((value): RespValue => ({ kind: 'integer', value })), { maxLength: 3 }).map((value): RespValue => ({ kind: 'array', value })),
-    fc.array(smallBytes, { maxLength: 3 }).map((items): RespValue => ({ kind: 'array', value: [{ kind: 'array', value: items.map((value): RespValue => ({ kind: 'bulk', value })) }] })),
-    smallBytes.map((value): RespValue => ({ kind: 'map', value: [[{ kind: 'bulk', value }, { kind: 'bulk', value }]] })),
-    smallBytes.map((value): RespValue => ({ kind: 'array', value: [{ kind: 'bulk', value: Buffer.from('GET'), attributes: [[{ kind: 'bulk', value }, { kind: 'bulk', value }]] }, { kind: 'bulk', value }] })),
-  )
-  .map((v) => encodeValue(v))
+/** Well-formed RESP3 of shapes a request never has (maps, numbers, nested arrays, attributes, `_`). */
+const wrongShape = fc.oneof(
+  fc
+    .oneof(
+      fc.integer().map((value): RespValue => ({ kind: 'integer', value })),
+      smallBytes.map((value): RespValue => ({ kind: 'bulk', value })),
+      fc.constant<RespValue>({ kind: 'null', from: '$' }),
+      fc.array(fc.integer().map((value): RespValue => ({ kind: 'integer', value })), { maxLength: 3 }).map((value): RespValue => ({ kind: 'array', value })),
+      fc.array(smallBytes, { maxLength: 3 }).map((items): RespValue => ({ kind: 'array', value: [{ kind: 'array', value: items.map((value): RespValue => ({ kind: 'bulk', value })) }] })),
+    )
+    .map((v) => encodeValue(v)),
+  // Kinds the protocol does not use (the decoder refuses them as malformed).
+  fc.constant(Buffer.from('_\r\n')),
+  smallBytes.map((v) => Buffer.concat([Buffer.from('%1\r\n'), encodeCommand([v]).subarray(4), encodeCommand([v]).subarray(4)])),
+  smallBytes.map((v) => Buffer.concat([Buffer.from('*2\r\n|1\r\n'), encodeCommand([v, v, 'GET', v]).subarray(4)])),
+)
 
 const payload = fc.oneof(
   { weight: 3, arbitrary: fc.uint8Array({ maxLength: 64 }).map((u) => Buffer.from(u)) },
