@@ -18,6 +18,7 @@ const LAYERS: Array<[room: string, layer: number]> = [
   ['src/value.ts', 0],
   ['src/ndjson.ts', 0],
   ['src/typed-emitter.ts', 0],
+  ['src/whole-number.ts', 0],
   ['src/hlc', 0],
   ['src/resp', 0],
   ['src/protocol', 1],
