@@ -1,5 +1,5 @@
 import { RespProtocolError } from './errors'
-import { commonShape, fixedReply, integerValue, NULL_ARRAY, NULL_BULK, OK } from './fast-path'
+import { integerValue, NULL_ARRAY, NULL_BULK, OK } from './fixed'
 import type { Decoded, RespValue } from './types'
 
 const CR = 13
@@ -29,11 +29,6 @@ export function decode(buf: Buffer, options: DecodeOptions = {}): Decoded {
 
 /** Decodes a payload that must hold exactly one value and nothing after it. */
 export function decodeExact(buf: Buffer, maxDepth?: number): RespValue {
-  // Below depth 1 every value is too deep, and below 2 an array's items are: the reader says so.
-  if (maxDepth === undefined || maxDepth >= 1) {
-    const common = (buf.length <= 5 ? fixedReply(buf) : undefined) ?? commonShape(buf, maxDepth === undefined || maxDepth >= 2)
-    if (common !== undefined) return common
-  }
   // No options or result objects here: this runs for every payload.
   const reader = new Reader(buf, 0, maxDepth ?? DEFAULT_MAX_DEPTH)
   const value = reader.value(1)
