@@ -14,7 +14,7 @@ export async function connectClient(brokerUrl, extra = {}) {
   return client
 }
 
-/** 16-byte keys, as the issue asks. */
+/** 16-byte keys. */
 export const keyOf = (i) => `key-${String(i).padStart(12, '0')}`
 export const VALUE_100 = Buffer.alloc(100, 0x76)
 
