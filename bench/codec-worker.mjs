@@ -126,7 +126,7 @@ function timeSlice(fn, ms) {
     }
     run = (t) => {
       let ops = 0
-      let elapsed = 0
+      let elapsed
       const t0 = process.hrtime.bigint()
       do {
         batchOf(fn, batch, keep)

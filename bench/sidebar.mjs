@@ -1,4 +1,4 @@
-// The editor sidebar's cost (issue 12):
+// The editor sidebar's cost:
 //   1. live updates: a Node-RED runtime whose ss-watch nodes observe 100 keys while a client in this
 //      process SETs them 2,000 times a second; the editor's websocket (as an open sidebar tab has
 //      it) counts the messages pushed, and the runtime's CPU is read from /proc. Reference, same

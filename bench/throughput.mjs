@@ -11,7 +11,7 @@
 // responder each have a mosquitto of their own (same configuration; only one pair is busy at a
 // time). With aedes, each serves through its own embedded broker, in its own process, as the
 // emulator's `--listen` does.
-import { benchArgs, fmtNum, fmtRange, fmtRatio, interleave, pairRatio, percentiles, table, writeResult } from './lib/harness.mjs'
+import { benchArgs, fmtRange, fmtRatio, interleave, pairRatio, percentiles, table, writeResult } from './lib/harness.mjs'
 import { connectBare } from './lib/bare-requester.mjs'
 import { connectClient, drive, preload } from './lib/load.mjs'
 import { startEchoProcess, startEmulatorProcess, startMosquitto } from './lib/procs.mjs'

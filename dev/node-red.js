@@ -55,7 +55,9 @@ function writeSettings(file, settings, moreSource = '') {
  * the child is killed then, so a failed start leaves nothing running.
  */
 async function startNodeRed({ redJs = RED_JS[5], userDir, port, settingsFile, env = process.env, ready, timeoutMs = 30000, onOutput }) {
-  const child = spawn(nodeBinary(), [redJs, '--userDir', userDir, '--port', String(port), '--settings', settingsFile], {
+  // Node-RED 4 runs on this Node.js (CI's Node.js 20 run tests it there); 5 needs 22.9.
+  const node = redJs === RED_JS[4] ? process.execPath : nodeBinary()
+  const child = spawn(node, [redJs, '--userDir', userDir, '--port', String(port), '--settings', settingsFile], {
     cwd: userDir,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

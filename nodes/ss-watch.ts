@@ -38,7 +38,7 @@ export = function (RED: NodeAPI) {
         closing = true
         const observations = [...watched.values()]
         watched.clear()
-        await Promise.all(observations.map((o) => (typeof o === 'string' ? undefined : o.close().catch(() => undefined))))
+        await Promise.all(observations.flatMap((o) => (typeof o === 'string' ? [] : [o.close().catch(() => undefined)])))
       },
     })
 

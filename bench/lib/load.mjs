@@ -14,7 +14,7 @@ export async function connectClient(brokerUrl, extra = {}) {
   return client
 }
 
-/** 16-byte keys, as the issue asks. */
+/** 16-byte keys. */
 export const keyOf = (i) => `key-${String(i).padStart(12, '0')}`
 export const VALUE_100 = Buffer.alloc(100, 0x76)
 
@@ -42,7 +42,7 @@ export async function drive(client, { op, window, ms, keys = 1000, latencies = n
       } catch (err) {
         errors++
         firstError ??= err
-        if (errors > 100) throw new Error(`${op} failing: ${firstError.message}`)
+        if (errors > 100) throw new Error(`${op} failing: ${firstError.message}`, { cause: err })
       }
     }
   }

@@ -44,7 +44,7 @@ export function authOptions(creds: StoreCredentials, tlsNode: TlsConfigNode | nu
   if (tlsNode) {
     const tls: Record<string, unknown> = {}
     tlsNode.addTLSOptions(tls)
-    opts.tls = tls as ClientOptions['tls']
+    opts.tls = tls
   }
   return opts
 }

@@ -41,7 +41,7 @@ export interface Attachment {
   readonly status: StatusView
   readonly t: Translate
   /** The started client, or a clear error (no config node, no client). */
-  client(): Promise<StateStoreClient>
+  readonly client: () => Promise<StateStoreClient>
 }
 
 export interface AttachOptions {

@@ -43,7 +43,8 @@ function classify(status: ConnectionStatus): ConnectionTestOutcome {
   // The catalogue text of these says all there is to say, and what to change.
   if (problem === 'notMqtt' || problem === 'tlsExpected' || problem === 'tlsUnexpected') return { result: problem }
   const reason = status.reason
-  const code = String((status.error as { code?: unknown } | undefined)?.code ?? '')
+  const error: NodeJS.ErrnoException | undefined = status.error
+  const code = error?.code ?? ''
   const result: ConnectionTestResult = status.authFailed
     ? code === NOT_AUTHORIZED
       ? 'notAuthorized'

@@ -10,6 +10,6 @@ export type Translate = (key: string, substitutions?: Record<string, string | nu
 
 /** `t('status.notFound')` → the shared text; `t('node-red:common.status.ok')` passes through. */
 export function commonTranslator(RED: NodeAPI): Translate {
-  const translate = RED._ as unknown as (key: string, substitutions?: Record<string, string | number>) => string
+  const translate = RED._
   return (key, substitutions) => translate(key.includes(':') ? key : COMMON_NS + key, substitutions)
 }

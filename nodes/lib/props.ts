@@ -4,6 +4,7 @@ import { maxNotifiedKeyBytes } from '../../src/protocol'
 import { InputError } from './errors'
 import type { Translate } from './i18n'
 import { rememberKey } from './msg-key'
+import { wholeNumber as readWholeNumber } from '../../src/whole-number'
 
 /**
  * The longest key any node accepts: a bound no real key comes near, so a runaway msg fails here
@@ -61,7 +62,7 @@ export async function evaluateInput(RED: NodeAPI, node: Node, prop: TypedPropert
  * the msg property when the node allows overrides and the msg has it (not undefined); otherwise the
  * node's own setting applies. A refused override is ignored, never an error.
  */
-export function override<T>(msg: NodeMessage, property: string, allowed: boolean, configured: T): T | unknown {
+export function override<T>(msg: NodeMessage, property: string, allowed: boolean, configured: T): unknown {
   return allowed && msg[property] !== undefined ? msg[property] : configured
 }
 
@@ -123,21 +124,19 @@ export async function resolveFencingToken(RED: NodeAPI, node: Node, msg: NodeMes
 /** Expiry in whole milliseconds; 0, empty or absent means none. Numeric strings are accepted (`${ENV}`, form fields). */
 export function parseExpiry(value: unknown, t: Translate): number | undefined {
   if (value === undefined || value === null || value === '' || value === 0 || value === '0') return undefined
-  const n = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new InputError('ExpiryInvalid', t('errors.expiry', { value: preview(value) }))
+  const n = readWholeNumber(value)
+  if (n === undefined) throw new InputError('ExpiryInvalid', t('errors.expiry', { value: preview(value) }))
   return n
 }
 
 /** A whole number >= 0 from a node setting, or the default when blank or not such a number. */
 export function wholeNumber(value: unknown, fallback: number): number {
-  const n = typeof value === 'string' ? (value.trim() === '' ? NaN : Number(value)) : typeof value === 'number' ? value : NaN
-  return Number.isSafeInteger(n) && n >= 0 ? n : fallback
+  return readWholeNumber(value) ?? fallback
 }
 
 /** A positive whole number of milliseconds from a node setting, or the default when blank. */
 export function positiveInt(value: unknown, fallback: number): number {
-  const n = typeof value === 'string' ? (value.trim() === '' ? NaN : Number(value)) : typeof value === 'number' ? value : NaN
-  return Number.isSafeInteger(n) && n > 0 ? n : fallback
+  return readWholeNumber(value, 1) ?? fallback
 }
 
 export function typeName(value: unknown): string {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { EnvironmentError, readAioEnvironment, type ClientOptions } from '../client'
 import { UsageError } from './exit'
+import { wholeNumber as readWholeNumber } from '../whole-number'
 
 /**
  * Where and how the CLI connects: its flags first, then the environment variables the AIO SDKs read
@@ -96,8 +97,8 @@ export function connectionFrom(values: ConnectionValues, env: NodeJS.ProcessEnv 
 }
 
 export function wholeNumber(name: string, text: string, min: number): number {
-  const n = /^\d{1,15}$/.test(text) ? Number(text) : NaN
-  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`${name} ${JSON.stringify(text)}: expected a whole number of at least ${min}`)
+  const n = readWholeNumber(text, min)
+  if (n === undefined) throw new UsageError(`${name} ${JSON.stringify(text)}: expected a whole number of at least ${min}`)
   return n
 }
 

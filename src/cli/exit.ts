@@ -20,7 +20,7 @@ export class UsageError extends Error {
 
 /** What a command ends with: the code, and the line for stderr when there is one. */
 export interface Outcome {
-  code: ExitCode | number
+  code: number
   message?: string
 }
 

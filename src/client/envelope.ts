@@ -3,6 +3,7 @@ import { ProtocolError } from '../errors'
 import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
 import { CONTENT_TYPE, dialect as dialectNamed, PROTOCOL_VERSION, Prop, userProperty, type Dialect } from '../protocol'
 import type { PublishProperties } from './connection'
+import type { ResolvedOptions } from './options'
 
 export interface RequestEnvelope {
   clientId: string
@@ -88,4 +89,35 @@ export function checkVersion(properties: Properties): void {
   if (version === undefined || version === PROTOCOL_VERSION) return
   const major = version.split('.')[0]
   if (major !== PROTOCOL_VERSION.split('.')[0]) throw new ProtocolError(`unsupported protocol version ${JSON.stringify(version)} (this client speaks ${PROTOCOL_VERSION})`)
+}
+
+/**
+ * The protocol around a request's payload: where it goes, the MQTT 5 properties it carries, and
+ * what a response's headers say. The state store's (below) by default; the emulator's admin channel
+ * brings its own, so that it shares PendingRequests' correlation, timeouts and reconnect handling.
+ */
+export interface Envelope {
+  readonly requestTopic: string
+  /** The properties of a request's first send; what it throws (a clock that cannot stamp) fails the request. */
+  properties(request: { correlation: Buffer; responseTopic: string; expirySec: number; fencingToken?: Hlc; persist?: boolean }): PublishProperties
+  /** Checks a response's headers; returns its version, or null. What it throws fails the request. */
+  readVersion(properties: IPublishPacket['properties']): Hlc | null
+}
+
+/** The state store's envelope (protocol reference, section 2): the client's clock stamps each request. */
+export function stateStoreEnvelope(options: ResolvedOptions): Envelope {
+  const { clock, dialect, clientId } = options
+  return {
+    requestTopic: dialect.requestTopic,
+    properties: (r) => {
+      let timestamp: Hlc
+      try {
+        timestamp = clock.tick()
+      } catch (err) {
+        throw err instanceof HlcError ? new ProtocolError(`the clock cannot stamp the request: ${err.message}`, { cause: err }) : err
+      }
+      return requestProperties({ clientId, dialect, timestamp, responseTopic: r.responseTopic, correlation: r.correlation, expirySec: r.expirySec, fencingToken: r.fencingToken, persist: r.persist })
+    },
+    readVersion: (properties) => readResponseVersion(properties, clock, dialect),
+  }
 }

@@ -31,6 +31,7 @@ export { CLIENT_DEFAULTS, resolveOptions, type ResolvedOptions } from './options
 /** One MQTT 5 connection made as the client makes its own (TLS, SAT, TCP_NODELAY, reconnects), for another protocol on the same broker. */
 export { Connection } from './connection'
 /** The client's request/response correlation, for another protocol on the same kind of connection (the emulator's admin channel). */
-export { PendingRequests, type Envelope } from './pending-requests'
+export { PendingRequests } from './pending-requests'
+export type { Envelope } from './envelope'
 /** The AIO SDKs' connection environment (AIO_BROKER_HOSTNAME, AIO_SAT_FILE, …), read once for the CLI, the context store and the config node. */
 export { AIO_DEFAULTS, AIO_VARIABLES, EnvironmentError, environmentAuth, environmentTls, readAioEnvironment, type AioEnvironment, type AioVariable, type EnvironmentProblem } from './environment'

@@ -3,6 +3,7 @@ import { rateLimited, shownUrl } from '../log'
 import { HybridLogicalClock } from '../hlc'
 import { dialect, isProtocolName, PROTOCOL_NAMES, type Dialect } from '../protocol'
 import type { ClientOptions, Logger } from './types'
+import { wholeNumber } from '../whole-number'
 
 /** The defaults of the options ClientOptions leaves open; the config node and the context store show and use the same. */
 export const CLIENT_DEFAULTS = {
@@ -75,6 +76,7 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
 
 function count(value: number | undefined, fallback: number, name: string, min: number): number {
   if (value === undefined) return fallback
-  if (!Number.isSafeInteger(value) || value < min) throw new ArgumentError(`${name} must be a whole number of at least ${min}, got ${value}`)
-  return value
+  const n = typeof value === 'number' ? wholeNumber(value, min) : undefined
+  if (n === undefined) throw new ArgumentError(`${name} must be a whole number of at least ${min}, got ${value}`)
+  return n
 }

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import type { IPublishPacket } from 'mqtt'
-import { ArgumentError, ConnectionError, NoServiceError, OverloadedError, ProtocolError, TimeoutError } from '../errors'
-import { HlcError, type Hlc } from '../hlc'
+import { ArgumentError, ConnectionError, NoServiceError, OverloadedError, TimeoutError } from '../errors'
+import type { Hlc } from '../hlc'
 import { cancelledBy } from '../arguments'
 import { backoffDelay } from './backoff'
 import { downCode, type PublishProperties } from './connection'
-import { readResponseVersion, requestProperties } from './envelope'
+import { stateStoreEnvelope, type Envelope } from './envelope'
+import { ServicePresence } from './service-presence'
 import type { ResolvedOptions } from './options'
 import type { ConnectionStatus } from './types'
 
@@ -38,37 +39,6 @@ export interface Invocation<T = unknown> {
 export type Invoker = <T>(invocation: Invocation<T>) => Promise<T>
 
 /**
- * The protocol around a request's payload: where it goes, the MQTT 5 properties it carries, and
- * what a response's headers say. The state store's (below) by default; the emulator's admin channel
- * brings its own, so that it shares the correlation, timeouts and reconnect handling here.
- */
-export interface Envelope {
-  readonly requestTopic: string
-  /** The properties of a request's first send; what it throws (a clock that cannot stamp) fails the request. */
-  properties(request: { correlation: Buffer; responseTopic: string; expirySec: number; fencingToken?: Hlc; persist?: boolean }): PublishProperties
-  /** Checks a response's headers; returns its version, or null. What it throws fails the request. */
-  readVersion(properties: IPublishPacket['properties']): Hlc | null
-}
-
-/** The state store's envelope (protocol reference, section 2): the client's clock stamps each request. */
-export function stateStoreEnvelope(options: ResolvedOptions): Envelope {
-  const { clock, dialect, clientId } = options
-  return {
-    requestTopic: dialect.requestTopic,
-    properties: (r) => {
-      let timestamp: Hlc
-      try {
-        timestamp = clock.tick()
-      } catch (err) {
-        throw err instanceof HlcError ? new ProtocolError(`the clock cannot stamp the request: ${err.message}`, { cause: err }) : err
-      }
-      return requestProperties({ clientId, dialect, timestamp, responseTopic: r.responseTopic, correlation: r.correlation, expirySec: r.expirySec, fencingToken: r.fencingToken, persist: r.persist })
-    },
-    readVersion: (properties) => readResponseVersion(properties, clock, dialect),
-  }
-}
-
-/**
  * Invokes the request `build` describes. What `build` throws (a bad argument) rejects the promise
  * instead of throwing, so that the operations need not be async: the request's own promise is their
  * result, not a second one awaiting it.
@@ -78,7 +48,7 @@ export function invokeBuilt<T>(invoke: Invoker, build: () => Invocation<T>): Pro
   try {
     invocation = build()
   } catch (err) {
-    return Promise.reject(err as Error)
+    return Promise.reject(err)
   }
   return invoke(invocation)
 }
@@ -122,21 +92,7 @@ export class PendingRequests {
   /** Insertion-ordered, so the oldest waiter is admitted first. */
   private readonly queue = new Set<Pending>()
   private closedWith: Error | null = null
-  /**
-   * What the last request published found behind the request topic: `absent` when the broker said
-   * nobody is subscribed (PUBACK 0x10) and nothing answered since. While no service has ever
-   * answered (servedBefore), a request that meets an absence found by another (a service check, say)
-   * fails at once with NoServiceError instead of waiting its timeout.
-   */
-  private service: 'unknown' | 'present' | 'absent' = 'unknown'
-  /** The request that found the service absent (0: a service check): it alone keeps trying, as a service that starts with us may be there within its timeout. */
-  private absentFoundBy = 0
-  /**
-   * A service has answered on this client before. Then an absence is a service restarting (or
-   * resubscribing after a broker restart), and every request rides through it within its timeout;
-   * only a service never seen (a plain MQTT broker) makes requests fail at once.
-   */
-  private servedBefore = false
+  private readonly service = new ServicePresence((absent) => this.onServiceChange?.(absent))
   /** Told when the service becomes known absent, or present again. */
   onServiceChange: ((absent: boolean) => void) | undefined
   /**
@@ -169,15 +125,7 @@ export class PendingRequests {
   }
 
   get serviceAbsent(): boolean {
-    return this.service === 'absent'
-  }
-
-  private serviceIs(state: 'present' | 'absent'): void {
-    if (state === 'present') this.servedBefore = true
-    if (this.service === state) return
-    const wasAbsent = this.service === 'absent'
-    this.service = state
-    if (wasAbsent !== (state === 'absent')) this.onServiceChange?.(state === 'absent')
+    return this.service.absent
   }
 
   get size(): { inFlight: number; queued: number } {
@@ -224,7 +172,7 @@ export class PendingRequests {
         resend: undefined,
         connectionWait: undefined,
         detach: undefined,
-        resolve: resolve as (result: unknown) => void,
+        resolve,
         reject,
       }
       this.armSweep(p.deadline)
@@ -247,7 +195,7 @@ export class PendingRequests {
       this.options.logger('debug', `dropped a response with ${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, duplicate or foreign)`)
       return
     }
-    this.serviceIs('present')
+    this.service.heard()
     let result: unknown
     try {
       result = p.invocation.parse(payload, this.envelope.readVersion(packet.properties))
@@ -340,15 +288,11 @@ export class PendingRequests {
     p.phase = 'sent'
     p.messageId = this.transport.publish(this.envelope.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
       if (error) this.settle(p, error)
-      else if (!noSubscribers) this.serviceIs('present')
+      else if (!noSubscribers) this.service.heard()
       else if (p.settled) return
-      else {
-        if (this.service !== 'absent') this.absentFoundBy = p.invocation.probe ? 0 : p.id
-        this.serviceIs('absent')
-        if (p.invocation.probe || (!this.servedBefore && this.absentFoundBy !== p.id)) {
-          this.settle(p, new NoServiceError(`the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`))
-          return
-        }
+      else if (this.service.unheard(p.id, p.invocation.probe === true) === 'fail') {
+        this.settle(p, new NoServiceError(`the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`))
+      } else {
         // Nobody received it, so sending it again cannot execute it twice.
         clearTimeout(p.resend)
         p.resend = setTimeout(() => {
@@ -392,8 +336,7 @@ export class PendingRequests {
     err.message += ` (${where})`
     this.settle(p, err)
     // After settling: mqtt.js calls the publish back at once with "Message removed", which would
-    // otherwise settle it first as a lost connection (chaos run, seed 93: a Lock.edit's GET that
-    // timed out while the connection was down failed ConnectionError 'lost', not TimeoutError).
+    // otherwise settle it first as a lost connection; a request that timed out is a TimeoutError.
     if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
   }
 

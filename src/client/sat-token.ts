@@ -1,7 +1,7 @@
 import { readFileSync, watch, type FSWatcher } from 'node:fs'
 import { basename, dirname } from 'node:path'
 
-export const SAT_AUTH_METHOD = 'K8S-SAT'
+export { SAT_AUTH_METHOD } from '../protocol'
 
 /**
  * A Kubernetes service-account token kept in a file that the kubelet rotates. It is read again

@@ -118,7 +118,7 @@ function tlsOptions(config: ContextStoreConfig): TlsOptions | undefined {
     try {
       return readFileSync(file)
     } catch (err) {
-      throw new Error(`state store context: cannot read the ${name} file: ${(err as Error).message}`)
+      throw new Error(`state store context: cannot read the ${name} file: ${(err as Error).message}`, { cause: err })
     }
   }
   const tls: TlsOptions = {}
@@ -144,7 +144,7 @@ function nodeRedLogger(): Logger {
     const { createRequire } = require('node:module') as typeof import('node:module')
     const entry = require.main?.filename ?? process.argv[1]
     if (entry) {
-      const log = createRequire(entry)('@node-red/util').log as Record<LogLevelName, (m: string) => void>
+      const { log } = createRequire(entry)('@node-red/util') as { log?: Record<LogLevelName, (m: string) => void> }
       if (typeof log?.warn === 'function') return (level, message) => log[level](`[statestore context] ${message}`)
     }
   } catch {

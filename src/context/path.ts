@@ -125,7 +125,7 @@ export function setPath(root: Record<Segment, unknown>, parts: readonly Segment[
     } else if (createMissing) {
       const created = typeof parts[i + 1] === 'string' ? {} : []
       obj[key] = created
-      obj = created as Record<Segment, unknown>
+      obj = created
     } else {
       return false
     }

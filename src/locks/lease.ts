@@ -4,6 +4,7 @@ import { requireKey, type Bytes } from '../protocol'
 import { requirePositive, requireValue } from '../arguments'
 import { TypedEmitter } from '../typed-emitter'
 import type { Observation, RequestOptions, StateStoreClient } from '../client'
+import { wholeNumber } from '../whole-number'
 
 /** How soon a renewal that met a connection loss tries again. */
 const RENEW_RETRY_MS = 100
@@ -206,6 +207,6 @@ export class Lease extends TypedEmitter<LeaseEvents> {
 
 function requireWholeMs(value: number, name: string): number {
   requirePositive(value, name)
-  if (!Number.isSafeInteger(value)) throw new ArgumentError(`${name} must be a whole number of milliseconds, got ${value}`)
+  if (wholeNumber(value, 1) === undefined) throw new ArgumentError(`${name} must be a whole number of milliseconds, got ${value}`)
   return value
 }

@@ -18,7 +18,7 @@ function printable(text: string): boolean {
 
 export function viewValue(value: Buffer, limit = 1024): ValueView {
   const size = value.length
-  let text: string | null = null
+  let text: string | null
   // Past 64 KiB a preview is all anyone reads; decoding a few bytes more keeps a cut character whole.
   const head = size > 65536 ? value.subarray(0, Math.max(limit * 4, 4096)) : value
   try {

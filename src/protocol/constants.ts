@@ -7,6 +7,9 @@ export const SERVICE_CLIENTS_PREFIX = 'clients/statestore/v1/FA9AE35F-2F64-47CD-
 export const PROTOCOL_VERSION = '1.0'
 export const CONTENT_TYPE = 'application/octet-stream'
 
+/** The MQTT 5 authentication method of a Kubernetes service-account token (AIO's SAT listeners). */
+export const SAT_AUTH_METHOD = 'K8S-SAT'
+
 /** User property names on requests, responses and notifications. */
 export const Prop = {
   timestamp: '__ts',

@@ -71,7 +71,7 @@ export type NotificationOperation = { operation: 'SET'; value: Buffer } | { oper
 /** `NOTIFY SET VALUE <v>` or `NOTIFY DELETE`. */
 export function parseNotification(payload: Buffer): NotificationOperation {
   const v = reply(payload, 'notification')
-  if (v.kind === 'array' || v.kind === 'push') {
+  if (v.kind === 'array') {
     const words = v.value
     if (words.every((w) => w.kind === 'bulk') && words.length > 0) {
       const text = (i: number) => (words[i] as { value: Buffer }).value.toString('latin1')
@@ -96,11 +96,10 @@ function reply(payload: Buffer, what: string): RespValue {
     throw err
   }
   if (value.kind === 'error') throw new ServiceError(serviceText(value.value))
-  if (value.kind === 'blob-error') throw new ServiceError(serviceText(value.value.toString('utf8')))
   return value
 }
 
-/** The catalogue text after the `ERR ` prefix, whichever error type carried it; other text verbatim. */
+/** The catalogue text after the `ERR ` prefix; other text verbatim. */
 function serviceText(text: string): string {
   return text.startsWith('ERR ') ? text.slice(4) : text
 }

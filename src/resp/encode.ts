@@ -106,7 +106,7 @@ export function encodeBulk(value: Buffer | null): Buffer {
   return out
 }
 
-/** Any RESP3 value, for services, tests and tools; the inverse of `decode`. */
+/** Any value of the protocol's RESP3 kinds, for services, tests and tools; the inverse of `decode`. */
 export function encodeValue(value: RespValue): Buffer {
   const parts: Buffer[] = []
   write(value, parts)
@@ -114,13 +114,6 @@ export function encodeValue(value: RespValue): Buffer {
 }
 
 function write(v: RespValue, parts: Buffer[]): void {
-  if (v.attributes) {
-    parts.push(Buffer.from(`|${v.attributes.length}${CRLF}`, 'latin1'))
-    for (const [k, val] of v.attributes) {
-      write(k, parts)
-      write(val, parts)
-    }
-  }
   switch (v.kind) {
     case 'simple':
       parts.push(encodeSimple(v.value))
@@ -134,49 +127,12 @@ function write(v: RespValue, parts: Buffer[]): void {
     case 'bulk':
       parts.push(encodeBulk(v.value))
       return
-    case 'blob-error':
-      parts.push(Buffer.from(`!${v.value.length}${CRLF}`, 'latin1'), v.value, Buffer.from(CRLF))
-      return
-    case 'verbatim': {
-      const format = Buffer.from(`${v.format}:`, 'latin1')
-      parts.push(Buffer.from(`=${format.length + v.value.length}${CRLF}`, 'latin1'), format, v.value, Buffer.from(CRLF))
-      return
-    }
     case 'null':
-      parts.push(Buffer.from(v.from === '_' ? `_${CRLF}` : `${v.from}-1${CRLF}`, 'latin1'))
-      return
-    case 'double':
-      parts.push(Buffer.from(`,${formatDouble(v.value)}${CRLF}`, 'latin1'))
-      return
-    case 'boolean':
-      parts.push(Buffer.from(v.value ? `#t${CRLF}` : `#f${CRLF}`, 'latin1'))
-      return
-    case 'big-number':
-      parts.push(Buffer.from(`(${v.value}${CRLF}`, 'latin1'))
+      parts.push(Buffer.from(`${v.from}-1${CRLF}`, 'latin1'))
       return
     case 'array':
-    case 'set':
-    case 'push': {
-      const prefix = v.kind === 'array' ? '*' : v.kind === 'set' ? '~' : '>'
-      parts.push(Buffer.from(`${prefix}${v.value.length}${CRLF}`, 'latin1'))
+      parts.push(Buffer.from(`*${v.value.length}${CRLF}`, 'latin1'))
       for (const item of v.value) write(item, parts)
       return
-    }
-    case 'map':
-      parts.push(Buffer.from(`%${v.value.length}${CRLF}`, 'latin1'))
-      for (const [k, val] of v.value) {
-        write(k, parts)
-        write(val, parts)
-      }
-      return
   }
-}
-
-function formatDouble(n: number): string {
-  if (Number.isNaN(n)) return 'nan'
-  if (n === Infinity) return 'inf'
-  if (n === -Infinity) return '-inf'
-  // String(-0) is "0"; the sign is part of the value.
-  if (Object.is(n, -0)) return '-0'
-  return String(n)
 }

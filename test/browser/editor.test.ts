@@ -266,7 +266,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
           img.src = src
           await img.decode()
           return img.naturalWidth > 0 && img.naturalHeight > 0
-        }, icon!)
+        }, icon)
         assert.ok(drawn, `${type} icon ${icon} draws`)
       }
       // Hovering a palette node shows the help's first line as its tooltip.

@@ -339,7 +339,7 @@ export class Editor {
             prop,
             kind: checkbox ? 'checkbox' : el.tagName.toLowerCase(),
             expected: String(value),
-            shown: checkbox ? String((el as HTMLInputElement).checked) : el.value,
+            shown: checkbox ? String(el.checked) : el.value,
           }
         })
       },

@@ -1,4 +1,4 @@
-// A new user's first hour in the editor (issue 17), in Debian's chromium against `npm start`: a
+// A new user's first hour in the editor, in Debian's chromium against `npm start`: a
 // quiet Debug sidebar after start, the palette filter finding the nodes, a new node that takes the
 // state store at once, an uncaught error that reads as one line with the status naming it, and the
 // config dialog's Test connection button and resolved ${AIO_STATESTORE_URL}. Screenshots of each
@@ -21,7 +21,7 @@ const catalogue = readCatalogue('ss-config') as {
 const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch']
 
 
-describe('the editor in its first hour (issue 17: npm start, chromium)', function () {
+describe('the editor in its first hour (npm start, chromium)', function () {
   this.timeout(60000)
   let session: OpenedEditor | null = null
   let editor: Editor
@@ -52,7 +52,7 @@ describe('the editor in its first hour (issue 17: npm start, chromium)', functio
     await page.waitForTimeout(4000)
     const sources = await page.locator('#red-ui-sidebar .red-ui-debug-msg .red-ui-debug-msg-name').allTextContents()
     assert.ok(sources.every((s) => /node: leader/.test(s)), `only the leader election prints by itself: ${JSON.stringify(sources)}`)
-    await editor.showWorkspace(tabs[0]!.id)
+    await editor.showWorkspace(tabs[0].id)
     await editor.screenshot('first-hour-debug-after-start', page.locator('#red-ui-main-container'))
   })
 

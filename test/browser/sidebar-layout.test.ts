@@ -1,4 +1,4 @@
-// The "state store" sidebar where a new user first meets it (issue 25): `npm start` in Debian's
+// The "state store" sidebar where a new user first meets it: `npm start` in Debian's
 // chromium at 1440 x 900, the tab opened from its button and Node-RED 5's Debug tab left below it,
 // so the tab gets about 300 x 280 px. Every section must read without horizontal scrolling there,
 // what a click fills in must come into view, the tab must have its own icon, the inspector must show
@@ -32,7 +32,7 @@ async function inView(page: Page, selector: string): Promise<boolean> {
   })
 }
 
-describe("editor: the state store sidebar at Node-RED 5's default layout (issue 25)", function () {
+describe("editor: the state store sidebar at Node-RED 5's default layout", function () {
   this.timeout(120000)
   let session: OpenedEditor | null = null
   let editor: Editor

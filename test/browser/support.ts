@@ -53,7 +53,7 @@ export class StartedEditor {
       this.child = child
       this.exited = new Promise((r) => child.once('exit', (code) => r(code)))
       const timer = setTimeout(() => reject(new Error(`npm start was not ready within ${timeoutMs} ms:\n${this.output}`)), timeoutMs)
-      child.stdout!.on('data', (d: Buffer) => {
+      child.stdout.on('data', (d: Buffer) => {
         this.output += d
         const url = READY.exec(this.output)?.[1]
         if (url && !this.url) {
@@ -62,7 +62,7 @@ export class StartedEditor {
           resolve()
         }
       })
-      child.stderr!.on('data', (d: Buffer) => (this.output += d))
+      child.stderr.on('data', (d: Buffer) => (this.output += d))
       void this.exited.then((code) => {
         clearTimeout(timer)
         reject(new Error(`npm start exited (${code}) before it was ready:\n${this.output}`))

@@ -88,7 +88,7 @@ export class ContextWorkload {
     const truth = new StateStoreContext({ broker: this.directUrl, prefix: this.prefix, clientId: this.clientId('truth'), cache: false, requestTimeout: 5000, logger: () => {} })
     await truth.open()
     const deadline = performance.now() + settleMs
-    let mismatches: string[] = []
+    let mismatches: string[]
     try {
       for (;;) {
         mismatches = []

@@ -107,7 +107,7 @@ export class LocksWorkload {
       if (Hlc.compare(Hlc.parse(b.output!.token!), Hlc.parse(a.output!.token!)) < 0) violations.push(`an older holder's write landed after a newer holder's:\n${show(a)}\n${show(b)}`)
     }
     for (const f of this.waitFailures) {
-      // A waiter that gave up early because of a connection loss: what issue 28 was about.
+      // A waiter must not give up early because of a connection loss shorter than its wait.
       if (f.code === 'connection:lost' || f.code === 'connection:not-connected') violations.push(`${f.process}: a waiter failed after ${Math.round(f.waitedMs)} ms, before its timeout, because of a connection loss: ${f.error}`)
     }
     const probe = new Lock(reader, this.lockName, { leaseMs: LEASE_MS, persist: true })

@@ -67,7 +67,8 @@ describe('client transports', function () {
       const status = await statusWhere(client, (s) => s.state === 'disconnected')
       // The broker's TLS alert, by its code: "certificate required" in TLS 1.3; TLS 1.2 has no such
       // alert and sends "handshake failure".
-      const code = (status.error as NodeJS.ErrnoException | undefined)?.code
+      const error: NodeJS.ErrnoException | undefined = status.error
+      const code = error?.code
       assert.ok(code === 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' || code === 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', `refused for another reason: ${code} ${status.reason}`)
     })
 
@@ -95,7 +96,7 @@ describe('client transports', function () {
         const wss = new WebSocketServer({ server })
         wss.on('connection', (socket, request) => {
           request.socket.setNoDelay(true)
-          broker.aedes.handle(createWebSocketStream(socket) as never)
+          broker.aedes.handle(createWebSocketStream(socket))
         })
         await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
         servers.push(server)

@@ -108,13 +108,13 @@ describe('context store: the same scenarios as Node-RED’s memory and localfile
   it('keys, delete and clean right after a set has called back', () =>
     same(async (store) => {
       await call((cb) => store.set(SCOPE, ['k1', 'k2'], [1, 2], cb))
-      const [keys] = await call<[string[]]>((cb) => store.keys(SCOPE, cb as never))
+      const [keys] = await call<[string[]]>((cb) => store.keys(SCOPE, cb))
       await call((cb) => store.set('n2:f1', 'fresh', 1, cb))
       await store.clean(['n1'])
-      const [cleaned] = await call<[string[]]>((cb) => store.keys('n2:f1', cb as never))
+      const [cleaned] = await call<[string[]]>((cb) => store.keys('n2:f1', cb))
       await call((cb) => store.set(SCOPE, 'k3', 3, cb))
       await store.delete(SCOPE)
-      const [deleted] = await call<[string[]]>((cb) => store.keys(SCOPE, cb as never))
+      const [deleted] = await call<[string[]]>((cb) => store.keys(SCOPE, cb))
       // one key at a time: localfilesystem without its cache answers a missing scope with one value however many were asked
       const gone = [await call((cb) => store.get(SCOPE, 'k1', cb)), await call((cb) => store.get(SCOPE, 'k3', cb))]
       return { keys: keys.sort(), cleaned, deleted, gone }
@@ -155,7 +155,7 @@ describe('context store: the same scenarios as Node-RED’s memory and localfile
     const answers: Array<[string, unknown]> = []
     for (const subject of subjects().filter((s) => s.cached)) {
       const store = await subject.open()
-      for (const [key, value] of WRITES) store.set(SCOPE, key as string, structuredClone(value))
+      for (const [key, value] of WRITES) store.set(SCOPE, key, structuredClone(value))
       answers.push([subject.name, { values: READS.map((k) => store.get(SCOPE, k)), keys: (store.keys(SCOPE) as string[]).sort() }])
     }
     for (const [name, answer] of answers.slice(1)) assert.deepEqual(answer, answers[0]![1], name)

@@ -111,7 +111,7 @@ describe('context store: the Node-RED Store API on the state store', function ()
         const actual = await call((cb) => ours.get(SCOPE, key, cb)).catch((err: Error & { code?: string }) => ({ code: err.code }))
         assert.deepEqual(actual, expected, key)
       }
-      const [keys] = await call<[string[]]>((cb) => ours.keys(SCOPE, cb as never))
+      const [keys] = await call<[string[]]>((cb) => ours.keys(SCOPE, cb))
       assert.deepEqual(keys.sort(), (theirs.keys(SCOPE) as string[]).sort())
       assert.throws(() => ours.get(SCOPE, 'a'), /only asynchronous access supported/)
       assert.throws(() => ours.keys(SCOPE), /Callback must be a function/)

@@ -63,7 +63,7 @@ export interface TestStore extends NodeRedStore {
 export function contextStore(config: ContextStoreConfig): TestStore {
   const logs: LogLine[] = []
   const inner = new StateStoreContext({ requestTimeout: 3000, logger: (level, message) => logs.push({ level, message }), ...config })
-  return Object.assign(inner as unknown as NodeRedStore, { logs, inner }) as TestStore
+  return Object.assign(inner as unknown as NodeRedStore, { logs, inner })
 }
 
 /** The callback form as a promise: resolves with the values after the error argument. */

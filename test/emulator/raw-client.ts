@@ -194,6 +194,4 @@ export class RawClient {
   }
 }
 
-export async function sleep(ms: number): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms))
-}
+export { sleep } from '../support/wait'

@@ -6,10 +6,11 @@ import { NotSupportedError, StateStoreClient } from '../../src'
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator'
 import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/core/refusals'
 import { Reply, Request } from '../../src/protocol'
-import { decodeExact, type RespValue } from '../../src/resp'
+import { decodeExact } from '../../src/resp'
 import { mosquittoUrl } from '../support/broker'
 import { Responder } from '../client/support/responder'
 import { RawClient } from './raw-client'
+import { ClientPool } from '../support/clients'
 
 /** One SCAN answer as a bare client reads it: the keys (latin1) and the token, or the error text. */
 type Page = { keys: string[]; token: Buffer | null } | { error: string }
@@ -19,16 +20,16 @@ async function scan(raw: RawClient, pattern: string | Buffer, token: Buffer | nu
   const value = decodeExact(reply.payload)
   if (value.kind === 'error') return { error: value.value }
   assert.equal(value.kind, 'array', `a SCAN answer is an array, got ${value.kind}`)
-  const items = value.value as RespValue[]
+  const items = value.value
   assert.ok(items.length === 1 || items.length === 2, `*1 or *2, got *${items.length}`)
   const [page, next] = items
   assert.equal(page!.kind, 'array')
-  const keys = (page!.value as RespValue[]).map((k) => {
+  const keys = page!.value.map((k) => {
     assert.equal(k.kind, 'bulk')
-    return (k.value as Buffer).toString('latin1')
+    return k.value.toString('latin1')
   })
   if (next !== undefined) assert.equal(next.kind, 'bulk', 'the continuation token is a bulk string')
-  return { keys, token: next ? (next.value as Buffer) : null }
+  return { keys, token: next ? next.value : null }
 }
 
 /** Follows the tokens to the end; every page, in order. */
@@ -188,18 +189,18 @@ describe('SCAN and authorization', function () {
 describe('client.scan', function () {
   this.timeout(20_000)
   let emulator: Emulator
-  const clients: StateStoreClient[] = []
+  const clients = new ClientPool()
   before(async () => {
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error', scanPageKeys: 7 })
   })
   after(async () => {
-    await Promise.all(clients.map((c) => c.close()))
+    await clients.closeAll()
     await emulator?.stop()
   })
 
   it('gives the keys page by page, the token kept inside, and null at the end', async () => {
     const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'scanner' })
-    clients.push(client)
+    clients.add(client)
     await client.ready({ timeoutMs: 5000 })
     const keys = Array.from({ length: 30 }, (_, i) => `dev/${i}`)
     for (const k of keys) await client.set(k, 'x')
@@ -234,7 +235,7 @@ describe('client.scan', function () {
     // A state store as released: SCAN is an unknown command.
     const responder = await Responder.start(url, () => ({ payload: Reply.error('unknown command') }))
     const client = new StateStoreClient({ brokerUrl: url, clientId: 'scanner-old', requestTimeoutMs: 3000 })
-    clients.push(client)
+    clients.add(client)
     try {
       await client.ready({ timeoutMs: 5000 })
       await assert.rejects(client.scan('*').next(), (err: unknown) => err instanceof NotSupportedError && err.kind === 'not-supported' && err.verb === 'SCAN')

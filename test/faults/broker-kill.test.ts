@@ -14,6 +14,7 @@ import { Mosquitto } from '../support/mosquitto'
 import { ALL, helper, onTab, statuses, type TestNode } from '../nodes/support'
 import { Outcomes, requireMosquitto, retry, sleep, until } from '../reliability/support'
 import { TcpRelay } from '../support/relay'
+import { ClientPool } from '../support/clients'
 
 type Msg = Record<string, unknown>
 type Status = { fill?: string; shape?: string; text?: string }
@@ -25,7 +26,7 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
   let broker: Mosquitto
   let emulator: Emulator
   let relay: TcpRelay
-  const clients: StateStoreClient[] = []
+  const clients = new ClientPool()
   const emulatorLog: string[] = []
 
   before(async function () {
@@ -36,7 +37,7 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
   })
   after(async () => {
     await helper.unload()
-    await Promise.all(clients.map((c) => c.close()))
+    await clients.closeAll()
     await emulator?.stop()
     await relay?.stop()
     await broker?.stop()
@@ -44,7 +45,7 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
 
   function client(url: string, id: string): StateStoreClient {
     const c = new StateStoreClient({ brokerUrl: url, clientId: `${id}-${process.pid}`, reconnectMinMs: 50, reconnectMaxMs: 300, requestTimeoutMs: 8000 })
-    clients.push(c)
+    clients.add(c)
     return c
   }
 

@@ -13,12 +13,13 @@ import { StateStoreClient, type KeyNotification } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { sleep, until } from '../reliability/support'
 import { holdSyncs as holdSyncsOf } from '../support/hold-syncs'
+import { ClientPool } from '../support/clients'
 
 describe('faults: nothing shows a persistent write before it is durable', function () {
   this.timeout(20_000)
   let dir: string
   let emulator: Emulator
-  const clients: StateStoreClient[] = []
+  const clients = new ClientPool()
   let restoreSync: () => void = () => {}
 
   beforeEach(async () => {
@@ -27,7 +28,7 @@ describe('faults: nothing shows a persistent write before it is durable', functi
   })
   afterEach(async () => {
     restoreSync()
-    await Promise.all(clients.splice(0).map((c) => c.close()))
+    await clients.closeAll()
     await emulator?.stop()
     rmSync(dir, { recursive: true, force: true })
   })
@@ -38,9 +39,12 @@ describe('faults: nothing shows a persistent write before it is durable', functi
   }
 
   it('answers a GET of the key, and notifies its watcher, only once the SET is synced', async () => {
-    for (const id of ['writer', 'reader', 'watcher']) clients.push(new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `${id}-${process.pid}` }))
-    const [writer, reader, watcher] = clients as [StateStoreClient, StateStoreClient, StateStoreClient]
-    await Promise.all(clients.map((c) => c.ready({ timeoutMs: 5000 })))
+    const [writer, reader, watcher] = clients.add(...['writer', 'reader', 'watcher'].map((id) => new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `${id}-${process.pid}` }))) as [
+      StateStoreClient,
+      StateStoreClient,
+      StateStoreClient,
+    ]
+    await Promise.all([writer, reader, watcher].map((c) => c.ready({ timeoutMs: 5000 })))
     const told: KeyNotification[] = []
     await watcher.observe('durable/k', (n) => told.push(n))
 

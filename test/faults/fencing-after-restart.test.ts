@@ -46,8 +46,8 @@ describe('faults: a fencing token across an emulator restart with --persist', fu
   async function restartWithTokens(persist: boolean): Promise<() => Promise<unknown>> {
     const c = client!
     // Two holders' tokens: versions of two SETs of a lease key, the second greater.
-    const older = (await c.set('fenced/lease', 'r0', { persist: true })).version!
-    const newer = (await c.set('fenced/lease', 'r1', { persist: true })).version!
+    const older = (await c.set('fenced/lease', 'r0', { persist: true })).version
+    const newer = (await c.set('fenced/lease', 'r1', { persist: true })).version
     await c.set('fenced/pump', 'by r1', { fencingToken: newer, persist })
     await emulator!.stop()
     emulator = await start()

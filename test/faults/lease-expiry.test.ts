@@ -14,13 +14,14 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { startMqttBroker, type OwnBroker } from '../support/broker'
 import { until } from '../reliability/support'
 import { TcpRelay } from '../support/relay'
+import { ClientPool } from '../support/clients'
 
 describe('faults: a lease holder paused past its lease', function () {
   this.timeout(30_000)
   let broker: OwnBroker
   let emulator: Emulator
   let relay: TcpRelay
-  const clients: StateStoreClient[] = []
+  const clients = new ClientPool()
 
   before(async function () {
     broker = await startMqttBroker(this)
@@ -29,7 +30,7 @@ describe('faults: a lease holder paused past its lease', function () {
   })
   after(async () => {
     relay?.thaw()
-    await Promise.all(clients.map((c) => c.close()))
+    await clients.closeAll()
     await emulator?.stop()
     await relay?.stop()
     await broker?.stop()
@@ -38,7 +39,7 @@ describe('faults: a lease holder paused past its lease', function () {
   it('hands the lease to the standby with a greater fencing token and refuses the old holder\'s fenced writes', async () => {
     const holderClient = new StateStoreClient({ brokerUrl: relay.url, clientId: `holder-${process.pid}`, requestTimeoutMs: 2000 })
     const standbyClient = new StateStoreClient({ brokerUrl: broker.url, clientId: `standby-${process.pid}`, requestTimeoutMs: 2000 })
-    clients.push(holderClient, standbyClient)
+    clients.add(holderClient, standbyClient)
     await Promise.all([holderClient.ready({ timeoutMs: 5000 }), standbyClient.ready({ timeoutMs: 5000 })])
 
     const leaseMs = 600

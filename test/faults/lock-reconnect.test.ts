@@ -14,6 +14,7 @@ import { Hlc } from '../../src/hlc'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
 import { sleep, until } from '../reliability/support'
+import { ClientPool } from '../support/clients'
 
 /** nodes/ss-config.ts's default connection wait, which ss-lock's requests get. */
 const CONFIG_CONNECTION_WAIT_MS = 2000
@@ -23,10 +24,10 @@ describe('faults: a lock waiter through a reconnect', function () {
   this.timeout(30_000)
   let emulator: Emulator
   let relay: TcpRelay
-  const clients: StateStoreClient[] = []
+  const clients = new ClientPool()
   const client = (url: string, id: string, reconnectMs = 50) => {
     const c = new StateStoreClient({ brokerUrl: url, clientId: `${id}-${process.pid}`, connectionWaitMs: CONFIG_CONNECTION_WAIT_MS, reconnectMinMs: reconnectMs, reconnectMaxMs: reconnectMs })
-    clients.push(c)
+    clients.add(c)
     return c
   }
 
@@ -36,7 +37,7 @@ describe('faults: a lock waiter through a reconnect', function () {
   })
   afterEach(async () => {
     relay.restore()
-    await Promise.all(clients.splice(0).map((c) => c.close()))
+    await clients.closeAll()
   })
   after(async () => {
     await relay?.stop()
@@ -81,7 +82,7 @@ describe('faults: a lock waiter through a reconnect', function () {
 
   it('keeps a held lease through a connection loss shorter than the lease: renewals try again', async () => {
     const c = new StateStoreClient({ brokerUrl: relay.url, clientId: `renewer-${process.pid}`, connectionWaitMs: 200, reconnectMinMs: 50, reconnectMaxMs: 100 })
-    clients.push(c)
+    clients.add(c)
     const observer = client(emulator.brokerUrl, 'observer')
     await Promise.all([c.ready({ timeoutMs: 5000 }), observer.ready({ timeoutMs: 5000 })])
     const held = new Lock(c, 'fault/renew', { leaseMs: 4000, renewPeriodMs: 300 })

@@ -12,24 +12,25 @@ import { Reply } from '../../src/protocol'
 import { startMqttBroker, type OwnBroker } from '../support/broker'
 import { Responder, type SeenRequest } from '../client/support/responder'
 import { heapAfterGc, Outcomes, sleep, until } from '../reliability/support'
+import { ClientPool } from '../support/clients'
 
 describe('faults: silent or slow service', function () {
   this.timeout(60_000)
   let broker: OwnBroker
   let responder: Responder
   let mode: 'silent' | 'slow' | 'prompt' = 'silent'
-  const clients: StateStoreClient[] = []
+  const clients = new ClientPool()
 
   before(async function () {
     broker = await startMqttBroker(this)
-    responder = await Responder.start(broker.url, async (request: SeenRequest) => {
+    responder = await Responder.start(broker.url, async (_request: SeenRequest) => {
       if (mode === 'silent') return null
       if (mode === 'slow') await sleep(250)
       return { payload: Reply.nil }
     })
   })
   after(async () => {
-    await Promise.all(clients.map((c) => c.close()))
+    await clients.closeAll()
     await responder?.stop()
     await broker?.stop()
   })
@@ -39,7 +40,7 @@ describe('faults: silent or slow service', function () {
     const maxInFlight = 200
     const maxQueued = 100
     const c = new StateStoreClient({ brokerUrl: broker.url, clientId: `silent-${process.pid}`, requestTimeoutMs: 80, maxInFlight, maxQueued })
-    clients.push(c)
+    clients.add(c)
     await c.ready({ timeoutMs: 5000 })
 
     const rounds = 16
@@ -87,11 +88,11 @@ describe('faults: silent or slow service', function () {
       brokerUrl: broker.url,
       clientId: `slow-${process.pid}`,
       requestTimeoutMs: 100,
-      logger: (level, message) => {
+      logger: (_level, message) => {
         if (message.includes('dropped a response')) dropped.push(message)
       },
     })
-    clients.push(c)
+    clients.add(c)
     await c.ready({ timeoutMs: 5000 })
     responder.requests.splice(0)
     const late = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => c.get(`slow/${i}`)))

@@ -4,10 +4,10 @@ import assert from 'node:assert/strict'
 import { InputError, NodeFailure, toFailure } from '../../nodes/lib/errors'
 import { evaluateInput } from '../../nodes/lib/props'
 import { ConnectionError, ServiceError } from '../../src/errors'
+import { redModule } from './support'
 
 // The runtime's own encoder for the Debug sidebar, from the Node-RED this package is tested with.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const redUtil = require(require.resolve('@node-red/util/lib/util.js', { paths: [require.resolve('node-red')] })) as {
+const redUtil = redModule('@node-red/util/lib/util.js') as {
   encodeObject(msg: { msg: unknown }): { msg: unknown; format: string }
 }
 const { encodeObject } = redUtil

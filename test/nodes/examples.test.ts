@@ -1,21 +1,18 @@
 import assert from 'node:assert/strict'
-import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator } from '../../src/emulator'
-import { ALL, helper, lastStatus, listen, until, nextMessage, noMessage, useStore } from './support'
+import { ALL, helper, lastStatus, listen, until, nextMessage, noMessage, redModule, useStore } from './support'
 
-/* eslint-disable @typescript-eslint/no-require-imports */
 const CORE = [
-  require('@node-red/nodes/core/common/20-inject.js'),
-  require('@node-red/nodes/core/common/90-comment.js'),
-  require('@node-red/nodes/core/function/10-function.js'),
-  require('@node-red/nodes/core/function/15-change.js'),
-  require('@node-red/nodes/core/function/89-delay.js'),
+  redModule('@node-red/nodes/core/common/20-inject.js'),
+  redModule('@node-red/nodes/core/common/90-comment.js'),
+  redModule('@node-red/nodes/core/function/10-function.js'),
+  redModule('@node-red/nodes/core/function/15-change.js'),
+  redModule('@node-red/nodes/core/function/89-delay.js'),
 ]
-/* eslint-enable @typescript-eslint/no-require-imports */
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; name?: string }
 const dir = join(__dirname, '..', '..', 'examples')

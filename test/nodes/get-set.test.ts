@@ -228,7 +228,7 @@ describe('nodes: ss-set and ss-get', function () {
     let ok = nextMessage(helper.getNode('out1'))
     nx.receive({ topic: 'cond', payload: 'first' })
     assert.equal((await ok).applied, true)
-    let notApplied = nextMessage(helper.getNode('out2'))
+    const notApplied = nextMessage(helper.getNode('out2'))
     nx.receive({ topic: 'cond', payload: 'second' })
     const n = await notApplied
     assert.equal(n.applied, false)

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
+import { until as waitUntil } from '../support/wait'
 
 /** Node methods are sinon spies on Node.prototype during a test: calls of every node, told apart by thisValue. */
 export interface Spy {
@@ -28,7 +29,21 @@ export interface TestHelper {
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const helper = require('node-red-node-test-helper') as TestHelper
-helper.init(require.resolve('node-red'))
+
+/**
+ * The Node-RED the node tests run in: 5, or 4 on a Node.js below 5's floor of 22.9 (CI's Node.js 20
+ * run), the Node-RED a user of that Node.js has.
+ */
+const [nodeMajor = 0, nodeMinor = 0] = process.versions.node.split('.').map(Number)
+export const NODE_RED_MAJOR = nodeMajor > 22 || (nodeMajor === 22 && nodeMinor >= 9) ? 5 : 4
+const RED = require.resolve(NODE_RED_MAJOR === 5 ? 'node-red' : 'node-red-v4')
+helper.init(RED)
+
+/** A module of the Node-RED the tests run in: a core node, its util. */
+export function redModule(path: string): unknown {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require(require.resolve(path, { paths: [RED] }))
+}
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 export const modules = {
@@ -155,12 +170,8 @@ export function listen(...nodes: TestNode[]): void {
 }
 
 /** Waits until `predicate` holds (polling), or fails after `ms` with `what`. */
-export async function until(predicate: () => boolean, what: string, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
+export function until(predicate: () => boolean, what: string, ms = 3000): Promise<void> {
+  return waitUntil(predicate, what, ms)
 }
 
 /** The last status a node showed. */

@@ -8,10 +8,9 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { helper, nextMessage } from './support'
+import { helper, nextMessage, redModule } from './support'
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const FUNCTION = require('@node-red/nodes/core/function/10-function.js')
+const FUNCTION = redModule('@node-red/nodes/core/function/10-function.js')
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; name?: string }
 /** What the test uses of a running function node: its input and its flow context. */

@@ -14,6 +14,7 @@ import { publishPacketSize, type PublishPropertiesForSize } from '../../src/prot
 import { Mosquitto } from '../support/mosquitto'
 import { ALL, helper, nextMessage, onTab } from '../nodes/support'
 import { requireMosquitto, until } from './support'
+import { ClientPool } from '../support/clients'
 
 const MAX_PACKET = 1536 * 1024
 const MiB = 1024 * 1024
@@ -23,7 +24,7 @@ describe('reliability: values at the limits', function () {
   let broker: Mosquitto
   let emulator: Emulator
   const warnings: string[] = []
-  const clients: StateStoreClient[] = []
+  const clients = new ClientPool()
   let writer: StateStoreClient
   let watcher: StateStoreClient
   const states: ConnectionState[] = []
@@ -34,13 +35,13 @@ describe('reliability: values at the limits', function () {
     emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'warn', logger: (_level, message) => warnings.push(message) })
     writer = new StateStoreClient({ brokerUrl: broker.url, clientId: `limits-writer-${process.pid}`, requestTimeoutMs: 5000 })
     watcher = new StateStoreClient({ brokerUrl: broker.url, clientId: `limits-watcher-${process.pid}`, requestTimeoutMs: 5000 })
-    clients.push(writer, watcher)
-    await Promise.all(clients.map((c) => c.ready({ timeoutMs: 5000 })))
+    clients.add(writer, watcher)
+    await Promise.all([writer, watcher].map((c) => c.ready({ timeoutMs: 5000 })))
     writer.on('status', (s) => states.push(s.state))
   })
   after(async () => {
     await helper.unload()
-    await Promise.all(clients.map((c) => c.close()))
+    await clients.closeAll()
     await emulator?.stop()
     await broker?.stop()
   })

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { mosquittoPath } from '../support/mosquitto'
+import { sleep } from '../support/wait'
 
 export const ROOT = join(__dirname, '..', '..')
 
@@ -36,31 +37,7 @@ export function heapAfterGc(): number {
   return process.memoryUsage().heapUsed
 }
 
-export async function sleep(ms: number): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms))
-}
-
-/** Polls until `predicate` holds; fails after `ms` naming `what`. */
-export async function until(predicate: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await sleep(20)
-  }
-}
-
-/** Retries `attempt` until it resolves; the last error after `ms`. */
-export async function retry<T>(attempt: () => Promise<T>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    try {
-      return await attempt()
-    } catch (err) {
-      if (Date.now() > deadline) throw err
-      await sleep(50)
-    }
-  }
-}
+export { retry, sleep, until } from '../support/wait'
 
 /** How a batch of requests ended: results, and failures counted by error name. */
 export class Outcomes<T> {

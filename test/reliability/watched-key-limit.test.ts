@@ -12,6 +12,7 @@ import { encodeCommand } from '../../src/resp'
 import { MAX_TOPIC_BYTES, maxNotifiedKeyBytes, notificationTopic } from '../../src/protocol'
 import { RawClient } from '../emulator/raw-client'
 import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, until, useStore } from '../nodes/support'
+import { ClientPool } from '../support/clients'
 
 /** An ASCII key, so characters and bytes agree. */
 const keyOf = (bytes: number, mark: string) => `${mark}/`.padEnd(bytes, 'k')
@@ -29,16 +30,16 @@ describe('the watched-key limit', function () {
   })
 
   describe('client', () => {
-    const clients: StateStoreClient[] = []
+    const clients = new ClientPool()
     afterEach(async () => {
-      await Promise.all(clients.splice(0).map((c) => c.close()))
+      await clients.closeAll()
     })
 
     for (const over of [-1, 0]) {
       it(`observes a key of the limit ${over === 0 ? '' : '- 1 '}bytes and receives its notification`, async () => {
         const watcher = new StateStoreClient({ brokerUrl: store.emulator.brokerUrl, clientId: `limit-watcher${over}` })
         const writer = new StateStoreClient({ brokerUrl: store.emulator.brokerUrl, clientId: `limit-writer${over}` })
-        clients.push(watcher, writer)
+        clients.add(watcher, writer)
         const key = keyOf(maxNotifiedKeyBytes(watcher.clientId) + over, `client${over}`)
         const seen: KeyNotification[] = []
         await watcher.observe(key, (n) => seen.push(n))
@@ -52,7 +53,7 @@ describe('the watched-key limit', function () {
     it('refuses a key of the limit + 1 bytes at once, naming the limit, without waiting for a connection', async () => {
       // Nothing listens on port 9: were the key sent, observe would wait for the connection for a minute.
       const client = new StateStoreClient({ brokerUrl: 'mqtt://127.0.0.1:9', clientId: 'limit-refused', requestTimeoutMs: 60_000 })
-      clients.push(client)
+      clients.add(client)
       const max = maxNotifiedKeyBytes(client.clientId)
       await assert.rejects(client.observe(keyOf(max + 1, 'over'), () => {}), (err: unknown) => {
         assert.ok(err instanceof ArgumentError, String(err))

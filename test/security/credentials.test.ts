@@ -50,7 +50,7 @@ describe('security: credentials never appear in flows or logs', function () {
       stream.write = function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]) {
         output += typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString() : String(chunk)
         return (original as (...a: unknown[]) => boolean).call(this, chunk, ...rest)
-      } as NodeJS.WriteStream['write']
+      }
     }
   })
   after(async () => {

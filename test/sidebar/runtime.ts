@@ -78,7 +78,7 @@ export class AuthRuntime {
     if (body !== undefined) headers['Content-Type'] = 'application/json'
     const res = await fetch(this.url + path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) })
     const text = await res.text()
-    let json: unknown = null
+    let json: unknown
     try {
       json = text ? JSON.parse(text) : null
     } catch {

@@ -224,7 +224,7 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
       assert.deepEqual(Object.keys(after).sort(), Object.keys(before).sort())
       // and the flows use it from now on
       await r.red.inject('nr5-count')
-      const next = String(Number(before.counter!.msg) + 1)
+      const next = String(Number(before.counter.msg) + 1)
       await until('the counter to go on', async () => ((await global(r)).counter?.msg === next ? true : undefined))
     } finally {
       await r.red.stop() // after() closes the comms

@@ -37,8 +37,8 @@ function startScript(userDir: string, underShell = false, editorPort = 0, script
       const broker = BROKER.exec(output)?.[1]
       if (editor && broker) resolve({ child, editor, broker, output: () => output, exit })
     }
-    child.stdout!.on('data', onData)
-    child.stderr!.on('data', (d: Buffer) => (output += d))
+    child.stdout.on('data', onData)
+    child.stderr.on('data', (d: Buffer) => (output += d))
     void exit.then((code) => reject(new Error(`start.mjs exited (${code}) before it was ready:\n${output}`)))
   })
 }

@@ -20,6 +20,7 @@ const LAYERS: Array<[room: string, layer: number]> = [
   ['src/typed-emitter.ts', 0],
   ['src/key-records.ts', 0],
   ['src/bounded.ts', 0],
+  ['src/whole-number.ts', 0],
   ['src/hlc', 0],
   ['src/resp', 0],
   ['src/protocol', 1],

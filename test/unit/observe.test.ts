@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { EventEmitter } from 'node:events'
+import { install } from '@sinonjs/fake-timers'
 import { Hlc } from '../../src/hlc'
 import { Coalescer, ConnectionMetrics, LiveFeed, StoreActivity, viewValue, type StoreUpdate } from '../../src/observe'
 import { StateStoreClient, type RequestRecorder } from '../../src/client'
@@ -67,15 +68,19 @@ describe('observe: connection metrics', () => {
 })
 
 describe('observe: coalescer', () => {
-  it('hands over each changed id once per interval however often it changed', async () => {
+  let clock: ReturnType<typeof install>
+  beforeEach(() => (clock = install({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })))
+  afterEach(() => clock.uninstall())
+
+  it('hands over each changed id once per interval however often it changed', () => {
     const flushed: string[][] = []
     const c = new Coalescer<string>(30, (ids) => flushed.push([...ids]))
     for (let i = 0; i < 2000; i++) c.mark(i % 2 ? 'a' : 'b')
-    await new Promise((r) => setTimeout(r, 60))
+    clock.tick(60)
     assert.deepEqual(flushed, [['b', 'a']])
     c.mark('a')
     c.clear()
-    await new Promise((r) => setTimeout(r, 60))
+    clock.tick(60)
     assert.equal(flushed.length, 1, 'cleared ids are not flushed')
   })
 })
@@ -190,7 +195,10 @@ describe('observe: the client reports its requests', () => {
 })
 
 describe('observe: live feed', () => {
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+  let clock: ReturnType<typeof install>
+  beforeEach(() => (clock = install({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] })))
+  afterEach(() => clock.uninstall())
+  const sleep = (ms: number) => clock.tickAsync(ms)
 
   it('pushes only while a viewer holds a lease, each changed item once per interval', async () => {
     const updates: StoreUpdate[] = []

@@ -80,8 +80,8 @@ describe('SCAN walks', () => {
     const walks = new ScanWalks(store().view, limits)
     const seen: string[] = []
     let token: Buffer | null = null
-    let previous: Buffer | null = null
-    let last: Extract<ScanAnswer, { ok: true }> | null = null
+    let previous: Buffer | null
+    let last: Extract<ScanAnswer, { ok: true }>
     do {
       last = page(walks, token)
       seen.push(...last.keys.map((k) => k.toString()))

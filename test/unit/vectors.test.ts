@@ -1,6 +1,6 @@
 /**
- * Every vector of test/fixtures/vectors.json (taken from the official Go, Rust and .NET clients'
- * unit tests, see /work/shared/spec/README.md) runs here as its own test, or is listed in
+ * Every vector of test/fixtures/vectors.json (taken from the unit tests of the official Go, Rust
+ * and .NET clients in github.com/Azure/iot-operations-sdks; each names its file there) runs here as its own test, or is listed in
  * NOT_APPLICABLE with the reason. Where the SDKs disagree among themselves and we follow one of
  * them on purpose, the vector still runs, but against OUR behaviour, listed in DEVIATIONS with the
  * reason. A vector that no rule understands fails; none is skipped silently.

@@ -89,7 +89,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 function entry(id: string, record: StoredRecord, size: number): KeyEntry {
   const bytes = Buffer.from(id, 'latin1')
-  let key: string | null = null
+  let key: string | null
   try {
     key = utf8.decode(bytes)
   } catch {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
-import { topicMatches } from '../../protocol'
+import { SAT_AUTH_METHOD, topicMatches } from '../../protocol'
 import { takeoverRefusal } from './client-id-owner'
 import { inProcessPair } from './in-process'
 import { authenticateSat, authenticateX509, type AuthenticationVerdict, type ListenerAuthentication } from './authentication'
@@ -135,7 +135,7 @@ export interface DirectMessage {
   properties: { contentType?: string; userProperties?: Record<string, string> }
 }
 
-export const SAT_AUTH_METHOD = 'K8S-SAT'
+export { SAT_AUTH_METHOD }
 
 // aedes' CONNACK return codes (v3 numbering; aedes maps them to the MQTT 5 reason codes 0x86 and 0x87).
 const BAD_USERNAME_OR_PASSWORD = 4
@@ -441,5 +441,5 @@ function connectedClient(aedes: Aedes, clientId: string): AedesClient | null {
 }
 
 function authError(message: string, returnCode: number): AuthenticateError {
-  return Object.assign(new Error(message), { returnCode }) as AuthenticateError
+  return Object.assign(new Error(message), { returnCode })
 }

@@ -282,7 +282,7 @@ async function main(): Promise<void> {
       const i = a.indexOf(':')
       const pairs = a.slice(i + 1).split(',').map((pair) => pair.split('='))
       if (i <= 0 || pairs.some((p) => p.length !== 2 || !p[0])) fail(`--attributes ${JSON.stringify(a)}: expected name:attribute=value[,attribute=value...]`)
-      attributes[a.slice(0, i)] = { ...attributes[a.slice(0, i)], ...Object.fromEntries(pairs) }
+      attributes[a.slice(0, i)] = { ...attributes[a.slice(0, i)], ...(Object.fromEntries(pairs) as Record<string, string>) }
     }
     if (Object.keys(users).length > 0 || satTokens.length > 0 || Object.keys(attributes).length > 0) options.brokerAuth = { users, satTokens, attributes }
   }

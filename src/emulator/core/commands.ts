@@ -38,7 +38,7 @@ export function parseCommand(payload: Buffer): ParseResult {
     if (value.kind !== 'array') return fail('SyntaxError', `the payload is a RESP3 ${value.kind}, not an array`)
     args = []
     for (const item of value.value) {
-      if (item.kind !== 'bulk' || item.attributes) return fail('SyntaxError', `an element of the request array is a ${item.kind}, not a bulk string`)
+      if (item.kind !== 'bulk') return fail('SyntaxError', `an element of the request array is a ${item.kind}, not a bulk string`)
       args.push(item.value)
     }
   } catch (err) {

@@ -14,7 +14,7 @@ import { shownKey } from './shown-key'
 /** What the executor needs to know about a request besides its payload. */
 export interface RequestContext {
   /** A user property's value (the first, if repeated); undefined when absent. */
-  prop(name: string): string | undefined
+  readonly prop: (name: string) => string | undefined
   /**
    * Who is asking: the client id notifications are addressed to and rules are matched against; null
    * when the request names none the service can stand behind (see identity.ts).

@@ -1,3 +1,4 @@
+import { Prop } from '../../protocol'
 import { Fields } from './resource-error'
 import { KeyPattern, keyTypeOf } from './key-pattern'
 
@@ -27,7 +28,7 @@ interface CompiledResource {
   keys: KeyPattern[]
 }
 
-export const DEFAULT_DYNAMIC_PROPERTY = { userPropertyKey: 'aio-persistence', userPropertyValue: 'true' } as const
+export const DEFAULT_DYNAMIC_PROPERTY = { userPropertyKey: Prop.persist, userPropertyValue: 'true' } as const
 
 export class PersistencePolicy {
   private constructor(

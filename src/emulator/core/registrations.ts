@@ -46,7 +46,7 @@ export class Registrations {
   register(clientId: string, key: Buffer): void {
     const id = key.toString('latin1')
     let clients = this.byKey.get(id)
-    if (!clients) this.byKey.set(id, (clients = new Map()))
+    if (!clients) this.byKey.set(id, (clients = new Map<string, string>()))
     if (!clients.has(clientId)) clients.set(clientId, notificationTopic(clientId, key))
     add(this.byClient, clientId, id)
     this.onChange({ kind: 'keynotify', clientId, key, stop: false })

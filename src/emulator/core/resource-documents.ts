@@ -76,7 +76,7 @@ export function persistenceSource(documents: unknown[]): PersistenceSource {
       if (persistence === undefined) f.at('persistence').fail('is missing: the emulator reads the state store policy from spec.persistence')
       found.push({ value: persistence, fields: f.at('persistence') })
     } else if (kind === null && value !== null && typeof value === 'object' && !Array.isArray(value) && 'persistence' in value) {
-      found.push({ value: (value as { persistence: unknown }).persistence, fields: new Fields(index, ['persistence']) })
+      found.push({ value: value.persistence, fields: new Fields(index, ['persistence']) })
     }
   })
   if (found.length === 0) new Fields(0, []).fail('no Broker resource (kind: Broker, with spec.persistence) in the file')

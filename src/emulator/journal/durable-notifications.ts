@@ -4,9 +4,8 @@ import type { Journal } from './journal'
 
 /**
  * Key notifications of a change to a persistent key go out once its record is durable, as its
- * answer does: a watcher is never told of a write that a crash then loses (found by the chaos run:
- * watchers kept a value the restarted emulator no longer had). Notifications keep their order, so
- * one behind a write still being synced waits for it too.
+ * answer does: a watcher is never told of a write that a crash then loses. Notifications keep their
+ * order, so one behind a write still being synced waits for it too.
  */
 export class DurableNotifications {
   private readonly queue: Array<{ seq: number; notifications: OutgoingNotification[] }> = []
