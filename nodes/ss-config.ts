@@ -127,7 +127,7 @@ export = function (RED: NodeAPI) {
     async function disconnect(): Promise<void> {
       const current = client
       client = null
-      follower?.detach()
+      void follower?.detach()
       follower = null
       if (current) {
         try {
@@ -202,7 +202,7 @@ export = function (RED: NodeAPI) {
     node.on('close', (_removed: boolean, done: () => void) => {
       closing = true
       // The users leave now: their lock entries go without a request on a connection about to close.
-      follower?.detach()
+      void follower?.detach()
       follower = null
       void (async () => {
         // Users close at the same time; wait briefly so a lock node can still release over this connection.

@@ -24,7 +24,7 @@ interface UpdateDef extends NodeDef {
 const OWN = 'node-red-contrib-aio-statestore/ss-update:ss-update.'
 
 /** A prepared JSONata expression, as RED.util.prepareJSONataExpression returns it. */
-type Expression = unknown
+type Expression = ReturnType<NodeAPI['util']['prepareJSONataExpression']>
 
 export = function (RED: NodeAPI) {
   function SsUpdate(this: Node, def: UpdateDef) {
@@ -51,7 +51,7 @@ export = function (RED: NodeAPI) {
     /** The expression over `value`, `version` and `msg` (the whole input msg). */
     function compute(value: unknown, version: Hlc | null, msg: NodeMessage): Promise<unknown> {
       return new Promise((resolve, reject) => {
-        RED.util.evaluateJSONataExpression(expression as never, { value, version: version?.toString() ?? null, msg } as never, (err, result) =>
+        RED.util.evaluateJSONataExpression(expression as never, { value, version: version?.toString() ?? null, msg }, (err, result) =>
           err ? reject(new InputError('ExpressionFailed', RED._(`${OWN}errors.expression`, { error: err.message }))) : resolve(result),
         )
       })

@@ -21,7 +21,7 @@ export interface SharedConnection {
 const KEY = Symbol.for('node-red-contrib-aio-statestore/shared-connections')
 function connections(): Map<string, SharedConnection> {
   const holder = globalThis as { [KEY]?: Map<string, SharedConnection> }
-  return (holder[KEY] ??= new Map())
+  return (holder[KEY] ??= new Map<string, SharedConnection>())
 }
 
 /** Offers a connection to Function nodes until the returned function withdraws it. */

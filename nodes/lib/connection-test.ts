@@ -74,7 +74,7 @@ export async function testConnection(options: ClientOptions, timeoutMs: number, 
   const started = performance.now()
   const first = await attempt(options, testClientId, timeoutMs)
   if (first.result !== 'notAuthorized') return first
-  const clientId = options.clientId!
+  const clientId = options.clientId
   if (deployedConnected) return { result: 'notAuthorizedTestId', clientId, testClientId }
   const second = await attempt(options, clientId, Math.max(1000, timeoutMs - (performance.now() - started)))
   if (second.result === 'notAuthorized') return { ...second, clientId }

@@ -184,7 +184,7 @@ export function lockMode(ctx: ModeContext): LockMode {
     if (loss && !closing.signal.aborted) {
       if (loss.reason === 'holdAtMost') node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
       status.outcome('status.lost')
-      const m = RED.util.cloneMessage(w.msg) as Msg
+      const m = RED.util.cloneMessage(w.msg)
       Object.assign(m, { key: l.name, acquired: false, lost: true, reason: loss.reason, ...(loss.detail ? { detail: loss.detail } : {}) })
       node.send([null, m])
     }
@@ -200,6 +200,8 @@ export function lockMode(ctx: ModeContext): LockMode {
         msg,
         out,
         deadline: Date.now() + timeoutMs,
+        // A caught value passed on as it came (narrowed from unknown by the undefined check).
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
         settle: (err) => (err === undefined ? resolve() : reject(err)),
       }
       // A msg whose wait runs out in the queue leaves by output 2, telling who holds the lock.

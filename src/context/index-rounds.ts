@@ -228,7 +228,7 @@ export class IndexRounds {
       held ?? this.limiter.run(() => this.client.get(deltaKey(this.config.prefix), { timeoutMs: this.leaseLeft() })).then((r) => this.parsedDelta(r.value)),
       Promise.all(
         batch.map(
-          ({ scope, top }, i) =>
+          async ({ scope, top }, i) =>
             knowledge[i]?.exists ?? this.limiter.run(() => this.client.get(`${this.config.prefix}${scope}/${top}`)).then((r) => r.value !== null),
         ),
       ),

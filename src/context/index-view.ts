@@ -15,7 +15,7 @@ export interface ViewChange {
 export class IndexView {
   /** Every bucket merged, the delta applied: what keys() answers from. */
   readonly current: IndexState = new Map()
-  private readonly buckets: IndexState[] = Array.from({ length: BUCKETS }, () => new Map())
+  private readonly buckets: IndexState[] = Array.from({ length: BUCKETS }, (): IndexState => new Map())
   private delta: Delta = new Map()
 
   /** Makes bucket `i` hold `next`. */

@@ -133,7 +133,7 @@ export class KeyIndex {
   async close(): Promise<void> {
     this.closing = true
     this.rounds.close()
-    await Promise.all(this.observations.splice(0).map((o) => o?.close()))
+    await Promise.all(this.observations.splice(0).map(async (o) => o?.close()))
   }
 
   /** The buckets' keys, then the delta's: position i is what `seen[i]` counts. */
@@ -143,12 +143,12 @@ export class KeyIndex {
 
   /** What index key `i` (a bucket, or at BUCKETS the delta) now holds, read or notified. */
   private received(i: number, value: Buffer | null, notify: boolean): void {
-    if (i < BUCKETS) return this.tell(this.view.replaceBucket(i, this.parsed(i, value, parseBucket) ?? new Map()), notify)
+    if (i < BUCKETS) return this.tell(this.view.replaceBucket(i, this.parsed(i, value, parseBucket) ?? new Map<string, Set<string>>()), notify)
     const own = this.ownDelta
     this.ownDelta = null
     // our own write comes back: apply the batch's changes instead of parsing the whole delta again
     if (own && value?.equals(own.bytes)) this.tell(this.view.applyDelta(own.changes), notify)
-    else this.tell(this.view.replaceDelta(this.parsed(i, value, parseDelta) ?? new Map()), notify)
+    else this.tell(this.view.replaceDelta(this.parsed(i, value, parseDelta) ?? new Map<string, Map<string, boolean>>()), notify)
   }
 
   private parsed<T>(i: number, value: Buffer | null, parse: (value: Buffer | null) => T): T | null {

@@ -201,7 +201,7 @@ export class StateStoreContext {
   set(scope: string, key: string | string[], value: unknown, callback?: Callback): void {
     const cb = checkCallback(callback)
     const keys = Array.isArray(key) ? key : [key]
-    const given = Array.isArray(key) ? (Array.isArray(value) ? value : [value]) : [value]
+    const given: unknown[] = Array.isArray(key) ? (Array.isArray(value) ? value : [value]) : [value]
     const values = keys.map((_, i) => (i < given.length ? given[i] : null))
     let paths: Array<readonly Segment[]>
     try {
@@ -265,13 +265,13 @@ export class StateStoreContext {
 
   /** Deletes every key of the scope. Before the store has loaded, it is held and applied after, in order with the writes. */
   async delete(scope: string): Promise<void> {
-    if (!this.gate.loaded) return this.gate.hold(() => this.delete(scope).catch((err: Error) => this.config.logger('error', err.message)))
+    if (!this.gate.loaded) return this.gate.hold(() => void this.delete(scope).catch((err: Error) => this.config.logger('error', err.message)))
     return (this.cached ?? this.uncached!).delete(scope)
   }
 
   /** Deletes the context of every node (and flow) not in `activeNodes`; global stays. Held until loaded, as delete is. */
   async clean(activeNodes: string[]): Promise<void> {
-    if (!this.gate.loaded) return this.gate.hold(() => this.clean(activeNodes).catch((err: Error) => this.config.logger('error', err.message)))
+    if (!this.gate.loaded) return this.gate.hold(() => void this.clean(activeNodes).catch((err: Error) => this.config.logger('error', err.message)))
     return (this.cached ?? this.uncached!).clean(activeNodes)
   }
 }

@@ -12,12 +12,12 @@ export function readSeedFile(file: string): KeyRecord[] {
   try {
     content = readFileSync(file, 'utf8')
   } catch (err) {
-    throw new Error(`seed: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    throw new Error(`seed: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
   }
   try {
     return parseKeyRecords(content)
   } catch (err) {
-    if (err instanceof KeyRecordError) throw new Error(`seed: ${file}:${err.line}: ${err.reason}`)
+    if (err instanceof KeyRecordError) throw new Error(`seed: ${file}:${err.line}: ${err.reason}`, { cause: err })
     throw err
   }
 }

@@ -171,7 +171,7 @@ describe('editor: the state store sidebar', function () {
     const [download] = await Promise.all([page.waitForEvent('download'), page.locator('.ss-sidebar-export').click()])
     assert.equal(download.suggestedFilename(), 'statestore-export.ndjson')
     const chunks: Buffer[] = []
-    for await (const chunk of (await download.createReadStream())!) chunks.push(chunk as Buffer)
+    for await (const chunk of await download.createReadStream()) chunks.push(chunk as Buffer)
     const records = parseKeyRecords(Buffer.concat(chunks).toString('utf8'))
     assert.deepEqual(
       records.map((r) => [r.key.toString(), r.value.toString()]).sort(),

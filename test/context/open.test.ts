@@ -119,8 +119,8 @@ describe('context store: opening', function () {
       return /49 of 50 keys read/.test(thrown?.message ?? '')
     }, 'the load to stall on one key')
     assert.equal(thrown?.code, 'CONTEXT_NOT_LOADED')
-    assert.match(thrown!.message, new RegExp(`state store context ${prefix}: not loaded yet: loading, 49 of 50 keys read`))
-    assert.match(thrown!.message, /a get with a callback waits up to 5000 ms/)
+    assert.match(thrown.message, new RegExp(`state store context ${prefix}: not loaded yet: loading, 49 of 50 keys read`))
+    assert.match(thrown.message, /a get with a callback waits up to 5000 ms/)
     release()
     await opening
     assert.deepEqual(store.get('global', 'k3'), { i: 3 })

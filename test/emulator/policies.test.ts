@@ -484,7 +484,7 @@ spec:
       const block = (name: string) => new RegExp('```yaml\\n(# ' + name.replace('.', '\\.') + '[^\\n]*\\n[\\s\\S]*?)```').exec(page)?.[1]
       const command = /npx aio-statestore-emulator (--listen \d+ .*)/.exec(page)?.[1]
       assert.ok(block('authz.yaml') && block('broker.yaml') && command, 'the page has both files and the command')
-      for (const flag of ['--auth authz.yaml', '--broker-config broker.yaml', '--persist state.aof', '--admin']) assert.ok(command!.includes(flag), `the command has ${flag}: ${command}`)
+      for (const flag of ['--auth authz.yaml', '--broker-config broker.yaml', '--persist state.aof', '--admin']) assert.ok(command.includes(flag), `the command has ${flag}: ${command}`)
       const dir = mkdtempSync(join(tmpdir(), 'emu-rehearsal-'))
       writeFileSync(join(dir, 'authz.yaml'), block('authz.yaml')!)
       writeFileSync(join(dir, 'broker.yaml'), block('broker.yaml')!)

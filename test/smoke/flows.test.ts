@@ -23,7 +23,7 @@ describe('examples: importing several side by side', function () {
     assert.ok(files.length >= 10, `every example file: ${files.map((f) => f.name).join(', ')}`)
     const seen = new Map<string, string>()
     for (const { name, nodes } of files) {
-      for (const node of nodes as FlowNodeLike[]) {
+      for (const node of nodes) {
         const other = seen.get(node.id)
         assert.ok(other === undefined || other === name, `${node.id} (${node.type}) is in both ${other} and ${name}`)
         seen.set(node.id, name)

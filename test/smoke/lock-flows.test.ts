@@ -64,7 +64,7 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
         runtimes[i] = red
         await red.start(60_000)
         comms[i] = await red.comms()
-        await red.deploy(flow(emulator.brokerUrl, `runtime-${name}`), comms[i]!)
+        await red.deploy(flow(emulator.brokerUrl, `runtime-${name}`), comms[i])
       }),
     )
     // Both lock nodes connected before the presses.

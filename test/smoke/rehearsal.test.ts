@@ -77,6 +77,7 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
   before(async () => {
     root = mkdtempSync(join(tmpdir(), 'aio-ss-rehearsal-'))
     const objects = renderBase()
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
     const sts = objects.find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
     const pod = sts.spec.template.spec
     const container = pod.containers[0]
@@ -122,7 +123,7 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
     const env: NodeJS.ProcessEnv = {}
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AIO_') && !/^npm_/i.test(k)) env[k] = v
     const secrets: Record<string, string> = { adminPasswordHash: bcrypt.hashSync('rehearsal-admin', 4), credentialSecret: 'rehearsal-secret' }
-    for (const e of container.env as Array<{ name: string; value?: string; valueFrom?: any }>) {
+    for (const e of container.env as Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } } }>) {
       if (e.valueFrom?.fieldRef) env[e.name] = e.valueFrom.fieldRef.fieldPath === 'metadata.name' ? POD : assert.fail(e.valueFrom.fieldRef.fieldPath)
       else if (e.valueFrom?.secretKeyRef) env[e.name] = secrets[e.valueFrom.secretKeyRef.key] ?? assert.fail(e.valueFrom.secretKeyRef.key)
       else env[e.name] = e.value!.startsWith('/') ? mapped(e.value!) : e.value
@@ -180,7 +181,8 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
     const before = setsBy(POD)
     // The update comes once a quarter of the writes are answered, with the rest in flight.
     let answered = 0
-    let update: Promise<number> | null = null
+    // Set in a callback: declared wide, so the check below does not narrow it to null (then never).
+    let update = null as Promise<number> | null
     const writes = await Promise.all(
       Array.from({ length: WRITES }, (_, i) =>
         write(100 + i).then((r) => {
@@ -190,7 +192,7 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
       ),
     )
     assert.ok(update, 'the update ran')
-    assert.ok((await update!) > 0, 'the update disconnected the clients')
+    assert.ok((await update) > 0, 'the update disconnected the clients')
     assert.deepEqual(
       writes.map((r) => r.status),
       writes.map(() => 200),

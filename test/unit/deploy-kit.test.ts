@@ -23,6 +23,7 @@ function validate(object: { apiVersion: string; kind: string }): void {
 describe('deploy/: the kit renders and validates against the Kubernetes API schemas', () => {
   const objects = renderBase()
   const byKind = (kind: string) => objects.filter((o) => o.kind === kind)
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely (and broken on purpose below); a wrong path fails the test
   const sts = byKind('StatefulSet')[0] as K8sObject & { spec: any }
   const pod = sts.spec.template.spec
   const container = pod.containers[0]
@@ -65,6 +66,7 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     for (const name of Object.keys(env).filter((n) => n.startsWith('AIO_'))) assert.ok((AIO_VARIABLES as readonly string[]).includes(name), `${name} is one of the SDKs' variables`)
     const aio = readAioEnvironment({ ...env, AIO_MQTT_CLIENT_ID: 'node-red-0' })
     assert.equal(aio.brokerUrl, 'mqtts://aio-broker:18883', 'the default listener, TLS')
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
     const service = byKind('Service')[0] as K8sObject & { spec: any }
     assert.deepEqual(service.spec.selector, sts.spec.template.metadata.labels)
     assert.equal(byKind('ConfigMap')[0]!.metadata.name, pod.volumes.find((v: { name: string }) => v.name === 'settings').configMap.name)
@@ -81,6 +83,7 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
   })
 
   it('the Helm values give the chart the same environment and volumes, each part valid', () => {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the chart's values, parsed YAML walked freely; a wrong path fails the test
     const [values] = yamlDocuments(join(DEPLOY, 'helm', 'values.yaml')) as Array<any>
     assert.equal(values.serviceAccount.annotations['aio-broker-auth/group'], byKind('ServiceAccount')[0]!.metadata.annotations!['aio-broker-auth/group'])
     assert.deepEqual(values.env, container.env, 'the same environment as the StatefulSet')

@@ -32,7 +32,7 @@ export async function startTlsListener(options: TlsListenerOptions, defaultHost:
     try {
       return readFileSync(file)
     } catch (err) {
-      throw new Error(`TLS listener on port ${options.port}: cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+      throw new Error(`TLS listener on port ${options.port}: cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
     }
   }
   const x509 = options.authentication.method === 'x509'
