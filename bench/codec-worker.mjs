@@ -30,13 +30,9 @@ export const decodeCases = {
 }
 // A reply stream as a client sees it under a read-mostly load: GET hits and misses, SET acks, a DEL,
 // a notification, in this proportion, round-robin.
-const MIX = [
-  ...Array(4).fill('bulk 100 B'),
-  ...Array(2).fill('$-1'),
-  ...Array(2).fill('+OK'),
-  ':1',
-  'NOTIFY SET VALUE <100 B>',
-].map((name) => decodeCases[name])
+const MIX = [...Array(4).fill('bulk 100 B'), ...Array(2).fill('$-1'), ...Array(2).fill('+OK'), ':1', 'NOTIFY SET VALUE <100 B>'].map(
+  (name) => decodeCases[name],
+)
 
 // The client hands keys and values to the encoder as Buffers (`requireKey`/`toBytes`).
 export const encodeCases = {

@@ -89,7 +89,10 @@ for (const name of [...Object.keys(decodeCases), 'mix']) {
     fmtRatio(vs(dec, 'redis-parser', name)),
     fmtRatio(vs(dec, '@redis/client', name)),
   ])
-  headline.push(target(`decode ${name} vs redis-parser`, vs(dec, 'redis-parser', name)), target(`decode ${name} vs @redis/client`, vs(dec, '@redis/client', name)))
+  headline.push(
+    target(`decode ${name} vs redis-parser`, vs(dec, 'redis-parser', name)),
+    target(`decode ${name} vs @redis/client`, vs(dec, '@redis/client', name)),
+  )
 }
 for (const name of Object.keys(encodeCases)) {
   if (enc.alt) console.log(`alt / ours, encode ${name}: ${fmtRatio(altVsOurs(enc, name))}`)

@@ -86,8 +86,16 @@ try {
   // ---- open: the store's load vs the bare client's KEYNOTIFY + GET pairs ----
   const opening = await measureOpen({ StateStoreClient, contextStore, brokerUrl: broker.urls[0], count: OPEN_KEYS, rounds: OPEN_ROUNDS, logger: quiet })
   const openRows = [
-    [`bare client: KEYNOTIFY + GET of every key and index key, 1,000 outstanding (reference)`, `${opening.bare.median.toFixed(1)} s (${opening.bare.min.toFixed(1)}–${opening.bare.max.toFixed(1)})`, '1.00x'],
-    [`context store open(): the index, then every key`, `${opening.store.median.toFixed(1)} s (${opening.store.min.toFixed(1)}–${opening.store.max.toFixed(1)})`, fmtRatio(opening.ratio)],
+    [
+      `bare client: KEYNOTIFY + GET of every key and index key, 1,000 outstanding (reference)`,
+      `${opening.bare.median.toFixed(1)} s (${opening.bare.min.toFixed(1)}–${opening.bare.max.toFixed(1)})`,
+      '1.00x',
+    ],
+    [
+      `context store open(): the index, then every key`,
+      `${opening.store.median.toFixed(1)} s (${opening.store.min.toFixed(1)}–${opening.store.max.toFixed(1)})`,
+      fmtRatio(opening.ratio),
+    ],
   ]
 
   // ---- cached sync get ----
@@ -127,7 +135,20 @@ try {
     [
       { id: 'tab', type: 'tab' },
       { id: 'cfg', type: 'ss-config', broker: broker.urls[0], clientId: 'bench-context-ss-set', requestTimeout: '10000', maxInFlight: '1000' },
-      { id: 'set', type: 'ss-set', z: 'tab', store: 'cfg', key: 'topic', keyType: 'msg', value: 'payload', valueType: 'msg', condition: 'always', persist: true, overrides: true, wires: [['out']] },
+      {
+        id: 'set',
+        type: 'ss-set',
+        z: 'tab',
+        store: 'cfg',
+        key: 'topic',
+        keyType: 'msg',
+        value: 'payload',
+        valueType: 'msg',
+        condition: 'always',
+        persist: true,
+        overrides: true,
+        wires: [['out']],
+      },
       { id: 'out', type: 'helper', z: 'tab' },
     ],
   )
@@ -176,9 +197,24 @@ try {
   const vsLfs = (v) => `${(sets[v].value.median / sets.localfilesystem.value.median).toFixed(3)}x`
   const setRows = [
     ['ss-set node, same emulator (reference)', fmtRange(sets['ss-set'].value, 0, ' msgs/s'), '1.00x', vsLfs('ss-set')],
-    ['state store context, new keys (KEYNOTIFY + SET + index)', fmtRange(sets.statestore.value, 0, ' sets/s'), fmtRatio(sets.statestore.value.ratio), vsLfs('statestore')],
-    ['state store context, existing keys (SET)', fmtRange(sets['statestore rewrite'].value, 0, ' sets/s'), fmtRatio(sets['statestore rewrite'].value.ratio), vsLfs('statestore rewrite')],
-    ['localfilesystem (cached; close() writes the files)', fmtRange(sets.localfilesystem.value, 0, ' sets/s'), fmtRatio(sets.localfilesystem.value.ratio), '1.00x'],
+    [
+      'state store context, new keys (KEYNOTIFY + SET + index)',
+      fmtRange(sets.statestore.value, 0, ' sets/s'),
+      fmtRatio(sets.statestore.value.ratio),
+      vsLfs('statestore'),
+    ],
+    [
+      'state store context, existing keys (SET)',
+      fmtRange(sets['statestore rewrite'].value, 0, ' sets/s'),
+      fmtRatio(sets['statestore rewrite'].value.ratio),
+      vsLfs('statestore rewrite'),
+    ],
+    [
+      'localfilesystem (cached; close() writes the files)',
+      fmtRange(sets.localfilesystem.value, 0, ' sets/s'),
+      fmtRatio(sets.localfilesystem.value.ratio),
+      '1.00x',
+    ],
   ]
 
   // ---- write-through burst ----
@@ -202,7 +238,13 @@ try {
   }
   const index = { global: await indexed(reader, burstPrefix, 'global') }
   await reader.close()
-  const burstRows = [[`${BURST} synchronous sets, then close()`, `${burstMs.toFixed(0)} ms (${((BURST / burstMs) * 1000).toFixed(0)} sets/s)`, `${found} found, ${wrong} wrong, ${index.global?.length ?? 0} in the index`]]
+  const burstRows = [
+    [
+      `${BURST} synchronous sets, then close()`,
+      `${burstMs.toFixed(0)} ms (${((BURST / burstMs) * 1000).toFixed(0)} sets/s)`,
+      `${found} found, ${wrong} wrong, ${index.global?.length ?? 0} in the index`,
+    ],
+  ]
 
   // ---- scale: new key vs existing key at 1,000 / 10,000 / 100,000 keys ----
   // One runtime holds the keys (a second one on the prefix would load every new key too, measuring
@@ -233,7 +275,10 @@ try {
         if (v === 'existing') return windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `k${i}`, { i, r }, done))
         if (v === 'floor') {
           return windowed(SCALE_SETS, WINDOW, (i, done) =>
-            floorClient.observe(`bench/${process.pid}/floor/${n}-${r}-${i}`, () => {}).then(() => floorClient.set(`bench/${process.pid}/floor/${n}-${r}-${i}`, JSON.stringify({ i }))).then(() => done(), done),
+            floorClient
+              .observe(`bench/${process.pid}/floor/${n}-${r}-${i}`, () => {})
+              .then(() => floorClient.set(`bench/${process.pid}/floor/${n}-${r}-${i}`, JSON.stringify({ i })))
+              .then(() => done(), done),
           )
         }
         // names never used before at any level: a new key is registered for notifications too
@@ -262,16 +307,38 @@ try {
   await store.close()
 
   const tables = [
-    table(`open: ${OPEN_KEYS.toLocaleString('en')} keys, ${OPEN_ROUNDS} rounds alternated, load ${opening.load.map((l) => l.toFixed(2)).join(' ')} after`, ['variant', 'time', 'vs bare'], openRows),
+    table(
+      `open: ${OPEN_KEYS.toLocaleString('en')} keys, ${OPEN_ROUNDS} rounds alternated, load ${opening.load.map((l) => l.toFixed(2)).join(' ')} after`,
+      ['variant', 'time', 'vs bare'],
+      openRows,
+    ),
     table('cached synchronous get vs the memory store (interleaved slices)', ['variant', 'ops/s', 'vs memory'], getRows),
-    table(`set throughput, ${SETS} keys, ${WINDOW} outstanding, until acknowledged (localfilesystem: until written)`, ['variant', 'rate', 'vs ss-set', 'vs localfilesystem'], setRows),
+    table(
+      `set throughput, ${SETS} keys, ${WINDOW} outstanding, until acknowledged (localfilesystem: until written)`,
+      ['variant', 'rate', 'vs ss-set', 'vs localfilesystem'],
+      setRows,
+    ),
     table('write-through burst', ['what', 'time', 'in the store afterwards'], burstRows),
-    table(`scale: ${SCALE_SETS} sets with a callback, ${WINDOW} outstanding, at each number of keys under one prefix`, ['keys', 'existing key', 'new key', 'a new key costs', 'floor: KEYNOTIFY + SET, bare client', 'new key / floor', 'open (load every key)'], scaleRows),
+    table(
+      `scale: ${SCALE_SETS} sets with a callback, ${WINDOW} outstanding, at each number of keys under one prefix`,
+      ['keys', 'existing key', 'new key', 'a new key costs', 'floor: KEYNOTIFY + SET, bare client', 'new key / floor', 'open (load every key)'],
+      scaleRows,
+    ),
   ]
   const headline = [
-    { metric: 'context: cached sync get vs memory store (plain key)', value: `${gets.statestore.value.ratio.median.toFixed(2)}x`, target: '>= 0.9x', pass: gets.statestore.value.ratio.median >= 0.9 },
+    {
+      metric: 'context: cached sync get vs memory store (plain key)',
+      value: `${gets.statestore.value.ratio.median.toFixed(2)}x`,
+      target: '>= 0.9x',
+      pass: gets.statestore.value.ratio.median >= 0.9,
+    },
     { metric: 'context: cached sync get vs memory store (nested path)', value: `${nestedRatio.toFixed(2)}x`, target: '>= 0.9x', pass: nestedRatio >= 0.9 },
-    { metric: `context: ${BURST} write-through sets, none lost`, value: `${found}/${BURST}`, target: `${BURST}`, pass: found === BURST && wrong === 0 && (index.global?.length ?? 0) === BURST },
+    {
+      metric: `context: ${BURST} write-through sets, none lost`,
+      value: `${found}/${BURST}`,
+      target: `${BURST}`,
+      pass: found === BURST && wrong === 0 && (index.global?.length ?? 0) === BURST,
+    },
   ]
   headline.push({
     metric: `context: open ${OPEN_KEYS.toLocaleString('en')} keys vs a bare client's KEYNOTIFY + GET pairs (load ${opening.load[0].toFixed(2)})`,
@@ -282,8 +349,18 @@ try {
   for (const n of SCALES) {
     // A new key needs a KEYNOTIFY before its SET (the cache must hear of others' changes): that floor
     // alone costs about 2x an existing key's SET, so the index is judged against the floor.
-    headline.push({ metric: `context: a new-key set vs an existing-key set at ${n.toLocaleString('en')} keys`, value: `${scale[n].cost.median.toFixed(2)}x`, target: `report (floor ${scale[n].floor.median.toFixed(2)}x)`, pass: true })
-    headline.push({ metric: `context: a new-key set vs the floor (KEYNOTIFY + SET, bare client) at ${n.toLocaleString('en')} keys`, value: `${scale[n].overFloor.median.toFixed(2)}x`, target: '<= 1.5x', pass: scale[n].overFloor.median <= 1.5 })
+    headline.push({
+      metric: `context: a new-key set vs an existing-key set at ${n.toLocaleString('en')} keys`,
+      value: `${scale[n].cost.median.toFixed(2)}x`,
+      target: `report (floor ${scale[n].floor.median.toFixed(2)}x)`,
+      pass: true,
+    })
+    headline.push({
+      metric: `context: a new-key set vs the floor (KEYNOTIFY + SET, bare client) at ${n.toLocaleString('en')} keys`,
+      value: `${scale[n].overFloor.median.toFixed(2)}x`,
+      target: '<= 1.5x',
+      pass: scale[n].overFloor.median <= 1.5,
+    })
   }
   writeResult('context', { tables, headline, data: { opening, gets, sets, burst: { ms: burstMs, found, wrong, indexed: index.global?.length ?? 0 }, scale } })
   if (found !== BURST || wrong !== 0) process.exitCode = 1

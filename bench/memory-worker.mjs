@@ -70,7 +70,14 @@ if (mode === 'store') {
     }
   }
   const after = await settled()
-  process.stdout.write(JSON.stringify({ heap: (after.heapUsed - before.heapUsed) / n, external: (after.external - before.external) / n, rss: (after.rss - before.rss) / n, kept: map ? map.size : keep.length }))
+  process.stdout.write(
+    JSON.stringify({
+      heap: (after.heapUsed - before.heapUsed) / n,
+      external: (after.external - before.external) / n,
+      rss: (after.rss - before.rss) / n,
+      kept: map ? map.size : keep.length,
+    }),
+  )
 } else if (mode === 'serve') {
   const { startEmulator } = require(join(ROOT, 'dist/src/emulator'))
   const emulator = await startEmulator({ brokerUrl: arg, logLevel: 'warn' })

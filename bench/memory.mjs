@@ -23,7 +23,10 @@ const REQUEST_PATH_SIZES = quick ? [10_000] : [100_000]
 const MB = 2 ** 20
 
 function storeRun(n) {
-  const out = execFileSync(process.execPath, ['--expose-gc', join(BENCH_DIR, 'memory-worker.mjs'), 'store', String(n)], { encoding: 'utf8', maxBuffer: 1 << 20 })
+  const out = execFileSync(process.execPath, ['--expose-gc', join(BENCH_DIR, 'memory-worker.mjs'), 'store', String(n)], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  })
   const { before, after } = JSON.parse(out)
   return {
     heap: (after.heapUsed - before.heapUsed) / n,
@@ -146,9 +149,19 @@ for (const n of SIZES) {
     b(used),
     ratio ? `${ratio.median.toFixed(2)}x` : '–',
     rssRatio ? `${rssRatio.median.toFixed(2)}x` : '–',
-    requestPath[n] ? `${requestPath[n].total.toFixed(0)} / ${requestPath[n].rss.toFixed(0)} (${requestPath[n].withDedup.toFixed(0)} with the dedup cache)` : '–',
+    requestPath[n]
+      ? `${requestPath[n].total.toFixed(0)} / ${requestPath[n].rss.toFixed(0)} (${requestPath[n].withDedup.toFixed(0)} with the dedup cache)`
+      : '–',
   ])
-  if (ratio) headline.push({ metric: `memory at ${fmtNum(n)} keys: emulator heap+external / redis used_memory`, value: Number(ratio.median.toFixed(3)), min: ratio.min, max: ratio.max, target: '<= 1.5x', pass: ratio.median <= 1.5 })
+  if (ratio)
+    headline.push({
+      metric: `memory at ${fmtNum(n)} keys: emulator heap+external / redis used_memory`,
+      value: Number(ratio.median.toFixed(3)),
+      min: ratio.min,
+      max: ratio.max,
+      target: '<= 1.5x',
+      pass: ratio.median <= 1.5,
+    })
 }
 
 // Linear: the cost of the last 900k keys per key against the average over the first 100k.
@@ -156,7 +169,12 @@ const big = SIZES[SIZES.length - 1]
 const mid = SIZES[SIZES.length - 2]
 const growth = (data.sizes[big].total.median * big - data.sizes[mid].total.median * mid) / (big - mid)
 const linearity = growth / data.sizes[mid].total.median
-headline.push({ metric: `growth per key from ${fmtNum(mid)} to ${fmtNum(big)} / per key at ${fmtNum(mid)}`, value: Number(linearity.toFixed(3)), target: 'about 1 (linear)', pass: linearity > 0.8 && linearity < 1.2 })
+headline.push({
+  metric: `growth per key from ${fmtNum(mid)} to ${fmtNum(big)} / per key at ${fmtNum(mid)}`,
+  value: Number(linearity.toFixed(3)),
+  target: 'about 1 (linear)',
+  pass: linearity > 0.8 && linearity < 1.2,
+})
 data.linearity = { growthPerKey: growth, perKeyAtMid: data.sizes[mid].total.median, ratio: linearity }
 
 // Where the bytes go: each part a key is made of, a million of it alone in a fresh process. The
@@ -170,21 +188,29 @@ const PARTS = {
 const partRows = []
 data.parts = {}
 for (const [part, label] of Object.entries(PARTS)) {
-  const out = execFileSync(process.execPath, ['--expose-gc', join(BENCH_DIR, 'memory-worker.mjs'), 'part', part, String(quick ? 100_000 : 1_000_000)], { encoding: 'utf8' })
+  const out = execFileSync(process.execPath, ['--expose-gc', join(BENCH_DIR, 'memory-worker.mjs'), 'part', part, String(quick ? 100_000 : 1_000_000)], {
+    encoding: 'utf8',
+  })
   const m = JSON.parse(out)
   data.parts[part] = m
   partRows.push([label, m.heap.toFixed(0), m.external.toFixed(0), m.rss.toFixed(0)])
 }
 const sum = (f) => ['map', 'record', 'string'].reduce((a, part) => a + data.parts[part][f], 0)
-partRows.push(['sum of a key\'s parts', sum('heap').toFixed(0), sum('external').toFixed(0), sum('rss').toFixed(0)])
+partRows.push(["sum of a key's parts", sum('heap').toFixed(0), sum('external').toFixed(0), sum('rss').toFixed(0)])
 
 const t = table(
   `Memory, bytes per key, median (min–max) over ${rounds} rounds; 16-byte keys, 100-byte values`,
   ['keys', 'emulator heap+ext', 'heap + ext', 'emulator RSS', 'redis used_memory', 'heap+ext / used', 'RSS / used', 'request path heap+ext / RSS'],
   rows,
 )
-const tParts = table(`Where an emulator key's bytes go (each part alone, ${quick ? '100k' : '1M'} of it, bytes each)`, ['part', 'heap', 'external', 'RSS'], partRows)
-console.log(`linearity: from ${fmtNum(mid)} to ${fmtNum(big)} keys each key added ${growth.toFixed(0)} bytes; at ${fmtNum(mid)} the average was ${data.sizes[mid].total.median.toFixed(0)} (ratio ${linearity.toFixed(2)})`)
+const tParts = table(
+  `Where an emulator key's bytes go (each part alone, ${quick ? '100k' : '1M'} of it, bytes each)`,
+  ['part', 'heap', 'external', 'RSS'],
+  partRows,
+)
+console.log(
+  `linearity: from ${fmtNum(mid)} to ${fmtNum(big)} keys each key added ${growth.toFixed(0)} bytes; at ${fmtNum(mid)} the average was ${data.sizes[mid].total.median.toFixed(0)} (ratio ${linearity.toFixed(2)})`,
+)
 writeResult('memory', {
   tables: [t, tParts],
   headline,

@@ -35,34 +35,177 @@ const echo = await startEchoProcess({ brokerUrl: echoBroker.urls[0] })
 const redis = await startRedis()
 if (!redis) throw new Error('redis-server is not installed (apt-get install redis-server)')
 
-const sink = (name, id, x) => ({ id, type: 'function', z: 'bench', name: `sink ${name}`, func: `global.get('benchSink')('${name}', msg);\nreturn null;`, outputs: 1, x, y: 0, wires: [] })
-const clearPayload = (id, next) => ({ id, type: 'change', z: 'bench', name: '', rules: [{ t: 'set', p: 'payload', pt: 'msg', to: '', tot: 'str' }], x: 0, y: 0, wires: [[next]] })
+const sink = (name, id, x) => ({
+  id,
+  type: 'function',
+  z: 'bench',
+  name: `sink ${name}`,
+  func: `global.get('benchSink')('${name}', msg);\nreturn null;`,
+  outputs: 1,
+  x,
+  y: 0,
+  wires: [],
+})
+const clearPayload = (id, next) => ({
+  id,
+  type: 'change',
+  z: 'bench',
+  name: '',
+  rules: [{ t: 'set', p: 'payload', pt: 'msg', to: '', tot: 'str' }],
+  x: 0,
+  y: 0,
+  wires: [[next]],
+})
 const ssFlow = (name, store) => [
-  { id: `${name}-set`, type: 'ss-set', z: 'bench', name: '', store, key: 'topic', keyType: 'msg', value: 'payload', valueType: 'msg', condition: 'always', expiry: '', fencingToken: 'fencingToken', fencingTokenType: 'msg', persist: false, notApplied: 'same', overrides: true, outputs: 1, x: 0, y: 0, wires: [[`${name}-clear`]] },
+  {
+    id: `${name}-set`,
+    type: 'ss-set',
+    z: 'bench',
+    name: '',
+    store,
+    key: 'topic',
+    keyType: 'msg',
+    value: 'payload',
+    valueType: 'msg',
+    condition: 'always',
+    expiry: '',
+    fencingToken: 'fencingToken',
+    fencingTokenType: 'msg',
+    persist: false,
+    notApplied: 'same',
+    overrides: true,
+    outputs: 1,
+    x: 0,
+    y: 0,
+    wires: [[`${name}-clear`]],
+  },
   clearPayload(`${name}-clear`, `${name}-get`),
-  { id: `${name}-get`, type: 'ss-get', z: 'bench', name: '', store, key: 'topic', keyType: 'msg', decode: 'utf8', notFound: 'payload', overrides: true, outputs: 1, x: 0, y: 0, wires: [[`${name}-sink`]] },
+  {
+    id: `${name}-get`,
+    type: 'ss-get',
+    z: 'bench',
+    name: '',
+    store,
+    key: 'topic',
+    keyType: 'msg',
+    decode: 'utf8',
+    notFound: 'payload',
+    overrides: true,
+    outputs: 1,
+    x: 0,
+    y: 0,
+    wires: [[`${name}-sink`]],
+  },
   sink(name, `${name}-sink`, 0),
 ]
 const flows = [
   { id: 'bench', type: 'tab', label: 'bench' },
-  { id: 'ssconf', type: 'ss-config', name: 'bench', embedded: false, broker: broker.urls[0], clientId: 'bench-node-red', usetls: false, tls: '', keepalive: '60', cleanStart: true, sessionExpiry: '', requestTimeout: '10000', maxInFlight: '1000' },
-  { id: 'echoconf', type: 'ss-config', name: 'echo', embedded: false, broker: echoBroker.urls[0], clientId: 'bench-node-red-echo', usetls: false, tls: '', keepalive: '60', cleanStart: true, sessionExpiry: '', requestTimeout: '10000', maxInFlight: '1000' },
+  {
+    id: 'ssconf',
+    type: 'ss-config',
+    name: 'bench',
+    embedded: false,
+    broker: broker.urls[0],
+    clientId: 'bench-node-red',
+    usetls: false,
+    tls: '',
+    keepalive: '60',
+    cleanStart: true,
+    sessionExpiry: '',
+    requestTimeout: '10000',
+    maxInFlight: '1000',
+  },
+  {
+    id: 'echoconf',
+    type: 'ss-config',
+    name: 'echo',
+    embedded: false,
+    broker: echoBroker.urls[0],
+    clientId: 'bench-node-red-echo',
+    usetls: false,
+    tls: '',
+    keepalive: '60',
+    cleanStart: true,
+    sessionExpiry: '',
+    requestTimeout: '10000',
+    maxInFlight: '1000',
+  },
   ...ssFlow('ss', 'ssconf'),
   ...ssFlow('echo', 'echoconf'),
-  { id: 'embconf', type: 'ss-config', name: 'embedded', embedded: true, broker: '', clientId: 'bench-node-red-embedded', usetls: false, tls: '', keepalive: '60', cleanStart: true, sessionExpiry: '', requestTimeout: '10000', maxInFlight: '1000' },
+  {
+    id: 'embconf',
+    type: 'ss-config',
+    name: 'embedded',
+    embedded: true,
+    broker: '',
+    clientId: 'bench-node-red-embedded',
+    usetls: false,
+    tls: '',
+    keepalive: '60',
+    cleanStart: true,
+    sessionExpiry: '',
+    requestTimeout: '10000',
+    maxInFlight: '1000',
+  },
   ...ssFlow('emb', 'embconf'),
   { id: 'rdconf', type: 'redis-config', name: 'bench', options: JSON.stringify({ host: '127.0.0.1', port: redis.port }), cluster: false, optionsType: 'json' },
-  { id: 'rd-set', type: 'redis-command', z: 'bench', server: 'rdconf', command: 'set', name: '', topic: '', params: '', paramsType: 'json', payloadType: 'json', block: false, x: 0, y: 0, wires: [['rd-clear']] },
+  {
+    id: 'rd-set',
+    type: 'redis-command',
+    z: 'bench',
+    server: 'rdconf',
+    command: 'set',
+    name: '',
+    topic: '',
+    params: '',
+    paramsType: 'json',
+    payloadType: 'json',
+    block: false,
+    x: 0,
+    y: 0,
+    wires: [['rd-clear']],
+  },
   clearPayload('rd-clear', 'rd-get'),
-  { id: 'rd-get', type: 'redis-command', z: 'bench', server: 'rdconf', command: 'get', name: '', topic: '', params: '', paramsType: 'json', payloadType: 'json', block: false, x: 0, y: 0, wires: [['rd-sink']] },
+  {
+    id: 'rd-get',
+    type: 'redis-command',
+    z: 'bench',
+    server: 'rdconf',
+    command: 'get',
+    name: '',
+    topic: '',
+    params: '',
+    paramsType: 'json',
+    payloadType: 'json',
+    block: false,
+    x: 0,
+    y: 0,
+    wires: [['rd-sink']],
+  },
   sink('redis', 'rd-sink', 0),
-  { id: 'ss-watch', type: 'ss-watch', z: 'bench', name: '', store: 'ssconf', keys: Array.from({ length: WATCH_KEYS }, (_, i) => keyOf(i)).join('\n'), decode: 'buffer', initial: false, overrides: true, x: 0, y: 0, wires: [['watch-sink']] },
+  {
+    id: 'ss-watch',
+    type: 'ss-watch',
+    z: 'bench',
+    name: '',
+    store: 'ssconf',
+    keys: Array.from({ length: WATCH_KEYS }, (_, i) => keyOf(i)).join('\n'),
+    decode: 'buffer',
+    initial: false,
+    overrides: true,
+    x: 0,
+    y: 0,
+    wires: [['watch-sink']],
+  },
   sink('watch', 'watch-sink', 0),
 ]
 
 const userDir = mkdtempSync(join(tmpdir(), 'bench-node-red-'))
 writeFileSync(join(userDir, 'flows.json'), JSON.stringify(flows))
-const host = fork(join(BENCH_DIR, 'nodered-host.mjs'), [userDir, echoBroker.urls[0]], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [] })
+const host = fork(join(BENCH_DIR, 'nodered-host.mjs'), [userDir, echoBroker.urls[0]], {
+  stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  execArgv: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [],
+})
 const next = () => new Promise((resolve) => host.once('message', resolve))
 const ask = (m) => {
   const reply = next()
@@ -91,10 +234,14 @@ try {
   const vsEcho = summarize(r.ss.value.samples.map((x, i) => x / r.echo.value.samples[i]))
   const toBare = (v) => pairRatio(r, v, 'bare')
   const embToItsBare = pairRatio(r, 'emb', 'embbare')
-  console.log(`node-red: ss ${fmtRange(r.ss.value)} msgs/s, ss embedded ${fmtRange(r.emb.value)}, ss on the echo responder ${fmtRange(r.echo.value)}, bare mqtt.js ${fmtRange(r.bare.value)}, redis ${fmtRange(r.redis.value)} msgs/s; ss / redis ${fmtRatio(r.ss.value.ratio)}, embedded / redis ${fmtRatio(r.emb.value.ratio)}, bare mqtt.js on the embedded emulator / redis ${fmtRatio(r.embbare.value.ratio)}, embedded / its bare ${fmtRatio(embToItsBare)}, ss / echo ${fmtRatio(vsEcho)}, ss / bare ${fmtRatio(toBare('ss'))}`)
+  console.log(
+    `node-red: ss ${fmtRange(r.ss.value)} msgs/s, ss embedded ${fmtRange(r.emb.value)}, ss on the echo responder ${fmtRange(r.echo.value)}, bare mqtt.js ${fmtRange(r.bare.value)}, redis ${fmtRange(r.redis.value)} msgs/s; ss / redis ${fmtRatio(r.ss.value.ratio)}, embedded / redis ${fmtRatio(r.emb.value.ratio)}, bare mqtt.js on the embedded emulator / redis ${fmtRatio(r.embbare.value.ratio)}, embedded / its bare ${fmtRatio(embToItsBare)}, ss / echo ${fmtRatio(vsEcho)}, ss / bare ${fmtRatio(toBare('ss'))}`,
+  )
 
   // ss-watch latency, several rounds of the same load.
-  const writer = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], 'statestore', String(WATCH_RATE), String(WATCH_MS), String(WATCH_KEYS)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const writer = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], 'statestore', String(WATCH_RATE), String(WATCH_MS), String(WATCH_KEYS)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
   const writerNext = () => new Promise((resolve) => writer.once('message', resolve))
   await writerNext()
   const watchRounds = []
@@ -125,10 +272,38 @@ try {
     ['flow', 'msgs/s', 'ratio to redis', 'ratio to the echo limit', 'ratio to bare MQTT', 'ratio to bare MQTT on the embedded emulator'],
     [
       ['ss-set -> ss-get (emulator via mosquitto)', fmtRange(r.ss.value), fmtRatio(r.ss.value.ratio), fmtRatio(vsEcho), fmtRatio(toBare('ss')), ''],
-      ['ss-set -> ss-get (embedded emulator, in the Node-RED process, no TCP)', fmtRange(r.emb.value), fmtRatio(r.emb.value.ratio), '', fmtRatio(toBare('emb')), fmtRatio(embToItsBare)],
-      ['bare mqtt.js SET then GET per msg on the embedded emulator (in-process stream, in the Node-RED process)', fmtRange(r.embbare.value), fmtRatio(r.embbare.value.ratio), '', '', '1 (reference)'],
-      ['ss-set -> ss-get (echo responder via mosquitto: the MQTT limit)', fmtRange(r.echo.value), fmtRatio(r.echo.value.ratio), '1 (reference)', fmtRatio(toBare('echo')), ''],
-      ['bare mqtt.js SET then GET per msg (echo responder via mosquitto, in the Node-RED process)', fmtRange(r.bare.value), fmtRatio(r.bare.value.ratio), '', '1 (reference)', ''],
+      [
+        'ss-set -> ss-get (embedded emulator, in the Node-RED process, no TCP)',
+        fmtRange(r.emb.value),
+        fmtRatio(r.emb.value.ratio),
+        '',
+        fmtRatio(toBare('emb')),
+        fmtRatio(embToItsBare),
+      ],
+      [
+        'bare mqtt.js SET then GET per msg on the embedded emulator (in-process stream, in the Node-RED process)',
+        fmtRange(r.embbare.value),
+        fmtRatio(r.embbare.value.ratio),
+        '',
+        '',
+        '1 (reference)',
+      ],
+      [
+        'ss-set -> ss-get (echo responder via mosquitto: the MQTT limit)',
+        fmtRange(r.echo.value),
+        fmtRatio(r.echo.value.ratio),
+        '1 (reference)',
+        fmtRatio(toBare('echo')),
+        '',
+      ],
+      [
+        'bare mqtt.js SET then GET per msg (echo responder via mosquitto, in the Node-RED process)',
+        fmtRange(r.bare.value),
+        fmtRatio(r.bare.value.ratio),
+        '',
+        '1 (reference)',
+        '',
+      ],
       ['redis-command set -> get (node-red-contrib-redis, redis-server)', fmtRange(r.redis.value), '1 (reference)', '', '', ''],
     ],
   )
@@ -140,17 +315,69 @@ try {
   writeResult('nodered', {
     tables: [t1, t2],
     headline: [
-      { metric: 'Node-RED set->get flow: ss / node-red-contrib-redis', value: Number(r.ss.value.ratio.median.toFixed(3)), min: r.ss.value.ratio.min, max: r.ss.value.ratio.max, target: 'report (no target)', pass: true },
-      { metric: 'Node-RED set->get flow: ss on the embedded emulator (in-process) / node-red-contrib-redis', value: Number(r.emb.value.ratio.median.toFixed(3)), min: r.emb.value.ratio.min, max: r.emb.value.ratio.max, target: '>= 0.5x', pass: r.emb.value.ratio.median >= 0.5 },
-      { metric: 'Node-RED set->get flow: bare mqtt.js on the embedded emulator (the embedded MQTT ceiling) / node-red-contrib-redis', value: Number(r.embbare.value.ratio.median.toFixed(3)), min: r.embbare.value.ratio.min, max: r.embbare.value.ratio.max, target: 'report (no target)', pass: true },
-      { metric: 'Node-RED set->get flow: ss on the embedded emulator / bare mqtt.js on the embedded emulator', value: Number(embToItsBare.median.toFixed(3)), min: embToItsBare.min, max: embToItsBare.max, target: 'report (no target)', pass: true },
-      { metric: 'Node-RED set->get flow: ss (emulator via mosquitto) / bare mqtt.js via mosquitto', value: Number(toBare('ss').median.toFixed(3)), min: toBare('ss').min, max: toBare('ss').max, target: 'report (no target)', pass: true },
-      { metric: 'Node-RED set->get flow: ss on the emulator / ss on the echo responder', value: Number(vsEcho.median.toFixed(3)), min: vsEcho.min, max: vsEcho.max, target: 'report (no target)', pass: true },
-      { metric: 'ss-watch p99 (SET sent -> msg after ss-watch)', value: Number(wp99.median.toFixed(2)), unit: ' ms', min: wp99.min, max: wp99.max, target: '< 5 ms', pass: wp99.median < 5 },
+      {
+        metric: 'Node-RED set->get flow: ss / node-red-contrib-redis',
+        value: Number(r.ss.value.ratio.median.toFixed(3)),
+        min: r.ss.value.ratio.min,
+        max: r.ss.value.ratio.max,
+        target: 'report (no target)',
+        pass: true,
+      },
+      {
+        metric: 'Node-RED set->get flow: ss on the embedded emulator (in-process) / node-red-contrib-redis',
+        value: Number(r.emb.value.ratio.median.toFixed(3)),
+        min: r.emb.value.ratio.min,
+        max: r.emb.value.ratio.max,
+        target: '>= 0.5x',
+        pass: r.emb.value.ratio.median >= 0.5,
+      },
+      {
+        metric: 'Node-RED set->get flow: bare mqtt.js on the embedded emulator (the embedded MQTT ceiling) / node-red-contrib-redis',
+        value: Number(r.embbare.value.ratio.median.toFixed(3)),
+        min: r.embbare.value.ratio.min,
+        max: r.embbare.value.ratio.max,
+        target: 'report (no target)',
+        pass: true,
+      },
+      {
+        metric: 'Node-RED set->get flow: ss on the embedded emulator / bare mqtt.js on the embedded emulator',
+        value: Number(embToItsBare.median.toFixed(3)),
+        min: embToItsBare.min,
+        max: embToItsBare.max,
+        target: 'report (no target)',
+        pass: true,
+      },
+      {
+        metric: 'Node-RED set->get flow: ss (emulator via mosquitto) / bare mqtt.js via mosquitto',
+        value: Number(toBare('ss').median.toFixed(3)),
+        min: toBare('ss').min,
+        max: toBare('ss').max,
+        target: 'report (no target)',
+        pass: true,
+      },
+      {
+        metric: 'Node-RED set->get flow: ss on the emulator / ss on the echo responder',
+        value: Number(vsEcho.median.toFixed(3)),
+        min: vsEcho.min,
+        max: vsEcho.max,
+        target: 'report (no target)',
+        pass: true,
+      },
+      {
+        metric: 'ss-watch p99 (SET sent -> msg after ss-watch)',
+        value: Number(wp99.median.toFixed(2)),
+        unit: ' ms',
+        min: wp99.min,
+        max: wp99.max,
+        target: '< 5 ms',
+        pass: wp99.median < 5,
+      },
       { metric: 'ss-watch msgs lost, all rounds', value: lost, unit: '', target: '0', pass: lost === 0 },
     ],
     data: { flow: r, watch: watchRounds },
-    notes: ['Node-RED embedded in its own process (bench/nodered-host.mjs); messages pushed into the first node with node.receive(), counted by a function node at the end'],
+    notes: [
+      'Node-RED embedded in its own process (bench/nodered-host.mjs); messages pushed into the first node with node.receive(), counted by a function node at the end',
+    ],
   })
 } finally {
   host.send('stop')

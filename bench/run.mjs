@@ -16,7 +16,7 @@ export const BENCHMARKS = {
   nodered: 'Node-RED flow throughput vs node-red-contrib-redis, and ss-watch latency (measurements 3, 4)',
   context: 'context store: cached sync get vs the memory store, set throughput vs localfilesystem and ss-set, a 10,000-set burst counted',
   sidebar: 'editor sidebar: messages/s and runtime CPU with the tab open at 2,000 SETs/s; key browser first page at 1M keys',
-  scan: 'SCAN of 1M keys (1 % matching) vs redis-server SCAN MATCH; the emulator\'s event-loop block per page',
+  scan: "SCAN of 1M keys (1 % matching) vs redis-server SCAN MATCH; the emulator's event-loop block per page",
 }
 
 const args = process.argv.slice(2)
@@ -31,7 +31,9 @@ if (unknown.length > 0) {
 const selected = names.length > 0 ? names : Object.keys(BENCHMARKS)
 
 const machine = machineInfo()
-console.log(`bench on ${machine.cpuCount} x ${machine.cpuModel}, ${(machine.totalMemBytes / 2 ** 30).toFixed(0)} GiB, node ${machine.node}, load ${machine.loadAvg.map((l) => l.toFixed(2)).join(' ')}`)
+console.log(
+  `bench on ${machine.cpuCount} x ${machine.cpuModel}, ${(machine.totalMemBytes / 2 ** 30).toFixed(0)} GiB, node ${machine.node}, load ${machine.loadAvg.map((l) => l.toFixed(2)).join(' ')}`,
+)
 
 const ran = []
 // `--report`: run nothing; rebuild the summary from the results already in bench/results/.
@@ -98,7 +100,13 @@ function markdown(m, runs, all) {
   }
   for (const [name, result] of Object.entries(all)) {
     const rm = result.machine
-    out.push('', `### ${name}`, '', `Run ${rm.date}, Node.js ${rm.node}, load average at its start ${rm.loadAvg.map((l) => l.toFixed(2)).join(' ')}${rm.loadAvgEnd ? `, at its end ${rm.loadAvgEnd.map((l) => l.toFixed(2)).join(' ')}` : ''}.`, '')
+    out.push(
+      '',
+      `### ${name}`,
+      '',
+      `Run ${rm.date}, Node.js ${rm.node}, load average at its start ${rm.loadAvg.map((l) => l.toFixed(2)).join(' ')}${rm.loadAvgEnd ? `, at its end ${rm.loadAvgEnd.map((l) => l.toFixed(2)).join(' ')}` : ''}.`,
+      '',
+    )
     for (const t of result.tables ?? []) out.push(`${t.title}`, '', t.markdown, '')
     for (const n of result.notes ?? []) out.push(`- ${n}`)
   }

@@ -58,7 +58,8 @@ if (!argv.includes('--keys-only')) {
     clients.bare.push(await connectBare(m2.urls[0]))
   }
   // The bare-MQTT reference: the same number of plain mqtt.js requesters on the echo responder.
-  const driveBare = async (set, ms) => (await Promise.all(set.map((b) => b.drive({ op: 'GET', window: PER_CLIENT_WINDOW, ms })))).reduce((a, r) => a + r.opsPerSec, 0)
+  const driveBare = async (set, ms) =>
+    (await Promise.all(set.map((b) => b.drive({ op: 'GET', window: PER_CLIENT_WINDOW, ms })))).reduce((a, r) => a + r.opsPerSec, 0)
   await Promise.all(Array.from({ length: 1000 }, (_, i) => clients.emulator[0].set(keyOf(i), VALUE_100)))
   const rows = []
   data.connections = {}
@@ -79,12 +80,27 @@ if (!argv.includes('--keys-only')) {
       },
     })
     data.connections[n] = r
-    rows.push([n, n * PER_CLIENT_WINDOW, fmtRange(r.emulator.value), fmtRange(r.echo.value), fmtRange(r.bare.value), fmtRatio(r.emulator.value.ratio), fmtRatio(pairRatio(r, 'emulator', 'bare'))])
-    console.log(`scale: ${n} connection(s): emulator ${fmtRange(r.emulator.value)} ops/s, echo ${fmtRange(r.echo.value)}, ratio ${fmtRatio(r.emulator.value.ratio)}`)
+    rows.push([
+      n,
+      n * PER_CLIENT_WINDOW,
+      fmtRange(r.emulator.value),
+      fmtRange(r.echo.value),
+      fmtRange(r.bare.value),
+      fmtRatio(r.emulator.value.ratio),
+      fmtRatio(pairRatio(r, 'emulator', 'bare')),
+    ])
+    console.log(
+      `scale: ${n} connection(s): emulator ${fmtRange(r.emulator.value)} ops/s, echo ${fmtRange(r.echo.value)}, ratio ${fmtRatio(r.emulator.value.ratio)}`,
+    )
   }
   const first = data.connections[CONNECTIONS[0]].emulator.value.ratio.median
   const last = data.connections[max].emulator.value.ratio.median
-  headline.push({ metric: `${max} connections: emulator / echo, relative to 1 connection`, value: Number((last / first).toFixed(3)), target: 'about 1 (scales as the echo limit does)', pass: last / first >= 0.8 })
+  headline.push({
+    metric: `${max} connections: emulator / echo, relative to 1 connection`,
+    value: Number((last / first).toFixed(3)),
+    target: 'about 1 (scales as the echo limit does)',
+    pass: last / first >= 0.8,
+  })
   tables.push(
     table(
       `Connections: GET ops/s over all clients, ${PER_CLIENT_WINDOW} in flight per client, median (min–max) over ${rounds} interleaved rounds; ratios per round: emulator / echo limit (both through StateStoreClient), ours / bare (StateStoreClient + emulator against bare mqtt.js requesters + echo)`,
@@ -137,7 +153,14 @@ if (!argv.includes('--connections-only')) {
       }
       const biggest = variants[variants.length - 1]
       const ratio = r[biggest].value.ratio
-      headline.push({ metric: `${op} at ${fmtNum(Number(biggest))} keys / at 1k keys`, value: Number(ratio.median.toFixed(3)), min: ratio.min, max: ratio.max, target: '>= 0.9x (no degradation)', pass: ratio.median >= 0.9 })
+      headline.push({
+        metric: `${op} at ${fmtNum(Number(biggest))} keys / at 1k keys`,
+        value: Number(ratio.median.toFixed(3)),
+        min: ratio.min,
+        max: ratio.max,
+        target: '>= 0.9x (no degradation)',
+        pass: ratio.median >= 0.9,
+      })
       console.log(`scale: ${op} at ${fmtNum(Number(biggest))} keys / 1k keys: ${fmtRatio(ratio)}`)
     }
     tables.push(

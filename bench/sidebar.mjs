@@ -36,7 +36,10 @@ const figure = (summary, unit, digits = 2) => ({ value: Number(summary.median.to
 async function startRuntime() {
   const dir = mkdtempSync(join(tmpdir(), 'aio-ss-bench-sidebar-'))
   const settingsFile = join(dir, 'settings.js')
-  writeSettings(settingsFile, runtimeSettings({ ...FROM_WORKING_TREE, credentialSecret: 'bench', logging: { console: { level: 'warn', metrics: false, audit: false } } }))
+  writeSettings(
+    settingsFile,
+    runtimeSettings({ ...FROM_WORKING_TREE, credentialSecret: 'bench', logging: { console: { level: 'warn', metrics: false, audit: false } } }),
+  )
   const keys = Array.from({ length: WATCHED }, (_, i) => `bench/watched/${i}`)
   writeFileSync(
     join(dir, 'flows.json'),
@@ -119,7 +122,11 @@ async function liveUpdates() {
       warmup: 0,
       measure: async (variant) => {
         const viewer = 'bench'
-        await fetch(`${rt.url}/aio-statestore/live`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ viewer, open: variant === 'tab open' }) })
+        await fetch(`${rt.url}/aio-statestore/live`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ viewer, open: variant === 'tab open' }),
+        })
         await sleep(500)
         const c0 = cpuMsOf(rt.pid)
         const m0 = { ...comms.counts }
@@ -139,18 +146,37 @@ async function liveUpdates() {
     const closed = results['tab closed']
     const open = results['tab open']
     tables.push(
-      table(`Sidebar live updates: ${WATCHED} watched keys, ${RATE} SETs/s, ${rounds} rounds of ${WINDOW_MS / 1000} s (median, min–max)`, ['', 'tab closed (reference)', 'tab open', 'open / closed'], [
-        ['SETs/s sent', fmtRange(closed.sets), fmtRange(open.sets), ''],
-        ['runtime CPU, % of a core', fmtRange(closed.cpu, 1), fmtRange(open.cpu, 1), fmtRatio(open.cpu.ratio)],
-        ['editor messages/s', fmtRange(closed.messages, 1), fmtRange(open.messages, 1), ''],
-        ['watch rows pushed/s', fmtRange(closed.watchItems, 1), fmtRange(open.watchItems, 1), ''],
-        ['editor KiB/s', fmtRange(closed.kbytes, 1), fmtRange(open.kbytes, 1), ''],
-      ]),
+      table(
+        `Sidebar live updates: ${WATCHED} watched keys, ${RATE} SETs/s, ${rounds} rounds of ${WINDOW_MS / 1000} s (median, min–max)`,
+        ['', 'tab closed (reference)', 'tab open', 'open / closed'],
+        [
+          ['SETs/s sent', fmtRange(closed.sets), fmtRange(open.sets), ''],
+          ['runtime CPU, % of a core', fmtRange(closed.cpu, 1), fmtRange(open.cpu, 1), fmtRatio(open.cpu.ratio)],
+          ['editor messages/s', fmtRange(closed.messages, 1), fmtRange(open.messages, 1), ''],
+          ['watch rows pushed/s', fmtRange(closed.watchItems, 1), fmtRange(open.watchItems, 1), ''],
+          ['editor KiB/s', fmtRange(closed.kbytes, 1), fmtRange(open.kbytes, 1), ''],
+        ],
+      ),
     )
     // The bound by construction: one message per 250 ms per store for changes, plus one a second for figures.
-    headline.push({ metric: 'sidebar editor messages/s at 2,000 SETs/s (tab open)', ...figure(open.messages, ''), target: '<= 5', pass: open.messages.median <= 5 })
-    headline.push({ metric: 'sidebar watch rows/s pushed for 100 keys (tab open)', ...figure(open.watchItems, ''), target: `<= ${WATCHED * 4}`, pass: open.watchItems.median <= WATCHED * 4 })
-    headline.push({ metric: 'sidebar runtime CPU, tab open / tab closed', ...figure(open.cpu.ratio, 'x'), target: '<= 1.2', pass: open.cpu.ratio.median <= 1.2 })
+    headline.push({
+      metric: 'sidebar editor messages/s at 2,000 SETs/s (tab open)',
+      ...figure(open.messages, ''),
+      target: '<= 5',
+      pass: open.messages.median <= 5,
+    })
+    headline.push({
+      metric: 'sidebar watch rows/s pushed for 100 keys (tab open)',
+      ...figure(open.watchItems, ''),
+      target: `<= ${WATCHED * 4}`,
+      pass: open.watchItems.median <= WATCHED * 4,
+    })
+    headline.push({
+      metric: 'sidebar runtime CPU, tab open / tab closed',
+      ...figure(open.cpu.ratio, 'x'),
+      target: '<= 1.2',
+      pass: open.cpu.ratio.median <= 1.2,
+    })
     headline.push({ metric: 'sidebar editor messages/s with the tab closed', ...figure(closed.messages, ''), target: '0', pass: closed.messages.max === 0 })
     return { closed, open, failedSets: w.failed() }
   } finally {
@@ -187,7 +213,14 @@ async function keyBrowser() {
   for (let i = 0; i < KEYS; i++) store.set(Buffer.from(`sensor/${(i * 7919) % KEYS}/reading`), value)
   const admin = new EmulatorAdmin(store)
   const naive = (pattern) => {
-    const re = pattern ? new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`) : null
+    const re = pattern
+      ? new RegExp(
+          `^${pattern
+            .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+            .replace(/\*/g, '.*')
+            .replace(/\?/g, '.')}$`,
+        )
+      : null
     const ids = []
     for (const [id] of store.scan()) if (!re || re.test(id)) ids.push(id)
     ids.sort()
@@ -205,7 +238,9 @@ async function keyBrowser() {
       rounds,
       measure: async (variant) => {
         // 'idle': the same timer with nothing to do for 300 ms, the machine's own stalls (GC, other processes).
-        const r = await stall(async () => (variant === 'idle' ? sleep(300) : variant === 'sorted copy' ? naive(pattern) : (await admin.listKeys({ pattern, limit: 100 })).keys.map((k) => k.key)))
+        const r = await stall(async () =>
+          variant === 'idle' ? sleep(300) : variant === 'sorted copy' ? naive(pattern) : (await admin.listKeys({ pattern, limit: 100 })).keys.map((k) => k.key),
+        )
         return { ms: r.ms, stallMs: r.stallMs }
       },
     })
@@ -214,18 +249,38 @@ async function keyBrowser() {
     if (JSON.stringify(ours) !== JSON.stringify(naive(pattern))) throw new Error(`${label}: the pages differ`)
     const ref = results['sorted copy']
     const adm = results['admin channel']
-    rows.push([label, fmtRange(ref.ms, 0, ' ms'), fmtRange(adm.ms, 0, ' ms'), fmtRatio(adm.ms.ratio), fmtRange(ref.stallMs, 0, ' ms'), fmtRange(adm.stallMs, 0, ' ms'), fmtRange(results.idle.stallMs, 0, ' ms')])
+    rows.push([
+      label,
+      fmtRange(ref.ms, 0, ' ms'),
+      fmtRange(adm.ms, 0, ' ms'),
+      fmtRatio(adm.ms.ratio),
+      fmtRange(ref.stallMs, 0, ' ms'),
+      fmtRange(adm.stallMs, 0, ' ms'),
+      fmtRange(results.idle.stallMs, 0, ' ms'),
+    ])
     data[label] = results
     if (!pattern) {
       headline.push({ metric: 'key browser first page at 1M keys (ms)', ...figure(adm.ms, ' ms', 0), target: '<= 2000', pass: adm.ms.median <= 2000 })
-      headline.push({ metric: 'key browser longest event-loop stall at 1M keys (ms)', ...figure(adm.stallMs, ' ms', 0), target: '<= 50', pass: adm.stallMs.median <= 50 })
+      headline.push({
+        metric: 'key browser longest event-loop stall at 1M keys (ms)',
+        ...figure(adm.stallMs, ' ms', 0),
+        target: '<= 50',
+        pass: adm.stallMs.median <= 50,
+      })
     }
   }
-  tables.push(table(`Key browser, first page of 100 at ${fmtNum(KEYS)} keys (median, min–max over ${rounds} rounds)`, ['query', 'sorted copy (reference)', 'admin channel', 'time ratio', 'stall, sorted copy', 'stall, admin channel', 'stall, idle'], rows))
+  tables.push(
+    table(
+      `Key browser, first page of 100 at ${fmtNum(KEYS)} keys (median, min–max over ${rounds} rounds)`,
+      ['query', 'sorted copy (reference)', 'admin channel', 'time ratio', 'stall, sorted copy', 'stall, admin channel', 'stall, idle'],
+      rows,
+    ),
+  )
   return data
 }
 
 const live = await liveUpdates()
 const browser = await keyBrowser()
-for (const h of headline) console.log(`${h.pass ? 'PASS' : 'FAIL'}  ${h.metric}: ${typeof h.value === 'number' ? h.value.toFixed(2) : h.value} (target ${h.target})`)
+for (const h of headline)
+  console.log(`${h.pass ? 'PASS' : 'FAIL'}  ${h.metric}: ${typeof h.value === 'number' ? h.value.toFixed(2) : h.value} (target ${h.target})`)
 writeResult('sidebar', { tables, headline, data: { live, browser } })

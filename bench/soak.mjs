@@ -47,12 +47,16 @@ async function emulatorChild() {
   setFlagsFromString('--expose-gc')
   const gc = runInNewContext('gc')
   const { startEmulator } = require(join(ROOT, 'dist', 'src', 'emulator'))
-  const emulator = await startEmulator(opts.broker ? { brokerUrl: opts.broker, logLevel: 'error' } : { listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
+  const emulator = await startEmulator(
+    opts.broker ? { brokerUrl: opts.broker, logLevel: 'error' } : { listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' },
+  )
   const report = (extra = {}) => {
     gc()
     gc()
     const m = process.memoryUsage()
-    process.stdout.write(`${JSON.stringify({ url: emulator.brokerUrl, keys: emulator.keyCount, rss: m.rss, heapUsed: m.heapUsed, arrayBuffers: m.arrayBuffers, ...extra })}\n`)
+    process.stdout.write(
+      `${JSON.stringify({ url: emulator.brokerUrl, keys: emulator.keyCount, rss: m.rss, heapUsed: m.heapUsed, arrayBuffers: m.arrayBuffers, ...extra })}\n`,
+    )
   }
   report({ ready: true })
   process.stdin.setEncoding('utf8')
@@ -72,7 +76,8 @@ async function main() {
   const clientCount = Number(opts.clients)
   const keyCount = Number(opts.keys)
   const inflight = Number(opts.inflight)
-  if (![seconds, clientCount, keyCount, inflight].every((n) => Number.isFinite(n) && n > 0)) throw new Error('--seconds, --clients, --keys and --inflight take positive numbers')
+  if (![seconds, clientCount, keyCount, inflight].every((n) => Number.isFinite(n) && n > 0))
+    throw new Error('--seconds, --clients, --keys and --inflight take positive numbers')
   const { StateStoreClient, Hlc } = require(join(ROOT, 'dist', 'src'))
 
   setFlagsFromString('--expose-gc')
@@ -90,7 +95,9 @@ async function main() {
   const emulator = await startEmulatorChild(broker?.url)
   const url = broker?.url ?? emulator.url
   const log = (text) => !opts.json && process.stdout.write(`${text}\n`)
-  log(`soak: ${clientCount} clients, ${keyCount} keys, ${inflight} requests in flight each, ${seconds} s, through ${broker ? `mosquitto ${url}` : `the embedded broker ${url}`}`)
+  log(
+    `soak: ${clientCount} clients, ${keyCount} keys, ${inflight} requests in flight each, ${seconds} s, through ${broker ? `mosquitto ${url}` : `the embedded broker ${url}`}`,
+  )
 
   const keys = Array.from({ length: keyCount }, (_, i) => `soak/${i}`)
   /**
@@ -195,7 +202,9 @@ async function main() {
     while (Date.now() < deadline) {
       samples.push({ t: Math.round((Date.now() - (deadline - seconds * 1000)) / 1000), emulator: await emulator.sample(), self: selfMemory(), ops: totalOps })
       const s = samples.at(-1)
-      log(`  ${s.t}s  ops ${s.ops}  errors ${errors.length}  emulator: rss ${MB(s.emulator.rss)} MB, heap ${MB(s.emulator.heapUsed)} MB, buffers ${MB(s.emulator.arrayBuffers)} MB  clients: rss ${MB(s.self.rss)} MB, heap ${MB(s.self.heapUsed)} MB, buffers ${MB(s.self.arrayBuffers)} MB`)
+      log(
+        `  ${s.t}s  ops ${s.ops}  errors ${errors.length}  emulator: rss ${MB(s.emulator.rss)} MB, heap ${MB(s.emulator.heapUsed)} MB, buffers ${MB(s.emulator.arrayBuffers)} MB  clients: rss ${MB(s.self.rss)} MB, heap ${MB(s.self.heapUsed)} MB, buffers ${MB(s.self.arrayBuffers)} MB`,
+      )
       await sleep(Math.max(2000, (seconds * 1000) / 12))
     }
   })()
@@ -210,7 +219,8 @@ async function main() {
     const got = await clients[0].get(key)
     const want = expected?.value ?? null
     if ((got.value?.toString() ?? null) !== want) mismatches.push(`${key}: store has ${got.value?.toString() ?? 'nothing'}, model ${want ?? 'nothing'}`)
-    else if (want !== null && !got.version?.equals(expected.version)) mismatches.push(`${key}: version ${got.version} in the store, ${expected.version} acknowledged`)
+    else if (want !== null && !got.version?.equals(expected.version))
+      mismatches.push(`${key}: version ${got.version} in the store, ${expected.version} acknowledged`)
   }
   const watchMismatches = []
   let watchChecked = 0
@@ -222,7 +232,8 @@ async function main() {
       const exists = expected?.value != null
       const n = entry.last
       const ok = exists ? n.operation === 'SET' && n.value === expected.value && n.version?.equals(expected.version) : n.operation === 'DELETE'
-      if (!ok) watchMismatches.push(`client ${ci} ${key}: last notification ${n.operation} ${n.version}, final ${exists ? `SET ${expected.version}` : 'absent'}`)
+      if (!ok)
+        watchMismatches.push(`client ${ci} ${key}: last notification ${n.operation} ${n.version}, final ${exists ? `SET ${expected.version}` : 'absent'}`)
     }
   }
   const finalEmulator = await emulator.sample()
@@ -273,12 +284,25 @@ async function main() {
             rssDriftMB: MB(last.emulator.rss - first.emulator.rss),
             heapDriftMB: MB(last.emulator.heapUsed - first.emulator.heapUsed),
           },
-          clientsProcess: { rssMB: [MB(first.self.rss), MB(last.self.rss)], heapMB: [MB(first.self.heapUsed), MB(last.self.heapUsed)], rssDriftMB: MB(last.self.rss - first.self.rss), heapDriftMB: MB(last.self.heapUsed - first.self.heapUsed) },
+          clientsProcess: {
+            rssMB: [MB(first.self.rss), MB(last.self.rss)],
+            heapMB: [MB(first.self.heapUsed), MB(last.self.heapUsed)],
+            rssDriftMB: MB(last.self.rss - first.self.rss),
+            heapDriftMB: MB(last.self.heapUsed - first.self.heapUsed),
+          },
         }
       : null,
     beforeAndAfter: {
-      emulator: { heapMB: [MB(baseline.emulator.heapUsed), MB(settled.emulator.heapUsed)], buffersMB: [MB(baseline.emulator.arrayBuffers), MB(settled.emulator.arrayBuffers)], rssMB: [MB(baseline.emulator.rss), MB(settled.emulator.rss)] },
-      clientsProcess: { heapMB: [MB(baseline.self.heapUsed), MB(settled.self.heapUsed)], buffersMB: [MB(baseline.self.arrayBuffers), MB(settled.self.arrayBuffers)], rssMB: [MB(baseline.self.rss), MB(settled.self.rss)] },
+      emulator: {
+        heapMB: [MB(baseline.emulator.heapUsed), MB(settled.emulator.heapUsed)],
+        buffersMB: [MB(baseline.emulator.arrayBuffers), MB(settled.emulator.arrayBuffers)],
+        rssMB: [MB(baseline.emulator.rss), MB(settled.emulator.rss)],
+      },
+      clientsProcess: {
+        heapMB: [MB(baseline.self.heapUsed), MB(settled.self.heapUsed)],
+        buffersMB: [MB(baseline.self.arrayBuffers), MB(settled.self.arrayBuffers)],
+        rssMB: [MB(baseline.self.rss), MB(settled.self.rss)],
+      },
     },
   }
   const ok = errors.length === 0 && mismatches.length === 0 && watchMismatches.length === 0 && finalEmulator.keys === modelKeys
@@ -287,14 +311,20 @@ async function main() {
     log(`\n${totalOps} operations in ${seconds} s (${result.opsPerSecond}/s), latency p50 ${result.latencyMs.p50} ms p99 ${result.latencyMs.p99} ms`)
     log(`  ${JSON.stringify(counts)}`)
     log(`errors: ${errors.length}${errors.length ? ` (${errors.slice(0, 3).join('; ')})` : ''}`)
-    log(`final state: ${keyCount} keys compared with the model, ${mismatches.length} mismatches; ${finalEmulator.keys} keys in the store, ${modelKeys} in the model`)
+    log(
+      `final state: ${keyCount} keys compared with the model, ${mismatches.length} mismatches; ${finalEmulator.keys} keys in the store, ${modelKeys} in the model`,
+    )
     log(`watches: ${watchChecked} last notifications compared with the final state, ${watchMismatches.length} mismatches`)
     if (result.memory) {
       const m = result.memory
-      log(`memory from ${m.sampledFromSecond} s to ${m.toSecond} s (after GC): emulator RSS ${m.emulator.rssMB[0]} → ${m.emulator.rssMB[1]} MB (${m.emulator.rssDriftMB >= 0 ? '+' : ''}${m.emulator.rssDriftMB}), heap ${m.emulator.heapMB[0]} → ${m.emulator.heapMB[1]} MB (${m.emulator.heapDriftMB >= 0 ? '+' : ''}${m.emulator.heapDriftMB}); clients RSS ${m.clientsProcess.rssMB[0]} → ${m.clientsProcess.rssMB[1]} MB, heap ${m.clientsProcess.heapMB[0]} → ${m.clientsProcess.heapMB[1]} MB`)
+      log(
+        `memory from ${m.sampledFromSecond} s to ${m.toSecond} s (after GC): emulator RSS ${m.emulator.rssMB[0]} → ${m.emulator.rssMB[1]} MB (${m.emulator.rssDriftMB >= 0 ? '+' : ''}${m.emulator.rssDriftMB}), heap ${m.emulator.heapMB[0]} → ${m.emulator.heapMB[1]} MB (${m.emulator.heapDriftMB >= 0 ? '+' : ''}${m.emulator.heapDriftMB}); clients RSS ${m.clientsProcess.rssMB[0]} → ${m.clientsProcess.rssMB[1]} MB, heap ${m.clientsProcess.heapMB[0]} → ${m.clientsProcess.heapMB[1]} MB`,
+      )
     }
     const b = result.beforeAndAfter
-    log(`before the load → after it, once the 10 s re-send window passed (after GC): emulator heap ${b.emulator.heapMB[0]} → ${b.emulator.heapMB[1]} MB, buffers ${b.emulator.buffersMB[0]} → ${b.emulator.buffersMB[1]} MB, RSS ${b.emulator.rssMB[0]} → ${b.emulator.rssMB[1]} MB; clients heap ${b.clientsProcess.heapMB[0]} → ${b.clientsProcess.heapMB[1]} MB, RSS ${b.clientsProcess.rssMB[0]} → ${b.clientsProcess.rssMB[1]} MB`)
+    log(
+      `before the load → after it, once the 10 s re-send window passed (after GC): emulator heap ${b.emulator.heapMB[0]} → ${b.emulator.heapMB[1]} MB, buffers ${b.emulator.buffersMB[0]} → ${b.emulator.buffersMB[1]} MB, RSS ${b.emulator.rssMB[0]} → ${b.emulator.rssMB[1]} MB; clients heap ${b.clientsProcess.heapMB[0]} → ${b.clientsProcess.heapMB[1]} MB, RSS ${b.clientsProcess.rssMB[0]} → ${b.clientsProcess.rssMB[1]} MB`,
+    )
     log(ok ? 'PASS' : 'FAIL')
   }
   process.exitCode = ok ? 0 : 1
@@ -304,7 +334,9 @@ async function main() {
 
 /** The emulator in a child process that reports its own memory after a full GC on request. */
 async function startEmulatorChild(brokerUrl) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--role', 'emulator', ...(brokerUrl ? ['--broker', brokerUrl] : [])], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--role', 'emulator', ...(brokerUrl ? ['--broker', brokerUrl] : [])], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
   process.on('exit', () => child.kill('SIGKILL'))
   const waiting = []
   let buffered = ''

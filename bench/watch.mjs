@@ -50,7 +50,9 @@ const baselineDir = argv.includes('--baseline') ? argv[argv.indexOf('--baseline'
 const broker = await startMosquitto()
 const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0], nodeArgs: traceArgs, env: traceRole('emulator') })
 const baseBroker = baselineDir ? await startMosquitto() : null
-const baseEmu = baselineDir ? await startEmulatorProcess({ brokerUrl: baseBroker.urls[0], cli: join(baselineDir, 'dist/src/emulator/cli/main.js'), env: traceRole('baseline-emulator') }) : null
+const baseEmu = baselineDir
+  ? await startEmulatorProcess({ brokerUrl: baseBroker.urls[0], cli: join(baselineDir, 'dist/src/emulator/cli/main.js'), env: traceRole('baseline-emulator') })
+  : null
 // The processes each variant's messages go through besides the writer and this one (the watcher):
 // their CPU per message is measured round by round.
 const middleOf = { statestore: emu, baseline: baseEmu }
@@ -135,12 +137,17 @@ const r = await interleave({
     const deadline = Date.now() + DRAIN_MS
     while (seen.size < acked && Date.now() < deadline) await sleep(20)
     const wallMs = performance.now() - wallStart
-    const cpu = { ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuMsOf(pid) - cpuBefore[k] : 0])), watcher: ownCpuMs() - cpuBefore.watcher }
+    const cpu = {
+      ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuMsOf(pid) - cpuBefore[k] : 0])),
+      watcher: ownCpuMs() - cpuBefore.watcher,
+    }
     const perMessage = (msTotal) => (msTotal * 1000) / Math.max(1, sent)
     const cpuTotal = cpu.writer + cpu.broker + cpu.middle + cpu.watcher
     const p = percentiles(latencies)
     const lost = acked - seen.size
-    console.log(`watch ${variant}: sent ${sent}, applied ${acked}, failed ${failed}, notified ${seen.size}, lost ${lost}, duplicates ${duplicates}, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(2)} ms`)
+    console.log(
+      `watch ${variant}: sent ${sent}, applied ${acked}, failed ${failed}, notified ${seen.size}, lost ${lost}, duplicates ${duplicates}, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(2)} ms`,
+    )
     return {
       p50: p.p50,
       p99: p.p99,
@@ -173,16 +180,31 @@ await baseEmu?.stop()
 await baseBroker?.stop()
 
 const s = r.statestore
-const row = (name, v) => [name, fmtRange(v.p50, 2, ' ms'), fmtRange(v.p99, 2, ' ms'), fmtRange(v.max, 1, ' ms'), fmtRange(v.lost), fmtRange(v.failed), fmtRange(v.rate)]
+const row = (name, v) => [
+  name,
+  fmtRange(v.p50, 2, ' ms'),
+  fmtRange(v.p99, 2, ' ms'),
+  fmtRange(v.max, 1, ' ms'),
+  fmtRange(v.lost),
+  fmtRange(v.failed),
+  fmtRange(v.rate),
+]
 const toRelay = Object.fromEntries(['p50', 'p99', 'max'].map((m) => [m, pairRatio(r, 'statestore', 'relay', m)]))
 const baseRows = baseBroker
-  ? [row('state store, baseline emulator (before)', r.baseline), ['ratio state store / baseline (after / before)', ...['p50', 'p99', 'max'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m))), '', '', '']]
+  ? [
+      row('state store, baseline emulator (before)', r.baseline),
+      ['ratio state store / baseline (after / before)', ...['p50', 'p99', 'max'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m))), '', '', ''],
+    ]
   : []
 const cpuNames = { baseline: 'state store, baseline emulator', statestore: 'state store', relay: 'two-hop bare relay', raw: 'one-hop publish' }
 const cpuRows = Object.keys(cpuNames)
   .filter((v) => r[v])
   .map((v) => [cpuNames[v], ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal'].map((m) => fmtRange(r[v][m])), fmtRange(r[v].coresBusy, 2)])
-if (baseBroker) cpuRows.push(['ratio state store / baseline', ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal', 'coresBusy'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m)))])
+if (baseBroker)
+  cpuRows.push([
+    'ratio state store / baseline',
+    ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal', 'coresBusy'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m))),
+  ])
 const rows = [
   row('state store (SET -> notification)', s),
   row('raw MQTT publish, one hop (reference)', r.raw),
@@ -207,10 +229,28 @@ const totalLost = s.lost.samples.reduce((a, b) => a + b, 0)
 writeResult('watch', {
   tables: [t, cpuTable, ...traceTables],
   headline: [
-    { metric: `notification p99 at ${RATE} SETs/s (SET sent -> client listener)`, value: Number(s.p99.median.toFixed(2)), unit: ' ms', min: s.p99.min, max: s.p99.max, target: '< 10 ms', pass: s.p99.median < 10 },
-    { metric: `notification p99 / one-hop publish p99, same run, ${RATE} SETs/s`, value: Number(s.p99.ratio.median.toFixed(3)), min: s.p99.ratio.min, max: s.p99.ratio.max, target: '<= 3x', pass: s.p99.ratio.median <= 3 },
+    {
+      metric: `notification p99 at ${RATE} SETs/s (SET sent -> client listener)`,
+      value: Number(s.p99.median.toFixed(2)),
+      unit: ' ms',
+      min: s.p99.min,
+      max: s.p99.max,
+      target: '< 10 ms',
+      pass: s.p99.median < 10,
+    },
+    {
+      metric: `notification p99 / one-hop publish p99, same run, ${RATE} SETs/s`,
+      value: Number(s.p99.ratio.median.toFixed(3)),
+      min: s.p99.ratio.min,
+      max: s.p99.ratio.max,
+      target: '<= 3x',
+      pass: s.p99.ratio.median <= 3,
+    },
     { metric: 'notifications lost, all rounds', value: totalLost, unit: '', target: '0', pass: totalLost === 0 },
   ],
   data: { ...r, statestoreToRelay: toRelay },
-  notes: ['latency clock: process.hrtime (CLOCK_MONOTONIC, shared by the writer and watcher processes)', 'lost = SETs answered +OK minus distinct notifications received within 3 s after the last SET'],
+  notes: [
+    'latency clock: process.hrtime (CLOCK_MONOTONIC, shared by the writer and watcher processes)',
+    'lost = SETs answered +OK minus distinct notifications received within 3 s after the last SET',
+  ],
 })

@@ -67,9 +67,10 @@ function mergeExamples(examples) {
     for (const node of list) {
       const existing = byId.get(node.id)
       if (isConfigNode(node)) {
-        const same = existing && isDeepStrictEqual(existing, node)
-          ? existing
-          : merged.find((m) => isConfigNode(m) && m.type === node.type && isDeepStrictEqual(withoutId(m), withoutId(node)))
+        const same =
+          existing && isDeepStrictEqual(existing, node)
+            ? existing
+            : merged.find((m) => isConfigNode(m) && m.type === node.type && isDeepStrictEqual(withoutId(m), withoutId(node)))
         if (same) {
           if (same.id !== node.id) renames.set(node.id, same.id)
           continue
@@ -115,13 +116,22 @@ function quietExamples(nodes) {
     '',
     ...lines,
     '',
-    'The leader election needs no button: it campaigns by itself when it starts (that is what it shows). Its msg reaches Debug before the editor opens, so its *leader* debug node also shows who leads under the node itself. Imported from the menu into your own flows, the examples press these buttons once at deploy; each example\'s comment names its buttons too.',
+    "The leader election needs no button: it campaigns by itself when it starts (that is what it shows). Its msg reaches Debug before the editor opens, so its *leader* debug node also shows who leads under the node itself. Imported from the menu into your own flows, the examples press these buttons once at deploy; each example's comment names its buttons too.",
     '',
     'To silence an example completely, disable its tab (double-click the tab, Enabled off) or delete it. To get them all back: stop npm start, delete flows.json in its user directory (.node-red/), start again.',
   ].join('\n')
   // The text is the tab's description (the Info sidebar shows it while the tab is open) and the comment's.
   const tab = { id: derivedId('about', 'tab'), type: 'tab', label: 'About these examples', disabled: false, info }
-  const comment = { id: derivedId('about', 'comment'), type: 'comment', z: tab.id, name: 'Start here: these examples are quiet until you press their buttons', info, x: 300, y: 60, wires: [] }
+  const comment = {
+    id: derivedId('about', 'comment'),
+    type: 'comment',
+    z: tab.id,
+    name: 'Start here: these examples are quiet until you press their buttons',
+    info,
+    x: 300,
+    y: 60,
+    wires: [],
+  }
   return [tab, comment, ...quiet]
 }
 

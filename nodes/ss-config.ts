@@ -4,7 +4,14 @@ import type { ProtocolName } from '../src/protocol'
 import { ConnectionError, type ConnectionErrorCode } from '../src/errors'
 import { LockFollower, StoreActivity } from '../src/observe'
 import { authOptions, configClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
-import { claimEnvironmentClientId, environmentText, fromEnvironment, registerEnvironmentEndpoint, releaseEnvironmentClientId, type FromEnvironment } from './lib/environment'
+import {
+  claimEnvironmentClientId,
+  environmentText,
+  fromEnvironment,
+  registerEnvironmentEndpoint,
+  releaseEnvironmentClientId,
+  type FromEnvironment,
+} from './lib/environment'
 import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
@@ -98,7 +105,12 @@ export = function (RED: NodeAPI) {
       else if (environment.sessionExpirySec !== undefined) opts.sessionExpirySec = environment.sessionExpirySec
       const tlsNode = def.tls ? (RED.nodes.getNode(def.tls) as unknown as TlsConfigNode | null) : null
       const { username, password, satTokenFile, tls } = environment
-      const fromEnv = { ...(username !== undefined ? { username } : {}), ...(password !== undefined ? { password } : {}), ...(satTokenFile !== undefined ? { satTokenFile } : {}), ...(tls ? { tls } : {}) }
+      const fromEnv = {
+        ...(username !== undefined ? { username } : {}),
+        ...(password !== undefined ? { password } : {}),
+        ...(satTokenFile !== undefined ? { satTokenFile } : {}),
+        ...(tls ? { tls } : {}),
+      }
       return { ...opts, ...fromEnv, ...authOptions(creds, tlsNode) }
     }
 
@@ -175,7 +187,9 @@ export = function (RED: NodeAPI) {
     /** Connection errors already in the catalogue's words. */
     const explained = new WeakSet<ConnectionError>()
     function notConnected(code: ConnectionErrorCode, reason: string | undefined, cause?: unknown): ConnectionError {
-      const text = reason ? RED._('ss-config.errors.notConnectedReason', { client: clientId, reason }) : RED._('ss-config.errors.notConnected', { client: clientId })
+      const text = reason
+        ? RED._('ss-config.errors.notConnectedReason', { client: clientId, reason })
+        : RED._('ss-config.errors.notConnected', { client: clientId })
       const err = new ConnectionError(code, text, cause === undefined ? undefined : { cause })
       explained.add(err)
       return err

@@ -97,7 +97,8 @@ export = function (RED: NodeAPI) {
 
     onInput(node, status, async (msg, send: Send) => {
       const action = override(msg, 'action', overrides, def.action || 'acquire')
-      if (typeof action !== 'string' || !ACTIONS.includes(action)) throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
+      if (typeof action !== 'string' || !ACTIONS.includes(action))
+        throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const out = (name: string) => (ok: boolean, m: NodeMessage) => {
         // The key it used stays on the msg, so a following node with a blank Key works on the same one.
         ;(m as Record<string, unknown>).key = name

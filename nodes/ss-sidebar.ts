@@ -140,106 +140,141 @@ export = function (RED: NodeAPI) {
   const http = RED.httpAdmin
   const needs = (p: string) => RED.auth.needsPermission(p)
 
-  http.get(`${BASE}/stores`, needs(READ), route(async (_req, res) => {
-    syncFeed()
-    res.json({ stores: await Promise.all(configNodes().map(summary)) })
-  }))
+  http.get(
+    `${BASE}/stores`,
+    needs(READ),
+    route(async (_req, res) => {
+      syncFeed()
+      res.json({ stores: await Promise.all(configNodes().map(summary)) })
+    }),
+  )
 
   // An editor with the tab open renews this every few seconds; it closes it when the tab is hidden.
-  http.post(`${BASE}/live`, needs(READ), route((req, res) => {
-    const body = (req.body ?? {}) as { viewer?: unknown; open?: unknown }
-    const viewer = typeof body.viewer === 'string' ? body.viewer.slice(0, 64) : ''
-    if (!viewer) return fail(res, 400, 'noViewer')
-    if (body.open === false) feed.close(viewer)
-    else {
-      syncFeed()
-      feed.open(viewer)
-    }
-    res.json({ live: feed.live })
-  }))
+  http.post(
+    `${BASE}/live`,
+    needs(READ),
+    route((req, res) => {
+      const body = (req.body ?? {}) as { viewer?: unknown; open?: unknown }
+      const viewer = typeof body.viewer === 'string' ? body.viewer.slice(0, 64) : ''
+      if (!viewer) return fail(res, 400, 'noViewer')
+      if (body.open === false) feed.close(viewer)
+      else {
+        syncFeed()
+        feed.open(viewer)
+      }
+      res.json({ live: feed.live })
+    }),
+  )
 
-  http.get(`${BASE}/stores/:id/key`, needs(READ), route(async (req, res) => {
-    const target = await keyTarget(req, res)
-    if (!target) return
-    const { n, key, c } = target
-    const got = await c.get(key)
-    if (got.value === null) return void res.json({ exists: false })
-    const details = (await (await admin(n))?.inspect(key, n.clientId)) ?? null
-    res.json({
-      exists: true,
-      value: viewValue(got.value, INSPECT_CHARS),
-      version: got.version?.toString() ?? null,
-      ...(details
-        ? { expiresAt: details.expiresAt, fencingToken: details.fencingToken, persisted: details.persisted, persistedBy: details.persistedBy, notPersistedBecause: details.notPersistedBecause ?? null, access: details.access }
-        : { noDetails: { clientId: n.clientId } }),
-    })
-  }))
+  http.get(
+    `${BASE}/stores/:id/key`,
+    needs(READ),
+    route(async (req, res) => {
+      const target = await keyTarget(req, res)
+      if (!target) return
+      const { n, key, c } = target
+      const got = await c.get(key)
+      if (got.value === null) return void res.json({ exists: false })
+      const details = (await (await admin(n))?.inspect(key, n.clientId)) ?? null
+      res.json({
+        exists: true,
+        value: viewValue(got.value, INSPECT_CHARS),
+        version: got.version?.toString() ?? null,
+        ...(details
+          ? {
+              expiresAt: details.expiresAt,
+              fencingToken: details.fencingToken,
+              persisted: details.persisted,
+              persistedBy: details.persistedBy,
+              notPersistedBecause: details.notPersistedBecause ?? null,
+              access: details.access,
+            }
+          : { noDetails: { clientId: n.clientId } }),
+      })
+    }),
+  )
 
-  http.put(`${BASE}/stores/:id/key`, needs(WRITE), route(async (req, res) => {
-    const body = (req.body ?? {}) as { key?: unknown; value?: unknown }
-    const n = store(req, res)
-    const key = n && keyOf(body.key, res)
-    if (!n || !key) return
-    if (typeof body.value !== 'string') return fail(res, 400, 'noValue')
-    const value = Buffer.from(body.value, 'utf8')
-    if (value.length > MAX_VALUE_BYTES) return fail(res, 400, 'valueTooLarge')
-    const c = await client(n, res)
-    if (!c) return
-    const result = await c.set(key, value)
-    res.json({ applied: result.applied, version: result.version.toString() })
-  }))
+  http.put(
+    `${BASE}/stores/:id/key`,
+    needs(WRITE),
+    route(async (req, res) => {
+      const body = (req.body ?? {}) as { key?: unknown; value?: unknown }
+      const n = store(req, res)
+      const key = n && keyOf(body.key, res)
+      if (!n || !key) return
+      if (typeof body.value !== 'string') return fail(res, 400, 'noValue')
+      const value = Buffer.from(body.value, 'utf8')
+      if (value.length > MAX_VALUE_BYTES) return fail(res, 400, 'valueTooLarge')
+      const c = await client(n, res)
+      if (!c) return
+      const result = await c.set(key, value)
+      res.json({ applied: result.applied, version: result.version.toString() })
+    }),
+  )
 
-  http.delete(`${BASE}/stores/:id/key`, needs(WRITE), route(async (req, res) => {
-    const target = await keyTarget(req, res)
-    if (!target) return
-    const result = await target.c.del(target.key)
-    res.json({ deleted: result.deleted === 1 })
-  }))
+  http.delete(
+    `${BASE}/stores/:id/key`,
+    needs(WRITE),
+    route(async (req, res) => {
+      const target = await keyTarget(req, res)
+      if (!target) return
+      const result = await target.c.del(target.key)
+      res.json({ deleted: result.deleted === 1 })
+    }),
+  )
 
-  http.get(`${BASE}/stores/:id/keys`, needs(READ), route(async (req, res) => {
-    const n = store(req, res)
-    if (!n) return
-    const q = req.query
-    const after = typeof q.after === 'string' && /^[0-9a-f]*$/i.test(q.after) ? q.after : undefined
-    const limit = typeof q.limit === 'string' ? Number(q.limit) || 100 : 100
-    const pattern = typeof q.pattern === 'string' ? q.pattern : undefined
-    // The context store's index and lock keys are left out unless the pattern asks with a '#'.
-    const shown = <K extends { key: string | null }>(keys: K[]): { keys: K[]; hidden: number } => {
-      if (asksForInternalKeys(pattern)) return { keys, hidden: 0 }
-      const kept = keys.filter((k) => k.key === null || !isContextInternalKey(k.key))
-      return { keys: kept, hidden: keys.length - kept.length }
-    }
-    const scanned = await (await scanBrowser(n))?.page({ ...(pattern !== undefined ? { pattern } : {}), ...(after ? { cursor: after } : {}), limit })
-    if (scanned) {
-      // The shape of an admin page; what SCAN does not tell (counts, expiry, fencing, persistence) is null.
-      const keys = scanned.keys.map((k) => ({ ...k, expiresAt: null, fencingToken: null, persisted: false }))
-      return void res.json({ source: 'scan', ...shown(keys), matching: null, total: null, next: scanned.next })
-    }
-    const a = await admin(n)
-    if (!a) return fail(res, 404, 'noBrowser')
-    const page = await a.listKeys({
-      ...(pattern !== undefined ? { pattern } : {}),
-      ...(after ? { after } : {}),
-      limit,
-    })
-    res.json({ source: 'admin', ...page, ...shown(page.keys) })
-  }))
+  http.get(
+    `${BASE}/stores/:id/keys`,
+    needs(READ),
+    route(async (req, res) => {
+      const n = store(req, res)
+      if (!n) return
+      const q = req.query
+      const after = typeof q.after === 'string' && /^[0-9a-f]*$/i.test(q.after) ? q.after : undefined
+      const limit = typeof q.limit === 'string' ? Number(q.limit) || 100 : 100
+      const pattern = typeof q.pattern === 'string' ? q.pattern : undefined
+      // The context store's index and lock keys are left out unless the pattern asks with a '#'.
+      const shown = <K extends { key: string | null }>(keys: K[]): { keys: K[]; hidden: number } => {
+        if (asksForInternalKeys(pattern)) return { keys, hidden: 0 }
+        const kept = keys.filter((k) => k.key === null || !isContextInternalKey(k.key))
+        return { keys: kept, hidden: keys.length - kept.length }
+      }
+      const scanned = await (await scanBrowser(n))?.page({ ...(pattern !== undefined ? { pattern } : {}), ...(after ? { cursor: after } : {}), limit })
+      if (scanned) {
+        // The shape of an admin page; what SCAN does not tell (counts, expiry, fencing, persistence) is null.
+        const keys = scanned.keys.map((k) => ({ ...k, expiresAt: null, fencingToken: null, persisted: false }))
+        return void res.json({ source: 'scan', ...shown(keys), matching: null, total: null, next: scanned.next })
+      }
+      const a = await admin(n)
+      if (!a) return fail(res, 404, 'noBrowser')
+      const page = await a.listKeys({
+        ...(pattern !== undefined ? { pattern } : {}),
+        ...(after ? { after } : {}),
+        limit,
+      })
+      res.json({ source: 'admin', ...page, ...shown(page.keys) })
+    }),
+  )
 
   // The browser's keys as a file for `aio-statestore import` or the emulator's --seed.
-  http.get(`${BASE}/stores/:id/export`, needs(READ), route(async (req, res) => {
-    const n = store(req, res)
-    const c = n && (await client(n, res))
-    if (!n || !c) return
-    const pattern = typeof req.query.pattern === 'string' && req.query.pattern !== '' ? req.query.pattern : '*'
-    // An emulator in this process tells expiry and persistence; otherwise SCAN lists the keys, or a standalone emulator's admin channel.
-    const a = (n.brokerUrl ? adminFor(n.brokerUrl) : null) ?? ((await scanBrowser(n)) ? null : await admin(n))
-    try {
-      const out = await exportKeys(c, a, pattern)
-      res.type('application/x-ndjson').setHeader('X-Key-Count', String(out.count))
-      res.send(out.text)
-    } catch (err) {
-      if (err instanceof ExportTooLarge) return fail(res, 413, 'exportTooLarge')
-      throw err
-    }
-  }))
+  http.get(
+    `${BASE}/stores/:id/export`,
+    needs(READ),
+    route(async (req, res) => {
+      const n = store(req, res)
+      const c = n && (await client(n, res))
+      if (!n || !c) return
+      const pattern = typeof req.query.pattern === 'string' && req.query.pattern !== '' ? req.query.pattern : '*'
+      // An emulator in this process tells expiry and persistence; otherwise SCAN lists the keys, or a standalone emulator's admin channel.
+      const a = (n.brokerUrl ? adminFor(n.brokerUrl) : null) ?? ((await scanBrowser(n)) ? null : await admin(n))
+      try {
+        const out = await exportKeys(c, a, pattern)
+        res.type('application/x-ndjson').setHeader('X-Key-Count', String(out.count))
+        res.send(out.text)
+      } catch (err) {
+        if (err instanceof ExportTooLarge) return fail(res, 413, 'exportTooLarge')
+        throw err
+      }
+    }),
+  )
 }

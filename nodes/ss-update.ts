@@ -69,7 +69,13 @@ export = function (RED: NodeAPI) {
           const value = await compute(current === null ? start : previous, version, msg)
           return { previous, value, bytes: encodePayload(value, t) }
         },
-        { holder, leaseMs: DEFAULT_LEASE_MS, timeoutMs, persist: def.persist === true, onLock: (lock) => store?.activity.trackLease(node.id, String(keyLockName(name)), 'lock', holder, DEFAULT_LEASE_MS, lock.lease) },
+        {
+          holder,
+          leaseMs: DEFAULT_LEASE_MS,
+          timeoutMs,
+          persist: def.persist === true,
+          onLock: (lock) => store?.activity.trackLease(node.id, String(keyLockName(name)), 'lock', holder, DEFAULT_LEASE_MS, lock.lease),
+        },
       )
       msg.key = name
       msg.payload = updated.value

@@ -106,7 +106,8 @@ export = function (RED: NodeAPI) {
     onInput(node, status, async (msg) => {
       if (!overrides) throw new InputError('ControlRefused', t('errors.controlRefused'))
       const action = msg.action
-      if (action !== 'watch' && action !== 'unwatch') throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: 'watch, unwatch' }))
+      if (action !== 'watch' && action !== 'unwatch')
+        throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: 'watch, unwatch' }))
       const topics: unknown[] = Array.isArray(msg.topic) ? msg.topic : [msg.topic]
       // Without a config node there is no client id to size the limit by; the watch then fails with NoConfig.
       const keys = topics.map((k) => (action === 'watch' && store ? parseWatchedKey(k, store.clientId, t) : parseKey(k, t)))

@@ -49,7 +49,8 @@ function port(name, fallback) {
 // store in memory only, kept nowhere (the emulator without a persistence file).
 const args = process.argv.slice(2)
 const unknown = args.filter((a) => a !== '--fresh' && a !== '--memory')
-if (unknown.length > 0) fail(`unknown argument ${unknown.join(' ')}: npm start -- --fresh starts with an empty store, npm start -- --memory keeps the store in memory only`)
+if (unknown.length > 0)
+  fail(`unknown argument ${unknown.join(' ')}: npm start -- --fresh starts with an empty store, npm start -- --memory keeps the store in memory only`)
 const fresh = args.includes('--fresh')
 const memory = args.includes('--memory')
 
@@ -191,7 +192,9 @@ async function main() {
     // The seeded flows' ${AIO_STATESTORE_URL} becomes the TLS + SAT listener; CA and token come from .env.
     const [x509, sat] = devLayout.started(emulator)
     process.env[BROKER_ENV] = `mqtts://localhost:${new URL(sat).port}`
-    say(`dev layout in ${shown(devLayout.layout.dir)}: TLS + X.509 at ${x509}, TLS + SAT at ${sat}; this Node-RED has ${shown(devLayout.layout.envFile)}'s AIO_* environment`)
+    say(
+      `dev layout in ${shown(devLayout.layout.dir)}: TLS + X.509 at ${x509}, TLS + SAT at ${sat}; this Node-RED has ${shown(devLayout.layout.envFile)}'s AIO_* environment`,
+    )
   }
   say(`broker ready at ${emulator.brokerUrl}`)
   say(`  (MQTT 5, embedded aedes with the state-store emulator; point MQTT clients and other tools here)`)

@@ -42,7 +42,8 @@ export function requireFencingToken(token: Hlc | string | undefined): Hlc | unde
 
 /** A request's options, when given, are an object: `null` or a number is a programming error. */
 export function requireOptions(options: unknown): void {
-  if (options === null || typeof options !== 'object') throw new ArgumentError(`the options must be an object, got ${options === null ? 'null' : typeof options}`)
+  if (options === null || typeof options !== 'object')
+    throw new ArgumentError(`the options must be an object, got ${options === null ? 'null' : typeof options}`)
 }
 
 /** Milliseconds that must be a positive whole number when given. */

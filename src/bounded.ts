@@ -6,7 +6,12 @@ export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown }
  * when every item has settled and never rejects: a failure is one item's outcome. `settled` hears
  * of each outcome as it comes (completion order).
  */
-export async function settleEach<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>, settled?: (item: T, outcome: Settled<R>) => void): Promise<Array<Settled<R>>> {
+export async function settleEach<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<R>,
+  settled?: (item: T, outcome: Settled<R>) => void,
+): Promise<Array<Settled<R>>> {
   const outcomes = new Array<Settled<R>>(items.length)
   let next = 0
   const worker = async (): Promise<void> => {

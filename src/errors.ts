@@ -26,9 +26,7 @@ export const SERVICE_ERROR_TEXT = {
 
 export type ServiceErrorCode = keyof typeof SERVICE_ERROR_TEXT
 
-const CODE_BY_TEXT = new Map<string, ServiceErrorCode>(
-  Object.entries(SERVICE_ERROR_TEXT).map(([code, text]) => [text, code as ServiceErrorCode]),
-)
+const CODE_BY_TEXT = new Map<string, ServiceErrorCode>(Object.entries(SERVICE_ERROR_TEXT).map(([code, text]) => [text, code as ServiceErrorCode]))
 
 /** An error the service answered with; `code` is `Unknown` for text outside the catalogue, kept verbatim. */
 export class ServiceError extends StateStoreError {
@@ -44,7 +42,10 @@ export class ServiceError extends StateStoreError {
 export class TimeoutError extends StateStoreError {
   readonly kind = 'timeout'
   override readonly name = 'TimeoutError'
-  constructor(readonly timeoutMs: number, what = 'request') {
+  constructor(
+    readonly timeoutMs: number,
+    what = 'request',
+  ) {
     super(`${what} timed out after ${timeoutMs} ms`)
   }
 }

@@ -18,14 +18,20 @@ export interface UnreadKey {
  * key's expiry and persistence; otherwise SCAN lists them (the protocol tells neither). Values are
  * read with GET, a bound in flight; a key gone before its read is left out.
  */
-export async function* exportPages(client: StateStoreClient, admin: AdminChannel | null, pattern: string, signal?: AbortSignal): AsyncGenerator<{ records: KeyRecord[]; unread: UnreadKey[] }> {
+export async function* exportPages(
+  client: StateStoreClient,
+  admin: AdminChannel | null,
+  pattern: string,
+  signal?: AbortSignal,
+): AsyncGenerator<{ records: KeyRecord[]; unread: UnreadKey[] }> {
   const read = async (keys: Buffer[], facts: (i: number) => Partial<KeyRecord>) => {
     const outcomes = await settleEach(keys, IN_FLIGHT, (k) => client.get(k, signal ? { signal } : {}))
     const records: KeyRecord[] = []
     const unread: UnreadKey[] = []
     outcomes.forEach((o, i) => {
       if (!o.ok) unread.push({ key: keys[i]!, error: o.error })
-      else if (o.value.value !== null) records.push({ key: keys[i]!, value: o.value.value, ...(o.value.version ? { version: o.value.version.toString() } : {}), ...facts(i) })
+      else if (o.value.value !== null)
+        records.push({ key: keys[i]!, value: o.value.value, ...(o.value.version ? { version: o.value.version.toString() } : {}), ...facts(i) })
     })
     return { records, unread }
   }
@@ -43,6 +49,10 @@ export async function* exportPages(client: StateStoreClient, admin: AdminChannel
       after = page.next ?? undefined
     } while (after)
   } else {
-    for await (const page of client.scan(pattern, signal ? { signal } : {})) yield await read(page.map((k) => Buffer.from(k, 'utf8')), () => ({}))
+    for await (const page of client.scan(pattern, signal ? { signal } : {}))
+      yield await read(
+        page.map((k) => Buffer.from(k, 'utf8')),
+        () => ({}),
+      )
   }
 }

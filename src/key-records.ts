@@ -84,7 +84,8 @@ function exportRecord(parsed: unknown, line: number): KeyRecord {
   if (key.length === 0) throw new KeyRecordError(line, 'the key is empty')
   const record: KeyRecord = { key, value: bytes(r, 'value', line) }
   if (r.expiresAt !== undefined && r.expiresAt !== null) {
-    if (typeof r.expiresAt !== 'number' || !Number.isSafeInteger(r.expiresAt) || r.expiresAt <= 0) throw new KeyRecordError(line, 'expiresAt is wall-clock milliseconds, a whole number')
+    if (typeof r.expiresAt !== 'number' || !Number.isSafeInteger(r.expiresAt) || r.expiresAt <= 0)
+      throw new KeyRecordError(line, 'expiresAt is wall-clock milliseconds, a whole number')
     record.expiresAt = r.expiresAt
   }
   if (r.persist !== undefined && typeof r.persist !== 'boolean') throw new KeyRecordError(line, 'persist is true or false')

@@ -66,11 +66,14 @@ export function rateLimited(logger: Logger, options: RateLimitOptions = {}): Log
     }
     if (k.held++ === 0) {
       const window = k
-      schedule(() => {
-        if (window.held > 0) logger(window.level, cut(`… ${window.held} more like it in ${Math.round(windowMs / 1000)} s; the last: ${window.last}`))
-        window.held = 0
-        if (kinds.get(kind) === window) kinds.delete(kind)
-      }, windowMs - (t - k.since))
+      schedule(
+        () => {
+          if (window.held > 0) logger(window.level, cut(`… ${window.held} more like it in ${Math.round(windowMs / 1000)} s; the last: ${window.last}`))
+          window.held = 0
+          if (kinds.get(kind) === window) kinds.delete(kind)
+        },
+        windowMs - (t - k.since),
+      )
     }
     k.last = line
   }

@@ -1,5 +1,17 @@
 import { ArgumentError } from './errors'
-import type { ConnectionStatus, DeleteOptions, DeleteResult, GetResult, KeyScan, NotificationListener, Observation, RequestOptions, SetOptions, SetResult, StateStoreClient } from './client'
+import type {
+  ConnectionStatus,
+  DeleteOptions,
+  DeleteResult,
+  GetResult,
+  KeyScan,
+  NotificationListener,
+  Observation,
+  RequestOptions,
+  SetOptions,
+  SetResult,
+  StateStoreClient,
+} from './client'
 import { Lease, LeaderElection, Lock, type LeaderElectionOptions, type LeaseOptions, type LockOptions } from './locks'
 import type { Bytes } from './protocol'
 
@@ -39,8 +51,13 @@ function find(nameOrId: string): SharedConnection {
   if (byId) return byId
   const named = [...all.values()].filter((c) => c.name === nameOrId)
   if (named.length === 1) return named[0]!
-  if (named.length > 1) throw new ArgumentError(`${named.length} state store config nodes are named ${JSON.stringify(nameOrId)}: use the id of one (${named.map((c) => c.id).join(', ')})`)
-  throw new ArgumentError(`no state store config node named ${JSON.stringify(nameOrId)} is deployed (known: ${[...all.values()].map((c) => c.name || c.id).join(', ') || 'none'})`)
+  if (named.length > 1)
+    throw new ArgumentError(
+      `${named.length} state store config nodes are named ${JSON.stringify(nameOrId)}: use the id of one (${named.map((c) => c.id).join(', ')})`,
+    )
+  throw new ArgumentError(
+    `no state store config node named ${JSON.stringify(nameOrId)} is deployed (known: ${[...all.values()].map((c) => c.name || c.id).join(', ') || 'none'})`,
+  )
 }
 
 /**

@@ -62,7 +62,14 @@ export async function connectBare(brokerUrl, { connectStream } = {}) {
     waiting.set(id, onReply)
     client.publish(REQUEST_TOPIC, payload, {
       qos: 1,
-      properties: { responseTopic, correlationData, messageExpiryInterval: 10, contentType: 'application/octet-stream', payloadFormatIndicator: false, userProperties },
+      properties: {
+        responseTopic,
+        correlationData,
+        messageExpiryInterval: 10,
+        contentType: 'application/octet-stream',
+        payloadFormatIndicator: false,
+        userProperties,
+      },
     })
   }
   return {

@@ -86,9 +86,20 @@ export async function measureOpen({ StateStoreClient, contextStore, brokerUrl, c
     })
     await opened.open()
     store.push((performance.now() - started) / 1000)
-    const keys = (await Promise.all(Array.from({ length: 10 }, (_, s) => new Promise((resolve, reject) => opened.keys(`f${s}`, (err, k) => (err ? reject(err) : resolve(k.length))))))).reduce((a, b) => a + b, 0)
+    const keys = (
+      await Promise.all(
+        Array.from({ length: 10 }, (_, s) => new Promise((resolve, reject) => opened.keys(`f${s}`, (err, k) => (err ? reject(err) : resolve(k.length))))),
+      )
+    ).reduce((a, b) => a + b, 0)
     await opened.close()
     if (keys !== count) throw new Error(`the store opened ${keys} keys of ${count}`)
   }
-  return { count, bare: summarize(bare), store: summarize(store), ratio: summarize(store.map((s, i) => s / bare[i])), progressLines: loadLines, load: os.loadavg() }
+  return {
+    count,
+    bare: summarize(bare),
+    store: summarize(store),
+    ratio: summarize(store.map((s, i) => s / bare[i])),
+    progressLines: loadLines,
+    load: os.loadavg(),
+  }
 }

@@ -167,7 +167,11 @@ export function fmtRatio(s) {
 /** A plain-text table; also returns a Markdown version for the README. */
 export function table(title, header, rows) {
   const widths = header.map((h, i) => Math.max(String(h).length, ...rows.map((r) => String(r[i] ?? '').length)))
-  const line = (cells) => cells.map((c, i) => String(c ?? '').padEnd(widths[i])).join('  ').trimEnd()
+  const line = (cells) =>
+    cells
+      .map((c, i) => String(c ?? '').padEnd(widths[i]))
+      .join('  ')
+      .trimEnd()
   const text = [`\n== ${title}`, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n')
   const md = [
     `| ${header.join(' | ')} |`,

@@ -81,7 +81,14 @@ export async function startMosquitto({ listeners = [{}] } = {}) {
   if (!binary) throw new Error('mosquitto is not installed (apt-get install mosquitto)')
   const dir = mkdtempSync(join(tmpdir(), 'bench-mosq-'))
   const ports = []
-  const lines = ['per_listener_settings false', 'allow_anonymous true', 'set_tcp_nodelay true', 'max_inflight_messages 0', 'max_queued_messages 100000', 'persistence false']
+  const lines = [
+    'per_listener_settings false',
+    'allow_anonymous true',
+    'set_tcp_nodelay true',
+    'max_inflight_messages 0',
+    'max_queued_messages 100000',
+    'persistence false',
+  ]
   for (const l of listeners) {
     const port = await freePort()
     ports.push(port)

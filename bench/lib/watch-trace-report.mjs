@@ -9,7 +9,8 @@ import { quantile, table } from './harness.mjs'
 /** Events of one process, as arrays of objects in time order. */
 function eventsOf(raw) {
   const out = []
-  for (let i = 0; i < raw.type.length; i++) out.push({ type: raw.type[i], topic: raw.topic[i], seq: raw.seq[i], stamp: raw.stamp[i], t: raw.t[i], extra: raw.extra[i] })
+  for (let i = 0; i < raw.type.length; i++)
+    out.push({ type: raw.type[i], topic: raw.topic[i], seq: raw.seq[i], stamp: raw.stamp[i], t: raw.t[i], extra: raw.extra[i] })
   return out
 }
 
@@ -78,12 +79,22 @@ function stageTable(title, chain, roundCount, warmup, seqs) {
     const slowMean = slow.reduce((a, i) => a + rows[i][k] - rows[i][k - 1], 0) / slow.length
     const gcs = chain[k][2] ?? []
     const slowGc = slow.reduce((a, i) => a + gcWithin(gcs, rows[i][k - 1], rows[i][k]), 0) / slow.length
-    lines.push([`${chain[k - 1][0]} -> ${chain[k][0]}`, ms(quantile(d, 0.5)).toFixed(3), ms(quantile(d, 0.99)).toFixed(3), ms(slowMean).toFixed(3), ms(slowGc).toFixed(3)])
+    lines.push([
+      `${chain[k - 1][0]} -> ${chain[k][0]}`,
+      ms(quantile(d, 0.5)).toFixed(3),
+      ms(quantile(d, 0.99)).toFixed(3),
+      ms(slowMean).toFixed(3),
+      ms(slowGc).toFixed(3),
+    ])
   }
   const sortedTotals = Float64Array.from(totals).sort()
   const slowTotal = slow.reduce((a, i) => a + totals[i], 0) / slow.length
   lines.push(['total', ms(quantile(sortedTotals, 0.5)).toFixed(3), ms(quantile(sortedTotals, 0.99)).toFixed(3), ms(slowTotal).toFixed(3), ''])
-  return table(`${title}: stages of ${rows.length} messages, ms (a stage's p50/p99 do not add up to the total's)`, ['stage', 'p50', 'p99', 'mean of slowest 1%', 'of it in GC'], lines)
+  return table(
+    `${title}: stages of ${rows.length} messages, ms (a stage's p50/p99 do not add up to the total's)`,
+    ['stage', 'p50', 'p99', 'mean of slowest 1%', 'of it in GC'],
+    lines,
+  )
 }
 
 /**
@@ -107,7 +118,10 @@ export function traceReport({ dir, watcher, warmup }) {
     }
   }
   const tables = []
-  const get = (rounds, field = 't') => (r, seq) => rounds[r]?.get(seq)?.[field] ?? NaN
+  const get =
+    (rounds, field = 't') =>
+    (r, seq) =>
+      rounds[r]?.get(seq)?.[field] ?? NaN
   const cg = gcOf(w)
   // Every path starts in a writer and ends at the watcher's listener; only the stages between differ.
   const writerStages = (wp, wg) => [
@@ -163,18 +177,30 @@ export function traceReport({ dir, watcher, warmup }) {
       ['relay publish()', get(rp), rg],
       ['relay socket write', get(rp, 'w'), rg],
     ]
-    addTable(`trace, ${mode === 'raw' ? 'one-hop publish' : 'two-hop bare relay'}`, [...writerStages(wp, gcOf(writer)), ...(mode === 'relay' ? relayStages : []), ...watcherStages(cl)], cl)
+    addTable(
+      `trace, ${mode === 'raw' ? 'one-hop publish' : 'two-hop bare relay'}`,
+      [...writerStages(wp, gcOf(writer)), ...(mode === 'relay' ? relayStages : []), ...watcherStages(cl)],
+      cl,
+    )
   }
   // How much each process collects over the whole run (warm-up and set-up included).
   const gcRows = []
-  for (const [name, events] of [['watcher (benchmark process)', w], ...['emulator-', 'relay-', 'writer-statestore-', 'writer-raw-', 'writer-relay-'].map((p) => [p.replace(/-$/, ''), load(p)])]) {
+  for (const [name, events] of [
+    ['watcher (benchmark process)', w],
+    ...['emulator-', 'relay-', 'writer-statestore-', 'writer-raw-', 'writer-relay-'].map((p) => [p.replace(/-$/, ''), load(p)]),
+  ]) {
     const g = events.filter((e) => e.type === 'G')
     if (g.length === 0) continue
     const kinds = {}
     for (const e of g) kinds[e.topic] = (kinds[e.topic] ?? 0) + 1
     gcRows.push([name, g.length, ms(g.reduce((a, e) => a + e.extra, 0)).toFixed(1), ms(Math.max(...g.map((e) => e.extra))).toFixed(2), JSON.stringify(kinds)])
   }
-  tables.push(table('trace, garbage collection per process over the whole run', ['process', 'collections', 'total ms', 'longest ms', 'by kind (1 minor, 2 major, 4 incremental, 8 weak)'], gcRows))
+  tables.push(
+    table(
+      'trace, garbage collection per process over the whole run',
+      ['process', 'collections', 'total ms', 'longest ms', 'by kind (1 minor, 2 major, 4 incremental, 8 weak)'],
+      gcRows,
+    ),
+  )
   return tables
 }
-

@@ -49,7 +49,12 @@ async function run() {
       const value = Buffer.alloc(100, 0x76)
       value.writeBigUInt64LE(process.hrtime.bigint(), 0)
       value.writeUInt32LE(sent, 8)
-      pending.push(write(sent, value).then(() => acked++, () => failed++))
+      pending.push(
+        write(sent, value).then(
+          () => acked++,
+          () => failed++,
+        ),
+      )
       sent++
     }
     await new Promise((resolve) => setTimeout(resolve, 1))

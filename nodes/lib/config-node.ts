@@ -60,7 +60,12 @@ export function attach(RED: NodeAPI, node: Node, storeId: string | undefined, op
   const found = storeId ? (RED.nodes.getNode(storeId) as StoreConfigNode | null) : null
   const store = found && found.type === 'ss-config' ? found : null
   const label = node.name || node.type
-  const status = new StatusView(node, t, store ? (err, key) => store.activity.metrics.msgFailed(label, err, { nodeId: node.id, ...(key !== undefined ? { key } : {}) }) : undefined, store ? (err) => store.explain(err) : undefined)
+  const status = new StatusView(
+    node,
+    t,
+    store ? (err, key) => store.activity.metrics.msgFailed(label, err, { nodeId: node.id, ...(key !== undefined ? { key } : {}) }) : undefined,
+    store ? (err) => store.explain(err) : undefined,
+  )
   const user: StoreUser = {
     id: node.id,
     onConnection(s) {

@@ -32,7 +32,8 @@ export class ConnectionLog {
       this.last = problem === 'noService' ? 'connected' : 'disconnected'
       return { key: problem, warn: true }
     }
-    const shown: Shown | null = status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
+    const shown: Shown | null =
+      status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
     if (shown === null || shown === this.last) return null
     const first = shown === 'disconnected' && this.last === null
     this.last = shown

@@ -78,7 +78,8 @@ export async function testConnection(options: ClientOptions, timeoutMs: number, 
   if (deployedConnected) return { result: 'notAuthorizedTestId', clientId, testClientId }
   const second = await attempt(options, clientId, Math.max(1000, timeoutMs - (performance.now() - started)))
   if (second.result === 'notAuthorized') return { ...second, clientId }
-  if (second.result === 'connected' || second.result === 'noService' || second.result === 'silent') return { result: 'notAuthorizedTestId', clientId, testClientId }
+  if (second.result === 'connected' || second.result === 'noService' || second.result === 'silent')
+    return { result: 'notAuthorizedTestId', clientId, testClientId }
   return second
 }
 
@@ -171,7 +172,13 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       // Blank fields stand for this Node-RED's AIO environment, as in the deployed node.
       let environment: FromEnvironment
       try {
-        environment = fromEnvironment({ broker: resolveEnv(body.broker), clientId: resolveEnv(body.clientId), keepalive: resolveEnv(body.keepalive), credentials: resolved, hasTls: tlsNode !== null })
+        environment = fromEnvironment({
+          broker: resolveEnv(body.broker),
+          clientId: resolveEnv(body.clientId),
+          keepalive: resolveEnv(body.keepalive),
+          credentials: resolved,
+          hasTls: tlsNode !== null,
+        })
       } catch (err) {
         res.json({ result: 'failed', reason: environmentText(RED, err) })
         return
@@ -179,14 +186,22 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       const { clientId: envClientId, ...fromEnv } = environment
       const options: ClientOptions = {
         brokerUrl: resolveEnv(body.broker) || environment.brokerUrl || LOCAL_BROKER,
-        clientId: resolveEnv(body.clientId)?.trim().replace(/[^A-Za-z0-9_.-]/g, '-') || envClientId || configClientId(RED.settings.userDir, body.id ?? 'config'),
+        clientId:
+          resolveEnv(body.clientId)
+            ?.trim()
+            .replace(/[^A-Za-z0-9_.-]/g, '-') ||
+          envClientId ||
+          configClientId(RED.settings.userDir, body.id ?? 'config'),
         keepaliveSec: environment.keepaliveSec ?? positiveInt(resolveEnv(body.keepalive), CLIENT_DEFAULTS.keepaliveSec),
         connectTimeoutMs: TEST_TIMEOUT_MS,
       }
       // The deployed connection with this very client id and broker, up now: proof that the broker lets that id in.
       const deployed = body.id ? (RED.nodes.getNode(body.id) as unknown as StoreConfigNode | null) : null
-      const deployedConnected = deployed !== null && deployed.clientId === options.clientId && deployed.brokerUrl === options.brokerUrl && deployed.connection?.state === 'connected'
-      res.json(await testConnection({ ...options, ...fromEnv, brokerUrl: options.brokerUrl, ...authOptions(resolved, tlsNode) }, TEST_TIMEOUT_MS, deployedConnected))
+      const deployedConnected =
+        deployed !== null && deployed.clientId === options.clientId && deployed.brokerUrl === options.brokerUrl && deployed.connection?.state === 'connected'
+      res.json(
+        await testConnection({ ...options, ...fromEnv, brokerUrl: options.brokerUrl, ...authOptions(resolved, tlsNode) }, TEST_TIMEOUT_MS, deployedConnected),
+      )
     })().catch((err: unknown) => res.json({ result: 'failed', reason: err instanceof Error ? err.message : String(err) }))
   })
   admin.get('/ss-config/broker', RED.auth.needsPermission('ss-config.read'), (req, res) => {

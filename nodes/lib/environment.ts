@@ -1,5 +1,13 @@
 import type { NodeAPI } from 'node-red'
-import { CLIENT_DEFAULTS, EnvironmentError, environmentAuth, environmentTls, readAioEnvironment, type AioEnvironment, type ClientOptions } from '../../src/client'
+import {
+  CLIENT_DEFAULTS,
+  EnvironmentError,
+  environmentAuth,
+  environmentTls,
+  readAioEnvironment,
+  type AioEnvironment,
+  type ClientOptions,
+} from '../../src/client'
 import type { StoreCredentials } from './client-options'
 
 /** A blank Broker URL with no AIO environment: a broker on this machine (the emulator's default). */
@@ -16,7 +24,9 @@ export interface ConnectionFields {
   hasTls: boolean
 }
 
-export type FromEnvironment = Partial<Pick<ClientOptions, 'brokerUrl' | 'keepaliveSec' | 'sessionExpirySec' | 'username' | 'password' | 'satTokenFile' | 'tls'>> & { clientId?: string }
+export type FromEnvironment = Partial<
+  Pick<ClientOptions, 'brokerUrl' | 'keepaliveSec' | 'sessionExpirySec' | 'username' | 'password' | 'satTokenFile' | 'tls'>
+> & { clientId?: string }
 
 const blank = (v: string | number | undefined) => v === undefined || String(v).trim() === ''
 

@@ -39,17 +39,22 @@ export async function runKeys<R>(ctx: NodeContext, msg: NodeMessage, send: Send,
   const { RED, node, status, t } = ctx
   const failures = new KeyFailures(status.explain)
   if (spec.sendAs === 'key') {
-    await settleEach(spec.keys, spec.inFlight, (key) => spec.run(key), (key, outcome) => {
-      const copy = RED.util.cloneMessage(msg)
-      copy.key = key
-      if (outcome.ok) {
-        send(spec.one(copy, key, outcome.value))
-        return
-      }
-      const failure = oneKeyFailure(key, failures.add(key, outcome.error), t)
-      status.failure(failure)
-      node.error(failure, copy)
-    })
+    await settleEach(
+      spec.keys,
+      spec.inFlight,
+      (key) => spec.run(key),
+      (key, outcome) => {
+        const copy = RED.util.cloneMessage(msg)
+        copy.key = key
+        if (outcome.ok) {
+          send(spec.one(copy, key, outcome.value))
+          return
+        }
+        const failure = oneKeyFailure(key, failures.add(key, outcome.error), t)
+        status.failure(failure)
+        node.error(failure, copy)
+      },
+    )
     return
   }
   const results = new Map<string, R>()

@@ -50,32 +50,37 @@ export async function readPattern(ctx: NodeContext, msg: NodeMessage, send: Send
     }
     const page = spec.sendAs === 'page' ? new Map<string, ReadValue>() : gathered
     const pageFailures = spec.sendAs === 'page' ? new KeyFailures(status.explain) : failures
-    await settleEach(keys, spec.inFlight, (key) => spec.read(key), (key, outcome) => {
-      read++
-      if (outcome.ok) {
-        if (outcome.value === null) return
+    await settleEach(
+      keys,
+      spec.inFlight,
+      (key) => spec.read(key),
+      (key, outcome) => {
+        read++
+        if (outcome.ok) {
+          if (outcome.value === null) return
+          if (spec.sendAs === 'key') {
+            const copy = RED.util.cloneMessage(msg)
+            copy.key = key
+            copy.payload = outcome.value.value
+            copy.version = outcome.value.version
+            copy.found = true
+            send(spec.route(copy, true))
+          } else {
+            page.set(key, outcome.value)
+          }
+          return
+        }
+        const info = failures.add(key, outcome.error)
+        if (pageFailures !== failures) pageFailures.add(key, outcome.error)
         if (spec.sendAs === 'key') {
           const copy = RED.util.cloneMessage(msg)
           copy.key = key
-          copy.payload = outcome.value.value
-          copy.version = outcome.value.version
-          copy.found = true
-          send(spec.route(copy, true))
-        } else {
-          page.set(key, outcome.value)
+          const failure = oneKeyFailure(key, info, t)
+          status.failure(failure)
+          node.error(failure, copy)
         }
-        return
-      }
-      const info = failures.add(key, outcome.error)
-      if (pageFailures !== failures) pageFailures.add(key, outcome.error)
-      if (spec.sendAs === 'key') {
-        const copy = RED.util.cloneMessage(msg)
-        copy.key = key
-        const failure = oneKeyFailure(key, info, t)
-        status.failure(failure)
-        node.error(failure, copy)
-      }
-    })
+      },
+    )
     spec.progress(read)
     if (spec.sendAs === 'page') {
       const copy = RED.util.cloneMessage(msg)

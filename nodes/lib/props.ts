@@ -49,7 +49,14 @@ export function evaluate(RED: NodeAPI, node: Node, prop: TypedProperty, msg: Nod
 }
 
 /** Reads a typedInput; a failure (bad JSONata, unreadable context) becomes an input error naming the property by its label in the edit dialog. */
-export async function evaluateInput(RED: NodeAPI, node: Node, prop: TypedProperty, msg: NodeMessage, what: 'key' | 'value' | 'fencingToken', t: Translate): Promise<unknown> {
+export async function evaluateInput(
+  RED: NodeAPI,
+  node: Node,
+  prop: TypedProperty,
+  msg: NodeMessage,
+  what: 'key' | 'value' | 'fencingToken',
+  t: Translate,
+): Promise<unknown> {
   try {
     return await evaluate(RED, node, prop, msg)
   } catch (err) {

@@ -44,10 +44,12 @@ class MsgHold implements Hold {
 
   /** Ends the hold after `ms` (the *Hold at most* limit, or the lease's own end without renewal). */
   limit(ms: number, reason: LossReason): void {
-    this.timers.push(setTimeout(() => {
-      if (reason === 'holdAtMost') void this.finish({ reason })
-      else this.drop({ reason })
-    }, ms))
+    this.timers.push(
+      setTimeout(() => {
+        if (reason === 'holdAtMost') void this.finish({ reason })
+        else this.drop({ reason })
+      }, ms),
+    )
   }
 
   remainingMs(): number {
@@ -194,7 +196,8 @@ export function lockMode(ctx: ModeContext): LockMode {
   async function acquire(c: StateStoreClient, name: string, msg: Msg, out: Out): Promise<void> {
     const l = line(name)
     // The queue is of msgs behind the one holding (or taking) the lock: a free lock takes the msg at once.
-    if ((l.current || l.acquiring) && l.waiting.length >= queueSize) throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
+    if ((l.current || l.acquiring) && l.waiting.length >= queueSize)
+      throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
     await new Promise<void>((resolve, reject) => {
       const w: Waiter = {
         msg,

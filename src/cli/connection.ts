@@ -88,7 +88,12 @@ export function connectionFrom(values: ConnectionValues, env: NodeJS.ProcessEnv 
   if (ca !== undefined || cert !== undefined || serverName !== undefined) {
     options.tls = {
       ...(ca !== undefined ? { ca: readBytes(from('ca-file', 'AIO_TLS_CA_FILE', 'CA file'), ca) } : {}),
-      ...(cert !== undefined ? { cert: readBytes(from('cert-file', 'AIO_TLS_CERT_FILE', 'certificate file'), cert), key: readBytes(from('key-file', 'AIO_TLS_KEY_FILE', 'key file'), key!) } : {}),
+      ...(cert !== undefined
+        ? {
+            cert: readBytes(from('cert-file', 'AIO_TLS_CERT_FILE', 'certificate file'), cert),
+            key: readBytes(from('key-file', 'AIO_TLS_KEY_FILE', 'key file'), key!),
+          }
+        : {}),
       ...(keyPassword !== undefined ? { passphrase: readText(from('key-password-file', 'AIO_TLS_KEY_PASSWORD_FILE', 'key password file'), keyPassword) } : {}),
       ...(serverName !== undefined ? { servername: serverName } : {}),
     }
@@ -112,5 +117,7 @@ function readBytes(what: string, file: string): Buffer {
 
 /** A secret file's text without the line end an editor or `echo` adds. */
 function readText(what: string, file: string): string {
-  return readBytes(what, file).toString('utf8').replace(/\r?\n$/, '')
+  return readBytes(what, file)
+    .toString('utf8')
+    .replace(/\r?\n$/, '')
 }

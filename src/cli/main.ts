@@ -43,7 +43,14 @@ function overview(): string {
 }
 
 function commandHelp(command: Command): string {
-  return [`Usage: ${command.usage}`, '', ...(command.flagsHelp ? ['Flags:', command.flagsHelp, ''] : []), CONNECTION_HELP, '  -h, --help                  This text.', ''].join('\n')
+  return [
+    `Usage: ${command.usage}`,
+    '',
+    ...(command.flagsHelp ? ['Flags:', command.flagsHelp, ''] : []),
+    CONNECTION_HELP,
+    '  -h, --help                  This text.',
+    '',
+  ].join('\n')
 }
 
 /** Runs one command line; resolves with the exit code, having written what it has to say. */
@@ -62,7 +69,12 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   const after = dashes === -1 ? [] : rest.slice(dashes + 1)
   let parsed
   try {
-    parsed = parseArgs({ args: own, options: { ...CONNECTION_FLAGS, ...command.flags, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })
+    parsed = parseArgs({
+      args: own,
+      options: { ...CONNECTION_FLAGS, ...command.flags, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    })
   } catch (err) {
     return report(io, { code: Exit.usage, message: `${(err as Error).message} (${NAME} ${name} --help)` })
   }
@@ -83,7 +95,16 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     } catch (err) {
       throw new ConnectFailed(`cannot connect to ${shownUrl(connection.options.brokerUrl)}: ${(err as Error).message}`)
     }
-    const outcome = await command.run({ client, clientOptions: connection.options, args: parsed.positionals, values: parsed.values, rest: after, timeoutMs: connection.timeoutMs, io, signal })
+    const outcome = await command.run({
+      client,
+      clientOptions: connection.options,
+      args: parsed.positionals,
+      values: parsed.values,
+      rest: after,
+      timeoutMs: connection.timeoutMs,
+      io,
+      signal,
+    })
     return report(io, outcome)
   } catch (err) {
     return report(io, err instanceof ConnectFailed ? { code: Exit.failed, message: err.message } : outcomeOf(err))
@@ -127,4 +148,3 @@ if (require.main === module) {
     },
   )
 }
-

@@ -132,7 +132,11 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
   get status(): ConnectionStatus {
     const status = this.connection.status
     if (status.state !== 'connected' || !this.requests.serviceAbsent) return status
-    return { ...status, problem: 'noService', reason: 'connected, but no state store service is subscribed to the request topic: is this the broker with the state store?' }
+    return {
+      ...status,
+      problem: 'noService',
+      reason: 'connected, but no state store service is subscribed to the request topic: is this the broker with the state store?',
+    }
   }
 
   /**
@@ -216,7 +220,8 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
    * missed meanwhile arrive as one notification with `reconciled: true`.
    */
   observe(key: Bytes, listener: NotificationListener, options?: RequestOptions): Promise<Observation> {
-    if (!this.canObserve) return Promise.reject(new ArgumentError(`key notifications do not exist in the ${this.protocol} protocol (it has no KEYNOTIFY); use protocol v1`))
+    if (!this.canObserve)
+      return Promise.reject(new ArgumentError(`key notifications do not exist in the ${this.protocol} protocol (it has no KEYNOTIFY); use protocol v1`))
     return this.notifications.observe(key, listener, options)
   }
 

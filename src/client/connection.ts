@@ -127,7 +127,12 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
    * which case sending it again is safe. Returns the packet id when it was assigned at once, so a
    * request that times out while the connection is down can be taken out of the replay store.
    */
-  publish(topic: string, payload: Buffer, properties: PublishProperties, onAck: (outcome: { error?: Error; noSubscribers?: boolean }) => void): number | undefined {
+  publish(
+    topic: string,
+    payload: Buffer,
+    properties: PublishProperties,
+    onAck: (outcome: { error?: Error; noSubscribers?: boolean }) => void,
+  ): number | undefined {
     const max = this.maxPacketSize
     if (max !== undefined) {
       const size = publishPacketSize(topic, payload.length, properties)
@@ -143,7 +148,11 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
         // A PUBACK reason code is the broker's answer; without one mqtt.js gave the publish up with its connection.
         const refused = typeof (err as { code?: unknown }).code === 'number'
         const code = refused ? 'refused' : this.closing ? 'closed' : 'lost'
-        onAck({ error: new ConnectionError(code, refused ? `the broker refused the request: ${err.message}` : `the request was given up: ${err.message}`, { cause: err }) })
+        onAck({
+          error: new ConnectionError(code, refused ? `the broker refused the request: ${err.message}` : `the request was given up: ${err.message}`, {
+            cause: err,
+          }),
+        })
         return
       }
       // mqtt.js hands this callback the stored PUBLISH, not the PUBACK: the reason code was noted on receipt.

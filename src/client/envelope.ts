@@ -22,13 +22,15 @@ const V1 = dialectNamed('v1')
 /** The MQTT 5 properties every request carries (protocol reference, section 2.1). */
 export function requestProperties(e: RequestEnvelope): PublishProperties {
   const d = e.dialect ?? V1
-  const user: Record<string, string> = !d.statusHeaders ? { [d.timestampProperty]: d.formatHlc(e.timestamp) } : {
-    [Prop.timestamp]: e.timestamp.toString(),
-    [Prop.sourceId]: e.clientId,
-    [Prop.protocolVersion]: PROTOCOL_VERSION,
-    [Prop.partition]: e.clientId,
-    [Prop.highPriority]: '',
-  }
+  const user: Record<string, string> = !d.statusHeaders
+    ? { [d.timestampProperty]: d.formatHlc(e.timestamp) }
+    : {
+        [Prop.timestamp]: e.timestamp.toString(),
+        [Prop.sourceId]: e.clientId,
+        [Prop.protocolVersion]: PROTOCOL_VERSION,
+        [Prop.partition]: e.clientId,
+        [Prop.highPriority]: '',
+      }
   if (e.fencingToken) user[d.fencingTokenProperty] = d.formatHlc(e.fencingToken)
   if (e.persist && d.statusHeaders) user[Prop.persist] = 'true'
   return {
@@ -42,7 +44,6 @@ export function requestProperties(e: RequestEnvelope): PublishProperties {
 }
 
 type Properties = IPublishPacket['properties']
-
 
 /**
  * Checks a response's headers the way the official clients do: `__stat` required and below 400,
@@ -61,7 +62,8 @@ export function readResponseVersion(properties: Properties, clock: HybridLogical
     return readTimestamp(properties, clock)
   }
   const code = Number(status)
-  if (!/^[0-9]+$/.test(status) || !Number.isSafeInteger(code)) throw new ProtocolError(`the response ${Prop.status} ${JSON.stringify(status)} is not a status code`)
+  if (!/^[0-9]+$/.test(status) || !Number.isSafeInteger(code))
+    throw new ProtocolError(`the response ${Prop.status} ${JSON.stringify(status)} is not a status code`)
   if (code >= 400) {
     const message = userProperty(properties, Prop.statusMessage)
     throw new ProtocolError(`the service answered status ${code}${message ? `: ${message}` : ''}`)
@@ -88,7 +90,8 @@ export function checkVersion(properties: Properties): void {
   const version = userProperty(properties, Prop.protocolVersion)
   if (version === undefined || version === PROTOCOL_VERSION) return
   const major = version.split('.')[0]
-  if (major !== PROTOCOL_VERSION.split('.')[0]) throw new ProtocolError(`unsupported protocol version ${JSON.stringify(version)} (this client speaks ${PROTOCOL_VERSION})`)
+  if (major !== PROTOCOL_VERSION.split('.')[0])
+    throw new ProtocolError(`unsupported protocol version ${JSON.stringify(version)} (this client speaks ${PROTOCOL_VERSION})`)
 }
 
 /**
@@ -116,7 +119,16 @@ export function stateStoreEnvelope(options: ResolvedOptions): Envelope {
       } catch (err) {
         throw err instanceof HlcError ? new ProtocolError(`the clock cannot stamp the request: ${err.message}`, { cause: err }) : err
       }
-      return requestProperties({ clientId, dialect, timestamp, responseTopic: r.responseTopic, correlation: r.correlation, expirySec: r.expirySec, fencingToken: r.fencingToken, persist: r.persist })
+      return requestProperties({
+        clientId,
+        dialect,
+        timestamp,
+        responseTopic: r.responseTopic,
+        correlation: r.correlation,
+        expirySec: r.expirySec,
+        fencingToken: r.fencingToken,
+        persist: r.persist,
+      })
     },
     readVersion: (properties) => readResponseVersion(properties, clock, dialect),
   }

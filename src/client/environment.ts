@@ -113,8 +113,10 @@ export function readAioEnvironment(env: NodeJS.ProcessEnv = process.env): AioEnv
   if (out.satFile !== undefined && out.passwordFile !== undefined) {
     throw new EnvironmentError('AIO_SAT_FILE', out.satFile, 'exclusive', 'a SAT file and AIO_MQTT_PASSWORD_FILE exclude each other: set one of them')
   }
-  if (out.keyFile !== undefined && out.certFile === undefined) throw new EnvironmentError('AIO_TLS_KEY_FILE', out.keyFile, 'pair', 'a key file needs AIO_TLS_CERT_FILE')
-  if (out.certFile !== undefined && out.keyFile === undefined) throw new EnvironmentError('AIO_TLS_CERT_FILE', out.certFile, 'pair', 'a certificate file needs AIO_TLS_KEY_FILE')
+  if (out.keyFile !== undefined && out.certFile === undefined)
+    throw new EnvironmentError('AIO_TLS_KEY_FILE', out.keyFile, 'pair', 'a key file needs AIO_TLS_CERT_FILE')
+  if (out.certFile !== undefined && out.keyFile === undefined)
+    throw new EnvironmentError('AIO_TLS_CERT_FILE', out.certFile, 'pair', 'a certificate file needs AIO_TLS_KEY_FILE')
   if (out.keyPasswordFile !== undefined && out.keyFile === undefined) {
     throw new EnvironmentError('AIO_TLS_KEY_PASSWORD_FILE', out.keyPasswordFile, 'pair', 'a key password file needs AIO_TLS_KEY_FILE')
   }
@@ -128,7 +130,10 @@ export function readAioEnvironment(env: NodeJS.ProcessEnv = process.env): AioEnv
 export function environmentAuth(aio: AioEnvironment): Pick<ClientOptions, 'username' | 'password' | 'satTokenFile'> {
   const opts: Pick<ClientOptions, 'username' | 'password' | 'satTokenFile'> = {}
   if (aio.username !== undefined) opts.username = aio.username
-  if (aio.passwordFile !== undefined) opts.password = readVariableFile('AIO_MQTT_PASSWORD_FILE', aio.passwordFile).toString('utf8').replace(/\r?\n$/, '')
+  if (aio.passwordFile !== undefined)
+    opts.password = readVariableFile('AIO_MQTT_PASSWORD_FILE', aio.passwordFile)
+      .toString('utf8')
+      .replace(/\r?\n$/, '')
   if (aio.satFile !== undefined) {
     readVariableFile('AIO_SAT_FILE', aio.satFile)
     opts.satTokenFile = aio.satFile
@@ -145,7 +150,10 @@ export function environmentTls(aio: AioEnvironment): TlsOptions | undefined {
     tls.cert = readVariableFile('AIO_TLS_CERT_FILE', aio.certFile)
     tls.key = readVariableFile('AIO_TLS_KEY_FILE', aio.keyFile)
   }
-  if (aio.keyPasswordFile !== undefined) tls.passphrase = readVariableFile('AIO_TLS_KEY_PASSWORD_FILE', aio.keyPasswordFile).toString('utf8').replace(/\r?\n$/, '')
+  if (aio.keyPasswordFile !== undefined)
+    tls.passphrase = readVariableFile('AIO_TLS_KEY_PASSWORD_FILE', aio.keyPasswordFile)
+      .toString('utf8')
+      .replace(/\r?\n$/, '')
   return tls
 }
 

@@ -34,4 +34,14 @@ export { Connection } from './connection'
 export { PendingRequests } from './pending-requests'
 export type { Envelope } from './envelope'
 /** The AIO SDKs' connection environment (AIO_BROKER_HOSTNAME, AIO_SAT_FILE, …), read once for the CLI, the context store and the config node. */
-export { AIO_DEFAULTS, AIO_VARIABLES, EnvironmentError, environmentAuth, environmentTls, readAioEnvironment, type AioEnvironment, type AioVariable, type EnvironmentProblem } from './environment'
+export {
+  AIO_DEFAULTS,
+  AIO_VARIABLES,
+  EnvironmentError,
+  environmentAuth,
+  environmentTls,
+  readAioEnvironment,
+  type AioEnvironment,
+  type AioVariable,
+  type EnvironmentProblem,
+} from './environment'

@@ -10,5 +10,11 @@ export async function keyNotify(invoke: Invoker, key: Buffer, options: RequestOp
 
 /** KEYNOTIFY STOP: false when the service had no registration (`:0`). */
 export async function keyNotifyStop(invoke: Invoker, key: Buffer, options: RequestOptions = {}): Promise<boolean> {
-  return invoke({ verb: 'KEYNOTIFY STOP', payload: Request.keyNotifyStop(key), timeoutMs: options.timeoutMs, signal: options.signal, parse: parseKeyNotifyResponse })
+  return invoke({
+    verb: 'KEYNOTIFY STOP',
+    payload: Request.keyNotifyStop(key),
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+    parse: parseKeyNotifyResponse,
+  })
 }

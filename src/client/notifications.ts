@@ -108,7 +108,10 @@ export class Notifications {
     const version = this.notificationVersion(packet)
     const refusal = this.trust.refusal(version)
     if (refusal !== null) {
-      this.options.logger('warn', `dropped a notification for key ${parsed.key.toString('hex').slice(0, 64)}: ${refusal} (${this.trust.dropped} dropped so far)`)
+      this.options.logger(
+        'warn',
+        `dropped a notification for key ${parsed.key.toString('hex').slice(0, 64)}: ${refusal} (${this.trust.dropped} dropped so far)`,
+      )
       return
     }
     const entry = this.entries.get(parsed.key.toString('hex'))
@@ -159,7 +162,21 @@ export class Notifications {
     const id = key.toString('hex')
     let entry = this.entries.get(id)
     if (!entry) {
-      entry = { key, id, slots: new Set(), registered: false, stale: false, known: false, exists: false, version: null, seen: 0, chain: Promise.resolve(), busy: 0, retry: null, attempts: 0 }
+      entry = {
+        key,
+        id,
+        slots: new Set(),
+        registered: false,
+        stale: false,
+        known: false,
+        exists: false,
+        version: null,
+        seen: 0,
+        chain: Promise.resolve(),
+        busy: 0,
+        retry: null,
+        attempts: 0,
+      }
       this.entries.set(id, entry)
     }
     return entry

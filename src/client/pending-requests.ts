@@ -14,7 +14,12 @@ import type { ConnectionStatus } from './types'
 export interface Transport {
   readonly online: boolean
   readonly status: ConnectionStatus
-  publish(topic: string, payload: Buffer, properties: PublishProperties, onAck: (outcome: { error?: Error; noSubscribers?: boolean }) => void): number | undefined
+  publish(
+    topic: string,
+    payload: Buffer,
+    properties: PublishProperties,
+    onAck: (outcome: { error?: Error; noSubscribers?: boolean }) => void,
+  ): number | undefined
   forget(messageId: number): void
 }
 
@@ -192,7 +197,10 @@ export class PendingRequests {
     const correlation = packet.properties?.correlationData
     const p = correlation ? this.inFlight.get(this.sequenceOf(correlation)) : undefined
     if (!p || p.phase !== 'sent') {
-      this.options.logger('debug', `dropped a response with ${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, duplicate or foreign)`)
+      this.options.logger(
+        'debug',
+        `dropped a response with ${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, duplicate or foreign)`,
+      )
       return
     }
     this.service.heard()
@@ -259,7 +267,10 @@ export class PendingRequests {
     const status = this.transport.status
     const { reason, authFailed } = status
     const waited = waitedMs > 0 ? ` after waiting ${waitedMs} ms` : ''
-    return new ConnectionError(downCode(status), `the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`)
+    return new ConnectionError(
+      downCode(status),
+      `the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`,
+    )
   }
 
   private send(p: Pending): void {
@@ -291,14 +302,22 @@ export class PendingRequests {
       else if (!noSubscribers) this.service.heard()
       else if (p.settled) return
       else if (this.service.unheard(p.id, p.invocation.probe === true) === 'fail') {
-        this.settle(p, new NoServiceError(`the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`))
+        this.settle(
+          p,
+          new NoServiceError(
+            `the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`,
+          ),
+        )
       } else {
         // Nobody received it, so sending it again cannot execute it twice.
         clearTimeout(p.resend)
-        p.resend = setTimeout(() => {
-          if (this.transport.online) this.send(p)
-          else p.phase = 'waiting'
-        }, backoffDelay(p.unheard++, RESEND_MIN_MS, RESEND_MAX_MS))
+        p.resend = setTimeout(
+          () => {
+            if (this.transport.online) this.send(p)
+            else p.phase = 'waiting'
+          },
+          backoffDelay(p.unheard++, RESEND_MIN_MS, RESEND_MAX_MS),
+        )
       }
     })
   }
@@ -331,7 +350,14 @@ export class PendingRequests {
       this.settle(p, this.notConnected(p, p.timeoutMs))
       return
     }
-    const where = p.unheard > 0 ? 'no state store service is subscribed to the request topic' : p.phase === 'sent' ? 'no response' : this.transport.online ? 'still waiting for a free slot' : 'not connected'
+    const where =
+      p.unheard > 0
+        ? 'no state store service is subscribed to the request topic'
+        : p.phase === 'sent'
+          ? 'no response'
+          : this.transport.online
+            ? 'still waiting for a free slot'
+            : 'not connected'
     const err = new TimeoutError(p.timeoutMs, `${p.invocation.verb} request`)
     err.message += ` (${where})`
     this.settle(p, err)

@@ -12,7 +12,15 @@ export function set(invoke: Invoker, key: Bytes, value: Bytes, options: SetOptio
     const fencingToken = requireFencingToken(options.fencingToken)
     if (options.persist !== undefined && typeof options.persist !== 'boolean') throw new ArgumentError('persist must be true or false')
     const payload = Request.set(requireBytes(key, 'key'), requireBytes(value), options)
-    return { verb: 'SET', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken, persist: options.persist === true || undefined, parse: setResult }
+    return {
+      verb: 'SET',
+      payload,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      fencingToken,
+      persist: options.persist === true || undefined,
+      parse: setResult,
+    }
   })
 }
 

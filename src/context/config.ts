@@ -1,7 +1,17 @@
 import { readFileSync } from 'node:fs'
 import { rateLimited } from '../log'
 import { basename } from 'node:path'
-import { CLIENT_DEFAULTS, defaultClientId, EnvironmentError, environmentAuth, environmentTls, readAioEnvironment, type ClientOptions, type Logger, type TlsOptions } from '../client'
+import {
+  CLIENT_DEFAULTS,
+  defaultClientId,
+  EnvironmentError,
+  environmentAuth,
+  environmentTls,
+  readAioEnvironment,
+  type ClientOptions,
+  type Logger,
+  type TlsOptions,
+} from '../client'
 
 /**
  * The `config` object of a `contextStorage` entry in Node-RED's settings.js. Connection settings
@@ -96,7 +106,11 @@ export function resolveConfig(config: ContextStoreConfig = {}, env: NodeJS.Proce
   if (config.password) client.password = config.password
   if (config.satTokenFile) client.satTokenFile = config.satTokenFile
   // The environment's authentication and TLS only when the config gives none of its own (one source, one way of authenticating).
-  if (!config.embedded && !config.username && !config.password && !config.satTokenFile) Object.assign(client, fromEnvironment(() => environmentAuth(aio)))
+  if (!config.embedded && !config.username && !config.password && !config.satTokenFile)
+    Object.assign(
+      client,
+      fromEnvironment(() => environmentAuth(aio)),
+    )
   const tls = tlsOptions(config) ?? (config.embedded || config.ca || config.cert || config.key ? undefined : fromEnvironment(() => environmentTls(aio)))
   if (tls) client.tls = tls
   return { prefix, cache: config.cache !== false, persist: config.persist !== false, embedded: config.embedded === true, requestTimeoutMs, logger, client }

@@ -42,7 +42,9 @@ export class KeyCache {
   /** Loads every key the index lists, logging progress while it takes long. */
   async loadAll(entries: ReadonlyArray<readonly [string, string]>): Promise<void> {
     const { prefix, logger } = this.session.config
-    const progress = new LoadProgress(entries.length, (loaded, total) => logger('info', `state store context ${prefix}: loading: ${loaded.toLocaleString('en')} of ${total.toLocaleString('en')} keys`))
+    const progress = new LoadProgress(entries.length, (loaded, total) =>
+      logger('info', `state store context ${prefix}: loading: ${loaded.toLocaleString('en')} of ${total.toLocaleString('en')} keys`),
+    )
     this.loading = progress
     try {
       await Promise.all(entries.map(([scope, top]) => this.load(scope, top).then(() => progress.one())))
@@ -146,16 +148,18 @@ export class KeyCache {
     if (entry.registration.kind !== 'none') return entry.registration.observed
     const client = this.session.client
     if (!client) return Promise.resolve(null)
-    const observed = this.session.limiter.run(() => client.observe(entry.serviceKey, (n) => this.onNotification(entry, n))).then(
-      (observation) => {
-        entry.registration = { kind: 'watching', observed }
-        return observation
-      },
-      (err: unknown) => {
-        entry.registration = { kind: 'none' }
-        throw err
-      },
-    )
+    const observed = this.session.limiter
+      .run(() => client.observe(entry.serviceKey, (n) => this.onNotification(entry, n)))
+      .then(
+        (observation) => {
+          entry.registration = { kind: 'watching', observed }
+          return observation
+        },
+        (err: unknown) => {
+          entry.registration = { kind: 'none' }
+          throw err
+        },
+      )
     entry.registration = { kind: 'registering', observed }
     return observed
   }
@@ -226,7 +230,8 @@ export class KeyCache {
       } catch (err) {
         if (session.closing) return
         // while the broker is away the failed write itself was reported; a read that fails while connected is news
-        if (session.client?.status.state === 'connected') session.config.logger('warn', `${named(session, err, `reading ${entry.scope}/${entry.top} again after a failed write`).message}; retrying`)
+        if (session.client?.status.state === 'connected')
+          session.config.logger('warn', `${named(session, err, `reading ${entry.scope}/${entry.top} again after a failed write`).message}; retrying`)
         await new Promise((resolve) => setTimeout(resolve, REREAD_MS))
         continue
       }

@@ -13,7 +13,8 @@ import type { WriteQueue } from './write-queue'
  * executed), so the key is read again until it settles. `exists` null in `known`: whether the key
  * exists at `version` is not known (a delete of nothing answers without a version).
  */
-export type Knowledge = { readonly kind: 'unknown' } | { readonly kind: 'doubt' } | { readonly kind: 'known'; readonly version: Hlc; readonly exists: boolean | null }
+export type Knowledge =
+  { readonly kind: 'unknown' } | { readonly kind: 'doubt' } | { readonly kind: 'known'; readonly version: Hlc; readonly exists: boolean | null }
 
 export const UNKNOWN: Knowledge = { kind: 'unknown' }
 export const DOUBT: Knowledge = { kind: 'doubt' }

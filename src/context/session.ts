@@ -21,7 +21,10 @@ export function encode(session: Session, scope: string, value: unknown): Buffer 
   return encodeJson(value, () => {
     if (session.warnedCircular.has(scope)) return
     session.warnedCircular.add(scope)
-    session.config.logger('warn', `context ${scope} contains a circular reference that cannot be persisted; the property that refers back is left out, as localfilesystem does`)
+    session.config.logger(
+      'warn',
+      `context ${scope} contains a circular reference that cannot be persisted; the property that refers back is left out, as localfilesystem does`,
+    )
   })
 }
 
@@ -63,7 +66,9 @@ export function expiry(session: Session, client: StateStoreClient): () => Error 
   const { requestTimeoutMs } = session.config
   const deadline = Date.now() + requestTimeoutMs
   return () =>
-    Date.now() > deadline && client.status.state !== 'connected' ? new Error(`not connected (${client.status.reason ?? client.status.state}) for ${requestTimeoutMs} ms`) : null
+    Date.now() > deadline && client.status.state !== 'connected'
+      ? new Error(`not connected (${client.status.reason ?? client.status.state}) for ${requestTimeoutMs} ms`)
+      : null
 }
 
 export function serviceKey(session: Session, scope: string, top: string): string {

@@ -94,7 +94,10 @@ export class StateStoreContext {
       }
     } else {
       const reason = client.status.reason ? ` (${client.status.reason})` : ''
-      logger('warn', `state store context ${this.config.prefix}: waiting for its broker ${this.brokerUrl}${reason}; until it connects and the context is loaded, reads wait or fail and writes are held`)
+      logger(
+        'warn',
+        `state store context ${this.config.prefix}: waiting for its broker ${this.brokerUrl}${reason}; until it connects and the context is loaded, reads wait or fail and writes are held`,
+      )
     }
     void this.loadInBackground()
   }
@@ -131,7 +134,8 @@ export class StateStoreContext {
 
   private notLoaded(): ContextNotLoadedError {
     const status = this.session.client?.status
-    const why = status?.state === 'connected' ? { loading: this.cached?.cache.progress ?? null } : { waiting: { brokerUrl: this.brokerUrl, reason: status?.reason } }
+    const why =
+      status?.state === 'connected' ? { loading: this.cached?.cache.progress ?? null } : { waiting: { brokerUrl: this.brokerUrl, reason: status?.reason } }
     return new ContextNotLoadedError(notLoadedMessage(this.config.prefix, why, this.config.requestTimeoutMs))
   }
 
@@ -144,7 +148,11 @@ export class StateStoreContext {
   private async shutdown(): Promise<void> {
     this.session.closing = true
     const dropped = this.gate.drop(new ContextNotLoadedError(`state store context ${this.config.prefix}: closed before its context was loaded`))
-    if (dropped > 0) this.config.logger('error', `state store context ${this.config.prefix}: closed before its context was loaded; ${dropped} change(s) made meanwhile were not applied`)
+    if (dropped > 0)
+      this.config.logger(
+        'error',
+        `state store context ${this.config.prefix}: closed before its context was loaded; ${dropped} change(s) made meanwhile were not applied`,
+      )
     this.session.index?.stopping()
     await this.opening?.catch(() => {})
     await (this.cached?.cache ?? this.uncached!).drain()
@@ -164,7 +172,12 @@ export class StateStoreContext {
       const keys = Array.isArray(key) ? key : [key]
       this.gate
         .whenLoaded()
-        .then(() => this.uncached!.get(scope, keys.map((k) => parsePath(k))))
+        .then(() =>
+          this.uncached!.get(
+            scope,
+            keys.map((k) => parsePath(k)),
+          ),
+        )
         .then(
           (values) => (Array.isArray(key) ? cb(undefined, ...values) : cb(undefined, values[0])),
           (err: Error) => cb(err),
@@ -216,7 +229,11 @@ export class StateStoreContext {
     if (!this.gate.loaded) return this.gate.hold(() => this.set(scope, key, value, cb), cb)
     if (!this.cached) {
       const done = this.uncached!.set(scope, paths, values)
-      if (cb) done.then(() => cb(), (err: Error) => cb(err))
+      if (cb)
+        done.then(
+          () => cb(),
+          (err: Error) => cb(err),
+        )
       else done.catch((err: unknown) => this.config.logger('error', named(this.session, err, `setting ${scope}/${String(key)}`).message))
       return
     }

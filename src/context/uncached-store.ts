@@ -19,9 +19,11 @@ export class UncachedStore {
     return Promise.all(
       paths.map(async (parts) => {
         const top = String(parts[0])
-        const { value } = await this.session.limiter.run(() => client.get(serviceKey(this.session, scope, top))).catch((err: unknown) => {
-          throw named(this.session, err, `reading ${scope}/${top}`)
-        })
+        const { value } = await this.session.limiter
+          .run(() => client.get(serviceKey(this.session, scope, top)))
+          .catch((err: unknown) => {
+            throw named(this.session, err, `reading ${scope}/${top}`)
+          })
         return value === null ? undefined : getPath(decodeAuto(value), parts, 1)
       }),
     )

@@ -60,7 +60,23 @@ export function prepareDevLayout(dir: string): DevLayout {
   }
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
   if (!existsSync(layout.caFile) || !existsSync(caKey)) {
-    openssl('req', '-x509', ...ec, '-keyout', caKey, '-out', layout.caFile, '-days', '365', '-subj', '/CN=aio-statestore-dev-ca', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign')
+    openssl(
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      caKey,
+      '-out',
+      layout.caFile,
+      '-days',
+      '365',
+      '-subj',
+      '/CN=aio-statestore-dev-ca',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    )
   }
   const sign = (name: string, subject: string, certFile: string, keyFile: string, extensions: string) => {
     if (existsSync(certFile) && existsSync(keyFile)) return
@@ -68,9 +84,33 @@ export function prepareDevLayout(dir: string): DevLayout {
     const ext = join(broker, `${name}.ext`)
     writeFileSync(ext, extensions)
     openssl('req', ...ec, '-keyout', keyFile, '-out', csr, '-subj', subject)
-    openssl('x509', '-req', '-in', csr, '-CA', layout.caFile, '-CAkey', caKey, '-CAserial', join(broker, 'ca.srl'), '-CAcreateserial', '-out', certFile, '-days', '365', '-extfile', ext)
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      layout.caFile,
+      '-CAkey',
+      caKey,
+      '-CAserial',
+      join(broker, 'ca.srl'),
+      '-CAcreateserial',
+      '-out',
+      certFile,
+      '-days',
+      '365',
+      '-extfile',
+      ext,
+    )
   }
-  sign('broker', '/CN=localhost', layout.brokerCertFile, layout.brokerKeyFile, 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n')
+  sign(
+    'broker',
+    '/CN=localhost',
+    layout.brokerCertFile,
+    layout.brokerKeyFile,
+    'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n',
+  )
   sign('client', '/CN=aio-statestore-dev-client', layout.clientCertFile, layout.clientKeyFile, 'extendedKeyUsage=clientAuth\n')
   // A stand-in for a projected service account token: the SAT listener accepts what this file holds.
   if (!existsSync(layout.tokenFile)) writeFileSync(layout.tokenFile, `dev.${randomBytes(24).toString('base64url')}\n`, { mode: 0o600 })
@@ -82,7 +122,7 @@ export function writeDevEnv(layout: DevLayout, satPort: number): void {
   writeFileSync(
     layout.envFile,
     [
-      '# The AIO SDKs\' connection settings for the emulator\'s TLS + SAT listener (aio-statestore-emulator --dev).',
+      "# The AIO SDKs' connection settings for the emulator's TLS + SAT listener (aio-statestore-emulator --dev).",
       '# Export them (set -a; . ./.env; set +a) and the SDK samples, aio-statestore and a config node with blank fields connect.',
       'AIO_BROKER_HOSTNAME=localhost',
       `AIO_BROKER_TCP_PORT=${satPort}`,

@@ -159,13 +159,22 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   if (authorization) {
     log('info', `authorization: ${authorization.ruleCount} rule(s) from ${options.authorizationFile}`)
     if (options.brokerUrl) {
-      log('warn', `authorization: behind an external broker only the state store rules (stateStoreResources) apply; Connect, Publish and Subscribe are that broker's to enforce`)
+      log(
+        'warn',
+        `authorization: behind an external broker only the state store rules (stateStoreResources) apply; Connect, Publish and Subscribe are that broker's to enforce`,
+      )
     } else if (!authorization.grantsBrokerResources) {
-      log('warn', `authorization: no rule has brokerResources, so the embedded broker lets every client connect, publish and subscribe and only state store requests are checked; an AIO broker would let no client connect with this policy`)
+      log(
+        'warn',
+        `authorization: no rule has brokerResources, so the embedded broker lets every client connect, publish and subscribe and only state store requests are checked; an AIO broker would let no client connect with this policy`,
+      )
     }
   }
   if (options.brokerConfigFile) {
-    log('info', `persistence: ${persistencePolicy.describe()} (from ${options.brokerConfigFile})${options.persistFile ? '' : '; without a persistence file nothing is kept across restarts'}`)
+    log(
+      'info',
+      `persistence: ${persistencePolicy.describe()} (from ${options.brokerConfigFile})${options.persistFile ? '' : '; without a persistence file nothing is kept across restarts'}`,
+    )
   }
   const registrations = new Registrations()
 
@@ -193,7 +202,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       journal = opened.journal
       replay(store, registrations, clock, dedup, opened.replay.records, log)
       if (opened.replay.discardedBytes > 0) {
-        log('warn', `persistence: ignored ${opened.replay.discardedBytes} byte(s) at offset ${opened.replay.discardedAt} of ${options.persistFile} (a record cut short by a crash, or corrupt)`)
+        log(
+          'warn',
+          `persistence: ignored ${opened.replay.discardedBytes} byte(s) at offset ${opened.replay.discardedAt} of ${options.persistFile} (a record cut short by a crash, or corrupt)`,
+        )
       }
       log('info', `persistence: ${store.size} key(s) and ${registrations.size} KEYNOTIFY registration(s) restored from ${options.persistFile}`)
     }
@@ -207,7 +219,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     if (persisted) registrations.setListener((change) => persisted.record(change))
     if (seed) {
       const seeded = applySeed(store, seed)
-      log('info', `seed: ${seeded.written} key(s) from ${options.seedFile}${seeded.existing ? `, ${seeded.existing} kept as restored` : ''}${seeded.expired ? `, ${seeded.expired} expired` : ''}`)
+      log(
+        'info',
+        `seed: ${seeded.written} key(s) from ${options.seedFile}${seeded.existing ? `, ${seeded.existing} kept as restored` : ''}${seeded.expired ? `, ${seeded.expired} expired` : ''}`,
+      )
       if (seeded.refused > 0) log('warn', `seed: ${seeded.refused} key(s) of ${options.seedFile} refused by the key quota (--max-keys)`)
     }
 
@@ -272,7 +287,15 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
     let stopping: Promise<void> | null = null
     const url = brokerUrl
-    const admin = options.admin || options.adminOverMqtt ? new EmulatorAdmin(store, { persistencePolicy, persistence: options.persistFile !== undefined, authorization, ...(broker ? { principalOf: broker.principalOf.bind(broker) } : {}) }) : null
+    const admin =
+      options.admin || options.adminOverMqtt
+        ? new EmulatorAdmin(store, {
+            persistencePolicy,
+            persistence: options.persistFile !== undefined,
+            authorization,
+            ...(broker ? { principalOf: broker.principalOf.bind(broker) } : {}),
+          })
+        : null
     if (admin && options.adminOverMqtt) {
       adminServer = await AdminServer.start({
         brokerUrl: url,
@@ -291,7 +314,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         if (!live || !options.authorizationFile) throw new Error('no authorization file to read again: start with authorizationFile')
         live.replace(readAuthorizationFile(options.authorizationFile))
         const n = broker?.disconnectClients() ?? 0
-        log('info', `authorization: ${authorization!.ruleCount} rule(s) from ${options.authorizationFile} in force; ${n} client(s) disconnected, as a cluster's policy update does`)
+        log(
+          'info',
+          `authorization: ${authorization!.ruleCount} rule(s) from ${options.authorizationFile} in force; ${n} client(s) disconnected, as a cluster's policy update does`,
+        )
         return n
       },
       nodeId: clock.nodeId,

@@ -54,11 +54,7 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   /** Why the last term ended, so that a candidacy can tell a resignation from a lost term. */
   private lastLoss: string | null = null
 
-  constructor(
-    client: StateStoreClient,
-    position: Bytes,
-    options: LeaderElectionOptions = {},
-  ) {
+  constructor(client: StateStoreClient, position: Bytes, options: LeaderElectionOptions = {}) {
     super()
     const termMs = requirePositive(options.termMs, 'termMs') ?? DEFAULT_LEASE_MS
     const renewPeriodMs = options.renewPeriodMs ?? Math.max(1, Math.floor(termMs / 3))

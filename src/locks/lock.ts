@@ -63,7 +63,9 @@ export class Lock {
       // write only while the lease surely holds, and answered only if it landed in time (found by
       // the chaos run: a holder cut off past its lease wrote an increment the next holder then lost).
       const timeoutMs = this.leaseLeft()
-      return next === null ? await this.client.del(key, { fencingToken, timeoutMs }) : await this.client.set(key, next, { fencingToken, persist: this.lease.persist, timeoutMs })
+      return next === null
+        ? await this.client.del(key, { fencingToken, timeoutMs })
+        : await this.client.set(key, next, { fencingToken, persist: this.lease.persist, timeoutMs })
     } finally {
       await this.release().catch(() => {})
     }

@@ -101,7 +101,21 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
   trackLease(owner: string, name: string, kind: LockKind, holder: string, leaseMs: number, lease: Lease, election?: LeaderElection): void {
     const id = `${owner}/${name}`
     this.detachers.get(id)?.()
-    const record: LockRecord = { id, owner, name, kind, holder, leaseMs, held: false, fencingToken: null, expiresAt: null, renewals: 0, currentHolder: undefined, lastReason: null, at: this.now() }
+    const record: LockRecord = {
+      id,
+      owner,
+      name,
+      kind,
+      holder,
+      leaseMs,
+      held: false,
+      fencingToken: null,
+      expiresAt: null,
+      renewals: 0,
+      currentHolder: undefined,
+      lastReason: null,
+      at: this.now(),
+    }
     this.locks.set(id, record)
     const changed = () => {
       record.at = this.now()

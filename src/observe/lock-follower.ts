@@ -30,7 +30,10 @@ export class LockFollower {
     for (const name of names) {
       if (this.followed.has(name)) continue
       const listener = (n: KeyNotification) => this.activity.storeHolder(name, n.operation === 'SET' ? n.value : null)
-      this.followed.set(name, this.client.observe(name, listener).catch(() => null))
+      this.followed.set(
+        name,
+        this.client.observe(name, listener).catch(() => null),
+      )
     }
     for (const [name, observation] of this.followed) {
       if (names.has(name)) continue

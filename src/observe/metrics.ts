@@ -106,7 +106,12 @@ export class ConnectionMetrics implements RequestRecorder {
     const listed = error instanceof Error ? this.listed.get(error) : undefined
     if (listed) {
       // The request's own line: it now says whose msg it was and for which key.
-      Object.assign(listed, { node }, about.nodeId !== undefined ? { nodeId: about.nodeId } : {}, about.key !== undefined ? { key: clip(about.key, KEY_CHARS) } : {})
+      Object.assign(
+        listed,
+        { node },
+        about.nodeId !== undefined ? { nodeId: about.nodeId } : {},
+        about.key !== undefined ? { key: clip(about.key, KEY_CHARS) } : {},
+      )
       return
     }
     if (error instanceof Error && this.recorded.has(error)) return

@@ -88,7 +88,13 @@ export class ScanKeyBrowser {
     }
     let browse = cursor !== undefined ? this.browses.get(cursor) : undefined
     if (browse) this.browses.delete(cursor!)
-    else browse = { pager: this.client.scan(query.pattern || '*', query.timeoutMs !== undefined ? { timeoutMs: query.timeoutMs } : {}), buffered: [], done: false, usedAt: now }
+    else
+      browse = {
+        pager: this.client.scan(query.pattern || '*', query.timeoutMs !== undefined ? { timeoutMs: query.timeoutMs } : {}),
+        buffered: [],
+        done: false,
+        usedAt: now,
+      }
     try {
       // One key past the page, so that the last page is known to be the last.
       while (browse.buffered.length <= limit && !browse.done) {

@@ -51,7 +51,8 @@ describe('the editor: the Context Data sidebar shows the state store context sto
         if (button && button.offsetParent !== null) button.click()
       }
     })
-    const row = (name: string) => sidebar.locator('tr.red-ui-help-info-row').filter({ has: page.locator('td.red-ui-sidebar-context-property', { hasText: name }) })
+    const row = (name: string) =>
+      sidebar.locator('tr.red-ui-help-info-row').filter({ has: page.locator('td.red-ui-sidebar-context-property', { hasText: name }) })
     for (const name of ['presses', 'counter']) {
       await row(name).first().waitFor()
       assert.match(await row(name).first().innerText(), /statestore/, `${name} is listed under the statestore store`)

@@ -57,7 +57,11 @@ interface Spec {
 const emptyKey = { what: 'an empty key', apply: (e: Editor) => e.setTyped(PREFIX, 'key', 'str', ''), typed: true, prop: 'key' }
 const noConfig = {
   what: 'no state store selected',
-  apply: (e: Editor) => e.field(PREFIX, 'store').selectOption('_ADD_').then(() => undefined),
+  apply: (e: Editor) =>
+    e
+      .field(PREFIX, 'store')
+      .selectOption('_ADD_')
+      .then(() => undefined),
   typed: false,
   prop: 'store',
 }
@@ -151,7 +155,16 @@ const SPECS: Record<PaletteType, Spec> = {
   },
   'ss-update': {
     typed: { key: KEY_TYPES, initial: ['num', 'str', 'json', 'bool'] },
-    shows: { key: { type: 'msg', value: 'topic' }, initial: { type: 'num', value: '0' }, expression: 'value + 1', timeout: '10000', holder: '', persist: false, overrides: true, name: '' },
+    shows: {
+      key: { type: 'msg', value: 'topic' },
+      initial: { type: 'num', value: '0' },
+      expression: 'value + 1',
+      timeout: '10000',
+      holder: '',
+      persist: false,
+      overrides: true,
+      name: '',
+    },
     hints: [],
     invalid: [emptyKey, noConfig],
     edit: async (e) => {
@@ -186,7 +199,13 @@ async function assertTranslated(editor: Editor, type: string): Promise<void> {
   const raw = await editor.tray().evaluate((tray) => {
     const texts = [tray.textContent ?? '']
     tray.querySelectorAll('[placeholder]').forEach((el) => texts.push(el.getAttribute('placeholder') ?? ''))
-    return texts.join('\n').match(/(node-red-contrib-aio-statestore\/|\b(?:ss-(?:config|get|set|del|lock|watch)|common)\.(?:label|tip|placeholder|tabs|mode|action|condition|decode|outputs)\.)\S*/g) ?? []
+    return (
+      texts
+        .join('\n')
+        .match(
+          /(node-red-contrib-aio-statestore\/|\b(?:ss-(?:config|get|set|del|lock|watch)|common)\.(?:label|tip|placeholder|tabs|mode|action|condition|decode|outputs)\.)\S*/g,
+        ) ?? []
+    )
   })
   assert.deepEqual(raw, [], `${type}: untranslated texts in the dialog`)
 }
@@ -343,10 +362,12 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         await editor.done()
         // The canvas redraws on a later frame: wait for the label, then assert, so a wrong label
         // fails with both texts rather than a timeout.
-        await editor.page.waitForFunction(
-          ({ id, want }) => document.querySelector(`[id="${id}"] g.red-ui-flow-node-label`)?.textContent?.trim() === want,
-          { id: node.id, want: spec.label },
-        ).catch(() => undefined)
+        await editor.page
+          .waitForFunction(({ id, want }) => document.querySelector(`[id="${id}"] g.red-ui-flow-node-label`)?.textContent?.trim() === want, {
+            id: node.id,
+            want: spec.label,
+          })
+          .catch(() => undefined)
         assert.equal(await editor.label(node.id), spec.label)
         assert.equal(await editor.node(node.id).locator('g.red-ui-flow-port-output').count(), spec.ports, 'output ports')
         assert.ok(await editor.isChanged(node.id), 'the node is marked as changed until deployed')

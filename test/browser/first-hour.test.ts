@@ -20,7 +20,6 @@ const catalogue = readCatalogue('ss-config') as {
 }
 const PALETTE_TYPES = ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch']
 
-
 describe('the editor in its first hour (npm start, chromium)', function () {
   this.timeout(60000)
   let session: OpenedEditor | null = null
@@ -42,7 +41,7 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     session = null
   })
 
-  it('starts quiet: a first tab explains the examples, and Debug holds only the leader election\'s line', async function () {
+  it("starts quiet: a first tab explains the examples, and Debug holds only the leader election's line", async function () {
     const page = editor.page
     const tabs = await editor.workspaces()
     assert.equal(tabs[0]?.label, 'About these examples')
@@ -51,12 +50,15 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     // check 3 s after: by 4 s every one of them would have printed.
     await page.waitForTimeout(4000)
     const sources = await page.locator('#red-ui-sidebar .red-ui-debug-msg .red-ui-debug-msg-name').allTextContents()
-    assert.ok(sources.every((s) => /node: leader/.test(s)), `only the leader election prints by itself: ${JSON.stringify(sources)}`)
+    assert.ok(
+      sources.every((s) => /node: leader/.test(s)),
+      `only the leader election prints by itself: ${JSON.stringify(sources)}`,
+    )
     await editor.showWorkspace(tabs[0].id)
     await editor.screenshot('first-hour-debug-after-start', page.locator('#red-ui-main-container'))
   })
 
-  it("shows who leads the leader election when the editor opens, though its msg reached Debug before", async function () {
+  it('shows who leads the leader election when the editor opens, though its msg reached Debug before', async function () {
     const leader = (await editor.flowNodes()).find((n) => n.type === 'debug' && n.name === 'leader')
     assert.ok(leader, 'the leader election example has its leader debug node')
     await editor.showWorkspace(leader.z)
@@ -87,7 +89,9 @@ describe('the editor in its first hour (npm start, chromium)', function () {
       for (const type of PALETTE_TYPES) assert.ok(found.includes(type), `"${word}" finds ${type}: ${found.join(', ')}`)
       if (word === 'state') {
         // Categories with nothing that matches fold away; only "state store" stays.
-        await page.waitForFunction(() => [...document.querySelectorAll<HTMLElement>('.red-ui-palette-category')].filter((c) => c.offsetParent !== null).length === 1)
+        await page.waitForFunction(
+          () => [...document.querySelectorAll<HTMLElement>('.red-ui-palette-category')].filter((c) => c.offsetParent !== null).length === 1,
+        )
         await editor.screenshot('first-hour-palette-search-state', page.locator('#red-ui-sidebar-left'))
       }
     }
@@ -99,7 +103,12 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     // No palette label of ours is one a core node uses (core's file watch is "watch"), so a search that finds both tells them apart.
     const labels = await page
       .locator('.red-ui-palette-node')
-      .evaluateAll((els) => els.map((el) => [el.getAttribute('data-palette-type') ?? '', el.querySelector('.red-ui-palette-label')?.textContent?.replace(/\s+/g, ' ').trim() ?? '']))
+      .evaluateAll((els) =>
+        els.map((el) => [
+          el.getAttribute('data-palette-type') ?? '',
+          el.querySelector('.red-ui-palette-label')?.textContent?.replace(/\s+/g, ' ').trim() ?? '',
+        ]),
+      )
     for (const type of PALETTE_TYPES) {
       const label = labels.find(([t]) => t === type)?.[1]
       assert.ok(label, `${type} has a palette label`)
@@ -131,7 +140,10 @@ describe('the editor in its first hour (npm start, chromium)', function () {
             id: 'firsthourinject',
             type: 'inject',
             name: 'empty key',
-            props: [{ p: 'payload', v: '', vt: 'date' }, { p: 'topic', v: '', vt: 'str' }],
+            props: [
+              { p: 'payload', v: '', vt: 'date' },
+              { p: 'topic', v: '', vt: 'str' },
+            ],
             repeat: '',
             crontab: '',
             once: false,
@@ -168,10 +180,10 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     // The sidebar quotes a string; under 80 characters it shows it whole, on one line.
     assert.equal(shown, `"${catalogue.common.errors.keyEmpty}"`, 'what failed and why, on one line')
     assert.ok(!shown.includes('[object Object]'))
-    await page.waitForFunction(
-      ({ id, want }) => document.querySelector(`[id="${id}"] text.red-ui-flow-node-status-label`)?.textContent?.trim() === want,
-      { id: getId, want: `error: ${catalogue.common.failure.KeyEmpty}` },
-    )
+    await page.waitForFunction(({ id, want }) => document.querySelector(`[id="${id}"] text.red-ui-flow-node-status-label`)?.textContent?.trim() === want, {
+      id: getId,
+      want: `error: ${catalogue.common.failure.KeyEmpty}`,
+    })
     assert.deepEqual(await editor.status(getId), { text: 'error: key is empty', fill: 'red' })
     // Notifications (imported, deployed, injected) would cover the nodes in the picture.
     await editor.dismissNotifications().catch(() => undefined)
@@ -228,13 +240,20 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     await editor.edit(setId)
     await editor.setTyped('node-input', 'key', 'str', 'first-hour/e2e')
     await editor.done()
-    await page.evaluate((ids) => {
-      const r = RED as unknown as { nodes: { node(id: string): unknown; addLink(l: unknown): void }; view: { redraw(b: boolean): void } }
-      for (const [from, to] of [[ids[0], ids[1]], [ids[1], ids[2]], [ids[2], ids[3]]] as const) {
-        r.nodes.addLink({ source: r.nodes.node(from!), sourcePort: 0, target: r.nodes.node(to!) })
-      }
-      r.view.redraw(true)
-    }, [injectId, setId, getId2, debugId])
+    await page.evaluate(
+      (ids) => {
+        const r = RED as unknown as { nodes: { node(id: string): unknown; addLink(l: unknown): void }; view: { redraw(b: boolean): void } }
+        for (const [from, to] of [
+          [ids[0], ids[1]],
+          [ids[1], ids[2]],
+          [ids[2], ids[3]],
+        ] as const) {
+          r.nodes.addLink({ source: r.nodes.node(from!), sourcePort: 0, target: r.nodes.node(to!) })
+        }
+        r.view.redraw(true)
+      },
+      [injectId, setId, getId2, debugId],
+    )
     assert.deepEqual(await editor.invalidNodes(), [])
     await editor.deploy()
     await page.evaluate(() => RED.sidebar.show('debug'))
@@ -253,6 +272,9 @@ describe('the editor in its first hour (npm start, chromium)', function () {
   })
 
   it('left nothing in the Node-RED log at error level but the uncaught error made on purpose', function () {
-    assert.deepEqual(session!.red.errors().filter((line) => !line.endsWith(`[ss-get:${getId}] ${catalogue.common.errors.keyEmpty}`)), [])
+    assert.deepEqual(
+      session!.red.errors().filter((line) => !line.endsWith(`[ss-get:${getId}] ${catalogue.common.errors.keyEmpty}`)),
+      [],
+    )
   })
 })

@@ -55,7 +55,11 @@ for (const lang of ['ja', 'de']) {
 
     it("the palette: Node-RED's categories and ours are in that language", async function () {
       const page = session!.editor.page
-      assert.equal((await page.locator('#red-ui-palette-header-common').textContent())?.trim(), nodeRedCommonCategory(lang), 'Node-RED itself speaks the language')
+      assert.equal(
+        (await page.locator('#red-ui-palette-header-common').textContent())?.trim(),
+        nodeRedCommonCategory(lang),
+        'Node-RED itself speaks the language',
+      )
       const ours = page.locator('#red-ui-palette-header-state_store')
       assert.equal((await ours.textContent())?.trim(), text(get, 'palette.label.state_store'))
       assert.notEqual(text(get, 'palette.label.state_store'), text(catalogue('ss-get'), 'palette.label.state_store'), 'the category is translated')
@@ -75,7 +79,10 @@ for (const lang of ['ja', 'de']) {
       assert.equal((await tray.locator('label[for="node-input-key"]').first().textContent())?.trim(), text(config, 'common.label.key'))
       assert.equal((await tray.locator('label[for="node-input-store"]').textContent())?.trim(), text(config, 'common.label.store'))
       const decodeOptions = (await tray.locator('#node-input-decode option').allTextContents()).map((o) => o.trim())
-      assert.deepEqual(decodeOptions, ['auto', 'utf8', 'buffer', 'json', 'ndjson'].map((d) => text(config, `common.decode.${d}`)))
+      assert.deepEqual(
+        decodeOptions,
+        ['auto', 'utf8', 'buffer', 'json', 'ndjson'].map((d) => text(config, `common.decode.${d}`)),
+      )
 
       const help = await editor.helpFromDialog()
       assert.deepEqual(help.headings, helpHeadings('ss-get', lang))
@@ -96,7 +103,10 @@ for (const lang of ['ja', 'de']) {
       // The sidebar draws a connection's box once its first figures arrive: wait for it before reading
       await page.locator('.ss-sidebar-store .ss-sidebar-heading').first().waitFor()
       const headings = (await page.locator('.ss-sidebar-store').first().locator('.ss-sidebar-heading').allTextContents()).map((h) => h.trim())
-      assert.deepEqual(headings, ['connection', 'watches', 'locks'].map((s) => text(sidebar, `ss-sidebar.section.${s}`)))
+      assert.deepEqual(
+        headings,
+        ['connection', 'watches', 'locks'].map((s) => text(sidebar, `ss-sidebar.section.${s}`)),
+      )
       const store = page.locator('.ss-sidebar-store').first()
       await store.locator('.ss-sidebar-status .ss-sidebar-value', { hasText: text(sidebar, 'ss-sidebar.state.connected') }).waitFor()
       assert.equal((await page.locator('.ss-sidebar-inspector .ss-sidebar-get').textContent())?.trim(), text(sidebar, 'ss-sidebar.inspector.get'))

@@ -25,11 +25,14 @@ async function overflowRight(outer: Locator, inner: Locator): Promise<number> {
 
 /** Whether the element is within the visible part of the (scrolled) sidebar panel. */
 async function inView(page: Page, selector: string): Promise<boolean> {
-  return page.locator(selector).first().evaluate((e) => {
-    const panel = e.closest('.ss-sidebar')!.getBoundingClientRect()
-    const r = e.getBoundingClientRect()
-    return r.height > 0 && r.top >= panel.top - 1 && r.top < panel.bottom - 10
-  })
+  return page
+    .locator(selector)
+    .first()
+    .evaluate((e) => {
+      const panel = e.closest('.ss-sidebar')!.getBoundingClientRect()
+      const r = e.getBoundingClientRect()
+      return r.height > 0 && r.top >= panel.top - 1 && r.top < panel.bottom - 10
+    })
 }
 
 describe("editor: the state store sidebar at Node-RED 5's default layout", function () {
@@ -156,7 +159,11 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     const b = rows.filter({ hasText: 'layout/size/b' })
     assert.equal((await a.locator('.ss-sidebar-browsed-size').textContent())?.trim(), '1 byte')
     assert.equal((await b.locator('.ss-sidebar-browsed-size').textContent())?.trim(), '2 bytes')
-    assert.equal(((await page.locator('.ss-sidebar-key-list th').allTextContents()).map((s) => s.trim())).includes(text('browser.version')), true, 'a Version column')
+    assert.equal(
+      (await page.locator('.ss-sidebar-key-list th').allTextContents()).map((s) => s.trim()).includes(text('browser.version')),
+      true,
+      'a Version column',
+    )
     assert.equal((await a.locator('.ss-sidebar-browsed-version').textContent())?.trim(), (await outside.get('layout/size/a')).version!.toString())
   })
 
@@ -173,8 +180,13 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     await editor.pressInject('B tries again')
     await held('B').waitFor({ timeout: 20000 })
     await editor.pressInject('late write from A')
-    const line = errors.locator('.ss-sidebar-error-line', { hasText: 'FencingTokenLowerVersion' }).or(errors.locator('.ss-sidebar-error-line', { hasText: /fencing token/i }))
-    await line.first().waitFor({ timeout: 10000 }).catch(() => undefined)
+    const line = errors
+      .locator('.ss-sidebar-error-line', { hasText: 'FencingTokenLowerVersion' })
+      .or(errors.locator('.ss-sidebar-error-line', { hasText: /fencing token/i }))
+    await line
+      .first()
+      .waitFor({ timeout: 10000 })
+      .catch(() => undefined)
     await errors.evaluate((e) => e.scrollIntoView({ block: 'start' }))
     await columnShot(page, 'sidebar-layout-errors')
     assert.ok((await errors.locator('.ss-sidebar-error-line').count()) > before, 'the failed msg is counted among the last errors')

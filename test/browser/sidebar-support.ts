@@ -21,7 +21,11 @@ export function text(path: string, subs: Record<string, string | number> = {}): 
  */
 export async function shot(page: Page, name: string, section?: string): Promise<void> {
   const panel = page.locator('.ss-sidebar')
-  if (section) await page.locator(section).first().evaluate((e) => e.scrollIntoView({ block: 'start' }))
+  if (section)
+    await page
+      .locator(section)
+      .first()
+      .evaluate((e) => e.scrollIntoView({ block: 'start' }))
   else await panel.evaluate((e) => (e.scrollTop = 0))
   const box = await panel.boundingBox()
   assert.ok(box, 'the sidebar is on screen')
@@ -34,10 +38,17 @@ export async function columnShot(page: Page, name: string): Promise<void> {
   assert.ok(box, 'the sidebar is on screen')
   const size = page.viewportSize()
   assert.ok(size)
-  await page.screenshot({ path: join(artifactsDir(), `${name}.png`), clip: { x: box.x, y: 0, width: size.width - box.x, height: size.height }, animations: 'disabled' })
+  await page.screenshot({
+    path: join(artifactsDir(), `${name}.png`),
+    clip: { x: box.x, y: 0, width: size.width - box.x, height: size.height },
+    animations: 'disabled',
+  })
 }
 
 /** Confirms the dialog a set or delete asks for (the one whose button says so). */
 export async function confirm(page: Page, action: 'set' | 'delete'): Promise<void> {
-  await page.locator('.red-ui-notification button.ss-sidebar-confirm', { hasText: text(`inspector.${action}`) }).last().click()
+  await page
+    .locator('.red-ui-notification button.ss-sidebar-confirm', { hasText: text(`inspector.${action}`) })
+    .last()
+    .click()
 }

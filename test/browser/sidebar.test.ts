@@ -112,7 +112,10 @@ describe('editor: the state store sidebar', function () {
     await outside.set('sidebar/inspected', 'changed outside')
     await inspector.locator('.ss-sidebar-get').click()
     await inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'changed outside' }).waitFor()
-    assert.equal((await inspector.locator('.ss-sidebar-inspected-version .ss-sidebar-value').textContent())?.trim(), (await outside.get('sidebar/inspected')).version!.toString())
+    assert.equal(
+      (await inspector.locator('.ss-sidebar-inspected-version .ss-sidebar-value').textContent())?.trim(),
+      (await outside.get('sidebar/inspected')).version!.toString(),
+    )
     // npm start -- --memory keeps no key: not persisted, and the inspector says it is the store's setting, not the key's.
     assert.equal((await inspector.locator('.ss-sidebar-inspected-persisted .ss-sidebar-value').textContent())?.trim(), text('inspector.notPersistedNoFile'))
     await shot(page, 'sidebar-inspector', '.ss-sidebar-inspector')
@@ -193,65 +196,69 @@ describe('editor: the state store sidebar', function () {
 })
 
 for (const [version, redJs] of Object.entries(RUNTIMES)) {
-describe(`editor: the state store sidebar for a read-only user, ${version}`, function () {
-  this.timeout(120000)
-  let rt: AuthRuntime | null = null
-  let browser: Browser | null = null
+  describe(`editor: the state store sidebar for a read-only user, ${version}`, function () {
+    this.timeout(120000)
+    let rt: AuthRuntime | null = null
+    let browser: Browser | null = null
 
-  before(async function () {
-    requireChromium(this)
-    rt = await AuthRuntime.start(redJs, [
-      { id: 'tab1', type: 'tab', label: 'sidebar' },
-      { id: 'cfg1', type: 'ss-config', name: 'local', embedded: true, clientId: 'sidebar-reader' },
-      { id: 'watch1', type: 'ss-watch', z: 'tab1', store: 'cfg1', keys: 'guarded', decode: 'auto', wires: [[]] },
-    ])
-    const admin = await rt.token('admin')
-    await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key: 'guarded', value: 'original' })
-    browser = await Browser.launch()
-  })
-
-  after(async function () {
-    await browser?.close()
-    await rt?.stop()
-  })
-
-  it('sees the key, is not offered set and delete, and is refused them by the runtime (HTTP 401/403)', async function () {
-    const page = browser!.page
-    const problems = new PageProblems(page)
-    await page.goto(rt!.url)
-    await page.locator('#node-dialog-login-username').fill('reader')
-    await page.locator('#node-dialog-login-password').fill(USERS.reader)
-    await page.locator('#node-dialog-login-submit').click()
-    await page.locator('#red-ui-main-container').waitFor({ state: 'visible', timeout: 30000 })
-    await openSidebar(page).catch((err: Error) => {
-      throw new Error(`${err.message}\npage problems: ${problems.take().join('\n')}`)
+    before(async function () {
+      requireChromium(this)
+      rt = await AuthRuntime.start(redJs, [
+        { id: 'tab1', type: 'tab', label: 'sidebar' },
+        { id: 'cfg1', type: 'ss-config', name: 'local', embedded: true, clientId: 'sidebar-reader' },
+        { id: 'watch1', type: 'ss-watch', z: 'tab1', store: 'cfg1', keys: 'guarded', decode: 'auto', wires: [[]] },
+      ])
+      const admin = await rt.token('admin')
+      await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key: 'guarded', value: 'original' })
+      browser = await Browser.launch()
     })
-    const inspector = page.locator('.ss-sidebar-inspector')
-    await inspector.locator('.ss-sidebar-inspector-key').fill('guarded')
-    await inspector.locator('.ss-sidebar-get').click()
-    await inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'original' }).waitFor()
 
-    // No write controls, and a note that says why.
-    await inspector.locator('.ss-sidebar-read-only', { hasText: text('inspector.readOnly') }).waitFor()
-    assert.equal(await inspector.locator('.ss-sidebar-set, .ss-sidebar-delete, .ss-sidebar-inspector-value').count(), 0, 'set, delete and the value to set are not shown')
+    after(async function () {
+      await browser?.close()
+      await rt?.stop()
+    })
 
-    // The runtime refuses them all the same, to a request made without the sidebar.
-    const reader = await rt!.token('reader')
-    const set = await rt!.request('PUT', '/aio-statestore/stores/cfg1/key', reader, { key: 'guarded', value: 'overwritten' })
-    assert.ok([401, 403].includes(set.status), `set answered ${set.status}`)
-    const del = await rt!.request('DELETE', '/aio-statestore/stores/cfg1/key?key=guarded', reader)
-    assert.ok([401, 403].includes(del.status), `delete answered ${del.status}`)
-    await shot(page, `sidebar-read-only-${version.replace(/\W+/g, '')}`, '.ss-sidebar-inspector')
+    it('sees the key, is not offered set and delete, and is refused them by the runtime (HTTP 401/403)', async function () {
+      const page = browser!.page
+      const problems = new PageProblems(page)
+      await page.goto(rt!.url)
+      await page.locator('#node-dialog-login-username').fill('reader')
+      await page.locator('#node-dialog-login-password').fill(USERS.reader)
+      await page.locator('#node-dialog-login-submit').click()
+      await page.locator('#red-ui-main-container').waitFor({ state: 'visible', timeout: 30000 })
+      await openSidebar(page).catch((err: Error) => {
+        throw new Error(`${err.message}\npage problems: ${problems.take().join('\n')}`)
+      })
+      const inspector = page.locator('.ss-sidebar-inspector')
+      await inspector.locator('.ss-sidebar-inspector-key').fill('guarded')
+      await inspector.locator('.ss-sidebar-get').click()
+      await inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'original' }).waitFor()
 
-    // The login prompt (the editor's first /settings) is the only HTTP error; nothing else went wrong in the page.
-    const expected = [/^HTTP 401: GET .*\/settings\?/, /^console error: Failed to load resource: .* 401 .*\/settings\?/]
-    assert.deepEqual(
-      problems.take().filter((p) => !expected.some((re) => re.test(p))),
-      [],
-    )
-    const admin = await rt!.token('admin')
-    const kept = (await rt!.request('GET', '/aio-statestore/stores/cfg1/key?key=guarded', admin)).json as { value: { preview: string } }
-    assert.equal(kept.value.preview, 'original', 'the key is unchanged')
+      // No write controls, and a note that says why.
+      await inspector.locator('.ss-sidebar-read-only', { hasText: text('inspector.readOnly') }).waitFor()
+      assert.equal(
+        await inspector.locator('.ss-sidebar-set, .ss-sidebar-delete, .ss-sidebar-inspector-value').count(),
+        0,
+        'set, delete and the value to set are not shown',
+      )
+
+      // The runtime refuses them all the same, to a request made without the sidebar.
+      const reader = await rt!.token('reader')
+      const set = await rt!.request('PUT', '/aio-statestore/stores/cfg1/key', reader, { key: 'guarded', value: 'overwritten' })
+      assert.ok([401, 403].includes(set.status), `set answered ${set.status}`)
+      const del = await rt!.request('DELETE', '/aio-statestore/stores/cfg1/key?key=guarded', reader)
+      assert.ok([401, 403].includes(del.status), `delete answered ${del.status}`)
+      await shot(page, `sidebar-read-only-${version.replace(/\W+/g, '')}`, '.ss-sidebar-inspector')
+
+      // The login prompt (the editor's first /settings) is the only HTTP error; nothing else went wrong in the page.
+      const expected = [/^HTTP 401: GET .*\/settings\?/, /^console error: Failed to load resource: .* 401 .*\/settings\?/]
+      assert.deepEqual(
+        problems.take().filter((p) => !expected.some((re) => re.test(p))),
+        [],
+      )
+      const admin = await rt!.token('admin')
+      const kept = (await rt!.request('GET', '/aio-statestore/stores/cfg1/key?key=guarded', admin)).json as { value: { preview: string } }
+      assert.equal(kept.value.preview, 'original', 'the key is unchanged')
+    })
   })
-})
 }

@@ -13,14 +13,18 @@ const seconds = Number(values.seconds ?? 30)
 const faults = values.faults ? values.faults.split(',').map((k) => k.trim()) : [...FAULT_KINDS]
 const unknown = faults.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k))
 if (!Number.isSafeInteger(seed) || !(seconds > 0) || unknown.length > 0) {
-  console.error(`usage: npm run chaos -- --seed <integer> --seconds <n> [--faults ${FAULT_KINDS.join(',')}]${unknown.length ? `\nunknown fault kinds: ${unknown.join(', ')}` : ''}`)
+  console.error(
+    `usage: npm run chaos -- --seed <integer> --seconds <n> [--faults ${FAULT_KINDS.join(',')}]${unknown.length ? `\nunknown fault kinds: ${unknown.join(', ')}` : ''}`,
+  )
   process.exit(2)
 }
 
 const startedAt = Date.now()
 runChaos({ seed, seconds, faults: faults as FaultKind[], log: (line) => console.log(line) }).then(
   (report) => {
-    console.log(`faults applied: ${[...report.faults].map(([k, n]) => `${k} ${n}`).join(', ')}; ${report.unchecked} key histories beyond the search budget; ${Math.round((Date.now() - startedAt) / 1000)} s in all`)
+    console.log(
+      `faults applied: ${[...report.faults].map(([k, n]) => `${k} ${n}`).join(', ')}; ${report.unchecked} key histories beyond the search budget; ${Math.round((Date.now() - startedAt) / 1000)} s in all`,
+    )
     console.log(report.line)
     process.exit(report.violations.length > 0 ? 1 : 0)
   },

@@ -29,13 +29,16 @@ export function contextMismatches(store: ContextView, caches: readonly ContextVi
   const mismatches: string[] = []
   const sorted = (keys: readonly string[]) => [...keys].sort()
   const present = [...store.values].filter(([, v]) => v !== undefined).map(([k]) => k)
-  if (!isDeepStrictEqual(sorted(store.keys), sorted(present))) mismatches.push(`the store's key index lists ${JSON.stringify(sorted(store.keys))}, its values are under ${JSON.stringify(sorted(present))}`)
+  if (!isDeepStrictEqual(sorted(store.keys), sorted(present)))
+    mismatches.push(`the store's key index lists ${JSON.stringify(sorted(store.keys))}, its values are under ${JSON.stringify(sorted(present))}`)
   caches.forEach((cache, i) => {
     for (const [key, value] of store.values) {
       const cached = cache.values.get(key)
-      if (!isDeepStrictEqual(cached, value)) mismatches.push(`store c${i}, key ${key}: its cache holds ${JSON.stringify(cached)}, the store ${JSON.stringify(value)}`)
+      if (!isDeepStrictEqual(cached, value))
+        mismatches.push(`store c${i}, key ${key}: its cache holds ${JSON.stringify(cached)}, the store ${JSON.stringify(value)}`)
     }
-    if (!isDeepStrictEqual(sorted(cache.keys), sorted(store.keys))) mismatches.push(`store c${i}: keys() is ${JSON.stringify(sorted(cache.keys))}, the store's ${JSON.stringify(sorted(store.keys))}`)
+    if (!isDeepStrictEqual(sorted(cache.keys), sorted(store.keys)))
+      mismatches.push(`store c${i}: keys() is ${JSON.stringify(sorted(cache.keys))}, the store's ${JSON.stringify(sorted(store.keys))}`)
   })
   return mismatches
 }
@@ -55,8 +58,7 @@ export class ContextWorkload {
     private readonly random: () => number,
   ) {
     this.stores = brokerUrls.map(
-      (broker, i) =>
-        new StateStoreContext({ broker, prefix, clientId: clientId(`c${i}`), requestTimeout: 2500, keepalive: 2, logger: () => {} }),
+      (broker, i) => new StateStoreContext({ broker, prefix, clientId: clientId(`c${i}`), requestTimeout: 2500, keepalive: 2, logger: () => {} }),
     )
   }
 
@@ -85,7 +87,14 @@ export class ContextWorkload {
   }
 
   async check(settleMs: number): Promise<{ operations: number; violations: string[] }> {
-    const truth = new StateStoreContext({ broker: this.directUrl, prefix: this.prefix, clientId: this.clientId('truth'), cache: false, requestTimeout: 5000, logger: () => {} })
+    const truth = new StateStoreContext({
+      broker: this.directUrl,
+      prefix: this.prefix,
+      clientId: this.clientId('truth'),
+      cache: false,
+      requestTimeout: 5000,
+      logger: () => {},
+    })
     await truth.open()
     const deadline = performance.now() + settleMs
     let mismatches: string[]

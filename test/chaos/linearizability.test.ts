@@ -42,7 +42,8 @@ function execute(inputs: RegisterInput[]): Array<{ input: RegisterInput; output:
   })
 }
 
-const sequential = (inputs: RegisterInput[]): Op[] => execute(inputs).map(({ input: i, output, at }) => ({ input: i, output, invokedAt: at, returnedAt: at + 10 }))
+const sequential = (inputs: RegisterInput[]): Op[] =>
+  execute(inputs).map(({ input: i, output, at }) => ({ input: i, output, invokedAt: at, returnedAt: at + 10 }))
 
 describe('chaos: the linearizability checker', () => {
   it('accepts every history run one operation at a time', () => {
@@ -50,7 +51,10 @@ describe('chaos: the linearizability checker', () => {
   })
 
   it('accepts histories whose intervals overlap around each effect, with some outcomes unknown', () => {
-    const widened = fc.array(fc.tuple(input, fc.integer({ min: 0, max: 250 }), fc.integer({ min: 0, max: 250 }), fc.boolean(), fc.integer({ min: 0, max: 9 })), { maxLength: 30 })
+    const widened = fc.array(
+      fc.tuple(input, fc.integer({ min: 0, max: 250 }), fc.integer({ min: 0, max: 250 }), fc.boolean(), fc.integer({ min: 0, max: 9 })),
+      { maxLength: 30 },
+    )
     fc.assert(
       fc.property(widened, (rows) => {
         const done = execute(rows.map((r) => r[0]))
@@ -69,14 +73,17 @@ describe('chaos: the linearizability checker', () => {
     fc.assert(
       fc.property(fc.array(input, { maxLength: 30 }), fc.array(fc.tuple(fc.nat(30), value), { maxLength: 5 }), (inputs, ghosts) => {
         const ops = sequential(inputs)
-        for (const [at, v] of ghosts) ops.push({ input: { f: 'set', value: `${v}-never`, condition: 'always' }, output: undefined, invokedAt: 100 * at + 1, returnedAt: Infinity })
+        for (const [at, v] of ghosts)
+          ops.push({ input: { f: 'set', value: `${v}-never`, condition: 'always' }, output: undefined, invokedAt: 100 * at + 1, returnedAt: Infinity })
         return checkHistory(registerModel, ops).linearizable === true
       }),
     )
   })
 
   it('rejects a one-at-a-time history in which one read saw another value', () => {
-    const withRead = fc.array(input, { minLength: 1, maxLength: 30 }).chain((inputs) => fc.tuple(fc.constant(inputs), fc.nat(inputs.length), fc.constantFrom('a', 'b', 'c', null)))
+    const withRead = fc
+      .array(input, { minLength: 1, maxLength: 30 })
+      .chain((inputs) => fc.tuple(fc.constant(inputs), fc.nat(inputs.length), fc.constantFrom('a', 'b', 'c', null)))
     fc.assert(
       fc.property(withRead, ([inputs, at, seen]) => {
         const ops = sequential([...inputs.slice(0, at), { f: 'get' }, ...inputs.slice(at)])
@@ -90,7 +97,12 @@ describe('chaos: the linearizability checker', () => {
   })
 
   it('rejects a planted stale read and a write executed again after a re-send', () => {
-    const set = (v: string, from: number, to: number): Op => ({ input: { f: 'set', value: v, condition: 'always' }, output: { applied: true }, invokedAt: from, returnedAt: to })
+    const set = (v: string, from: number, to: number): Op => ({
+      input: { f: 'set', value: v, condition: 'always' },
+      output: { applied: true },
+      invokedAt: from,
+      returnedAt: to,
+    })
     const get = (v: string | null, from: number, to: number): Op => ({ input: { f: 'get' }, output: { value: v }, invokedAt: from, returnedAt: to })
     const stale = [set('a', 0, 10), set('b', 20, 30), get('a', 40, 50)]
     const verdict = checkHistory(registerModel, stale)
@@ -101,7 +113,11 @@ describe('chaos: the linearizability checker', () => {
     // The same reads with the first write concurrent with everything are fine: it took effect last.
     assert.equal(checkHistory(registerModel, [set('a', 0, 80), set('b', 40, 50), get('a', 60, 70)]).linearizable, true)
     // A timed-out write explains a value that comes back; a read of a value nobody wrote is never explained.
-    assert.equal(checkHistory(registerModel, [set('b', 0, 10), { ...set('a', 5, 0), returnedAt: Infinity, output: undefined }, get('b', 20, 30), get('a', 40, 50)]).linearizable, true)
+    assert.equal(
+      checkHistory(registerModel, [set('b', 0, 10), { ...set('a', 5, 0), returnedAt: Infinity, output: undefined }, get('b', 20, 30), get('a', 40, 50)])
+        .linearizable,
+      true,
+    )
     assert.equal(checkHistory(registerModel, [set('b', 0, 10), get('z', 40, 50)]).linearizable, false)
   })
 })

@@ -115,11 +115,7 @@ export function checkHistory<S, I, O>(model: Model<S, I, O>, ops: ReadonlyArray<
 }
 
 /** One key of the state store as the requests workload uses it. */
-export type RegisterInput =
-  | { f: 'get' }
-  | { f: 'set'; value: string; condition: 'always' | 'NX' | 'NEX' }
-  | { f: 'del' }
-  | { f: 'vdel'; value: string }
+export type RegisterInput = { f: 'get' } | { f: 'set'; value: string; condition: 'always' | 'NX' | 'NEX' } | { f: 'del' } | { f: 'vdel'; value: string }
 
 export type RegisterOutput = { value: string | null } | { applied: boolean } | { deleted: number }
 

@@ -104,11 +104,13 @@ export class LocksWorkload {
     const byVersion = increments.filter((o) => o.output!.token).sort((a, b) => Hlc.compare(Hlc.parse(a.output!.version!), Hlc.parse(b.output!.version!)))
     for (let i = 1; i < byVersion.length; i++) {
       const [a, b] = [byVersion[i - 1]!, byVersion[i]!]
-      if (Hlc.compare(Hlc.parse(b.output!.token!), Hlc.parse(a.output!.token!)) < 0) violations.push(`an older holder's write landed after a newer holder's:\n${show(a)}\n${show(b)}`)
+      if (Hlc.compare(Hlc.parse(b.output!.token!), Hlc.parse(a.output!.token!)) < 0)
+        violations.push(`an older holder's write landed after a newer holder's:\n${show(a)}\n${show(b)}`)
     }
     for (const f of this.waitFailures) {
       // A waiter must not give up early because of a connection loss shorter than its wait.
-      if (f.code === 'connection:lost' || f.code === 'connection:not-connected') violations.push(`${f.process}: a waiter failed after ${Math.round(f.waitedMs)} ms, before its timeout, because of a connection loss: ${f.error}`)
+      if (f.code === 'connection:lost' || f.code === 'connection:not-connected')
+        violations.push(`${f.process}: a waiter failed after ${Math.round(f.waitedMs)} ms, before its timeout, because of a connection loss: ${f.error}`)
     }
     const probe = new Lock(reader, this.lockName, { leaseMs: LEASE_MS, persist: true })
     try {

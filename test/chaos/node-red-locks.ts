@@ -46,7 +46,19 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
   // Ids new each round: the flow context (the token the example keeps) must not carry over a deploy.
   const rid = (id: string) => `${id}.${round}`
   const nodes: FlowNode[] = []
-  const config = { id: rid('c4a05c0f00000001'), type: 'ss-config', name: 'chaos', embedded: false, broker: brokerUrl, clientId, usetls: false, keepalive: '2', cleanStart: true, requestTimeout: '10000', maxInFlight: '1000' }
+  const config = {
+    id: rid('c4a05c0f00000001'),
+    type: 'ss-config',
+    name: 'chaos',
+    embedded: false,
+    broker: brokerUrl,
+    clientId,
+    usetls: false,
+    keepalive: '2',
+    cleanStart: true,
+    requestTimeout: '10000',
+    maxInFlight: '1000',
+  }
   nodes.push(config)
   for (const { mode, file } of MODES) {
     const example = readJson<FlowNode[]>(join(repoRoot, 'examples', 'two-runtimes', file)).filter((n) => n.type !== 'ss-config')
@@ -64,9 +76,41 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
       nodes.push(copy)
     }
     const lock = rid(example.find((n) => n.type === 'ss-lock')!.id)
-    nodes.push({ id: rid(`${mode}-accepted`), type: 'debug', z: tab, name: `${mode}-accepted`, active: true, tosidebar: true, console: false, tostatus: false, complete: 'true', targetType: 'full', wires: [] })
-    nodes.push({ id: rid(`${mode}-lock-error`), type: 'catch', z: tab, name: `${mode}-lock-error`, scope: [lock], uncaught: false, wires: [[rid(`${mode}-lock-failed`)]] })
-    nodes.push({ id: rid(`${mode}-lock-failed`), type: 'debug', z: tab, name: `${mode}-lock-failed`, active: true, tosidebar: true, console: false, tostatus: false, complete: 'error', targetType: 'msg', wires: [] })
+    nodes.push({
+      id: rid(`${mode}-accepted`),
+      type: 'debug',
+      z: tab,
+      name: `${mode}-accepted`,
+      active: true,
+      tosidebar: true,
+      console: false,
+      tostatus: false,
+      complete: 'true',
+      targetType: 'full',
+      wires: [],
+    })
+    nodes.push({
+      id: rid(`${mode}-lock-error`),
+      type: 'catch',
+      z: tab,
+      name: `${mode}-lock-error`,
+      scope: [lock],
+      uncaught: false,
+      wires: [[rid(`${mode}-lock-failed`)]],
+    })
+    nodes.push({
+      id: rid(`${mode}-lock-failed`),
+      type: 'debug',
+      z: tab,
+      name: `${mode}-lock-failed`,
+      active: true,
+      tosidebar: true,
+      console: false,
+      tostatus: false,
+      complete: 'error',
+      targetType: 'msg',
+      wires: [],
+    })
   }
   nodes.push(...counterTab(prefix, rid, config.id))
   return nodes
@@ -82,20 +126,97 @@ function counterTab(prefix: string, rid: (id: string) => string, store: string):
   const burst = `return [Array.from({ length: ${BURST} }, (_, i) => ({ payload: i }))];`
   return [
     { id: tab, type: 'tab', label: 'counters' },
-    on({ id: 'tick', type: 'inject', name: 'tick', props: [{ p: 'payload' }], repeat: '1', once: true, onceDelay: 0.1, payload: '', payloadType: 'date', wires: to('burst') }),
+    on({
+      id: 'tick',
+      type: 'inject',
+      name: 'tick',
+      props: [{ p: 'payload' }],
+      repeat: '1',
+      once: true,
+      onceDelay: 0.1,
+      payload: '',
+      payloadType: 'date',
+      wires: to('burst'),
+    }),
     on({ id: 'burst', type: 'function', func: burst, outputs: 1, wires: to('take', 'update') }),
-    on({ id: 'take', type: 'ss-lock', store, key: `${prefix}/red-counter/lock`, keyType: 'str', mode: 'lock', action: 'acquire', leaseMs: String(LEASE_MS), timeout: '10000', holdMs: '8000', wires: [[rid('read')], []] }),
+    on({
+      id: 'take',
+      type: 'ss-lock',
+      store,
+      key: `${prefix}/red-counter/lock`,
+      keyType: 'str',
+      mode: 'lock',
+      action: 'acquire',
+      leaseMs: String(LEASE_MS),
+      timeout: '10000',
+      holdMs: '8000',
+      wires: [[rid('read')], []],
+    }),
     on({ id: 'read', type: 'ss-get', store, key: `${prefix}/red-counter`, keyType: 'str', decode: 'json', notFound: 'payload', wires: to('add') }),
     on({ id: 'add', type: 'function', func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;', outputs: 1, wires: to('write') }),
-    on({ id: 'write', type: 'ss-set', store, key: `${prefix}/red-counter`, keyType: 'str', value: 'payload', valueType: 'msg', fencingToken: 'fencingToken', fencingTokenType: 'msg', persist: true, wires: to('counter-accepted', 'free') }),
+    on({
+      id: 'write',
+      type: 'ss-set',
+      store,
+      key: `${prefix}/red-counter`,
+      keyType: 'str',
+      value: 'payload',
+      valueType: 'msg',
+      fencingToken: 'fencingToken',
+      fencingTokenType: 'msg',
+      persist: true,
+      wires: to('counter-accepted', 'free'),
+    }),
     // A write that failed (refused by fencing, timed out) still releases its hold, from the Catch path.
     on({ id: 'write-failed', type: 'catch', scope: [rid('write'), rid('read')], uncaught: false, wires: to('free') }),
     on({ id: 'free', type: 'ss-lock', store, key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [[], []] }),
-    on({ id: 'counter-accepted', type: 'debug', name: 'counter-accepted', active: true, tosidebar: true, console: false, tostatus: false, complete: 'true', targetType: 'full' }),
-    on({ id: 'update', type: 'ss-update', store, key: `${prefix}/red-updated`, keyType: 'str', expression: 'value + 1', initial: '0', initialType: 'num', timeout: '10000', persist: true, wires: to('update-accepted') }),
-    on({ id: 'update-accepted', type: 'debug', name: 'update-accepted', active: true, tosidebar: true, console: false, tostatus: false, complete: 'true', targetType: 'full' }),
+    on({
+      id: 'counter-accepted',
+      type: 'debug',
+      name: 'counter-accepted',
+      active: true,
+      tosidebar: true,
+      console: false,
+      tostatus: false,
+      complete: 'true',
+      targetType: 'full',
+    }),
+    on({
+      id: 'update',
+      type: 'ss-update',
+      store,
+      key: `${prefix}/red-updated`,
+      keyType: 'str',
+      expression: 'value + 1',
+      initial: '0',
+      initialType: 'num',
+      timeout: '10000',
+      persist: true,
+      wires: to('update-accepted'),
+    }),
+    on({
+      id: 'update-accepted',
+      type: 'debug',
+      name: 'update-accepted',
+      active: true,
+      tosidebar: true,
+      console: false,
+      tostatus: false,
+      complete: 'true',
+      targetType: 'full',
+    }),
     on({ id: 'counter-error', type: 'catch', scope: [rid('take'), rid('update'), rid('free')], uncaught: false, wires: to('counter-failed') }),
-    on({ id: 'counter-failed', type: 'debug', name: 'counter-failed', active: true, tosidebar: true, console: false, tostatus: false, complete: 'error', targetType: 'msg' }),
+    on({
+      id: 'counter-failed',
+      type: 'debug',
+      name: 'counter-failed',
+      active: true,
+      tosidebar: true,
+      console: false,
+      tostatus: false,
+      complete: 'error',
+      targetType: 'msg',
+    }),
   ]
 }
 
@@ -117,7 +238,8 @@ export function counterViolations(name: string, writes: readonly Counted[]): str
   for (let i = 1; i < ordered.length; i++) {
     const [a, b] = [ordered[i - 1]!, ordered[i]!]
     if (b.value <= a.value) violations.push(`${name}: an increment lost: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
-    if (Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0) violations.push(`${name}: an older hold's write landed after a newer one's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
+    if (Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0)
+      violations.push(`${name}: an older hold's write landed after a newer one's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
   }
   return violations
 }
@@ -128,7 +250,8 @@ export function fencingViolations(writes: readonly Accepted[]): string[] {
   const violations: string[] = []
   for (let i = 1; i < ordered.length; i++) {
     const [a, b] = [ordered[i - 1]!, ordered[i]!]
-    if (Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0) violations.push(`an older holder's write landed after a newer holder's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
+    if (Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0)
+      violations.push(`an older holder's write landed after a newer holder's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
   }
   return violations
 }
@@ -223,7 +346,11 @@ export class NodeRedLocksWorkload {
       const writes = this.accepted(mode)
       operations += writes.length
       violations.push(...fencingViolations(writes).map((v) => `node-red ${mode} mode: ${v}`))
-      const failures = this.runtimes.flatMap((_, i) => this.output(i).filter((d) => d.id === `${mode}-lock-failed.${this.roundNo}`).map((d) => `r${i}: ${d.msg}`))
+      const failures = this.runtimes.flatMap((_, i) =>
+        this.output(i)
+          .filter((d) => d.id === `${mode}-lock-failed.${this.roundNo}`)
+          .map((d) => `r${i}: ${d.msg}`),
+      )
       for (const f of failures) {
         const code = (JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code
         // Lock mode: a waiter that gave up (its wait is 10 s) for a transient loss. Leader mode: the
@@ -239,9 +366,15 @@ export class NodeRedLocksWorkload {
       operations += writes.length
       violations.push(...counterViolations(`node-red ${name === 'counter' ? 'lock-mode counter' : 'update key counter'}`, writes))
       const highest = writes.reduce((m, w) => Math.max(m, w.value), 0)
-      counts.push(`${name === 'counter' ? 'lock-mode counter' : 'update key'}: ${writes.length} accepted increments of ${highest} (${BURST} msgs at once per runtime)`)
+      counts.push(
+        `${name === 'counter' ? 'lock-mode counter' : 'update key'}: ${writes.length} accepted increments of ${highest} (${BURST} msgs at once per runtime)`,
+      )
     }
-    const failures = this.runtimes.flatMap((_, i) => this.output(i).filter((d) => d.id === `counter-failed.${this.roundNo}`).map((d) => `r${i}: ${d.msg}`))
+    const failures = this.runtimes.flatMap((_, i) =>
+      this.output(i)
+        .filter((d) => d.id === `counter-failed.${this.roundNo}`)
+        .map((d) => `r${i}: ${d.msg}`),
+    )
     // A wait that ran out (10 s, the msgs queued behind an outage) is an outcome the flow sees; any other failure is not.
     const ranOut = failures.filter((f) => (JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code === 'Timeout')
     for (const f of failures.filter((f) => !ranOut.includes(f))) violations.push(`node-red counters: a lock or update key node failed: ${f}`)
@@ -254,8 +387,16 @@ export class NodeRedLocksWorkload {
     return this.runtimes
       .map((r, i) => {
         const status = [...this.comms[i]!.status].map(([id, st]) => `  ${id}: ${st.fill ?? ''} ${st.text ?? ''}`).join('\n')
-        const last = this.output(i).filter((d) => !d.name?.endsWith('-accepted')).slice(-10)
-        return `--- runtime r${i} (${this.prefix})\n${r?.log ?? ''}status:\n${status}\nlast debug output but accepted writes:\n${formatDebug(last)}\nlast accepted: ${this.output(i).filter((d) => d.name?.endsWith('-accepted')).slice(-2).map((d) => d.msg).join('\n')}`
+        const last = this.output(i)
+          .filter((d) => !d.name?.endsWith('-accepted'))
+          .slice(-10)
+        return `--- runtime r${i} (${this.prefix})\n${r?.log ?? ''}status:\n${status}\nlast debug output but accepted writes:\n${formatDebug(last)}\nlast accepted: ${this.output(
+          i,
+        )
+          .filter((d) => d.name?.endsWith('-accepted'))
+          .slice(-2)
+          .map((d) => d.msg)
+          .join('\n')}`
       })
       .join('\n')
   }

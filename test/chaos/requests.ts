@@ -71,7 +71,12 @@ export class RequestsWorkload {
       const ops = this.history.ops.filter((o) => o.input.key === key && o.outcome !== 'fail')
       const verdict = checkHistory(
         registerModel,
-        ops.map((o) => ({ input: o.input.op, output: o.outcome === 'ok' ? o.output : undefined, invokedAt: o.invokedAt, returnedAt: o.outcome === 'ok' ? o.returnedAt : Infinity })),
+        ops.map((o) => ({
+          input: o.input.op,
+          output: o.outcome === 'ok' ? o.output : undefined,
+          invokedAt: o.invokedAt,
+          returnedAt: o.outcome === 'ok' ? o.returnedAt : Infinity,
+        })),
       )
       if (verdict.linearizable === 'unknown') unchecked += 1
       else if (!verdict.linearizable) violations.push(`key ${key} is not linearizable; stuck at ${show(ops[verdict.stuck]!)}\n${ops.map(show).join('\n')}`)
@@ -117,16 +122,22 @@ function checkVersions(key: string, ops: Array<Recorded<KeyedInput, VersionedOut
   for (const a of writes) {
     for (const b of byInvoke) {
       if (b.invokedAt <= a.returnedAt) continue
-      if (Hlc.compare(Hlc.parse(a.output!.version!), Hlc.parse(b.output!.version!)) >= 0) violations.push(`key ${key}: a later write got a version not above an earlier one's:\n${show(a)}\n${show(b)}`)
+      if (Hlc.compare(Hlc.parse(a.output!.version!), Hlc.parse(b.output!.version!)) >= 0)
+        violations.push(`key ${key}: a later write got a version not above an earlier one's:\n${show(a)}\n${show(b)}`)
     }
   }
   // A read of a value that an acknowledged plain or NX write made has that write's version.
-  const versionOf = new Map(writes.filter((w) => w.input.op.f === 'set' && (w.input.op as { condition: string }).condition !== 'NEX').map((w) => [(w.input.op as { value: string }).value, w.output!.version!]))
+  const versionOf = new Map(
+    writes
+      .filter((w) => w.input.op.f === 'set' && (w.input.op as { condition: string }).condition !== 'NEX')
+      .map((w) => [(w.input.op as { value: string }).value, w.output!.version!]),
+  )
   for (const r of ops) {
     if (r.outcome !== 'ok' || r.input.op.f !== 'get') continue
     const value = (r.output as { value: string | null }).value
     const expected = value === null ? undefined : versionOf.get(value)
-    if (expected !== undefined && r.output!.version !== expected) violations.push(`key ${key}: a read of ${value} has version ${r.output!.version}, its write got ${expected}:\n${show(r)}`)
+    if (expected !== undefined && r.output!.version !== expected)
+      violations.push(`key ${key}: a read of ${value} has version ${r.output!.version}, its write got ${expected}:\n${show(r)}`)
   }
   return violations
 }

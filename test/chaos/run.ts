@@ -106,7 +106,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       redIds.push(...NodeRedLocksWorkload.clientIds(options.seed, RUNTIMES))
     }
     // The checks read straight from the broker, past every relay.
-    const reader = new StateStoreClient({ brokerUrl: broker.url, clientId: `chaos-${options.seed}-reader`, requestTimeoutMs: 5000, reconnectMinMs: 100, reconnectMaxMs: 500 })
+    const reader = new StateStoreClient({
+      brokerUrl: broker.url,
+      clientId: `chaos-${options.seed}-reader`,
+      requestTimeoutMs: 5000,
+      reconnectMinMs: 100,
+      reconnectMaxMs: 500,
+    })
     clients.push(reader)
     const probe = new StateStoreClient({ brokerUrl: broker.url, clientId: `chaos-${options.seed}-skewed`, clock: skewedClock(90_000), requestTimeoutMs: 5000 })
     clients.push(probe)
@@ -121,7 +127,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           emulator = await EmulatorCli.start(emulatorArgs)
         },
       },
-      clientIds: [...[...requestClients, ...lockClients, ...watchClients].map((c) => c.clientId), ...contextRelays.map((_, i) => contextClientId(`c${i}`)), ...redIds],
+      clientIds: [
+        ...[...requestClients, ...lockClients, ...watchClients].map((c) => c.clientId),
+        ...contextRelays.map((_, i) => contextClientId(`c${i}`)),
+        ...redIds,
+      ],
       brokerUrl: broker.url,
     })
 
@@ -134,7 +144,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const requests = new RequestsWorkload(requestClients, keys, random)
       const locks = new LocksWorkload(lockClients, `${prefix}/lock`, `${prefix}/counter`, `${prefix}/leader`)
       const watches = new WatchesWorkload(watchClients, keys)
-      const context = new ContextWorkload(contextRelays.map((r) => r.url), broker.url, `${prefix}/context/`, contextClientId, random)
+      const context = new ContextWorkload(
+        contextRelays.map((r) => r.url),
+        broker.url,
+        `${prefix}/context/`,
+        contextClientId,
+        random,
+      )
       await watches.start()
       await context.start()
       await red?.round(prefix, options.seed, round)
@@ -164,7 +180,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       report.operations += checked.operations + lockCheck.operations + contextCheck.operations + redCheck.operations
       report.unchecked += checked.unchecked
       report.violations.push(...violations)
-      log(`round ${round}: ${checked.operations} requests, ${lockCheck.operations} lock edits, ${contextCheck.operations} context writes (${context.history.ops.filter((o) => o.outcome !== 'ok').length} failed or unknown), ${watches.notifications} notifications, ${redCheck.summary ? `${redCheck.summary}, ` : ''}${violations.length} violations${checked.unchecked ? `, ${checked.unchecked} keys beyond the search budget` : ''}`)
+      log(
+        `round ${round}: ${checked.operations} requests, ${lockCheck.operations} lock edits, ${contextCheck.operations} context writes (${context.history.ops.filter((o) => o.outcome !== 'ok').length} failed or unknown), ${watches.notifications} notifications, ${redCheck.summary ? `${redCheck.summary}, ` : ''}${violations.length} violations${checked.unchecked ? `, ${checked.unchecked} keys beyond the search budget` : ''}`,
+      )
       for (const v of violations) log(`VIOLATION ${v}`)
       if (red && redCheck.violations.length > 0) log(red.logs())
     }

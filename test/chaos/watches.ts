@@ -39,7 +39,10 @@ export class WatchesWorkload {
     if (before?.version && n.version && Hlc.compare(n.version, before.version) < 0) {
       this.violations.push(`watcher ${watcher}, key ${key}: version went back from ${before.version} to ${n.version}${n.reconciled ? ' (reconciled)' : ''}`)
     }
-    last.set(key, { value: n.operation === 'SET' ? (n.value?.toString() ?? null) : null, version: n.operation === 'SET' ? n.version : (before?.version ?? null) })
+    last.set(key, {
+      value: n.operation === 'SET' ? (n.value?.toString() ?? null) : null,
+      version: n.operation === 'SET' ? n.version : (before?.version ?? null),
+    })
   }
 
   /** After quiescence: every watcher's last word on each key is what the store holds (given `settleMs` for stragglers). */
@@ -54,7 +57,10 @@ export class WatchesWorkload {
           const seen = last.get(key)
           const seenValue = seen?.value ?? null
           const versionDiffers = stored !== null && (!seen?.version || !version || Hlc.compare(seen.version, version) !== 0)
-          if (seenValue !== stored || versionDiffers) mismatches.push(`watcher ${watcher}, key ${key}: last told ${JSON.stringify(seenValue)} @${seen?.version ?? '-'}, the store holds ${JSON.stringify(stored)} @${version ?? '-'}`)
+          if (seenValue !== stored || versionDiffers)
+            mismatches.push(
+              `watcher ${watcher}, key ${key}: last told ${JSON.stringify(seenValue)} @${seen?.version ?? '-'}, the store holds ${JSON.stringify(stored)} @${version ?? '-'}`,
+            )
         })
       }
       if (mismatches.length === 0 || performance.now() > deadline) return [...this.violations, ...mismatches]

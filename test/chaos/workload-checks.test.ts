@@ -13,7 +13,7 @@ describe('chaos: the context and Node-RED lock checks', function () {
     assert.deepEqual(fencingViolations([write('b', '3000:0:b', '3100:0:s'), write('a', '1000:0:a', '1100:0:s'), write('a', '1000:0:a', '1200:0:s')]), [])
   })
 
-  it('fencing: an old holder\'s write executed after the new holder\'s first is a violation', function () {
+  it("fencing: an old holder's write executed after the new holder's first is a violation", function () {
     const found = fencingViolations([write('a', '1000:0:a', '1100:0:s'), write('b', '3000:0:b', '3100:0:s'), write('a', '1000:0:a', '3200:0:s')])
     assert.equal(found.length, 1)
     assert.match(found[0]!, /older holder's write landed after a newer holder's/)
@@ -34,10 +34,28 @@ describe('chaos: the context and Node-RED lock checks', function () {
     assert.match(fenced[0]!, /older hold's write landed/)
   })
 
-  const store = { values: new Map<string, unknown>([['a', { n: 1 }], ['b', undefined]]), keys: ['a'] }
+  const store = {
+    values: new Map<string, unknown>([
+      ['a', { n: 1 }],
+      ['b', undefined],
+    ]),
+    keys: ['a'],
+  }
 
   it('context: caches equal to the store pass', function () {
-    assert.deepEqual(contextMismatches(store, [{ values: new Map([['a', { n: 1 }]]), keys: ['a'] }, { values: new Map<string, unknown>([['a', { n: 1 }], ['b', undefined]]), keys: ['a'] }]), [])
+    assert.deepEqual(
+      contextMismatches(store, [
+        { values: new Map([['a', { n: 1 }]]), keys: ['a'] },
+        {
+          values: new Map<string, unknown>([
+            ['a', { n: 1 }],
+            ['b', undefined],
+          ]),
+          keys: ['a'],
+        },
+      ]),
+      [],
+    )
   })
 
   it('context: a stale cache value, a key keys() misses and an index out of step with the values are each reported', function () {

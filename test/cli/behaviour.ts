@@ -52,7 +52,14 @@ export function cliBehaviour(title: string, cli: () => CliCommand): void {
       assert.equal(nx.code, 1)
       assert.equal(nx.stderr.split('\n').length, 2, 'one line')
       assert.equal((await runCli(cli(), ['set', 'cli/greeting', 'hello wörld', '--nex', ...broker])).code, 0, 'NEX with the same value applies')
-      for (const args of [['get'], ['get', 'a', 'b'], ['frobnicate'], ['set', 'k', 'v', '--nx', '--nex'], ['set', 'k', 'v', '--expiry', 'soon'], ['get', 'k', '--no-such-flag']]) {
+      for (const args of [
+        ['get'],
+        ['get', 'a', 'b'],
+        ['frobnicate'],
+        ['set', 'k', 'v', '--nx', '--nex'],
+        ['set', 'k', 'v', '--expiry', 'soon'],
+        ['get', 'k', '--no-such-flag'],
+      ]) {
         const r = await runCli(cli(), [...args, ...broker])
         assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
         assert.match(r.stderr, /^aio-statestore: .+\n$/, args.join(' '))
@@ -77,7 +84,11 @@ export function cliBehaviour(title: string, cli: () => CliCommand): void {
       assert.equal((await runCli(cli(), ['del', 'cli/w1', ...broker])).code, 0)
       const ended = await watching.ended
       assert.equal(ended.code, 0, ended.stderr)
-      const lines = ended.stdout.toString().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+      const lines = ended.stdout
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
       assert.deepEqual(
         lines.map(({ version, ...rest }) => {
           assert.match(String(version), /^\d{15}:\d{5}:/)

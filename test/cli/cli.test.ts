@@ -39,9 +39,14 @@ describe('aio-statestore: help, connection and failures', function () {
     assert.equal((await runCli(FROM_SOURCE, [])).code, 2, 'no command is a usage error')
   })
 
-  it('connects where the AIO SDKs\' environment variables say, flags winning', async () => {
+  it("connects where the AIO SDKs' environment variables say, flags winning", async () => {
     const url = new URL(emulator.brokerUrl)
-    const env = withoutAioEnv({ AIO_BROKER_HOSTNAME: url.hostname, AIO_BROKER_TCP_PORT: url.port, AIO_MQTT_USE_TLS: 'false', AIO_MQTT_CLIENT_ID: 'cli-from-env' })
+    const env = withoutAioEnv({
+      AIO_BROKER_HOSTNAME: url.hostname,
+      AIO_BROKER_TCP_PORT: url.port,
+      AIO_MQTT_USE_TLS: 'false',
+      AIO_MQTT_CLIENT_ID: 'cli-from-env',
+    })
     assert.equal((await runCli(FROM_SOURCE, ['set', 'env/key', 'v'], { env })).code, 0)
     assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'env/key'], { env })).stdout, Buffer.from('v'))
     // A --broker flag overrides the environment.
@@ -52,7 +57,11 @@ describe('aio-statestore: help, connection and failures', function () {
   it('takes connection flags before the command too, and names a wrong variable with its value', async () => {
     assert.equal((await runCli(FROM_SOURCE, ['--broker', emulator.brokerUrl, 'set', 'cli/before', 'v'])).code, 0)
     assert.deepEqual((await runCli(FROM_SOURCE, [`--broker=${emulator.brokerUrl}`, '--timeout', '5000', 'get', 'cli/before'])).stdout, Buffer.from('v'))
-    assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'cli/before'], { env: withoutAioEnv({ AIO_STATESTORE_URL: emulator.brokerUrl }) })).stdout, Buffer.from('v'), 'AIO_STATESTORE_URL keeps working')
+    assert.deepEqual(
+      (await runCli(FROM_SOURCE, ['get', 'cli/before'], { env: withoutAioEnv({ AIO_STATESTORE_URL: emulator.brokerUrl }) })).stdout,
+      Buffer.from('v'),
+      'AIO_STATESTORE_URL keeps working',
+    )
     const wrong = await runCli(FROM_SOURCE, ['get', 'cli/before'], { env: withoutAioEnv({ AIO_BROKER_HOSTNAME: 'h', AIO_BROKER_TCP_PORT: 'eighty' }) })
     assert.equal(wrong.code, 2)
     assert.match(wrong.stderr, /^aio-statestore: AIO_BROKER_TCP_PORT="eighty": expected a whole number/)
@@ -86,7 +95,14 @@ describe('aio-statestore: help, connection and failures', function () {
       writeFileSync(password, 's3cret\n')
       const { options, timeoutMs } = connectionFrom(
         { timeout: '2500' },
-        { AIO_BROKER_HOSTNAME: 'aio-broker', AIO_MQTT_USERNAME: 'me', AIO_MQTT_PASSWORD_FILE: password, AIO_MQTT_KEEP_ALIVE: '30', AIO_MQTT_SESSION_EXPIRY: '0', AIO_MQTT_CLEAN_START: 'false' },
+        {
+          AIO_BROKER_HOSTNAME: 'aio-broker',
+          AIO_MQTT_USERNAME: 'me',
+          AIO_MQTT_PASSWORD_FILE: password,
+          AIO_MQTT_KEEP_ALIVE: '30',
+          AIO_MQTT_SESSION_EXPIRY: '0',
+          AIO_MQTT_CLEAN_START: 'false',
+        },
       )
       assert.equal(options.brokerUrl, 'mqtts://aio-broker:8883', 'TLS and port 8883 unless told otherwise, as the SDKs')
       assert.equal(options.username, 'me')
@@ -99,8 +115,14 @@ describe('aio-statestore: help, connection and failures', function () {
       assert.throws(() => connectionFrom({}, { AIO_SAT_FILE: password, AIO_MQTT_PASSWORD_FILE: password }), UsageError, 'a password and a SAT at once')
       assert.throws(() => connectionFrom({ 'cert-file': password }, {}), UsageError, 'a certificate without its key')
       assert.throws(() => connectionFrom({}, { AIO_MQTT_USE_TLS: 'yes', AIO_BROKER_HOSTNAME: 'h' }), UsageError)
-      assert.throws(() => connectionFrom({ 'password-file': join(dir, 'missing') }, {}), /^UsageError: cannot read the password file \(--password-file\) .*missing: ENOENT$/)
-      assert.throws(() => connectionFrom({}, { AIO_TLS_CA_FILE: join(dir, 'missing.crt') }), /^UsageError: cannot read the CA file \(AIO_TLS_CA_FILE\) .*missing\.crt: ENOENT$/)
+      assert.throws(
+        () => connectionFrom({ 'password-file': join(dir, 'missing') }, {}),
+        /^UsageError: cannot read the password file \(--password-file\) .*missing: ENOENT$/,
+      )
+      assert.throws(
+        () => connectionFrom({}, { AIO_TLS_CA_FILE: join(dir, 'missing.crt') }),
+        /^UsageError: cannot read the CA file \(AIO_TLS_CA_FILE\) .*missing\.crt: ENOENT$/,
+      )
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
@@ -132,7 +154,16 @@ describe('aio-statestore: help, connection and failures', function () {
   })
 
   it('lock forwards SIGTERM to the command, releases the lock and exits as the command did', async () => {
-    const job = startCli(FROM_SOURCE, ['lock', 'cli/signalled', '--broker', emulator.brokerUrl, '--', process.execPath, '-e', "console.error('job running');setTimeout(()=>{},60000)"])
+    const job = startCli(FROM_SOURCE, [
+      'lock',
+      'cli/signalled',
+      '--broker',
+      emulator.brokerUrl,
+      '--',
+      process.execPath,
+      '-e',
+      "console.error('job running');setTimeout(()=>{},60000)",
+    ])
     await job.waitForStderr('job running')
     job.child.kill('SIGTERM')
     const ended = await job.ended
@@ -141,10 +172,30 @@ describe('aio-statestore: help, connection and failures', function () {
   })
 
   it('lock --wait gives up with exit 3 while another holds the lock', async () => {
-    const holder = startCli(FROM_SOURCE, ['lock', 'cli/busy', '--broker', emulator.brokerUrl, '--', process.execPath, '-e', "console.error('holding');setTimeout(()=>{},60000)"])
+    const holder = startCli(FROM_SOURCE, [
+      'lock',
+      'cli/busy',
+      '--broker',
+      emulator.brokerUrl,
+      '--',
+      process.execPath,
+      '-e',
+      "console.error('holding');setTimeout(()=>{},60000)",
+    ])
     try {
       await holder.waitForStderr('holding')
-      const r = await runCli(FROM_SOURCE, ['lock', 'cli/busy', '--wait', '300', '--broker', emulator.brokerUrl, '--', process.execPath, '-e', 'process.exit(0)'])
+      const r = await runCli(FROM_SOURCE, [
+        'lock',
+        'cli/busy',
+        '--wait',
+        '300',
+        '--broker',
+        emulator.brokerUrl,
+        '--',
+        process.execPath,
+        '-e',
+        'process.exit(0)',
+      ])
       assert.equal(r.code, 3)
       assert.match(r.stderr, /timed out/)
     } finally {

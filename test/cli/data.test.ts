@@ -119,7 +119,10 @@ describe('data in and out: --seed, export and import', function () {
     assert.equal((await contents(target.brokerUrl)).get('json/x')!.toString(), 'changed')
     const part = await cli(['export', 'text/*', '--broker', source.brokerUrl, '-o', join(dir, 'part.ndjson')])
     assert.equal(part.code, 0, part.stderr)
-    assert.deepEqual(parseKeyRecords(readFileSync(join(dir, 'part.ndjson'), 'utf8')).map((r) => r.key.toString()), ['text/é'])
+    assert.deepEqual(
+      parseKeyRecords(readFileSync(join(dir, 'part.ndjson'), 'utf8')).map((r) => r.key.toString()),
+      ['text/é'],
+    )
   })
 
   it("export --admin carries expiry and persistence, as the emulator's admin channel tells them, and import applies them", async () => {
@@ -140,7 +143,10 @@ describe('data in and out: --seed, export and import', function () {
     const imported = await cli(['import', '-', '--broker', target.brokerUrl], exported.stdout.toString('utf8'))
     assert.equal(imported.code, 0, imported.stderr)
     const details = target.admin!.inspect(Buffer.from('kept/a'))
-    assert.ok(details && Math.abs(details.expiresAt! - a.expiresAt!) < 5000, `the key expires when it did in the source: ${details?.expiresAt} and ${a.expiresAt}`)
+    assert.ok(
+      details && Math.abs(details.expiresAt! - a.expiresAt!) < 5000,
+      `the key expires when it did in the source: ${details?.expiresAt} and ${a.expiresAt}`,
+    )
     const noAdmin = await cli(['export', '--admin', '--broker', target.brokerUrl])
     assert.equal(noAdmin.code, 2, 'an emulator without --admin over MQTT: a clear usage error')
     assert.match(noAdmin.stderr, /--admin: no emulator serves its admin channel/)

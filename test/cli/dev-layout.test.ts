@@ -22,7 +22,7 @@ function dotEnv(file: string): Record<string, string> {
   return vars
 }
 
-describe('aio-statestore-emulator --dev: the SDKs\' dev layout, over TLS + SAT and TLS + X.509', function () {
+describe("aio-statestore-emulator --dev: the SDKs' dev layout, over TLS + SAT and TLS + X.509", function () {
   this.timeout(60_000)
   let dir: string
   let emulator: EmulatorProcess
@@ -33,19 +33,55 @@ describe('aio-statestore-emulator --dev: the SDKs\' dev layout, over TLS + SAT a
     const authn = join(dir, 'authn.yaml')
     writeFileSync(
       authn,
-      ['apiVersion: mqttbroker.iotoperations.azure.com/v1', 'kind: BrokerAuthentication', 'metadata: { name: x509 }', 'spec:', '  authenticationMethods:', '    - method: X509', '      x509Settings:', '        authorizationAttributes:', '          devClient:', '            subject: "CN = aio-statestore-dev-client"', '            attributes: { role: tester }', ''].join('\n'),
+      [
+        'apiVersion: mqttbroker.iotoperations.azure.com/v1',
+        'kind: BrokerAuthentication',
+        'metadata: { name: x509 }',
+        'spec:',
+        '  authenticationMethods:',
+        '    - method: X509',
+        '      x509Settings:',
+        '        authorizationAttributes:',
+        '          devClient:',
+        '            subject: "CN = aio-statestore-dev-client"',
+        '            attributes: { role: tester }',
+        '',
+      ].join('\n'),
     )
     const authz = join(dir, 'authz.yaml')
     writeFileSync(
       authz,
       JSON.stringify({
         rules: [
-          { principals: { attributes: [{ role: 'tester' }] }, brokerResources: [{ method: 'Connect' }, { method: 'Publish', topics: ['#'] }, { method: 'Subscribe', topics: ['#'] }], stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['{principal.attributes.role}/*', 'dev/*'] }] },
-          { principals: { clientIds: ['sat-*'] }, brokerResources: [{ method: 'Connect' }, { method: 'Publish', topics: ['#'] }, { method: 'Subscribe', topics: ['#'] }], stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['dev/*'] }] },
+          {
+            principals: { attributes: [{ role: 'tester' }] },
+            brokerResources: [{ method: 'Connect' }, { method: 'Publish', topics: ['#'] }, { method: 'Subscribe', topics: ['#'] }],
+            stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['{principal.attributes.role}/*', 'dev/*'] }],
+          },
+          {
+            principals: { clientIds: ['sat-*'] },
+            brokerResources: [{ method: 'Connect' }, { method: 'Publish', topics: ['#'] }, { method: 'Subscribe', topics: ['#'] }],
+            stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['dev/*'] }],
+          },
         ],
       }),
     )
-    emulator = await EmulatorProcess.start(['--dev', join(dir, 'layout'), '--listen', '0', '--x509-listen', '0', '--sat-listen', '0', '--authn', authn, '--auth', authz, '--log-level', 'warn'])
+    emulator = await EmulatorProcess.start([
+      '--dev',
+      join(dir, 'layout'),
+      '--listen',
+      '0',
+      '--x509-listen',
+      '0',
+      '--sat-listen',
+      '0',
+      '--authn',
+      authn,
+      '--auth',
+      authz,
+      '--log-level',
+      'warn',
+    ])
     // The listeners' lines follow the ready line; the last one names the layout.
     await new Promise<void>((resolve, reject) => {
       const check = () => emulator.stdout.includes('dev layout') && resolve()
@@ -60,7 +96,7 @@ describe('aio-statestore-emulator --dev: the SDKs\' dev layout, over TLS + SAT a
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
-  it('lays out the SDKs\' files and an .env for TLS + SAT', () => {
+  it("lays out the SDKs' files and an .env for TLS + SAT", () => {
     const env = dotEnv(join(dir, 'layout', '.env'))
     assert.deepEqual(Object.keys(env).sort(), ['AIO_BROKER_HOSTNAME', 'AIO_BROKER_TCP_PORT', 'AIO_MQTT_USE_TLS', 'AIO_SAT_FILE', 'AIO_TLS_CA_FILE'])
     assert.equal(env.AIO_BROKER_HOSTNAME, 'localhost')
@@ -83,7 +119,7 @@ describe('aio-statestore-emulator --dev: the SDKs\' dev layout, over TLS + SAT a
     assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'dev/over-sat'], { env })).stdout, Buffer.from('v1'))
   })
 
-  it('set and get over TLS + X.509 with the .session client certificate; its subject\'s attributes reach the rules', async () => {
+  it("set and get over TLS + X.509 with the .session client certificate; its subject's attributes reach the rules", async () => {
     const session = join(dir, 'layout', '.session')
     const env = withoutAioEnv({
       AIO_BROKER_HOSTNAME: 'localhost',

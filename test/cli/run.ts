@@ -48,7 +48,11 @@ export class CliProcess {
 }
 
 export function startCli(cli: CliCommand, args: string[], options: { input?: Buffer | string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): CliProcess {
-  const child = spawn(cli.file, [...cli.args, ...args], { cwd: options.cwd ?? cli.cwd ?? ROOT, env: options.env ?? withoutAioEnv(), stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(cli.file, [...cli.args, ...args], {
+    cwd: options.cwd ?? cli.cwd ?? ROOT,
+    env: options.env ?? withoutAioEnv(),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
   return new CliProcess(child, options.input)
 }
 

@@ -122,7 +122,10 @@ describe('client connection: problems it names', function () {
       assert.equal(status.state, 'connected')
       assert.match(status.reason ?? '', /no state store service is subscribed to the request topic/)
       // Known absent since the check: a request fails at once, with a typed error.
-      const first = await client.get('k').then(() => null, (e: unknown) => e)
+      const first = await client.get('k').then(
+        () => null,
+        (e: unknown) => e,
+      )
       assert.ok(first instanceof NoServiceError, String(first))
       assert.equal(first.code, 'no-service')
       assert.equal(first.kind, 'connection')
@@ -137,10 +140,16 @@ describe('client connection: problems it names', function () {
       const plain = pool.create(broker.url, { requestTimeoutMs: 1500 })
       await plain.ready({ timeoutMs: 5000 })
       broker.pubackCode = 0x10
-      const finder = plain.get('a').then(() => null, (e: unknown) => e)
+      const finder = plain.get('a').then(
+        () => null,
+        (e: unknown) => e,
+      )
       // The status tells what a request found out, service check or not.
       await statusWhere(plain, (s) => s.problem === 'noService', 5000)
-      const later = await plain.get('b').then(() => null, (e: unknown) => e)
+      const later = await plain.get('b').then(
+        () => null,
+        (e: unknown) => e,
+      )
       assert.ok(later instanceof NoServiceError, String(later))
       assert.ok((await finder) instanceof TimeoutError, 'the finder waited its whole timeout, re-sending')
     } finally {
@@ -168,7 +177,10 @@ describe('client connection: problems it names', function () {
       const told = seen.filter((s) => s.problem === 'takenOver')
       assert.ok(told.length > 0, 'a status with problem takenOver')
       // mosquitto 2.0.11 closes the old connection without DISCONNECT 0x8E: the client names the pattern.
-      assert.match(told[0]!.reason ?? '', new RegExp(`client id "${clientId}" (took|is most likely taking) the session over.*give each Node-RED runtime its own client id`))
+      assert.match(
+        told[0]!.reason ?? '',
+        new RegExp(`client id "${clientId}" (took|is most likely taking) the session over.*give each Node-RED runtime its own client id`),
+      )
       // Reconnecting at the configured 0.5–1 s after every takeover gives some 20 to 30 in 12 s;
       // doubling the wait after each takeover in a row leaves well under half of that.
       console.log(`      ${takeovers} session takeovers in ${windowMs / 1000} s`)

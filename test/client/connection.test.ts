@@ -200,8 +200,14 @@ describe('client connection (scripted broker)', function () {
   it('backs off exponentially with jitter, up to the maximum', function () {
     for (let attempt = 0; attempt < 12; attempt++) {
       const ceiling = Math.min(10_000, 500 * 2 ** attempt)
-      assert.equal(backoffDelay(attempt, 500, 10_000, () => 0), Math.round(ceiling / 2))
-      assert.equal(backoffDelay(attempt, 500, 10_000, () => 1), ceiling)
+      assert.equal(
+        backoffDelay(attempt, 500, 10_000, () => 0),
+        Math.round(ceiling / 2),
+      )
+      assert.equal(
+        backoffDelay(attempt, 500, 10_000, () => 1),
+        ceiling,
+      )
       const d = backoffDelay(attempt, 500, 10_000)
       assert.ok(d >= ceiling / 2 && d <= ceiling)
     }
@@ -213,7 +219,11 @@ describe('client connection (emulator broker with authentication)', function () 
   let dir: string
   const pool = new ClientPool()
   before(async () => {
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, brokerAuth: { users: { alice: 'wonderland' }, satTokens: ['sat-token-1'] }, logLevel: 'error' })
+    emulator = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      brokerAuth: { users: { alice: 'wonderland' }, satTokens: ['sat-token-1'] },
+      logLevel: 'error',
+    })
     dir = mkdtempSync(join(tmpdir(), 'client-auth-'))
   })
   afterEach(() => pool.closeAll())

@@ -82,7 +82,11 @@ onEveryBroker('both protocol dialects', (t) => {
         const renewed = await lease.tryAcquire()
         assert.ok(Hlc.compare(renewed.fencingToken!, first.fencingToken!) > 0)
         assert.equal((await c.set(guarded, 'v2', { fencingToken: renewed.fencingToken! })).applied, true)
-        for (const stale of [c.set(guarded, 'late', { fencingToken: first.fencingToken! }), c.del(guarded, { fencingToken: first.fencingToken! }), c.vdel(guarded, 'v2', { fencingToken: first.fencingToken! })]) {
+        for (const stale of [
+          c.set(guarded, 'late', { fencingToken: first.fencingToken! }),
+          c.del(guarded, { fencingToken: first.fencingToken! }),
+          c.vdel(guarded, 'v2', { fencingToken: first.fencingToken! }),
+        ]) {
           await assert.rejects(stale, (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion')
         }
         assert.equal((await c.vdel(guarded, 'v2', { fencingToken: renewed.fencingToken! })).deleted, 1)
@@ -103,7 +107,10 @@ onEveryBroker('both protocol dialects', (t) => {
           return
         }
         assert.equal(c.canObserve, false)
-        await assert.rejects(c.observe(k, () => {}), (e: unknown) => e instanceof ArgumentError && /preview protocol.*KEYNOTIFY/.test(e.message))
+        await assert.rejects(
+          c.observe(k, () => {}),
+          (e: unknown) => e instanceof ArgumentError && /preview protocol.*KEYNOTIFY/.test(e.message),
+        )
         const answer = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['KEYNOTIFY', k], { Timestamp: `${Date.now()}:0:raw` })
         assert.equal(answer.payload.toString(), '-ERR unknown command\r\n')
       })
@@ -173,7 +180,10 @@ onEveryBroker('both protocol dialects', (t) => {
     const t2 = (await taken.tryAcquire()).fencingToken!
     assert.ok(Hlc.compare(t2, t1) > 0)
     assert.equal((await preview.set(guarded, 'preview with the v1 token', { fencingToken: t2 })).applied, true)
-    await assert.rejects(preview.set(guarded, 'stale', { fencingToken: t1 }), (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion')
+    await assert.rejects(
+      preview.set(guarded, 'stale', { fencingToken: t1 }),
+      (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion',
+    )
     await assert.rejects(v1.del(guarded, { fencingToken: t1 }), (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion')
     assert.equal((await v1.get(guarded)).value?.toString(), 'preview with the v1 token')
     await held.close()

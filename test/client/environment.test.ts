@@ -23,7 +23,7 @@ function refused(env: NodeJS.ProcessEnv, variable: string, value: string, proble
   )
 }
 
-describe('the AIO SDKs\' connection environment', () => {
+describe("the AIO SDKs' connection environment", () => {
   let dir: string
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'aio-env-'))
@@ -33,19 +33,22 @@ describe('the AIO SDKs\' connection environment', () => {
   })
   after(() => rmSync(dir, { recursive: true, force: true }))
 
-  it('lists the fourteen variables of the SDKs\' reference page', () => {
+  it("lists the fourteen variables of the SDKs' reference page", () => {
     assert.equal(new Set(AIO_VARIABLES).size, 14)
   })
 
-  it('an empty environment sets nothing: the caller\'s own defaults apply', () => {
+  it("an empty environment sets nothing: the caller's own defaults apply", () => {
     assert.deepEqual(readAioEnvironment({}), {})
     assert.deepEqual(readAioEnvironment({ AIO_BROKER_HOSTNAME: '', AIO_SAT_FILE: ' ' }), {}, 'blank is unset, as the deploy guides use it to switch SAT off')
   })
 
-  it('takes the SDKs\' defaults beside a host name: port 8883 with TLS', () => {
+  it("takes the SDKs' defaults beside a host name: port 8883 with TLS", () => {
     assert.equal(readAioEnvironment({ AIO_BROKER_HOSTNAME: 'aio-broker' }).brokerUrl, 'mqtts://aio-broker:8883')
     assert.equal(readAioEnvironment({ AIO_BROKER_HOSTNAME: 'aio-broker', AIO_BROKER_TCP_PORT: '18883' }).brokerUrl, 'mqtts://aio-broker:18883')
-    assert.equal(readAioEnvironment({ AIO_BROKER_HOSTNAME: 'localhost', AIO_BROKER_TCP_PORT: '1883', AIO_MQTT_USE_TLS: 'false' }).brokerUrl, 'mqtt://localhost:1883')
+    assert.equal(
+      readAioEnvironment({ AIO_BROKER_HOSTNAME: 'localhost', AIO_BROKER_TCP_PORT: '1883', AIO_MQTT_USE_TLS: 'false' }).brokerUrl,
+      'mqtt://localhost:1883',
+    )
     assert.equal(readAioEnvironment({ AIO_BROKER_HOSTNAME: '::1', AIO_MQTT_USE_TLS: 'False' }).brokerUrl, 'mqtt://[::1]:8883')
   })
 

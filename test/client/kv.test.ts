@@ -92,7 +92,11 @@ onEveryBroker('key-value operations', (t) => {
     assert.ok(Hlc.compare(t2, t1) > 0, 'the next holder gets a strictly greater token')
     assert.equal((await b.set(guarded, 'from B', { fencingToken: t2 })).applied, true)
     // A still has its old token (a paused process waking up): refused, for SET, DEL and VDEL.
-    for (const stale of [a.set(guarded, 'late A', { fencingToken: t1 }), a.del(guarded, { fencingToken: t1.toString() }), a.vdel(guarded, 'from B', { fencingToken: t1 })]) {
+    for (const stale of [
+      a.set(guarded, 'late A', { fencingToken: t1 }),
+      a.del(guarded, { fencingToken: t1.toString() }),
+      a.vdel(guarded, 'from B', { fencingToken: t1 }),
+    ]) {
       await assert.rejects(stale, (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion')
     }
     assert.equal((await a.get(guarded)).value?.toString(), 'from B')
@@ -115,7 +119,10 @@ onEveryBroker('key-value operations', (t) => {
     const expected = [...versions.map((_, i) => `SET v${i}`), 'DELETE -', 'SET ephemeral', 'DELETE -']
     for (const inbox of [first, second]) {
       const got = await inbox.count(expected.length)
-      assert.deepEqual(got.map((n) => `${n.operation} ${n.value?.toString() ?? '-'}`), expected)
+      assert.deepEqual(
+        got.map((n) => `${n.operation} ${n.value?.toString() ?? '-'}`),
+        expected,
+      )
       assert.ok(got.every((n) => n.key.toString() === k && !n.reconciled))
       for (let i = 0; i < versions.length; i++) assert.ok(got[i]!.version?.equals(versions[i]!), `notification ${i} carries the SET version`)
       assert.ok(got[41]!.version instanceof Hlc, 'expiry DELETE carries a version')

@@ -103,7 +103,7 @@ describe('locks: a fair hand-off beside Go-SDK-style contenders', function () {
     const ms = Math.round(performance.now() - started)
     const ours = ours1 + ours2
     const total = ours + go1 + go2
-     console.log(`      ours ${ours1} + ${ours2}, Go-style ${go1} + ${go2} of ${total} increments in ${ms} ms`)
+    console.log(`      ours ${ours1} + ${ours2}, Go-style ${go1} + ${go2} of ${total} increments in ${ms} ms`)
     assert.equal(Number((await clients[0]!.get(key)).value?.toString()), total, 'every increment counted, none lost')
     assert.equal(total, TOTAL)
     assert.ok(ours >= total / 3, `ours made ${ours} of ${total}`)

@@ -237,7 +237,10 @@ onEveryBroker('leader election', (t) => {
     // B waits; A keeps renewing (term 1000 ms, renewal every 333 ms), so B stays a follower past a whole term.
     const campaign = eb.campaign({ timeoutMs: 10_000 })
     let bWon = false
-    void campaign.then(() => (bWon = true), () => {})
+    void campaign.then(
+      () => (bWon = true),
+      () => {},
+    )
     await new Promise((r) => setTimeout(r, 1500))
     assert.equal(bWon, false, 'a renewing leader keeps its position')
     assert.equal(ea.isLeader, true)

@@ -63,7 +63,11 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     client.options.properties.authenticationData = Buffer.from('second')
     broker.dropAll()
     const again = await eventually(() => broker.connects[1], 5000, 'the reconnect')
-    assert.equal(again.properties?.authenticationData?.toString(), 'second', changed('where a reconnect reads the CONNECT properties from (options.properties)', 'Connection.onReconnect and reauthenticate'))
+    assert.equal(
+      again.properties?.authenticationData?.toString(),
+      'second',
+      changed('where a reconnect reads the CONNECT properties from (options.properties)', 'Connection.onReconnect and reauthenticate'),
+    )
   })
 
   it('the reconnect timer is armed with options.reconnectPeriod as changed at run time (our backoff)', async () => {
@@ -84,7 +88,10 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
       globalThis.setInterval = realInterval
       globalThis.setTimeout = realTimeout
     }
-    assert.ok(delays.includes(PERIOD), changed(`how the reconnect timer is armed (delays seen: ${JSON.stringify(delays)})`, "Connection's reconnect backoff (options.reconnectPeriod)"))
+    assert.ok(
+      delays.includes(PERIOD),
+      changed(`how the reconnect timer is armed (delays seen: ${JSON.stringify(delays)})`, "Connection's reconnect backoff (options.reconnectPeriod)"),
+    )
   })
 
   it('packetreceive reports a PUBACK before the publish callback runs, which gets the PUBLISH with its message id', async () => {
@@ -101,8 +108,16 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
         else resolve(packet ?? {})
       }),
     )
-    assert.equal(typeof acked.messageId, 'number', changed('what the publish callback receives (the stored PUBLISH with its messageId)', 'Connection.publish (PUBACK 0x10)'))
-    assert.deepEqual(order, [`puback ${acked.messageId} 0x10`, 'callback'], changed('the order of packetreceive and the publish callback, or a PUBACK 0x10 is now an error', 'Connection.publish (noSubscribers)'))
+    assert.equal(
+      typeof acked.messageId,
+      'number',
+      changed('what the publish callback receives (the stored PUBLISH with its messageId)', 'Connection.publish (PUBACK 0x10)'),
+    )
+    assert.deepEqual(
+      order,
+      [`puback ${acked.messageId} 0x10`, 'callback'],
+      changed('the order of packetreceive and the publish callback, or a PUBACK 0x10 is now an error', 'Connection.publish (noSubscribers)'),
+    )
   })
 
   it('a messageIdProvider allocates the id synchronously inside publish(), and that id goes on the wire', async () => {
@@ -111,7 +126,11 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     ids.last = undefined
     const done = new Promise<void>((resolve) => client.publish('t', 'x', { qos: 1 }, () => resolve()))
     const allocated = ids.last
-    assert.equal(typeof allocated, 'number', changed('when publish() allocates a message id (no longer synchronously)', 'Connection.publish (the id returned for forget())'))
+    assert.equal(
+      typeof allocated,
+      'number',
+      changed('when publish() allocates a message id (no longer synchronously)', 'Connection.publish (the id returned for forget())'),
+    )
     await done
     assert.equal(broker.publishes[0]?.messageId, allocated, changed('which allocated id a PUBLISH carries', 'Connection.publish'))
   })
@@ -147,12 +166,27 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     await reader.subscribeAsync(topic, { qos: 1 })
     await writer.publishAsync(topic, 'one', { qos: 1 })
     await writer.publishAsync(topic, 'two', { qos: 1 })
-    await eventually(() => (handled.length > 0 ? true : undefined), 3000, changed('handleMessage (an override is no longer called)', 'StateStoreService (request intake)'))
+    await eventually(
+      () => (handled.length > 0 ? true : undefined),
+      3000,
+      changed('handleMessage (an override is no longer called)', 'StateStoreService (request intake)'),
+    )
     // Absence is the outcome here: the second PUBLISH must wait for the first callback.
     await new Promise((r) => setTimeout(r, 200))
-    assert.deepEqual(handled, ['one'], changed('handleMessage back-pressure (the next message no longer waits for the callback)', 'StateStoreService (pausing reads while requests wait for the disk)'))
+    assert.deepEqual(
+      handled,
+      ['one'],
+      changed(
+        'handleMessage back-pressure (the next message no longer waits for the callback)',
+        'StateStoreService (pausing reads while requests wait for the disk)',
+      ),
+    )
     release!()
-    await eventually(() => (handled.length === 2 ? true : undefined), 3000, changed('handleMessage (the callback no longer releases the next message)', 'StateStoreService'))
+    await eventually(
+      () => (handled.length === 2 ? true : undefined),
+      3000,
+      changed('handleMessage (the callback no longer releases the next message)', 'StateStoreService'),
+    )
     assert.deepEqual(handled, ['one', 'two'])
     release!()
   })
@@ -160,7 +194,11 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
   it('_storeAndSend puts a QoS 1 PUBLISH in outgoingStore and writes it; with storeWithoutCopy the stored one is the one sent (client and emulator)', async () => {
     const client = await connected()
     const internal = client as unknown as { _storeAndSend?: unknown; _writePacket?: unknown }
-    assert.equal(typeof internal._storeAndSend, 'function', changed('or removed MqttClient#_storeAndSend', 'storeWithoutCopy (src/transport/store-without-copy.ts, the client and the emulator)'))
+    assert.equal(
+      typeof internal._storeAndSend,
+      'function',
+      changed('or removed MqttClient#_storeAndSend', 'storeWithoutCopy (src/transport/store-without-copy.ts, the client and the emulator)'),
+    )
     assert.equal(typeof internal._writePacket, 'function', changed('or removed MqttClient#_writePacket', 'storeWithoutCopy'))
     storeWithoutCopy(client)
     const stored: IPublishPacket[] = []

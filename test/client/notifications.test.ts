@@ -75,7 +75,10 @@ describe('client observations (scripted responder)', function () {
       return responder.answer(Reply.value(Buffer.from('older')))
     }
     const overtaken = await client.observe('j', inbox.listener)
-    assert.deepEqual(inbox.items.map((n) => n.value?.toString()), ['newer'])
+    assert.deepEqual(
+      inbox.items.map((n) => n.value?.toString()),
+      ['newer'],
+    )
     assert.equal(overtaken.initial, null)
     responder.handler = answer
     const missing = await client.observe('m', () => {})
@@ -86,7 +89,10 @@ describe('client observations (scripted responder)', function () {
   it('fails observe with the service error and leaves no registration behind', async function () {
     const client = await pool.ready(url)
     responder.handler = (r) => (r.words[0] === 'KEYNOTIFY' ? responder.answer(Reply.error('not authorized')) : answer(r))
-    await assert.rejects(client.observe('secret', () => {}), (e: unknown) => e instanceof ServiceError && e.code === 'NotAuthorized')
+    await assert.rejects(
+      client.observe('secret', () => {}),
+      (e: unknown) => e instanceof ServiceError && e.code === 'NotAuthorized',
+    )
     responder.handler = answer
     const o = await client.observe('secret', () => {})
     assert.deepEqual(verbs(), ['KEYNOTIFY secret', 'KEYNOTIFY secret', 'GET secret'])
@@ -114,7 +120,10 @@ describe('client observations (scripted responder)', function () {
       throw new Error(`${err.message}: ${JSON.stringify(inbox.items)}`)
     })
     // Without a valid __ts (the service always sends one) a notification is not the service's.
-    assert.deepEqual(got.map((n) => `${n.operation} ${n.value?.toString() ?? '-'} ${n.version?.toString() ?? 'null'}`), [`SET v1 ${future}`, `SET v3 ${later}`])
+    assert.deepEqual(
+      got.map((n) => `${n.operation} ${n.value?.toString() ?? '-'} ${n.version?.toString() ?? 'null'}`),
+      [`SET v1 ${future}`, `SET v3 ${later}`],
+    )
     assert.equal(client.droppedNotifications, 2)
     assert.ok(Hlc.compare(client.clock.current, later) > 0, 'the notification __ts was merged into the clock')
     assert.equal(errors.length, 2, 'each throw of the faulty listener was reported, not propagated')

@@ -68,7 +68,12 @@ describe('client: PendingRequests over a fake transport', function () {
   let requests: PendingRequests
   const setup = (options: { maxInFlight?: number; maxQueued?: number; requestTimeoutMs?: number; connectionWaitMs?: number } = {}) => {
     transport = new FakeTransport()
-    requests = new PendingRequests(transport, resolveOptions({ brokerUrl: 'mqtt://127.0.0.1:1', clientId: 'unit', logger: () => {}, ...options }), 'responses', ENVELOPE)
+    requests = new PendingRequests(
+      transport,
+      resolveOptions({ brokerUrl: 'mqtt://127.0.0.1:1', clientId: 'unit', logger: () => {}, ...options }),
+      'responses',
+      ENVELOPE,
+    )
   }
 
   beforeEach(() => {

@@ -122,7 +122,10 @@ onEveryBroker('reconnect', (t) => {
     await eventually(() => (away.load.inFlight === 0 ? true : undefined))
     await writer.set(k, 'after')
     await inbox.count(2)
-    assert.deepEqual(inbox.items.map((i) => i.value?.toString()), ['while-away', 'after'])
+    assert.deepEqual(
+      inbox.items.map((i) => i.value?.toString()),
+      ['while-away', 'after'],
+    )
   })
 })
 
@@ -170,11 +173,18 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
     proxy.restore()
 
     const results = await Promise.all(burst)
-    assert.ok(results.every((r) => r.applied), 'every request executed once, duplicates answered from the dedup cache')
+    assert.ok(
+      results.every((r) => r.applied),
+      'every request executed once, duplicates answered from the dedup cache',
+    )
     const seen = new Map<string, number>()
-    for (const r of spy.requests) if (r.words[1]?.startsWith(`${k}-`)) seen.set(r.correlation!.toString('hex'), (seen.get(r.correlation!.toString('hex')) ?? 0) + 1)
+    for (const r of spy.requests)
+      if (r.words[1]?.startsWith(`${k}-`)) seen.set(r.correlation!.toString('hex'), (seen.get(r.correlation!.toString('hex')) ?? 0) + 1)
     assert.equal(seen.size, 50, 'one correlation id per request, kept across the reconnect')
-    assert.ok([...seen.values()].some((n) => n > 1), 'some requests were sent again after the reconnect')
+    assert.ok(
+      [...seen.values()].some((n) => n > 1),
+      'some requests were sent again after the reconnect',
+    )
     for (let i = 0; i < 50; i += 7) assert.equal((await writer.get(`${k}-${i}`)).value?.toString(), `value-${i}`)
     const [, reconciled] = await inbox.count(2)
     assert.equal(describeNotification(reconciled!), `reconciled SET ${k}=while-away`)

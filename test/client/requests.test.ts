@@ -103,7 +103,10 @@ describe('client requests (scripted responder)', function () {
     assert.deepEqual((await client.del('k', { fencingToken: new Hlc(1, 0, 'n') })).deleted, 0)
     responder.handler = () => ({ payload: Reply.nil, user: { [Prop.status]: '200' } })
     assert.deepEqual(await client.get('missing'), { value: null, version: null })
-    assert.deepEqual(responder.requests.map((r) => r.words[0]), ['VDEL', 'DEL', 'GET'])
+    assert.deepEqual(
+      responder.requests.map((r) => r.words[0]),
+      ['VDEL', 'DEL', 'GET'],
+    )
     assert.ok(responder.requests[1]!.user[Prop.fencingToken])
   })
 
@@ -127,9 +130,15 @@ describe('client requests (scripted responder)', function () {
     await assert.rejects(client.set('k', 'v', 5 as unknown as undefined), ArgumentError)
     await assert.rejects(client.del('k', null as unknown as undefined), ArgumentError)
     await assert.rejects(client.vdel('k', 'v', null as unknown as undefined), ArgumentError)
-    await assert.rejects(client.observe('', () => {}), ArgumentError)
+    await assert.rejects(
+      client.observe('', () => {}),
+      ArgumentError,
+    )
     await client.get('sentinel')
-    assert.deepEqual(responder.requests.map((r) => r.words.join(' ')), ['GET sentinel'])
+    assert.deepEqual(
+      responder.requests.map((r) => r.words.join(' ')),
+      ['GET sentinel'],
+    )
   })
 
   it('sends string keys and values as their UTF-8 bytes, as it sends Buffers', async function () {
@@ -158,7 +167,10 @@ describe('client requests (scripted responder)', function () {
     responder.handler = () => null
     await assert.rejects(client.get('k', { timeoutMs: 50 }), TimeoutError)
     await eventually(() => (recorded.length === 3 ? true : undefined))
-    assert.deepEqual(recorded.map((r) => r.verb), ['GET', 'SET', 'GET'])
+    assert.deepEqual(
+      recorded.map((r) => r.verb),
+      ['GET', 'SET', 'GET'],
+    )
     assert.equal(recorded[0]!.error, undefined)
     assert.ok(recorded[1]!.error instanceof ProtocolError)
     assert.ok(recorded[2]!.error instanceof TimeoutError)
@@ -236,7 +248,10 @@ describe('client requests (scripted responder)', function () {
       responder.answer(Reply.value(Buffer.from(`second-${(n += 1)}`))),
     ]
     const results = await Promise.all([client.get('a'), client.get('b')])
-    assert.deepEqual(results.map((r) => r.value?.toString()), ['first-a', 'first-b'])
+    assert.deepEqual(
+      results.map((r) => r.value?.toString()),
+      ['first-a', 'first-b'],
+    )
     responder.handler = (r) => standard(r, responder)
     assert.equal((await client.get('c')).value?.toString(), 'value-of-c', 'the duplicates left nothing behind')
     assert.deepEqual(client.load, { inFlight: 0, queued: 0 })
@@ -265,11 +280,17 @@ describe('client requests (scripted responder)', function () {
     await responder.waitForRequests(2)
     assert.deepEqual(client.load, { inFlight: 2, queued: 2 })
     // Only the admitted two reached the wire.
-    assert.deepEqual(held.map((r) => r.words[1]), ['a', 'b'])
+    assert.deepEqual(
+      held.map((r) => r.words[1]),
+      ['a', 'b'],
+    )
     responder.handler = (r) => standard(r, responder)
     for (const r of held.splice(0)) await responder.send(r, standard(r, responder))
     const values = await Promise.all([...admitted, ...queued])
-    assert.deepEqual(values.map((v) => v.value?.toString()), ['value-of-a', 'value-of-b', 'value-of-c', 'value-of-d'])
+    assert.deepEqual(
+      values.map((v) => v.value?.toString()),
+      ['value-of-a', 'value-of-b', 'value-of-c', 'value-of-d'],
+    )
     assert.deepEqual(client.load, { inFlight: 0, queued: 0 })
   })
 
@@ -294,7 +315,10 @@ describe('client requests (scripted responder)', function () {
     await responder.waitForRequests(1)
     controller.abort()
     await assert.rejects(pending, CancelledError)
-    assert.deepEqual(responder.requests.map((r) => r.words[1]), ['y'])
+    assert.deepEqual(
+      responder.requests.map((r) => r.words[1]),
+      ['y'],
+    )
     assert.deepEqual(client.load, { inFlight: 0, queued: 0 })
   })
 

@@ -35,12 +35,7 @@ describe('client transports', function () {
       const tls = await freePort()
       broker = await Mosquitto.start({
         port: plain,
-        extraConfig: [
-          `listener ${plain} 127.0.0.1`,
-          ...tlsListener(tls, certs),
-          'require_certificate true',
-          'allow_anonymous true',
-        ],
+        extraConfig: [`listener ${plain} 127.0.0.1`, ...tlsListener(tls, certs), 'require_certificate true', 'allow_anonymous true'],
       })
       tlsUrl = `mqtts://127.0.0.1:${tls}`
       emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
@@ -51,7 +46,9 @@ describe('client transports', function () {
     })
 
     it('connects with CA, client certificate, encrypted key, passphrase and server name', async function () {
-      const client = await pool.ready(tlsUrl, { tls: { ca: [certs.ca], cert: certs.clientCert, key: certs.clientKey, passphrase: certs.passphrase, servername: 'localhost' } })
+      const client = await pool.ready(tlsUrl, {
+        tls: { ca: [certs.ca], cert: certs.clientCert, key: certs.clientKey, passphrase: certs.passphrase, servername: 'localhost' },
+      })
       await client.set('over-tls', 'yes')
       assert.equal((await client.get('over-tls')).value?.toString(), 'yes')
     })
@@ -69,7 +66,10 @@ describe('client transports', function () {
       // alert and sends "handshake failure".
       const error: NodeJS.ErrnoException | undefined = status.error
       const code = error?.code
-      assert.ok(code === 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' || code === 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', `refused for another reason: ${code} ${status.reason}`)
+      assert.ok(
+        code === 'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED' || code === 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE',
+        `refused for another reason: ${code} ${status.reason}`,
+      )
     })
 
     it('accepts an unknown CA only with rejectUnauthorized false', async function () {

@@ -44,7 +44,11 @@ describe('context store config: settings.js names to client options', () => {
       logger,
     })
     assert.deepEqual(
-      { ...r.client, logger: undefined, tls: { ...r.client.tls, ca: String(r.client.tls?.ca), cert: String(r.client.tls?.cert), key: String(r.client.tls?.key) } },
+      {
+        ...r.client,
+        logger: undefined,
+        tls: { ...r.client.tls, ca: String(r.client.tls?.ca), cert: String(r.client.tls?.cert), key: String(r.client.tls?.key) },
+      },
       {
         brokerUrl: 'mqtts://aio-broker:18883',
         clientId: 'mine',
@@ -76,11 +80,18 @@ describe('context store config: settings.js names to client options', () => {
     assert.equal(resolveConfig({ sessionExpiry: 0, logger }).client.sessionExpirySec, undefined)
   })
 
-  it('settings left out take the AIO SDKs\' environment, with a client id of its own beside the config node\'s', () => {
+  it("settings left out take the AIO SDKs' environment, with a client id of its own beside the config node's", () => {
     const dir = mkdtempSync(join(tmpdir(), 'ctx-aio-env-'))
     writeFileSync(join(dir, 'ca.crt'), 'ca bytes')
     writeFileSync(join(dir, 'token'), 'a.b.c')
-    const env = { AIO_BROKER_HOSTNAME: 'aio-broker', AIO_BROKER_TCP_PORT: '18883', AIO_TLS_CA_FILE: join(dir, 'ca.crt'), AIO_SAT_FILE: join(dir, 'token'), AIO_MQTT_CLIENT_ID: 'node-red-0', AIO_MQTT_SESSION_EXPIRY: '600' }
+    const env = {
+      AIO_BROKER_HOSTNAME: 'aio-broker',
+      AIO_BROKER_TCP_PORT: '18883',
+      AIO_TLS_CA_FILE: join(dir, 'ca.crt'),
+      AIO_SAT_FILE: join(dir, 'token'),
+      AIO_MQTT_CLIENT_ID: 'node-red-0',
+      AIO_MQTT_SESSION_EXPIRY: '600',
+    }
     const r = resolveConfig({ logger }, env)
     assert.equal(r.client.brokerUrl, 'mqtts://aio-broker:18883')
     assert.equal(r.client.clientId, 'node-red-0-context')
@@ -91,6 +102,9 @@ describe('context store config: settings.js names to client options', () => {
     const own = resolveConfig({ broker: 'mqtt://other:1883', clientId: 'mine', username: 'u', password: 'p', logger }, env)
     assert.deepEqual([own.client.brokerUrl, own.client.clientId, own.client.satTokenFile, own.client.username], ['mqtt://other:1883', 'mine', undefined, 'u'])
     assert.equal(resolveConfig({ logger }, { AIO_STATESTORE_URL: 'mqtt://127.0.0.1:1999' }).client.brokerUrl, 'mqtt://127.0.0.1:1999')
-    assert.throws(() => resolveConfig({ logger }, { AIO_SAT_FILE: join(dir, 'missing') }), /^Error: state store context: AIO_SAT_FILE=".*missing": cannot read the file \(ENOENT\)$/)
+    assert.throws(
+      () => resolveConfig({ logger }, { AIO_SAT_FILE: join(dir, 'missing') }),
+      /^Error: state store context: AIO_SAT_FILE=".*missing": cannot read the file \(ENOENT\)$/,
+    )
   })
 })

@@ -18,10 +18,23 @@ describe('context: the key index as a reader sees it', () => {
     const view = new IndexView()
     const bucketA = new Map([['global', new Set(['a'])]])
     assert.deepEqual(view.replaceBucket(bucketOf('global', 'a'), bucketA), { added: [{ scope: 'global', top: 'a' }], removed: [] })
-    assert.deepEqual(view.replaceDelta(new Map([['global', new Map([['a', false], ['b', true]])]])), {
-      added: [{ scope: 'global', top: 'b' }],
-      removed: [{ scope: 'global', top: 'a' }],
-    })
+    assert.deepEqual(
+      view.replaceDelta(
+        new Map([
+          [
+            'global',
+            new Map([
+              ['a', false],
+              ['b', true],
+            ]),
+          ],
+        ]),
+      ),
+      {
+        added: [{ scope: 'global', top: 'b' }],
+        removed: [{ scope: 'global', top: 'a' }],
+      },
+    )
     assert.equal(view.has('global', 'a'), false)
     assert.deepEqual(view.replaceDelta(new Map()), { added: [{ scope: 'global', top: 'a' }], removed: [{ scope: 'global', top: 'b' }] })
     assert.deepEqual(view.current, new Map([['global', new Set(['a'])]]))
@@ -29,9 +42,15 @@ describe('context: the key index as a reader sees it', () => {
 
   it('a fold (buckets rewritten to say what the delta said, then the delta emptied) changes nothing a reader sees', () => {
     const view = new IndexView()
-    view.applyDelta([['global', 'a', true], ['f1', 'b', true]])
+    view.applyDelta([
+      ['global', 'a', true],
+      ['f1', 'b', true],
+    ])
     const before = structuredClone(view.current)
-    for (const [scope, top] of [['global', 'a'], ['f1', 'b']] as const) {
+    for (const [scope, top] of [
+      ['global', 'a'],
+      ['f1', 'b'],
+    ] as const) {
       assert.deepEqual(view.replaceBucket(bucketOf(scope, top), new Map([[scope, new Set([top])]])), { added: [], removed: [] })
     }
     assert.deepEqual(view.replaceDelta(new Map()), { added: [], removed: [] })

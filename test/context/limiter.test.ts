@@ -24,9 +24,16 @@ describe('context store: the limiter', () => {
       await new Promise((resolve) => setImmediate(resolve))
       gates.pop()?.()
     }
-    assert.deepEqual(await Promise.all(runs), Array.from({ length: 5000 }, (_, i) => i))
+    assert.deepEqual(
+      await Promise.all(runs),
+      Array.from({ length: 5000 }, (_, i) => i),
+    )
     assert.equal(await late, 'late')
-    assert.deepEqual(started, Array.from({ length: 5000 }, (_, i) => i), 'started in the order they came')
+    assert.deepEqual(
+      started,
+      Array.from({ length: 5000 }, (_, i) => i),
+      'started in the order they came',
+    )
     assert.equal(peak, 3)
   })
 
@@ -37,7 +44,10 @@ describe('context store: the limiter', () => {
     const failing = limiter.run(async () => {
       throw new Error('boom')
     })
-    const expired = limiter.run(async () => 'ran', () => new Error('too late'))
+    const expired = limiter.run(
+      async () => 'ran',
+      () => new Error('too late'),
+    )
     const after = limiter.run(async () => 'after')
     release()
     await first

@@ -50,17 +50,21 @@ describe('context store: opening', function () {
     const prefix = uniquePrefix()
     await seed(client, prefix, 1000)
     const calls = { observe: 0, gets: 0 }
-    around('observe', (original) =>
-      function (this: StateStoreClient, ...args: Parameters<StateStoreClient['observe']>) {
-        if (String(args[0]).startsWith(prefix)) calls.observe += 1
-        return original.apply(this, args)
-      },
+    around(
+      'observe',
+      (original) =>
+        function (this: StateStoreClient, ...args: Parameters<StateStoreClient['observe']>) {
+          if (String(args[0]).startsWith(prefix)) calls.observe += 1
+          return original.apply(this, args)
+        },
     )
-    around('get', (original) =>
-      function (this: StateStoreClient, ...args: Parameters<StateStoreClient['get']>) {
-        if (String(args[0]).startsWith(prefix)) calls.gets += 1
-        return original.apply(this, args)
-      },
+    around(
+      'get',
+      (original) =>
+        function (this: StateStoreClient, ...args: Parameters<StateStoreClient['get']>) {
+          if (String(args[0]).startsWith(prefix)) calls.gets += 1
+          return original.apply(this, args)
+        },
     )
     const store = contextStore({ broker: backend.url, prefix })
     opened.push(store)
@@ -75,18 +79,25 @@ describe('context store: opening', function () {
     const prefix = uniquePrefix()
     await seed(client, prefix, 20)
     const target = `${prefix}global/k7`
-    around('observe', (original) =>
-      async function (this: StateStoreClient, key: Parameters<StateStoreClient['observe']>[0], listener: NotificationListener, options?: Parameters<StateStoreClient['observe']>[2]): Promise<Observation> {
-        let heard: KeyNotification | null = null
-        const observation = await original.call(this, key, (n) => ((heard = n), listener(n)), options)
-        if (String(key) === target) {
-          // someone else writes the key between our registration (answered, read) and the store's use of the read
-          await client.set(target, JSON.stringify('changed'))
-          await until(() => heard !== null, 'the notification to arrive')
-          assert.deepEqual(observation.initial?.value?.toString(), JSON.stringify({ i: 7 }), 'the read is older than the change')
-        }
-        return observation
-      },
+    around(
+      'observe',
+      (original) =>
+        async function (
+          this: StateStoreClient,
+          key: Parameters<StateStoreClient['observe']>[0],
+          listener: NotificationListener,
+          options?: Parameters<StateStoreClient['observe']>[2],
+        ): Promise<Observation> {
+          let heard: KeyNotification | null = null
+          const observation = await original.call(this, key, (n) => ((heard = n), listener(n)), options)
+          if (String(key) === target) {
+            // someone else writes the key between our registration (answered, read) and the store's use of the read
+            await client.set(target, JSON.stringify('changed'))
+            await until(() => heard !== null, 'the notification to arrive')
+            assert.deepEqual(observation.initial?.value?.toString(), JSON.stringify({ i: 7 }), 'the read is older than the change')
+          }
+          return observation
+        },
     )
     const store = contextStore({ broker: backend.url, prefix })
     opened.push(store)
@@ -100,11 +111,13 @@ describe('context store: opening', function () {
     await seed(client, prefix, 50)
     let release: () => void = () => {}
     const gate = new Promise<void>((resolve) => (release = resolve))
-    around('observe', (original) =>
-      async function (this: StateStoreClient, ...args: Parameters<StateStoreClient['observe']>) {
-        if (String(args[0]) === `${prefix}global/k3`) await gate
-        return original.apply(this, args)
-      },
+    around(
+      'observe',
+      (original) =>
+        async function (this: StateStoreClient, ...args: Parameters<StateStoreClient['observe']>) {
+          if (String(args[0]) === `${prefix}global/k3`) await gate
+          return original.apply(this, args)
+        },
     )
     const store = contextStore({ broker: backend.url, prefix, requestTimeout: 5000 })
     opened.push(store)

@@ -23,7 +23,10 @@ const SCOPE = 'n1:f1'
 /** Several keys, nested paths, arrays, a deletion inside a value, quoted keys. */
 const WRITES: Array<[string | string[], unknown]> = [
   ['a', 1],
-  [['b.c', 'b.d[1]', 'e'], ['x', true, { f: [1, 2] }]],
+  [
+    ['b.c', 'b.d[1]', 'e'],
+    ['x', true, { f: [1, 2] }],
+  ],
   ['"quoted key".h', 5],
   ['arr', [1, 2, 3]],
   ['arr[1]', undefined],
@@ -79,13 +82,7 @@ describe('context store: the same scenarios as Node-RED’s memory and localfile
         },
       }
     }
-    return [
-      { name: 'memory', cached: true, open: async () => memoryStore({}) },
-      lfs(true),
-      lfs(false),
-      ours(true),
-      ours(false),
-    ]
+    return [{ name: 'memory', cached: true, open: async () => memoryStore({}) }, lfs(true), lfs(false), ours(true), ours(false)]
   }
 
   /** Runs `scenario` on every store; every answer must equal memory's (after JSON, as a stored value comes back). */
@@ -126,8 +123,18 @@ describe('context store: the same scenarios as Node-RED’s memory and localfile
       await call((cb) => store.set(SCOPE, 'a', 1, cb))
       const codes: unknown[] = []
       for (const key of BAD) {
-        codes.push(await call((cb) => store.set(SCOPE, key, 1, cb)).then(() => 'stored', (err: { code?: unknown }) => err.code))
-        codes.push(await call((cb) => store.get(SCOPE, key, cb)).then(() => 'read', (err: { code?: unknown }) => err.code))
+        codes.push(
+          await call((cb) => store.set(SCOPE, key, 1, cb)).then(
+            () => 'stored',
+            (err: { code?: unknown }) => err.code,
+          ),
+        )
+        codes.push(
+          await call((cb) => store.get(SCOPE, key, cb)).then(
+            () => 'read',
+            (err: { code?: unknown }) => err.code,
+          ),
+        )
       }
       return codes
     }))
@@ -136,16 +143,31 @@ describe('context store: the same scenarios as Node-RED’s memory and localfile
     // memory and both cached stores throw; localfilesystem without its cache never throws from set
     for (const subject of subjects()) {
       const store = await subject.open()
-      for (const key of BAD) assert.equal(throws(() => store.set(SCOPE, key, 'bar')), subject.cached, `${subject.name}: set(${JSON.stringify(key)}) throws: ${!subject.cached}`)
+      for (const key of BAD)
+        assert.equal(
+          throws(() => store.set(SCOPE, key, 'bar')),
+          subject.cached,
+          `${subject.name}: set(${JSON.stringify(key)}) throws: ${!subject.cached}`,
+        )
     }
   })
 
   it('a callback that is not a function throws at once, from set, get and keys', async () => {
     for (const subject of subjects()) {
       const store = await subject.open()
-      assert.ok(throws(() => store.set(SCOPE, 'a', 1, 'not a function' as never)), `${subject.name}: set`)
-      assert.ok(throws(() => store.get(SCOPE, 'a', 'not a function' as never)), `${subject.name}: get`)
-      if (subject.name !== 'memory') assert.ok(throws(() => store.keys(SCOPE, 'not a function' as never)), `${subject.name}: keys`)
+      assert.ok(
+        throws(() => store.set(SCOPE, 'a', 1, 'not a function' as never)),
+        `${subject.name}: set`,
+      )
+      assert.ok(
+        throws(() => store.get(SCOPE, 'a', 'not a function' as never)),
+        `${subject.name}: get`,
+      )
+      if (subject.name !== 'memory')
+        assert.ok(
+          throws(() => store.keys(SCOPE, 'not a function' as never)),
+          `${subject.name}: keys`,
+        )
     }
     // nothing failed later either (an unhandled rejection would fail the run)
     await new Promise((resolve) => setTimeout(resolve, 200))

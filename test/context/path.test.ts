@@ -31,7 +31,35 @@ function ours(expr: string): Array<string | number> | 'error' {
 
 describe('context keys: property expressions parsed as Node-RED parses them', () => {
   it('agrees with Node-RED on hand-picked keys', () => {
-    const keys = ['a', 'a.b', 'a.b.c', 'a[0]', 'a[0][1].b', 'a["b c"]', "a['b']", '"a b".c', 'a.0', '123', 'a_b-c', '$x', 'a b', '.a', 'a.', 'a..b', 'a[', 'a[]', 'a[x]', 'a]', "a['']", 'a["b"', 'a["b"]c', '[0]', 'a.-b', 'a.b[0]"c"', "a['b\"c']"]
+    const keys = [
+      'a',
+      'a.b',
+      'a.b.c',
+      'a[0]',
+      'a[0][1].b',
+      'a["b c"]',
+      "a['b']",
+      '"a b".c',
+      'a.0',
+      '123',
+      'a_b-c',
+      '$x',
+      'a b',
+      '.a',
+      'a.',
+      'a..b',
+      'a[',
+      'a[]',
+      'a[x]',
+      'a]',
+      "a['']",
+      'a["b"',
+      'a["b"]c',
+      '[0]',
+      'a.-b',
+      'a.b[0]"c"',
+      "a['b\"c']",
+    ]
     for (const key of keys) assert.deepEqual(ours(key), theirs(key), key)
   })
 
@@ -53,7 +81,16 @@ describe('context keys: property expressions parsed as Node-RED parses them', ()
   })
 
   it('reads and writes nested values as getObjectProperty and setObjectProperty do', () => {
-    const writes: Array<[string, unknown]> = [['a.b[2].c', 1], ['a.b[0]', 'x'], ['a.b[2].c', undefined], ['n', 5], ['n.x', 1], ['arr', [1, 2, 3]], ['arr[1]', undefined], ['o["k k"].z', null]]
+    const writes: Array<[string, unknown]> = [
+      ['a.b[2].c', 1],
+      ['a.b[0]', 'x'],
+      ['a.b[2].c', undefined],
+      ['n', 5],
+      ['n.x', 1],
+      ['arr', [1, 2, 3]],
+      ['arr[1]', undefined],
+      ['o["k k"].z', null],
+    ]
     const mine: Record<string, unknown> = {}
     const theirsObj: Record<string, unknown> = {}
     for (const [key, value] of writes) {

@@ -65,7 +65,12 @@ describe('context store: the Node-RED Store API on the state store', function ()
         theirs.set(SCOPE, key, value)
         ours.set(SCOPE, key, value)
       }
-      for (const key of reads) assert.deepEqual(outcome(() => ours.get(SCOPE, key)), outcome(() => theirs.get(SCOPE, key)), key)
+      for (const key of reads)
+        assert.deepEqual(
+          outcome(() => ours.get(SCOPE, key)),
+          outcome(() => theirs.get(SCOPE, key)),
+          key,
+        )
       const readable = reads.filter((k) => !k.includes(' '))
       assert.deepEqual(ours.get(SCOPE, readable), theirs.get(SCOPE, readable))
       assert.deepEqual((ours.keys(SCOPE) as string[]).sort(), (theirs.keys(SCOPE) as string[]).sort())
@@ -93,8 +98,14 @@ describe('context store: the Node-RED Store API on the state store', function ()
       const expected = await call((cb) => theirs.get(SCOPE, ['x', 'y', 'w', 'none'], cb))
       assert.deepEqual(await call((cb) => ours.get(SCOPE, ['x', 'y', 'w', 'none'], cb)), expected)
       assert.deepEqual(expected, [1, { z: 2 }, null, undefined])
-      await assert.rejects(call((cb) => ours.get(SCOPE, 'a b', cb)), { code: 'INVALID_EXPR' })
-      await assert.rejects(call((cb) => ours.set(SCOPE, 'a b', 1, cb)), { code: 'INVALID_EXPR' })
+      await assert.rejects(
+        call((cb) => ours.get(SCOPE, 'a b', cb)),
+        { code: 'INVALID_EXPR' },
+      )
+      await assert.rejects(
+        call((cb) => ours.set(SCOPE, 'a b', 1, cb)),
+        { code: 'INVALID_EXPR' },
+      )
       assert.deepEqual(await call((cb) => ours.keys(SCOPE, cb as never)), [['x', 'y', 'w']])
     })
 
@@ -152,7 +163,10 @@ describe('context store: the Node-RED Store API on the state store', function ()
     assert.deepEqual(again.get('global', 'loop'), { name: 'loop' })
     assert.deepEqual(again.get('global', 'loop2'), { name: 'loop' })
     assert.throws(() => again.set('global', 'big', 1n), /BigInt/)
-    await assert.rejects(call((cb) => again.set('global', 'big', { n: 1n }, cb)), /BigInt/)
+    await assert.rejects(
+      call((cb) => again.set('global', 'big', { n: 1n }, cb)),
+      /BigInt/,
+    )
   })
 
   it('close flushes: synchronous sets issued just before close are all in the store afterwards, and reopening loads them', async () => {
@@ -251,7 +265,11 @@ describe('context store: the Node-RED Store API on the state store', function ()
       }
       await Promise.all(deletions)
       const expected = DELTA_LIMIT - DELTA_LIMIT / 4
-      await until(() => [a, b].every((s) => (s.keys('f1') as string[]).length === expected && (s.keys('f2') as string[]).length === expected), 'both to list every key', 25_000)
+      await until(
+        () => [a, b].every((s) => (s.keys('f1') as string[]).length === expected && (s.keys('f2') as string[]).length === expected),
+        'both to list every key',
+        25_000,
+      )
       for (const scope of ['f1', 'f2']) assert.deepEqual((a.keys(scope) as string[]).sort(), (b.keys(scope) as string[]).sort(), scope)
       const client = await raw()
       try {
@@ -260,7 +278,8 @@ describe('context store: the Node-RED Store API on the state store', function ()
         assert.deepEqual(index.f2, (a.keys('f2') as string[]).sort())
         // the changes went through the delta into the buckets: the delta holds less than its limit
         const delta = (await client.get(`${prefix}#keys/delta`)).value
-        const inDelta = delta === null ? 0 : Object.values(JSON.parse(delta.toString('utf8')) as Record<string, object>).reduce((n, tops) => n + Object.keys(tops).length, 0)
+        const inDelta =
+          delta === null ? 0 : Object.values(JSON.parse(delta.toString('utf8')) as Record<string, object>).reduce((n, tops) => n + Object.keys(tops).length, 0)
         assert.ok(inDelta < DELTA_LIMIT, `${inDelta} entries left in the delta`)
         const buckets = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
         assert.ok(buckets.filter((r) => r.value !== null).length > BUCKETS / 2, 'the fold wrote the buckets')
@@ -345,7 +364,10 @@ describe('context store: the Node-RED Store API on the state store', function ()
       const store = await open({ broker: proxy.url, prefix, requestTimeout: 500 })
       proxy.refusing = true
       proxy.dropAll()
-      await assert.rejects(call((cb) => store.set('global', 'x', 1, cb)), (err: Error) => err.message.includes(`state store context ${prefix}`))
+      await assert.rejects(
+        call((cb) => store.set('global', 'x', 1, cb)),
+        (err: Error) => err.message.includes(`state store context ${prefix}`),
+      )
       store.set('global', 'y', 2)
       assert.equal(store.get('global', 'y'), 2)
       await until(() => store.logs.some((l) => l.level === 'error' && l.message.includes(`${prefix}global/y`)), 'the failed write to be logged')
@@ -363,7 +385,11 @@ describe('context store: the Node-RED Store API on the state store', function ()
       proxy.dropAll()
       for (let i = 0; i < 20; i++) store.set('global', `lost${i}`, i)
       await store.close()
-      for (let i = 0; i < 20; i++) assert.ok(store.logs.some((l) => l.level === 'error' && l.message.includes(`${prefix}global/lost${i}:`)), `lost${i} reported`)
+      for (let i = 0; i < 20; i++)
+        assert.ok(
+          store.logs.some((l) => l.level === 'error' && l.message.includes(`${prefix}global/lost${i}:`)),
+          `lost${i} reported`,
+        )
       proxy.refusing = false
     })
 
@@ -393,7 +419,12 @@ describe('context store: the Node-RED Store API on the state store', function ()
     const all: Array<Promise<void>> = []
     for (let i = 0; i < burst; i++) {
       const key = `k${i}`
-      all.push(call((cb) => store.set('global', key, { i }, cb)).then(() => void outcomes.set(key, 'landed'), (err: Error) => void outcomes.set(key, err)))
+      all.push(
+        call((cb) => store.set('global', key, { i }, cb)).then(
+          () => void outcomes.set(key, 'landed'),
+          (err: Error) => void outcomes.set(key, err),
+        ),
+      )
       // and as many sets nobody waits for: a failure of those is logged with the key
       store.set('f1', key, i)
     }
@@ -437,13 +468,22 @@ describe('context store: the Node-RED Store API on the state store', function ()
         const store = contextStore({ broker: proxy.url, prefix, requestTimeout: 1000 })
         opened.push(store)
         await store.open()
-        assert.ok(store.logs.some((l) => l.level === 'warn' && l.message.includes(`waiting for its broker ${proxy.url}`)), 'the wait is logged')
+        assert.ok(
+          store.logs.some((l) => l.level === 'warn' && l.message.includes(`waiting for its broker ${proxy.url}`)),
+          'the wait is logged',
+        )
         // a synchronous read cannot answer: it throws rather than hand a flow an undefined to write back
         assert.equal(errorOf(() => store.get('global', 'count'))?.code, 'CONTEXT_NOT_LOADED')
         assert.match(errorOf(() => store.keys('global'))?.message ?? '', new RegExp(`state store context ${prefix}: not loaded yet: waiting for its broker`))
         // async calls wait the request timeout, then hear an error naming the store; a set given up is dropped
-        await assert.rejects(call((cb) => store.get('global', 'count', cb)), (err: Error & { code?: string }) => err.code === 'CONTEXT_NOT_LOADED' && err.message.includes(prefix))
-        await assert.rejects(call((cb) => store.set('global', 'given-up', 1, cb)), { code: 'CONTEXT_NOT_LOADED' })
+        await assert.rejects(
+          call((cb) => store.get('global', 'count', cb)),
+          (err: Error & { code?: string }) => err.code === 'CONTEXT_NOT_LOADED' && err.message.includes(prefix),
+        )
+        await assert.rejects(
+          call((cb) => store.set('global', 'given-up', 1, cb)),
+          { code: 'CONTEXT_NOT_LOADED' },
+        )
         // writes nobody waits for are held, in order; clean (which Node-RED awaits before starting flows) resolves at once
         store.set('global', 'count', 1)
         store.set('global', 'count', 2)

@@ -44,7 +44,8 @@ describe('emulator admin channel: concurrent requests are bounded', function () 
   })
 
   const send = (n: number) => {
-    for (let i = 0; i < n; i++) raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'listKeys' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from([i]) } })
+    for (let i = 0; i < n; i++)
+      raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'listKeys' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from([i]) } })
   }
 
   it('refuses what is beyond the bound with a busy error, and answers the rest once their scans end', async () => {
@@ -56,7 +57,10 @@ describe('emulator admin channel: concurrent requests are bounded', function () 
     }
     held.releaseAll()
     await until(() => replies.length === 5, 'the 3 held answers')
-    assert.deepEqual(replies.slice(2).map((r) => r.ok), [true, true, true])
+    assert.deepEqual(
+      replies.slice(2).map((r) => r.ok),
+      [true, true, true],
+    )
   })
 
   it('serves again once the running requests are answered', async () => {
@@ -74,7 +78,10 @@ describe('emulator admin channel: concurrent requests are bounded', function () 
     send(3)
     await until(() => held.waiting.length === 3, '3 running scans')
     raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'hello' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from('hello') } })
-    raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'inspect', keyHex: '6b' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from('inspect') } })
+    raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'inspect', keyHex: '6b' }), {
+      qos: 1,
+      properties: { responseTopic, correlationData: Buffer.from('inspect') },
+    })
     await until(() => replies.length === 2, 'the hello and inspect answers')
     assert.deepEqual(replies, [
       { ok: true, result: { nodeId: 'limit-node', keyCount: 0 } },

@@ -151,7 +151,7 @@ describe('emulator admin channel over MQTT (--admin)', function () {
     }
   })
 
-  it('is found once per store by the sidebar\'s registry, and looked for again when the options change', async () => {
+  it("is found once per store by the sidebar's registry, and looked for again when the options change", async () => {
     const registry = new RemoteAdminRegistry(5000)
     try {
       const a = await registry.find('cfg', { brokerUrl: broker.url, clientId: 'admin-mqtt-registry' })

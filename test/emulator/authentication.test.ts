@@ -46,20 +46,30 @@ describe('emulator: who an authenticated client is (X.509 subjects, SAT token fi
     }
   })
 
-  it('reads BrokerAuthentication attributes and a ServiceAccount\'s aio-broker-auth/ annotations; a bad entry names its field', () => {
+  it("reads BrokerAuthentication attributes and a ServiceAccount's aio-broker-auth/ annotations; a bad entry names its field", () => {
     const sources = authenticationSources([
       { kind: 'ServiceAccount', metadata: { name: 'node-red', annotations: { 'aio-broker-auth/group': 'node-red', other: 'x' } } },
-      { kind: 'BrokerAuthentication', spec: { authenticationMethods: [{ method: 'X509', x509Settings: { authorizationAttributes: { fan: { subject: 'CN = smart-fan', attributes: { building: 17 } } } } }] } },
+      {
+        kind: 'BrokerAuthentication',
+        spec: {
+          authenticationMethods: [
+            { method: 'X509', x509Settings: { authorizationAttributes: { fan: { subject: 'CN = smart-fan', attributes: { building: 17 } } } } },
+          ],
+        },
+      },
     ])
     assert.deepEqual(sources, { x509: [{ subject: 'CN = smart-fan', attributes: { building: '17' } }], serviceAccountAttributes: { group: 'node-red' } })
     assert.throws(
-      () => authenticationSources([{ kind: 'BrokerAuthentication', spec: { authenticationMethods: [{ x509Settings: { authorizationAttributes: { fan: { attributes: {} } } } }] } }]),
+      () =>
+        authenticationSources([
+          { kind: 'BrokerAuthentication', spec: { authenticationMethods: [{ x509Settings: { authorizationAttributes: { fan: { attributes: {} } } } }] } },
+        ]),
       (err: unknown) => err instanceof ResourceError && err.path.join('.') === 'spec.authenticationMethods.0.x509Settings.authorizationAttributes.fan.subject',
     )
   })
 })
 
-describe('emulator: a client\'s principal outlives its connection for its requests still on their way', function () {
+describe("emulator: a client's principal outlives its connection for its requests still on their way", function () {
   this.timeout(20_000)
 
   // The rehearsal (test/smoke/rehearsal.test.ts) saw it: a policy update disconnected Node-RED amid a
@@ -70,7 +80,14 @@ describe('emulator: a client\'s principal outlives its connection for its reques
     const layout = prepareDevLayout(dir)
     const broker = await startBroker({
       port: 0,
-      tlsListeners: [{ port: 0, certFile: layout.brokerCertFile, keyFile: layout.brokerKeyFile, authentication: { method: 'sat', tokenFiles: [{ file: layout.tokenFile, attributes: { group: 'node-red' } }] } }],
+      tlsListeners: [
+        {
+          port: 0,
+          certFile: layout.brokerCertFile,
+          keyFile: layout.brokerKeyFile,
+          authentication: { method: 'sat', tokenFiles: [{ file: layout.tokenFile, attributes: { group: 'node-red' } }] },
+        },
+      ],
     })
     try {
       const gone = new Promise<string>((resolve) => broker.onClientDisconnect(resolve))

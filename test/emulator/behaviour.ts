@@ -5,7 +5,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
-import { CONTENT_TYPE, Notification, notificationTopic, PREVIEW_REQUEST_TOPIC, Prop, Reply, Request, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
+import {
+  CONTENT_TYPE,
+  Notification,
+  notificationTopic,
+  PREVIEW_REQUEST_TOPIC,
+  Prop,
+  Reply,
+  Request,
+  REQUEST_TOPIC,
+  SERVICE_CLIENTS_PREFIX,
+} from '../../src/protocol'
 import { encodeCommand } from '../../src/resp'
 import type { Emulator, EmulatorOptions } from '../../src/emulator'
 import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/core/refusals'
@@ -31,7 +41,11 @@ function assertPayload(r: Received, expected: Buffer, message?: string): void {
 async function requestVia(c: RawClient, responseTopic: string, payload: Buffer, options: SendOptions = {}): Promise<Received> {
   await c.client.subscribeAsync(responseTopic, { qos: 1 })
   const correlation = randomBytes(16)
-  const arrived = until(() => c.others.some((m) => m.topic === responseTopic && m.properties.correlationData?.equals(correlation)), `an answer on ${responseTopic}`, 4000)
+  const arrived = until(
+    () => c.others.some((m) => m.topic === responseTopic && m.properties.correlationData?.equals(correlation)),
+    `an answer on ${responseTopic}`,
+    4000,
+  )
   c.send(payload, { ...options, responseTopic, correlation })
   await arrived
   await c.client.unsubscribeAsync(responseTopic)
@@ -157,7 +171,14 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         assert.ok(Hlc.compare(ts(equal), ts(first)) > 0, 'NEX on an equal value writes a new version')
         assertPayload(await c.request(Request.set('cond-nex-new', 'a', { condition: 'NEX' })), Reply.ok)
 
-        for (const [i, words] of [['NX', 'PX', '5000'], ['PX', '5000', 'NX'], ['NEX', 'PX', '5000'], ['PX', '5000', 'NEX'], ['NX', 'NX', 'PX', '5000'], ['PX', '5000']].entries()) {
+        for (const [i, words] of [
+          ['NX', 'PX', '5000'],
+          ['PX', '5000', 'NX'],
+          ['NEX', 'PX', '5000'],
+          ['PX', '5000', 'NEX'],
+          ['NX', 'NX', 'PX', '5000'],
+          ['PX', '5000'],
+        ].entries()) {
           const r = await c.request(encodeCommand(['SET', `order-${i}`, 'v', ...words]))
           assertPayload(r, Reply.ok)
           assert.ok(r.prop(Prop.timestamp))
@@ -223,7 +244,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         const ft = (token: string) => ({ props: { [Prop.fencingToken]: token } })
         assertPayload(await c.request(Request.set('fenced', 'v1'), ft(t(base))), Reply.ok)
         assertPayload(await c.request(Request.set('fenced', 'v2')), err('MissingFencingToken'))
-        assertPayload(await c.request(Request.set('fenced', 'v2'), ft(new Hlc(0, 0, '00000000-0000-0000-0000-000000000000').toString())), err('FencingTokenLowerVersion'))
+        assertPayload(
+          await c.request(Request.set('fenced', 'v2'), ft(new Hlc(0, 0, '00000000-0000-0000-0000-000000000000').toString())),
+          err('FencingTokenLowerVersion'),
+        )
         assertPayload(await c.request(Request.set('fenced', 'v2'), ft(t(base))), Reply.ok)
         assertPayload(await c.request(Request.set('fenced', 'v3'), ft(t(base, 1))), Reply.ok)
         assertPayload(await c.request(Request.set('fenced', 'v4'), ft(t(base))), err('FencingTokenLowerVersion'))
@@ -276,7 +300,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
 
       it('answers a re-sent request (same response topic and correlation data) from its cache, never executing it twice', async () => {
         // A re-send is the same PUBLISH again: the same payload and user properties (a fixed __ts).
-        const resend = (correlation: Buffer, props: Record<string, string> = {}) => ({ correlation, props: { [Prop.timestamp]: c.clock.tick().toString(), ...props } })
+        const resend = (correlation: Buffer, props: Record<string, string> = {}) => ({
+          correlation,
+          props: { [Prop.timestamp]: c.clock.tick().toString(), ...props },
+        })
         const correlation = randomBytes(16)
         const once = resend(correlation)
         const first = await c.request(Request.set('once', 'v', { condition: 'NX' }), once)
@@ -299,7 +326,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
 
         // Re-sent while the original still waits for the disk: both get the one answer.
         const persist = resend(randomBytes(16), { [Prop.persist]: 'true' })
-        const [a, b] = await Promise.all([c.request(Request.set('dup-durable', 'v', { condition: 'NX' }), persist), c.request(Request.set('dup-durable', 'v', { condition: 'NX' }), persist)])
+        const [a, b] = await Promise.all([
+          c.request(Request.set('dup-durable', 'v', { condition: 'NX' }), persist),
+          c.request(Request.set('dup-durable', 'v', { condition: 'NX' }), persist),
+        ])
         assertPayload(a, Reply.ok)
         assertPayload(b, Reply.ok)
         assert.equal(a.prop(Prop.timestamp), b.prop(Prop.timestamp))
@@ -359,7 +389,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
           assert.equal(r.properties.contentType, CONTENT_TYPE, name)
         }
         assertPayload(await c.request(Request.set('still-serving', 'yes')), Reply.ok)
-        assert.ok(f.logs.some((l) => l.includes('refused') && l.includes('UnknownCommand')), 'refusals are logged with the reason')
+        assert.ok(
+          f.logs.some((l) => l.includes('refused') && l.includes('UnknownCommand')),
+          'refusals are logged with the reason',
+        )
       })
 
       it('drops and logs requests it cannot answer: no Response Topic, no Correlation Data', async () => {
@@ -371,21 +404,31 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         // A request sent after them is answered after them: by then, any answer to them would be here.
         assertPayload(await spy.request(Request.get('dropped')), Reply.nil)
         const answers = spy.others.filter((m) => m.prop(Prop.status) !== undefined)
-        assert.deepEqual(answers.map((m) => m.topic), [], 'nothing was answered')
+        assert.deepEqual(
+          answers.map((m) => m.topic),
+          [],
+          'nothing was answered',
+        )
         for (const reason of ['no Response Topic', 'no Correlation Data']) {
-          assert.ok(f.logs.some((l) => l.startsWith('warn') && l.includes(reason)), `logged: ${reason}`)
+          assert.ok(
+            f.logs.some((l) => l.startsWith('warn') && l.includes(reason)),
+            `logged: ${reason}`,
+          )
         }
       })
 
       it('lets exactly one of two clients racing for SET NX win', async () => {
         for (let round = 0; round < 20; round++) {
           const key = `race-${round}`
-          const [a, b] = await Promise.all([c.request(Request.set(key, 'c', { condition: 'NX', expiryMs: 5000 })), other.request(Request.set(key, 'other', { condition: 'NX', expiryMs: 5000 }))])
+          const [a, b] = await Promise.all([
+            c.request(Request.set(key, 'c', { condition: 'NX', expiryMs: 5000 })),
+            other.request(Request.set(key, 'other', { condition: 'NX', expiryMs: 5000 })),
+          ])
           const wins = [a, b].filter((r) => r.payload.equals(Reply.ok))
           const losses = [a, b].filter((r) => r.payload.equals(Reply.notApplied))
           assert.equal(wins.length, 1, `round ${round}: one winner`)
           assert.equal(losses.length, 1, `round ${round}: one loser`)
-          assert.equal(losses[0]!.prop(Prop.timestamp), wins[0]!.prop(Prop.timestamp), 'the loser sees the winner\'s version')
+          assert.equal(losses[0]!.prop(Prop.timestamp), wins[0]!.prop(Prop.timestamp), "the loser sees the winner's version")
           const winner = wins[0] === a ? 'c' : 'other'
           assertPayload(await c.request(Request.get(key)), Reply.value(Buffer.from(winner)))
         }
@@ -414,7 +457,7 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
       })
       after(() => f.stop())
 
-      it('mints the version of a SET with one application of the HLC receive rule, as in the article\'s example', async () => {
+      it("mints the version of a SET with one application of the HLC receive rule, as in the article's example", async () => {
         // A client clock ahead of the store's (within the allowed minute): the article's `T:0:CLIENT` → `T:1:<node>`.
         const t = Date.now() + 20_000
         const set = await c.request(Request.set('hlc', 'v'), { props: { [Prop.timestamp]: new Hlc(t, 0, 'CLIENT').toString() } })
@@ -448,7 +491,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         const resent = await c.request(Request.set('reused', 'first'), first)
         assertPayload(resent, Reply.ok)
         assert.equal(resent.prop(Prop.timestamp), set.prop(Prop.timestamp))
-        assert.ok(f.logs.some((l) => l.startsWith('info') && l.includes('CorrelationReused') && l.includes(c.clientId)), 'logged with the client id')
+        assert.ok(
+          f.logs.some((l) => l.startsWith('info') && l.includes('CorrelationReused') && l.includes(c.clientId)),
+          'logged with the client id',
+        )
       })
 
       it('answers a request with Message Expiry 0 as one without expiry: executed once, answered once', async () => {
@@ -475,50 +521,60 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
 
       const reservedTopics = [REQUEST_TOPIC, PREVIEW_REQUEST_TOPIC, `${SERVICE_CLIENTS_PREFIX}/x/response`, SERVICE_CLIENTS_PREFIX]
       if (kind === 'embedded') {
-        it('disconnects a client whose request names the request topic or a topic under the service\'s prefix as its Response Topic', async () => {
+        it("disconnects a client whose request names the request topic or a topic under the service's prefix as its Response Topic", async () => {
           for (const [i, topic] of reservedTopics.entries()) {
             const bad = await f.client()
             bad.send(Request.set('reserved-topic', String(i)), { responseTopic: topic })
             const disconnect = await bad.disconnected
             assert.equal(disconnect.reasonCode, 0x90, 'Topic Name invalid')
             assert.match(disconnect.properties?.reasonString ?? '', /Response Topic .* may not be/)
-            assert.ok(f.logs.some((l) => l.startsWith('warn') && l.includes(`client ${JSON.stringify(bad.clientId)} disconnected`)), 'logged with the client id')
+            assert.ok(
+              f.logs.some((l) => l.startsWith('warn') && l.includes(`client ${JSON.stringify(bad.clientId)} disconnected`)),
+              'logged with the client id',
+            )
           }
           assertPayload(await c.request(Request.get('reserved-topic')), Reply.nil, 'none of the requests ran')
         })
       } else {
-        it('drops and logs, with the client id, a request whose Response Topic is the request topic or under the service\'s prefix; the client stays connected', async () => {
+        it("drops and logs, with the client id, a request whose Response Topic is the request topic or under the service's prefix; the client stays connected", async () => {
           const spy = await f.client()
           await spy.client.subscribeAsync({ [REQUEST_TOPIC]: { qos: 1 }, [`${SERVICE_CLIENTS_PREFIX}/#`]: { qos: 1 } })
           for (const [i, topic] of reservedTopics.entries()) spy.send(Request.set('reserved-topic', String(i)), { responseTopic: topic })
           // A request sent after them is answered after them: by then, any answer to them would be here.
           assertPayload(await spy.request(Request.get('reserved-topic')), Reply.nil, 'none of the requests ran')
-          assert.deepEqual(spy.others.filter((m) => m.prop(Prop.status) !== undefined).map((m) => m.topic), [], 'nothing was answered')
-          assert.ok(spy.client.connected, 'another broker\'s client cannot be disconnected by the service')
+          assert.deepEqual(
+            spy.others.filter((m) => m.prop(Prop.status) !== undefined).map((m) => m.topic),
+            [],
+            'nothing was answered',
+          )
+          assert.ok(spy.client.connected, "another broker's client cannot be disconnected by the service")
           const logged = f.logs.filter((l) => l.startsWith('warn') && l.includes(`client ${JSON.stringify(spy.clientId)}`) && l.includes('is not permitted'))
           assert.equal(logged.length, reservedTopics.length)
         })
       }
 
-      it(kind === 'embedded'
-        ? 'registers KEYNOTIFY under the connection\'s client id, whatever the response topic'
-        : 'registers KEYNOTIFY only under a client id it can stand behind: __srcId or clients/<id>/…, else refuses it', async () => {
-        const tool = await f.client()
-        // mosquitto_rr -e replies/for/<id>: no __srcId, no $partition, a response topic outside clients/.
-        const anonymous = { props: { [Prop.sourceId]: null, [Prop.partition]: null } }
-        const answer = await requestVia(tool, `replies/for/${tool.clientId}`, Request.keyNotify('identity'), anonymous)
-        if (kind === 'embedded') {
-          assertPayload(answer, Reply.ok)
-        } else {
-          assertPayload(answer, Reply.error(EMULATOR_REFUSAL_TEXT.UnknownClient))
-          // Under clients/<id>/ the id is the level after clients/.
-          assertPayload(await requestVia(tool, `clients/${tool.clientId}/anything`, Request.keyNotify('identity'), anonymous), Reply.ok)
-        }
-        await c.request(Request.set('identity', 'v'))
-        const n = await tool.nextNotification()
-        assert.equal(n.topic, notificationTopic(tool.clientId, Buffer.from('identity')))
-        assertPayload(n, Notification.set(Buffer.from('v')))
-      })
+      it(
+        kind === 'embedded'
+          ? "registers KEYNOTIFY under the connection's client id, whatever the response topic"
+          : 'registers KEYNOTIFY only under a client id it can stand behind: __srcId or clients/<id>/…, else refuses it',
+        async () => {
+          const tool = await f.client()
+          // mosquitto_rr -e replies/for/<id>: no __srcId, no $partition, a response topic outside clients/.
+          const anonymous = { props: { [Prop.sourceId]: null, [Prop.partition]: null } }
+          const answer = await requestVia(tool, `replies/for/${tool.clientId}`, Request.keyNotify('identity'), anonymous)
+          if (kind === 'embedded') {
+            assertPayload(answer, Reply.ok)
+          } else {
+            assertPayload(answer, Reply.error(EMULATOR_REFUSAL_TEXT.UnknownClient))
+            // Under clients/<id>/ the id is the level after clients/.
+            assertPayload(await requestVia(tool, `clients/${tool.clientId}/anything`, Request.keyNotify('identity'), anonymous), Reply.ok)
+          }
+          await c.request(Request.set('identity', 'v'))
+          const n = await tool.nextNotification()
+          assert.equal(n.topic, notificationTopic(tool.clientId, Buffer.from('identity')))
+          assertPayload(n, Notification.set(Buffer.from('v')))
+        },
+      )
 
       it('publishes notifications through the broker: a monitoring subscriber sees them, a subscribed client gets one copy', async () => {
         const monitor = await f.client()
@@ -532,7 +588,11 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         await c.request(Request.set('routed', 'v'))
         await c.request(Request.del('routed'))
         const topics = [notificationTopic(quiet.clientId, Buffer.from('routed')), notificationTopic(watcher.clientId, Buffer.from('routed'))]
-        await until(() => topics.every((t) => monitor.others.filter((m) => m.topic === t).length === 2), 'the monitor sees both notifications of both clients', 4000)
+        await until(
+          () => topics.every((t) => monitor.others.filter((m) => m.topic === t).length === 2),
+          'the monitor sees both notifications of both clients',
+          4000,
+        )
         for (const t of topics) {
           const seen = monitor.others.filter((m) => m.topic === t)
           assertPayload(seen[0]!, Notification.set(Buffer.from('v')))
@@ -551,7 +611,7 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         }
       })
 
-      it('answers the article\'s literal examples as docs/emulator.md says', async () => {
+      it("answers the article's literal examples as docs/emulator.md says", async () => {
         // Lower-case verbs (the article's RESP3 examples): unknown command.
         for (const example of [
           '*3\r\n$3\r\nset\r\n$7\r\nSETKEY2\r\n$6\r\nVALUE5\r\n',

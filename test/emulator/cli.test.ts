@@ -17,7 +17,21 @@ describe('aio-statestore-emulator (command line)', function () {
     const p = EmulatorProcess.spawn(['--help'])
     const { code } = await p.exit()
     assert.equal(code, 0)
-    for (const flag of ['--broker', '--listen', '--persist', '--max-keys', '--node-id', '--auth', '--log-level', '--user', '--sat-token', '--username', '--password', '--admin', '--help']) {
+    for (const flag of [
+      '--broker',
+      '--listen',
+      '--persist',
+      '--max-keys',
+      '--node-id',
+      '--auth',
+      '--log-level',
+      '--user',
+      '--sat-token',
+      '--username',
+      '--password',
+      '--admin',
+      '--help',
+    ]) {
       assert.ok(p.stdout.includes(flag), `--help mentions ${flag}`)
     }
   })

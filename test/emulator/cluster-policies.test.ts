@@ -110,7 +110,18 @@ describe('the cluster resources on the emulator (command line, mosquitto_rr)', f
     before(async () => {
       const file = join(dir, 'authz.yaml')
       writeFileSync(file, AUTHORIZATION)
-      emulator = await EmulatorProcess.start(['--listen', '127.0.0.1:0', '--auth', file, '--user', 'alice:alice-pw', '--user', 'bob:bob-pw', '--log-level', 'info'])
+      emulator = await EmulatorProcess.start([
+        '--listen',
+        '127.0.0.1:0',
+        '--auth',
+        file,
+        '--user',
+        'alice:alice-pw',
+        '--user',
+        'bob:bob-pw',
+        '--log-level',
+        'info',
+      ])
     })
     after(() => emulator?.kill('SIGTERM'))
 
@@ -140,10 +151,25 @@ describe('the cluster resources on the emulator (command line, mosquitto_rr)', f
         assert.equal(result.stdout, expected, `${clientId} ${JSON.stringify(payload.toString('latin1'))}`)
       }
       // The info log names the rule that allowed a request, and says why one was refused.
-      await until(() => emulator.stderr.includes('allowed SET from client "sensor-1" by try-first rules[0].stateStoreResources[1] ReadWrite Pattern ("devices/{principal.clientId}/*")'), 'the allowing rule in the log')
-      assert.ok(emulator.stderr.includes('allowed GET from client "sensor-1" by try-first rules[0].stateStoreResources[0] Read Pattern ("unit[0-9]")'), emulator.stderr)
-      assert.ok(emulator.stderr.includes('allowed SET from client "laptop" by try-first rules[1].stateStoreResources[0] ReadWrite String ("literal*")'), emulator.stderr)
-      assert.ok(/refused SET from client "laptop": -ERR NotAuthorized \(no rule allows client "laptop", user "alice" to write key "literally"\)/.test(emulator.stderr), emulator.stderr)
+      await until(
+        () =>
+          emulator.stderr.includes(
+            'allowed SET from client "sensor-1" by try-first rules[0].stateStoreResources[1] ReadWrite Pattern ("devices/{principal.clientId}/*")',
+          ),
+        'the allowing rule in the log',
+      )
+      assert.ok(
+        emulator.stderr.includes('allowed GET from client "sensor-1" by try-first rules[0].stateStoreResources[0] Read Pattern ("unit[0-9]")'),
+        emulator.stderr,
+      )
+      assert.ok(
+        emulator.stderr.includes('allowed SET from client "laptop" by try-first rules[1].stateStoreResources[0] ReadWrite String ("literal*")'),
+        emulator.stderr,
+      )
+      assert.ok(
+        /refused SET from client "laptop": -ERR NotAuthorized \(no rule allows client "laptop", user "alice" to write key "literally"\)/.test(emulator.stderr),
+        emulator.stderr,
+      )
     })
 
     it('refuses at CONNECT a client that no rule names, whatever its password', async () => {
@@ -151,14 +177,29 @@ describe('the cluster resources on the emulator (command line, mosquitto_rr)', f
       assert.notEqual(refused.code, 0)
       assert.match(refused.stderr, /not authori[sz]ed/i)
       assert.equal(refused.stdout, '')
-      await until(() => emulator.stderr.includes('client "stranger" refused at CONNECT (0x87): no authorization rule gives client "stranger", user "bob" Connect'), 'the refusal in the log')
+      await until(
+        () => emulator.stderr.includes('client "stranger" refused at CONNECT (0x87): no authorization rule gives client "stranger", user "bob" Connect'),
+        'the refusal in the log',
+      )
     })
 
-    it('refuses SUBSCRIBE and PUBLISH outside the rules\' topics with reason code 0x87, as the AIO broker answers', async () => {
-      const client = await mqtt.connectAsync(emulator.url, { protocolVersion: 5, clientId: 'sensor-1', username: 'bob', password: 'bob-pw', reconnectPeriod: 0 })
+    it("refuses SUBSCRIBE and PUBLISH outside the rules' topics with reason code 0x87, as the AIO broker answers", async () => {
+      const client = await mqtt.connectAsync(emulator.url, {
+        protocolVersion: 5,
+        clientId: 'sensor-1',
+        username: 'bob',
+        password: 'bob-pw',
+        reconnectPeriod: 0,
+      })
       try {
-        assert.deepEqual((await client.subscribeAsync('replies/sensor-1/x', { qos: 1 })).map((g) => g.qos), [1])
-        await assert.rejects(client.subscribeAsync('replies/sensor-2/x', { qos: 1 }), (err: Error & { packet?: { granted?: number[] } }) => err.packet?.granted?.[0] === 0x87)
+        assert.deepEqual(
+          (await client.subscribeAsync('replies/sensor-1/x', { qos: 1 })).map((g) => g.qos),
+          [1],
+        )
+        await assert.rejects(
+          client.subscribeAsync('replies/sensor-2/x', { qos: 1 }),
+          (err: Error & { packet?: { granted?: number[] } }) => err.packet?.granted?.[0] === 0x87,
+        )
         await client.publishAsync('telemetry/sensor-1', 'ok', { qos: 1 })
         await assert.rejects(client.publishAsync('telemetry/sensor-2', 'no', { qos: 1 }), (err: Error & { code?: number }) => err.code === 0x87)
       } finally {
@@ -214,7 +255,8 @@ spec:
       emulator = await EmulatorProcess.start(args)
       try {
         const c = await RawClient.connect(emulator.url)
-        for (const key of kept) assert.equal((await c.request(Request.get(key))).payload.toString(), Reply.value(Buffer.from(`v-${key}`)).toString(), `${key} is back`)
+        for (const key of kept)
+          assert.equal((await c.request(Request.get(key))).payload.toString(), Reply.value(Buffer.from(`v-${key}`)).toString(), `${key} is back`)
         for (const key of gone) assert.equal((await c.request(Request.get(key))).payload.toString(), Reply.nil.toString(), `${key} is gone`)
         await c.close()
         assert.ok(emulator.stderr.includes(`persistence: ${kept.length} key(s)`), emulator.stderr)
@@ -230,7 +272,10 @@ spec:
     const p = EmulatorProcess.spawn(['--listen', '127.0.0.1:0', '--auth', file])
     const { code } = await p.exit()
     assert.equal(code, 1)
-    assert.match(p.stderr, /cannot start: .*bad\.yaml:36: spec\.authorizationPolicies\.rules\[1\]\.stateStoreResources\[0\]\.keyType: must be Pattern, String or Binary/)
+    assert.match(
+      p.stderr,
+      /cannot start: .*bad\.yaml:36: spec\.authorizationPolicies\.rules\[1\]\.stateStoreResources\[0\]\.keyType: must be Pattern, String or Binary/,
+    )
   })
 
   it('behind an external broker applies the state store rules alone, and says so when it starts', async function () {

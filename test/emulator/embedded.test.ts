@@ -70,7 +70,12 @@ describe('emulator with its embedded broker', function () {
     it('delivers notifications to clients that do not subscribe to them, as the Go and .NET SDKs do not (spec 1.4)', async () => {
       const writer = await RawClient.connect(emulator.brokerUrl, 'sdk-writer')
       const goLike = await RawClient.connect(emulator.brokerUrl, 'go-like', {}, { notifications: false })
-      const dotnetLike = await RawClient.connect(emulator.brokerUrl, 'dotnet-like', {}, { notifications: `${SERVICE_CLIENTS_PREFIX}/dotnet-like/command/notify` })
+      const dotnetLike = await RawClient.connect(
+        emulator.brokerUrl,
+        'dotnet-like',
+        {},
+        { notifications: `${SERVICE_CLIENTS_PREFIX}/dotnet-like/command/notify` },
+      )
       clients.push(writer, goLike, dotnetLike)
       for (const c of [goLike, dotnetLike]) assert.equal(text((await c.request(Request.keyNotify('sdk-key'))).payload), text(Reply.ok))
       const set = await writer.request(Request.set('sdk-key', 'v'))
@@ -100,7 +105,10 @@ describe('emulator with its embedded broker', function () {
         Socket.prototype.setNoDelay = original
       }
       clients.push(c)
-      assert.ok(noDelay.some((s) => s.localPort === port), 'the broker side of the connection')
+      assert.ok(
+        noDelay.some((s) => s.localPort === port),
+        'the broker side of the connection',
+      )
       assert.equal(text((await c.request(Request.get('x'))).payload), text(Reply.nil))
     })
 

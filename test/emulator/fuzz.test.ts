@@ -29,16 +29,32 @@ const hlcText = fc.oneof(
 
 const propValue = fc.oneof(mqttText, hlcText, fc.array(fc.oneof(mqttText, hlcText), { minLength: 1, maxLength: 3 }), fc.constantFrom('true', 'TRUE', 'false'))
 
-const userProps = fc.dictionary(fc.oneof(fc.constantFrom(Prop.timestamp, Prop.fencingToken, Prop.sourceId, Prop.persist, Prop.partition, Prop.invokerId, Prop.protocolVersion), mqttText.filter((s) => s.length > 0)), propValue, {
-  maxKeys: 6,
-})
+const userProps = fc.dictionary(
+  fc.oneof(
+    fc.constantFrom(Prop.timestamp, Prop.fencingToken, Prop.sourceId, Prop.persist, Prop.partition, Prop.invokerId, Prop.protocolVersion),
+    mqttText.filter((s) => s.length > 0),
+  ),
+  propValue,
+  {
+    maxKeys: 6,
+  },
+)
 
 const validCommand = fc
-  .array(fc.oneof(fc.constantFrom(...WORDS), fc.uint8Array({ maxLength: 24 }).map((a) => Buffer.from(a))), { minLength: 0, maxLength: 7 })
+  .array(
+    fc.oneof(
+      fc.constantFrom(...WORDS),
+      fc.uint8Array({ maxLength: 24 }).map((a) => Buffer.from(a)),
+    ),
+    { minLength: 0, maxLength: 7 },
+  )
   .chain((rest) => fc.constantFrom('GET', 'SET', 'DEL', 'VDEL', 'KEYNOTIFY').map((verb) => encodeCommand([verb, ...rest])))
 
 const mutated = fc
-  .tuple(validCommand, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom('flip', 'cut', 'insert', 'delete')), { minLength: 1, maxLength: 4 }))
+  .tuple(
+    validCommand,
+    fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom('flip', 'cut', 'insert', 'delete')), { minLength: 1, maxLength: 4 }),
+  )
   .map(([payload, edits]) => {
     let b = Buffer.from(payload)
     for (const [at, byte, op] of edits) {
@@ -51,7 +67,11 @@ const mutated = fc
     return b
   })
 
-const payload = fc.oneof(validCommand, mutated, fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)))
+const payload = fc.oneof(
+  validCommand,
+  mutated,
+  fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)),
+)
 
 /** Every answer is a complete RESP3 reply of a kind the service gives, errors from the catalogue. */
 function assertWellFormed(r: Received): void {
@@ -100,28 +120,35 @@ function fuzzSuite(brokerName: string, start: (ctx: Mocha.Context, options: Emul
       const past: Array<{ correlation: Buffer; payload: Buffer; props: Record<string, string | string[]>; answer: Buffer }> = []
       await fc.assert(
         // Expiry from 30 s: every request stays remembered for the whole run.
-        fc.asyncProperty(payload, userProps, fc.integer({ min: 30, max: 3600 }), fc.nat(), fc.constantFrom('new', 'resend', 'reuse'), async (p, props, expiry, pick, kind) => {
-          const first = past.length > 0 && kind !== 'new' ? past[pick % past.length]! : null
-          if (first && kind === 'resend') {
-            // The same PUBLISH again, as MQTT re-sends it: the first answer, byte for byte.
-            const r = await client.request(first.payload, { props: first.props, expiry, correlation: first.correlation, timeoutMs: 3000 })
-            assert.ok(r.payload.equals(first.answer), 'a re-send gets the first answer')
-            return
-          }
-          if (first) {
-            // Another request under the same correlation data: refused, whatever it asks.
-            const other = p.equals(first.payload) ? Buffer.concat([p, Buffer.from('x')]) : p
-            const r = await client.request(other, { props, expiry, correlation: first.correlation, timeoutMs: 3000 })
+        fc.asyncProperty(
+          payload,
+          userProps,
+          fc.integer({ min: 30, max: 3600 }),
+          fc.nat(),
+          fc.constantFrom('new', 'resend', 'reuse'),
+          async (p, props, expiry, pick, kind) => {
+            const first = past.length > 0 && kind !== 'new' ? past[pick % past.length]! : null
+            if (first && kind === 'resend') {
+              // The same PUBLISH again, as MQTT re-sends it: the first answer, byte for byte.
+              const r = await client.request(first.payload, { props: first.props, expiry, correlation: first.correlation, timeoutMs: 3000 })
+              assert.ok(r.payload.equals(first.answer), 'a re-send gets the first answer')
+              return
+            }
+            if (first) {
+              // Another request under the same correlation data: refused, whatever it asks.
+              const other = p.equals(first.payload) ? Buffer.concat([p, Buffer.from('x')]) : p
+              const r = await client.request(other, { props, expiry, correlation: first.correlation, timeoutMs: 3000 })
+              assertWellFormed(r)
+              assert.ok(r.payload.equals(reused), `another request under used correlation data is refused: ${JSON.stringify(r.payload.toString('latin1'))}`)
+              return
+            }
+            const full = { ...client.defaultProps(), ...props }
+            const correlation = randomBytes(16)
+            const r = await client.request(p, { props: full, expiry, correlation, timeoutMs: 3000 })
             assertWellFormed(r)
-            assert.ok(r.payload.equals(reused), `another request under used correlation data is refused: ${JSON.stringify(r.payload.toString('latin1'))}`)
-            return
-          }
-          const full = { ...client.defaultProps(), ...props }
-          const correlation = randomBytes(16)
-          const r = await client.request(p, { props: full, expiry, correlation, timeoutMs: 3000 })
-          assertWellFormed(r)
-          past.push({ correlation, payload: p, props: full, answer: r.payload })
-        }),
+            past.push({ correlation, payload: p, props: full, answer: r.payload })
+          },
+        ),
         { numRuns: 400 },
       )
       // Still serving, and still correct.

@@ -67,12 +67,24 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
   it('the broker authenticates, tracks and disconnects an in-process client as any other', async () => {
     const broker = await startBroker({ port: 0, auth: { users: { alice: 'secret' } } })
     try {
-      const refused = new mqtt.MqttClient(() => broker.connectInProcess(), { protocolVersion: 5, clientId: 'mallory', username: 'alice', password: 'wrong', reconnectPeriod: 0 })
+      const refused = new mqtt.MqttClient(() => broker.connectInProcess(), {
+        protocolVersion: 5,
+        clientId: 'mallory',
+        username: 'alice',
+        password: 'wrong',
+        reconnectPeriod: 0,
+      })
       const code = await new Promise<number>((resolve) => refused.once('error', (err) => resolve(Number((err as { code?: unknown }).code))))
       assert.equal(code, 0x86, 'bad user name or password')
       await refused.endAsync(true)
 
-      const client = new mqtt.MqttClient(() => broker.connectInProcess(), { protocolVersion: 5, clientId: 'alice-1', username: 'alice', password: 'secret', reconnectPeriod: 0 })
+      const client = new mqtt.MqttClient(() => broker.connectInProcess(), {
+        protocolVersion: 5,
+        clientId: 'alice-1',
+        username: 'alice',
+        password: 'secret',
+        reconnectPeriod: 0,
+      })
       await new Promise((resolve) => client.once('connect', resolve))
       assert.ok(broker.isConnected('alice-1'))
       const gone = new Promise<string>((resolve) => broker.onClientDisconnect(resolve))
@@ -80,7 +92,13 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
       assert.equal(await gone, 'alice-1', 'a dropped in-process connection is a disconnect')
       await client.endAsync(true)
 
-      const polite = new mqtt.MqttClient(() => broker.connectInProcess(), { protocolVersion: 5, clientId: 'alice-2', username: 'alice', password: 'secret', reconnectPeriod: 0 })
+      const polite = new mqtt.MqttClient(() => broker.connectInProcess(), {
+        protocolVersion: 5,
+        clientId: 'alice-2',
+        username: 'alice',
+        password: 'secret',
+        reconnectPeriod: 0,
+      })
       await new Promise((resolve) => polite.once('connect', resolve))
       const left = new Promise<string>((resolve) => broker.onClientDisconnect((id) => id === 'alice-2' && resolve(id)))
       const closed = new Promise((resolve) => polite.stream.once('close', resolve))

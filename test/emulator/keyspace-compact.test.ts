@@ -49,7 +49,7 @@ describe('emulator keyspace: compact records', () => {
     for (const length of LENGTHS) assert.deepEqual(all.get(`k${length}`), bytes(length, length), `entries, ${length} bytes`)
   })
 
-  it('a Buffer read from a small value is the reader\'s own: writing to it does not change the store', () => {
+  it("a Buffer read from a small value is the reader's own: writing to it does not change the store", () => {
     const { store } = setup()
     store.set(b('k'), b('original'))
     store.get(b('k'))!.value.fill(0x21)
@@ -98,7 +98,10 @@ describe('emulator keyspace: compact records', () => {
       ['own-id', { value: b('3'), version: new Hlc(1_600_000_000_000, 2, 'svc'), fencingToken: null, expiresAt: 0, persisted: true }],
       ['fenced', { value: b('4'), version: new Hlc(1_700_000_000_003, 1, 'node-a'), fencingToken: new Hlc(5, 3, 'client'), expiresAt: 0, persisted: true }],
       ['expiring', { value: b('5'), version: new Hlc(1_700_000_000_004, 0, 'node-c'), fencingToken: null, expiresAt: far, persisted: false }],
-      ['big-counter', { value: b('6'), version: new Hlc(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'node-a'), fencingToken: null, expiresAt: 0, persisted: true }],
+      [
+        'big-counter',
+        { value: b('6'), version: new Hlc(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'node-a'), fencingToken: null, expiresAt: 0, persisted: true },
+      ],
     ]
     for (const [key, record] of restored) store.load(b(key), record)
     const expected = (r: StoredRecord) => ({

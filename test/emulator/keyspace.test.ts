@@ -72,10 +72,13 @@ describe('emulator keyspace (injected clock)', () => {
     assert.equal(time.armed.size, 0, 'no timer when nothing can expire')
     const order = changes.filter((c) => c.kind === 'delete').map((c) => Number(c.key.toString().slice(1)))
     const deadlines = order.map((i) => (i * 7919) % 1000)
-    assert.deepEqual(deadlines, [...deadlines].sort((x, y) => x - y))
+    assert.deepEqual(
+      deadlines,
+      [...deadlines].sort((x, y) => x - y),
+    )
   })
 
-  it('mints the reading a request\'s __ts gave the clock as the version of its write, once, and only while the clock has not moved', () => {
+  it("mints the reading a request's __ts gave the clock as the version of its write, once, and only while the clock has not moved", () => {
     const { time, clock, store, changes } = setup()
     const received = clock.update(new Hlc(time.now + 5000, 0, 'client'))
     assert.equal(received.toString(), new Hlc(time.now + 5000, 1, 'svc').toString())
@@ -167,7 +170,7 @@ describe('emulator keyspace (injected clock)', () => {
     assert.equal(store.size, 2)
   })
 
-  it('stores its own copy of the value, not a view of the caller\'s buffer', () => {
+  it("stores its own copy of the value, not a view of the caller's buffer", () => {
     const { store } = setup()
     const big = Buffer.alloc(10_000, 1)
     const value = big.subarray(100, 200)
@@ -187,7 +190,10 @@ describe('emulator keyspace (injected clock)', () => {
     assert.equal(changes.length, 0)
     assert.equal(store.get(b('kept'))!.version, version)
     assert.equal(store.get(b('late')), null)
-    assert.deepEqual([...store.entries()].map(([k]) => k.toString()), ['kept'])
+    assert.deepEqual(
+      [...store.entries()].map(([k]) => k.toString()),
+      ['kept'],
+    )
     time.advanceTo(time.now + 100)
     assert.equal(store.size, 0)
     assert.equal(changes.length, 1, 'its expiry is reported like any other')

@@ -87,12 +87,16 @@ describe('emulator parts', () => {
       assert.equal(cache.lookup('x', set('second', {}), 1).state, 'conflict')
       cache.complete(entry, { payload: Buffer.from('+OK\r\n'), timestamp: 'v' })
       assert.equal(cache.lookup('x', set('second', {}), 1).state, 'conflict')
-      assert.equal(cache.lookup('x', set('first', { __srcId: 'me', __ts: '1:0:c' }), 1).state, 'done', 'the entry of the first request is kept for its re-sends')
+      assert.equal(
+        cache.lookup('x', set('first', { __srcId: 'me', __ts: '1:0:c' }), 1).state,
+        'done',
+        'the entry of the first request is kept for its re-sends',
+      )
     })
   })
 
   describe('responseTopicRefusal', () => {
-    it('refuses the request topics, the service\'s space and wildcards, each with its reason', () => {
+    it("refuses the request topics, the service's space and wildcards, each with its reason", () => {
       const refused: Array<[string, RegExp]> = [
         ['', /empty/],
         [REQUEST_TOPIC, /request topic/],
@@ -116,9 +120,15 @@ describe('emulator parts', () => {
       r.register('b', Buffer.from('k'))
       r.register('a', Buffer.from('k'))
       const change = { kind: 'delete' as const, key: Buffer.from('k'), version: new Hlc(1, 0, 'n'), cause: 'del' as const, wasPersisted: false }
-      assert.deepEqual(r.notificationsFor(change).map((n) => n.clientId), ['a', 'b'])
+      assert.deepEqual(
+        r.notificationsFor(change).map((n) => n.clientId),
+        ['a', 'b'],
+      )
       assert.equal(r.dropClient('a'), 1)
-      assert.deepEqual(r.notificationsFor(change).map((n) => n.clientId), ['b'])
+      assert.deepEqual(
+        r.notificationsFor(change).map((n) => n.clientId),
+        ['b'],
+      )
       assert.equal(r.unregister('b', Buffer.from('k')), true)
       assert.equal(r.unregister('b', Buffer.from('k')), false)
       assert.equal(r.size, 0)

@@ -81,9 +81,13 @@ describe('emulator persistence', function () {
     assert.equal(text((await c.request(Request.set('fenced', 'x'))).payload), text(Reply.error(SERVICE_ERROR_TEXT.MissingFencingToken)))
     // Lower than the stored token whatever the time the restart took (a reading of the clock now could pass it).
     const lower = new Hlc(Hlc.parse(token).timestamp - 4000, 0, 'locker').toString()
-    assert.equal(text((await c.request(Request.set('fenced', 'x'), { props: { [Prop.fencingToken]: lower } })).payload), text(Reply.error(SERVICE_ERROR_TEXT.FencingTokenLowerVersion)))
+    assert.equal(
+      text((await c.request(Request.set('fenced', 'x'), { props: { [Prop.fencingToken]: lower } })).payload),
+      text(Reply.error(SERVICE_ERROR_TEXT.FencingTokenLowerVersion)),
+    )
     const after = await c.request(Request.set(key, 'new'), persist)
-    for (const v of versions.values()) assert.ok(Hlc.compare(Hlc.parse(after.prop(Prop.timestamp)!), Hlc.parse(v)) > 0, 'versions keep increasing across restarts')
+    for (const v of versions.values())
+      assert.ok(Hlc.compare(Hlc.parse(after.prop(Prop.timestamp)!), Hlc.parse(v)) > 0, 'versions keep increasing across restarts')
   })
 
   it('restarts its clock above a deletion made while a client ahead had pushed it (the DEL record has no version, its recorded answer does)', async () => {
@@ -114,7 +118,13 @@ describe('emulator persistence', function () {
     let c = await restart(args)
     const set = await c.request(Request.set('k', 'v'), persist)
     await proc!.kill('SIGKILL')
-    const record = encodeSet(Buffer.from('torn'), { value: Buffer.alloc(100, 7), version: new Hlc(Date.now(), 0, 'x'), fencingToken: null, expiresAt: 0, persisted: true })
+    const record = encodeSet(Buffer.from('torn'), {
+      value: Buffer.alloc(100, 7),
+      version: new Hlc(Date.now(), 0, 'x'),
+      fencingToken: null,
+      expiresAt: 0,
+      persisted: true,
+    })
     appendFileSync(file, record.subarray(0, record.length >> 1))
     c = await restart(args)
     assert.equal((await c.request(Request.get('k'))).prop(Prop.timestamp), set.prop(Prop.timestamp))
@@ -137,7 +147,12 @@ describe('emulator persistence', function () {
     const file = join(dir, 'store.aof')
     const args = ['--listen', '127.0.0.1:0', '--persist', file]
     const c = await restart(args)
-    const pending = Array.from({ length: 300 }, (_, i) => c.request(Request.set(`t-${i}`, 'v'), { ...persist, timeoutMs: 3000 }).then((r) => (r.payload.equals(Reply.ok) ? `t-${i}` : null), () => null))
+    const pending = Array.from({ length: 300 }, (_, i) =>
+      c.request(Request.set(`t-${i}`, 'v'), { ...persist, timeoutMs: 3000 }).then(
+        (r) => (r.payload.equals(Reply.ok) ? `t-${i}` : null),
+        () => null,
+      ),
+    )
     await pending[0]
     const { code } = await proc!.kill('SIGTERM')
     assert.equal(code, 0)
@@ -156,10 +171,15 @@ describe('emulator persistence', function () {
     const emulator = await startEmulator({ persistFile: join(dir, 'busy.aof'), maxInFlight: 4, logLevel: 'debug', logger: (_l, m) => logs.push(m) })
     const clients = await Promise.all([1, 2, 3].map(() => RawClient.connect(emulator.brokerUrl)))
     try {
-      const answers = await Promise.all(clients.flatMap((c, i) => Array.from({ length: 100 }, (_, j) => c.request(Request.set(`busy-${i}-${j}`, 'v'), persist))))
+      const answers = await Promise.all(
+        clients.flatMap((c, i) => Array.from({ length: 100 }, (_, j) => c.request(Request.set(`busy-${i}-${j}`, 'v'), persist))),
+      )
       assert.ok(answers.every((r) => r.payload.equals(Reply.ok)))
       assert.equal(emulator.keyCount, 300)
-      assert.ok(logs.some((m) => m.includes('reading from the broker paused')), 'the limit was reached')
+      assert.ok(
+        logs.some((m) => m.includes('reading from the broker paused')),
+        'the limit was reached',
+      )
     } finally {
       await Promise.all(clients.map((c) => c.close()))
       await emulator.stop()
@@ -192,7 +212,13 @@ describe('emulator persistence', function () {
 
   it('decodes its records and stops at the first torn or corrupt one', () => {
     const v = new Hlc(1_700_000_000_000, 2, 'n')
-    const a = encodeSet(Buffer.from('a'), { value: Buffer.from('1'), version: v, fencingToken: new Hlc(5, 0, 'f'), expiresAt: 1_800_000_000_000, persisted: true })
+    const a = encodeSet(Buffer.from('a'), {
+      value: Buffer.from('1'),
+      version: v,
+      fencingToken: new Hlc(5, 0, 'f'),
+      expiresAt: 1_800_000_000_000,
+      persisted: true,
+    })
     const d = encodeDelete(Buffer.from('a'))
     const magic = Buffer.from('AIOSS\u0001\r\n', 'latin1')
     const log = decodeLog(Buffer.concat([magic, a, d]))
@@ -240,7 +266,10 @@ describe('emulator persistence', function () {
     const magicV1 = Buffer.from('AIOSS\u0001\r\n', 'latin1')
     const version = new Hlc(Date.now() - 1000, 0, 'old-node')
     const record = { value: Buffer.from('from v1'), version, fencingToken: null, expiresAt: 0, persisted: true }
-    writeFileSync(file, Buffer.concat([magicV1, encodeSet(Buffer.from('kept'), record), encodeSet(Buffer.from('gone'), record), encodeDelete(Buffer.from('gone'))]))
+    writeFileSync(
+      file,
+      Buffer.concat([magicV1, encodeSet(Buffer.from('kept'), record), encodeSet(Buffer.from('gone'), record), encodeDelete(Buffer.from('gone'))]),
+    )
     let emulator = await startEmulator({ persistFile: file, logLevel: 'silent' })
     let c = await RawClient.connect(emulator.brokerUrl)
     try {
@@ -248,7 +277,11 @@ describe('emulator persistence', function () {
       assert.equal(text(got.payload), text(Reply.value(Buffer.from('from v1'))))
       assert.equal(got.prop(Prop.timestamp), version.toString())
       assert.equal(emulator.keyCount, 1)
-      assert.equal(readFileSync(file).subarray(0, 8).toString('latin1'), 'AIOSS\u0003\r\n', 'the previous version now refuses the file instead of cutting it short')
+      assert.equal(
+        readFileSync(file).subarray(0, 8).toString('latin1'),
+        'AIOSS\u0003\r\n',
+        'the previous version now refuses the file instead of cutting it short',
+      )
       await c.request(Request.set('new', 'v'), persist)
       await c.close()
       await emulator.stop()
@@ -282,7 +315,9 @@ describe('emulator persistence', function () {
       await other.close()
       await emulator.stop()
     }
-    const registrations = decodeLog(readFileSync(file)).records.flatMap((r) => (r.type === 'set' || r.type === 'delete' || r.type === 'answer' ? [] : [[r.type, r.clientId]]))
+    const registrations = decodeLog(readFileSync(file)).records.flatMap((r) =>
+      r.type === 'set' || r.type === 'delete' || r.type === 'answer' ? [] : [[r.type, r.clientId]],
+    )
     assert.deepEqual(registrations, [
       ['keynotify', 'ghost'],
       ['drop-client', 'ghost'],
@@ -343,7 +378,10 @@ describe('emulator persistence', function () {
       assert.equal(text((await watcher.request(Request.keyNotifyStop('w2'))).payload), text(Reply.ok))
       assert.deepEqual(await notifiedOf(['w1', 'w2', 'w3']), ['w1', 'w3'])
       await start(file)
-      assert.ok(logs.some((m) => m.includes('3 KEYNOTIFY registration(s) restored')), logs.join('\n'))
+      assert.ok(
+        logs.some((m) => m.includes('3 KEYNOTIFY registration(s) restored')),
+        logs.join('\n'),
+      )
       assert.deepEqual(await toldAtRestart(3), ['marker', 'w1', 'w3'])
       assert.deepEqual(await notifiedOf(['w1', 'w2', 'w3']), ['w1', 'w3'], 'the watcher never re-registered')
       assert.equal(text((await watcher.request(Request.keyNotifyStop('w1'))).payload), text(Reply.ok))
@@ -363,7 +401,10 @@ describe('emulator persistence', function () {
       for (let round = 0; round < 30; round++) {
         await Promise.all(Array.from({ length: 10 }, (_, i) => writer!.request(Request.set(`fill-${i}`, `round ${round} `.repeat(20)), persist)))
       }
-      assert.ok(logs.some((m) => m.includes('compacted')), 'a compaction ran')
+      assert.ok(
+        logs.some((m) => m.includes('compacted')),
+        'a compaction ran',
+      )
       const records = decodeLog(readFileSync(file)).records
       assert.ok(!records.some((r) => r.type === 'keynotify-stop'), 'the STOP is gone with the compaction')
       await start(file)
@@ -383,7 +424,10 @@ describe('emulator persistence', function () {
       const torn = encodeKeyNotify(id, Buffer.from('t2'), false)
       appendFileSync(file, torn.subarray(0, torn.length - 3))
       await start(file)
-      assert.ok(logs.some((m) => m.includes(`ignored ${torn.length - 3} byte(s)`)), logs.join('\n'))
+      assert.ok(
+        logs.some((m) => m.includes(`ignored ${torn.length - 3} byte(s)`)),
+        logs.join('\n'),
+      )
       assert.deepEqual(await toldAtRestart(2), ['marker', 't1'])
       assert.deepEqual(await notifiedOf(['t1', 't2']), ['t1'])
       // The tail was cut off, so what is recorded next is readable.

@@ -40,7 +40,13 @@ function referenceItems(pattern: string, p: Principal): Item[] | null {
       const end = pattern.indexOf('}', i)
       const name = pattern.slice(i + 1, end)
       const value =
-        name === 'principal.clientId' ? p.clientId : name === 'principal.username' ? p.username : name.startsWith('principal.attributes.') ? p.attributes?.[name.slice(21)] : undefined
+        name === 'principal.clientId'
+          ? p.clientId
+          : name === 'principal.username'
+            ? p.username
+            : name.startsWith('principal.attributes.')
+              ? p.attributes?.[name.slice(21)]
+              : undefined
       // A value that could reach past its place (a `/`, a glob character, a brace) or is empty matches nothing.
       if (value === undefined || value === '' || /[/*?[\]\\{}]/.test(value)) return null
       literal(value)
@@ -98,7 +104,25 @@ function referenceMatch(pattern: string, key: Buffer, p: Principal): boolean {
 
 // ---- generators ----
 
-const PATTERN_PARTS = ['a', 'b', 'c', '/', '1', '5', 'é', '*', '?', '[a-c]', '[!b]', '[^a]', '[0-9]', '[]a]', '{principal.clientId}', '{principal.username}', '{principal.attributes.city}']
+const PATTERN_PARTS = [
+  'a',
+  'b',
+  'c',
+  '/',
+  '1',
+  '5',
+  'é',
+  '*',
+  '?',
+  '[a-c]',
+  '[!b]',
+  '[^a]',
+  '[0-9]',
+  '[]a]',
+  '{principal.clientId}',
+  '{principal.username}',
+  '{principal.attributes.city}',
+]
 const VALUE_PARTS = ['a', 'b', '*', '?', '[', ']', '/', '1', 'é', '-']
 const KEY_PARTS = ['a', 'b', 'c', '/', '1', '5', '9', 'é', '*', '?', '[', ']', 'x']
 
@@ -144,7 +168,11 @@ describe('emulator policies', () => {
           pattern.chain((p) => principal.chain((who) => fc.tuple(fc.constant(p), fc.constant(who), keyFor(p, who)))),
           ([p, who, key]) => {
             const compiled = new KeyPattern('Pattern', p, { substitutions: true })
-            assert.equal(compiled.matches(latin1(key), who), referenceMatch(p, key, who), `pattern ${p} key ${JSON.stringify(key.toString())} principal ${JSON.stringify(who)}`)
+            assert.equal(
+              compiled.matches(latin1(key), who),
+              referenceMatch(p, key, who),
+              `pattern ${p} key ${JSON.stringify(key.toString())} principal ${JSON.stringify(who)}`,
+            )
           },
         ),
         { numRuns: 3000 },
@@ -203,10 +231,19 @@ describe('emulator policies', () => {
     it('a clientIds or usernames entry matches exactly the names the reference matches', () => {
       fc.assert(
         fc.property(text(['a', 'b', '-', '.', 'é', '*', '?', '[']), text(['a', 'b', '-', '.', 'é', '*', '?', '[']), (glob, name) => {
-          const policy = AuthorizationPolicy.compile([{ value: { rules: [{ principals: { clientIds: [glob], usernames: [glob] }, brokerResources: [{ method: 'Connect' }] }] }, fields: new Fields(0, []) }])
+          const policy = AuthorizationPolicy.compile([
+            {
+              value: { rules: [{ principals: { clientIds: [glob], usernames: [glob] }, brokerResources: [{ method: 'Connect' }] }] },
+              fields: new Fields(0, []),
+            },
+          ])
           const expected = referenceName(glob, name)
           assert.equal(policy.decideConnect({ clientId: name }).allowed, expected, `clientIds ${glob} ${name}`)
-          assert.equal(policy.decideConnect({ clientId: '\u0000', username: name }).allowed, expected || referenceName(glob, '\u0000'), `usernames ${glob} ${name}`)
+          assert.equal(
+            policy.decideConnect({ clientId: '\u0000', username: name }).allowed,
+            expected || referenceName(glob, '\u0000'),
+            `usernames ${glob} ${name}`,
+          )
         }),
         { numRuns: 3000 },
       )
@@ -215,7 +252,9 @@ describe('emulator policies', () => {
 
   describe('topic templates against a reference (fast-check)', () => {
     const level = fc.constantFrom('a', 'b', '{principal.clientId}', '{principal.username}')
-    const filterOf = fc.tuple(fc.array(fc.oneof(level, fc.constant('+')), { minLength: 1, maxLength: 4 }), fc.boolean()).map(([levels, hash]) => [...levels, ...(hash ? ['#'] : [])].join('/'))
+    const filterOf = fc
+      .tuple(fc.array(fc.oneof(level, fc.constant('+')), { minLength: 1, maxLength: 4 }), fc.boolean())
+      .map(([levels, hash]) => [...levels, ...(hash ? ['#'] : [])].join('/'))
     const who = fc.record({ clientId: fc.constantFrom('a', 'c', 'x/y', '+', ''), username: fc.constantFrom('b', 'u', '#') })
     const topic = fc.array(fc.constantFrom('a', 'b', 'c', 'u', 'x', 'y'), { minLength: 1, maxLength: 6 }).map((l) => l.join('/'))
 
@@ -244,13 +283,20 @@ describe('emulator policies', () => {
 
     it('a Subscribe filter is granted only when every topic it matches is allowed', () => {
       fc.assert(
-        fc.property(filterOf, who, fc.array(fc.constantFrom('a', 'b', 'c', 'u', '+'), { minLength: 1, maxLength: 5 }), fc.array(topic, { maxLength: 20 }), (granted, p, asked, topics) => {
-          const requested = asked.join('/')
-          if (new TopicTemplate(granted).coversFilter(p, requested)) {
-            for (const t of topics) if (referenceTopic(requested, p, t)) assert.ok(referenceTopic(granted, p, t), `${requested} granted by ${granted} but ${t} is not`)
-          }
-          if (referenceTopic(granted, p, requested) && !requested.includes('+')) assert.ok(new TopicTemplate(granted).coversFilter(p, requested))
-        }),
+        fc.property(
+          filterOf,
+          who,
+          fc.array(fc.constantFrom('a', 'b', 'c', 'u', '+'), { minLength: 1, maxLength: 5 }),
+          fc.array(topic, { maxLength: 20 }),
+          (granted, p, asked, topics) => {
+            const requested = asked.join('/')
+            if (new TopicTemplate(granted).coversFilter(p, requested)) {
+              for (const t of topics)
+                if (referenceTopic(requested, p, t)) assert.ok(referenceTopic(granted, p, t), `${requested} granted by ${granted} but ${t} is not`)
+            }
+            if (referenceTopic(granted, p, requested) && !requested.includes('+')) assert.ok(new TopicTemplate(granted).coversFilter(p, requested))
+          },
+        ),
         { numRuns: 2000 },
       )
     })
@@ -310,7 +356,10 @@ spec:
     it('reads the resource as applied and decides by client id, user name and attributes, naming the rule', () => {
       const policy = readAuthorizationFile(file('authz.yaml', RESOURCE))
       const sensor = { clientId: 'sensor-7' }
-      assert.deepEqual(policy.decideKey(sensor, 'read', 'config3'), { allowed: true, rule: 'plant-policy rules[0].stateStoreResources[0] Read Pattern ("config[0-9]")' })
+      assert.deepEqual(policy.decideKey(sensor, 'read', 'config3'), {
+        allowed: true,
+        rule: 'plant-policy rules[0].stateStoreResources[0] Read Pattern ("config[0-9]")',
+      })
       assert.equal(policy.decideKey(sensor, 'read', 'configX').allowed, false)
       assert.equal(policy.decideKey(sensor, 'write', 'config3').allowed, false)
       assert.equal(policy.decideKey(sensor, 'write', 'sensors/sensor-7/t').allowed, true)
@@ -336,10 +385,14 @@ spec:
       const other = `apiVersion: mqttbroker.iotoperations.azure.com/v1\nkind: Broker\nmetadata: { name: default }\nspec: { persistence: { maxSize: 1Gi } }\n`
       const two = readAuthorizationFile(file('two.yaml', `${other}---\n${RESOURCE}---\n${RESOURCE.replace('plant-policy', 'second')}`))
       assert.equal(two.ruleCount, 4)
-      const json = readAuthorizationFile(file('authz.json', JSON.stringify({ rules: [{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Read', keys: ['*'] }] }] })))
+      const json = readAuthorizationFile(
+        file('authz.json', JSON.stringify({ rules: [{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Read', keys: ['*'] }] }] })),
+      )
       assert.equal(json.decideKey({ clientId: 'x' }, 'read', 'any').allowed, true)
       assert.equal(json.grantsBrokerResources, false)
-      const list = readAuthorizationFile(file('list.json', JSON.stringify([{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Write', keys: ['k'] }] }])))
+      const list = readAuthorizationFile(
+        file('list.json', JSON.stringify([{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Write', keys: ['k'] }] }])),
+      )
       assert.equal(list.decideKey({ clientId: 'x' }, 'write', 'k').allowed, true)
     })
 
@@ -352,13 +405,22 @@ spec:
     }
 
     it('stops on a bad file with the file, the line, the field that names the rule, and what is wrong', () => {
-      refusal(RESOURCE.replace('method: Read\n            keyType: pattern', 'method: Reed\n            keyType: pattern'), /bad\.yaml:21: spec\.authorizationPolicies\.rules\[0\]\.stateStoreResources\[0\]\.method: must be one of Read, Write, ReadWrite, not "Reed"/)
+      refusal(
+        RESOURCE.replace('method: Read\n            keyType: pattern', 'method: Reed\n            keyType: pattern'),
+        /bad\.yaml:21: spec\.authorizationPolicies\.rules\[0\]\.stateStoreResources\[0\]\.method: must be one of Read, Write, ReadWrite, not "Reed"/,
+      )
       refusal(RESOURCE.replace('keyType: string', 'keyType: Text'), /:33: .*rules\[1\]\.stateStoreResources\[0\]\.keyType: must be Pattern, String or Binary/)
       refusal(RESOURCE.replace('config[0-9]', 'config[0-9'), /rules\[0\]\.stateStoreResources\[0\]\.keys\[0\]: "\[" at position 6 is not closed/)
       refusal(RESOURCE.replace('{principal.clientId}/*', '{principal.clientid}/*'), /keys\[0\]: \{principal\.clientid\} is not a substitution/)
       refusal(RESOURCE.replace('AP8=', 'not base64!'), /keys\[0\]: a Binary key must be base64/)
-      refusal(RESOURCE.replace('stateStoreResources:\n          - method: Read', 'stateStoreResource:\n          - method: Read'), /rules\[0\]\.stateStoreResource: unknown field/)
-      refusal(RESOURCE.replace('topics: ["telemetry/{principal.clientId}"]', 'topics: ["telemetry/#/x"]'), /topics\[0\]: "#" must be a whole level, the last one/)
+      refusal(
+        RESOURCE.replace('stateStoreResources:\n          - method: Read', 'stateStoreResource:\n          - method: Read'),
+        /rules\[0\]\.stateStoreResource: unknown field/,
+      )
+      refusal(
+        RESOURCE.replace('topics: ["telemetry/{principal.clientId}"]', 'topics: ["telemetry/#/x"]'),
+        /topics\[0\]: "#" must be a whole level, the last one/,
+      )
       refusal(RESOURCE.replace('usernames: ["ops"]', 'nicknames: ["ops"]'), /principals\.nicknames: unknown field/)
       refusal(RESOURCE.replace('mqttbroker.iotoperations.azure.com/v1', 'v1'), /:1: apiVersion: must be mqttbroker/)
       refusal('rules: [ { principals: ', /is not valid YAML or JSON/)
@@ -375,26 +437,38 @@ spec:
     after(() => rmSync(dir, { recursive: true, force: true }))
     const broker = (persistence: string) => {
       const path = join(dir, 'broker.yaml')
-      writeFileSync(path, `apiVersion: mqttbroker.iotoperations.azure.com/v1\nkind: Broker\nmetadata:\n  name: default\nspec:\n  persistence:\n    maxSize: 10GiB\n${persistence}`)
+      writeFileSync(
+        path,
+        `apiVersion: mqttbroker.iotoperations.azure.com/v1\nkind: Broker\nmetadata:\n  name: default\nspec:\n  persistence:\n    maxSize: 10GiB\n${persistence}`,
+      )
       return path
     }
     const none = () => undefined
 
     it('Custom: the listed keys, and with dynamic Enabled the keys SET with the dynamic property', () => {
       const policy = readBrokerConfigFile(
-        broker(`    dynamicSettings:\n      userPropertyKey: keep\n      userPropertyValue: "yes"\n    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources:\n          - keyType: Pattern\n            keys: ["config/*", "unit[0-9]"]\n          - keyType: binary\n            keys: ["AAE="]\n        dynamic:\n          mode: Enabled\n`),
+        broker(
+          `    dynamicSettings:\n      userPropertyKey: keep\n      userPropertyValue: "yes"\n    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources:\n          - keyType: Pattern\n            keys: ["config/*", "unit[0-9]"]\n          - keyType: binary\n            keys: ["AAE="]\n        dynamic:\n          mode: Enabled\n`,
+        ),
       )
       assert.deepEqual(policy.decide('config/a', none), { persist: true, rule: 'stateStoreResources[0] Pattern "config/*"' })
       assert.equal(policy.decide('unit7', none).persist, true)
       assert.equal(policy.decide('unitX', none).persist, false)
       assert.equal(policy.decide(latin1(Buffer.from([0, 1])), none).persist, true)
-      assert.deepEqual(policy.decide('other', (n) => (n === 'keep' ? 'yes' : undefined)), { persist: true, rule: 'the user property keep=yes' })
+      assert.deepEqual(
+        policy.decide('other', (n) => (n === 'keep' ? 'yes' : undefined)),
+        { persist: true, rule: 'the user property keep=yes' },
+      )
       assert.equal(policy.decide('other', (n) => (n === 'aio-persistence' ? 'true' : undefined)).persist, false)
     })
 
     it('Custom with dynamic Disabled ignores the property; All keeps every key; None keeps none', () => {
       const asked = (n: string) => (n === 'aio-persistence' ? 'true' : undefined)
-      const disabled = readBrokerConfigFile(broker(`    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources: [{ keyType: String, keys: ["a*"] }]\n        dynamic: { mode: Disabled }\n`))
+      const disabled = readBrokerConfigFile(
+        broker(
+          `    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources: [{ keyType: String, keys: ["a*"] }]\n        dynamic: { mode: Disabled }\n`,
+        ),
+      )
       assert.equal(disabled.decide('other', asked).persist, false)
       assert.equal(disabled.decide('a*', none).persist, true)
       assert.equal(disabled.decide('ab', none).persist, false)
@@ -405,12 +479,21 @@ spec:
     })
 
     it('stops on a bad policy with the file, the line and the field', () => {
-      assert.throws(() => readBrokerConfigFile(broker(`    stateStore:\n      mode: Some\n`)), /broker\.yaml:9: spec\.persistence\.stateStore\.mode: must be one of None, All, Custom, not "Some"/)
       assert.throws(
-        () => readBrokerConfigFile(broker(`    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources: [{ keys: ["{principal.clientId}"] }]\n`)),
+        () => readBrokerConfigFile(broker(`    stateStore:\n      mode: Some\n`)),
+        /broker\.yaml:9: spec\.persistence\.stateStore\.mode: must be one of None, All, Custom, not "Some"/,
+      )
+      assert.throws(
+        () =>
+          readBrokerConfigFile(
+            broker(`    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources: [{ keys: ["{principal.clientId}"] }]\n`),
+          ),
         /stateStoreResources\[0\]\.keys\[0\]: a \{principal\.…\} substitution has no meaning here/,
       )
-      assert.throws(() => readBrokerConfigFile(broker(`    stateStore: { mode: All, stateStoreSettings: {} }\n`)), /stateStoreSettings: applies to mode Custom only/)
+      assert.throws(
+        () => readBrokerConfigFile(broker(`    stateStore: { mode: All, stateStoreSettings: {} }\n`)),
+        /stateStoreSettings: applies to mode Custom only/,
+      )
     })
   })
 
@@ -419,9 +502,22 @@ spec:
       const dir = mkdtempSync(join(tmpdir(), 'emu-inspect-'))
       const auth = join(dir, 'authz.yaml')
       const brokerConfig = join(dir, 'broker.yaml')
-      writeFileSync(auth, `kind: BrokerAuthorization\napiVersion: mqttbroker.iotoperations.azure.com/v1\nmetadata: { name: p }\nspec:\n  authorizationPolicies:\n    rules:\n      - principals: { clientIds: [w] }\n        brokerResources: [{ method: Connect }, { method: Subscribe, topics: ["#"] }]\n        stateStoreResources:\n          - { method: ReadWrite, keys: ["cfg/*", "free"] }\n      - principals: { clientIds: [r] }\n        brokerResources: [{ method: Connect }]\n        stateStoreResources:\n          - { method: Read, keys: ["cfg/*"] }\n`)
-      writeFileSync(brokerConfig, `kind: Broker\napiVersion: mqttbroker.iotoperations.azure.com/v1\nspec:\n  persistence:\n    maxSize: 1GiB\n    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources: [{ keyType: Pattern, keys: ["cfg/*"] }]\n        dynamic: { mode: Enabled }\n`)
-      const emulator = await startEmulator({ listen: { port: 0 }, admin: true, authorizationFile: auth, brokerConfigFile: brokerConfig, persistFile: join(dir, 'store.aof'), logLevel: 'silent' })
+      writeFileSync(
+        auth,
+        `kind: BrokerAuthorization\napiVersion: mqttbroker.iotoperations.azure.com/v1\nmetadata: { name: p }\nspec:\n  authorizationPolicies:\n    rules:\n      - principals: { clientIds: [w] }\n        brokerResources: [{ method: Connect }, { method: Subscribe, topics: ["#"] }]\n        stateStoreResources:\n          - { method: ReadWrite, keys: ["cfg/*", "free"] }\n      - principals: { clientIds: [r] }\n        brokerResources: [{ method: Connect }]\n        stateStoreResources:\n          - { method: Read, keys: ["cfg/*"] }\n`,
+      )
+      writeFileSync(
+        brokerConfig,
+        `kind: Broker\napiVersion: mqttbroker.iotoperations.azure.com/v1\nspec:\n  persistence:\n    maxSize: 1GiB\n    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources: [{ keyType: Pattern, keys: ["cfg/*"] }]\n        dynamic: { mode: Enabled }\n`,
+      )
+      const emulator = await startEmulator({
+        listen: { port: 0 },
+        admin: true,
+        authorizationFile: auth,
+        brokerConfigFile: brokerConfig,
+        persistFile: join(dir, 'store.aof'),
+        logLevel: 'silent',
+      })
       try {
         const w = await RawClient.connect(emulator.brokerUrl, 'w')
         assert.equal((await w.request(Request.set('cfg/a', '1'))).payload.toString(), Reply.ok.toString())
@@ -439,7 +535,11 @@ spec:
         const cfg = emulator.admin!.inspect(Buffer.from('cfg/a'), 'r')!
         assert.equal(cfg.persistedBy, 'stateStoreResources[0] Pattern "cfg/*"')
         assert.equal(cfg.notPersistedBecause, null)
-        assert.deepEqual(cfg.access, { clientId: 'r', read: { allowed: true, rule: 'p rules[1].stateStoreResources[0] Read Pattern ("cfg/*")' }, write: { allowed: false, rule: null } })
+        assert.deepEqual(cfg.access, {
+          clientId: 'r',
+          read: { allowed: true, rule: 'p rules[1].stateStoreResources[0] Read Pattern ("cfg/*")' },
+          write: { allowed: false, rule: null },
+        })
         const free = emulator.admin!.inspect(Buffer.from('free'), 'w')!
         assert.equal(free.persistedBy, 'the user property aio-persistence=true')
         assert.equal(free.access?.write.rule, 'p rules[0].stateStoreResources[0] ReadWrite Pattern ("free")')
@@ -452,12 +552,20 @@ spec:
   })
 
   describe('the log under a policy', () => {
-    it('names the refused key, cut to a sane length, and keeps the clients\' service checks out of the info log', async () => {
+    it("names the refused key, cut to a sane length, and keeps the clients' service checks out of the info log", async () => {
       const dir = mkdtempSync(join(tmpdir(), 'emu-refusal-log-'))
       const auth = join(dir, 'authz.yaml')
-      writeFileSync(auth, `kind: BrokerAuthorization\napiVersion: mqttbroker.iotoperations.azure.com/v1\nmetadata: { name: p }\nspec:\n  authorizationPolicies:\n    rules:\n      - principals: { clientIds: [w] }\n        brokerResources: [{ method: Connect }, { method: Subscribe, topics: ["clients/{principal.clientId}/#"] }]\n        stateStoreResources:\n          - { method: ReadWrite, keys: ["mine/*"] }\n`)
+      writeFileSync(
+        auth,
+        `kind: BrokerAuthorization\napiVersion: mqttbroker.iotoperations.azure.com/v1\nmetadata: { name: p }\nspec:\n  authorizationPolicies:\n    rules:\n      - principals: { clientIds: [w] }\n        brokerResources: [{ method: Connect }, { method: Subscribe, topics: ["clients/{principal.clientId}/#"] }]\n        stateStoreResources:\n          - { method: ReadWrite, keys: ["mine/*"] }\n`,
+      )
       const lines: string[] = []
-      const emulator = await startEmulator({ listen: { port: 0 }, authorizationFile: auth, logLevel: 'info', logger: (level, message) => lines.push(`[${level}] ${message}`) })
+      const emulator = await startEmulator({
+        listen: { port: 0 },
+        authorizationFile: auth,
+        logLevel: 'info',
+        logger: (level, message) => lines.push(`[${level}] ${message}`),
+      })
       const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'w', requestTimeoutMs: 3000 })
       try {
         await client.ready({ timeoutMs: 5000 })
@@ -468,8 +576,15 @@ spec:
         const refused = lines.filter((l) => l.startsWith('[info] refused'))
         assert.deepEqual(refused.slice(0, 1), ['[info] refused SET from client "w": -ERR NotAuthorized (no rule allows client "w" to write key "other/key")'])
         assert.equal(refused.length, 2, lines.join('\n'))
-        assert.equal(refused[1], `[info] refused SET from client "w": -ERR NotAuthorized (no rule allows client "w" to write key ${JSON.stringify(`line\n${'x'.repeat(75)}`)}… (305 bytes))`)
-        assert.deepEqual(lines.filter((l) => l.includes('GET')), [], 'the service check is not in the info log')
+        assert.equal(
+          refused[1],
+          `[info] refused SET from client "w": -ERR NotAuthorized (no rule allows client "w" to write key ${JSON.stringify(`line\n${'x'.repeat(75)}`)}… (305 bytes))`,
+        )
+        assert.deepEqual(
+          lines.filter((l) => l.includes('GET')),
+          [],
+          'the service check is not in the info log',
+        )
       } finally {
         await client.close()
         await emulator.stop()
@@ -479,16 +594,24 @@ spec:
   })
 
   describe('the policy rehearsal of docs/aio-broker.md, files and command as written there', () => {
-    it('lets node-red-0 work, Test connection\'s own id connect, and the sidebar\'s inspector show persistence and access', async () => {
+    it("lets node-red-0 work, Test connection's own id connect, and the sidebar's inspector show persistence and access", async () => {
       const page = readFileSync(join(__dirname, '..', '..', 'docs', 'aio-broker.md'), 'utf8')
       const block = (name: string) => new RegExp('```yaml\\n(# ' + name.replace('.', '\\.') + '[^\\n]*\\n[\\s\\S]*?)```').exec(page)?.[1]
       const command = /npx aio-statestore-emulator (--listen \d+ .*)/.exec(page)?.[1]
       assert.ok(block('authz.yaml') && block('broker.yaml') && command, 'the page has both files and the command')
-      for (const flag of ['--auth authz.yaml', '--broker-config broker.yaml', '--persist state.aof', '--admin']) assert.ok(command.includes(flag), `the command has ${flag}: ${command}`)
+      for (const flag of ['--auth authz.yaml', '--broker-config broker.yaml', '--persist state.aof', '--admin'])
+        assert.ok(command.includes(flag), `the command has ${flag}: ${command}`)
       const dir = mkdtempSync(join(tmpdir(), 'emu-rehearsal-'))
       writeFileSync(join(dir, 'authz.yaml'), block('authz.yaml')!)
       writeFileSync(join(dir, 'broker.yaml'), block('broker.yaml')!)
-      const emulator = await startEmulator({ listen: { port: 0 }, authorizationFile: join(dir, 'authz.yaml'), brokerConfigFile: join(dir, 'broker.yaml'), persistFile: join(dir, 'state.aof'), adminOverMqtt: true, logLevel: 'silent' })
+      const emulator = await startEmulator({
+        listen: { port: 0 },
+        authorizationFile: join(dir, 'authz.yaml'),
+        brokerConfigFile: join(dir, 'broker.yaml'),
+        persistFile: join(dir, 'state.aof'),
+        adminOverMqtt: true,
+        logLevel: 'silent',
+      })
       const flows = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-0', requestTimeoutMs: 3000 })
       const testButton = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-0-test-1a2b3c', requestTimeoutMs: 3000 })
       let found: Awaited<ReturnType<typeof RemoteEmulatorAdmin.discover>> = null
@@ -511,7 +634,7 @@ spec:
     })
   })
 
-  describe('the README\'s policy with the project\'s own client', () => {
+  describe("the README's policy with the project's own client", () => {
     it('lets the named client connect, use its keys and watch them (its own notifications need no Subscribe rule), and refuses the rest', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'emu-readme-policy-'))
       const auth = join(dir, 'authz.yaml')

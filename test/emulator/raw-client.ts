@@ -61,7 +61,12 @@ export class RawClient {
   }
 
   /** Connects and subscribes to its response topic and (unless told not to, as the Go SDK) its notification filter. */
-  static async connect(url: string, clientId = `raw-${randomBytes(4).toString('hex')}`, options: IClientOptions = {}, subscribe: { notifications?: string | false } = {}): Promise<RawClient> {
+  static async connect(
+    url: string,
+    clientId = `raw-${randomBytes(4).toString('hex')}`,
+    options: IClientOptions = {},
+    subscribe: { notifications?: string | false } = {},
+  ): Promise<RawClient> {
     const client = mqtt.connect(url, { protocolVersion: 5, clientId, reconnectPeriod: 0, connectTimeout: 5000, ...options })
     client.on('connect', () => (client.stream as Socket).setNoDelay?.(true))
     await new Promise<void>((resolve, reject) => {

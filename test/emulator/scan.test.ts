@@ -87,7 +87,11 @@ function suite(name: string, start: (ctx: Mocha.Context, options: EmulatorOption
       ]
       for (const [pattern, oracle] of cases) {
         const got = (await scanAll(raw, pattern)).flat().sort()
-        assert.deepEqual(got, KEYS.filter((k) => oracle.test(k)), pattern)
+        assert.deepEqual(
+          got,
+          KEYS.filter((k) => oracle.test(k)),
+          pattern,
+        )
       }
       assert.deepEqual((await scanAll(raw, 'scan/k1[0-4]?')).flat().length, 50)
       // `*` and `?` do not cross the end of the key, and the pattern is the whole key.
@@ -97,7 +101,10 @@ function suite(name: string, start: (ctx: Mocha.Context, options: EmulatorOption
 
     it('never returns a key that is not UTF-8', async () => {
       const got = (await scanAll(raw, 'scan/k10*')).flat().sort()
-      assert.deepEqual(got, KEYS.filter((k) => k.startsWith('scan/k10')))
+      assert.deepEqual(
+        got,
+        KEYS.filter((k) => k.startsWith('scan/k10')),
+      )
     })
 
     it('answers a retried token with the same page again, and refuses a token it does not know', async () => {
@@ -159,7 +166,13 @@ describe('SCAN and authorization', function () {
     writeFileSync(
       rules,
       JSON.stringify([
-        { principals: { clientIds: ['reader-*'] }, stateStoreResources: [{ method: 'Read', keys: ['public/*'] }, { method: 'Write', keys: ['inbox/*'] }] },
+        {
+          principals: { clientIds: ['reader-*'] },
+          stateStoreResources: [
+            { method: 'Read', keys: ['public/*'] },
+            { method: 'Write', keys: ['inbox/*'] },
+          ],
+        },
         { principals: { clientIds: ['admin'] }, stateStoreResources: [{ method: 'ReadWrite', keys: ['*'] }] },
       ]),
     )
@@ -174,7 +187,8 @@ describe('SCAN and authorization', function () {
     const admin = await RawClient.connect(emulator.brokerUrl, 'admin')
     const reader = await RawClient.connect(emulator.brokerUrl, 'reader-1')
     try {
-      for (const k of ['public/a', 'public/b', 'public/c', 'public/d', 'secret/a', 'inbox/a']) assert.deepEqual((await admin.request(Request.set(k, 'v'))).payload, Reply.ok)
+      for (const k of ['public/a', 'public/b', 'public/c', 'public/d', 'secret/a', 'inbox/a'])
+        assert.deepEqual((await admin.request(Request.set(k, 'v'))).payload, Reply.ok)
       assert.deepEqual((await scanAll(reader, '*')).flat().sort(), ['public/a', 'public/b', 'public/c', 'public/d'])
       // Write alone does not show a key.
       assert.deepEqual((await scanAll(reader, 'inbox/*')).flat(), [])

@@ -133,18 +133,28 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     await sleep(600)
     running = false
     await Promise.all([...loops, nodeLoop])
-    await until(() => nodeOut.length + nodeCaught.length === nodeSent, `an outcome for every node msg (${nodeOut.length} + ${nodeCaught.length} of ${nodeSent})`, 15_000)
+    await until(
+      () => nodeOut.length + nodeCaught.length === nodeSent,
+      `an outcome for every node msg (${nodeOut.length} + ${nodeCaught.length} of ${nodeSent})`,
+      15_000,
+    )
 
     // Accounting: every request ended exactly once, and failures are typed errors.
     assert.equal(api.ok.length + api.failedCount, api.issued, api.summary())
     assert.deepEqual(api.untyped, [], 'every failure is a typed StateStoreError')
     assert.ok(api.ok.length > beforeKill, `requests complete after the restart: ${beforeKill} before, ${api.summary()}`)
-    assert.ok(api.ok.every((r) => r.applied), 'no NX SET on a fresh key was answered "not applied" (no answer from a second execution)')
+    assert.ok(
+      api.ok.every((r) => r.applied),
+      'no NX SET on a fresh key was answered "not applied" (no answer from a second execution)',
+    )
     for (const m of nodeCaught) {
       const error = m.error as { code?: string; cause?: { kind?: string } }
       assert.ok(error.cause?.kind && error.code, `a typed error through Catch: ${JSON.stringify(m.error)}`)
     }
-    assert.ok(nodeOut.every((m) => m.applied === true), 'every node SET that completed was applied')
+    assert.ok(
+      nodeOut.every((m) => m.applied === true),
+      'every node SET that completed was applied',
+    )
 
     // The store holds each acknowledged value with the acknowledged version: nothing lost, nothing re-executed.
     const nodeAcks = new Map(nodeOut.map((m) => [String(m.topic), { value: String(m.payload), version: String(m.version) }]))
@@ -156,9 +166,16 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
 
     // Node status told the truth: from the moment the loss was seen until the broker was back, only
     // "disconnected" (red) or "connecting" (yellow, a reconnect attempt), never connected.
-    for (const [name, node, from, to] of [['ss-set', setNode, downFrom.set, downTo.set], ['ss-watch', watchNode, downFrom.watch, downTo.watch]] as const) {
+    for (const [name, node, from, to] of [
+      ['ss-set', setNode, downFrom.set, downTo.set],
+      ['ss-watch', watchNode, downFrom.watch, downTo.watch],
+    ] as const) {
       const during = statuses(node).slice(from - 1, to)
-      assert.ok(during.length > 0 && during.every((s) => (s.fill === 'red' && s.text?.includes('disconnected')) || (s.fill === 'yellow' && s.text?.includes('connecting'))), `${name} while down: ${JSON.stringify(during)}`)
+      assert.ok(
+        during.length > 0 &&
+          during.every((s) => (s.fill === 'red' && s.text?.includes('disconnected')) || (s.fill === 'yellow' && s.text?.includes('connecting'))),
+        `${name} while down: ${JSON.stringify(during)}`,
+      )
     }
 
     // Watches registered again: the API watcher and the ss-watch node got what changed as reconciled notifications.
@@ -166,11 +183,16 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     const reconciled = seen.filter((n) => n.reconciled).map((n) => `${n.operation} ${n.key.toString()}${n.value ? `=${n.value.toString()}` : ''}`)
     assert.deepEqual(new Set(reconciled), new Set(['SET fault/changed=during the outage', 'DELETE fault/deleted', 'SET fault/created=born during the outage']))
     await until(() => watchedMsgs.filter((m) => m.reconciled).length >= 3, 'reconciled msgs from ss-watch')
-    const fromNode = watchedMsgs.filter((m) => m.reconciled).map((m) => `${String(m.operation)} ${String(m.topic)}${m.payload !== undefined ? `=${String(m.payload)}` : ''}`)
+    const fromNode = watchedMsgs
+      .filter((m) => m.reconciled)
+      .map((m) => `${String(m.operation)} ${String(m.topic)}${m.payload !== undefined ? `=${String(m.payload)}` : ''}`)
     assert.deepEqual(new Set(fromNode), new Set(reconciled))
     // And live notifications flow again.
     await editor.set('fault/changed', 'after')
-    await until(() => seen.some((n) => !n.reconciled && n.value?.toString() === 'after') && watchedMsgs.some((m) => m.payload === 'after' && !m.reconciled), 'a live notification after the restart')
+    await until(
+      () => seen.some((n) => !n.reconciled && n.value?.toString() === 'after') && watchedMsgs.some((m) => m.payload === 'after' && !m.reconciled),
+      'a live notification after the restart',
+    )
 
     const dedupHits = emulatorLog.filter((l) => l.includes('answered from the cache')).length
     const report = {

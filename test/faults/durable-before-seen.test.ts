@@ -39,11 +39,9 @@ describe('faults: nothing shows a persistent write before it is durable', functi
   }
 
   it('answers a GET of the key, and notifies its watcher, only once the SET is synced', async () => {
-    const [writer, reader, watcher] = clients.add(...['writer', 'reader', 'watcher'].map((id) => new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `${id}-${process.pid}` }))) as [
-      StateStoreClient,
-      StateStoreClient,
-      StateStoreClient,
-    ]
+    const [writer, reader, watcher] = clients.add(
+      ...['writer', 'reader', 'watcher'].map((id) => new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `${id}-${process.pid}` })),
+    ) as [StateStoreClient, StateStoreClient, StateStoreClient]
     await Promise.all([writer, reader, watcher].map((c) => c.ready({ timeoutMs: 5000 })))
     const told: KeyNotification[] = []
     await watcher.observe('durable/k', (n) => told.push(n))

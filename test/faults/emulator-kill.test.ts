@@ -40,7 +40,13 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
   it('keeps every acknowledged persistent SET with its version and every KEYNOTIFY registration, forgets in-memory keys, and serves the same clients again', async () => {
     const args = ['--broker', broker.url, '--persist', join(dir, 'store.aof'), '--log-level', 'warn']
     cli = await EmulatorCli.start(args)
-    client = new StateStoreClient({ brokerUrl: broker.url, clientId: `persisting-${process.pid}`, requestTimeoutMs: 3000, reconnectMinMs: 50, reconnectMaxMs: 300 })
+    client = new StateStoreClient({
+      brokerUrl: broker.url,
+      clientId: `persisting-${process.pid}`,
+      requestTimeoutMs: 3000,
+      reconnectMinMs: 50,
+      reconnectMaxMs: 300,
+    })
     await client.ready({ timeoutMs: 5000 })
     const c = client
     const seen: KeyNotification[] = []
@@ -61,7 +67,9 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
         const persist = i % 2 === 0
         const key = `${persist ? 'durable' : 'volatile'}/${i}`
         const value = `value-${i}-${Math.random().toString(36).slice(2)}`
-        const p = outcomes.track(c.set(key, value, { persist }), (r) => acked.push({ key, value, persist, version: r.version.toString(), node: r.version.nodeId }))
+        const p = outcomes.track(c.set(key, value, { persist }), (r) =>
+          acked.push({ key, value, persist, version: r.version.toString(), node: r.version.nodeId }),
+        )
         open.add(p)
         void p.then(() => open.delete(p))
         while (open.size >= 20) await Promise.race(open)
@@ -121,13 +129,19 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
     const watchedSet = await c.set('watched', 'after the restart')
     await arrived.finally(() => clearTimeout(timer))
     // A status while the service was away says so (problem noService) and stays connected.
-    assert.deepEqual(statuses.filter((state) => state !== 'connected'), [], 'the client stayed connected to the broker throughout')
+    assert.deepEqual(
+      statuses.filter((state) => state !== 'connected'),
+      [],
+      'the client stayed connected to the broker throughout',
+    )
     assert.equal(seen.length, 2)
     assert.equal(seen[1]!.operation, 'SET')
     assert.equal(seen[1]!.reconciled, false)
     assert.equal(seen[1]!.value?.toString(), 'after the restart')
     assert.equal(seen[1]!.version?.toString(), watchedSet.version.toString())
     await watch.close()
-    console.log(`      ${JSON.stringify({ issued: outcomes.issued, completed: outcomes.ok.length, failed: Object.fromEntries(outcomes.failed), persistentRestored: restored, inMemoryForgotten: forgotten, servedByNewProcess: afterRestart.length })}`)
+    console.log(
+      `      ${JSON.stringify({ issued: outcomes.issued, completed: outcomes.ok.length, failed: Object.fromEntries(outcomes.failed), persistentRestored: restored, inMemoryForgotten: forgotten, servedByNewProcess: afterRestart.length })}`,
+    )
   })
 })

@@ -36,7 +36,7 @@ describe('faults: a lease holder paused past its lease', function () {
     await broker?.stop()
   })
 
-  it('hands the lease to the standby with a greater fencing token and refuses the old holder\'s fenced writes', async () => {
+  it("hands the lease to the standby with a greater fencing token and refuses the old holder's fenced writes", async () => {
     const holderClient = new StateStoreClient({ brokerUrl: relay.url, clientId: `holder-${process.pid}`, requestTimeoutMs: 2000 })
     const standbyClient = new StateStoreClient({ brokerUrl: broker.url, clientId: `standby-${process.pid}`, requestTimeoutMs: 2000 })
     clients.add(holderClient, standbyClient)

@@ -26,7 +26,13 @@ describe('faults: a lock waiter through a reconnect', function () {
   let relay: TcpRelay
   const clients = new ClientPool()
   const client = (url: string, id: string, reconnectMs = 50) => {
-    const c = new StateStoreClient({ brokerUrl: url, clientId: `${id}-${process.pid}`, connectionWaitMs: CONFIG_CONNECTION_WAIT_MS, reconnectMinMs: reconnectMs, reconnectMaxMs: reconnectMs })
+    const c = new StateStoreClient({
+      brokerUrl: url,
+      clientId: `${id}-${process.pid}`,
+      connectionWaitMs: CONFIG_CONNECTION_WAIT_MS,
+      reconnectMinMs: reconnectMs,
+      reconnectMaxMs: reconnectMs,
+    })
     clients.add(c)
     return c
   }
@@ -93,7 +99,10 @@ describe('faults: a lock waiter through a reconnect', function () {
     // Renewals fall due and each waits only 200 ms for the connection: they fail `not-connected` and try again.
     await sleep(1200)
     relay.restore()
-    await until(() => held.lease.fencingToken !== null && Hlc.compare(held.lease.fencingToken, first) > 0 && c.status.state === 'connected', 'a renewal after the reconnect')
+    await until(
+      () => held.lease.fencingToken !== null && Hlc.compare(held.lease.fencingToken, first) > 0 && c.status.state === 'connected',
+      'a renewal after the reconnect',
+    )
     assert.deepEqual(lost, [])
     assert.equal((await observer.get('fault/renew')).value?.toString(), c.clientId)
     await held.release()

@@ -74,7 +74,10 @@ describe('faults: a change on disk whose notification died with the emulator', f
     )
     await until(() => readFileSync(file).includes(JSON.stringify(after)), 'the record is in the file')
     relay.cut() // the first emulator is gone, as the broker and the clients see it
-    assert.ok(told.every((n) => n.value?.toString() !== JSON.stringify(after)), 'no notification came from the first emulator')
+    assert.ok(
+      told.every((n) => n.value?.toString() !== JSON.stringify(after)),
+      'no notification came from the first emulator',
+    )
     emulators.push(await startEmulator({ brokerUrl, persistFile: file, logLevel: 'error' }))
     release()
     assert.equal(await lost, 'failed', 'the answer died with the first emulator')

@@ -46,7 +46,12 @@ describe('nodes/lib: ConnectionLog', function () {
   })
 
   it('tells a refusal by authorization (CONNACK 0x87) from refused credentials (0x86)', () => {
-    const refused = (code: number): ConnectionStatus => ({ state: 'disconnected', authFailed: true, reason: 'refused', error: Object.assign(new Error('refused'), { code }) })
+    const refused = (code: number): ConnectionStatus => ({
+      state: 'disconnected',
+      authFailed: true,
+      reason: 'refused',
+      error: Object.assign(new Error('refused'), { code }),
+    })
     const log = new ConnectionLog()
     assert.deepEqual(log.next({ state: 'connected' }), { key: 'connected', warn: false })
     assert.deepEqual(log.next(refused(0x87)), { key: 'notAuthorized', warn: true })
@@ -85,11 +90,15 @@ describe('nodes/lib: ConnectionLog', function () {
 
 describe('nodes/lib: connectionStatus', function () {
   const t = (key: string) => `<${key}>`
-  it('names each problem the client found in full, in the connection\'s colour', () => {
+  it("names each problem the client found in full, in the connection's colour", () => {
     assert.deepEqual(connectionStatus({ state: 'connected', problem: 'noService' }, t), { fill: 'yellow', shape: 'dot', text: '<status.noService>' })
     assert.deepEqual(connectionStatus({ state: 'reconnecting', problem: 'takenOver' }, t), { fill: 'yellow', shape: 'ring', text: '<status.takenOver>' })
     for (const problem of ['takenOver', 'notMqtt', 'tlsExpected', 'tlsUnexpected'] as const) {
-      assert.deepEqual(connectionStatus({ state: 'disconnected', problem, reason: 'a long reason the status would cut' }, t), { fill: 'red', shape: 'ring', text: `<status.${problem}>` })
+      assert.deepEqual(connectionStatus({ state: 'disconnected', problem, reason: 'a long reason the status would cut' }, t), {
+        fill: 'red',
+        shape: 'ring',
+        text: `<status.${problem}>`,
+      })
     }
     assert.deepEqual(connectionStatus({ state: 'connected' }, t), { fill: 'green', shape: 'dot', text: '<node-red:common.status.connected>' })
   })
@@ -101,7 +110,9 @@ describe('nodes/lib: connectionStatus', function () {
   })
 
   it('has a catalogue text for every problem', () => {
-    const catalogue = JSON.parse(readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', 'en-US', 'ss-config.json'), 'utf8')) as { common: { status: Record<string, string> } }
+    const catalogue = JSON.parse(readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', 'en-US', 'ss-config.json'), 'utf8')) as {
+      common: { status: Record<string, string> }
+    }
     const problems: ConnectionProblem[] = ['takenOver', 'notMqtt', 'tlsExpected', 'tlsUnexpected', 'noService']
     for (const p of problems) assert.ok(catalogue.common.status[p], `common.status.${p}`)
   })

@@ -53,7 +53,14 @@ describe('nodes: ss-config lifecycle', function () {
     assert.equal(store.proxy.opened - before, 1)
     const cfg = helper.getNode('cfg') as unknown as { clientId: string }
     // The host, then a hash of the runtime's user directory and the node id (test/unit/client-id.test.ts has the rule).
-    assert.match(cfg.clientId, new RegExp(`^nodered-${hostname().replace(/[^A-Za-z0-9_.-]/g, '-').replace(/\./g, '\\.')}-[0-9a-f]{8}$`))
+    assert.match(
+      cfg.clientId,
+      new RegExp(
+        `^nodered-${hostname()
+          .replace(/[^A-Za-z0-9_.-]/g, '-')
+          .replace(/\./g, '\\.')}-[0-9a-f]{8}$`,
+      ),
+    )
   })
 
   it('keeps the same connection across a "modified nodes" deploy, and closes it on a full deploy', async () => {
@@ -89,7 +96,11 @@ describe('nodes: ss-config lifecycle', function () {
   })
 
   it('closes within 2 s on stop, releasing a held lease, and within 2 s when the broker is gone', async () => {
-    const flow = [...usersFlow(store.url), onTab({ id: 'lock', type: 'ss-lock', store: 'cfg', key: 'close-lease', keyType: 'str', wires: [['lockOut'], []] }), onTab({ id: 'lockOut', type: 'helper' })]
+    const flow = [
+      ...usersFlow(store.url),
+      onTab({ id: 'lock', type: 'ss-lock', store: 'cfg', key: 'close-lease', keyType: 'str', wires: [['lockOut'], []] }),
+      onTab({ id: 'lockOut', type: 'helper' }),
+    ]
     await helper.load(ALL, flow)
     const l = nextMessage(helper.getNode('lockOut'))
     helper.getNode('lock').receive({})
@@ -135,14 +146,17 @@ describe('nodes: ss-config lifecycle', function () {
     assert.notEqual(lastStatus(helper.getNode('get')).fill, 'green')
     store.proxy.refusing = false
     await connected('set', 'get')
-    const seen: Array<{ status: { text: string }; }> = []
+    const seen: Array<{ status: { text: string } }> = []
     for (;;) {
       const m = (await nextMessage(helper.getNode('statusOut'))) as unknown as { status: { text: string; source: { id: string } } }
       seen.push(m)
       if (m.status.text === 'node-red:common.status.connected' && seen.length > 2) break
     }
     const texts = seen.map((m) => m.status.text)
-    assert.ok(texts.some((t) => t.startsWith('node-red:common.status.disconnected')), `the Status node saw the disconnect: ${texts.join(' | ')}`)
+    assert.ok(
+      texts.some((t) => t.startsWith('node-red:common.status.disconnected')),
+      `the Status node saw the disconnect: ${texts.join(' | ')}`,
+    )
   })
 
   it('reports a broker URL it cannot use on every user, and fails requests as connection errors', async () => {
@@ -191,7 +205,10 @@ describe('nodes: ss-config lifecycle', function () {
     assert.equal(lastStatus(helper.getNode('get')).text, `node-red:common.status.error: ${COMMON}failure.NotConnected`)
     // mqtt.js retries every 0.5 s and more: let a few retries fail, then count the warnings.
     await until(() => statuses(helper.getNode('get')).filter((st) => st.fill === 'yellow').length >= 3, 'two retries', 10000)
-    const warned = cfg.warn.getCalls().filter((c) => c.thisValue === cfg).map((c) => String(c.args[0]))
+    const warned = cfg.warn
+      .getCalls()
+      .filter((c) => c.thisValue === cfg)
+      .map((c) => String(c.args[0]))
     assert.deepEqual(warned, ['ss-config.log.connectFailed'], 'the first failure warned once, its retries quiet')
   })
 
@@ -218,7 +235,11 @@ describe('nodes: ss-config authentication', function () {
   let emulator: Emulator
   let proxy: TcpRelay
   before(async () => {
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error', brokerAuth: { users: { alice: 'secret' }, satTokens: ['sat-token-value'] } })
+    emulator = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      logLevel: 'error',
+      brokerAuth: { users: { alice: 'secret' }, satTokens: ['sat-token-value'] },
+    })
     proxy = await TcpRelay.start(emulator.brokerUrl)
   })
   after(async () => {

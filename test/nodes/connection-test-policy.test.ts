@@ -19,7 +19,8 @@ const helper = nodeHelper as typeof nodeHelper & { request(): Supertest }
 
 /** The README's policy, with the rule for the editor's helpers when `helpers` is set. */
 function policy(helpers: boolean): string {
-  const rule = (ids: string) => `      - principals:\n          clientIds: [${ids}]\n        brokerResources:\n          - method: Connect\n          - method: Subscribe\n            topics: ["clients/{principal.clientId}/#"]\n        stateStoreResources:\n          - method: ReadWrite\n            keyType: Pattern\n            keys: ["lines/{principal.clientId}/*", "recipe[0-9]"]\n`
+  const rule = (ids: string) =>
+    `      - principals:\n          clientIds: [${ids}]\n        brokerResources:\n          - method: Connect\n          - method: Subscribe\n            topics: ["clients/{principal.clientId}/#"]\n        stateStoreResources:\n          - method: ReadWrite\n            keyType: Pattern\n            keys: ["lines/{principal.clientId}/*", "recipe[0-9]"]\n`
   return `apiVersion: mqttbroker.iotoperations.azure.com/v1\nkind: BrokerAuthorization\nmetadata: { name: node-red-policy }\nspec:\n  authorizationPolicies:\n    rules:\n${rule('"node-red-0"')}${helpers ? rule('"node-red-0-test-*"') : ''}`
 }
 
@@ -58,12 +59,15 @@ describe('Test connection under a policy that names client ids', function () {
   }
 
   async function deployedConnected(): Promise<void> {
-    const node = helper.getNode('cfg') as TestNode & { connection: { state: string }; client: Promise<{ ready(o: { timeoutMs: number }): Promise<void> }> | null }
+    const node = helper.getNode('cfg') as TestNode & {
+      connection: { state: string }
+      client: Promise<{ ready(o: { timeoutMs: number }): Promise<void> }> | null
+    }
     await (await node.client!).ready({ timeoutMs: 5000 })
     assert.equal(node.connection.state, 'connected')
   }
 
-  it('says the deployed id is let in and the test\'s own id is not, while the deployed connection is up', async () => {
+  it("says the deployed id is let in and the test's own id is not, while the deployed connection is up", async () => {
     const broker = await emulator(false)
     await load(broker, 'node-red-0')
     await deployedConnected()
@@ -73,7 +77,7 @@ describe('Test connection under a policy that names client ids', function () {
     assert.match(String(answer.testClientId), /^node-red-0-test-[0-9a-f]{6}$/)
   })
 
-  it('tries the dialog\'s own id when nothing is deployed, and says so when that one is let in', async () => {
+  it("tries the dialog's own id when nothing is deployed, and says so when that one is let in", async () => {
     const broker = await emulator(false)
     await load(broker, 'someone-else')
     const answer = await test({ broker, clientId: 'node-red-0' })
@@ -89,7 +93,7 @@ describe('Test connection under a policy that names client ids', function () {
     assert.equal(answer.clientId, 'node-red-1')
   })
 
-  it('connects when the policy has a rule for the test\'s ids', async () => {
+  it("connects when the policy has a rule for the test's ids", async () => {
     const broker = await emulator(true)
     await load(broker, 'node-red-0')
     assert.deepEqual(await test({ broker, clientId: 'node-red-0' }), { result: 'connected' })

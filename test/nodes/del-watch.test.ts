@@ -124,7 +124,10 @@ describe('nodes: ss-watch', function () {
     const out = helper.getNode('out1')
     listen(out)
     const m = await nextMessage(out)
-    assert.deepEqual({ topic: m.topic, payload: m.payload, operation: m.operation, initial: m.initial }, { topic: 'init/a', payload: 'set-point', operation: 'SET', initial: true })
+    assert.deepEqual(
+      { topic: m.topic, payload: m.payload, operation: m.operation, initial: m.initial },
+      { topic: 'init/a', payload: 'set-point', operation: 'SET', initial: true },
+    )
     await noMessage(out, 200)
   })
 
@@ -146,7 +149,10 @@ describe('nodes: ss-watch', function () {
     await other.set('rc/key', 'changed while away')
     store.proxy.refusing = false
     const m = await nextMessage(out, 8000)
-    assert.deepEqual({ topic: m.topic, payload: m.payload, operation: m.operation, reconciled: m.reconciled }, { topic: 'rc/key', payload: 'changed while away', operation: 'SET', reconciled: true })
+    assert.deepEqual(
+      { topic: m.topic, payload: m.payload, operation: m.operation, reconciled: m.reconciled },
+      { topic: 'rc/key', payload: 'changed while away', operation: 'SET', reconciled: true },
+    )
     await until(() => lastStatus(helper.getNode('watch')).fill === 'green', 'reconnected')
     await other.set('rc/key', 'live again')
     const live = await nextMessage(out)

@@ -12,7 +12,12 @@ import { readAioEnvironment, type EnvironmentProblem } from '../../src/client'
 import { environmentText } from '../../nodes/lib/environment'
 import { ALL, flowWith, helper, lastStatus, nextMessage, until, useStore } from './support'
 
-const helperWithRequest = helper as typeof helper & { request(): { get(path: string): { expect(status: number): Promise<{ body: unknown }> }; post(path: string): { send(body: unknown): { expect(status: number): Promise<{ body: unknown }> } } } }
+const helperWithRequest = helper as typeof helper & {
+  request(): {
+    get(path: string): { expect(status: number): Promise<{ body: unknown }> }
+    post(path: string): { send(body: unknown): { expect(status: number): Promise<{ body: unknown }> } }
+  }
+}
 
 function withEnv(vars: Record<string, string>): () => void {
   const saved = Object.keys(vars).map((k) => [k, process.env[k]] as const)
@@ -36,13 +41,22 @@ describe('nodes: a config node with blank fields takes the AIO environment', fun
 
   function aioEnv(extra: Record<string, string> = {}) {
     const url = new URL(store.url)
-    restore = withEnv({ AIO_BROKER_HOSTNAME: url.hostname, AIO_BROKER_TCP_PORT: url.port, AIO_MQTT_USE_TLS: 'false', AIO_MQTT_CLIENT_ID: `node-red-0-${process.pid}`, ...extra })
+    restore = withEnv({
+      AIO_BROKER_HOSTNAME: url.hostname,
+      AIO_BROKER_TCP_PORT: url.port,
+      AIO_MQTT_USE_TLS: 'false',
+      AIO_MQTT_CLIENT_ID: `node-red-0-${process.pid}`,
+      ...extra,
+    })
   }
 
   it('connects where AIO_BROKER_HOSTNAME says, as AIO_MQTT_CLIENT_ID, and a set then get works', async () => {
     aioEnv()
     const flow = flowWith('', { id: 'set', type: 'ss-set', key: 'env/blank', keyType: 'str' })
-    flow.push({ id: 'get', type: 'ss-get', z: 'tab', x: 1, y: 1, store: 'cfg', key: 'env/blank', keyType: 'str', wires: [['got']] }, { id: 'got', type: 'helper', z: 'tab' })
+    flow.push(
+      { id: 'get', type: 'ss-get', z: 'tab', x: 1, y: 1, store: 'cfg', key: 'env/blank', keyType: 'str', wires: [['got']] },
+      { id: 'got', type: 'helper', z: 'tab' },
+    )
     await helper.load(ALL, flow)
     await until(() => lastStatus(helper.getNode('set')).fill === 'green', 'connected')
     assert.equal((helper.getNode('cfg') as unknown as { clientId: string }).clientId, `node-red-0-${process.pid}`)
@@ -68,7 +82,13 @@ describe('nodes: a config node with blank fields takes the AIO environment', fun
     await until(() => lastStatus(helper.getNode('set')).fill === 'green' && lastStatus(helper.getNode('set2')).fill === 'green', 'both connected')
     const ids = ['cfg', 'cfg2'].map((n) => (helper.getNode(n) as unknown as { clientId: string }).clientId)
     assert.deepEqual(ids, [id, `${id}-cfg2`])
-    assert.deepEqual(helper.getNode('cfg2').warn.getCalls().map((c) => c.args[0]), ['ss-config.log.environmentClientId'])
+    assert.deepEqual(
+      helper
+        .getNode('cfg2')
+        .warn.getCalls()
+        .map((c) => c.args[0]),
+      ['ss-config.log.environmentClientId'],
+    )
     // After a full redeploy the first takes it again: a closed node gives its claim back.
     await helper.unload()
     await helper.load(ALL, flowWith('', { id: 'set', type: 'ss-set', key: 'env/one', keyType: 'str' }))

@@ -39,7 +39,9 @@ describe('nodes: failures as Node-RED shows them', () => {
 
   it('names each connection error code for Catch, whatever the message says', () => {
     // The message of every one mentions 'closed', which once decided what a lock waiter did.
-    const codes = (['not-connected', 'lost', 'closed', 'refused', 'auth'] as const).map((code) => toFailure(new ConnectionError(code, 'the connection closed')).code)
+    const codes = (['not-connected', 'lost', 'closed', 'refused', 'auth'] as const).map(
+      (code) => toFailure(new ConnectionError(code, 'the connection closed')).code,
+    )
     assert.deepEqual(codes, ['NotConnected', 'ConnectionLost', 'ConnectionClosed', 'BrokerRefused', 'NotAuthenticated'])
   })
 
@@ -54,7 +56,10 @@ describe('nodes: failures as Node-RED shows them', () => {
         (err: unknown) => err as InputError,
       )
       assert.equal(failed.code, 'PropertyFailed')
-      const [key, substitutions] = [failed.message.slice(0, failed.message.indexOf(' ')), JSON.parse(failed.message.slice(failed.message.indexOf(' ') + 1)) as Record<string, string>]
+      const [key, substitutions] = [
+        failed.message.slice(0, failed.message.indexOf(' ')),
+        JSON.parse(failed.message.slice(failed.message.indexOf(' ') + 1)) as Record<string, string>,
+      ]
       assert.equal(key, 'errors.property')
       assert.equal(substitutions.property, `<label.${what}>`)
       assert.ok(substitutions.error, 'the evaluation error is kept')

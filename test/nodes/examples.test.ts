@@ -16,7 +16,23 @@ const CORE = [
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; name?: string }
 const dir = join(__dirname, '..', '..', 'examples')
-const ALLOWED = new Set(['tab', 'comment', 'inject', 'debug', 'function', 'change', 'delay', 'catch', 'ss-config', 'ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch'])
+const ALLOWED = new Set([
+  'tab',
+  'comment',
+  'inject',
+  'debug',
+  'function',
+  'change',
+  'delay',
+  'catch',
+  'ss-config',
+  'ss-get',
+  'ss-set',
+  'ss-del',
+  'ss-lock',
+  'ss-update',
+  'ss-watch',
+])
 
 function load(name: string): FlowNode[] {
   return JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')) as FlowNode[]
@@ -52,7 +68,10 @@ async function pressedAtOnce(n: number, next: () => Promise<unknown>, from: numb
   for (let i = 0; i < n; i++) press('count')
   const seen: number[] = []
   for (let i = 0; i < n; i++) seen.push(Number(await next()))
-  assert.deepEqual(seen.sort((a, b) => a - b), Array.from({ length: n }, (_, i) => from + i))
+  assert.deepEqual(
+    seen.sort((a, b) => a - b),
+    Array.from({ length: n }, (_, i) => from + i),
+  )
 }
 /** The test store's URL while an example runs: the scenarios where another client plays AIO's producer write through it. */
 let storeUrl = ''
@@ -158,7 +177,11 @@ const scenarios: Record<string, () => Promise<void>> = {
     })
     const seen = await samplesUntil(20)
     assert.ok(seen.length <= 3, `the rate limit lets the latest through, not every sample: ${seen.join(', ')}`)
-    assert.deepEqual([...seen].sort((a, b) => a - b), seen, 'in order')
+    assert.deepEqual(
+      [...seen].sort((a, b) => a - b),
+      seen,
+      'in order',
+    )
     // The example's own simulated connector does the same.
     press('simulate 20 samples')
     const again = await samplesUntil(20)
@@ -175,7 +198,10 @@ const scenarios: Record<string, () => Promise<void>> = {
     assert.deepEqual(await shows('order'), { item: 'bolts', quantity: 3 })
     press("all of the app's state")
     // Made in the Function node's sandbox: an object of another realm, compared as JSON.
-    assert.deepEqual(JSON.parse(JSON.stringify(await shows('app state'))), { 'order-1': { item: 'bolts', quantity: 3 }, 'order-2': { item: 'nuts', quantity: 12 } })
+    assert.deepEqual(JSON.parse(JSON.stringify(await shows('app state'))), {
+      'order-1': { item: 'bolts', quantity: 3 },
+      'order-2': { item: 'nuts', quantity: 12 },
+    })
     press('simulate the Dapr app')
     assert.deepEqual(await shows('written'), { 'examples/order-processor||order-1': true, 'examples/order-processor||order-2': true })
   },
@@ -184,7 +210,11 @@ const scenarios: Record<string, () => Promise<void>> = {
     const keys = (JSON.parse(statestoreJson) as Array<Record<string, unknown>>).flatMap((entry) => Object.keys(entry))
     assert.deepEqual(await shows('seeded'), Object.fromEntries(keys.map((k) => [k, true])))
     press('read the keys')
-    assert.deepEqual(await shows('enrichment'), { 'examples/wasm/factoryId': 'factoryA', 'examples/wasm/lineId': 'line-3', 'examples/wasm/limits': { maxTemperature: 24.5, maxSpeed: 12 } })
+    assert.deepEqual(await shows('enrichment'), {
+      'examples/wasm/factoryId': 'factoryA',
+      'examples/wasm/lineId': 'line-3',
+      'examples/wasm/limits': { maxTemperature: 24.5, maxSpeed: 12 },
+    })
     // The flow writes what the development environment's seed gives: byte for byte.
     const dir = mkdtempSync(join(tmpdir(), 'aio-wasm-seed-'))
     writeFileSync(join(dir, 'statestore.json'), statestoreJson)
@@ -216,13 +246,20 @@ const scenarios: Record<string, () => Promise<void>> = {
 describe('examples: each deploys and produces its documented debug output', function () {
   const store = useStore()
 
-  const files = readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort()
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.slice(0, -5))
+    .sort()
 
   it('has a scenario for every example, and together they use every node type and mode', () => {
     assert.deepEqual(Object.keys(scenarios).sort(), files)
     const all = files.flatMap(load)
     for (const n of all) assert.ok(ALLOWED.has(n.type), `${n.type} is not allowed in examples`)
-    for (const type of ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch']) assert.ok(all.some((n) => n.type === type), type)
+    for (const type of ['ss-get', 'ss-set', 'ss-del', 'ss-lock', 'ss-update', 'ss-watch'])
+      assert.ok(
+        all.some((n) => n.type === type),
+        type,
+      )
     const modes = new Set(all.filter((n) => n.type === 'ss-lock').map((n) => n.mode))
     assert.deepEqual([...modes].sort(), ['leader', 'lease', 'lock'])
     const configs = all.filter((n) => n.type === 'ss-config')

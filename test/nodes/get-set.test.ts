@@ -116,7 +116,7 @@ describe('nodes: ss-set and ss-get', function () {
     const written = nextMessage(helper.getNode('setOut'))
     helper.getNode('set').receive({ payload: 1 })
     await written
-    const hit = nextMessage(helper.getNode("out1"))
+    const hit = nextMessage(helper.getNode('out1'))
     helper.getNode('get').receive({ topic: 'present' })
     assert.equal((await hit).payload, 1)
   })
@@ -167,7 +167,9 @@ describe('nodes: ss-set and ss-get', function () {
         helper.getNode('set').receive({ topic: key, payload: key.toUpperCase() })
         await w
       }
-      const setNode = helper.getNode('set') as unknown as { context(): { flow: { set(k: string, v: string): void }; global: { set(k: string, v: string): void } } }
+      const setNode = helper.getNode('set') as unknown as {
+        context(): { flow: { set(k: string, v: string): void }; global: { set(k: string, v: string): void } }
+      }
       setNode.context().flow.set('k', 'from-flow')
       setNode.context().global.set('k', 'from-global')
       const expectations: Array<[string, Record<string, unknown>, string]> = [
@@ -255,7 +257,11 @@ describe('nodes: ss-set and ss-get', function () {
       onTab({ id: 'got', type: 'helper' }),
     ]
     await helper.load(ALL, flow)
-    for (const msg of [{ topic: 'exp-config', payload: 1 }, { topic: 'exp-msg', payload: 2, expiry: 100 }, { topic: 'exp-never', payload: 3, expiry: 0 }]) {
+    for (const msg of [
+      { topic: 'exp-config', payload: 1 },
+      { topic: 'exp-msg', payload: 2, expiry: 100 },
+      { topic: 'exp-never', payload: 3, expiry: 0 },
+    ]) {
       const w = nextMessage(helper.getNode('out1'))
       helper.getNode('set').receive(msg)
       await w

@@ -29,7 +29,18 @@ function counterFlow(url: string, locks: Array<Record<string, unknown>>, stores:
       onTab({ type: 'ss-lock', store, key: lockName, keyType: 'str', mode: 'lock', action: 'acquire', holder: '', wires: [[`${id}-get`], [`${id}-no`]], ...l }),
       onTab({ id: `${id}-get`, type: 'ss-get', store, key: counter, keyType: 'str', decode: 'json', notFound: 'payload', wires: [[`${id}-add`]] }),
       onTab({ id: `${id}-add`, type: 'function', func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;', outputs: 1, wires: [[`${id}-set`]] }),
-      onTab({ id: `${id}-set`, type: 'ss-set', store, key: counter, keyType: 'str', value: 'payload', valueType: 'msg', fencingToken: 'fencingToken', fencingTokenType: 'msg', wires: [[`${id}-release`]] }),
+      onTab({
+        id: `${id}-set`,
+        type: 'ss-set',
+        store,
+        key: counter,
+        keyType: 'str',
+        value: 'payload',
+        valueType: 'msg',
+        fencingToken: 'fencingToken',
+        fencingTokenType: 'msg',
+        wires: [[`${id}-release`]],
+      }),
       // A release node as dropped from the palette: lease mode, blank name and holder, action release.
       onTab({ id: `${id}-release`, type: 'ss-lock', store, key: '', keyType: 'str', mode: 'lease', action: 'release', holder: '', wires: [['done'], []] }),
       onTab({ id: `${id}-no`, type: 'helper' }),
@@ -80,12 +91,22 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     listen(helper.getNode('done'), helper.getNode('a-no'), helper.getNode('caught'))
     for (let i = 0; i < 40; i++) helper.getNode('a').receive({ payload: i })
     const done = await collect('done', 40)
-    assert.deepEqual(done.map((m) => m.payload).sort((x, y) => Number(x) - Number(y)), Array.from({ length: 40 }, (_, i) => i + 1))
-    assert.deepEqual(done.map((m) => m.payload), Array.from({ length: 40 }, (_, i) => i + 1), 'the msgs hold the lock one after another')
+    assert.deepEqual(
+      done.map((m) => m.payload).sort((x, y) => Number(x) - Number(y)),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    )
+    assert.deepEqual(
+      done.map((m) => m.payload),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+      'the msgs hold the lock one after another',
+    )
     assert.ok(done.every((m) => m.released === true && m.applied === true))
     const values = new Set(done.map((m) => (m.lock as { value: string }).value))
     assert.equal(values.size, 40, 'every hold wrote a value of its own')
-    assert.ok([...values].every((v) => /:[0-9a-f]{12}$/.test(v)), 'in the form <holder>:<session>')
+    assert.ok(
+      [...values].every((v) => /:[0-9a-f]{12}$/.test(v)),
+      'in the form <holder>:<session>',
+    )
     assertIncreasing(done.map((m) => String(m.fencingToken)))
     assert.equal((await other.get(counter)).value?.toString(), '40')
     assert.equal((await other.get(lockName)).value, null, 'the lock key is gone afterwards')
@@ -95,14 +116,27 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
 
   it('two lock nodes with one holder name on two connections exclude each other: 20 + 20 msgs count 40', async () => {
     const stores = [configNode(store.url, { clientId: 'runtime-1' }), configNode(store.url, { id: 'cfg2', clientId: 'runtime-2' })]
-    await helper.load(MODULES, counterFlow(store.url, [{ id: 'a', holder: 'counter' }, { id: 'b', holder: 'counter', store: 'cfg2' }], stores))
+    await helper.load(
+      MODULES,
+      counterFlow(
+        store.url,
+        [
+          { id: 'a', holder: 'counter' },
+          { id: 'b', holder: 'counter', store: 'cfg2' },
+        ],
+        stores,
+      ),
+    )
     listen(helper.getNode('done'), helper.getNode('caught'))
     for (let i = 0; i < 20; i++) {
       helper.getNode('a').receive({ payload: i })
       helper.getNode('b').receive({ payload: i })
     }
     const done = await collect('done', 40)
-    assert.deepEqual(done.map((m) => m.payload), Array.from({ length: 40 }, (_, i) => i + 1))
+    assert.deepEqual(
+      done.map((m) => m.payload),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    )
     assert.ok(done.every((m) => m.holder === 'counter'))
     assertIncreasing(done.map((m) => String(m.fencingToken)))
     assert.equal((await other.get(counter)).value?.toString(), '40')
@@ -144,7 +178,17 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     await helper.load(MODULES, [
       TAB,
       configNode(store.url),
-      onTab({ id: 'take', name: 'forgetful', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', holdMs: '300', wires: [['taken'], ['lost']] }),
+      onTab({
+        id: 'take',
+        name: 'forgetful',
+        type: 'ss-lock',
+        store: 'cfg',
+        key: lockName,
+        keyType: 'str',
+        mode: 'lock',
+        holdMs: '300',
+        wires: [['taken'], ['lost']],
+      }),
       onTab({ id: 'taken', type: 'helper' }),
       onTab({ id: 'lost', type: 'helper' }),
     ])
@@ -154,8 +198,14 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     const first = await nextMessage(helper.getNode('taken'))
     assert.equal(first.payload, 'first')
     const lost = await nextMessage(helper.getNode('lost'), 3000)
-    assert.deepEqual({ payload: lost.payload, acquired: lost.acquired, lost: lost.lost, reason: lost.reason }, { payload: 'first', acquired: false, lost: true, reason: 'holdAtMost' })
-    const warnings = take.warn.getCalls().filter((c) => c.thisValue === take).map((c) => String(c.args[0]))
+    assert.deepEqual(
+      { payload: lost.payload, acquired: lost.acquired, lost: lost.lost, reason: lost.reason },
+      { payload: 'first', acquired: false, lost: true, reason: 'holdAtMost' },
+    )
+    const warnings = take.warn
+      .getCalls()
+      .filter((c) => c.thisValue === take)
+      .map((c) => String(c.args[0]))
     // The test helper shows catalogue keys, not texts: the English text names __node__ and __name__.
     assert.deepEqual(warnings, [`${OWN}warn.holdAtMost`])
     const second = await nextMessage(helper.getNode('taken'))
@@ -228,7 +278,11 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   // Found in review: the node's mode was set after it registered with its config node, which tells a
   // connection that is up already at once: a lock node added by a partial deploy failed to start.
   it('a lock node of each mode added by a partial deploy onto a connected store starts and works', async () => {
-    const base = [TAB, configNode(store.url), onTab({ id: 'first', type: 'ss-lock', store: 'cfg', key: `${lockName}-first`, keyType: 'str', mode: 'lease', wires: [[], []] })]
+    const base = [
+      TAB,
+      configNode(store.url),
+      onTab({ id: 'first', type: 'ss-lock', store: 'cfg', key: `${lockName}-first`, keyType: 'str', mode: 'lease', wires: [[], []] }),
+    ]
     await helper.load(MODULES, base)
     await until(() => lastStatus(helper.getNode('first')).fill === 'green', 'the store connected')
     const added = ['lease', 'lock', 'leader'].map((mode) =>

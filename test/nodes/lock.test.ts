@@ -44,10 +44,13 @@ describe('nodes: ss-lock', function () {
   afterEach(() => helper.unload())
 
   it('lease: acquires once with a fencing token, refuses a second holder, tells the holder, releases', async () => {
-    await helper.load(ALL, lockFlow(store.url, [
-      { id: 'a', key: 'pump', mode: 'lease', holder: 'A' },
-      { id: 'b', key: 'pump', mode: 'lease', holder: 'B' },
-    ]))
+    await helper.load(
+      ALL,
+      lockFlow(store.url, [
+        { id: 'a', key: 'pump', mode: 'lease', holder: 'A' },
+        { id: 'b', key: 'pump', mode: 'lease', holder: 'B' },
+      ]),
+    )
     const got = await act('a', { payload: 'go' })
     assert.equal(got.acquired, true)
     assert.equal(got.holder, 'A')
@@ -71,10 +74,13 @@ describe('nodes: ss-lock', function () {
   })
 
   it('lease: fencing tokens from acquire protect writes against a holder that lost the lock', async () => {
-    await helper.load(ALL, lockFlow(store.url, [
-      { id: 'a', key: 'fence-lock', mode: 'lease', holder: 'A', autoRenew: false },
-      { id: 'b', key: 'fence-lock', mode: 'lease', holder: 'B', autoRenew: false },
-    ]))
+    await helper.load(
+      ALL,
+      lockFlow(store.url, [
+        { id: 'a', key: 'fence-lock', mode: 'lease', holder: 'A', autoRenew: false },
+        { id: 'b', key: 'fence-lock', mode: 'lease', holder: 'B', autoRenew: false },
+      ]),
+    )
     const a = await act('a', {})
     const write = async (msg: Record<string, unknown>) => {
       const w = nextMessage(helper.getNode('written'))
@@ -103,17 +109,23 @@ describe('nodes: ss-lock', function () {
     await other.del('renewed')
     await other.set('renewed', 'intruder')
     const lost = await nextMessage(no('a'))
-    assert.deepEqual({ topic: lost.topic, lost: lost.lost, acquired: lost.acquired, holder: lost.holder }, { topic: 'renewed', lost: true, acquired: false, holder: 'A' })
+    assert.deepEqual(
+      { topic: lost.topic, lost: lost.lost, acquired: lost.acquired, holder: lost.holder },
+      { topic: 'renewed', lost: true, acquired: false, holder: 'A' },
+    )
     assert.equal(lastStatus(helper.getNode('a')).text, `${COMMON}status.lost`)
     assert.equal((await act('a', { action: 'renew' }, 'no')).holder, 'intruder')
   })
 
   it('lock: waits until the holder releases, or gives up after its timeout', async () => {
-    await helper.load(ALL, lockFlow(store.url, [
-      { id: 'a', key: 'door', mode: 'lock', holder: 'A' },
-      { id: 'b', key: 'door', mode: 'lock', holder: 'B', timeout: '5000' },
-      { id: 'c', key: 'door', mode: 'lock', holder: 'C', timeout: '150' },
-    ]))
+    await helper.load(
+      ALL,
+      lockFlow(store.url, [
+        { id: 'a', key: 'door', mode: 'lock', holder: 'A' },
+        { id: 'b', key: 'door', mode: 'lock', holder: 'B', timeout: '5000' },
+        { id: 'c', key: 'door', mode: 'lock', holder: 'C', timeout: '150' },
+      ]),
+    )
     await act('a', {})
     const timedOut = await act('c', {}, 'no')
     assert.equal(timedOut.acquired, false)
@@ -129,10 +141,13 @@ describe('nodes: ss-lock', function () {
   // From the chaos run (seed 20261125, round 2): a lock wait that ran out while the connection was
   // down became an error, from the holder lookup after it, and the example's "wait again" loop stopped.
   it('lock: a wait that runs out while the connection is down is "not acquired" on output 2, not an error', async () => {
-    await helper.load(ALL, lockFlow(store.url, [
-      { id: 'a', key: 'gate', mode: 'lock', holder: 'A' },
-      { id: 'c', key: 'gate', mode: 'lock', holder: 'C', timeout: '800' },
-    ]))
+    await helper.load(
+      ALL,
+      lockFlow(store.url, [
+        { id: 'a', key: 'gate', mode: 'lock', holder: 'A' },
+        { id: 'c', key: 'gate', mode: 'lock', holder: 'C', timeout: '800' },
+      ]),
+    )
     listen(helper.getNode('caught'))
     await act('a', {})
     const notAcquired = nextMessage(no('c'), 8000)
@@ -174,10 +189,13 @@ describe('nodes: ss-lock', function () {
   })
 
   it('lets msg.action and msg.key override the settings unless refused; unknown actions are errors', async () => {
-    await helper.load(ALL, lockFlow(store.url, [
-      { id: 'a', key: '"ov"', keyType: 'jsonata', mode: 'lease', holder: 'A' },
-      { id: 'r', key: 'ov-refused', mode: 'lease', holder: 'R', overrides: false },
-    ]))
+    await helper.load(
+      ALL,
+      lockFlow(store.url, [
+        { id: 'a', key: '"ov"', keyType: 'jsonata', mode: 'lease', holder: 'A' },
+        { id: 'r', key: 'ov-refused', mode: 'lease', holder: 'R', overrides: false },
+      ]),
+    )
     assert.equal((await act('a', { key: 'ov-other' })).acquired, true)
     assert.equal((await act('a', { key: 'ov-other', action: 'holder' })).holder, 'A')
     assert.equal((await act('a', { action: 'holder' })).holder, null, 'the configured name is still free')
@@ -208,7 +226,10 @@ describe('nodes: ss-lock', function () {
     const first = await Promise.race([nextMessage(ok('one')).then((m) => ['one', m] as const), nextMessage(ok('two')).then((m) => ['two', m] as const)])
     const [leader, elected] = first
     const follower = leader === 'one' ? 'two' : 'one'
-    assert.deepEqual({ topic: elected.topic, key: elected.key, payload: elected.payload, leader: elected.leader, holder: elected.holder }, { topic: 'position', key: 'position', payload: true, leader: true, holder: leader })
+    assert.deepEqual(
+      { topic: elected.topic, key: elected.key, payload: elected.payload, leader: elected.leader, holder: elected.holder },
+      { topic: 'position', key: 'position', payload: true, leader: true, holder: leader },
+    )
     assert.doesNotThrow(() => Hlc.parse(String(elected.fencingToken)))
     await noMessage(ok(follower), 200)
     assert.equal(lastStatus(helper.getNode(leader)).text, `${COMMON}status.leader`)

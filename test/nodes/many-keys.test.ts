@@ -179,7 +179,10 @@ describe('nodes: get key by pattern with values', function () {
       assert.ok(outcomes.every((o) => o.ok))
       await c.set('other/x', 'not matched')
     })
-    await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'big/*', keyType: 'str', mode: 'values', sendAs: 'page', decode: 'utf8', inFlight: '16' }))
+    await helper.load(
+      ALL,
+      flowWith(store.url, { id: 'get', type: 'ss-get', key: 'big/*', keyType: 'str', mode: 'values', sendAs: 'page', decode: 'utf8', inFlight: '16' }),
+    )
     listen(helper.getNode('out1'))
     helper.getNode('get').receive({ payload: 'go' })
     const seen = new Map<string, unknown>()

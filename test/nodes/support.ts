@@ -181,7 +181,10 @@ export function lastStatus(node: TestNode): { fill?: string; shape?: string; tex
 }
 
 export function statuses(node: TestNode): Array<{ fill?: string; shape?: string; text?: string }> {
-  return node.status.getCalls().filter((c) => c.thisValue === node).map((c) => c.args[0] as { fill?: string; shape?: string; text?: string })
+  return node.status
+    .getCalls()
+    .filter((c) => c.thisValue === node)
+    .map((c) => c.args[0] as { fill?: string; shape?: string; text?: string })
 }
 
 export const TAB = { id: 'tab', type: 'tab', label: 'test' }

@@ -30,7 +30,17 @@ describe('nodes: ss-update', function () {
         configNode(store.url, { clientId: 'runtime-1' }),
         configNode(store.url, { id: 'cfg2', clientId: 'runtime-2' }),
         onTab({ id: 'u1', type: 'ss-update', store: 'cfg', key, keyType: 'str', expression: 'value + 1', initial: '0', initialType: 'num', wires: [['done']] }),
-        onTab({ id: 'u2', type: 'ss-update', store: 'cfg2', key, keyType: 'str', expression: 'value + 1', initial: '0', initialType: 'num', wires: [['done']] }),
+        onTab({
+          id: 'u2',
+          type: 'ss-update',
+          store: 'cfg2',
+          key,
+          keyType: 'str',
+          expression: 'value + 1',
+          initial: '0',
+          initialType: 'num',
+          wires: [['done']],
+        }),
         onTab({ id: 'done', type: 'helper' }),
       ])
       const lock = new Lock(code, keyLockName(key))
@@ -47,7 +57,7 @@ describe('nodes: ss-update', function () {
       assert.equal((await code.get(key)).value?.toString(), '60')
       const values = out.map((m) => Number(m.payload)).sort((a, b) => a - b)
       assert.equal(new Set(values).size, 40, 'no two msgs saw the same count')
-      assert.ok(out.every((m) => m.previous === null ? m.payload === 1 : Number(m.payload) === Number(m.previous) + 1))
+      assert.ok(out.every((m) => (m.previous === null ? m.payload === 1 : Number(m.payload) === Number(m.previous) + 1)))
       const byValue = [...out].sort((a, b) => Number(a.payload) - Number(b.payload))
       for (let i = 1; i < byValue.length; i++) {
         assert.ok(Hlc.compare(Hlc.parse(String(byValue[i]!.fencingToken)), Hlc.parse(String(byValue[i - 1]!.fencingToken))) > 0, 'tokens grow with the count')
@@ -64,7 +74,18 @@ describe('nodes: ss-update', function () {
   })
 
   it('the expression sees value, version and msg; a missing key starts from "If missing"', async () => {
-    await helper.load(ALL, flowWith(store.url, { id: 'u', type: 'ss-update', key, keyType: 'str', expression: '{"items": $append(value.items, msg.payload), "seen": version}', initial: '{"items":[]}', initialType: 'json' }))
+    await helper.load(
+      ALL,
+      flowWith(store.url, {
+        id: 'u',
+        type: 'ss-update',
+        key,
+        keyType: 'str',
+        expression: '{"items": $append(value.items, msg.payload), "seen": version}',
+        initial: '{"items":[]}',
+        initialType: 'json',
+      }),
+    )
     helper.getNode('u').receive({ payload: 'a' })
     const first = await nextMessage(helper.getNode('out1'))
     assert.deepEqual(first.payload, { items: ['a'], seen: null })
@@ -92,6 +113,11 @@ describe('nodes: ss-update', function () {
     const caught = nextMessage(helper.getNode('caught'))
     helper.getNode('u').receive({ payload: 1 })
     assert.equal(((await caught).error as { code: string }).code, 'ExpressionInvalid')
-    assert.ok(helper.getNode('u').status.getCalls().some((c) => (c.args[0] as { text?: string }).text === `${OWN}status.badExpression`))
+    assert.ok(
+      helper
+        .getNode('u')
+        .status.getCalls()
+        .some((c) => (c.args[0] as { text?: string }).text === `${OWN}status.badExpression`),
+    )
   })
 })

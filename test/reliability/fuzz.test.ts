@@ -61,7 +61,17 @@ const option = fc.constantFrom('NX', 'NEX', 'PX', '100', '0', '-5', 'EX', 'STOP'
 
 /** Requests that are almost right: known and unknown verbs, any arity, options in any order. */
 const command = fc
-  .tuple(verb, fc.array(fc.oneof(key, smallBytes, option.map((o) => Buffer.from(o))), { maxLength: 5 }))
+  .tuple(
+    verb,
+    fc.array(
+      fc.oneof(
+        key,
+        smallBytes,
+        option.map((o) => Buffer.from(o)),
+      ),
+      { maxLength: 5 },
+    ),
+  )
   .map(([v, args]) => encodeCommand([v, ...args]))
 
 const wellFormed = fc.oneof(
@@ -74,7 +84,13 @@ const wellFormed = fc.oneof(
 /** Byte-level damage: flips, cuts, insertions, repeats. */
 function mutate(base: fc.Arbitrary<Buffer>): fc.Arbitrary<Buffer> {
   return fc
-    .tuple(base, fc.array(fc.tuple(fc.constantFrom('flip', 'cut', 'insert', 'repeat', 'crlf'), fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }))
+    .tuple(
+      base,
+      fc.array(fc.tuple(fc.constantFrom('flip', 'cut', 'insert', 'repeat', 'crlf'), fc.nat(), fc.integer({ min: 0, max: 255 })), {
+        minLength: 1,
+        maxLength: 3,
+      }),
+    )
     .map(([buf, edits]) => {
       let b = Buffer.from(buf)
       for (const [kind, at, byte] of edits) {
@@ -96,8 +112,15 @@ const wrongShape = fc.oneof(
       fc.integer().map((value): RespValue => ({ kind: 'integer', value })),
       smallBytes.map((value): RespValue => ({ kind: 'bulk', value })),
       fc.constant<RespValue>({ kind: 'null', from: '$' }),
-      fc.array(fc.integer().map((value): RespValue => ({ kind: 'integer', value })), { maxLength: 3 }).map((value): RespValue => ({ kind: 'array', value })),
-      fc.array(smallBytes, { maxLength: 3 }).map((items): RespValue => ({ kind: 'array', value: [{ kind: 'array', value: items.map((value): RespValue => ({ kind: 'bulk', value })) }] })),
+      fc
+        .array(
+          fc.integer().map((value): RespValue => ({ kind: 'integer', value })),
+          { maxLength: 3 },
+        )
+        .map((value): RespValue => ({ kind: 'array', value })),
+      fc
+        .array(smallBytes, { maxLength: 3 })
+        .map((items): RespValue => ({ kind: 'array', value: [{ kind: 'array', value: items.map((value): RespValue => ({ kind: 'bulk', value })) }] })),
     )
     .map((v) => encodeValue(v)),
   // Kinds the protocol does not use (the decoder refuses them as malformed).
@@ -112,7 +135,16 @@ const payload = fc.oneof(
   { weight: 2, arbitrary: command },
   { weight: 2, arbitrary: wrongShape },
   { weight: 1, arbitrary: wellFormed },
-  { weight: 1, arbitrary: fc.constantFrom(Buffer.from('*1\r\n$999999999\r\n'), Buffer.from('*2147483647\r\n'), Buffer.from('*-1\r\n'), Buffer.alloc(0), Buffer.from('*1\r\n$3\r\nGET\r\n$3\r\nGET\r\n')) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      Buffer.from('*1\r\n$999999999\r\n'),
+      Buffer.from('*2147483647\r\n'),
+      Buffer.from('*-1\r\n'),
+      Buffer.alloc(0),
+      Buffer.from('*1\r\n$3\r\nGET\r\n$3\r\nGET\r\n'),
+    ),
+  },
 )
 
 const now = () => Date.now()
@@ -128,7 +160,8 @@ const hlcText = fc.oneof(
   fc.constant(HUGE_X),
 )
 const anyText = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('', 'true', 'TRUE', '\uFFFD\uFFFD', '\uDC00', '\u0000'), fc.constant(HUGE_Y))
-const propValue = (inner: fc.Arbitrary<string>) => fc.oneof({ weight: 5, arbitrary: inner }, { weight: 1, arbitrary: fc.array(inner, { minLength: 2, maxLength: 3 }) })
+const propValue = (inner: fc.Arbitrary<string>) =>
+  fc.oneof({ weight: 5, arbitrary: inner }, { weight: 1, arbitrary: fc.array(inner, { minLength: 2, maxLength: 3 }) })
 
 const userProperties: fc.Arbitrary<UserProperties | undefined> = fc.option(
   fc.record(
@@ -148,7 +181,10 @@ const userProperties: fc.Arbitrary<UserProperties | undefined> = fc.option(
 
 const responseTopic = fc.oneof(
   { weight: 12, arbitrary: fc.constant(RESPONSE_TOPIC) },
-  { weight: 1, arbitrary: fc.constantFrom(undefined, '', REQUEST_TOPIC, `${SERVICE_CLIENTS_PREFIX}/x`, `clients/${FUZZ_CLIENT}/+`, `clients/${FUZZ_CLIENT}/#`) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(undefined, '', REQUEST_TOPIC, `${SERVICE_CLIENTS_PREFIX}/x`, `clients/${FUZZ_CLIENT}/+`, `clients/${FUZZ_CLIENT}/#`),
+  },
   { weight: 1, arbitrary: fc.string({ maxLength: 30 }).map((s) => `clients/${FUZZ_CLIENT}/${s.replace(/[+#]/g, '')}`) },
 )
 let serial = 0
@@ -212,7 +248,10 @@ function checkAnswer(r: FuzzRequest, answer: Published): void {
     assert.ok(reply.value.startsWith('ERR '), reply.value)
     // Beside the catalogue, the emulator's own refusal of a watch no notification topic could carry.
     const text = reply.value.slice(4)
-    assert.ok(ERROR_TEXTS.has(text) || /^the key is too long to be notified: at most \d+ bytes for this client id$/.test(text), `an error from the catalogue: ${reply.value}`)
+    assert.ok(
+      ERROR_TEXTS.has(text) || /^the key is too long to be notified: at most \d+ bytes for this client id$/.test(text),
+      `an error from the catalogue: ${reply.value}`,
+    )
   } else if (reply.kind === 'array') {
     // A SCAN page: `*1 [keys]` or `*2 [keys] <token>`.
     const [page, token, ...rest] = reply.value
@@ -220,7 +259,10 @@ function checkAnswer(r: FuzzRequest, answer: Published): void {
     assert.ok(token === undefined || token.kind === 'bulk', 'and then a token')
     assert.equal(rest.length, 0)
   } else {
-    assert.ok(reply.kind === 'simple' || reply.kind === 'integer' || reply.kind === 'bulk' || reply.kind === 'null', `a reply shape of the protocol: ${reply.kind}`)
+    assert.ok(
+      reply.kind === 'simple' || reply.kind === 'integer' || reply.kind === 'bulk' || reply.kind === 'null',
+      `a reply shape of the protocol: ${reply.kind}`,
+    )
   }
 }
 
@@ -268,7 +310,10 @@ async function harness(): Promise<Harness> {
     for (const n of registrations.notificationsFor(change)) service.notify(n)
   })
   const published: Published[] = []
-  const internals = service as unknown as { client: { publish: (topic: string, payload: Buffer, options: { properties?: Properties }) => void }; onPublish(packet: IPublishPacket): void }
+  const internals = service as unknown as {
+    client: { publish: (topic: string, payload: Buffer, options: { properties?: Properties }) => void }
+    onPublish(packet: IPublishPacket): void
+  }
   internals.client.publish = (topic, payload, options) => {
     published.push({ topic, payload, properties: options.properties ?? {} })
   }
@@ -336,24 +381,26 @@ describe('reliability: fuzzed requests to the emulator', function () {
       let dropped = 0
       let refused = 0
       const run = (numRuns: number, seed: number) =>
-        short(() => fc.assert(
-          fc.property(request, (r) => {
-            const before = h.published.length
-            h.handle(packetOf(r))
-            const answers = h.published.filter((p, i) => i >= before && p.topic === r.responseTopic)
-            h.published.length = 0
-            if (!answerable(r)) {
-              assert.equal(answers.length, 0, 'dropped')
-              dropped += 1
-              return
-            }
-            assert.equal(answers.length, 1, 'exactly one answer')
-            checkAnswer(r, answers[0]!)
-            answered += 1
-            if (answers[0]!.payload[0] === 0x2d) refused += 1
-          }),
-          { numRuns, seed, endOnFailure: true },
-        ))
+        short(() =>
+          fc.assert(
+            fc.property(request, (r) => {
+              const before = h.published.length
+              h.handle(packetOf(r))
+              const answers = h.published.filter((p, i) => i >= before && p.topic === r.responseTopic)
+              h.published.length = 0
+              if (!answerable(r)) {
+                assert.equal(answers.length, 0, 'dropped')
+                dropped += 1
+                return
+              }
+              assert.equal(answers.length, 1, 'exactly one answer')
+              checkAnswer(r, answers[0]!)
+              answered += 1
+              if (answers[0]!.payload[0] === 0x2d) refused += 1
+            }),
+            { numRuns, seed, endOnFailure: true },
+          ),
+        )
       run(10_000, 1)
       const warm = heapAfterGc()
       const stateWarm = retainedBytes(h)
@@ -368,14 +415,22 @@ describe('reliability: fuzzed requests to the emulator', function () {
       const growth = end - warm
       const leak = growth - state
       assert.ok(leak < 3 * 1024 * 1024, `heap grew ${growth} bytes over 100,000 requests, ${state} of them keys and registrations`)
-      console.log(`      ${JSON.stringify({ requests: 110_000, answered, refusedWithErr: refused, dropped, keys: h.store.size, registrations: h.registrations.size, dedupEntries: h.dedup.size, heapGrowthBytes: growth, ofWhichStoreState: state })}`)
+      console.log(
+        `      ${JSON.stringify({ requests: 110_000, answered, refusedWithErr: refused, dropped, keys: h.store.size, registrations: h.registrations.size, dedupEntries: h.dedup.size, heapGrowthBytes: growth, ofWhichStoreState: state })}`,
+      )
     })
 
     it('answers a request re-sent with the same correlation data from the cache, byte for byte, without executing it again', () => {
       short(() =>
         fc.assert(
           fc.property(fc.oneof(wellFormed, payload), fc.nat(3), (p, extra) => {
-            const r: FuzzRequest = { payload: p, responseTopic: RESPONSE_TOPIC, correlation: randomBytes(16), expiry: 10, user: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'fuzzer').toString(), [Prop.sourceId]: FUZZ_CLIENT } }
+            const r: FuzzRequest = {
+              payload: p,
+              responseTopic: RESPONSE_TOPIC,
+              correlation: randomBytes(16),
+              expiry: 10,
+              user: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'fuzzer').toString(), [Prop.sourceId]: FUZZ_CLIENT },
+            }
             h.handle(packetOf(r))
             const first = h.published.filter((x) => x.topic === RESPONSE_TOPIC)
             h.published.length = 0
@@ -450,7 +505,11 @@ describe('reliability: fuzzed requests to the emulator', function () {
         await sender.publishAsync(REQUEST_TOPIC, r.payload, { qos: 1, properties: p.properties! })
       }
       const expected = samples.filter(answerable)
-      await until(() => expected.every((r) => answers.has(r.correlation!.toString('hex'))), `answers to ${expected.length} answerable requests (have ${answers.size})`, 20_000)
+      await until(
+        () => expected.every((r) => answers.has(r.correlation!.toString('hex'))),
+        `answers to ${expected.length} answerable requests (have ${answers.size})`,
+        20_000,
+      )
       await sleep(300)
       for (const r of samples) {
         const got = r.correlation && r.correlation.length ? (answers.get(r.correlation.toString('hex')) ?? []) : []
@@ -470,7 +529,15 @@ describe('reliability: fuzzed requests to the emulator', function () {
       const topic = `clients/${fuzzId}-good/r`
       await good.subscribeAsync(topic, { qos: 1 })
       const reply = new Promise<Buffer>((resolve) => good.once('message', (_t, body) => resolve(body)))
-      await good.publishAsync(REQUEST_TOPIC, Request.get('after-fuzz'), { qos: 1, properties: { responseTopic: topic, correlationData: randomBytes(16), messageExpiryInterval: 5, userProperties: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'g').toString() } } })
+      await good.publishAsync(REQUEST_TOPIC, Request.get('after-fuzz'), {
+        qos: 1,
+        properties: {
+          responseTopic: topic,
+          correlationData: randomBytes(16),
+          messageExpiryInterval: 5,
+          userProperties: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'g').toString() },
+        },
+      })
       assert.equal((await reply).toString(), '$-1\r\n')
       await good.endAsync(true)
       console.log(`      ${JSON.stringify({ requests: samples.length, answered: expected.length, dropped: samples.length - expected.length })}`)

@@ -64,7 +64,7 @@ describe('reliability: values at the limits', function () {
     })
   }
 
-  it('refuses a value over the broker\'s maximum packet size at once with ArgumentError, and the connection stays up', async () => {
+  it("refuses a value over the broker's maximum packet size at once with ArgumentError, and the connection stays up", async () => {
     for (const size of [MAX_PACKET, 3 * MiB]) {
       await assert.rejects(writer.set('limits/too-big', Buffer.alloc(size)), (err: unknown) => {
         assert.ok(err instanceof ArgumentError, String(err))
@@ -87,7 +87,10 @@ describe('reliability: values at the limits', function () {
     await watcher.observe(key, (n) => seen.push(n))
     const value = Buffer.alloc(MAX_PACKET - 40_000, 2)
     assert.equal((await writer.set(key, value)).applied, true)
-    await until(() => warnings.some((w) => /notification .* dropped: \d+ bytes exceed the broker's Maximum Packet Size/.test(w)), 'the emulator to log the dropped notification')
+    await until(
+      () => warnings.some((w) => /notification .* dropped: \d+ bytes exceed the broker's Maximum Packet Size/.test(w)),
+      'the emulator to log the dropped notification',
+    )
     assert.equal((await writer.set(key, 'small')).applied, true)
     await until(() => seen.some((n) => n.value?.toString() === 'small'), 'the next notification')
     assert.equal(seen.length, 1, 'only the notification that fits')
@@ -152,7 +155,10 @@ describe('reliability: publishPacketSize', function () {
           { requiredKeys: [] },
         ),
         (topic, payloadBytes, properties: PublishPropertiesForSize) => {
-          const wire = mqttPacket.generate({ cmd: 'publish', topic, payload: Buffer.alloc(payloadBytes), qos: 1, messageId: 1, dup: false, retain: false, properties }, { protocolVersion: 5 })
+          const wire = mqttPacket.generate(
+            { cmd: 'publish', topic, payload: Buffer.alloc(payloadBytes), qos: 1, messageId: 1, dup: false, retain: false, properties },
+            { protocolVersion: 5 },
+          )
           assert.equal(publishPacketSize(topic, payloadBytes, properties), wire.length)
         },
       ),

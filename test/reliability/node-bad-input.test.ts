@@ -93,19 +93,59 @@ interface Target {
 }
 
 const targets: Target[] = [
-  { id: 'set', node: { type: 'ss-set', key: 'topic', keyType: 'msg' }, cases: [...keyCases.map(withDefaults({ payload: 'x' })), ...valueCases, ...setCases.map(withDefaults({ topic: 'bad-input-2', payload: 'x' }))], good: { topic: 'bad-input-2', payload: 'fine' }, out: 'set-out' },
+  {
+    id: 'set',
+    node: { type: 'ss-set', key: 'topic', keyType: 'msg' },
+    cases: [...keyCases.map(withDefaults({ payload: 'x' })), ...valueCases, ...setCases.map(withDefaults({ topic: 'bad-input-2', payload: 'x' }))],
+    good: { topic: 'bad-input-2', payload: 'fine' },
+    out: 'set-out',
+  },
   { id: 'get', node: { type: 'ss-get', key: 'topic', keyType: 'msg' }, cases: keyCases, good: { topic: 'bad-input-2' }, out: 'get-out' },
-  { id: 'del', node: { type: 'ss-del', key: 'topic', keyType: 'msg' }, cases: [...keyCases, ['a malformed fencing token', { topic: 'k', fencingToken: '1:2' }, 'FencingTokenInvalid'], ...writeCases.map(withDefaults({ topic: 'bad-input-3' }))], good: { topic: 'bad-input-4' }, out: 'del-out' },
-  { id: 'vdel', node: { type: 'ss-del', key: 'topic', keyType: 'msg', mode: 'vdel' }, cases: [
+  {
+    id: 'del',
+    node: { type: 'ss-del', key: 'topic', keyType: 'msg' },
+    cases: [
+      ...keyCases,
+      ['a malformed fencing token', { topic: 'k', fencingToken: '1:2' }, 'FencingTokenInvalid'],
+      ...writeCases.map(withDefaults({ topic: 'bad-input-3' })),
+    ],
+    good: { topic: 'bad-input-4' },
+    out: 'del-out',
+  },
+  {
+    id: 'vdel',
+    node: { type: 'ss-del', key: 'topic', keyType: 'msg', mode: 'vdel' },
+    cases: [
       ...keyCases.map(withDefaults({ payload: 'x' })),
       ['no value to compare', { topic: 'k' }, 'ValueMissing'],
       ['a NaN value to compare', { topic: 'k', payload: NaN }, 'ValueInvalid'],
       ['a symbol to compare', { topic: 'k', payload: Symbol('s') }, 'ValueInvalid'],
-    ], good: { topic: 'bad-input-4', payload: 'x' }, out: 'vdel-out' },
+    ],
+    good: { topic: 'bad-input-4', payload: 'x' },
+    out: 'vdel-out',
+  },
   { id: 'watch', node: { type: 'ss-watch', keys: '' }, cases: watchCases, good: { action: 'watch', topic: 'bad-input-5' }, out: '' },
-  { id: 'lease', node: { type: 'ss-lock', mode: 'lease', key: 'topic', keyType: 'msg', action: 'holder' }, cases: lockCases, good: { topic: 'bad-input-lease' }, out: 'lease-out' },
-  { id: 'lock', node: { type: 'ss-lock', mode: 'lock', key: 'topic', keyType: 'msg', action: 'holder' }, cases: lockCases, good: { topic: 'bad-input-lock' }, out: 'lock-out' },
-  { id: 'leader', node: { type: 'ss-lock', mode: 'leader', key: 'topic', keyType: 'msg', action: 'holder', campaign: false }, cases: [...lockCases, ['renew, which an election does not have', { topic: 'election', action: 'renew' }, 'ActionUnsupported']], good: { topic: 'bad-input-leader' }, out: 'leader-out' },
+  {
+    id: 'lease',
+    node: { type: 'ss-lock', mode: 'lease', key: 'topic', keyType: 'msg', action: 'holder' },
+    cases: lockCases,
+    good: { topic: 'bad-input-lease' },
+    out: 'lease-out',
+  },
+  {
+    id: 'lock',
+    node: { type: 'ss-lock', mode: 'lock', key: 'topic', keyType: 'msg', action: 'holder' },
+    cases: lockCases,
+    good: { topic: 'bad-input-lock' },
+    out: 'lock-out',
+  },
+  {
+    id: 'leader',
+    node: { type: 'ss-lock', mode: 'leader', key: 'topic', keyType: 'msg', action: 'holder', campaign: false },
+    cases: [...lockCases, ['renew, which an election does not have', { topic: 'election', action: 'renew' }, 'ActionUnsupported']],
+    good: { topic: 'bad-input-leader' },
+    out: 'leader-out',
+  },
 ]
 
 function withDefaults(defaults: Msg): (c: Case) => Case {
@@ -124,7 +164,10 @@ describe('reliability: odd msgs to every node', function () {
   })
 
   it('gives each one exactly one typed error through Catch with the msg kept, then handles the next good msg', async () => {
-    const flow: unknown[] = [{ id: 'tab', type: 'tab', label: 'odd msgs' }, { id: 'cfg', type: 'ss-config', broker: store.url, requestTimeout: '3000' }]
+    const flow: unknown[] = [
+      { id: 'tab', type: 'tab', label: 'odd msgs' },
+      { id: 'cfg', type: 'ss-config', broker: store.url, requestTimeout: '3000' },
+    ]
     for (const t of targets) {
       const outputs = t.node.type === 'ss-lock' ? [[`${t.id}-out`], [`${t.id}-out`]] : t.out ? [[t.out]] : [[]]
       flow.push(onTab({ id: t.id, store: 'cfg', ...t.node, wires: outputs }))
@@ -137,7 +180,8 @@ describe('reliability: odd msgs to every node', function () {
     caughtNode.on('input', (m: Msg) => caught.push(m))
     await new Promise<void>((resolve, reject) => {
       const deadline = Date.now() + 5000
-      const poll = () => (lastStatus(helper.getNode('set')).fill === 'green' ? resolve() : Date.now() > deadline ? reject(new Error('not connected')) : setTimeout(poll, 20))
+      const poll = () =>
+        lastStatus(helper.getNode('set')).fill === 'green' ? resolve() : Date.now() > deadline ? reject(new Error('not connected')) : setTimeout(poll, 20)
       poll()
     })
 
@@ -159,7 +203,8 @@ describe('reliability: odd msgs to every node', function () {
         if ((kind ?? 'input') === 'input') assert.ok(error.message.startsWith(`${COMMON}errors.`), `${t.id}: ${what}: ${error.message}`)
         assert.equal(m.marker, `${t.id}: ${what}`, 'the msg reaches Catch as it was sent')
         // Symbols, functions and BigInts do not survive Node-RED's message cloning; everything else must arrive as sent.
-        for (const [k, v] of Object.entries(msg)) if (!['symbol', 'function', 'bigint'].includes(typeof v)) assert.deepEqual(m[k], v, `${t.id}: ${what}: msg.${k} kept`)
+        for (const [k, v] of Object.entries(msg))
+          if (!['symbol', 'function', 'bigint'].includes(typeof v)) assert.deepEqual(m[k], v, `${t.id}: ${what}: msg.${k} kept`)
         assert.equal(lastStatus(node).fill, 'red', `${t.id}: ${what}: the status shows the error`)
 
         // The next good msg works.
@@ -173,7 +218,12 @@ describe('reliability: odd msgs to every node', function () {
           node.receive({ ...t.good, topic: `${String(t.good.topic)}-${sent}` })
           await new Promise<void>((resolve, reject) => {
             const until = Date.now() + 5000
-            const poll = () => (String(lastStatus(node).text).includes('status.watching') ? resolve() : Date.now() > until ? reject(new Error('watch did not take the good msg')) : setTimeout(poll, 10))
+            const poll = () =>
+              String(lastStatus(node).text).includes('status.watching')
+                ? resolve()
+                : Date.now() > until
+                  ? reject(new Error('watch did not take the good msg'))
+                  : setTimeout(poll, 10)
             poll()
           })
           assert.equal(caught.length, caughtBefore)

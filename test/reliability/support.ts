@@ -86,7 +86,13 @@ export class EmulatorCli {
   }
 
   static async start(args: string[], timeoutMs = 10_000, env: Record<string, string> = {}): Promise<EmulatorCli> {
-    const cli = new EmulatorCli(spawn(process.execPath, [join(ROOT, 'dist', 'src', 'emulator', 'cli', 'main.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } }))
+    const cli = new EmulatorCli(
+      spawn(process.execPath, [join(ROOT, 'dist', 'src', 'emulator', 'cli', 'main.js'), ...args], {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, ...env },
+      }),
+    )
     const deadline = Date.now() + timeoutMs
     while (!/ready on /.test(cli.stdout)) {
       if (cli.child.exitCode !== null) throw new Error(`the emulator exited (${cli.child.exitCode}) before it was ready:\n${cli.stderr}`)

@@ -55,11 +55,14 @@ describe('the watched-key limit', function () {
       const client = new StateStoreClient({ brokerUrl: 'mqtt://127.0.0.1:9', clientId: 'limit-refused', requestTimeoutMs: 60_000 })
       clients.add(client)
       const max = maxNotifiedKeyBytes(client.clientId)
-      await assert.rejects(client.observe(keyOf(max + 1, 'over'), () => {}), (err: unknown) => {
-        assert.ok(err instanceof ArgumentError, String(err))
-        assert.match(err.message, new RegExp(`${max + 1} bytes long; a watched key can be at most ${max} bytes`))
-        return true
-      })
+      await assert.rejects(
+        client.observe(keyOf(max + 1, 'over'), () => {}),
+        (err: unknown) => {
+          assert.ok(err instanceof ArgumentError, String(err))
+          assert.match(err.message, new RegExp(`${max + 1} bytes long; a watched key can be at most ${max} bytes`))
+          return true
+        },
+      )
     })
   })
 

@@ -65,7 +65,9 @@ describe('security: username and password (mosquitto password_file)', function (
     const wrong = 'not-the-service-password'
     await assert.rejects(
       (async () => {
-        const run = await EmulatorCli.start(['--broker', broker.url, '--username', 'service', '--log-level', 'debug'], 5000, { AIO_STATESTORE_BROKER_PASSWORD: wrong })
+        const run = await EmulatorCli.start(['--broker', broker.url, '--username', 'service', '--log-level', 'debug'], 5000, {
+          AIO_STATESTORE_BROKER_PASSWORD: wrong,
+        })
         await run.kill()
       })(),
       (err: Error) => {
@@ -78,7 +80,9 @@ describe('security: username and password (mosquitto password_file)', function (
   })
 
   it('serves clients that give the right password and refuses the others with authFailed', async () => {
-    cli = await EmulatorCli.start(['--broker', broker.url, '--username', 'service', '--log-level', 'debug'], 10_000, { AIO_STATESTORE_BROKER_PASSWORD: SERVICE_PASSWORD })
+    cli = await EmulatorCli.start(['--broker', broker.url, '--username', 'service', '--log-level', 'debug'], 10_000, {
+      AIO_STATESTORE_BROKER_PASSWORD: SERVICE_PASSWORD,
+    })
     const alice = client({ username: 'alice', password: CLIENT_PASSWORD }, 'alice')
     await alice.ready({ timeoutMs: 5000 })
     assert.equal((await alice.set('auth/k', 'v')).applied, true)
@@ -116,7 +120,10 @@ describe('security: username and password (mosquitto password_file)', function (
       { cfgBad: { username: 'alice', password: 'wrong' }, cfgGood: { username: 'alice', password: CLIENT_PASSWORD } },
     )
     const bad = helper.getNode('bad')
-    await until(() => lastStatus(bad).text === 'node-red-contrib-aio-statestore/ss-config:common.status.notAuthorized', `a notAuthorized status: ${JSON.stringify(lastStatus(bad))}`)
+    await until(
+      () => lastStatus(bad).text === 'node-red-contrib-aio-statestore/ss-config:common.status.notAuthorized',
+      `a notAuthorized status: ${JSON.stringify(lastStatus(bad))}`,
+    )
     assert.equal(lastStatus(bad).fill, 'red')
     assert.ok(!statuses(bad).some((s) => s.fill === 'green'))
     const caught = nextMessage(helper.getNode('caught'))
@@ -160,8 +167,20 @@ describe('security: K8S-SAT with the embedded broker', function () {
     writeFileSync(tokenFile, 'token-one\n')
     writeFileSync(wrongFile, 'not-a-token\n')
 
-    const c = new StateStoreClient({ brokerUrl: emulator!.brokerUrl, clientId: `sat-${process.pid}`, satTokenFile: tokenFile, reconnectMinMs: 100, reconnectMaxMs: 300 })
-    const refused = new StateStoreClient({ brokerUrl: emulator!.brokerUrl, clientId: `sat-refused-${process.pid}`, satTokenFile: wrongFile, reconnectMinMs: 100, reconnectMaxMs: 300 })
+    const c = new StateStoreClient({
+      brokerUrl: emulator!.brokerUrl,
+      clientId: `sat-${process.pid}`,
+      satTokenFile: tokenFile,
+      reconnectMinMs: 100,
+      reconnectMaxMs: 300,
+    })
+    const refused = new StateStoreClient({
+      brokerUrl: emulator!.brokerUrl,
+      clientId: `sat-refused-${process.pid}`,
+      satTokenFile: wrongFile,
+      reconnectMinMs: 100,
+      reconnectMaxMs: 300,
+    })
     clients.push(c, refused)
     await c.ready({ timeoutMs: 5000 })
     assert.equal((await c.set('sat/k', 'one')).applied, true)

@@ -106,7 +106,9 @@ describe('security: authorization rules in the emulator', function () {
     const intruder = await RawClient.connect(embedded.brokerUrl, `intruder-${suffix}`)
     try {
       for (const claimed of [`admin-${suffix}`, `sensor-${suffix}`]) {
-        const reply = await intruder.request(Request.set(`sensors/sensor-${suffix}/temperature`, 'forged'), { props: { [Prop.sourceId]: claimed, [Prop.partition]: claimed } })
+        const reply = await intruder.request(Request.set(`sensors/sensor-${suffix}/temperature`, 'forged'), {
+          props: { [Prop.sourceId]: claimed, [Prop.partition]: claimed },
+        })
         assert.equal(reply.payload.toString(), Reply.error(SERVICE_ERROR_TEXT.NotAuthorized).toString(), `claiming to be ${claimed}`)
       }
     } finally {

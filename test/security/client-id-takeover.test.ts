@@ -26,7 +26,10 @@ describe('security: a connected client id cannot be borrowed by another user', f
       rules,
       JSON.stringify({
         rules: [
-          { principals: { usernames: ['alice', 'mallory'] }, brokerResources: [{ method: 'Connect' }, { method: 'Subscribe', topics: ['clients/{principal.clientId}/#'] }] },
+          {
+            principals: { usernames: ['alice', 'mallory'] },
+            brokerResources: [{ method: 'Connect' }, { method: 'Subscribe', topics: ['clients/{principal.clientId}/#'] }],
+          },
           { principals: { clientIds: ['admin-app'] }, stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['*'] }] },
         ],
       }),

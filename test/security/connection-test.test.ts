@@ -38,7 +38,7 @@ interface Answer {
   reason?: string
 }
 
-describe('security: the config dialog\'s Test connection endpoint', function () {
+describe("security: the config dialog's Test connection endpoint", function () {
   this.timeout(30_000)
   let dir: string
   let pki: TestCerts
@@ -133,7 +133,7 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
     assert.match(answer.reason ?? '', /ECONNREFUSED/)
   })
 
-  it('a TLS error with a CA that did not sign the broker\'s certificate; connected with the right CA', async () => {
+  it("a TLS error with a CA that did not sign the broker's certificate; connected with the right CA", async () => {
     const wrong = await test({ broker: withTls, usetls: true, tls: 'tlsWrong' })
     assert.equal(wrong.result, 'tls', JSON.stringify(wrong))
     assert.match(wrong.reason ?? '', /certificate/i)
@@ -157,7 +157,7 @@ describe('security: the config dialog\'s Test connection endpoint', function () 
     }
   })
 
-  it('tells where a blank Broker URL connects: npm start\'s broker (AIO_STATESTORE_URL) when set, else 127.0.0.1:1883', async () => {
+  it("tells where a blank Broker URL connects: npm start's broker (AIO_STATESTORE_URL) when set, else 127.0.0.1:1883", async () => {
     const blank = async () => (await helper.request().get('/ss-config/broker').query({ value: '' }).expect(200)).body
     const saved = process.env.AIO_STATESTORE_URL
     try {

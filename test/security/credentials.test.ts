@@ -73,7 +73,13 @@ describe('security: credentials never appear in flows or logs', function () {
     ]
     const flow = (withCredentials: boolean) => [
       { id: 'tab', type: 'tab', label: 'credentials' },
-      ...configs.map(([id, credentials]) => ({ id, type: 'ss-config', broker: emulator.brokerUrl, requestTimeout: '800', ...(withCredentials ? { credentials } : {}) })),
+      ...configs.map(([id, credentials]) => ({
+        id,
+        type: 'ss-config',
+        broker: emulator.brokerUrl,
+        requestTimeout: '800',
+        ...(withCredentials ? { credentials } : {}),
+      })),
       ...configs.map(([id]) => onTab({ id: `get-${id}`, type: 'ss-get', store: id, key: 'creds/k', keyType: 'str', wires: [['out']] })),
       onTab({ id: 'out', type: 'helper' }),
       onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
@@ -88,7 +94,12 @@ describe('security: credentials never appear in flows or logs', function () {
     const node = (id: string) => helper.getNode(`get-${id}`)
     await until(() => lastStatus(node('cfgPassword')).fill === 'green' && lastStatus(node('cfgToken')).fill === 'green', 'the good credentials to connect')
     // mosquitto refuses a wrong password with 0x87, which the status calls not authorized.
-    await until(() => /authFailed|notAuthorized/.test(String(lastStatus(node('cfgWrongPassword')).text)) && /authFailed|notAuthorized/.test(String(lastStatus(node('cfgWrongToken')).text)), 'the wrong ones to be refused')
+    await until(
+      () =>
+        /authFailed|notAuthorized/.test(String(lastStatus(node('cfgWrongPassword')).text)) &&
+        /authFailed|notAuthorized/.test(String(lastStatus(node('cfgWrongToken')).text)),
+      'the wrong ones to be refused',
+    )
     const caught: Array<Record<string, unknown>> = []
     for (const [id] of configs) {
       const reply = nextMessage(helper.getNode(id.startsWith('cfgWrong') ? 'caught' : 'out'), 3000)
@@ -108,16 +119,31 @@ describe('security: credentials never appear in flows or logs', function () {
     const html = readFileSync(join(ROOT, 'nodes', 'ss-config.html'), 'utf8')
     const defaults = /defaults:\s*\{([\s\S]*?)\n\s{4}\},\n\s{4}credentials:/.exec(html)?.[1] ?? ''
     assert.ok(defaults.length > 0, 'ss-config.html declares its defaults and credentials')
-    for (const name of ['username', 'password', 'satTokenFile']) assert.ok(!new RegExp(`\\b${name}\\s*:`).test(defaults), `${name} is a credential, not a default`)
+    for (const name of ['username', 'password', 'satTokenFile'])
+      assert.ok(!new RegExp(`\\b${name}\\s*:`).test(defaults), `${name} is a credential, not a default`)
 
     // Everything logged or shown.
     const spied = helper.getNode('out') as TestNode & { log: Spied; warn: Spied; error: Spied; debug: Spied }
     const nodeCalls = [spied.log, spied.warn, spied.error, spied.debug, spied.status].flatMap((s) => s.getCalls().map((c) => c.args))
-    const runtimeLog = (helper as unknown as { log(): Spied }).log().getCalls().map((c) => c.args)
-    const seen = [exported, JSON.stringify(nodeCalls, replacer), JSON.stringify(runtimeLog, replacer), JSON.stringify(caught, replacer), emulatorLog.join('\n'), output]
+    const runtimeLog = (helper as unknown as { log(): Spied })
+      .log()
+      .getCalls()
+      .map((c) => c.args)
+    const seen = [
+      exported,
+      JSON.stringify(nodeCalls, replacer),
+      JSON.stringify(runtimeLog, replacer),
+      JSON.stringify(caught, replacer),
+      emulatorLog.join('\n'),
+      output,
+    ]
     assert.ok(nodeCalls.length > 0 && emulatorLog.length > 0, 'there was something to inspect')
     for (const [name, secret] of Object.entries(SECRETS)) {
-      for (const [i, text] of seen.entries()) assert.ok(!text.includes(secret), `the ${name} appears in ${['the exported flow', 'node log/warn/error/status', 'the runtime log', 'Catch msgs', 'the emulator log', 'stdout/stderr'][i]}`)
+      for (const [i, text] of seen.entries())
+        assert.ok(
+          !text.includes(secret),
+          `the ${name} appears in ${['the exported flow', 'node log/warn/error/status', 'the runtime log', 'Catch msgs', 'the emulator log', 'stdout/stderr'][i]}`,
+        )
     }
   })
 })

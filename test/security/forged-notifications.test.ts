@@ -64,7 +64,10 @@ function forgeryCase(name: string, start: (ctx: Mocha.Context) => Promise<{ url:
       const codes = await Promise.all(publishes)
       if (refusedByBroker) assert.deepEqual(codes, [0x87, 0x87], 'the broker refuses a client publish to the notification topics as not authorized')
       await writer.set(key, '7')
-      await until(() => told.some((n) => n.value?.toString() === '7') && store.get('global', 'count') === 7, 'the genuine SET 7 reaches the watcher and the cache')
+      await until(
+        () => told.some((n) => n.value?.toString() === '7') && store.get('global', 'count') === 7,
+        'the genuine SET 7 reaches the watcher and the cache',
+      )
       assert.deepEqual(
         told.map((n) => n.value?.toString()),
         ['7'],

@@ -28,11 +28,15 @@ describe('security: ss-watch emits the service notifications only', function () 
     await until(() => lastStatus(helper.getNode('watch')).text === `${COMMON}status.watching 1`, 'watching')
     const neighbour = await mqtt.connectAsync(store.emulator.brokerUrl, { protocolVersion: 5, clientId: 'forger', reconnectPeriod: 0 })
     try {
-      const properties = { userProperties: { [Prop.timestamp]: new Hlc(Date.now() + 365 * 24 * 3600 * 1000, 0, 'fake').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } }
-      const code = await neighbour.publishAsync(notificationTopic('sec-watch', Buffer.from('sec/count')), Notification.set(Buffer.from('1000000')), { qos: 1, properties }).then(
-        (packet) => (packet as { reasonCode?: number } | undefined)?.reasonCode ?? 0,
-        (err: Error & { code?: number }) => err.code ?? -1,
-      )
+      const properties = {
+        userProperties: { [Prop.timestamp]: new Hlc(Date.now() + 365 * 24 * 3600 * 1000, 0, 'fake').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION },
+      }
+      const code = await neighbour
+        .publishAsync(notificationTopic('sec-watch', Buffer.from('sec/count')), Notification.set(Buffer.from('1000000')), { qos: 1, properties })
+        .then(
+          (packet) => (packet as { reasonCode?: number } | undefined)?.reasonCode ?? 0,
+          (err: Error & { code?: number }) => err.code ?? -1,
+        )
       assert.equal(code, 0x87)
     } finally {
       await neighbour.endAsync(true)

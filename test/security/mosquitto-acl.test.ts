@@ -44,7 +44,13 @@ describe('security: the mosquitto ACL of docs/security.md', function () {
     emulator = await startEmulator({ brokerUrl: mosquitto.url, brokerUsername: 'statestore', brokerPassword: 'svc-pw', logLevel: 'error' })
     watcher = new StateStoreClient({ brokerUrl: mosquitto.url, clientId: `acl-watch-${process.pid}`, username: 'alice', password: 'alice-pw' })
     await watcher.observe('acl/k', (n) => told.push(n))
-    neighbour = await mqtt.connectAsync(mosquitto.url, { protocolVersion: 5, clientId: 'acl-neighbour', username: 'mallory', password: 'mallory-pw', reconnectPeriod: 0 })
+    neighbour = await mqtt.connectAsync(mosquitto.url, {
+      protocolVersion: 5,
+      clientId: 'acl-neighbour',
+      username: 'mallory',
+      password: 'mallory-pw',
+      reconnectPeriod: 0,
+    })
   })
   after(async () => {
     await neighbour?.endAsync(true)
@@ -54,7 +60,10 @@ describe('security: the mosquitto ACL of docs/security.md', function () {
   })
 
   it('lets clients use the state store and refuses a neighbour forged notifications and answers', async () => {
-    const forged = { qos: 1 as const, properties: { userProperties: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'fake').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } } }
+    const forged = {
+      qos: 1 as const,
+      properties: { userProperties: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'fake').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } },
+    }
     const codes = await Promise.all(
       [
         neighbour.publishAsync(notificationTopic(`acl-watch-${process.pid}`, Buffer.from('acl/k')), Notification.set(Buffer.from('forged')), forged),

@@ -66,14 +66,20 @@ describe('security: the bytes the emulator holds are bounded', () => {
       const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `quota-${process.pid}` })
       try {
         await client.ready({ timeoutMs: 5000 })
-        await assert.rejects(client.set('huge', Buffer.alloc(DEFAULT_MAX_VALUE_BYTES * 2)), (err: unknown) => err instanceof ArgumentError && /Maximum Packet Size/.test(err.message))
+        await assert.rejects(
+          client.set('huge', Buffer.alloc(DEFAULT_MAX_VALUE_BYTES * 2)),
+          (err: unknown) => err instanceof ArgumentError && /Maximum Packet Size/.test(err.message),
+        )
         assert.equal((await client.set('small', 'v')).applied, true)
       } finally {
         await client.close()
       }
       const sender = await mqtt.connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId: 'quota-raw', reconnectPeriod: 0 })
       const cut = new Promise<number | undefined>((resolve) => sender.once('disconnect', (packet) => resolve(packet.reasonCode)))
-      sender.publish(REQUEST_TOPIC, Buffer.alloc(DEFAULT_MAX_VALUE_BYTES * 2), { qos: 1, properties: { responseTopic: 'clients/quota-raw/r', correlationData: Buffer.from('c'), contentType: CONTENT_TYPE } })
+      sender.publish(REQUEST_TOPIC, Buffer.alloc(DEFAULT_MAX_VALUE_BYTES * 2), {
+        qos: 1,
+        properties: { responseTopic: 'clients/quota-raw/r', correlationData: Buffer.from('c'), contentType: CONTENT_TYPE },
+      })
       assert.equal(await cut, 0x95, 'DISCONNECT Packet too large')
       await sender.endAsync(true)
       assert.deepEqual((await raw.request(Request.get('small'))).payload, Reply.value(Buffer.from('v')))

@@ -20,7 +20,11 @@ describe('security: a SCAN or key browser glob cannot freeze the emulator', func
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, admin: true, logLevel: 'error' })
     attacker = await RawClient.connect(emulator.brokerUrl)
     neighbour = await RawClient.connect(emulator.brokerUrl)
-    for (const [key, value] of [['x'.repeat(43), 'v'], ['a'.repeat(400), 'v'], ['mine', 'kept']]) {
+    for (const [key, value] of [
+      ['x'.repeat(43), 'v'],
+      ['a'.repeat(400), 'v'],
+      ['mine', 'kept'],
+    ]) {
       assert.deepEqual((await neighbour.request(Request.set(key!, value!))).payload, Reply.ok)
     }
   })

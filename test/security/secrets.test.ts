@@ -103,7 +103,13 @@ describe('security: secrets stay out of logs, ready lines and the sidebar', func
     })
     try {
       const reader = await rt.token('reader')
-      const store = await eventually(async () => ((await rt.request('GET', '/aio-statestore/stores', reader)).json as { stores: Array<{ id: string; broker: string }> }).stores.find((s) => s.id === 'cfg1'), 'the store')
+      const store = await eventually(
+        async () =>
+          ((await rt.request('GET', '/aio-statestore/stores', reader)).json as { stores: Array<{ id: string; broker: string }> }).stores.find(
+            (s) => s.id === 'cfg1',
+          ),
+        'the store',
+      )
       assert.equal(store.broker, `mqtt://127.0.0.1:${port}`)
     } finally {
       await rt.stop()

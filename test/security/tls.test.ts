@@ -116,7 +116,10 @@ describe('security: TLS with mosquitto', function () {
     good.receive({ topic: 'tls/one' })
     assert.equal((await read).payload, 'secret stuff')
 
-    await until(() => lastStatus(wrong).fill === 'red' && /certificate/i.test(String(lastStatus(wrong).text)), `the wrong-CA node to show why: ${JSON.stringify(lastStatus(wrong))}`)
+    await until(
+      () => lastStatus(wrong).fill === 'red' && /certificate/i.test(String(lastStatus(wrong).text)),
+      `the wrong-CA node to show why: ${JSON.stringify(lastStatus(wrong))}`,
+    )
     assert.ok(!statuses(wrong).some((s) => s.fill === 'green'), 'never shown as connected')
     const caught = nextMessage(helper.getNode('caught'))
     wrong.receive({ topic: 'tls/one', keep: true })

@@ -55,7 +55,15 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.equal(set.status, 200, JSON.stringify(set.json))
       assert.equal((set.json as { applied: boolean }).applied, true)
       const got = await rt.request('GET', `/aio-statestore/stores/cfg1/key?key=${encodeURIComponent('sidebar/watched')}`, reader)
-      const body = got.json as { exists: boolean; value: { preview: string; kind: string }; version: string; expiresAt: null; fencingToken: null; persisted: boolean; notPersistedBecause: string | null }
+      const body = got.json as {
+        exists: boolean
+        value: { preview: string; kind: string }
+        version: string
+        expiresAt: null
+        fencingToken: null
+        persisted: boolean
+        notPersistedBecause: string | null
+      }
       assert.equal(body.exists, true)
       assert.equal(body.value.preview, '<b>21</b>')
       assert.equal(body.value.kind, 'text')
@@ -63,8 +71,14 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.equal(body.expiresAt, null)
       assert.equal(body.persisted, false)
       assert.equal(body.notPersistedBecause, 'no-file', 'the embedded emulator has no persistence file')
-      await eventually(async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === '<b>21</b>' ? true : undefined), 'watch shows the value')
-      const page = (await rt.request('GET', '/aio-statestore/stores/cfg1/keys?pattern=sidebar/*', reader)).json as { source: string; keys: Array<{ key: string }> }
+      await eventually(
+        async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === '<b>21</b>' ? true : undefined),
+        'watch shows the value',
+      )
+      const page = (await rt.request('GET', '/aio-statestore/stores/cfg1/keys?pattern=sidebar/*', reader)).json as {
+        source: string
+        keys: Array<{ key: string }>
+      }
       assert.equal(page.source, 'scan', 'the embedded emulator answers SCAN: the browser lists through the state store')
       assert.deepEqual(
         page.keys.map((k) => k.key),
@@ -128,12 +142,18 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
 
     it('pushes updates only while a viewer is live, coalesced per key', async () => {
       const comms = await SidebarComms.open(rt.url, reader)
-      const client = new StateStoreClient({ brokerUrl: (await stores(reader)).find((s) => s.id === 'cfg1')!.broker, clientId: `sidebar-outside-${process.pid}` })
+      const client = new StateStoreClient({
+        brokerUrl: (await stores(reader)).find((s) => s.id === 'cfg1')!.broker,
+        clientId: `sidebar-outside-${process.pid}`,
+      })
       try {
         await client.ready({ timeoutMs: 10000 })
         // Not live: a change is not pushed.
         await client.set('sidebar/watched', 'unseen')
-        await eventually(async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'unseen' ? true : undefined), 'runtime saw the change')
+        await eventually(
+          async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'unseen' ? true : undefined),
+          'runtime saw the change',
+        )
         assert.equal(comms.updates.filter((u) => u.watches).length, 0, 'no watch update while nobody looks')
 
         assert.equal((await rt.request('POST', '/aio-statestore/live', reader, { viewer: 'test', open: true })).status, 200)
@@ -148,7 +168,10 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
         assert.equal((await rt.request('POST', '/aio-statestore/live', reader, { viewer: 'test', open: false })).status, 200)
         const before = comms.updates.length
         await client.set('sidebar/watched', 'after close')
-        await eventually(async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'after close' ? true : undefined), 'runtime saw the change')
+        await eventually(
+          async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'after close' ? true : undefined),
+          'runtime saw the change',
+        )
         await new Promise((r) => setTimeout(r, 600))
         assert.equal(comms.updates.length, before, 'nothing pushed after the viewer closed')
       } finally {

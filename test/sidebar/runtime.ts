@@ -66,7 +66,13 @@ export class AuthRuntime {
     const res = await fetch(`${this.url}/auth/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ client_id: 'node-red-editor', grant_type: 'password', scope: user === 'reader' ? 'read' : '*', username: user, password: USERS[user] }),
+      body: JSON.stringify({
+        client_id: 'node-red-editor',
+        grant_type: 'password',
+        scope: user === 'reader' ? 'read' : '*',
+        username: user,
+        password: USERS[user],
+      }),
     })
     if (!res.ok) throw new Error(`login as ${user}: ${res.status}`)
     return ((await res.json()) as { access_token: string }).access_token

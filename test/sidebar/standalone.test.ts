@@ -97,18 +97,24 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
       next = page.next
       pages++
     } while (next && pages < 20)
-    assert.deepEqual(seen.sort(), Array.from({ length: 30 }, (_, i) => `scan/${100 + i}`))
+    assert.deepEqual(
+      seen.sort(),
+      Array.from({ length: 30 }, (_, i) => `scan/${100 + i}`),
+    )
     assert.equal(pages, 3, 'the last page says it is the last')
     // The editor reads a page again after a Set or Delete: the same cursor gives the same keys, still there.
     const first = (await rt.request('GET', '/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12', reader)).json as Page
     const second = (await rt.request('GET', `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12&after=${first.next}`, reader)).json as Page
     await scanWriter.del(second.keys[0]!.key)
     const reread = (await rt.request('GET', `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12&after=${first.next}`, reader)).json as Page
-    assert.deepEqual(reread.keys.map((k) => k.key), second.keys.slice(1).map((k) => k.key))
+    assert.deepEqual(
+      reread.keys.map((k) => k.key),
+      second.keys.slice(1).map((k) => k.key),
+    )
     assert.equal(reread.next, second.next)
   })
 
-  it('lists, filters and pages the standalone emulator\'s keys through the admin channel where the store has no SCAN', async () => {
+  it("lists, filters and pages the standalone emulator's keys through the admin channel where the store has no SCAN", async () => {
     const first = await rt.request('GET', '/aio-statestore/stores/cfgAdmin/keys?pattern=remote/0*&limit=50', reader)
     assert.equal(first.status, 200, JSON.stringify(first.json))
     const page = first.json as { source: string; keys: Array<{ key: string; size: number }>; matching: number; total: number; next: string | null }
@@ -140,7 +146,7 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
     assert.equal(body.value.preview, 'secret-remote-value')
     assert.ok(body.expiresAt !== null && body.expiresAt > Date.now(), `expiresAt ${body.expiresAt}`)
     assert.equal(body.persisted, false)
-    assert.equal(body.notPersistedBecause, 'no-file', 'an emulator without --persist keeps no key: the store\'s setting, not the key\'s')
+    assert.equal(body.notPersistedBecause, 'no-file', "an emulator without --persist keeps no key: the store's setting, not the key's")
     assert.ok(!rt.log.includes('secret-remote-value'))
     assert.ok(!emulators[0]!.stderr.includes('secret-remote-value'))
   })

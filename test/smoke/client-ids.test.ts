@@ -63,7 +63,11 @@ describe('smoke: two Node-RED 5 runtimes on one host, one mosquitto: client ids'
   })
 
   /** mosquitto's lines since `from` that say it handed a session to a new connection with the same id. */
-  const takeoversSince = (from: number): string[] => broker!.log.slice(from).split('\n').filter((l) => l.includes('already connected, closing old connection'))
+  const takeoversSince = (from: number): string[] =>
+    broker!.log
+      .slice(from)
+      .split('\n')
+      .filter((l) => l.includes('already connected, closing old connection'))
 
   async function deployBoth(clientId: string): Promise<void> {
     for (const { red, comms } of runtimes) await red.deploy(flow(broker!.url, clientId), comms)
@@ -72,7 +76,8 @@ describe('smoke: two Node-RED 5 runtimes on one host, one mosquitto: client ids'
   it('blank client id: two ids, both connected, no session takeover over 12 s', async () => {
     const from = broker!.log.length
     await deployBoth('')
-    for (const { comms } of runtimes) await comms.waitFor(() => (comms.status.get(GET_ID)?.fill === 'green' ? true : undefined), 15_000, 'the get node connected')
+    for (const { comms } of runtimes)
+      await comms.waitFor(() => (comms.status.get(GET_ID)?.fill === 'green' ? true : undefined), 15_000, 'the get node connected')
     await sleep(WINDOW_MS)
     const ids = new Set([...broker!.log.slice(from).matchAll(/New client connected from \S+ as (nodered-\S+) \(/g)].map((m) => m[1]))
     assert.equal(ids.size, 2, `two client ids: ${[...ids].join(', ')}`)
@@ -98,7 +103,13 @@ describe('smoke: two Node-RED 5 runtimes on one host, one mosquitto: client ids'
     // Reconnecting 0.5–1 s after each takeover, as before, gave 31 in 12 s; each
     // takeover in a row now doubles the wait before the next reconnect.
     assert.ok(takeovers >= 2 && takeovers <= 10, `${takeovers} takeovers in ${WINDOW_MS / 1000} s`)
-    const warnings = runtimes.map((r, i) => r.red.log.slice(logFrom[i]).split('\n').filter((l) => l.includes('[warn]') && l.includes('took the session over')).length)
+    const warnings = runtimes.map(
+      (r, i) =>
+        r.red.log
+          .slice(logFrom[i])
+          .split('\n')
+          .filter((l) => l.includes('[warn]') && l.includes('took the session over')).length,
+    )
     assert.ok(warnings.every((n) => n <= 1) && warnings.some((n) => n === 1), `one warning per runtime at most: ${warnings.join(', ')}`)
   })
 })

@@ -56,13 +56,30 @@ function flows(name: string): unknown[] {
     wires: [[id('out')]],
     ...extra,
   })
-  const inject = (s: string, target: string, payload = '') => ({ id: id(s), type: 'inject', z: tab, name: s, props: [{ p: 'payload' }], payload, payloadType: 'str', repeat: '', once: false, wires: [[id(target)]] })
+  const inject = (s: string, target: string, payload = '') => ({
+    id: id(s),
+    type: 'inject',
+    z: tab,
+    name: s,
+    props: [{ p: 'payload' }],
+    payload,
+    payloadType: 'str',
+    repeat: '',
+    once: false,
+    wires: [[id(target)]],
+  })
   return [
     { id: tab, type: 'tab', label: `runtime ${name}` },
     inject('count', 'add-one'),
-    fn('add-one', `const n = (global.get('counter', '${STORE}') || 0) + 1\nglobal.set('counter', n, '${STORE}')\nflow.set('mine', n, '${STORE}')\nmsg.payload = n\nreturn msg`),
+    fn(
+      'add-one',
+      `const n = (global.get('counter', '${STORE}') || 0) + 1\nglobal.set('counter', n, '${STORE}')\nflow.set('mine', n, '${STORE}')\nmsg.payload = n\nreturn msg`,
+    ),
     inject('burst', 'thousand'),
-    fn('thousand', `for (let i = 0; i < 1000; i++) global.set(i % 2 ? 'only-${name}-' + i : 'both-' + i, { i, by: '${name}' }, '${STORE}')\nmsg.payload = 'burst'\nreturn msg`),
+    fn(
+      'thousand',
+      `for (let i = 0; i < 1000; i++) global.set(i % 2 ? 'only-${name}-' + i : 'both-' + i, { i, by: '${name}' }, '${STORE}')\nmsg.payload = 'burst'\nreturn msg`,
+    ),
     inject('probe', 'stamp'),
     fn('stamp', `global.set('probe', { t: Date.now() }, '${STORE}')\nreturn null`),
     inject('drop', 'delete'),
@@ -75,7 +92,14 @@ function flows(name: string): unknown[] {
       finalize: `clearInterval(context.get('timer'))`,
     }),
     inject('read', 'change'),
-    { id: id('change'), type: 'change', z: tab, name: 'read', rules: [{ t: 'set', p: 'payload', pt: 'msg', to: `#:(${STORE})::counter`, tot: 'global' }], wires: [[id('out')]] },
+    {
+      id: id('change'),
+      type: 'change',
+      z: tab,
+      name: 'read',
+      rules: [{ t: 'set', p: 'payload', pt: 'msg', to: `#:(${STORE})::counter`, tot: 'global' }],
+      wires: [[id('out')]],
+    },
     { id: id('out'), type: 'debug', z: tab, name: 'out', active: true, tosidebar: true, console: false, complete: 'payload', targetType: 'msg', wires: [] },
   ]
 }
@@ -148,7 +172,9 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
       const from = outputs(nr4()).length
       await fetch(`${nr5().red.url}/inject/nr5-probe`, { method: 'POST' })
       const seen = await until('the probe in nr4', async () => {
-        const fresh = outputs(nr4()).slice(from).find((v) => typeof v === 'object' && v !== null && 'delay' in v) as { delay: number } | undefined
+        const fresh = outputs(nr4())
+          .slice(from)
+          .find((v) => typeof v === 'object' && v !== null && 'delay' in v) as { delay: number } | undefined
         return fresh
       })
       delays.push(seen.delay)
@@ -161,11 +187,15 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
   it('keys agree in both after 1,000 concurrent sets from each; the index lists them too', async function () {
     await Promise.all([nr5().red.inject('nr5-burst'), nr4().red.inject('nr4-burst')])
     const expected = 500 + 500 + 500
-    const [a, b] = await until('both to list every key', async () => {
-      const [a, b] = await Promise.all([global(nr5()), global(nr4())])
-      const count = (c: Record<string, unknown>) => Object.keys(c).filter((k) => /^(both|only)-/.test(k)).length
-      return count(a) === expected && count(b) === expected ? [a, b] : undefined
-    }, 40_000)
+    const [a, b] = await until(
+      'both to list every key',
+      async () => {
+        const [a, b] = await Promise.all([global(nr5()), global(nr4())])
+        const count = (c: Record<string, unknown>) => Object.keys(c).filter((k) => /^(both|only)-/.test(k)).length
+        return count(a) === expected && count(b) === expected ? [a, b] : undefined
+      },
+      40_000,
+    )
     assert.deepEqual(Object.keys(a).sort(), Object.keys(b).sort())
     const client = new StateStoreClient({ brokerUrl: emulator!.brokerUrl, clientId: 'smoke-context-reader' })
     try {
@@ -216,7 +246,9 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
       assert.match(log(), /waiting for its broker mqtt:\/\/127\.0\.0\.1:\d+/)
       // a Function node's synchronous global.get throws a clear error instead of reading undefined (and counting from 1)
       await r.red.inject('nr5-count')
-      await until('the Function node to report the error', async () => (/\[error\] \[function:add-one\].*not loaded yet: waiting for its broker/.test(log()) ? true : undefined))
+      await until('the Function node to report the error', async () =>
+        /\[error\] \[function:add-one\].*not loaded yet: waiting for its broker/.test(log()) ? true : undefined,
+      )
       relay.refusing = false
       await until('the store to load', async () => (/connected to mqtt:\/\/127\.0\.0\.1:\d+; the context is loaded/.test(log()) ? true : undefined), 30_000)
       const after = await global(r)

@@ -43,7 +43,7 @@ function dotEnv(file: string): Record<string, string> {
   return vars
 }
 
-describe('smoke: Node-RED with only the dev layout\'s .env, over TLS + SAT', function () {
+describe("smoke: Node-RED with only the dev layout's .env, over TLS + SAT", function () {
   this.timeout(90_000)
   let dir = ''
   let emulator: Emulator | null = null
@@ -55,7 +55,14 @@ describe('smoke: Node-RED with only the dev layout\'s .env, over TLS + SAT', fun
     emulator = await startEmulator({
       listen: { host: '127.0.0.1', port: 0 },
       logLevel: 'error',
-      tlsListeners: [{ port: 0, certFile: layout.brokerCertFile, keyFile: layout.brokerKeyFile, authentication: { method: 'sat', tokenFiles: [{ file: layout.tokenFile }] } }],
+      tlsListeners: [
+        {
+          port: 0,
+          certFile: layout.brokerCertFile,
+          keyFile: layout.brokerKeyFile,
+          authentication: { method: 'sat', tokenFiles: [{ file: layout.tokenFile }] },
+        },
+      ],
     })
     writeDevEnv(layout, Number(new URL(emulator.tlsUrls[0]!).port))
     const env: NodeJS.ProcessEnv = {}
@@ -87,7 +94,7 @@ describe('smoke: Node-RED with only the dev layout\'s .env, over TLS + SAT', fun
   })
 
   it('a blank config node connects over TLS + SAT and a set then get flow works', async () => {
-    assert.match(red!.log, /connected to the state store as nodered-/, 'connected, with the config node\'s own default client id')
+    assert.match(red!.log, /connected to the state store as nodered-/, "connected, with the config node's own default client id")
     const res = await fetch(`${red!.url}/roundtrip`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'over TLS + SAT' })
     assert.equal(res.status, 200)
     assert.equal(await res.text(), 'over TLS + SAT')

@@ -146,7 +146,10 @@ export const EXPECTATIONS: Record<string, Expectation> = {
       const written = (await press(x, 'simulate the Dapr app', 'written')) as Msg
       assert.deepEqual(written, { 'examples/order-processor||order-1': true, 'examples/order-processor||order-2': true })
       assert.deepEqual(await press(x, 'read order-1', 'order'), { item: 'bolts', quantity: 3 })
-      assert.deepEqual(await press(x, "all of the app's state", 'app state'), { 'order-1': { item: 'bolts', quantity: 3 }, 'order-2': { item: 'nuts', quantity: 12 } })
+      assert.deepEqual(await press(x, "all of the app's state", 'app state'), {
+        'order-1': { item: 'bolts', quantity: 3 },
+        'order-2': { item: 'nuts', quantity: 12 },
+      })
     },
   },
 

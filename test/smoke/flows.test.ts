@@ -40,21 +40,33 @@ describe('dev/flows: seeding the example flows', function () {
       { name: 'a', nodes: example('ta', ['a1', 'a2', 'a3']) },
       { name: 'b', nodes: example('tb', ['b1', 'b2', 'b3']) },
     ])
-    assert.deepEqual(merged.filter((n) => n.type === 'ss-config'), [config])
-    assert.deepEqual(merged.filter((n) => n.type === 'tab').map((n) => n.id), ['ta', 'tb'])
+    assert.deepEqual(
+      merged.filter((n) => n.type === 'ss-config'),
+      [config],
+    )
+    assert.deepEqual(
+      merged.filter((n) => n.type === 'tab').map((n) => n.id),
+      ['ta', 'tb'],
+    )
     assert.equal(merged.length, 9)
   })
 
   it('merges equal config nodes with different ids and rewires their users', function () {
     const b = example('tb', ['b1', 'b2', 'b3']).map((n) => (n.id === 'cfg' ? { ...n, id: 'cfg2' } : n.store ? { ...n, store: 'cfg2' } : n))
-    const merged = mergeExamples([{ name: 'a', nodes: example('ta', ['a1', 'a2', 'a3']) }, { name: 'b', nodes: b }])
+    const merged = mergeExamples([
+      { name: 'a', nodes: example('ta', ['a1', 'a2', 'a3']) },
+      { name: 'b', nodes: b },
+    ])
     assert.equal(merged.filter((n) => n.type === 'ss-config').length, 1)
     assert.equal(merged.find((n) => n.id === 'b2')?.store, 'cfg')
   })
 
   it('keeps different config nodes apart, renaming a clashing id', function () {
     const b = example('tb', ['b1', 'b2', 'b3']).map((n) => (n.id === 'cfg' ? { ...n, name: 'other' } : n))
-    const merged = mergeExamples([{ name: 'a', nodes: example('ta', ['a1', 'a2', 'a3']) }, { name: 'b', nodes: b }])
+    const merged = mergeExamples([
+      { name: 'a', nodes: example('ta', ['a1', 'a2', 'a3']) },
+      { name: 'b', nodes: b },
+    ])
     const configs = merged.filter((n) => n.type === 'ss-config')
     assert.equal(configs.length, 2)
     const other = configs.find((n) => n.name === 'other')!
@@ -109,7 +121,11 @@ describe('dev/flows: seeding the example flows', function () {
     const starters = merged.filter((n) => n.type === 'inject' && n.once === true)
     assert.ok(starters.length > 0, 'the shipped examples press some buttons at deploy')
     const quiet = quietExamples(merged)
-    assert.deepEqual(quiet.filter((n) => n.type === 'inject' && n.once === true), [], 'none fires at deploy')
+    assert.deepEqual(
+      quiet.filter((n) => n.type === 'inject' && n.once === true),
+      [],
+      'none fires at deploy',
+    )
     assert.equal(quiet.length, merged.length + 2, 'nothing lost: one tab and one comment more')
     const [tab, comment] = quiet
     assert.equal(tab?.type, 'tab')

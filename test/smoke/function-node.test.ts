@@ -41,7 +41,10 @@ describe('smoke: the client in a Function node', function () {
     const userDir = join(work, 'user')
     mkdirSync(join(userDir, 'node_modules'), { recursive: true })
     symlinkSync(repoRoot, join(userDir, 'node_modules', 'node-red-contrib-aio-statestore'), 'dir')
-    writeFileSync(join(userDir, 'package.json'), JSON.stringify({ name: 'node-red-project', private: true, dependencies: { 'node-red-contrib-aio-statestore': '*' } }))
+    writeFileSync(
+      join(userDir, 'package.json'),
+      JSON.stringify({ name: 'node-red-project', private: true, dependencies: { 'node-red-contrib-aio-statestore': '*' } }),
+    )
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
     relay = await TcpRelay.start(emulator.brokerUrl)
     writeSettings(join(work, 'settings.js'))
@@ -63,7 +66,10 @@ describe('smoke: the client in a Function node', function () {
     for (const round of [1, 2]) assert.equal((await runOnce(round)).counter, String(round), 'Lock.edit counts once per msg')
     const seen = comms.debug.length
     await red.inject('bad')
-    const failed = debugValue(await comms.waitFor((d) => d.slice(seen).find((m) => m.id === 'dbg'), 10_000, 'the failing lookup')) as { name: string; kind: string }
+    const failed = debugValue(await comms.waitFor((d) => d.slice(seen).find((m) => m.id === 'dbg'), 10_000, 'the failing lookup')) as {
+      name: string
+      kind: string
+    }
     assert.deepEqual(failed, { name: 'ArgumentError', kind: 'argument' })
     assert.equal(relay.open, 1, 'the Function nodes and the palette node share the config node’s one connection')
   })
@@ -72,7 +78,7 @@ describe('smoke: the client in a Function node', function () {
     await red.deploy(flow('function-smoke-redeployed'), comms)
     assert.equal((await runOnce(3)).counter, '3')
     // The old socket's close reaches the relay on its own time: wait for it, bounded.
-    for (const deadline = Date.now() + 5000; relay.open !== 1 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20))
+    for (const deadline = Date.now() + 5000; relay.open !== 1 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
     assert.equal(relay.open, 1, 'the old connection closed with its config node')
   })
 
@@ -91,7 +97,17 @@ describe('smoke: the client in a Function node', function () {
     return [
       { id: 'tab', type: 'tab', label: 'function' },
       { id: 'cfg', type: 'ss-config', name: 'shared store', broker: relay.url, clientId },
-      { id: 'go', type: 'inject', z: 'tab', x: 100, y: 100, props: [{ p: 'payload' }, { p: 'store', v: 'shared store', vt: 'str' }], payload: 'hello', payloadType: 'str', wires: [['fn']] },
+      {
+        id: 'go',
+        type: 'inject',
+        z: 'tab',
+        x: 100,
+        y: 100,
+        props: [{ p: 'payload' }, { p: 'store', v: 'shared store', vt: 'str' }],
+        payload: 'hello',
+        payloadType: 'str',
+        wires: [['fn']],
+      },
       { id: 'fn', type: 'function', z: 'tab', x: 300, y: 100, func: FUNCTION_CODE, outputs: 1, libs, wires: [['dbg']] },
       { id: 'bad', type: 'inject', z: 'tab', x: 100, y: 200, props: [{ p: 'payload' }], wires: [['fnBad']] },
       { id: 'fnBad', type: 'function', z: 'tab', x: 300, y: 200, func: FAILING_CODE, outputs: 1, libs, wires: [['dbg']] },

@@ -30,14 +30,45 @@ function flow(brokerUrl: string, clientId: string): FlowNode[] {
     on({ id: 'take', type: 'ss-lock', ...store, key: 'two/counter/lock', keyType: 'str', mode: 'lock', action: 'acquire', wires: [['read'], []] }),
     on({ id: 'read', type: 'ss-get', ...store, key: 'two/counter', keyType: 'str', decode: 'json', notFound: 'payload', wires: [['add']] }),
     on({ id: 'add', type: 'function', func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;', outputs: 1, wires: [['write']] }),
-    on({ id: 'write', type: 'ss-set', ...store, key: 'two/counter', keyType: 'str', value: 'payload', valueType: 'msg', fencingToken: 'fencingToken', fencingTokenType: 'msg', wires: [['free']] }),
+    on({
+      id: 'write',
+      type: 'ss-set',
+      ...store,
+      key: 'two/counter',
+      keyType: 'str',
+      value: 'payload',
+      valueType: 'msg',
+      fencingToken: 'fencingToken',
+      fencingTokenType: 'msg',
+      wires: [['free']],
+    }),
     on({ id: 'free', type: 'ss-lock', ...store, key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['counted'], []] }),
     on({ id: 'counted', type: 'debug', name: 'counted', active: true, tosidebar: true, complete: 'payload', targetType: 'msg' }),
     on({ id: 'bump', type: 'inject', name: 'bump', props: [{ p: 'payload' }], payload: '', payloadType: 'date', wires: [['update']] }),
-    on({ id: 'update', type: 'ss-update', ...store, key: 'two/updated', keyType: 'str', expression: 'value + 1', initial: '0', initialType: 'num', wires: [['updated']] }),
+    on({
+      id: 'update',
+      type: 'ss-update',
+      ...store,
+      key: 'two/updated',
+      keyType: 'str',
+      expression: 'value + 1',
+      initial: '0',
+      initialType: 'num',
+      wires: [['updated']],
+    }),
     on({ id: 'updated', type: 'debug', name: 'updated', active: true, tosidebar: true, complete: 'payload', targetType: 'msg' }),
     on({ id: 'forget', type: 'inject', name: 'forget', props: [{ p: 'payload' }], payload: '', payloadType: 'date', wires: [['forgetful']] }),
-    on({ id: 'forgetful', type: 'ss-lock', name: 'forgetful', ...store, key: `two/forgotten/${clientId}`, keyType: 'str', mode: 'lock', holdMs: '300', wires: [[], []] }),
+    on({
+      id: 'forgetful',
+      type: 'ss-lock',
+      name: 'forgetful',
+      ...store,
+      key: `two/forgotten/${clientId}`,
+      keyType: 'str',
+      mode: 'lock',
+      holdMs: '300',
+      wires: [[], []],
+    }),
   ]
 }
 
@@ -85,10 +116,14 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
     await Promise.all(runtimes.flatMap((r) => Array.from({ length: n }, () => r.inject(inject))))
     const values: number[] = []
     for (const [i, c] of comms.entries()) {
-      const shown = await c.waitFor((all) => {
-        const mine = all.slice(from[i]).filter((d) => d.name === debug && !d.level)
-        return mine.length >= n ? mine : undefined
-      }, 60_000, `${n} outputs of ${debug} in runtime ${i}`)
+      const shown = await c.waitFor(
+        (all) => {
+          const mine = all.slice(from[i]).filter((d) => d.name === debug && !d.level)
+          return mine.length >= n ? mine : undefined
+        },
+        60_000,
+        `${n} outputs of ${debug} in runtime ${i}`,
+      )
       values.push(...shown.map((d) => Number(debugValue(d))))
     }
     return values
@@ -96,7 +131,11 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
 
   it('lock → get → function → set (fenced) → release, 20 presses at once in each runtime: the counter reads exactly 40, the lock key is gone', async () => {
     const values = await pressEverywhere('count', 'counted', 20)
-    assert.deepEqual(values.sort((x, y) => x - y), Array.from({ length: 40 }, (_, i) => i + 1), 'every press counted once')
+    assert.deepEqual(
+      values.sort((x, y) => x - y),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+      'every press counted once',
+    )
     assert.equal((await observer.get('two/counter')).value?.toString(), '40')
     assert.equal((await observer.get('two/counter/lock')).value, null, 'the lock key is gone afterwards')
   })

@@ -29,15 +29,42 @@ const flows = [
   { id: TAB, type: 'tab', label: 'rehearsal' },
   { id: STORE, type: 'ss-config', name: 'blank: the pod environment', broker: '', clientId: '' },
   { id: 'e1a0b0c0d0e0f010', type: 'http in', z: TAB, url: '/write/:n', method: 'post', x: 100, y: 100, wires: [['e1a0b0c0d0e0f011']] },
-  { id: 'e1a0b0c0d0e0f011', type: 'function', z: TAB, func: "msg.topic = 'flows/rehearsal/' + msg.req.params.n\nmsg.payload = 'value ' + msg.req.params.n\nreturn msg", outputs: 1, x: 250, y: 100, wires: [['e1a0b0c0d0e0f012']] },
+  {
+    id: 'e1a0b0c0d0e0f011',
+    type: 'function',
+    z: TAB,
+    func: "msg.topic = 'flows/rehearsal/' + msg.req.params.n\nmsg.payload = 'value ' + msg.req.params.n\nreturn msg",
+    outputs: 1,
+    x: 250,
+    y: 100,
+    wires: [['e1a0b0c0d0e0f012']],
+  },
   { id: 'e1a0b0c0d0e0f012', type: 'ss-set', z: TAB, store: STORE, x: 400, y: 100, wires: [['e1a0b0c0d0e0f030']] },
   { id: 'e1a0b0c0d0e0f020', type: 'http in', z: TAB, url: '/read/:n', method: 'get', x: 100, y: 200, wires: [['e1a0b0c0d0e0f021']] },
-  { id: 'e1a0b0c0d0e0f021', type: 'function', z: TAB, func: "msg.topic = 'flows/rehearsal/' + msg.req.params.n\nreturn msg", outputs: 1, x: 250, y: 200, wires: [['e1a0b0c0d0e0f022']] },
+  {
+    id: 'e1a0b0c0d0e0f021',
+    type: 'function',
+    z: TAB,
+    func: "msg.topic = 'flows/rehearsal/' + msg.req.params.n\nreturn msg",
+    outputs: 1,
+    x: 250,
+    y: 200,
+    wires: [['e1a0b0c0d0e0f022']],
+  },
   { id: 'e1a0b0c0d0e0f022', type: 'ss-get', z: TAB, store: STORE, x: 400, y: 200, wires: [['e1a0b0c0d0e0f030']] },
   { id: 'e1a0b0c0d0e0f030', type: 'http response', z: TAB, x: 600, y: 150, wires: [] },
   // A write or read that fails answers 500 with the error: nothing is lost silently.
   { id: 'e1a0b0c0d0e0f040', type: 'catch', z: TAB, scope: null, uncaught: false, x: 100, y: 300, wires: [['e1a0b0c0d0e0f041']] },
-  { id: 'e1a0b0c0d0e0f041', type: 'function', z: TAB, func: 'msg.statusCode = 500\nmsg.payload = String(msg.error && msg.error.message)\nreturn msg', outputs: 1, x: 250, y: 300, wires: [['e1a0b0c0d0e0f030']] },
+  {
+    id: 'e1a0b0c0d0e0f041',
+    type: 'function',
+    z: TAB,
+    func: 'msg.statusCode = 500\nmsg.payload = String(msg.error && msg.error.message)\nreturn msg',
+    outputs: 1,
+    x: 250,
+    y: 300,
+    wires: [['e1a0b0c0d0e0f030']],
+  },
   { id: 'e1a0b0c0d0e0f050', type: 'http in', z: TAB, url: '/context', method: 'post', x: 100, y: 400, wires: [['e1a0b0c0d0e0f051']] },
   {
     id: 'e1a0b0c0d0e0f051',
@@ -51,7 +78,7 @@ const flows = [
   },
 ]
 
-describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s rules)', function () {
+describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's rules)", function () {
   this.timeout(120_000)
   let root = ''
   let emulator: Emulator | null = null
@@ -94,7 +121,9 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
     mkdirSync(dirname(tokenFile), { recursive: true })
     writeFileSync(tokenFile, 'first-token')
     // The settings ConfigMap where the pod mounts it.
-    const settingsMap = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === volume('settings').configMap.name) as K8sObject & { data: Record<string, string> }
+    const settingsMap = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === volume('settings').configMap.name) as K8sObject & {
+      data: Record<string, string>
+    }
     for (const [key, text] of Object.entries(settingsMap.data)) {
       mkdirSync(mapped(mountOf('settings')), { recursive: true })
       writeFileSync(join(mapped(mountOf('settings')), key), text)
@@ -108,7 +137,11 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
     // The policy in force: another workload's rule, with the kit's rules merged in.
     const [kitRules] = yamlDocuments(join(DEPLOY, 'authorization', 'rules.yaml')) as Array<{ rules: unknown[] }>
     const policyFile = join(root, 'policy.json')
-    const otherRule = { principals: { clientIds: ['some-other-workload'] }, brokerResources: [{ method: 'Connect' }], stateStoreResources: [{ method: 'Read', keyType: 'Pattern', keys: ['other/*'] }] }
+    const otherRule = {
+      principals: { clientIds: ['some-other-workload'] },
+      brokerResources: [{ method: 'Connect' }],
+      stateStoreResources: [{ method: 'Read', keyType: 'Pattern', keys: ['other/*'] }],
+    }
     writeFileSync(policyFile, JSON.stringify({ rules: [otherRule, ...kitRules!.rules] }))
     const identity = readAuthenticationFile(join(DEPLOY, 'base', 'serviceaccount.yaml'))
     emulator = await startEmulator({
@@ -116,14 +149,25 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
       logLevel: 'info',
       logger: (level, message) => emulatorLog.push(`${level} ${message}`),
       authorizationFile: policyFile,
-      tlsListeners: [{ port: 0, certFile: dev.brokerCertFile, keyFile: dev.brokerKeyFile, authentication: { method: 'sat', tokenFiles: [{ file: tokenFile, attributes: identity.serviceAccountAttributes }] } }],
+      tlsListeners: [
+        {
+          port: 0,
+          certFile: dev.brokerCertFile,
+          keyFile: dev.brokerKeyFile,
+          authentication: { method: 'sat', tokenFiles: [{ file: tokenFile, attributes: identity.serviceAccountAttributes }] },
+        },
+      ],
     })
 
     // The pod's environment: the manifest's, with its paths, the service name and port mapped.
     const env: NodeJS.ProcessEnv = {}
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AIO_') && !/^npm_/i.test(k)) env[k] = v
     const secrets: Record<string, string> = { adminPasswordHash: bcrypt.hashSync('rehearsal-admin', 4), credentialSecret: 'rehearsal-secret' }
-    for (const e of container.env as Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } } }>) {
+    for (const e of container.env as Array<{
+      name: string
+      value?: string
+      valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } }
+    }>) {
       if (e.valueFrom?.fieldRef) env[e.name] = e.valueFrom.fieldRef.fieldPath === 'metadata.name' ? POD : assert.fail(e.valueFrom.fieldRef.fieldPath)
       else if (e.valueFrom?.secretKeyRef) env[e.name] = secrets[e.valueFrom.secretKeyRef.key] ?? assert.fail(e.valueFrom.secretKeyRef.key)
       else env[e.name] = e.value!.startsWith('/') ? mapped(e.value!) : e.value
@@ -158,14 +202,23 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
   const read = (n: number) => fetch(`${red!.url}/read/${n}`).then(async (r) => ({ status: r.status, body: await r.text() }))
   const setsBy = (clientId: string) => emulatorLog.filter((l) => l.startsWith('info allowed SET from') && l.includes(JSON.stringify(clientId))).length
 
-  it('connects as the pod (client id from its name, the ServiceAccount\'s attribute matched by the kit\'s rules); flows and context work', async () => {
+  it("connects as the pod (client id from its name, the ServiceAccount's attribute matched by the kit's rules); flows and context work", async () => {
     assert.match(red!.log, new RegExp(`connected to the state store as ${POD}\\b`))
     assert.deepEqual(await write(0), { status: 200, body: 'value 0' })
     assert.deepEqual(await read(0), { status: 200, body: 'value 0' })
     const ctx = await fetch(`${red!.url}/context`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'kept in the store' })
     assert.equal(await ctx.text(), 'kept in the store')
-    assert.ok(emulatorLog.some((l) => l.includes(`${POD}-context`)), 'the context store connected with a client id of its own')
-    assert.ok(emulatorLog.some((l) => new RegExp(`allowed SET from client "${POD}" by rules\\[1\\]`).test(l)), `the kit's rule (second in the merged policy) allowed it:\n${emulatorLog.filter((l) => l.includes('allowed')).slice(0, 3).join('\n')}`)
+    assert.ok(
+      emulatorLog.some((l) => l.includes(`${POD}-context`)),
+      'the context store connected with a client id of its own',
+    )
+    assert.ok(
+      emulatorLog.some((l) => new RegExp(`allowed SET from client "${POD}" by rules\\[1\\]`).test(l)),
+      `the kit's rule (second in the merged policy) allowed it:\n${emulatorLog
+        .filter((l) => l.includes('allowed'))
+        .slice(0, 3)
+        .join('\n')}`,
+    )
   })
 
   it('a rotated token file keeps them working', async () => {
@@ -196,7 +249,11 @@ describe('smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit\'s 
     assert.deepEqual(
       writes.map((r) => r.status),
       writes.map(() => 200),
-      `${writes.filter((r) => r.status !== 200).map((r) => r.body)[0]}\n${red!.log.split('\n').filter((l) => /state store|token/.test(l)).slice(-8).join('\n')}`,
+      `${writes.filter((r) => r.status !== 200).map((r) => r.body)[0]}\n${red!.log
+        .split('\n')
+        .filter((l) => /state store|token/.test(l))
+        .slice(-8)
+        .join('\n')}`,
     )
     for (let n = 100; n < 100 + WRITES; n++) assert.deepEqual(await read(n), { status: 200, body: `value ${n}` })
     assert.equal(setsBy(POD) - before, WRITES, 'each write applied exactly once')

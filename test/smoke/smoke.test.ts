@@ -69,10 +69,15 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
     // the build now runs on `prepack`, `prestart` and `pretest`, none of which an install runs.
     const packed = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as { scripts?: Record<string, string> }
     const atInstall = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare', 'prepublish', 'dependencies']
-    assert.deepEqual(Object.keys(packed.scripts ?? {}).filter((name) => atInstall.includes(name)), [])
+    assert.deepEqual(
+      Object.keys(packed.scripts ?? {}).filter((name) => atInstall.includes(name)),
+      [],
+    )
     // Built from an empty dist/: a file the sources no longer make (a module moved since the last
     // build) would otherwise ship, and a require of the old path would load it instead of the new one.
-    const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n').filter((f) => f.startsWith('package/dist/src/') && f.endsWith('.js'))
+    const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
+      .split('\n')
+      .filter((f) => f.startsWith('package/dist/src/') && f.endsWith('.js'))
     const stale = files.filter((f) => !existsSync(join(repoRoot, 'src', f.slice('package/dist/src/'.length).replace(/\.js$/, '.ts'))))
     assert.deepEqual(stale, [], 'every packed module has its source')
   })
@@ -148,7 +153,10 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
 
       it('serves the state store sidebar plugin to the editor', async function () {
         const plugins = await red!.getJson<Array<{ id: string; module: string }>>('/plugins')
-        assert.ok(plugins.some((p) => p.id === `${pkg.name}/ss-sidebar`), `plugins: ${JSON.stringify(plugins.map((p) => p.id))}`)
+        assert.ok(
+          plugins.some((p) => p.id === `${pkg.name}/ss-sidebar`),
+          `plugins: ${JSON.stringify(plugins.map((p) => p.id))}`,
+        )
         const html = await (await fetch(`${red!.url}/plugins`, { headers: { Accept: 'text/html' } })).text()
         assert.match(html, /registerPlugin\('ss-sidebar'/)
       })
@@ -161,7 +169,9 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
         assert.deepEqual(listed.filter((e) => typeof e === 'string').sort(), folders.map((f) => f.name).sort())
         for (const folder of folders) {
           const inside = await red!.getJson<Array<{ fn?: string }>>(`/library/examples/flows/${pkg.name}/${folder.name}`)
-          const files = readdirSync(join(repoRoot, 'examples', folder.name)).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length))
+          const files = readdirSync(join(repoRoot, 'examples', folder.name))
+            .filter((f) => f.endsWith('.json'))
+            .map((f) => f.slice(0, -'.json'.length))
           assert.deepEqual(inside.map((e) => e.fn).sort(), files.sort())
         }
       })

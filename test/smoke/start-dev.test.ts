@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { nodeBinary, repoRoot } from './node-red'
 import { FROM_SOURCE, runCli, withoutAioEnv } from '../cli/run'
 
-describe('npm start -- --dev DIR: the editor in the SDKs\' dev layout', function () {
+describe("npm start -- --dev DIR: the editor in the SDKs' dev layout", function () {
   this.timeout(60_000)
   let dir = ''
   after(() => {
@@ -19,8 +19,20 @@ describe('npm start -- --dev DIR: the editor in the SDKs\' dev layout', function
 
   it('connects the seeded flows over TLS + SAT, and the CLI with .env reaches the same store', async () => {
     dir = mkdtempSync(join(tmpdir(), 'aio-ss-start-dev-'))
-    const env = { ...withoutAioEnv(), PORT: '0', MQTT_PORT: '0', MQTT_X509_PORT: '0', MQTT_SAT_PORT: '0', NODE_RED_USER_DIR: join(dir, 'user'), EMULATOR_LOG_LEVEL: 'warn' }
-    const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs'), '--dev', join(dir, 'dev')], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const env = {
+      ...withoutAioEnv(),
+      PORT: '0',
+      MQTT_PORT: '0',
+      MQTT_X509_PORT: '0',
+      MQTT_SAT_PORT: '0',
+      NODE_RED_USER_DIR: join(dir, 'user'),
+      EMULATOR_LOG_LEVEL: 'warn',
+    }
+    const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs'), '--dev', join(dir, 'dev')], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let output = ''
     child.stdout.on('data', (d: Buffer) => (output += d))
     child.stderr.on('data', (d: Buffer) => (output += d))
@@ -34,7 +46,7 @@ describe('npm start -- --dev DIR: the editor in the SDKs\' dev layout', function
       const editor = /editor ready at (http:\S+)/.exec(output)![1]!
       const sat = /TLS \+ SAT at mqtts:\/\/127\.0\.0\.1:(\d+)/.exec(output)![1]!
       const resolved = (await (await fetch(`${editor}/ss-config/broker?value=${encodeURIComponent('${AIO_STATESTORE_URL}')}`)).json()) as { resolved: string }
-      assert.equal(resolved.resolved, `mqtts://localhost:${sat}`, 'the seeded config nodes\' broker is the TLS + SAT listener')
+      assert.equal(resolved.resolved, `mqtts://localhost:${sat}`, "the seeded config nodes' broker is the TLS + SAT listener")
       const view = (await (await fetch(`${editor}/ss-config/environment`)).json()) as Record<string, string>
       assert.equal(view.satTokenFile, join(dir, 'dev', '.session', 'token.txt'))
       const dotEnv: Record<string, string> = {}

@@ -114,7 +114,11 @@ describe('npm start (scripts/start.mjs)', function () {
       const comms = new Comms(`${editor.replace('http', 'ws')}/comms`)
       await comms.open()
       try {
-        await comms.waitFor(() => ([...comms.status].some(([id, st]) => stateStoreNodes.has(id) && st.fill === 'green') ? true : undefined), 10000, 'a connected state store node')
+        await comms.waitFor(
+          () => ([...comms.status].some(([id, st]) => stateStoreNodes.has(id) && st.fill === 'green') ? true : undefined),
+          10000,
+          'a connected state store node',
+        )
       } finally {
         comms.close()
       }
@@ -125,7 +129,11 @@ describe('npm start (scripts/start.mjs)', function () {
     running = null
     assert.equal(code, 0, output)
     assert.match(output, /\[npm start\] stopped/)
-    assert.deepEqual(output.split('\n').filter((l) => /\[error\]/.test(l)), [], output)
+    assert.deepEqual(
+      output.split('\n').filter((l) => /\[error\]/.test(l)),
+      [],
+      output,
+    )
     assert.equal(await listening(editor), false, 'editor port closed')
     assert.equal(await listening(broker), false, 'broker port closed')
   })
@@ -148,7 +156,10 @@ describe('npm start (scripts/start.mjs)', function () {
     let earlyBody = ''
     let askedBeforeReady = false
     let ready = false
-    void starting.then(() => (ready = true), () => undefined)
+    void starting.then(
+      () => (ready = true),
+      () => undefined,
+    )
     const early = (async () => {
       const deadline = Date.now() + 25000
       while (Date.now() < deadline && !ready) {
@@ -170,7 +181,11 @@ describe('npm start (scripts/start.mjs)', function () {
     assert.equal(await stopScript(running), 0)
     const output = running.output()
     running = null
-    assert.deepEqual(output.split('\n').filter((l) => /\[error\]|not started/i.test(l)), [], output)
+    assert.deepEqual(
+      output.split('\n').filter((l) => /\[error\]|not started/i.test(l)),
+      [],
+      output,
+    )
   })
 
   it('keeps the store and the context in it across runs, in the user directory, and starts empty with --fresh', async function () {
@@ -197,7 +212,11 @@ describe('npm start (scripts/start.mjs)', function () {
         await client.observe(contextKey, (n) => {
           if (n.operation === 'SET') counted(n.value!.toString())
         })
-        const flows = (await (await fetch(`${first.editor}/flows`, { headers: { Accept: 'application/json' } })).json()) as Array<{ id: string; type: string; name?: string }>
+        const flows = (await (await fetch(`${first.editor}/flows`, { headers: { Accept: 'application/json' } })).json()) as Array<{
+          id: string
+          type: string
+          name?: string
+        }>
         const button = flows.find((n) => n.type === 'inject' && n.name === 'count in A')
         assert.ok(button, 'the context example\'s "count in A" button')
         assert.equal((await fetch(`${first.editor}/inject/${button.id}`, { method: 'POST' })).status, 200)

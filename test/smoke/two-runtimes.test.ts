@@ -113,10 +113,14 @@ describe('smoke: active/standby across two Node-RED 5 runtimes', function () {
         const handovers = writes.slice(0, killIndex).filter((w, i, all) => i > 0 && w.by !== all[i - 1]!.by).length
         const killedAt = Date.now()
         await started[active].red.kill()
-        const firstIndex = await until(() => {
-          const i = writes.findIndex((w, j) => j >= killIndex && by(standby)(w))
-          return i >= 0 ? i : undefined
-        }, 5 * LEASE_MS, `the first write of runtime ${standby.toUpperCase()} after ${active.toUpperCase()} was killed`)
+        const firstIndex = await until(
+          () => {
+            const i = writes.findIndex((w, j) => j >= killIndex && by(standby)(w))
+            return i >= 0 ? i : undefined
+          },
+          5 * LEASE_MS,
+          `the first write of runtime ${standby.toUpperCase()} after ${active.toUpperCase()} was killed`,
+        )
         const takeover = writes[firstIndex]!
         const lastOfDead = writes.slice(0, firstIndex).filter(by(active)).at(-1)!
         // Give anything of the dead runtime's still in flight (broker, emulator) time to land.
@@ -141,7 +145,10 @@ describe('smoke: active/standby across two Node-RED 5 runtimes', function () {
 
         // Fencing over the whole run: the writes that landed carry tokens that never go down.
         for (let i = 1; i < writes.length; i++) {
-          assert.ok(Hlc.compare(Hlc.parse(writes[i]!.token), Hlc.parse(writes[i - 1]!.token)) >= 0, `write ${i} (${writes[i]!.by}) landed with an older token than write ${i - 1} (${writes[i - 1]!.by})`)
+          assert.ok(
+            Hlc.compare(Hlc.parse(writes[i]!.token), Hlc.parse(writes[i - 1]!.token)) >= 0,
+            `write ${i} (${writes[i]!.by}) landed with an older token than write ${i - 1} (${writes[i - 1]!.by})`,
+          )
         }
 
         console.log(

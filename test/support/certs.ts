@@ -42,7 +42,23 @@ export function makeCerts(options: CertOptions = {}): TestCerts {
   const altNames = options.serverAltNames ?? ['IP:127.0.0.1', 'DNS:localhost']
   writeFileSync(f('server.ext'), `subjectAltName=${altNames.join(',')}\n`)
   openssl('req', ...ec, '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=test-server')
-  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'server.ext')
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'server.ext',
+  )
   const passphrase = options.clientKeyPassphrase
   const keyProtection = passphrase === undefined ? ['-nodes'] : ['-passout', `pass:${passphrase}`]
   openssl('req', ...ec, ...keyProtection, '-keyout', 'client.key', '-out', 'client.csr', '-subj', '/CN=test-client')

@@ -23,11 +23,21 @@ export function yamlDocuments(file: string): unknown[] {
 /** What `kubectl apply -k deploy/base` sends: the resources, the generated ConfigMap, the namespace on each. */
 export function renderBase(): K8sObject[] {
   const dir = join(DEPLOY, 'base')
-  const [k] = yamlDocuments(join(dir, 'kustomization.yaml')) as Array<{ namespace: string; resources: string[]; configMapGenerator: Array<{ name: string; files: string[] }>; generatorOptions?: { disableNameSuffixHash?: boolean } }>
+  const [k] = yamlDocuments(join(dir, 'kustomization.yaml')) as Array<{
+    namespace: string
+    resources: string[]
+    configMapGenerator: Array<{ name: string; files: string[] }>
+    generatorOptions?: { disableNameSuffixHash?: boolean }
+  }>
   assert.ok(k && k.generatorOptions?.disableNameSuffixHash, 'the StatefulSet names the settings ConfigMap as it is')
   const objects = k.resources.flatMap((r) => yamlDocuments(join(dir, r)) as K8sObject[])
   for (const g of k.configMapGenerator) {
-    objects.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: g.name }, data: Object.fromEntries(g.files.map((f) => [basename(f), readFileSync(join(dir, f), 'utf8')])) })
+    objects.push({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: g.name },
+      data: Object.fromEntries(g.files.map((f) => [basename(f), readFileSync(join(dir, f), 'utf8')])),
+    })
   }
   return objects.map((o) => ({ ...o, metadata: { ...o.metadata, namespace: k.namespace } }))
 }

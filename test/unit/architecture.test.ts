@@ -105,7 +105,10 @@ const local = imports.filter((i) => i.to.endsWith('.ts'))
 
 describe('architecture: the import rules of docs/architecture.md', () => {
   it('every source file belongs to a room of the layer table', () => {
-    assert.deepEqual(files.filter((f) => roomOf(f) === null), [])
+    assert.deepEqual(
+      files.filter((f) => roomOf(f) === null),
+      [],
+    )
   })
 
   it('imports run from a room to itself or to a lower layer, never up or sideways', () => {
@@ -120,7 +123,9 @@ describe('architecture: the import rules of docs/architecture.md', () => {
   })
 
   it('nothing outside src/client imports a client file other than src/client/index.ts', () => {
-    const wrong = local.filter((i) => !i.from.startsWith('src/client/') && i.to.startsWith('src/client/') && i.to !== 'src/client/index.ts').map((i) => `${i.from} imports ${i.to}`)
+    const wrong = local
+      .filter((i) => !i.from.startsWith('src/client/') && i.to.startsWith('src/client/') && i.to !== 'src/client/index.ts')
+      .map((i) => `${i.from} imports ${i.to}`)
     assert.deepEqual(wrong, [])
   })
 
@@ -133,8 +138,18 @@ describe('architecture: the import rules of docs/architecture.md', () => {
   })
 
   it('the embedded broker knows nothing of the state store: it imports no other emulator folder', () => {
-    const wrong = local.filter((i) => i.from.startsWith('src/emulator/broker/') && i.to.startsWith('src/emulator/') && !i.to.startsWith('src/emulator/broker/') && i.to !== 'src/emulator/logger.ts' && i.to !== 'src/emulator/within.ts')
-    assert.deepEqual(wrong.map((i) => `${i.from} imports ${i.to}`), [])
+    const wrong = local.filter(
+      (i) =>
+        i.from.startsWith('src/emulator/broker/') &&
+        i.to.startsWith('src/emulator/') &&
+        !i.to.startsWith('src/emulator/broker/') &&
+        i.to !== 'src/emulator/logger.ts' &&
+        i.to !== 'src/emulator/within.ts',
+    )
+    assert.deepEqual(
+      wrong.map((i) => `${i.from} imports ${i.to}`),
+      [],
+    )
   })
 
   it('no file is on an import circle', () => {

@@ -53,7 +53,9 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
   it('the pod gets the projected SAT for aio-internal, the trust bundle, /data on a claim, and the client id from its name', () => {
     const volume = (name: string) => pod.volumes.find((v: { name: string }) => v.name === name)
     const mountOf = (name: string) => container.volumeMounts.find((m: { name: string }) => m.name === name)?.mountPath as string
-    const env = Object.fromEntries(container.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]))
+    const env = Object.fromEntries(
+      container.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]),
+    )
     const sat = volume('mqtt-client-token').projected.sources[0].serviceAccountToken
     assert.equal(sat.audience, 'aio-internal')
     assert.equal(env.AIO_SAT_FILE, join(mountOf('mqtt-client-token'), sat.path))
@@ -63,7 +65,8 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     assert.equal(mountOf('data'), '/data')
     const clientId = container.env.find((e: { name: string }) => e.name === 'AIO_MQTT_CLIENT_ID')
     assert.equal(clientId.valueFrom.fieldRef.fieldPath, 'metadata.name')
-    for (const name of Object.keys(env).filter((n) => n.startsWith('AIO_'))) assert.ok((AIO_VARIABLES as readonly string[]).includes(name), `${name} is one of the SDKs' variables`)
+    for (const name of Object.keys(env).filter((n) => n.startsWith('AIO_')))
+      assert.ok((AIO_VARIABLES as readonly string[]).includes(name), `${name} is one of the SDKs' variables`)
     const aio = readAioEnvironment({ ...env, AIO_MQTT_CLIENT_ID: 'node-red-0' })
     assert.equal(aio.brokerUrl, 'mqtts://aio-broker:18883', 'the default listener, TLS')
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
@@ -73,9 +76,12 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     assert.ok(container.args.join(' ').includes(`${mountOf('settings')}/settings.js`))
   })
 
-  it('settings.js loads this package\'s context store with an empty config, and asks for a login', () => {
+  it("settings.js loads this package's context store with an empty config, and asks for a login", () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const settings = require(join(DEPLOY, 'base', 'settings.js')) as { contextStorage: Record<string, { module: unknown; config: unknown }>; adminAuth: { type: string } }
+    const settings = require(join(DEPLOY, 'base', 'settings.js')) as {
+      contextStorage: Record<string, { module: unknown; config: unknown }>
+      adminAuth: { type: string }
+    }
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     assert.equal(settings.contextStorage.statestore!.module, require('../../dist/src/context'))
     assert.deepEqual(settings.contextStorage.statestore!.config, {})
@@ -92,9 +98,17 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'node-red-chart' },
-      spec: { containers: [{ name: 'node-red', image: `${values.image.repository}:${values.image.tag}`, env: values.env, volumeMounts: values.extraVolumeMounts }], volumes: values.extraVolumes },
+      spec: {
+        containers: [{ name: 'node-red', image: `${values.image.repository}:${values.image.tag}`, env: values.env, volumeMounts: values.extraVolumeMounts }],
+        volumes: values.extraVolumes,
+      },
     } as never)
-    for (const v of pod.volumes.filter((v: { name: string }) => v.name !== 'settings')) assert.deepEqual(values.extraVolumes.find((e: { name: string }) => e.name === v.name), v, v.name)
+    for (const v of pod.volumes.filter((v: { name: string }) => v.name !== 'settings'))
+      assert.deepEqual(
+        values.extraVolumes.find((e: { name: string }) => e.name === v.name),
+        v,
+        v.name,
+      )
   })
 
   it('the image recipe builds on the official Node-RED image and installs this package beside Node-RED', () => {
@@ -104,11 +118,12 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     assert.match(dockerfile, /^RUN npm install .*"\$\{PACKAGE\}"$/m)
   })
 
-  it('the authorization rules read as the emulator reads a BrokerAuthorization, matching the ServiceAccount\'s attribute', () => {
+  it("the authorization rules read as the emulator reads a BrokerAuthorization, matching the ServiceAccount's attribute", () => {
     const policy = readAuthorizationFile(join(DEPLOY, 'authorization', 'rules.yaml'))
     assert.ok(policy.ruleCount > 0 && policy.grantsBrokerResources)
     const text = readFileSync(join(DEPLOY, 'authorization', 'rules.yaml'), 'utf8')
-    for (const warning of ['az iot ops broker authz apply', 'REPLACES the whole policy', 'disconnects every connected client', 'debugging and testing only']) assert.ok(text.includes(warning), warning)
+    for (const warning of ['az iot ops broker authz apply', 'REPLACES the whole policy', 'disconnects every connected client', 'debugging and testing only'])
+      assert.ok(text.includes(warning), warning)
     assert.match(text, /- group: node-red/)
   })
 })

@@ -30,7 +30,10 @@ describe('protocol dialects', function () {
     const base = { brokerUrl: 'mqtt://127.0.0.1:1', clientId: 'c1' }
     assert.equal(resolveOptions(base).dialect.name, 'v1')
     assert.equal(resolveOptions({ ...base, protocol: 'preview' }).dialect.name, 'preview')
-    assert.throws(() => resolveOptions({ ...base, protocol: 'v2' as never }), (e: unknown) => e instanceof ArgumentError && /protocol must be one of v1, preview/.test(e.message))
+    assert.throws(
+      () => resolveOptions({ ...base, protocol: 'v2' as never }),
+      (e: unknown) => e instanceof ArgumentError && /protocol must be one of v1, preview/.test(e.message),
+    )
   })
 
   it('tells the dialect by the request topic', function () {
@@ -52,7 +55,7 @@ describe('protocol dialects', function () {
     assert.equal(dialectPropertyName(v1, '__ts'), '__ts')
   })
 
-  it('answers with status headers in v1 only, the version written the dialect\'s way', function () {
+  it("answers with status headers in v1 only, the version written the dialect's way", function () {
     assert.deepEqual(responseUserProperties(v1, hlc.toString()), { __stat: '200', __protVer: '1.0', __ts: '001696374425000:00000:CLIENT' })
     assert.deepEqual(responseUserProperties(preview, hlc.toString()), { Timestamp: '1696374425000:0:CLIENT' })
     assert.deepEqual(responseUserProperties(preview, undefined), {})
@@ -64,8 +67,18 @@ describe('protocol dialects', function () {
   })
 
   it('client requests: preview sends Timestamp and FencingToken and none of the v1 headers', function () {
-    const envelope = { clientId: 'c1', responseTopic: preview.responseTopic('c1'), correlation: Buffer.alloc(16), timestamp: hlc, expirySec: 5, fencingToken: hlc }
-    assert.deepEqual(requestProperties({ ...envelope, dialect: preview }).userProperties, { Timestamp: '1696374425000:0:CLIENT', FencingToken: '1696374425000:0:CLIENT' })
+    const envelope = {
+      clientId: 'c1',
+      responseTopic: preview.responseTopic('c1'),
+      correlation: Buffer.alloc(16),
+      timestamp: hlc,
+      expirySec: 5,
+      fencingToken: hlc,
+    }
+    assert.deepEqual(requestProperties({ ...envelope, dialect: preview }).userProperties, {
+      Timestamp: '1696374425000:0:CLIENT',
+      FencingToken: '1696374425000:0:CLIENT',
+    })
     const v1Props = requestProperties(envelope).userProperties!
     assert.equal(v1Props.__ts, '001696374425000:00000:CLIENT')
     assert.equal(v1Props.__ft, '001696374425000:00000:CLIENT')

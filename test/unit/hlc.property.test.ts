@@ -43,10 +43,7 @@ function expectedUpdate(self: Hlc, other: Hlc, wall: number, maxDriftMs: number)
   return new Hlc(ts, count, self.nodeId)
 }
 
-type Step =
-  | { op: 'wall'; by: number }
-  | { op: 'tick' }
-  | { op: 'update'; from: 'wall' | 'self'; by: number; counter: number; node: 'me' | 'a' | 'b' }
+type Step = { op: 'wall'; by: number } | { op: 'tick' } | { op: 'update'; from: 'wall' | 'self'; by: number; counter: number; node: 'me' | 'a' | 'b' }
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ op: fc.constant('wall' as const), by: fc.oneof(fc.integer({ min: -3000, max: 10_000 }), fc.constant(0)) }),
@@ -161,50 +158,46 @@ describe('HLC properties', function () {
 
   it('update never goes backwards, never drifts, and leaves the clock unchanged on error', () => {
     fc.assert(
-      fc.property(
-        fc.integer({ min: 0, max: 120_000 }),
-        fc.array(step, { minLength: 1, maxLength: 40 }),
-        (maxDriftMs, steps) => {
-          let wall = T
-          const clock = new HybridLogicalClock({ nodeId: 'me', maxDriftMs, now: () => wall })
-          for (const s of steps) {
-            const before = clock.current
-            if (s.op === 'wall') {
-              wall = Math.max(0, wall + s.by)
-              continue
-            }
-            let other: Hlc | undefined
-            let expected: Hlc | HlcErrorReason
-            if (s.op === 'tick') {
-              // Spec 3.5, "update now": against the wall clock.
-              expected = expectedUpdate(before, new Hlc(0, 0, 'zero'), wall, maxDriftMs)
-            } else {
-              other = new Hlc(Math.max(0, (s.from === 'wall' ? wall : before.timestamp) + s.by), s.counter, s.node)
-              expected = expectedUpdate(before, other, wall, maxDriftMs)
-            }
-            let after: Hlc
-            try {
-              after = s.op === 'tick' ? clock.tick() : clock.update(other!)
-            } catch (err) {
-              assert.ok(err instanceof HlcError, String(err))
-              assert.equal(err.reason, expected, `${s.op}: ${err.message}`)
-              assert.ok(clock.current.equals(before), 'unchanged after an error')
-              continue
-            }
-            assert.ok(typeof expected !== 'string', `expected ${expected}, got ${after}`)
-            assert.ok(after.equals(expected), `${after} = ${expected}`)
-            assert.ok(clock.current.equals(after))
-            assert.equal(after.nodeId, 'me')
-            if (other && other.nodeId === 'me') {
-              assert.ok(after.equals(before), 'a reading of this node is ignored')
-            } else {
-              assert.ok(Hlc.compare(after, before) > 0, `${after} > ${before}`)
-              if (other) assert.ok(Hlc.compare(after, other) > 0, `${after} > ${other}`)
-              assert.ok(after.timestamp - wall <= maxDriftMs, 'not drifted')
-            }
+      fc.property(fc.integer({ min: 0, max: 120_000 }), fc.array(step, { minLength: 1, maxLength: 40 }), (maxDriftMs, steps) => {
+        let wall = T
+        const clock = new HybridLogicalClock({ nodeId: 'me', maxDriftMs, now: () => wall })
+        for (const s of steps) {
+          const before = clock.current
+          if (s.op === 'wall') {
+            wall = Math.max(0, wall + s.by)
+            continue
           }
-        },
-      ),
+          let other: Hlc | undefined
+          let expected: Hlc | HlcErrorReason
+          if (s.op === 'tick') {
+            // Spec 3.5, "update now": against the wall clock.
+            expected = expectedUpdate(before, new Hlc(0, 0, 'zero'), wall, maxDriftMs)
+          } else {
+            other = new Hlc(Math.max(0, (s.from === 'wall' ? wall : before.timestamp) + s.by), s.counter, s.node)
+            expected = expectedUpdate(before, other, wall, maxDriftMs)
+          }
+          let after: Hlc
+          try {
+            after = s.op === 'tick' ? clock.tick() : clock.update(other!)
+          } catch (err) {
+            assert.ok(err instanceof HlcError, String(err))
+            assert.equal(err.reason, expected, `${s.op}: ${err.message}`)
+            assert.ok(clock.current.equals(before), 'unchanged after an error')
+            continue
+          }
+          assert.ok(typeof expected !== 'string', `expected ${expected}, got ${after}`)
+          assert.ok(after.equals(expected), `${after} = ${expected}`)
+          assert.ok(clock.current.equals(after))
+          assert.equal(after.nodeId, 'me')
+          if (other && other.nodeId === 'me') {
+            assert.ok(after.equals(before), 'a reading of this node is ignored')
+          } else {
+            assert.ok(Hlc.compare(after, before) > 0, `${after} > ${before}`)
+            if (other) assert.ok(Hlc.compare(after, other) > 0, `${after} > ${other}`)
+            assert.ok(after.timestamp - wall <= maxDriftMs, 'not drifted')
+          }
+        }
+      }),
       { numRuns: 300 },
     )
   })

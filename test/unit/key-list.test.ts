@@ -29,7 +29,10 @@ describe('several keys in one msg: the key list and its failures', function () {
   })
 
   it('takes key → value pairs only from a plain object', function () {
-    assert.deepEqual(parseKeyValues({ a: 1, b: 'x' }, 10, t), [['a', 1], ['b', 'x']])
+    assert.deepEqual(parseKeyValues({ a: 1, b: 'x' }, 10, t), [
+      ['a', 1],
+      ['b', 'x'],
+    ])
     for (const value of ['text', [1], Buffer.from('x'), null]) assert.equal(thrown(() => parseKeyValues(value, 10, t)).code, 'KeyValuesInvalid')
   })
 

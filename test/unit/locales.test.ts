@@ -54,7 +54,14 @@ function helpStructure(html: string) {
     // a name in italics (*other properties*) describes, and is translated.
     properties: lines
       .filter((l) => l.startsWith(': '))
-      .map((l) => /^: ([^:]*?) \(([^)]*)\) :/.exec(l)?.slice(1, 3).map((p) => p.replace(/^\*.*\*$/, '*…*')).join(' ') ?? `unreadable: ${l}`),
+      .map(
+        (l) =>
+          /^: ([^:]*?) \(([^)]*)\) :/
+            .exec(l)
+            ?.slice(1, 3)
+            .map((p) => p.replace(/^\*.*\*$/, '*…*'))
+            .join(' ') ?? `unreadable: ${l}`,
+      ),
     numbered: lines.filter((l) => /^\d+\. /.test(l)).map((l) => l.split('.')[0]),
     links: [...html.matchAll(/\]\((\S+?)\)/g)].map((m) => m[1]),
     code: new Set([...html.matchAll(/`([^`\n]+)`/g)].map((m) => m[1])),
@@ -77,8 +84,16 @@ describe('locales: every language has every English text', function () {
           if (!existsSync(join(LOCALES, lang, file))) assert.fail(`${lang}/${file} is missing`)
           const english = leaves(JSON.parse(read(ENGLISH, file)) as Catalogue)
           const translated = leaves(JSON.parse(read(lang, file)) as Catalogue)
-          assert.deepEqual([...english.keys()].filter((k) => !translated.has(k)), [], `${lang}/${file}: keys en-US has and this file misses`)
-          assert.deepEqual([...translated.keys()].filter((k) => !english.has(k)), [], `${lang}/${file}: keys en-US no longer has`)
+          assert.deepEqual(
+            [...english.keys()].filter((k) => !translated.has(k)),
+            [],
+            `${lang}/${file}: keys en-US has and this file misses`,
+          )
+          assert.deepEqual(
+            [...translated.keys()].filter((k) => !english.has(k)),
+            [],
+            `${lang}/${file}: keys en-US no longer has`,
+          )
           for (const [key, text] of english) {
             const t = translated.get(key)!
             assert.notEqual(t.trim(), '', `${lang}/${file} ${key} is empty`)
@@ -98,7 +113,11 @@ describe('locales: every language has every English text', function () {
           assert.deepEqual(translated.properties, english.properties, `${lang}/${file}: the ": name (type) :" lines`)
           assert.deepEqual(translated.numbered, english.numbered, `${lang}/${file}: the numbered outputs`)
           assert.deepEqual(translated.links, english.links, `${lang}/${file}: the links`)
-          assert.deepEqual([...english.code].filter((c) => !translated.code.has(c)), [], `${lang}/${file}: code spans the translation lost`)
+          assert.deepEqual(
+            [...english.code].filter((c) => !translated.code.has(c)),
+            [],
+            `${lang}/${file}: code spans the translation lost`,
+          )
         })
       }
 

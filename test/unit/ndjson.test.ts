@@ -4,7 +4,10 @@ import { decodeNdjson, encodeNdjson, NdjsonError } from '../../src/ndjson'
 
 describe('NDJSON datasets', () => {
   it('writes one JSON object per line, each ended by a newline', () => {
-    const bytes = encodeNdjson([{ deviceId: 'a', site: 'Line 1' }, { deviceId: 'b', note: 'two\nlines' }])
+    const bytes = encodeNdjson([
+      { deviceId: 'a', site: 'Line 1' },
+      { deviceId: 'b', note: 'two\nlines' },
+    ])
     assert.equal(bytes.toString('utf8'), '{"deviceId":"a","site":"Line 1"}\n{"deviceId":"b","note":"two\\nlines"}\n')
     assert.deepEqual(encodeNdjson([]), Buffer.alloc(0))
   })

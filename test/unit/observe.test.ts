@@ -61,7 +61,11 @@ describe('observe: connection metrics', () => {
     assert.deepEqual(m.figures().lastErrors, [
       { at: 7_000, message: 'the GET request timed out', node: 'reader', nodeId: 'n1', key: 'line-3/speed' },
       { at: 7_000, message: 'the key is empty', node: 'reader' },
-      { at: 7_000, message: 'state store error: the request fencing token is a lower version than the fencing token protecting the resource', node: 'late write' },
+      {
+        at: 7_000,
+        message: 'state store error: the request fencing token is a lower version than the fencing token protecting the resource',
+        node: 'late write',
+      },
     ])
     assert.equal(m.figures().failures, 1, 'failures counts requests, not msgs')
   })
@@ -207,7 +211,8 @@ describe('observe: live feed', () => {
     const activity = new StoreActivity()
     feed.setStores(new Map([['cfg', activity]]))
     activity.watchStarted('n', 'k')
-    const notify = (v: string) => activity.watchNotified('k', { key: Buffer.from('k'), operation: 'SET', value: Buffer.from(v), version: null, reconciled: false })
+    const notify = (v: string) =>
+      activity.watchNotified('k', { key: Buffer.from('k'), operation: 'SET', value: Buffer.from(v), version: null, reconciled: false })
     notify('unseen')
     await sleep(40)
     assert.equal(updates.length, 0, 'nothing while nobody looks')

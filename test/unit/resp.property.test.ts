@@ -76,7 +76,46 @@ function decodeOrTypedError(buf: Buffer, offset = 0): RespValue | RespProtocolEr
 /** Bytes that look like RESP3 often enough to reach deep into the decoder. */
 const respish = fc
   .array(
-    fc.constantFrom('*', '$', '%', '|', '~', '>', '!', '=', '(', ',', '#', '_', ':', '+', '-', '\r\n', '\r', '\n', '0', '1', '2', '3', '9', '-1', 't', 'f', 'inf', 'nan', '.', 'e', 'x', 'txt:', '\0', '\xff', '$1\r\nx\r\n', '*2\r\n', ':-1\r\n', '$-1\r\n'),
+    fc.constantFrom(
+      '*',
+      '$',
+      '%',
+      '|',
+      '~',
+      '>',
+      '!',
+      '=',
+      '(',
+      ',',
+      '#',
+      '_',
+      ':',
+      '+',
+      '-',
+      '\r\n',
+      '\r',
+      '\n',
+      '0',
+      '1',
+      '2',
+      '3',
+      '9',
+      '-1',
+      't',
+      'f',
+      'inf',
+      'nan',
+      '.',
+      'e',
+      'x',
+      'txt:',
+      '\0',
+      '\xff',
+      '$1\r\nx\r\n',
+      '*2\r\n',
+      ':-1\r\n',
+      '$-1\r\n',
+    ),
     { maxLength: 60 },
   )
   .map((tokens) => Buffer.from(tokens.join(''), 'latin1'))
@@ -94,7 +133,7 @@ function mutate(wire: Buffer, mutations: Mutation[]): Buffer {
     const i = buf.length === 0 ? 0 : at % (op === 'insert' ? buf.length + 1 : buf.length)
     if (op === 'insert') buf = Buffer.concat([buf.subarray(0, i), Buffer.from([byte]), buf.subarray(i)])
     else if (buf.length === 0) continue
-    else if (op === 'flip') buf[i] = buf[i]! ^ (1 << byte % 8)
+    else if (op === 'flip') buf[i] = buf[i]! ^ (1 << (byte % 8))
     else if (op === 'set') buf[i] = byte
     else if (op === 'delete') buf = Buffer.concat([buf.subarray(0, i), buf.subarray(i + 1)])
     else buf = buf.subarray(0, i)
@@ -108,16 +147,26 @@ describe('RESP3 properties', function () {
 
   it('decode(encodeCommand(args)) gives back the same bytes, for binary Buffers and UTF-8 strings', () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(bytes, fc.uint8Array({ maxLength: 300 }).map((u) => Buffer.from(u)), fc.string({ unit: 'binary' })), { maxLength: 8 }), (args) => {
-        const wire = encodeCommand(args)
-        const { value, bytesConsumed, bytesLeftOver } = decode(wire)
-        assert.deepStrictEqual(value, {
-          kind: 'array',
-          value: args.map((a) => ({ kind: 'bulk', value: typeof a === 'string' ? Buffer.from(a, 'utf8') : a })),
-        })
-        assert.equal(bytesConsumed, wire.length)
-        assert.equal(bytesLeftOver, 0)
-      }),
+      fc.property(
+        fc.array(
+          fc.oneof(
+            bytes,
+            fc.uint8Array({ maxLength: 300 }).map((u) => Buffer.from(u)),
+            fc.string({ unit: 'binary' }),
+          ),
+          { maxLength: 8 },
+        ),
+        (args) => {
+          const wire = encodeCommand(args)
+          const { value, bytesConsumed, bytesLeftOver } = decode(wire)
+          assert.deepStrictEqual(value, {
+            kind: 'array',
+            value: args.map((a) => ({ kind: 'bulk', value: typeof a === 'string' ? Buffer.from(a, 'utf8') : a })),
+          })
+          assert.equal(bytesConsumed, wire.length)
+          assert.equal(bytesLeftOver, 0)
+        },
+      ),
       { numRuns: 300 },
     )
   })

@@ -83,12 +83,26 @@ describe('RESP3 decode: every type from hand-written bytes', () => {
     })
     roundTrip('*2\r\n*1\r\n*1\r\n$-1\r\n*0\r\n', {
       kind: 'array',
-      value: [{ kind: 'array', value: [{ kind: 'array', value: [{ kind: 'null', from: '$' }] }] }, { kind: 'array', value: [] }],
+      value: [
+        { kind: 'array', value: [{ kind: 'array', value: [{ kind: 'null', from: '$' }] }] },
+        { kind: 'array', value: [] },
+      ],
     })
   })
 
   it('the RESP3 kinds the protocol does not use are malformed, at their type byte, also inside an array', () => {
-    const unused = ['_\r\n', ',1.5\r\n', '#t\r\n', '(12345678901234567890\r\n', '=15\r\ntxt:Some string\r\n', '!4\r\nfail\r\n', '~1\r\n+a\r\n', '>1\r\n+a\r\n', '%1\r\n+k\r\n:1\r\n', '|1\r\n+k\r\n:1\r\n:2\r\n']
+    const unused = [
+      '_\r\n',
+      ',1.5\r\n',
+      '#t\r\n',
+      '(12345678901234567890\r\n',
+      '=15\r\ntxt:Some string\r\n',
+      '!4\r\nfail\r\n',
+      '~1\r\n+a\r\n',
+      '>1\r\n+a\r\n',
+      '%1\r\n+k\r\n:1\r\n',
+      '|1\r\n+k\r\n:1\r\n:2\r\n',
+    ]
     for (const wire of unused) {
       refused(wire, 'malformed', 0, /not one the state store protocol uses/)
       refused(`*2\r\n:1\r\n${wire}`, 'malformed', 8, /not one the state store protocol uses/)
@@ -142,7 +156,8 @@ describe('RESP3 decode: bytes consumed and left over', () => {
     const expected: RespValue = { kind: 'array', value: [bulk('NOTIFY'), bulk('SET'), bulk('VALUE'), bulk('abc')] }
     roundTrip(notification, expected)
     for (const w of ['DELETE', 'GET', 'DEL']) roundTrip(`*1\r\n$${w.length}\r\n${w}\r\n`, { kind: 'array', value: [bulk(w)] })
-    for (const w of ['SEX', 'GEM', 'DEX', 'VALUF', 'NOTIFX', 'DELETF', 'XYZ', 'set']) roundTrip(`*1\r\n$${w.length}\r\n${w}\r\n`, { kind: 'array', value: [bulk(w)] })
+    for (const w of ['SEX', 'GEM', 'DEX', 'VALUF', 'NOTIFX', 'DELETF', 'XYZ', 'set'])
+      roundTrip(`*1\r\n$${w.length}\r\n${w}\r\n`, { kind: 'array', value: [bulk(w)] })
     refused('*2\r\n$3\r\nSET\r\n$3\r\nSE', 'incomplete', 19)
     refused('*1\r\n$3\r\nSETX\r\n', 'malformed', 11)
   })

@@ -17,13 +17,19 @@ describe('stateStore(): a config node’s connection for Function nodes', functi
     withdraw.push(shareConnection(offer('id-1', 'line store', 'one')))
     assert.equal((await stateStore('id-1').get('k')).value!.toString(), 'one')
     assert.equal((await stateStore('line store').get('k')).value!.toString(), 'one')
-    assert.throws(() => stateStore('other'), (err: unknown) => err instanceof ArgumentError && /"other".*line store/.test(err.message))
+    assert.throws(
+      () => stateStore('other'),
+      (err: unknown) => err instanceof ArgumentError && /"other".*line store/.test(err.message),
+    )
     assert.throws(() => stateStore(''), ArgumentError)
   })
 
   it('refuses a name two config nodes share, naming their ids', () => {
     withdraw.push(shareConnection(offer('id-a', 'twin', 'a')), shareConnection(offer('id-b', 'twin', 'b')))
-    assert.throws(() => stateStore('twin'), (err: unknown) => err instanceof ArgumentError && /id-a, id-b/.test(err.message))
+    assert.throws(
+      () => stateStore('twin'),
+      (err: unknown) => err instanceof ArgumentError && /id-a, id-b/.test(err.message),
+    )
     assert.doesNotThrow(() => stateStore('id-b'))
   })
 

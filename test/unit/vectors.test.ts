@@ -245,7 +245,12 @@ function requestEncode(v: Vector): void {
 /** SCAN (the Rust branch ok/scan-impl): the pattern, and the opaque token of the previous page. */
 function scanEncode(v: Vector, input: Json): void {
   const expected = v.expected_b64 !== undefined ? Buffer.from(v.expected_b64, 'base64') : typeof v.expected === 'string' ? bytes(v.expected) : unhandled(v)
-  const token = typeof input.continuation_token_b64 === 'string' ? Buffer.from(input.continuation_token_b64, 'base64') : input.continuation_token === null ? null : unhandled(v)
+  const token =
+    typeof input.continuation_token_b64 === 'string'
+      ? Buffer.from(input.continuation_token_b64, 'base64')
+      : input.continuation_token === null
+        ? null
+        : unhandled(v)
   eq(Request.scan(input.pattern as string, token), expected)
 }
 
@@ -416,7 +421,12 @@ function serviceErrorVector(v: Vector): void {
     if (typeof expected.go === 'string') {
       const unknown = /^errors\.Service\("(.*)"\)$/.exec(expected.go)
       code = unknown ? 'Unknown' : expected.go.replace(/^errors\./, '')
-      message = unknown ? unknown[1]! : payload.toString('utf8').replace(/^-ERR /, '').replace(/\r\n$/, '')
+      message = unknown
+        ? unknown[1]!
+        : payload
+            .toString('utf8')
+            .replace(/^-ERR /, '')
+            .replace(/\r\n$/, '')
     } else {
       message = (expected.go as Json).service_message as string
     }

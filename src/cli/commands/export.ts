@@ -24,7 +24,7 @@ export const exportKeys: Command = {
   flagsHelp: [
     '  -o, --output <file>     Write to this file instead of stdout.',
     "  --admin                 List the keys through the emulator's admin channel (aio-statestore-emulator",
-    '                          --admin), which tells each key\'s expiry and persistence.',
+    "                          --admin), which tells each key's expiry and persistence.",
   ].join('\n'),
   flags: { output: { type: 'string', short: 'o' }, admin: { type: 'boolean' } },
   positionals: [0, 1],

@@ -6,7 +6,7 @@ export const get: Command = {
   name: 'get',
   summary: 'print a value (raw bytes) to stdout; exit 1 when the key does not exist',
   usage: 'aio-statestore get KEY\n\nWrites the value of KEY to stdout exactly as stored, with nothing added. A missing key exits 1.',
-  flagsHelp: '  --version-to-stderr     Also print the key\'s version (an HLC) on stderr.',
+  flagsHelp: "  --version-to-stderr     Also print the key's version (an HLC) on stderr.",
   flags: { 'version-to-stderr': { type: 'boolean' } },
   positionals: [1, 1],
   async run(ctx) {

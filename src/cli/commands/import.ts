@@ -23,7 +23,10 @@ export const importKeys: Command = {
     'written, naming the file and the line. Progress on a terminal, a summary line on stderr; exit 3 if a',
     'write failed.',
   ].join('\n'),
-  flagsHelp: ['  --nx                    Only keys that do not exist (SET NX); the others are kept as they are.', '  --dry-run               Read and check the file, say what would be written, write nothing.'].join('\n'),
+  flagsHelp: [
+    '  --nx                    Only keys that do not exist (SET NX); the others are kept as they are.',
+    '  --dry-run               Read and check the file, say what would be written, write nothing.',
+  ].join('\n'),
   flags: { nx: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
   positionals: [1, 1],
   async run(ctx) {
@@ -44,16 +47,23 @@ export const importKeys: Command = {
       for (const e of exists) if (e.ok && e.value) kept++
       progress.count = live.length - kept
     } else {
-      await settleEach(live, IN_FLIGHT, (r) => writeRecord(ctx, r, nx), (r, o) => {
-        if (!o.ok) {
-          failed++
-          firstFailure ||= `${JSON.stringify(r.key.toString('utf8'))}: ${(o.error as Error).message}`
-        } else if (o.value) progress.count++
-        else kept++
-        if (++settled % 500 === 0) void progress.show()
-      })
+      await settleEach(
+        live,
+        IN_FLIGHT,
+        (r) => writeRecord(ctx, r, nx),
+        (r, o) => {
+          if (!o.ok) {
+            failed++
+            firstFailure ||= `${JSON.stringify(r.key.toString('utf8'))}: ${(o.error as Error).message}`
+          } else if (o.value) progress.count++
+          else kept++
+          if (++settled % 500 === 0) void progress.show()
+        },
+      )
     }
-    const notes = [kept ? `${kept} kept (they exist, --nx)` : '', expired ? `${expired} skipped (expired)` : '', failed ? `${failed} failed` : ''].filter(Boolean)
+    const notes = [kept ? `${kept} kept (they exist, --nx)` : '', expired ? `${expired} skipped (expired)` : '', failed ? `${failed} failed` : ''].filter(
+      Boolean,
+    )
     await progress.done(`${progress.count} key(s) from ${file}${notes.length ? `; ${notes.join(', ')}` : ''}`)
     return failed ? { code: Exit.failed, message: `${failed} key(s) could not be written, first ${firstFailure}` } : { code: Exit.done }
   },
@@ -61,7 +71,12 @@ export const importKeys: Command = {
 
 async function writeRecord(ctx: CommandContext, r: KeyRecord, nx: boolean): Promise<boolean> {
   const expiryMs = r.expiresAt === undefined ? undefined : Math.max(1, r.expiresAt - Date.now())
-  const result = await ctx.client.set(r.key, r.value, { condition: nx ? 'NX' : 'always', persist: r.persist === true, signal: ctx.signal, ...(expiryMs !== undefined ? { expiryMs } : {}) })
+  const result = await ctx.client.set(r.key, r.value, {
+    condition: nx ? 'NX' : 'always',
+    persist: r.persist === true,
+    signal: ctx.signal,
+    ...(expiryMs !== undefined ? { expiryMs } : {}),
+  })
   return result.applied
 }
 

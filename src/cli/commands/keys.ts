@@ -8,7 +8,7 @@ export const keys: Command = {
     'aio-statestore keys PATTERN',
     '',
     'Prints every key matching PATTERN, a glob over the whole key: * any text, ? one byte, [abc], [a-z],',
-    '[!a-z], \\* a literal *. Quote it from the shell: aio-statestore keys \'sensors/*\'. Keys that are not',
+    "[!a-z], \\* a literal *. Quote it from the shell: aio-statestore keys 'sensors/*'. Keys that are not",
     'UTF-8, and keys this client may not read, are not listed. SCAN is ahead of the released AIO broker',
     '(the emulator has it); a broker without it exits 3.',
   ].join('\n'),

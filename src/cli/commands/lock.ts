@@ -14,10 +14,13 @@ export const lock: Command = {
     'Waits until the lock NAME is free, takes it, and runs COMMAND while renewing the lock. COMMAND finds',
     'the lock in AIO_STATESTORE_LOCK and its fencing token in AIO_STATESTORE_FENCING_TOKEN (pass it to',
     '`aio-statestore set --fencing-token`). The lock is released when COMMAND exits or on Ctrl-C / SIGTERM',
-    '(forwarded to COMMAND), and the exit code is COMMAND\'s. If the lock is lost (renewal failed), COMMAND',
+    "(forwarded to COMMAND), and the exit code is COMMAND's. If the lock is lost (renewal failed), COMMAND",
     'gets SIGTERM and the exit code is 3.',
   ].join('\n'),
-  flagsHelp: ['  --lease-ms <ms>         How long the lock lasts unrenewed, should this process die (default 10000).', '  --wait <ms>             Give up (exit 3) if the lock is not ours within this time; default: wait.'].join('\n'),
+  flagsHelp: [
+    '  --lease-ms <ms>         How long the lock lasts unrenewed, should this process die (default 10000).',
+    '  --wait <ms>             Give up (exit 3) if the lock is not ours within this time; default: wait.',
+  ].join('\n'),
   flags: { 'lease-ms': { type: 'string' }, wait: { type: 'string' } },
   positionals: [1, 1],
   async run(ctx) {
@@ -46,7 +49,8 @@ export const lock: Command = {
         child.once('exit', (code, signal) => resolve({ code, signal }))
       })
       ctx.signal.removeEventListener('abort', forward)
-      if ('error' in ended) return { code: Exit.failed, message: `cannot run ${program}: ${(ended.error as NodeJS.ErrnoException).code ?? ended.error.message}` }
+      if ('error' in ended)
+        return { code: Exit.failed, message: `cannot run ${program}: ${(ended.error as NodeJS.ErrnoException).code ?? ended.error.message}` }
       if (lost !== null) return { code: Exit.failed, message: `the lock ${JSON.stringify(name)} was lost while ${program} ran (${lost}); it was sent SIGTERM` }
       // As a shell reports it: 128 + the signal's number.
       return { code: ended.code ?? 128 + (constants.signals[ended.signal!] ?? 0) }

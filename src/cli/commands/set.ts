@@ -15,7 +15,14 @@ export const set: Command = {
     '  --persist               Ask the broker to keep the key on disk (aio-persistence).',
     FENCING_HELP,
   ].join('\n'),
-  flags: { file: { type: 'string' }, nx: { type: 'boolean' }, nex: { type: 'boolean' }, expiry: { type: 'string' }, persist: { type: 'boolean' }, ...FENCING_FLAG },
+  flags: {
+    file: { type: 'string' },
+    nx: { type: 'boolean' },
+    nex: { type: 'boolean' },
+    expiry: { type: 'string' },
+    persist: { type: 'boolean' },
+    ...FENCING_FLAG,
+  },
   positionals: [1, 2],
   async run(ctx) {
     const { values } = ctx
@@ -28,7 +35,8 @@ export const set: Command = {
     if (values['fencing-token'] !== undefined) options.fencingToken = values['fencing-token'] as string
     const key = ctx.args[0]!
     const result = await ctx.client.set(key, await readValue(ctx, ctx.args[1]), options)
-    if (!result.applied) return { code: Exit.notApplied, message: `not applied: ${JSON.stringify(key)} exists${options.condition === 'NEX' ? ' with another value' : ''}` }
+    if (!result.applied)
+      return { code: Exit.notApplied, message: `not applied: ${JSON.stringify(key)} exists${options.condition === 'NEX' ? ' with another value' : ''}` }
     await write(ctx.io.stdout, `${result.version}\n`)
     return { code: Exit.done }
   },

@@ -4,7 +4,8 @@ import { Exit } from '../exit'
 export const vdel: Command = {
   name: 'vdel',
   summary: 'delete a key only if it holds a value; exit 1 when it does not',
-  usage: 'aio-statestore vdel KEY [VALUE]\n\nDeletes KEY only if it holds VALUE (or the bytes of --file, or stdin). Exits 1 when the key does not exist or holds another value.',
+  usage:
+    'aio-statestore vdel KEY [VALUE]\n\nDeletes KEY only if it holds VALUE (or the bytes of --file, or stdin). Exits 1 when the key does not exist or holds another value.',
   flagsHelp: ['  --file <path>           Take the value from this file (- for stdin).', FENCING_HELP].join('\n'),
   flags: { file: { type: 'string' }, ...FENCING_FLAG },
   positionals: [1, 2],

@@ -19,7 +19,12 @@ const REQUEST_TIMEOUT_MS = 30_000
 /** The admin channel's envelope: JSON to ADMIN_REQUEST_TOPIC, no clock and no state store headers. */
 const ADMIN_ENVELOPE: Envelope = {
   requestTopic: ADMIN_REQUEST_TOPIC,
-  properties: ({ correlation, responseTopic, expirySec }) => ({ responseTopic, correlationData: correlation, messageExpiryInterval: expirySec, contentType: 'application/json' }),
+  properties: ({ correlation, responseTopic, expirySec }) => ({
+    responseTopic,
+    correlationData: correlation,
+    messageExpiryInterval: expirySec,
+    contentType: 'application/json',
+  }),
   readVersion: () => null,
 }
 

@@ -183,7 +183,13 @@ export class EmulatorAdmin {
     if (!record) return null
     const value = record.value
     const id = key.toString('latin1')
-    return { ...entry(id, record, value.length), value, persistedBy: record.persisted ? this.whyPersisted(id) : null, notPersistedBecause: record.persisted ? null : this.persistence ? 'no-rule' : 'no-file', access: this.access(id, asClientId) }
+    return {
+      ...entry(id, record, value.length),
+      value,
+      persistedBy: record.persisted ? this.whyPersisted(id) : null,
+      notPersistedBecause: record.persisted ? null : this.persistence ? 'no-rule' : 'no-file',
+      access: this.access(id, asClientId),
+    }
   }
 
   private access(id: string, clientId: string | undefined): KeyDetails['access'] {

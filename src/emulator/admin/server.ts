@@ -66,9 +66,14 @@ export class AdminServer {
       reply = { ok: false, error: (err as Error).message }
     }
     if (this.stopped) return
-    this.client.publish(responseTopic, JSON.stringify(reply), { qos: 1, properties: { contentType: 'application/json', ...(correlationData ? { correlationData } : {}) } }, (err) => {
-      if (err && !this.stopped) this.options.log('warn', `admin answer not delivered: ${err.message}`)
-    })
+    this.client.publish(
+      responseTopic,
+      JSON.stringify(reply),
+      { qos: 1, properties: { contentType: 'application/json', ...(correlationData ? { correlationData } : {}) } },
+      (err) => {
+        if (err && !this.stopped) this.options.log('warn', `admin answer not delivered: ${err.message}`)
+      },
+    )
   }
 
   private async run(payload: Buffer) {

@@ -19,9 +19,7 @@ export function adminResponseTopic(clientId: string): string {
 /** A request as parsed; on the wire the fields of `query` sit beside `op` (`{"op":"listKeys","pattern":"a*"}`). */
 export type AdminRequest =
   /** Whether an admin-enabled emulator serves on this broker, and which. */
-  | { op: 'hello' }
-  | { op: 'listKeys'; query: Omit<KeyQuery, 'signal'> }
-  | { op: 'inspect'; keyHex: string; clientId?: string }
+  { op: 'hello' } | { op: 'listKeys'; query: Omit<KeyQuery, 'signal'> } | { op: 'inspect'; keyHex: string; clientId?: string }
 
 export interface AdminHello {
   nodeId: string
@@ -71,7 +69,8 @@ export function parseAdminRequest(payload: Buffer): AdminRequest {
         query.after = after
       }
       if (b.limit !== undefined && b.limit !== null) {
-        if (typeof b.limit !== 'number' || !Number.isInteger(b.limit) || b.limit < 1 || b.limit > 1000) throw new AdminRequestError('"limit" must be a whole number from 1 to 1000')
+        if (typeof b.limit !== 'number' || !Number.isInteger(b.limit) || b.limit < 1 || b.limit > 1000)
+          throw new AdminRequestError('"limit" must be a whole number from 1 to 1000')
         query.limit = b.limit
       }
       return { op: 'listKeys', query }

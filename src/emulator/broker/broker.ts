@@ -183,7 +183,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
   const policy = options.accessPolicy ?? null
   // The emulator's own connections are told apart by these credentials, from clients the rules judge.
-  const serviceCredentials = authOn || policy || publishPolicy?.serviceOnly ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') } : null
+  const serviceCredentials =
+    authOn || policy || publishPolicy?.serviceOnly
+      ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') }
+      : null
   const users = new Map(Object.entries(auth?.users ?? {}))
   if (serviceCredentials) users.set(serviceCredentials.username, serviceCredentials.password)
   const satTokens = new Set((auth?.satTokens ?? []).map((t) => t.trim()))
@@ -204,9 +207,17 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
    */
   const lastPrincipals = new Map<string, { principal: ConnectedClient; goneAt: number | null }>()
   const isService = (username: string | undefined, password: Buffer | undefined) =>
-    serviceCredentials !== null && username === serviceCredentials.username && password !== undefined && password.equals(Buffer.from(serviceCredentials.password, 'utf8'))
+    serviceCredentials !== null &&
+    username === serviceCredentials.username &&
+    password !== undefined &&
+    password.equals(Buffer.from(serviceCredentials.password, 'utf8'))
   /** The broker's verdict for one authenticated client: the access policy's, when there is one. */
-  const admit = (client: AedesClient, username: string | undefined, done: (err: AuthenticateError | null, ok: boolean | null) => void, listenerAttributes?: Record<string, string>) => {
+  const admit = (
+    client: AedesClient,
+    username: string | undefined,
+    done: (err: AuthenticateError | null, ok: boolean | null) => void,
+    listenerAttributes?: Record<string, string>,
+  ) => {
     if (authOn) {
       const holder = connectedClient(aedes, client.id)
       const taken = holder && holder !== client ? takeoverRefusal(client.id, principals.get(holder) ?? {}, username) : null
@@ -216,7 +227,11 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       }
     }
     const userAttributes = listenerAttributes ?? (username !== undefined ? attributes.get(username) : undefined)
-    const principal: ConnectedClient = { clientId: client.id, ...(username !== undefined ? { username } : {}), ...(userAttributes ? { attributes: userAttributes } : {}) }
+    const principal: ConnectedClient = {
+      clientId: client.id,
+      ...(username !== undefined ? { username } : {}),
+      ...(userAttributes ? { attributes: userAttributes } : {}),
+    }
     principals.set(client, principal)
     lastPrincipals.set(client.id, { principal, goneAt: null })
     if (!policy) return done(null, true)
@@ -255,7 +270,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       const listener = listenerOf.get(client.conn)
       if (listener) {
         // A TLS listener authenticates as its cluster port does; a user name is not verified there (AIO docs), so not taken.
-        const verdict: AuthenticationVerdict = listener.method === 'x509' ? authenticateX509(client.conn as unknown as TLSSocket, listener.attributes) : authenticateSat(satTokenOf.get(client), listener.tokenFiles)
+        const verdict: AuthenticationVerdict =
+          listener.method === 'x509'
+            ? authenticateX509(client.conn as unknown as TLSSocket, listener.attributes)
+            : authenticateSat(satTokenOf.get(client), listener.tokenFiles)
         if (verdict.ok) return admit(client, undefined, done, verdict.attributes)
         log('info', `client ${JSON.stringify(client.id)} refused at CONNECT (0x87): ${verdict.reason}`)
         return done(authError(`not authorized: ${verdict.reason}`, NOT_AUTHORIZED), null)
@@ -304,7 +322,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
         const responseTopic = packet.properties?.responseTopic
         const reads = responseTopic ? policy.subscribe(principals.get(client) ?? { clientId: client.id }, responseTopic) : null
         if (reads && !reads.allowed) {
-          log('info', `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): it may not subscribe to it: ${reads.reason}`)
+          log(
+            'info',
+            `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): it may not subscribe to it: ${reads.reason}`,
+          )
           return done(new Error('not authorized'))
         }
       }
@@ -328,13 +349,14 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     aedes.handle(socket)
   })
   try {
-    if (!options.inProcessOnly) await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(options.port, host, () => {
-        server.off('error', reject)
-        resolve()
+    if (!options.inProcessOnly)
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(options.port, host, () => {
+          server.off('error', reject)
+          resolve()
+        })
       })
-    })
   } catch (err) {
     await new Promise<void>((resolve) => aedes.close(() => resolve()))
     throw err
@@ -402,7 +424,8 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       const clients = Object.values((aedes as unknown as { clients: Record<string, AedesClient> }).clients)
       const closing = clients.filter((c) => !serviceClients.has(c))
       // MQTT 5 clients are told why (0x98, Administrative action), so none takes it for a session takeover.
-      for (const c of closing) c.disconnect({ reasonCode: ADMINISTRATIVE_ACTION, properties: { reasonString: 'the authorization policy was updated' } }, () => {})
+      for (const c of closing)
+        c.disconnect({ reasonCode: ADMINISTRATIVE_ACTION, properties: { reasonString: 'the authorization policy was updated' } }, () => {})
       return closing.length
     },
     deliverUnsubscribed(clientId, message) {
@@ -411,9 +434,12 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       const filters = Object.keys((client as unknown as { subscriptions: Record<string, unknown> }).subscriptions ?? {})
       const topic = message.topic.split('/')
       if (filters.some((f) => topicMatches(f.split('/'), topic))) return false
-      client.publish({ cmd: 'publish', topic: message.topic, payload: message.payload, qos: 1, retain: false, dup: false, properties: message.properties }, (err) => {
-        if (err) log('debug', `broker: direct delivery to ${clientId} failed: ${err.message}`)
-      })
+      client.publish(
+        { cmd: 'publish', topic: message.topic, payload: message.payload, qos: 1, retain: false, dup: false, properties: message.properties },
+        (err) => {
+          if (err) log('debug', `broker: direct delivery to ${clientId} failed: ${err.message}`)
+        },
+      )
       return true
     },
     connectInProcess,

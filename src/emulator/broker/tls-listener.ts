@@ -27,12 +27,20 @@ export interface RunningTlsListener {
  * Starts a TLS server whose every authenticated socket (TCP_NODELAY on) goes to `handle`. An X.509
  * listener asks for a client certificate and refuses, in the handshake, one its CA did not sign.
  */
-export async function startTlsListener(options: TlsListenerOptions, defaultHost: string, handle: (socket: TLSSocket) => void, onError: (err: Error) => void): Promise<RunningTlsListener> {
+export async function startTlsListener(
+  options: TlsListenerOptions,
+  defaultHost: string,
+  handle: (socket: TLSSocket) => void,
+  onError: (err: Error) => void,
+): Promise<RunningTlsListener> {
   const read = (what: string, file: string) => {
     try {
       return readFileSync(file)
     } catch (err) {
-      throw new Error(`TLS listener on port ${options.port}: cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
+      throw new Error(
+        `TLS listener on port ${options.port}: cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        { cause: err },
+      )
     }
   }
   const x509 = options.authentication.method === 'x509'

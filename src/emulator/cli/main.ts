@@ -135,13 +135,16 @@ function parseCount(name: string, text: string): number {
 }
 
 /** The TLS listeners the flags ask for (with --dev, the SDKs' dev layout); null when none. */
-function tlsListenersFrom(values: Record<string, string | string[] | boolean | undefined>): { listeners: TlsListenerOptions[]; layout: DevLayout | null } | null {
+function tlsListenersFrom(
+  values: Record<string, string | string[] | boolean | undefined>,
+): { listeners: TlsListenerOptions[]; layout: DevLayout | null } | null {
   const text = (name: string) => values[name] as string | undefined
   const dev = text('dev')
   const x509Listen = text('x509-listen') ?? (dev !== undefined ? String(DEV_PORTS.x509) : undefined)
   const satListen = text('sat-listen') ?? (dev !== undefined ? String(DEV_PORTS.sat) : undefined)
   if (x509Listen === undefined && satListen === undefined) {
-    for (const flag of ['tls-cert', 'tls-key', 'client-ca', 'authn']) if (text(flag) !== undefined) fail(`--${flag} goes with --x509-listen, --sat-listen or --dev`)
+    for (const flag of ['tls-cert', 'tls-key', 'client-ca', 'authn'])
+      if (text(flag) !== undefined) fail(`--${flag} goes with --x509-listen, --sat-listen or --dev`)
     return null
   }
   const sat = satListen === undefined ? undefined : parseListen(satListen)
@@ -247,7 +250,8 @@ async function main(): Promise<void> {
     const passwordFile = values['password-file'] !== undefined ? readSecret('--password-file', values['password-file']) : undefined
     const password = values.password ?? passwordFile ?? process.env.AIO_STATESTORE_BROKER_PASSWORD
     if (password !== undefined) options.brokerPassword = password
-    if (values.user || values['users-file'] || values['sat-token'] || values['sat-token-file'] || values.attributes) fail('--user, --attributes and --sat-token apply to the embedded broker, not to --broker')
+    if (values.user || values['users-file'] || values['sat-token'] || values['sat-token-file'] || values.attributes)
+      fail('--user, --attributes and --sat-token apply to the embedded broker, not to --broker')
   } else {
     options.listen = parseListen(values.listen ?? '1883')
     const users: Record<string, string> = {}
@@ -280,7 +284,10 @@ async function main(): Promise<void> {
     const attributes: Record<string, Record<string, string>> = {}
     for (const a of values.attributes ?? []) {
       const i = a.indexOf(':')
-      const pairs = a.slice(i + 1).split(',').map((pair) => pair.split('='))
+      const pairs = a
+        .slice(i + 1)
+        .split(',')
+        .map((pair) => pair.split('='))
       if (i <= 0 || pairs.some((p) => p.length !== 2 || !p[0])) fail(`--attributes ${JSON.stringify(a)}: expected name:attribute=value[,attribute=value...]`)
       attributes[a.slice(0, i)] = { ...attributes[a.slice(0, i)], ...(Object.fromEntries(pairs) as Record<string, string>) }
     }
@@ -305,12 +312,17 @@ async function main(): Promise<void> {
     process.exit(1)
   }
   process.stdout.write(`aio-statestore-emulator ready on ${shownUrl(emulator.brokerUrl)} (node id ${emulator.nodeId})\n`)
-  tls?.listeners.forEach((l, i) => process.stdout.write(`aio-statestore-emulator TLS + ${l.authentication.method === 'x509' ? 'X.509' : 'SAT'} on ${emulator.tlsUrls[i]}\n`))
+  tls?.listeners.forEach((l, i) =>
+    process.stdout.write(`aio-statestore-emulator TLS + ${l.authentication.method === 'x509' ? 'X.509' : 'SAT'} on ${emulator.tlsUrls[i]}\n`),
+  )
   if (tls?.layout) {
     const satIndex = tls.listeners.findIndex((l) => l.authentication.method === 'sat')
     if (satIndex >= 0) writeDevEnv(tls.layout, Number(new URL(emulator.tlsUrls[satIndex]!).port))
   }
-  if (tls?.layout) process.stdout.write(`aio-statestore-emulator dev layout in ${tls.layout.dir}: export ${tls.layout.envFile} (set -a; . ${tls.layout.envFile}; set +a) to connect over TLS + SAT\n`)
+  if (tls?.layout)
+    process.stdout.write(
+      `aio-statestore-emulator dev layout in ${tls.layout.dir}: export ${tls.layout.envFile} (set -a; . ${tls.layout.envFile}; set +a) to connect over TLS + SAT\n`,
+    )
 
   let stopping = false
   const stop = (signal: NodeJS.Signals) => {

@@ -33,14 +33,17 @@ export function authenticationSources(documents: unknown[]): AuthenticationSourc
       if (!isObject(method) || !isObject(method.x509Settings)) return
       const attrs = method.x509Settings.authorizationAttributes
       if (attrs === undefined) return
-      if (!isObject(attrs)) throw new ResourceError(index, [...base, 'x509Settings', 'authorizationAttributes'], 'must be a map of names to { subject, attributes }')
+      if (!isObject(attrs))
+        throw new ResourceError(index, [...base, 'x509Settings', 'authorizationAttributes'], 'must be a map of names to { subject, attributes }')
       for (const [name, entry] of Object.entries(attrs)) {
         const path = [...base, 'x509Settings', 'authorizationAttributes', name]
-        if (!isObject(entry) || typeof entry.subject !== 'string' || entry.subject.trim() === '') throw new ResourceError(index, [...path, 'subject'], 'must be a distinguished name such as "CN = smart-fan, O = Contoso"')
+        if (!isObject(entry) || typeof entry.subject !== 'string' || entry.subject.trim() === '')
+          throw new ResourceError(index, [...path, 'subject'], 'must be a distinguished name such as "CN = smart-fan, O = Contoso"')
         if (!isObject(entry.attributes)) throw new ResourceError(index, [...path, 'attributes'], 'must be a map of attribute names to values')
         const attributes: Record<string, string> = {}
         for (const [k, v] of Object.entries(entry.attributes)) {
-          if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw new ResourceError(index, [...path, 'attributes', k], 'must be a string')
+          if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
+            throw new ResourceError(index, [...path, 'attributes', k], 'must be a string')
           attributes[k] = String(v)
         }
         out.x509.push({ subject: entry.subject, attributes })

@@ -188,7 +188,10 @@ function compileBrokerResource(value: unknown, f: Fields, where: string): Compil
 function compileStateStoreResource(value: unknown, f: Fields, where: string): CompiledStateStoreResource {
   const r = f.object(value, STATE_STORE_FIELDS)
   const method = f.at('method').oneOf(r.method, ['Read', 'Write', 'ReadWrite'] as const)
-  const keyType = r.keyType === undefined ? 'Pattern' : (keyTypeOf(r.keyType) ?? f.at('keyType').fail(`must be Pattern, String or Binary (either case), not ${JSON.stringify(r.keyType)}`))
+  const keyType =
+    r.keyType === undefined
+      ? 'Pattern'
+      : (keyTypeOf(r.keyType) ?? f.at('keyType').fail(`must be Pattern, String or Binary (either case), not ${JSON.stringify(r.keyType)}`))
   const keys = f.at('keys').strings(r.keys ?? f.at('keys').fail('is missing'))
   return {
     where: `${where} ${method} ${keyType}`,

@@ -90,7 +90,8 @@ function parseSet(key: Buffer, value: Buffer, options: Buffer[]): ParseResult {
       if (arg === undefined) return fail('SyntaxError', 'SET PX without a number of milliseconds')
       const text = arg.toString('latin1')
       const ms = /^[0-9]{1,16}$/.test(text) ? Number(text) : NaN
-      if (!Number.isSafeInteger(ms) || ms <= 0) return fail('SyntaxError', `SET PX ${JSON.stringify(text.slice(0, 32))} is not a whole, positive number of milliseconds`)
+      if (!Number.isSafeInteger(ms) || ms <= 0)
+        return fail('SyntaxError', `SET PX ${JSON.stringify(text.slice(0, 32))} is not a whole, positive number of milliseconds`)
       expiryMs = ms
     } else {
       return fail('SyntaxError', `unknown SET option ${JSON.stringify(word.slice(0, 32))}`)

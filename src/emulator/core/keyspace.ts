@@ -47,10 +47,7 @@ export interface SetOptions extends WriteOptions {
 
 export type SetOutcome = { kind: 'applied'; version: Hlc } | { kind: 'not-applied'; version: Hlc } | { kind: 'error'; code: ServiceErrorCode }
 export type DeleteOutcome =
-  | { kind: 'deleted'; version: Hlc }
-  | { kind: 'missing' }
-  | { kind: 'mismatch'; version: Hlc }
-  | { kind: 'error'; code: ServiceErrorCode }
+  { kind: 'deleted'; version: Hlc } | { kind: 'missing' } | { kind: 'mismatch'; version: Hlc } | { kind: 'error'; code: ServiceErrorCode }
 
 export interface Timers {
   set(fn: () => void, ms: number): unknown

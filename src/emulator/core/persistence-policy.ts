@@ -50,8 +50,10 @@ export class PersistencePolicy {
     if (p.dynamicSettings !== undefined) {
       const df = f.at('dynamicSettings')
       const d = df.object(p.dynamicSettings, ['userPropertyKey', 'userPropertyValue'])
-      if (d.userPropertyKey !== undefined) key = typeof d.userPropertyKey === 'string' && d.userPropertyKey ? d.userPropertyKey : df.at('userPropertyKey').fail('must be a non-empty string')
-      if (d.userPropertyValue !== undefined) val = typeof d.userPropertyValue === 'string' ? d.userPropertyValue : df.at('userPropertyValue').fail('must be a string')
+      if (d.userPropertyKey !== undefined)
+        key = typeof d.userPropertyKey === 'string' && d.userPropertyKey ? d.userPropertyKey : df.at('userPropertyKey').fail('must be a non-empty string')
+      if (d.userPropertyValue !== undefined)
+        val = typeof d.userPropertyValue === 'string' ? d.userPropertyValue : df.at('userPropertyValue').fail('must be a string')
     }
     if (p.stateStore === undefined) return new PersistencePolicy('Custom', [], true, key, val)
     const sf = f.at('stateStore')
@@ -77,9 +79,15 @@ export class PersistencePolicy {
             .map((r, i) => {
               const rf = cf.at('stateStoreResources', i)
               const o = rf.object(r, ['keyType', 'keys'])
-              const keyType = o.keyType === undefined ? 'Pattern' : (keyTypeOf(o.keyType) ?? rf.at('keyType').fail(`must be Pattern, String or Binary (either case), not ${JSON.stringify(o.keyType)}`))
+              const keyType =
+                o.keyType === undefined
+                  ? 'Pattern'
+                  : (keyTypeOf(o.keyType) ?? rf.at('keyType').fail(`must be Pattern, String or Binary (either case), not ${JSON.stringify(o.keyType)}`))
               const keys = rf.at('keys').strings(o.keys ?? rf.at('keys').fail('is missing'))
-              return { where: `stateStoreResources[${i}] ${keyType}`, keys: keys.map((k, j) => rf.at('keys', j).pattern(() => new KeyPattern(keyType, k, { substitutions: false }))) }
+              return {
+                where: `stateStoreResources[${i}] ${keyType}`,
+                keys: keys.map((k, j) => rf.at('keys', j).pattern(() => new KeyPattern(keyType, k, { substitutions: false }))),
+              }
             })
     return new PersistencePolicy('Custom', resources, dynamic, key, val)
   }

@@ -48,7 +48,10 @@ export function parseTemplate(source: string): TemplatePart[] {
   let i = 0
   while (i < source.length) {
     const ch = source[i]!
-    if (ch === '}') throw new PatternError(`"}" at position ${i} closes nothing; braces are reserved for {principal.clientId}, {principal.username} and {principal.attributes.NAME}`)
+    if (ch === '}')
+      throw new PatternError(
+        `"}" at position ${i} closes nothing; braces are reserved for {principal.clientId}, {principal.username} and {principal.attributes.NAME}`,
+      )
     if (ch !== '{') {
       text += ch
       i++

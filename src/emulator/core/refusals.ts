@@ -12,7 +12,8 @@ export const EMULATOR_REFUSAL_TEXT = {
   /** KEYNOTIFY needs the MQTT client id: it names the notification topic. */
   UnknownClient: 'KEYNOTIFY needs your MQTT client id: send it in the user property __srcId, or use a response topic clients/<client id>/...',
   /** SCAN's tokens name a walk the emulator keeps (scan.ts); the real service's design leaves their meaning to it. */
-  ScanTokenUnknown: 'this SCAN continuation token is unknown: it has expired (60 s unused), belongs to another client or pattern, or the emulator restarted; start the scan again without a token',
+  ScanTokenUnknown:
+    'this SCAN continuation token is unknown: it has expired (60 s unused), belongs to another client or pattern, or the emulator restarted; start the scan again without a token',
 } as const
 
 export type EmulatorRefusalCode = keyof typeof EMULATOR_REFUSAL_TEXT

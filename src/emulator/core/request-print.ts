@@ -27,7 +27,11 @@ export class RequestPrint {
 
   static of(payload: Buffer, userProperties: UserProperties | undefined): RequestPrint {
     const hashed = payload.length > INLINE_BYTES
-    return new RequestPrint(hashed ? createHash('sha256').update(payload).digest().toString('latin1') : payload.toString('latin1'), hashed, propertiesKey(userProperties))
+    return new RequestPrint(
+      hashed ? createHash('sha256').update(payload).digest().toString('latin1') : payload.toString('latin1'),
+      hashed,
+      propertiesKey(userProperties),
+    )
   }
 
   /** Roughly what it holds, for the cache's byte budget. */

@@ -39,9 +39,7 @@ export interface ScannedStore {
 /** How many steps (a key looked at is one, a glob's step is one) between two looks at the clock. */
 const CLOCK_EVERY = 4096
 
-export type ScanAnswer =
-  | { ok: true; keys: Buffer[]; token: Buffer | null }
-  | { ok: false; refusal: 'SyntaxError' | 'ScanTokenUnknown'; detail: string }
+export type ScanAnswer = { ok: true; keys: Buffer[]; token: Buffer | null } | { ok: false; refusal: 'SyntaxError' | 'ScanTokenUnknown'; detail: string }
 
 export interface ScanRequest {
   pattern: Buffer

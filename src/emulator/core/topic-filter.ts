@@ -21,7 +21,12 @@ export class TopicTemplate {
 
   /** The filter for this principal, or null when a substitution has no value or an unsafe one. */
   private filterFor(principal: Principal): string[] | null {
-    const texts = substituteParts(this.parts, principal, (t) => t, (v) => (/[/+#]/.test(v) || v === '' ? null : v))
+    const texts = substituteParts(
+      this.parts,
+      principal,
+      (t) => t,
+      (v) => (/[/+#]/.test(v) || v === '' ? null : v),
+    )
     if (texts === null || texts.some((t) => t === null)) return null
     return (texts as string[]).join('').split('/')
   }

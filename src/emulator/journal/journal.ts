@@ -2,7 +2,18 @@ import { closeSync, existsSync, openSync, fsyncSync, readFileSync, writeSync, ft
 import { open, rename, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Logger } from '../../log'
-import { decodeLog, encodeAnswer, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet, MAGIC, OLDER_MAGICS, type ReplayedAnswer, type ReplayResult } from './format'
+import {
+  decodeLog,
+  encodeAnswer,
+  encodeDelete,
+  encodeDropClient,
+  encodeKeyNotify,
+  encodeSet,
+  MAGIC,
+  OLDER_MAGICS,
+  type ReplayedAnswer,
+  type ReplayResult,
+} from './format'
 import type { RegistrationChange } from '../core/registrations'
 import type { KeyChange, StoredRecord } from '../core/keyspace'
 

@@ -34,11 +34,14 @@ export const stateStorePublishPolicy: PublishPolicy = {
  */
 export function stateStoreAccessPolicy(policy: AuthorizationPolicy): AccessPolicy {
   const verdict = (decision: Decision, client: ConnectedClient, what: string): AccessVerdict =>
-    decision.allowed ? { allowed: true, reason: `by ${decision.rule}` } : { allowed: false, reason: `no authorization rule gives ${describePrincipal(client)} ${what}` }
+    decision.allowed
+      ? { allowed: true, reason: `by ${decision.rule}` }
+      : { allowed: false, reason: `no authorization rule gives ${describePrincipal(client)} ${what}` }
   return {
     connect: (client) => verdict(policy.decideConnect(client), client, 'Connect'),
     publish: (client, topic) => (REQUEST_TOPICS.includes(topic) ? SERVED : verdict(policy.decidePublish(client, topic), client, 'Publish to it')),
-    subscribe: (client, filter) => (ownNotifications(client.clientId, filter) ? SERVED : verdict(policy.decideSubscribe(client, filter), client, 'Subscribe to it')),
+    subscribe: (client, filter) =>
+      ownNotifications(client.clientId, filter) ? SERVED : verdict(policy.decideSubscribe(client, filter), client, 'Subscribe to it'),
   }
 }
 

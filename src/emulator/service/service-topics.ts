@@ -13,7 +13,9 @@ const RESPONSE_SUFFIXES = PROTOCOL_NAMES.map((name) => {
 
 /** Why a client other than the service may not publish to this topic, or null when it may. */
 export function serviceTopicRefusal(topic: string): string | null {
-  if (topic.startsWith(`${SERVICE_CLIENTS_PREFIX}/`) || topic === SERVICE_CLIENTS_PREFIX) return 'the state store notification topics carry the service\'s messages alone'
-  if (topic.startsWith('clients/') && RESPONSE_SUFFIXES.some((suffix) => topic.endsWith(suffix))) return 'the state store response topics carry the service\'s answers alone'
+  if (topic.startsWith(`${SERVICE_CLIENTS_PREFIX}/`) || topic === SERVICE_CLIENTS_PREFIX)
+    return "the state store notification topics carry the service's messages alone"
+  if (topic.startsWith('clients/') && RESPONSE_SUFFIXES.some((suffix) => topic.endsWith(suffix)))
+    return "the state store response topics carry the service's answers alone"
   return null
 }

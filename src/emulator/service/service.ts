@@ -1,6 +1,18 @@
 import type { IPublishPacket, MqttClient } from 'mqtt'
 import { shownUrl } from '../../log'
-import { CONTENT_TYPE, MAX_TOPIC_BYTES, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, Reply, SERVICE_PROBE_KEY, publishPacketSize, responseTopicRefusal, userProperty, type PublishPropertiesForSize } from '../../protocol'
+import {
+  CONTENT_TYPE,
+  MAX_TOPIC_BYTES,
+  PROTOCOL_VERSION,
+  Prop,
+  REQUEST_TOPIC,
+  Reply,
+  SERVICE_PROBE_KEY,
+  publishPacketSize,
+  responseTopicRefusal,
+  userProperty,
+  type PublishPropertiesForSize,
+} from '../../protocol'
 import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../../protocol'
 import { DedupCache, type CachedAnswer, type DedupEntry } from '../core/dedup'
 import { RequestPrint } from '../core/request-print'
@@ -85,7 +97,8 @@ export class StateStoreService {
       // The 2023 preview dialect is served too; a broker that refuses its `$`-topic costs only that dialect.
       const preview = await service.client.subscribeAsync(PREVIEW_REQUEST_TOPIC, { qos: 2 })
       const previewQos = preview[0]?.qos
-      if (previewQos !== 1 && previewQos !== 2) options.log('warn', `the broker refused the subscription to ${PREVIEW_REQUEST_TOPIC}: the preview dialect is not served`)
+      if (previewQos !== 1 && previewQos !== 2)
+        options.log('warn', `the broker refused the subscription to ${PREVIEW_REQUEST_TOPIC}: the preview dialect is not served`)
     } catch (err) {
       await service.client.endAsync(true)
       throw err
@@ -97,7 +110,10 @@ export class StateStoreService {
   notify(n: OutgoingNotification): void {
     if (this.stopped) return
     if (Buffer.byteLength(n.topic, 'utf8') > MAX_TOPIC_BYTES) {
-      this.options.log('warn', `notification for client ${JSON.stringify(n.clientId)} dropped: a ${n.key.length}-byte key makes a topic longer than MQTT allows`)
+      this.options.log(
+        'warn',
+        `notification for client ${JSON.stringify(n.clientId)} dropped: a ${n.key.length}-byte key makes a topic longer than MQTT allows`,
+      )
       return
     }
     const properties = { contentType: CONTENT_TYPE, userProperties: { [Prop.timestamp]: n.version.toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } }
@@ -166,7 +182,13 @@ export class StateStoreService {
     const seen = this.options.dedup.lookup(dedupId, request, now)
     if (seen.state === 'conflict') {
       // Neither executed nor answered from the cache: the first request keeps its entry for its own re-sends.
-      return this.refuse(reply, expiresAt, who(), 'CorrelationReused', `its correlation data ${correlation.toString('hex').slice(0, 64)} was used by another request`)
+      return this.refuse(
+        reply,
+        expiresAt,
+        who(),
+        'CorrelationReused',
+        `its correlation data ${correlation.toString('hex').slice(0, 64)} was used by another request`,
+      )
     }
     if (seen.state !== 'new') {
       // A re-send: answered with the first answer, now or once the first is answered (not at all if it gets none).
@@ -209,13 +231,16 @@ export class StateStoreService {
     const cached: CachedAnswer = { payload: answer.payload, timestamp: answer.timestamp }
     if (durableSeq === undefined || !this.options.journal) return this.finish(entry, reply, cached)
     this.inFlight++
-    this.options.journal.whenDurable(durableSeq).then(
-      () => this.finish(entry, reply, cached),
-      (err: Error) => {
-        log('error', `request from ${who()} not answered: it could not be made durable (${err.message})`)
-        this.options.dedup.complete(entry, null)
-      },
-    ).finally(() => this.settled())
+    this.options.journal
+      .whenDurable(durableSeq)
+      .then(
+        () => this.finish(entry, reply, cached),
+        (err: Error) => {
+          log('error', `request from ${who()} not answered: it could not be made durable (${err.message})`)
+          this.options.dedup.complete(entry, null)
+        },
+      )
+      .finally(() => this.settled())
   }
 
   /** Answers a request the service refuses before executing it; it is not remembered for re-sends. */

@@ -85,7 +85,7 @@ export class Responder {
     await this.mqtt.publishAsync(topic, answer.payload, {
       qos: 1,
       properties: {
-        ...(answer.correlation ?? request.correlation ? { correlationData: answer.correlation ?? request.correlation } : {}),
+        ...((answer.correlation ?? request.correlation) ? { correlationData: answer.correlation ?? request.correlation } : {}),
         contentType: 'application/octet-stream',
         userProperties: user,
       },
@@ -93,7 +93,12 @@ export class Responder {
   }
 
   /** Publishes a notification for `clientId` about `key`. */
-  async notify(clientId: string, key: string | Buffer, payload: Buffer, user: Record<string, string> = { [Prop.timestamp]: this.clock.tick().toString() }): Promise<void> {
+  async notify(
+    clientId: string,
+    key: string | Buffer,
+    payload: Buffer,
+    user: Record<string, string> = { [Prop.timestamp]: this.clock.tick().toString() },
+  ): Promise<void> {
     // mqtt.js never acknowledges a publish with an empty user-property map, so leave it out then.
     const properties = Object.keys(user).length > 0 ? { userProperties: user } : {}
     await this.mqtt.publishAsync(notificationTopic(clientId, Buffer.from(key)), payload, { qos: 1, properties })
