@@ -43,8 +43,8 @@ function classify(status: ConnectionStatus): ConnectionTestOutcome {
   // The catalogue text of these says all there is to say, and what to change.
   if (problem === 'notMqtt' || problem === 'tlsExpected' || problem === 'tlsUnexpected') return { result: problem }
   const reason = status.reason
-  const error: NodeJS.ErrnoException | undefined = status.error
-  const code = error?.code ?? ''
+  // A Node.js error's code is a string, an MQTT refusal's (mqtt.js ErrorWithReasonCode) the number: 135 is compared as '135'.
+  const code = String((status.error as { code?: string | number } | undefined)?.code ?? '')
   const result: ConnectionTestResult = status.authFailed
     ? code === NOT_AUTHORIZED
       ? 'notAuthorized'
