@@ -47,10 +47,13 @@ function port(name, fallback) {
 
 // `npm start -- --fresh`: start with an empty store (the kept one is deleted); `-- --memory`: a
 // store in memory only, kept nowhere (the emulator without a persistence file).
+// `-- --dev DIR`: the AIO SDKs' development layout (scripts/start-dev-layout.mjs).
 const args = process.argv.slice(2)
-const unknown = args.filter((a) => a !== '--fresh' && a !== '--memory')
+const unknown = args.filter((a, i) => a !== '--fresh' && a !== '--memory' && a !== '--dev' && args[i - 1] !== '--dev')
 if (unknown.length > 0)
-  fail(`unknown argument ${unknown.join(' ')}: npm start -- --fresh starts with an empty store, npm start -- --memory keeps the store in memory only`)
+  fail(
+    `unknown argument ${unknown.join(' ')}: npm start -- --fresh starts with an empty store, npm start -- --memory keeps the store in memory only, npm start -- --dev DIR runs in the AIO SDKs' development layout`,
+  )
 const fresh = args.includes('--fresh')
 const memory = args.includes('--memory')
 

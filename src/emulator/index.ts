@@ -79,6 +79,8 @@ export interface EmulatorOptions {
   logLevel?: LogThreshold
   /** Where log lines go; stderr by default. */
   logger?: Logger
+  /** Lines of one kind written per 10 s before the rest are only counted (default 20; Infinity writes every line). */
+  logBurst?: number
   /** Rewrite the persistence file only once it reaches this size (default 8 MiB). */
   persistCompactMinBytes?: number
   /** Requests waiting for the disk at once (default 10000); beyond it the emulator stops reading from the broker until they drain. */
@@ -132,7 +134,7 @@ export interface Emulator {
 
 /** Starts the state store emulator; resolves when it serves requests. */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
-  const log = makeLogger(options.logLevel ?? 'warn', options.logger ?? stderrSink)
+  const log = makeLogger(options.logLevel ?? 'warn', options.logger ?? stderrSink, options.logBurst)
   if (options.brokerUrl && options.listen) throw new Error('give either brokerUrl or listen, not both')
   if (options.maxKeys !== undefined && (!Number.isSafeInteger(options.maxKeys) || options.maxKeys < 0)) {
     throw new Error(`maxKeys must be a whole number >= 0, got ${options.maxKeys}`)

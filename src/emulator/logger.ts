@@ -23,9 +23,9 @@ export interface FilteredLogger extends Logger {
 /** Lines of one kind written per 10 s before the rest are only counted (a flood of refusals). */
 const BURST = 20
 
-export function makeLogger(level: LogThreshold, sink: Logger = stderrSink): FilteredLogger {
+export function makeLogger(level: LogThreshold, sink: Logger = stderrSink, burst = BURST): FilteredLogger {
   const max = RANK[level]
-  const limited = rateLimited(sink, { burst: BURST })
+  const limited = burst === Infinity ? sink : rateLimited(sink, { burst })
   const log = ((l: LogLevel, message: string) => {
     if (RANK[l] <= max) limited(l, message)
   }) as FilteredLogger

@@ -29,6 +29,11 @@ const keyCases: Case[] = [
   ['a boolean key', { topic: true }, 'KeyNotString'],
 ]
 
+/** Get and delete take an array of keys: there an array is a list, and a bad entry in it is the error. */
+const keyListCases: Case[] = keyCases.map((c) =>
+  c[0] === 'an array as msg.key' ? ['a list with a number in it as msg.key', { topic: 'fine', key: ['a', 7] }, 'KeyNotString'] : c,
+)
+
 const writeCases: Case[] = [
   ['an object as fencing token', { fencingToken: { timestamp: 1 } }, 'FencingTokenInvalid'],
   ['a fencing token with 4 fields', { fencingToken: '000000000000001:00000:a:b' }, 'FencingTokenInvalid'],
@@ -100,12 +105,12 @@ const targets: Target[] = [
     good: { topic: 'bad-input-2', payload: 'fine' },
     out: 'set-out',
   },
-  { id: 'get', node: { type: 'ss-get', key: 'topic', keyType: 'msg' }, cases: keyCases, good: { topic: 'bad-input-2' }, out: 'get-out' },
+  { id: 'get', node: { type: 'ss-get', key: 'topic', keyType: 'msg' }, cases: keyListCases, good: { topic: 'bad-input-2' }, out: 'get-out' },
   {
     id: 'del',
     node: { type: 'ss-del', key: 'topic', keyType: 'msg' },
     cases: [
-      ...keyCases,
+      ...keyListCases,
       ['a malformed fencing token', { topic: 'k', fencingToken: '1:2' }, 'FencingTokenInvalid'],
       ...writeCases.map(withDefaults({ topic: 'bad-input-3' })),
     ],
@@ -116,7 +121,7 @@ const targets: Target[] = [
     id: 'vdel',
     node: { type: 'ss-del', key: 'topic', keyType: 'msg', mode: 'vdel' },
     cases: [
-      ...keyCases.map(withDefaults({ payload: 'x' })),
+      ...keyListCases.map(withDefaults({ payload: 'x' })),
       ['no value to compare', { topic: 'k' }, 'ValueMissing'],
       ['a NaN value to compare', { topic: 'k', payload: NaN }, 'ValueInvalid'],
       ['a symbol to compare', { topic: 'k', payload: Symbol('s') }, 'ValueInvalid'],
