@@ -55,17 +55,20 @@ describe("security: the config dialog's Test connection endpoint", function () {
     dir = mkdtempSync(join(tmpdir(), 'security-test-button-'))
     pki = makeCerts()
     const file = passwordFile(dir, { alice: PASSWORD })
-    const [plain, tls] = [await freePort(), await freePort()]
-    broker = await Mosquitto.start({
-      port: plain,
-      extraConfig: [
-        'per_listener_settings true',
-        `listener ${plain} 127.0.0.1`,
-        'allow_anonymous false',
-        `password_file ${file}`,
-        ...tlsListener(tls, pki),
-        'allow_anonymous true',
-      ],
+    let [plain, tls] = [0, 0]
+    broker = await Mosquitto.startOnFreePorts(2, (ports) => {
+      ;[plain, tls] = ports as [number, number]
+      return {
+        port: plain,
+        extraConfig: [
+          'per_listener_settings true',
+          `listener ${plain} 127.0.0.1`,
+          'allow_anonymous false',
+          `password_file ${file}`,
+          ...tlsListener(tls, pki),
+          'allow_anonymous true',
+        ],
+      }
     })
     withPassword = `mqtt://127.0.0.1:${plain}`
     withTls = `mqtts://127.0.0.1:${tls}`

@@ -34,9 +34,32 @@ export class Mosquitto {
   ) {}
 
   static async start(options: MosquittoOptions = {}): Promise<Mosquitto> {
-    const broker = new Mosquitto(options.port ?? (await freePort()), options.extraConfig)
-    await broker.start()
-    return broker
+    if (options.port !== undefined) {
+      const broker = new Mosquitto(options.port, options.extraConfig)
+      await broker.start()
+      return broker
+    }
+    return Mosquitto.startOnFreePorts(1, ([port]) => ({ ...options, port: port! }))
+  }
+
+  /**
+   * Starts one on `count` free ports that `options` builds its configuration from. A free port can
+   * be taken by another process before mosquitto binds it: then it starts again on new ones.
+   */
+  static async startOnFreePorts(count: number, options: (ports: number[]) => MosquittoOptions & { port: number }): Promise<Mosquitto> {
+    for (let attempt = 1; ; attempt++) {
+      const ports: number[] = []
+      for (let i = 0; i < count; i++) ports.push(await freePort())
+      const built = options(ports)
+      const broker = new Mosquitto(built.port, built.extraConfig)
+      try {
+        await broker.start()
+        return broker
+      } catch (err) {
+        await broker.stop().catch(() => {})
+        if (attempt >= 3 || !broker.log.includes('Address already in use')) throw err
+      }
+    }
   }
 
   get url(): string {
