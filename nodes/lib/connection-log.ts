@@ -1,4 +1,22 @@
-import type { ConnectionStatus } from '../../src/client'
+import type { ConnectionProblem, ConnectionStatus } from '../../src/client'
+
+/**
+ * The catalogue text (a key in the `ss-config` catalogue) of each problem the client names: the
+ * client's own `reason` is plain English for its users outside Node-RED, the nodes show their
+ * catalogue's words instead.
+ */
+const PROBLEM_TEXT: Record<ConnectionProblem, string> = {
+  takenOver: 'ss-config.status.takenOver',
+  notMqtt: 'ss-config.test.notMqtt',
+  tlsExpected: 'ss-config.test.tlsExpected',
+  tlsUnexpected: 'ss-config.test.tlsUnexpected',
+  noService: 'ss-config.test.noService',
+}
+
+/** Why the connection is down, as a node shows it: a named problem's catalogue text, else the client's reason. */
+export function shownReason(status: ConnectionStatus, t: (key: string) => string): string | undefined {
+  return status.problem ? t(PROBLEM_TEXT[status.problem]) : status.reason
+}
 
 /** The catalogue key of a log line under `ss-config.log.` */
 export type ConnectionLogKey = 'connected' | 'disconnected' | 'authFailed' | 'notAuthorized' | 'connectFailed' | 'takenOver' | 'noService'
