@@ -197,7 +197,7 @@ export = function (RED: NodeAPI) {
 
     // The wait for a connection that is down is the client's (connectionWaitMs, per request): not repeated here.
     node.started = async () => {
-      if (!client) throw notConnected(closing ? 'closed' : 'not-connected', undefined)
+      if (!client) throw notConnected(closing ? 'closed' : 'notConnected', undefined)
       try {
         return await client
       } catch (err) {
@@ -208,7 +208,7 @@ export = function (RED: NodeAPI) {
 
     // A missing service keeps the client's message (status.noService says what to check); the other codes say "not connected" and why.
     node.explain = (err) => {
-      if (!(err instanceof ConnectionError) || err.code === 'no-service' || explained.has(err)) return err
+      if (!(err instanceof ConnectionError) || err.code === 'noService' || explained.has(err)) return err
       return notConnected(err.code, shownReason(connection, (key) => RED._(key)) ?? err.message, err)
     }
 

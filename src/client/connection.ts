@@ -249,7 +249,6 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
       state: 'disconnected',
       reason: this.lastReason ?? 'the connection closed',
       ...(this.lastError ? { error: this.lastError } : {}),
-      ...(this.authFailed ? { authFailed: true } : {}),
       ...this.problem(),
     })
     if (wasOnline) this.emit('offline')
@@ -269,13 +268,12 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
     this.setStatus({
       state: 'reconnecting',
       ...(this.lastReason ? { reason: this.lastReason } : {}),
-      ...(this.authFailed ? { authFailed: true } : {}),
       ...this.problem(),
     })
   }
 
   private problem(): { problem?: ConnectionProblem } {
-    const problem = this.peer.problem ?? (this.takeover.takenOver ? 'takenOver' : undefined)
+    const problem = this.authFailed ? 'authFailed' : (this.peer.problem ?? (this.takeover.takenOver ? 'takenOver' : undefined))
     return problem ? { problem } : {}
   }
 
@@ -315,7 +313,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
 
   private setStatus(status: ConnectionStatus): void {
     const c = this.current
-    if (c.state === status.state && c.reason === status.reason && c.authFailed === status.authFailed && c.problem === status.problem) return
+    if (c.state === status.state && c.reason === status.reason && c.problem === status.problem) return
     this.current = status
     this.emit('status', { ...status })
   }
@@ -355,7 +353,7 @@ export class TrackingMessageIdProvider extends DefaultMessageIdProvider {
 
 /** The code of a ConnectionError for a caller that gave up waiting while the connection was in this state. */
 export function downCode(status: ConnectionStatus): ConnectionErrorCode {
-  return status.state === 'closed' ? 'closed' : status.authFailed ? 'auth' : 'not-connected'
+  return status.state === 'closed' ? 'closed' : status.problem === 'authFailed' ? 'authFailed' : 'notConnected'
 }
 
 function reasonText(code: number): string {
