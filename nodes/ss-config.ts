@@ -16,7 +16,7 @@ import { registerConnectionTest } from './lib/connection-test'
 import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
 import { positiveInt, wholeNumber } from './lib/props'
 import type { StoreConfigNode } from './lib/config-node'
-import { ConnectionLog } from './lib/connection-log'
+import { ConnectionLog, shownReason } from './lib/connection-log'
 import { StoreUsers } from './lib/store-users'
 import { shareForFunctions } from './lib/function-access'
 
@@ -78,7 +78,7 @@ export = function (RED: NodeAPI) {
       activity.connectionChanged()
       const line = log.next(status)
       if (line) {
-        const text = RED._(`ss-config.log.${line.key}`, { client: clientId, reason: status.reason ?? '' })
+        const text = RED._(`ss-config.log.${line.key}`, { client: clientId, reason: shownReason(status, (key) => RED._(key)) ?? '' })
         if (line.warn) node.warn(text)
         else node.log(text)
       }
@@ -197,19 +197,19 @@ export = function (RED: NodeAPI) {
 
     // The wait for a connection that is down is the client's (connectionWaitMs, per request): not repeated here.
     node.started = async () => {
-      if (!client) throw notConnected(closing ? 'closed' : 'not-connected', undefined)
+      if (!client) throw notConnected(closing ? 'closed' : 'notConnected', undefined)
       try {
         return await client
       } catch (err) {
         // A client that did not start (bad options) is as good as closed: waiting longer does not help.
-        throw notConnected('closed', connection.reason ?? (err instanceof Error ? err.message : String(err)), err)
+        throw notConnected('closed', shownReason(connection, (key) => RED._(key)) ?? (err instanceof Error ? err.message : String(err)), err)
       }
     }
 
     // A missing service keeps the client's message (status.noService says what to check); the other codes say "not connected" and why.
     node.explain = (err) => {
-      if (!(err instanceof ConnectionError) || err.code === 'no-service' || explained.has(err)) return err
-      return notConnected(err.code, connection.reason ?? err.message, err)
+      if (!(err instanceof ConnectionError) || err.code === 'noService' || explained.has(err)) return err
+      return notConnected(err.code, shownReason(connection, (key) => RED._(key)) ?? err.message, err)
     }
 
     shareForFunctions(node)

@@ -55,12 +55,12 @@ export class TimeoutError extends StateStoreError {
  * the message text:
  * - `closed`: the application closed the client; nothing more will succeed on it.
  * - `lost`: the connection dropped under a request; the client reconnects by itself.
- * - `not-connected`: the connection was down for as long as the caller allowed (its connection wait).
+ * - `notConnected`: the connection was down for as long as the caller allowed (its connection wait).
  * - `refused`: the broker turned the request or the connection down (a PUBACK or CONNACK reason code).
- * - `auth`: the broker refused our credentials; the client keeps retrying with backoff.
- * - `no-service`: connected, but no state store service is behind the broker (NoServiceError).
+ * - `authFailed`: the broker refused our credentials; the client keeps retrying with backoff.
+ * - `noService`: connected, but no state store service is behind the broker (NoServiceError).
  */
-export type ConnectionErrorCode = 'closed' | 'lost' | 'not-connected' | 'refused' | 'auth' | 'no-service'
+export type ConnectionErrorCode = 'closed' | 'lost' | 'notConnected' | 'refused' | 'authFailed' | 'noService'
 
 /** Not connected, connection lost while waiting, or the client was closed: `code` says which. */
 export class ConnectionError extends StateStoreError {
@@ -77,7 +77,7 @@ export class ConnectionError extends StateStoreError {
 
 /** A connection loss that the client's own reconnect ends: a caller with time left may try again. */
 export function isTransient(err: unknown): boolean {
-  return err instanceof ConnectionError && (err.code === 'lost' || err.code === 'not-connected')
+  return err instanceof ConnectionError && (err.code === 'lost' || err.code === 'notConnected')
 }
 
 /**
@@ -86,7 +86,7 @@ export function isTransient(err: unknown): boolean {
  */
 export class NoServiceError extends ConnectionError {
   constructor(message: string) {
-    super('no-service', message)
+    super('noService', message)
   }
 }
 

@@ -1,4 +1,24 @@
-import type { ConnectionStatus } from '../../src/client'
+import type { ConnectionProblem, ConnectionStatus } from '../../src/client'
+
+/**
+ * The catalogue text (a key in the `ss-config` catalogue) of each problem the client names but
+ * refused credentials: the
+ * client's own `reason` is plain English for its users outside Node-RED, the nodes show their
+ * catalogue's words instead.
+ */
+const PROBLEM_TEXT: Record<Exclude<ConnectionProblem, 'authFailed'>, string> = {
+  takenOver: 'ss-config.status.takenOver',
+  notMqtt: 'ss-config.test.notMqtt',
+  tlsExpected: 'ss-config.test.tlsExpected',
+  tlsUnexpected: 'ss-config.test.tlsUnexpected',
+  noService: 'ss-config.test.noService',
+}
+
+/** Why the connection is down, as a node shows it: a named problem's catalogue text, else the client's reason. */
+export function shownReason(status: ConnectionStatus, t: (key: string) => string): string | undefined {
+  // Refused credentials: the catalogue's authFailed texts go on with the broker's reason.
+  return status.problem && status.problem !== 'authFailed' ? t(PROBLEM_TEXT[status.problem]) : status.reason
+}
 
 /** The catalogue key of a log line under `ss-config.log.` */
 export type ConnectionLogKey = 'connected' | 'disconnected' | 'authFailed' | 'notAuthorized' | 'connectFailed' | 'takenOver' | 'noService'
@@ -8,7 +28,7 @@ export type ConnectionLogKey = 'connected' | 'disconnected' | 'authFailed' | 'no
  * client id (or, on mosquitto, wrong credentials), not the 0x86/0x8C of refused credentials.
  */
 export function notAuthorized(status: ConnectionStatus): boolean {
-  return status.authFailed === true && (status.error as { code?: unknown } | undefined)?.code === 0x87
+  return status.problem === 'authFailed' && (status.error as { code?: unknown } | undefined)?.code === 0x87
 }
 
 type Shown = 'connected' | 'disconnected' | 'authFailed'
@@ -33,7 +53,7 @@ export class ConnectionLog {
       return { key: problem, warn: true }
     }
     const shown: Shown | null =
-      status.state === 'connected' ? 'connected' : status.authFailed ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
+      status.state === 'connected' ? 'connected' : status.problem === 'authFailed' ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
     if (shown === null || shown === this.last) return null
     const first = shown === 'disconnected' && this.last === null
     this.last = shown

@@ -45,17 +45,18 @@ function classify(status: ConnectionStatus): ConnectionTestOutcome {
   const reason = status.reason
   // A Node.js error's code is a string, an MQTT refusal's (mqtt.js ErrorWithReasonCode) the number: 135 is compared as '135'.
   const code = String((status.error as { code?: string | number } | undefined)?.code ?? '')
-  const result: ConnectionTestResult = status.authFailed
-    ? code === NOT_AUTHORIZED
-      ? 'notAuthorized'
-      : 'authFailed'
-    : code === 'ECONNREFUSED'
-      ? 'refused'
-      : TLS_CODES.test(code) || /certificate|SSL routines|TLS/i.test(reason ?? '')
-        ? 'tls'
-        : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
-          ? 'notFound'
-          : 'failed'
+  const result: ConnectionTestResult =
+    problem === 'authFailed'
+      ? code === NOT_AUTHORIZED
+        ? 'notAuthorized'
+        : 'authFailed'
+      : code === 'ECONNREFUSED'
+        ? 'refused'
+        : TLS_CODES.test(code) || /certificate|SSL routines|TLS/i.test(reason ?? '')
+          ? 'tls'
+          : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+            ? 'notFound'
+            : 'failed'
   return reason === undefined ? { result } : { result, reason }
 }
 

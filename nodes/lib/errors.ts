@@ -32,14 +32,17 @@ const CODE_BY_KIND: Record<string, string> = {
   'not-supported': 'NotSupported',
 }
 
-/** A flow tells a wait that ran out (`NotConnected`) from a closed client or refused credentials. */
+/**
+ * The one table from the client's connection codes to the nodes' documented codes. A flow tells a
+ * wait that ran out (`NotConnected`) from a closed client or refused credentials.
+ */
 const CODE_BY_CONNECTION_CODE: Record<ConnectionErrorCode, string> = {
-  'not-connected': 'NotConnected',
+  notConnected: 'NotConnected',
   lost: 'ConnectionLost',
   closed: 'ConnectionClosed',
   refused: 'BrokerRefused',
-  auth: 'NotAuthenticated',
-  'no-service': 'NoService',
+  authFailed: 'NotAuthenticated',
+  noService: 'NoService',
 }
 
 export function describeError(err: unknown): ErrorInfo {

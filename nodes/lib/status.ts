@@ -26,7 +26,7 @@ export function connectionStatus(status: ConnectionStatus, t: Translate): NodeSt
       return { fill: 'yellow', shape: 'ring', text: t('node-red:common.status.connecting') }
     case 'disconnected':
     case 'closed':
-      if (status.authFailed) return { fill: 'red', shape: 'ring', text: t(notAuthorized(status) ? 'status.notAuthorized' : 'status.authFailed') }
+      if (status.problem === 'authFailed') return { fill: 'red', shape: 'ring', text: t(notAuthorized(status) ? 'status.notAuthorized' : 'status.authFailed') }
       // A problem the client named has a catalogue text that says what to change, shown in full.
       if (status.problem) return { fill: 'red', shape: 'ring', text: t(`status.${status.problem}`) }
       return {

@@ -178,7 +178,7 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
           : setTimeout(() => {
               const err = new TimeoutError(timeoutMs, 'connecting')
               const s = this.connection.status
-              if (s.reason) err.message += ` (${s.authFailed ? 'authentication failed: ' : ''}${s.reason})`
+              if (s.reason) err.message += ` (${s.problem === 'authFailed' ? 'authentication failed: ' : ''}${s.reason})`
               finish(err)
             }, timeoutMs)
       this.connection.on('online', onOnline)

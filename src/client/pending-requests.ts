@@ -265,7 +265,8 @@ export class PendingRequests {
 
   private notConnected(p: Pending, waitedMs: number): ConnectionError {
     const status = this.transport.status
-    const { reason, authFailed } = status
+    const { reason } = status
+    const authFailed = status.problem === 'authFailed'
     const waited = waitedMs > 0 ? ` after waiting ${waitedMs} ms` : ''
     return new ConnectionError(
       downCode(status),

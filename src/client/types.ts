@@ -21,13 +21,13 @@ export interface ConnectionStatus {
   /** Why the connection is not (or no longer) up: the broker's reason, a socket error, 'closed by the application'. */
   reason?: string
   error?: Error
-  /** The broker refused our credentials (CONNACK 0x86, 0x87 or 0x8C); the client keeps retrying with backoff. */
-  authFailed?: boolean
   /** What is wrong, when the client can tell; a program tells these apart by this, never by `reason`. */
   problem?: ConnectionProblem
 }
 
 /**
+ * - `authFailed`: the broker refused our credentials (CONNACK 0x86, 0x87 or 0x8C, or DISCONNECT
+ *   with one of them); the client keeps retrying with backoff.
  * - `takenOver`: the broker ended the session because another connection came with the same
  *   client id (DISCONNECT 0x8E); reconnects back off further with every takeover.
  * - `notMqtt`: the peer answered our CONNECT with bytes that are not MQTT, or closed the connection
@@ -38,7 +38,7 @@ export interface ConnectionStatus {
  *   MQTT broker, not the one with the state store) to a service check or a request, and nothing
  *   answered since; requests fail at once with NoServiceError.
  */
-export type ConnectionProblem = 'takenOver' | 'notMqtt' | 'tlsExpected' | 'tlsUnexpected' | 'noService'
+export type ConnectionProblem = 'authFailed' | 'takenOver' | 'notMqtt' | 'tlsExpected' | 'tlsUnexpected' | 'noService'
 
 export interface TlsOptions {
   ca?: string | Buffer | Array<string | Buffer>

@@ -159,7 +159,7 @@ export class ConnectionMetrics implements RequestRecorder {
     return {
       state: this.status.state,
       reason: this.status.reason ?? null,
-      authFailed: this.status.authFailed === true,
+      authFailed: this.status.problem === 'authFailed',
       connectedSince: this.connectedSince,
       reconnects: Math.max(0, this.connections - 1),
       requestsPerSecond: requests / spanS,

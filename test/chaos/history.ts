@@ -25,8 +25,8 @@ export function errorCode(err: unknown): string {
 /** Errors after which the request certainly was not executed: refused before sending, or answered with an error. */
 export function certainlyNotDone(err: unknown): boolean {
   if (err instanceof ServiceError || err instanceof ArgumentError || err instanceof OverloadedError) return true
-  // A request fails not-connected only while it waits for the connection, before it is ever sent.
-  return err instanceof ConnectionError && err.code === 'not-connected'
+  // A request fails notConnected only while it waits for the connection, before it is ever sent.
+  return err instanceof ConnectionError && err.code === 'notConnected'
 }
 
 export class History<I, O> {

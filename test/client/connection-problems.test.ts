@@ -99,7 +99,7 @@ describe('client connection: problems it names', function () {
         const status = await statusWhere(client, (s) => s.state === 'disconnected')
         const closedAt = performance.now()
         assert.equal(status.problem, 'takenOver')
-        assert.match(status.reason ?? '', /took the session over \(DISCONNECT 0x8E\): give each Node-RED runtime its own client id/)
+        assert.match(status.reason ?? '', /took the session over \(DISCONNECT 0x8E\): give each client its own client id/)
         await statusWhere(client, (s) => s.state === 'connected')
         assert.equal(broker.connects.length, connects + 1, 'one reconnect per takeover')
         waits.push(performance.now() - closedAt)
@@ -127,7 +127,7 @@ describe('client connection: problems it names', function () {
         (e: unknown) => e,
       )
       assert.ok(first instanceof NoServiceError, String(first))
-      assert.equal(first.code, 'no-service')
+      assert.equal(first.code, 'noService')
       assert.equal(first.kind, 'connection')
       assert.equal(await client.checkService(), 'none')
 
@@ -179,7 +179,7 @@ describe('client connection: problems it names', function () {
       // mosquitto 2.0.11 closes the old connection without DISCONNECT 0x8E: the client names the pattern.
       assert.match(
         told[0]!.reason ?? '',
-        new RegExp(`client id "${clientId}" (took|is most likely taking) the session over.*give each Node-RED runtime its own client id`),
+        new RegExp(`client id "${clientId}" (took|is most likely taking) the session over.*give each client its own client id`),
       )
       // Reconnecting at the configured 0.5–1 s after every takeover gives some 20 to 30 in 12 s;
       // doubling the wait after each takeover in a row leaves well under half of that.

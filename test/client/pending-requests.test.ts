@@ -153,7 +153,7 @@ describe('client: PendingRequests over a fake transport', function () {
     assert.equal(o.settled, false)
     await clock.tickAsync(1)
     assert.ok(o.error instanceof ConnectionError && !(o.error instanceof TimeoutError), String(o.error))
-    assert.equal(o.error.code, 'not-connected')
+    assert.equal(o.error.code, 'notConnected')
     assert.match(o.error.message, /connection refused/)
   })
 

@@ -1,7 +1,7 @@
 /**
  * A Lock.acquire waiting for a held lock rides through its connection dropping, with the
  * connection wait of a config node: each try made while the broker is away fails with a
- * ConnectionError `not-connected` whose message says "(the connection closed)", which once made
+ * ConnectionError `notConnected` whose message says "(the connection closed)", which once made
  * the waiter give up (it decided by matching /closed/ in the message). And a waiter whose client is
  * closed fails at once with the code `closed`. A lease kept through a short loss; an edit that does
  * not write past its lease.
@@ -96,7 +96,7 @@ describe('faults: a lock waiter through a reconnect', function () {
     held.lease.on('lost', ({ reason }) => lost.push(reason))
     const first = await held.acquire({ timeoutMs: 2000 })
     relay.cut()
-    // Renewals fall due and each waits only 200 ms for the connection: they fail `not-connected` and try again.
+    // Renewals fall due and each waits only 200 ms for the connection: they fail `notConnected` and try again.
     await sleep(1200)
     relay.restore()
     await until(

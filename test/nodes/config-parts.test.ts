@@ -21,8 +21,8 @@ describe('nodes/lib: ConnectionLog', function () {
         { state: 'connected' },
         { state: 'disconnected', reason: 'keepalive timeout' },
         { state: 'reconnecting' },
-        { state: 'disconnected', authFailed: true, reason: 'Not authorized' },
-        { state: 'disconnected', authFailed: true, reason: 'Not authorized' },
+        { state: 'disconnected', problem: 'authFailed' as const, reason: 'Not authorized' },
+        { state: 'disconnected', problem: 'authFailed' as const, reason: 'Not authorized' },
         { state: 'connected' },
       ]),
       [
@@ -42,13 +42,13 @@ describe('nodes/lib: ConnectionLog', function () {
   })
 
   it('warns of an authentication failure even as the first change', () => {
-    assert.deepEqual(new ConnectionLog().next({ state: 'disconnected', authFailed: true }), { key: 'authFailed', warn: true })
+    assert.deepEqual(new ConnectionLog().next({ state: 'disconnected', problem: 'authFailed' as const }), { key: 'authFailed', warn: true })
   })
 
   it('tells a refusal by authorization (CONNACK 0x87) from refused credentials (0x86)', () => {
     const refused = (code: number): ConnectionStatus => ({
       state: 'disconnected',
-      authFailed: true,
+      problem: 'authFailed' as const,
       reason: 'refused',
       error: Object.assign(new Error('refused'), { code }),
     })
@@ -104,7 +104,7 @@ describe('nodes/lib: connectionStatus', function () {
   })
 
   it('says not authorized for a refusal by authorization (0x87), auth failed for refused credentials', () => {
-    const refused = (code: number) => ({ state: 'disconnected' as const, authFailed: true, error: Object.assign(new Error('refused'), { code }) })
+    const refused = (code: number) => ({ state: 'disconnected' as const, problem: 'authFailed' as const, error: Object.assign(new Error('refused'), { code }) })
     assert.deepEqual(connectionStatus(refused(0x87), t), { fill: 'red', shape: 'ring', text: '<status.notAuthorized>' })
     assert.deepEqual(connectionStatus(refused(0x86), t), { fill: 'red', shape: 'ring', text: '<status.authFailed>' })
   })

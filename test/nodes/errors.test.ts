@@ -30,7 +30,7 @@ describe('nodes: failures as Node-RED shows them', () => {
   })
 
   it('wraps every error once', () => {
-    const failure = toFailure(new ConnectionError('not-connected', 'not connected'))
+    const failure = toFailure(new ConnectionError('notConnected', 'not connected'))
     assert.ok(failure instanceof NodeFailure)
     assert.equal(toFailure(failure), failure)
     assert.equal(failure.cause.kind, 'connection')
@@ -39,7 +39,7 @@ describe('nodes: failures as Node-RED shows them', () => {
 
   it('names each connection error code for Catch, whatever the message says', () => {
     // The message of every one mentions 'closed', which once decided what a lock waiter did.
-    const codes = (['not-connected', 'lost', 'closed', 'refused', 'auth'] as const).map(
+    const codes = (['notConnected', 'lost', 'closed', 'refused', 'authFailed'] as const).map(
       (code) => toFailure(new ConnectionError(code, 'the connection closed')).code,
     )
     assert.deepEqual(codes, ['NotConnected', 'ConnectionLost', 'ConnectionClosed', 'BrokerRefused', 'NotAuthenticated'])

@@ -95,7 +95,7 @@ describe('security: username and password (mosquitto password_file)', function (
       const c = client(options, `refused-${what.replace(/ /g, '-')}`)
       const s = await refusal(c)
       assert.equal(s.state, 'disconnected', what)
-      assert.equal(s.authFailed, true, `${what}: ${JSON.stringify(s)}`)
+      assert.equal(s.problem, 'authFailed', `${what}: ${JSON.stringify(s)}`)
       assert.match(s.reason ?? '', /not authorized|user name or password/i, what)
       await assert.rejects(c.get('auth/k', { timeoutMs: 200 }), { name: 'TimeoutError' })
     }
@@ -185,7 +185,7 @@ describe('security: K8S-SAT with the embedded broker', function () {
     await c.ready({ timeoutMs: 5000 })
     assert.equal((await c.set('sat/k', 'one')).applied, true)
     const s = await refusal(refused)
-    assert.equal(s.authFailed, true, JSON.stringify(s))
+    assert.equal(s.problem, 'authFailed', JSON.stringify(s))
 
     await helper.load(
       ALL,

@@ -41,6 +41,27 @@ const LAYERS: Array<[room: string, layer: number]> = [
 /** What the emulator's core may import from outside itself: the shared protocol rooms, and hashing. */
 const CORE_MAY_IMPORT = ['src/errors.ts', 'src/hlc', 'src/resp', 'src/protocol', 'node:crypto']
 
+/** A Node-RED package: only nodes/ may load one, by import or by run-time require. */
+const NODE_RED_PACKAGE = /^(node-red|@node-red\/[^'"]+)$/
+
+/**
+ * Files outside nodes/ allowed to load a Node-RED package at run time, each with its reason
+ * (docs/architecture.md says the same).
+ */
+const NODE_RED_LOADERS: Record<string, string> = {
+  // Node-RED hands a context store no logger: it borrows the runtime's log, and falls back to the console.
+  'src/context/config.ts': '@node-red/util',
+}
+
+/**
+ * Run-time loads of a Node-RED package that TypeScript's scanner does not see: a call with the
+ * package name as its one argument, such as `createRequire(entry)('@node-red/util')`.
+ */
+function nodeRedLoadsOf(file: string): Import[] {
+  const text = readFileSync(join(ROOT, file), 'utf8')
+  return [...text.matchAll(/\(\s*['"](node-red|@node-red\/[^'"]+)['"]\s*\)/g)].map((m) => ({ from: file, to: m[1]! }))
+}
+
 interface Import {
   from: string
   /** A path relative to the repository for a file of ours, else the module name. */
@@ -150,6 +171,16 @@ describe('architecture: the import rules of docs/architecture.md', () => {
       wrong.map((i) => `${i.from} imports ${i.to}`),
       [],
     )
+  })
+
+  it('only nodes/ imports or requires a Node-RED package (node-red, @node-red/*), also at run time', () => {
+    const loads = [...imports, ...files.flatMap(nodeRedLoadsOf)].filter((i) => NODE_RED_PACKAGE.test(i.to))
+    const wrong = loads.filter((i) => !i.from.startsWith('nodes/') && NODE_RED_LOADERS[i.from] !== i.to).map((i) => `${i.from} loads ${i.to}`)
+    assert.deepEqual([...new Set(wrong)], [])
+    // The scanners see what they check: an import in nodes/, a require, and the allowed run-time load.
+    assert.ok(loads.some((i) => i.from.startsWith('nodes/') && i.to === 'node-red'))
+    assert.ok(imports.some((i) => i.from === 'src/context/config.ts' && i.to === 'node:module'))
+    assert.ok(loads.some((i) => i.from === 'src/context/config.ts' && i.to === '@node-red/util'))
   })
 
   it('no file is on an import circle', () => {

@@ -1,5 +1,5 @@
 import { notificationFilter, Prop, REQUEST_TOPICS, responseTopicRefusal } from '../../protocol'
-import type { AccessPolicy, AccessVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from '../broker/broker'
+import type { AccessPolicy, AccessVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from '../broker/hooks'
 import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
 import { describePrincipal } from '../core/principal'
 import { serviceTopicRefusal } from './service-topics'

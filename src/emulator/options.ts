@@ -1,0 +1,104 @@
+import type { Logger } from '../log'
+import type { BrokerAuth } from './broker/broker'
+import type { TlsListenerOptions } from './broker/tls-listener'
+import type { LogThreshold } from './logger'
+
+/** What the emulator holds at most by default: keys and values together, and one value. */
+export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+export const DEFAULT_MAX_VALUE_BYTES = 16 * 1024 * 1024
+
+/** MQTT's largest packet, and the room a SET's key and properties get beside its value in the embedded broker's Maximum Packet Size. */
+const MQTT_MAX_PACKET = 268_435_455
+const PACKET_ROOM = 1024 * 1024
+
+export interface EmulatorOptions {
+  /** Serve through an existing MQTT 5 broker. */
+  brokerUrl?: string
+  /** Credentials for `brokerUrl`. */
+  brokerUsername?: string
+  brokerPassword?: string
+  /** Start the embedded aedes broker (port 0 = any free port) and serve through it. The default when `brokerUrl` is absent. */
+  listen?: { host?: string; port: number }
+  /** With the embedded broker: no TCP port, only this process reaches it (`listen` is then ignored). */
+  inProcessOnly?: boolean
+  /** Append-only file for the keys the persistence policy persists (see `brokerConfigFile`) and for KEYNOTIFY registrations. */
+  persistFile?: string
+  /** Key quota. */
+  maxKeys?: number
+  /** Byte quota over every key and value held (default 256 MiB; Infinity for none): a SET past it is answered as the quota error. */
+  maxBytes?: number
+  /** The largest value a SET may store (default 16 MiB; Infinity for none); a larger one is answered as the quota error. */
+  maxValueBytes?: number
+  /** HLC node id of the service; a fresh UUID by default. */
+  nodeId?: string
+  /**
+   * A BrokerAuthorization resource as applied to a cluster (YAML or JSON, several documents
+   * allowed), or its bare `authorizationPolicies` object: who may connect, publish and subscribe
+   * (embedded broker only) and read or write which keys. See docs/emulator.md.
+   */
+  authorizationFile?: string
+  /**
+   * A Broker resource: its `spec.persistence` says which keys `persistFile` keeps (mode None, All
+   * or Custom with key patterns and the dynamic user property). Without it, keys SET with
+   * `aio-persistence: true` are kept.
+   */
+  brokerConfigFile?: string
+  /** Embedded broker only: username/password and K8S-SAT tokens accepted. */
+  brokerAuth?: BrokerAuth
+  /** Embedded broker only: TLS listeners beside the plain one, each with its own authentication (X.509 or K8S-SAT). */
+  tlsListeners?: TlsListenerOptions[]
+  /** Default `warn`. */
+  logLevel?: LogThreshold
+  /** Where log lines go; stderr by default. */
+  logger?: Logger
+  /** Lines of one kind written per 10 s before the rest are only counted (default 20; Infinity writes every line). */
+  logBurst?: number
+  /** Rewrite the persistence file only once it reaches this size (default 8 MiB). */
+  persistCompactMinBytes?: number
+  /** Requests waiting for the disk at once (default 10000); beyond it the emulator stops reading from the broker until they drain. */
+  maxInFlight?: number
+  /** Open the admin channel (a key browser for tools in this process, see admin/key-browser.ts). Off by default. */
+  admin?: boolean
+  /**
+   * Also serve the admin channel over MQTT on its own topics (admin/wire.ts), for tools in other
+   * processes (the CLI's `--admin`). Implies `admin`. Off by default: for development only, as
+   * anyone who can publish to its request topic reads every key.
+   */
+  adminOverMqtt?: boolean
+  /** Keys in one SCAN page at most (default 1000); smaller pages show paging with few keys. */
+  scanPageKeys?: number
+  /**
+   * false: answer SCAN `-ERR unknown command`, as the released AIO broker does (SCAN is ahead of it),
+   * to try what a client or tool does without it. Default true.
+   */
+  scan?: boolean
+  /**
+   * Keys to put into the store at start (a WASM graph development environment's statestore.json or
+   * an `aio-statestore export` file); keys restored from `persistFile` are kept as they are.
+   */
+  seedFile?: string
+}
+
+/** Refuses options that do not go together or are out of range, before anything starts. */
+export function checkOptions(options: EmulatorOptions): void {
+  if (options.brokerUrl && options.listen) throw new Error('give either brokerUrl or listen, not both')
+  if (options.maxKeys !== undefined && (!Number.isSafeInteger(options.maxKeys) || options.maxKeys < 0)) {
+    throw new Error(`maxKeys must be a whole number >= 0, got ${options.maxKeys}`)
+  }
+  if (options.scanPageKeys !== undefined && (!Number.isSafeInteger(options.scanPageKeys) || options.scanPageKeys < 1)) {
+    throw new Error(`scanPageKeys must be a whole number >= 1, got ${options.scanPageKeys}`)
+  }
+  for (const name of ['maxBytes', 'maxValueBytes'] as const) {
+    const n = options[name]
+    if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 0)) throw new Error(`${name} must be a whole number >= 0, got ${n}`)
+  }
+  if (options.brokerUrl) {
+    if (options.brokerAuth) throw new Error('brokerAuth applies to the embedded broker only; it cannot be used with brokerUrl')
+    if (options.tlsListeners) throw new Error('tlsListeners apply to the embedded broker only; they cannot be used with brokerUrl')
+  }
+}
+
+/** The embedded broker's Maximum Packet Size: a SET of the largest value, its key and properties fit. */
+export function embeddedMaxPacketSize(maxValueBytes: number): number | undefined {
+  return maxValueBytes !== Infinity ? Math.min(MQTT_MAX_PACKET, maxValueBytes + PACKET_ROOM) : undefined
+}
