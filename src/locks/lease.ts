@@ -112,7 +112,14 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     if (!held) await this.follow(options)
     if (generation !== this.generation) return { acquired: false, fencingToken: null }
     const sentAt = performance.now()
-    const result = await this.write(options)
+    let result: SetResult
+    try {
+      result = await this.write(options)
+    } catch (err) {
+      // Not taken (as far as we know): no observation is left open for a lease that may never be tried again.
+      if (!held && generation === this.generation && this.token === null) this.unfollow()
+      throw err
+    }
     if (generation !== this.generation) return { acquired: result.applied, fencingToken: result.applied ? result.version : null }
     if (!result.applied) {
       this.drop(held ? { reason: 'another holder has the lease' } : null)

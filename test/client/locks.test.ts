@@ -411,6 +411,7 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
     const calls: string[] = []
     let listener: ((n: KeyNotification) => void) | null = null
     let pendingSet: ((r: SetResult) => void) | null = null
+    let failSet: ((err: Error) => void) | null = null
     let version = 1
     const client = {
       clientId: 'stand-in',
@@ -425,7 +426,10 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
       },
       set: () => {
         calls.push('set')
-        return new Promise<SetResult>((resolve) => (pendingSet = resolve))
+        return new Promise<SetResult>((resolve, reject) => {
+          pendingSet = resolve
+          failSet = reject
+        })
       },
       vdel: (_key: unknown, value: Buffer) => {
         calls.push(`vdel ${value.toString()}`)
@@ -435,7 +439,8 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
     const notify = (operation: 'SET' | 'DELETE', value: string | null) =>
       listener!({ key: Buffer.from('k'), operation, value: value === null ? null : Buffer.from(value), version: null, reconciled: false })
     const answer = () => pendingSet!({ applied: true, version: new Hlc(version++, 0, 'n') })
-    return { client: client as unknown as StateStoreClient, calls, notify, answer }
+    const fail = () => failSet!(new TimeoutError(1000, 'SET'))
+    return { client: client as unknown as StateStoreClient, calls, notify, answer, fail }
   }
 
   it('ends at the DELETE, then VDELs the value its late renewal wrote; renews no more', async () => {
@@ -477,5 +482,16 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
     assert.deepEqual(await acquiring, { acquired: false, fencingToken: null })
     await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 1000, 'the VDEL')
     assert.deepEqual(calls, ['observe', 'set', 'close', 'vdel mine:2'])
+  })
+
+  it('an acquiring SET that fails leaves no observation open', async () => {
+    const { client, calls, fail } = standIn()
+    const lease = new Lease(client, 'k', { holder: 'mine:3', leaseMs: 1000, followKey: true })
+    const acquiring = lease.tryAcquire()
+    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
+    fail()
+    await assert.rejects(acquiring, TimeoutError)
+    await eventually(() => (calls.includes('close') ? true : undefined), 1000, 'the observation closed')
+    assert.deepEqual(calls, ['observe', 'set', 'close'])
   })
 })
