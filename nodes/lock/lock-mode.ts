@@ -28,7 +28,7 @@ interface Line {
 }
 
 /** Why a hold ended while its msg was still in the flow (msg.reason on output 2). */
-type LossReason = 'holdAtMost' | 'expired' | 'lost'
+type LossReason = 'holdAtMost' | 'expired' | 'lost' | 'released'
 
 /** One msg's hold: a lease of its own value, renewed until released, lost, or held for *Hold at most*. */
 class MsgHold implements Hold {
@@ -145,7 +145,9 @@ export function lockMode(ctx: ModeContext): LockMode {
 
   async function take(c: StateStoreClient, l: Line, w: Waiter): Promise<void> {
     const value = holdValue(holder)
-    const lock = new Lock(c, l.name, { holder: value, leaseMs, renewPeriodMs })
+    // The hold follows its key: released in another runtime, deleted or expired, it ends there and
+    // then, and no renewal writes the key back.
+    const lock = new Lock(c, l.name, { holder: value, leaseMs, renewPeriodMs, followKey: true })
     lock.lease.on('error', (err) => node.warn(err.message))
     store?.activity.trackLease(node.id, l.name, 'lock', value, leaseMs, lock.lease)
     let failure: unknown = undefined
@@ -158,7 +160,7 @@ export function lockMode(ctx: ModeContext): LockMode {
       }
       const info: HoldInfo = { name: l.name, holder, value, fencingToken: token }
       const hold = new MsgHold(info, lock, (h, loss) => ended(c, l, h, w, loss))
-      lock.lease.on('lost', ({ reason }) => hold.renewing || hold.drop({ reason: 'lost', detail: reason }))
+      lock.lease.on('lost', ({ reason, deleted }) => hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: reason }))
       l.current = hold
       register(hold)
       if (holdMs > 0) hold.limit(holdMs, 'holdAtMost')
@@ -185,7 +187,7 @@ export function lockMode(ctx: ModeContext): LockMode {
     if (l.current === h) l.current = null
     if (loss && !closing.signal.aborted) {
       if (loss.reason === 'holdAtMost') node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
-      status.outcome('status.lost')
+      status.outcome(loss.reason === 'released' ? `${OWN}status.releasedElsewhere` : 'status.lost')
       const m = RED.util.cloneMessage(w.msg)
       Object.assign(m, { key: l.name, acquired: false, lost: true, reason: loss.reason, ...(loss.detail ? { detail: loss.detail } : {}) })
       node.send([null, m])

@@ -3,7 +3,7 @@ import type { Hlc } from '../hlc'
 import { requireKey, type Bytes } from '../protocol'
 import { requirePositive, requireValue } from '../arguments'
 import { TypedEmitter } from '../typed-emitter'
-import type { Observation, RequestOptions, StateStoreClient } from '../client'
+import type { KeyNotification, Observation, RequestOptions, SetResult, StateStoreClient } from '../client'
 import { wholeNumber } from '../whole-number'
 
 /** How soon a renewal that met a connection loss tries again. */
@@ -18,6 +18,13 @@ export interface LeaseOptions {
   renewPeriodMs?: number
   /** Ask the service to persist the lease (`aio-persistence`), so it outlives an emulator restart with `--persist`; Lock.edit's write too. */
   persist?: boolean
+  /**
+   * Follow the key while held (KEYNOTIFY, shared per key by the client): when someone else deletes it
+   * (a release elsewhere, a `del`, an expiry) or writes another value, the lease ends at once with
+   * 'lost' (`deleted: true` for a delete) and no renewal writes it back; a renewal in flight that
+   * re-created the key is undone with a VDEL of our own value. Needs key notifications (not the preview dialect).
+   */
+  followKey?: boolean
 }
 
 export interface HolderChange {
@@ -30,7 +37,7 @@ export type LeaseEvents = {
   acquired: [{ fencingToken: Hlc }]
   renewed: [{ fencingToken: Hlc }]
   /** Automatic renewal stopped: another holder has it, or the renewal request failed. */
-  lost: [{ reason: string; error?: Error }]
+  lost: [{ reason: string; error?: Error; deleted?: boolean }]
   released: []
   holder: [{ holder: Buffer | null; version: Hlc | null }]
   error: [Error]
@@ -49,6 +56,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   readonly leaseMs: number
   readonly renewPeriodMs: number | undefined
   readonly persist: boolean
+  readonly followKey: boolean
   private token: Hlc | null = null
   /** performance.now() by which the lease surely still holds: when the request that took or renewed it was sent, plus leaseMs. */
   private heldUntil = 0
@@ -56,6 +64,14 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   /** Bumped by release and close, so a renewal answer that arrives afterwards changes nothing. */
   private generation = 0
   private closed = false
+  /** followKey: the observation of the key, from before acquiring until the lease ends. */
+  private following: Promise<Observation | null> | null = null
+  /** followKey: our own SET has been seen on the key, so a change notified after it came after our acquisition. */
+  private armed = false
+  /** followKey: a change by someone else seen while our acquiring request was still unanswered. */
+  private changedWhileAcquiring: { deleted: boolean } | null = null
+  /** The renewal request in flight, if any: a foreign delete waits for it before undoing what it wrote. */
+  private renewal: Promise<unknown> | null = null
   /** While renewal is scheduled: a closing client ends it at once instead of at the next tick. */
   private readonly onClientStatus = (status: { state: string }) => {
     if (status.state === 'closed') this.drop({ reason: 'the client was closed' })
@@ -72,6 +88,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     if (this.holderValue.length === 0) throw new ArgumentError('the holder must not be empty')
     this.leaseMs = requireWholeMs(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs')
     this.persist = options.persist === true
+    this.followKey = options.followKey === true
     this.renewPeriodMs = options.renewPeriodMs === undefined ? undefined : requireWholeMs(options.renewPeriodMs, 'renewPeriodMs')
     if (this.renewPeriodMs !== undefined && this.renewPeriodMs >= this.leaseMs) {
       throw new ArgumentError(`renewPeriodMs (${this.renewPeriodMs}) must be shorter than leaseMs (${this.leaseMs})`)
@@ -92,11 +109,25 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   async tryAcquire(options: RequestOptions = {}): Promise<{ acquired: boolean; fencingToken: Hlc | null }> {
     const generation = this.generation
     const held = this.token !== null
+    if (!held) await this.follow(options)
+    if (generation !== this.generation) return { acquired: false, fencingToken: null }
     const sentAt = performance.now()
-    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
+    let result: SetResult
+    try {
+      result = await this.write(options)
+    } catch (err) {
+      // Not taken (as far as we know): no observation is left open for a lease that may never be tried again.
+      if (!held && generation === this.generation && this.token === null) this.unfollow()
+      throw err
+    }
     if (generation !== this.generation) return { acquired: result.applied, fencingToken: result.applied ? result.version : null }
     if (!result.applied) {
       this.drop(held ? { reason: 'another holder has the lease' } : null)
+      return { acquired: false, fencingToken: null }
+    }
+    if (!held && this.changedWhileAcquiring) {
+      // Ours, and already deleted or taken by someone else before we heard it was ours: not acquired.
+      this.foreignChange(null)
       return { acquired: false, fencingToken: null }
     }
     this.token = result.version
@@ -110,7 +141,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   async renew(options: RequestOptions = {}): Promise<boolean> {
     const generation = this.generation
     const sentAt = performance.now()
-    const result = await this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
+    const result = await this.write(options)
     if (generation !== this.generation) return result.applied
     if (!result.applied) {
       this.drop({ reason: 'another holder has the lease' })
@@ -124,11 +155,23 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     return true
   }
 
+  /** The SET that takes or renews the lease, remembered while in flight (see foreignChange). */
+  private async write(options: RequestOptions): Promise<SetResult> {
+    const request = this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
+    this.renewal = request
+    try {
+      return await request
+    } finally {
+      if (this.renewal === request) this.renewal = null
+    }
+  }
+
   /** Stops renewal and deletes the lease if it still holds our value; true when it did. */
   async release(options: RequestOptions = {}): Promise<boolean> {
     this.generation += 1
     this.stopRenewal()
     this.token = null
+    this.unfollow()
     const result = await this.client.vdel(this.name, this.holderValue, options)
     if (result.deleted === 1) this.emit('released')
     return result.deleted === 1
@@ -157,6 +200,61 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     this.closed = true
     this.generation += 1
     this.stopRenewal()
+    this.unfollow()
+  }
+
+  /** followKey: observes the key before acquiring, so our own SET and every change after it are heard in order. */
+  private async follow(options: RequestOptions): Promise<void> {
+    if (!this.followKey || !this.client.canObserve || this.following) return
+    this.armed = false
+    this.changedWhileAcquiring = null
+    const { timeoutMs, signal } = options
+    const following = this.client
+      .observe(this.name, (n) => this.onKey(n), { ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(signal ? { signal } : {}) })
+      .catch((err: unknown) => {
+        if (this.following === following) this.following = null
+        throw err
+      })
+    this.following = following
+    await following
+  }
+
+  private unfollow(): void {
+    const following = this.following
+    this.following = null
+    this.armed = false
+    this.changedWhileAcquiring = null
+    void following?.then((o) => o?.close()).catch(() => {})
+  }
+
+  private onKey(n: KeyNotification): void {
+    if (n.operation === 'SET' && n.value?.equals(this.holderValue)) {
+      this.armed = true
+      return
+    }
+    // A change notified before our own SET came before our acquisition (the previous holder's release).
+    if (!this.armed) return
+    this.armed = false
+    const deleted = n.operation === 'DELETE'
+    if (this.token === null) this.changedWhileAcquiring = { deleted }
+    else this.foreignChange(deleted)
+  }
+
+  /**
+   * Someone else deleted the key or wrote another value after our acquisition: the lease ends without
+   * writing. A renewal sent meanwhile may have re-created the key (NEX on a missing key): once it is
+   * answered, our own value is deleted (VDEL: only our value, never the next holder's).
+   */
+  private foreignChange(deleted: boolean | null): void {
+    this.generation += 1
+    const renewal = this.renewal ?? Promise.resolve()
+    this.drop(deleted === null ? null : { reason: deleted ? 'the key was deleted by someone else' : 'another holder has the lease', deleted })
+    void renewal
+      .catch(() => {})
+      .then(() => this.client.vdel(this.name, this.holderValue))
+      .catch((err: unknown) => {
+        if (this.client.status.state !== 'closed' && this.listenerCount('error') > 0) this.emit('error', err as Error)
+      })
   }
 
   private schedule(): void {
@@ -198,8 +296,9 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     this.client.off('status', this.onClientStatus)
   }
 
-  private drop(lost: { reason: string; error?: Error } | null): void {
+  private drop(lost: { reason: string; error?: Error; deleted?: boolean } | null): void {
     this.stopRenewal()
+    this.unfollow()
     this.token = null
     if (lost) this.emit('lost', lost)
   }

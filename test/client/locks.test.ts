@@ -4,7 +4,7 @@
  * strictly greater tokens, automatic renewal and its loss, fenced edits, failover.
  */
 import assert from 'node:assert/strict'
-import type { StateStoreClient } from '../../src/client'
+import type { KeyNotification, SetResult, StateStoreClient } from '../../src/client'
 import { LeaderElection, Lease, Lock } from '../../src/locks'
 import { ArgumentError, CancelledError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
@@ -92,6 +92,58 @@ onEveryBroker('leases', (t) => {
     await a.close()
     assert.match(await lost, /client was closed/)
     assert.equal(la.fencingToken, null)
+  })
+
+  it('followKey: a delete by someone else ends the lease at once; no renewal writes the key back, and a waiter gets it', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const c = await pool.ready(t.url)
+    const name = uniqueId('lease')
+    const held = lease(a, name, { leaseMs: 1000, renewPeriodMs: 200, followKey: true })
+    const seen: string[] = []
+    const watching = await c.observe(name, (n) => seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE'))
+    await held.tryAcquire()
+    // Renewed twice: its own SETs are heard, the follow is armed.
+    let renewals = 0
+    const renewed = new Promise<void>((resolve) => held.on('renewed', () => ++renewals === 2 && resolve()))
+    await renewed
+    const lost = new Promise<{ reason: string; deleted?: boolean }>((resolve) => held.once('lost', resolve))
+    const waiting = new Lock(c, name, { holder: 'waiter', leaseMs: 1000, renewPeriodMs: 200 })
+    const acquired = waiting.acquire({ timeoutMs: 10_000 })
+    await b.del(name)
+    const why = await lost
+    assert.equal(why.deleted, true)
+    assert.match(why.reason, /deleted by someone else/)
+    assert.equal(held.fencingToken, null)
+    await acquired
+    // The waiter renews twice: had the first holder renewed meanwhile, a renewal of the waiter would be refused.
+    let waiterRenewals = 0
+    const waiterRenewed = new Promise<void>((resolve, reject) => {
+      waiting.lease.on('renewed', () => ++waiterRenewals === 2 && resolve())
+      waiting.lease.on('lost', ({ reason }) => reject(new Error(reason)))
+    })
+    await waiterRenewed
+    await waiting.release()
+    await eventually(() => (seen.at(-1) === 'DELETE' ? true : undefined), 3000, 'the waiter released')
+    const afterDelete = seen.slice(seen.indexOf('DELETE') + 1)
+    assert.ok(!afterDelete.includes(a.clientId), `nothing wrote the first holder's value back: ${afterDelete.join(', ')}`)
+    assert.ok(afterDelete.includes('waiter'))
+    await watching.close()
+  })
+
+  it('followKey: another value written over the key ends the lease with "another holder", and leaves that value', async function () {
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url)
+    const name = uniqueId('lease')
+    const held = lease(a, name, { leaseMs: 10_000, renewPeriodMs: 5000, followKey: true })
+    await held.tryAcquire()
+    // Our own SET is heard before the overwrite (notifications of one key arrive in order).
+    const lost = new Promise<{ reason: string; deleted?: boolean }>((resolve) => held.once('lost', resolve))
+    await b.set(name, 'usurper')
+    const why = await lost
+    assert.equal(why.deleted, false)
+    assert.match(why.reason, /another holder/)
+    assert.equal((await b.get(name)).value?.toString(), 'usurper')
   })
 
   it('observes holder changes', async function () {
@@ -346,5 +398,100 @@ describe('leader election: a failed campaign is tried again (emulator with a key
     await eventually(() => (ea.isLeader ? true : undefined), 5000, 'elected once the quota has room')
     stop.abort()
     await standing
+  })
+})
+
+/**
+ * The race a followed lease must survive, played step by step on a stand-in client: a renewal is on
+ * its way when someone else's DELETE is heard; the renewal then re-creates the key (NEX on a missing
+ * key). The lease ends at the DELETE and, once the renewal is answered, deletes its own value.
+ */
+describe('leases: followKey and a renewal in flight when the key is deleted', function () {
+  function standIn() {
+    const calls: string[] = []
+    let listener: ((n: KeyNotification) => void) | null = null
+    let pendingSet: ((r: SetResult) => void) | null = null
+    let failSet: ((err: Error) => void) | null = null
+    let version = 1
+    const client = {
+      clientId: 'stand-in',
+      canObserve: true,
+      status: { state: 'connected' },
+      on: () => client,
+      off: () => client,
+      observe: (_key: unknown, l: (n: KeyNotification) => void) => {
+        calls.push('observe')
+        listener = l
+        return Promise.resolve({ key: Buffer.from('k'), initial: null, close: () => (calls.push('close'), Promise.resolve()) })
+      },
+      set: () => {
+        calls.push('set')
+        return new Promise<SetResult>((resolve, reject) => {
+          pendingSet = resolve
+          failSet = reject
+        })
+      },
+      vdel: (_key: unknown, value: Buffer) => {
+        calls.push(`vdel ${value.toString()}`)
+        return Promise.resolve({ deleted: 1, version: null })
+      },
+    }
+    const notify = (operation: 'SET' | 'DELETE', value: string | null) =>
+      listener!({ key: Buffer.from('k'), operation, value: value === null ? null : Buffer.from(value), version: null, reconciled: false })
+    const answer = () => pendingSet!({ applied: true, version: new Hlc(version++, 0, 'n') })
+    const fail = () => failSet!(new TimeoutError(1000, 'SET'))
+    return { client: client as unknown as StateStoreClient, calls, notify, answer, fail }
+  }
+
+  it('ends at the DELETE, then VDELs the value its late renewal wrote; renews no more', async () => {
+    const { client, calls, notify, answer } = standIn()
+    const lease = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
+    const acquiring = lease.tryAcquire()
+    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
+    // A DELETE heard before our own SET is the previous holder's: it does not count.
+    notify('DELETE', null)
+    answer()
+    assert.equal((await acquiring).acquired, true)
+    notify('SET', 'mine:1')
+    const lost: Array<{ reason: string; deleted?: boolean }> = []
+    lease.on('lost', (l) => lost.push(l))
+    const renewing = lease.renew()
+    notify('DELETE', null)
+    assert.deepEqual(
+      lost.map((l) => l.deleted),
+      [true],
+      'ended at the DELETE',
+    )
+    assert.equal(lease.fencingToken, null)
+    assert.ok(!calls.some((c) => c.startsWith('vdel')), 'no VDEL while the renewal is on its way')
+    answer()
+    await renewing
+    await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 1000, 'the VDEL')
+    assert.deepEqual(calls, ['observe', 'set', 'set', 'close', 'vdel mine:1'])
+    assert.equal(lease.fencingToken, null, 'the late renewal did not make it ours again')
+  })
+
+  it('a DELETE heard while the acquiring SET is unanswered: not acquired, and its value is deleted', async () => {
+    const { client, calls, notify, answer } = standIn()
+    const lease = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
+    const acquiring = lease.tryAcquire()
+    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
+    notify('SET', 'mine:2')
+    notify('DELETE', null)
+    answer()
+    assert.deepEqual(await acquiring, { acquired: false, fencingToken: null })
+    await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 1000, 'the VDEL')
+    assert.deepEqual(calls, ['observe', 'set', 'close', 'vdel mine:2'])
+  })
+
+  it('an acquiring SET that fails leaves no observation open', async () => {
+    const { client, calls, fail } = standIn()
+    const lease = new Lease(client, 'k', { holder: 'mine:3', leaseMs: 1000, followKey: true })
+    const acquiring = lease.tryAcquire()
+    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
+    fail()
+    await assert.rejects(acquiring, TimeoutError)
+    await eventually(() => (calls.includes('close') ? true : undefined), 1000, 'the observation closed')
+    assert.deepEqual(calls, ['observe', 'set', 'close'])
   })
 })

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
+import { Lock } from '../../src/locks'
 import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, statuses, until, type Store } from './support'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -174,6 +175,88 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     assert.ok(statuses(helper.getNode('free')).every((s) => s.fill !== 'green' || s.text !== `${OWN}status.notReleased`))
   })
 
+  it('a release in another runtime ends the hold where it was made: no renewal writes the key back, a waiter there gets it', async () => {
+    await helper.load(MODULES, [
+      TAB,
+      configNode(store.url),
+      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', leaseMs: '600', wires: [['taken'], ['lost']] }),
+      onTab({ id: 'taken', type: 'helper' }),
+      onTab({ id: 'lost', type: 'helper' }),
+      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+      onTab({ id: 'freed', type: 'helper' }),
+    ])
+    const seen: string[] = []
+    const watching = await other.observe(lockName, (n) => seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE'))
+    const elsewhere = new StateStoreClient({ brokerUrl: store.emulator.brokerUrl, clientId: 'lock-flows-elsewhere' })
+    try {
+      await elsewhere.ready({ timeoutMs: 3000 })
+      helper.getNode('take').receive({ payload: 'mine' })
+      const held = await nextMessage(helper.getNode('taken'))
+      const value = (held.lock as { value: string }).value
+      // Renewed (every 200 ms) twice: the hold's own SETs are heard.
+      await until(() => seen.filter((v) => v === value).length >= 3, 'two renewals')
+      // A msg waits in the other runtime; the msg that holds the lock reaches a release there (by its value, as a release node there does).
+      const waiting = new Lock(elsewhere, lockName, { holder: 'elsewhere', leaseMs: 600, renewPeriodMs: 200 })
+      const acquired = waiting.acquire({ timeoutMs: 20_000 })
+      assert.equal((await elsewhere.vdel(lockName, value)).deleted, 1)
+      const lost = await nextMessage(helper.getNode('lost'))
+      assert.deepEqual(
+        { payload: lost.payload, acquired: lost.acquired, lost: lost.lost, reason: lost.reason },
+        { payload: 'mine', acquired: false, lost: true, reason: 'released' },
+      )
+      assert.equal(lastStatus(helper.getNode('take')).text, `${OWN}status.releasedElsewhere`)
+      await acquired
+      // The waiter renews twice (every 200 ms): a renewal of the first hold meanwhile would have made one of them refused.
+      let renewals = 0
+      await new Promise<void>((resolve, reject) => {
+        waiting.lease.on('renewed', () => ++renewals === 2 && resolve())
+        waiting.lease.on('lost', ({ reason }) => reject(new Error(reason)))
+      })
+      const afterRelease = seen.slice(seen.indexOf('DELETE') + 1)
+      assert.ok(!afterRelease.includes(value), `no SET of the released hold after its DELETE: ${afterRelease.join(', ')}`)
+      assert.equal((await other.get(lockName)).value?.toString().startsWith('elsewhere'), true)
+      // Its msg reaching a release here as well: the hold has ended, nothing is released.
+      helper.getNode('free').receive(held)
+      assert.equal((await nextMessage(helper.getNode('freed'))).released, false)
+      await waiting.release()
+    } finally {
+      await watching.close()
+      await elsewhere.close()
+    }
+  })
+
+  it('a lock key deleted by another client ends the hold: the next msg waiting at the node gets it at once', async () => {
+    await helper.load(MODULES, [
+      TAB,
+      configNode(store.url),
+      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', leaseMs: '600', wires: [['taken'], ['lost']] }),
+      onTab({ id: 'taken', type: 'helper' }),
+      onTab({ id: 'lost', type: 'helper' }),
+    ])
+    const seen: string[] = []
+    const watching = await other.observe(lockName, (n) => seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE'))
+    try {
+      helper.getNode('take').receive({ payload: 'first' })
+      const first = await nextMessage(helper.getNode('taken'))
+      const value = (first.lock as { value: string }).value
+      helper.getNode('take').receive({ payload: 'second' })
+      await until(() => seen.filter((v) => v === value).length >= 2, 'a renewal')
+      // As a CLI `del` or the sidebar does.
+      await other.del(lockName)
+      const lost = await nextMessage(helper.getNode('lost'))
+      assert.deepEqual({ payload: lost.payload, reason: lost.reason }, { payload: 'first', reason: 'released' })
+      const second = await nextMessage(helper.getNode('taken'))
+      assert.equal(second.payload, 'second')
+      const secondValue = (second.lock as { value: string }).value
+      assert.ok(Hlc.compare(Hlc.parse(String(second.fencingToken)), Hlc.parse(String(first.fencingToken))) > 0)
+      await until(() => seen.filter((v) => v === secondValue).length >= 3, 'two renewals of the second hold')
+      const afterDelete = seen.slice(seen.indexOf('DELETE') + 1)
+      assert.ok(!afterDelete.includes(value), `no SET of the first hold after the DELETE: ${afterDelete.join(', ')}`)
+    } finally {
+      await watching.close()
+    }
+  })
+
   it('Hold at most: a msg that never reaches a release loses its hold on output 2, with a warning naming node and lock; the next msg gets it', async () => {
     await helper.load(MODULES, [
       TAB,
@@ -335,7 +418,6 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     ])
     helper.getNode('take').receive({ payload: 'mine' })
     await nextMessage(helper.getNode('taken'))
-    await other.del(lockName)
     await other.set(lockName, 'intruder')
     const lost = await nextMessage(helper.getNode('lost'))
     assert.deepEqual({ payload: lost.payload, lost: lost.lost, reason: lost.reason }, { payload: 'mine', lost: true, reason: 'lost' })

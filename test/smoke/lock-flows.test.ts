@@ -6,6 +6,8 @@
  *   → lock (action release, defaults) → debug: the counter reads exactly 40, the lock key is gone.
  * - inject → update key (`value + 1`) → debug, beside a client doing Lock.edit on the same key: exactly 60.
  * - a hold that never reaches a release: the node's warning names the node and the lock.
+ * - a hold released in the other runtime (by the value its msg carries): it ends where it was made,
+ *   no renewal writes the key back, and the msg waiting in the other runtime gets the lock.
  */
 import { strict as assert } from 'node:assert'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
@@ -69,6 +71,22 @@ function flow(brokerUrl: string, clientId: string): FlowNode[] {
       holdMs: '300',
       wires: [[], []],
     }),
+    // One hold per runtime on one name, renewed every 500 ms, held until released (no Hold at most).
+    on({ id: 'hold', type: 'inject', name: 'hold', props: [{ p: 'payload' }], payload: '', payloadType: 'date', wires: [['holding']] }),
+    on({
+      id: 'holding',
+      type: 'ss-lock',
+      ...store,
+      key: 'two/handoff',
+      keyType: 'str',
+      mode: 'lock',
+      leaseMs: '1500',
+      timeout: '60000',
+      holdMs: '0',
+      wires: [['held'], ['unheld']],
+    }),
+    on({ id: 'held', type: 'debug', name: 'held', active: true, tosidebar: true, complete: 'lock', targetType: 'msg' }),
+    on({ id: 'unheld', type: 'debug', name: 'unheld', active: true, tosidebar: true, complete: 'reason', targetType: 'msg' }),
   ]
 }
 
@@ -159,5 +177,51 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
     assert.match(warning.msg, /forgetful/)
     assert.match(warning.msg, /two\/forgotten\/runtime-a/)
     assert.equal((await observer.get('two/forgotten/runtime-a')).value, null, 'the hold was released')
+  })
+
+  it('a hold released in the other runtime ends where it was made: the key is not written back, the msg waiting there gets it', async () => {
+    const [a, b] = comms as [Comms, Comms]
+    const seen: string[] = []
+    const waits: Array<() => boolean> = []
+    /** Resolves once the key's notifications show `value` written n times. */
+    const written = (value: string, n: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => seen.filter((v) => v === value).length >= n && (resolve(), true)
+        if (!check()) waits.push(check)
+      })
+    const watching = await observer.observe('two/handoff', (n) => {
+      seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE')
+      for (const w of waits.splice(0)) if (!w()) waits.push(w)
+    })
+    try {
+      const fromA = a.debug.length
+      const fromB = b.debug.length
+      await runtimes[0]!.inject('hold')
+      const heldA = await a.waitFor((all) => all.slice(fromA).find((d) => d.name === 'held'), 10_000, 'the hold in runtime a')
+      const value = (debugValue(heldA) as { value: string }).value
+      await runtimes[1]!.inject('hold')
+      // Runtime a renews (every 500 ms) while runtime b's msg waits.
+      await written(value, 3)
+      // The release of a's msg in runtime b, as a release node there does it: VDEL by the value msg.lock carries.
+      const releasing = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'runtime-b-release' })
+      try {
+        await releasing.ready({ timeoutMs: 5000 })
+        assert.equal((await releasing.vdel('two/handoff', value)).deleted, 1)
+      } finally {
+        await releasing.close()
+      }
+      const unheld = await a.waitFor((all) => all.slice(fromA).find((d) => d.name === 'unheld'), 10_000, 'the hold ended in runtime a')
+      assert.equal(debugValue(unheld), 'released')
+      const heldB = await b.waitFor((all) => all.slice(fromB).find((d) => d.name === 'held'), 10_000, 'the waiting msg in runtime b got the lock')
+      const valueB = (debugValue(heldB) as { value: string }).value
+      assert.match(a.status.get('holding')?.text ?? '', /released elsewhere/)
+      // Runtime b renews twice: had runtime a renewed meanwhile, b's renewal would have been refused.
+      await written(valueB, 3)
+      const afterRelease = seen.slice(seen.indexOf('DELETE') + 1)
+      assert.ok(!afterRelease.includes(value), `no SET of a's hold after its release: ${afterRelease.join(', ')}`)
+      assert.equal((await observer.get('two/handoff')).value?.toString(), valueB)
+    } finally {
+      await watching.close()
+    }
   })
 })
