@@ -20,21 +20,30 @@ describe('chaos: the fault injector', () => {
     // In a worker: should the relay spin, only the worker's thread stops, and this one sees it. A spin
     // is silence for good, so the wait is long; a busy main thread must not count as silence.
     const worker = new Worker(join(__dirname, 'relay-cut.worker.ts'))
+    // Every message is kept as it comes: two that arrive together are both delivered before a
+    // listener added after the first could hear the second.
     const messages: string[] = []
+    let taken = 0
+    let wake: (() => void) | null = null
+    worker.on('message', (m: string) => {
+      messages.push(m)
+      wake?.()
+    })
     const next = () =>
       new Promise<string>((resolve, reject) => {
-        let settled = false
+        const take = () => {
+          if (taken >= messages.length) return false
+          clearTimeout(timer)
+          wake = null
+          resolve(messages[taken++]!)
+          return true
+        }
+        // A message that arrived while this thread was busy is delivered in the poll phase, before setImmediate.
         const timer = setTimeout(
-          // A message that arrived while this thread was busy is delivered in the poll phase, before setImmediate.
-          () => setImmediate(() => settled || reject(new Error(`the relay's thread went silent after ${JSON.stringify(messages)}`))),
+          () => setImmediate(() => take() || reject(new Error(`the relay's thread went silent after ${JSON.stringify(messages)}`))),
           15_000,
         )
-        worker.once('message', (m: string) => {
-          settled = true
-          clearTimeout(timer)
-          messages.push(m)
-          resolve(m)
-        })
+        if (!take()) wake = take
       })
     try {
       assert.equal(await next(), 'ticked', 'a timer fires while the bytes of the cut connection are dropped')
