@@ -3,7 +3,6 @@
 // TLS + SAT), DIR/.env is written and becomes this process's environment, and AIO_STATESTORE_URL
 // names the TLS + SAT listener: the seeded config nodes, those with a blank broker and the context
 // store connect over TLS + SAT with .env's CA and token, as in the cluster.
-import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 
@@ -27,11 +26,7 @@ export function devLayoutFromArgs(root, argv) {
     ],
     /** Writes DIR/.env for the listening SAT port and exports its lines here. */
     started(emulator) {
-      writeDevEnv(layout, Number(new URL(emulator.tlsUrls[1]).port))
-      for (const line of readFileSync(layout.envFile, 'utf8').split('\n')) {
-        const m = /^(AIO_\w+)=(.*)$/.exec(line)
-        if (m) process.env[m[1]] = m[2]
-      }
+      Object.assign(process.env, writeDevEnv(layout, Number(new URL(emulator.tlsUrls[1]).port)))
       return emulator.tlsUrls
     },
   }

@@ -117,19 +117,26 @@ export function prepareDevLayout(dir: string): DevLayout {
   return layout
 }
 
-/** Writes `DIR/.env`: the AIO_* lines of the TLS + SAT listener on `satPort`, once it listens. */
-export function writeDevEnv(layout: DevLayout, satPort: number): void {
+/**
+ * Writes `DIR/.env`: the AIO_* lines of the TLS + SAT listener on `satPort`, once it listens.
+ * Returns those settings, for a caller that also takes them into its own environment.
+ */
+export function writeDevEnv(layout: DevLayout, satPort: number): Record<string, string> {
+  const settings: Record<string, string> = {
+    AIO_BROKER_HOSTNAME: 'localhost',
+    AIO_BROKER_TCP_PORT: String(satPort),
+    AIO_MQTT_USE_TLS: 'true',
+    AIO_TLS_CA_FILE: layout.caFile,
+    AIO_SAT_FILE: layout.tokenFile,
+  }
   writeFileSync(
     layout.envFile,
     [
       "# The AIO SDKs' connection settings for the emulator's TLS + SAT listener (aio-statestore-emulator --dev).",
       '# Export them (set -a; . ./.env; set +a) and the SDK samples, aio-statestore and a config node with blank fields connect.',
-      'AIO_BROKER_HOSTNAME=localhost',
-      `AIO_BROKER_TCP_PORT=${satPort}`,
-      'AIO_MQTT_USE_TLS=true',
-      `AIO_TLS_CA_FILE=${layout.caFile}`,
-      `AIO_SAT_FILE=${layout.tokenFile}`,
+      ...Object.entries(settings).map(([name, value]) => `${name}=${value}`),
       '',
     ].join('\n'),
   )
+  return settings
 }
