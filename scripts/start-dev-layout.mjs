@@ -6,8 +6,11 @@
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 
-/** The dev layout asked for on the command line, or null: { tlsListeners, started(emulator) }. */
-export function devLayoutFromArgs(root, argv) {
+/**
+ * The dev layout asked for on the command line, or null: { tlsListeners, started(emulator) }.
+ * `port(name, fallback)` reads a port from the environment: start.mjs's, which refuses a non-port.
+ */
+export function devLayoutFromArgs(root, argv, port) {
   const i = argv.indexOf('--dev')
   if (i === -1) return null
   const dir = argv[i + 1]
@@ -17,7 +20,6 @@ export function devLayoutFromArgs(root, argv) {
   const layout = prepareDevLayout(dir)
   const listener = (port, authentication) => ({ port, certFile: layout.brokerCertFile, keyFile: layout.brokerKeyFile, authentication })
   // As MQTT_PORT for the plain one: MQTT_X509_PORT and MQTT_SAT_PORT move the TLS listeners (0 picks a free port).
-  const port = (name, fallback) => (process.env[name] === undefined || process.env[name] === '' ? fallback : Number(process.env[name]))
   return {
     layout,
     tlsListeners: [

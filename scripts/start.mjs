@@ -66,7 +66,7 @@ const { startEmulator } = require(emulatorEntry)
 const { readExamples, mergeExamples, pointAtBroker, quietExamples } = require('../dev/flows.js')
 let devLayout = null
 try {
-  devLayout = devLayoutFromArgs(root, process.argv.slice(2))
+  devLayout = devLayoutFromArgs(root, args, port)
 } catch (err) {
   fail(err.message)
 }
