@@ -1,4 +1,5 @@
 import type { Logger } from '../log'
+import { wholeNumber } from '../whole-number'
 import { startEmulator, type Emulator } from './index'
 
 /**
@@ -24,8 +25,8 @@ let shared: Shared | null = null
 function embeddedPort(): number | null {
   const text = process.env.AIO_STATESTORE_EMBEDDED_PORT?.trim()
   if (!text) return null
-  const port = Number(text)
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`AIO_STATESTORE_EMBEDDED_PORT ${JSON.stringify(text)} is not a port number`)
+  const port = wholeNumber(text)
+  if (port === undefined || port > 65535) throw new Error(`AIO_STATESTORE_EMBEDDED_PORT ${JSON.stringify(text)} is not a port number`)
   return port
 }
 
