@@ -10,7 +10,7 @@ import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings
 import { freePort } from '../../dev/ports'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { prepareDevLayout, writeDevEnv } from '../../src/emulator/dev-layout'
-import { repoRoot } from './node-red'
+import { childEnvWithoutAio, repoRoot } from './node-red'
 import { readDotEnv } from '../support/dev-env'
 
 const TAB = 'd0e1a0b0c0d0e001'
@@ -57,8 +57,7 @@ describe("smoke: Node-RED with only the dev layout's .env, over TLS + SAT", func
       ],
     })
     writeDevEnv(layout, Number(new URL(emulator.tlsUrls[0]!).port))
-    const env: NodeJS.ProcessEnv = {}
-    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AIO_') && !/^npm_/i.test(k)) env[k] = v
+    const env = childEnvWithoutAio()
     Object.assign(env, readDotEnv(layout.envFile))
     const userDir = join(dir, 'user')
     const settingsFile = join(dir, 'settings.js')
