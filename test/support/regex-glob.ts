@@ -1,3 +1,6 @@
+// The emulator's glob matcher as it was before src/emulator/core/glob.ts became a step-bounded
+// token matcher: compiled to a RegExp. Kept verbatim (only this import changed) as the reference
+// test/security/glob.test.ts compares the new matcher against; nothing else should use it.
 import { PatternError } from '../../src/emulator/core/principal'
 
 /**
