@@ -41,6 +41,15 @@ export interface Accepted {
   version: string
 }
 
+/**
+ * A Debug node the workload reads back by name from the sidebar: the whole msg for an accepted
+ * write, msg.error for a failure.
+ */
+function sidebarDebug(id: string, name: string, shows: 'msg' | 'error'): FlowNode {
+  const [complete, targetType] = shows === 'msg' ? ['true', 'full'] : ['error', 'msg']
+  return { id, type: 'debug', name, active: true, tosidebar: true, console: false, tostatus: false, complete, targetType, wires: [] }
+}
+
 /** The two examples on the round's keys, pointed at `brokerUrl`, with a debug node on the ss-set's output and a catch node on the ss-lock. */
 function flows(prefix: string, round: number, brokerUrl: string, clientId: string): FlowNode[] {
   // Ids new each round: the flow context (the token the example keeps) must not carry over a deploy.
@@ -76,19 +85,7 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
       nodes.push(copy)
     }
     const lock = rid(example.find((n) => n.type === 'ss-lock')!.id)
-    nodes.push({
-      id: rid(`${mode}-accepted`),
-      type: 'debug',
-      z: tab,
-      name: `${mode}-accepted`,
-      active: true,
-      tosidebar: true,
-      console: false,
-      tostatus: false,
-      complete: 'true',
-      targetType: 'full',
-      wires: [],
-    })
+    nodes.push({ ...sidebarDebug(rid(`${mode}-accepted`), `${mode}-accepted`, 'msg'), z: tab })
     nodes.push({
       id: rid(`${mode}-lock-error`),
       type: 'catch',
@@ -98,19 +95,7 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
       uncaught: false,
       wires: [[rid(`${mode}-lock-failed`)]],
     })
-    nodes.push({
-      id: rid(`${mode}-lock-failed`),
-      type: 'debug',
-      z: tab,
-      name: `${mode}-lock-failed`,
-      active: true,
-      tosidebar: true,
-      console: false,
-      tostatus: false,
-      complete: 'error',
-      targetType: 'msg',
-      wires: [],
-    })
+    nodes.push({ ...sidebarDebug(rid(`${mode}-lock-failed`), `${mode}-lock-failed`, 'error'), z: tab })
   }
   nodes.push(...counterTab(prefix, rid, config.id))
   return nodes
@@ -170,17 +155,7 @@ function counterTab(prefix: string, rid: (id: string) => string, store: string):
     // A write that failed (refused by fencing, timed out) still releases its hold, from the Catch path.
     on({ id: 'write-failed', type: 'catch', scope: [rid('write'), rid('read')], uncaught: false, wires: to('free') }),
     on({ id: 'free', type: 'ss-lock', store, key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [[], []] }),
-    on({
-      id: 'counter-accepted',
-      type: 'debug',
-      name: 'counter-accepted',
-      active: true,
-      tosidebar: true,
-      console: false,
-      tostatus: false,
-      complete: 'true',
-      targetType: 'full',
-    }),
+    on(sidebarDebug('counter-accepted', 'counter-accepted', 'msg')),
     on({
       id: 'update',
       type: 'ss-update',
@@ -194,29 +169,9 @@ function counterTab(prefix: string, rid: (id: string) => string, store: string):
       persist: true,
       wires: to('update-accepted'),
     }),
-    on({
-      id: 'update-accepted',
-      type: 'debug',
-      name: 'update-accepted',
-      active: true,
-      tosidebar: true,
-      console: false,
-      tostatus: false,
-      complete: 'true',
-      targetType: 'full',
-    }),
+    on(sidebarDebug('update-accepted', 'update-accepted', 'msg')),
     on({ id: 'counter-error', type: 'catch', scope: [rid('take'), rid('update'), rid('free')], uncaught: false, wires: to('counter-failed') }),
-    on({
-      id: 'counter-failed',
-      type: 'debug',
-      name: 'counter-failed',
-      active: true,
-      tosidebar: true,
-      console: false,
-      tostatus: false,
-      complete: 'error',
-      targetType: 'msg',
-    }),
+    on(sidebarDebug('counter-failed', 'counter-failed', 'error')),
   ]
 }
 

@@ -7,8 +7,7 @@
 import { createServer, connect, type Socket } from 'node:net'
 import { parentPort } from 'node:worker_threads'
 import { TcpRelay } from '../support/relay'
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { sleep } from '../support/wait'
 
 async function main(): Promise<void> {
   const echo = createServer((s) => s.on('data', (d) => s.write(d)).on('error', () => {}))

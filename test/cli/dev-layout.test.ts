@@ -11,16 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { EmulatorProcess } from '../emulator/cli-process'
 import { FROM_SOURCE, runCli, withoutAioEnv } from './run'
-
-/** DIR/.env as `set -a; . DIR/.env` exports it. */
-function dotEnv(file: string): Record<string, string> {
-  const vars: Record<string, string> = {}
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const m = /^(AIO_\w+)=(.*)$/.exec(line)
-    if (m) vars[m[1]!] = m[2]!
-  }
-  return vars
-}
+import { readDotEnv } from '../support/dev-env'
 
 describe("aio-statestore-emulator --dev: the SDKs' dev layout, over TLS + SAT and TLS + X.509", function () {
   this.timeout(60_000)
@@ -97,7 +88,7 @@ describe("aio-statestore-emulator --dev: the SDKs' dev layout, over TLS + SAT an
   })
 
   it("lays out the SDKs' files and an .env for TLS + SAT", () => {
-    const env = dotEnv(join(dir, 'layout', '.env'))
+    const env = readDotEnv(join(dir, 'layout', '.env'))
     assert.deepEqual(Object.keys(env).sort(), ['AIO_BROKER_HOSTNAME', 'AIO_BROKER_TCP_PORT', 'AIO_MQTT_USE_TLS', 'AIO_SAT_FILE', 'AIO_TLS_CA_FILE'])
     assert.equal(env.AIO_BROKER_HOSTNAME, 'localhost')
     assert.equal(env.AIO_MQTT_USE_TLS, 'true')
@@ -106,7 +97,7 @@ describe("aio-statestore-emulator --dev: the SDKs' dev layout, over TLS + SAT an
   })
 
   it('set and get with only .env exported: TLS + SAT; a wrong token is refused, a rotated file counts at once', async () => {
-    const env = withoutAioEnv({ ...dotEnv(join(dir, 'layout', '.env')), AIO_MQTT_CLIENT_ID: 'sat-cli' })
+    const env = withoutAioEnv({ ...readDotEnv(join(dir, 'layout', '.env')), AIO_MQTT_CLIENT_ID: 'sat-cli' })
     assert.equal((await runCli(FROM_SOURCE, ['set', 'dev/over-sat', 'v1'], { env })).code, 0)
     assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'dev/over-sat'], { env })).stdout, Buffer.from('v1'))
     const wrong = join(dir, 'wrong-token')

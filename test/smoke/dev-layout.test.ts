@@ -3,14 +3,15 @@
 // TLS + SAT listener: a config node with a blank Broker URL and Client ID is connected, a set → get
 // flow works over TLS + SAT, and the context store with an empty config reaches the same store.
 import { strict as assert } from 'node:assert'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { prepareDevLayout, writeDevEnv } from '../../src/emulator/dev-layout'
-import { repoRoot } from './node-red'
+import { childEnvWithoutAio, repoRoot } from './node-red'
+import { readDotEnv } from '../support/dev-env'
 
 const TAB = 'd0e1a0b0c0d0e001'
 const STORE = 'd0e1a0b0c0d0e002'
@@ -34,15 +35,6 @@ const flows = [
   },
 ]
 
-function dotEnv(file: string): Record<string, string> {
-  const vars: Record<string, string> = {}
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const m = /^(AIO_\w+)=(.*)$/.exec(line)
-    if (m) vars[m[1]!] = m[2]!
-  }
-  return vars
-}
-
 describe("smoke: Node-RED with only the dev layout's .env, over TLS + SAT", function () {
   this.timeout(90_000)
   let dir = ''
@@ -65,9 +57,8 @@ describe("smoke: Node-RED with only the dev layout's .env, over TLS + SAT", func
       ],
     })
     writeDevEnv(layout, Number(new URL(emulator.tlsUrls[0]!).port))
-    const env: NodeJS.ProcessEnv = {}
-    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AIO_') && !/^npm_/i.test(k)) env[k] = v
-    Object.assign(env, dotEnv(layout.envFile))
+    const env = childEnvWithoutAio()
+    Object.assign(env, readDotEnv(layout.envFile))
     const userDir = join(dir, 'user')
     const settingsFile = join(dir, 'settings.js')
     writeSettings(

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { freePort } from '../../dev/ports'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
+import { until } from '../support/wait'
 import { Comms, debugValue, NodeRedProcess, RED_JS, repoRoot, writeSettings } from './node-red'
 
 const FUNCTION_CODE = `
@@ -78,7 +79,7 @@ describe('smoke: the client in a Function node', function () {
     await red.deploy(flow('function-smoke-redeployed'), comms)
     assert.equal((await runOnce(3)).counter, '3')
     // The old socket's close reaches the relay on its own time: wait for it, bounded.
-    for (const deadline = Date.now() + 5000; relay.open !== 1 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20))
+    await until(() => relay.open === 1, 'the old connection to close with its config node', 5000, 20)
     assert.equal(relay.open, 1, 'the old connection closed with its config node')
   })
 

@@ -22,6 +22,13 @@ function childEnv(): NodeJS.ProcessEnv {
   return env
 }
 
+/** childEnv() without AIO_* as well: a runtime that sees only the AIO settings its test gives it. */
+export function childEnvWithoutAio(): NodeJS.ProcessEnv {
+  const env = childEnv()
+  for (const k of Object.keys(env)) if (k.startsWith('AIO_')) delete env[k]
+  return env
+}
+
 export interface RunResult {
   code: number | null
   stdout: string

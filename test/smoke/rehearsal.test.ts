@@ -15,7 +15,7 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { prepareDevLayout } from '../../src/emulator/dev-layout'
 import { readAuthenticationFile } from '../../src/emulator/resource-file'
 import { DEPLOY, renderBase, yamlDocuments, type K8sObject } from '../support/deploy-kit'
-import { repoRoot } from './node-red'
+import { childEnvWithoutAio, repoRoot } from './node-red'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
@@ -162,8 +162,7 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     })
 
     // The pod's environment: the manifest's, with its paths, the service name and port mapped.
-    const env: NodeJS.ProcessEnv = {}
-    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AIO_') && !/^npm_/i.test(k)) env[k] = v
+    const env = childEnvWithoutAio()
     const secrets: Record<string, string> = { adminPasswordHash: bcrypt.hashSync('rehearsal-admin', 4), credentialSecret: 'rehearsal-secret' }
     for (const e of container.env as Array<{
       name: string

@@ -4,11 +4,12 @@
 // same store; Ctrl-C (SIGTERM) stops it all.
 import { strict as assert } from 'node:assert'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { nodeBinary, repoRoot } from './node-red'
 import { FROM_SOURCE, runCli, withoutAioEnv } from '../cli/run'
+import { readDotEnv } from '../support/dev-env'
 
 describe("npm start -- --dev DIR: the editor in the SDKs' dev layout", function () {
   this.timeout(60_000)
@@ -49,11 +50,7 @@ describe("npm start -- --dev DIR: the editor in the SDKs' dev layout", function 
       assert.equal(resolved.resolved, `mqtts://localhost:${sat}`, "the seeded config nodes' broker is the TLS + SAT listener")
       const view = (await (await fetch(`${editor}/ss-config/environment`)).json()) as Record<string, string>
       assert.equal(view.satTokenFile, join(dir, 'dev', '.session', 'token.txt'))
-      const dotEnv: Record<string, string> = {}
-      for (const line of readFileSync(join(dir, 'dev', '.env'), 'utf8').split('\n')) {
-        const m = /^(AIO_\w+)=(.*)$/.exec(line)
-        if (m) dotEnv[m[1]!] = m[2]!
-      }
+      const dotEnv = readDotEnv(join(dir, 'dev', '.env'))
       assert.equal(dotEnv.AIO_BROKER_TCP_PORT, sat)
       assert.equal((await runCli(FROM_SOURCE, ['set', 'start-dev/k', 'v'], { env: withoutAioEnv(dotEnv) })).code, 0)
     } finally {

@@ -1,3 +1,6 @@
+// The emulator's glob matcher as it was before src/emulator/core/glob.ts became a step-bounded
+// token matcher: compiled to a RegExp, kept as the reference test/security/glob.test.ts compares the
+// new matcher against (the syntax rules are src's own); nothing else should use it.
 import type { GlobSyntax } from '../../src/emulator/core/glob'
 import { PatternError } from '../../src/emulator/core/principal'
 
