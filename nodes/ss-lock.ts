@@ -4,7 +4,7 @@ import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
 import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
 import { attach } from './lib/config-node'
-import { carried, find, releaseCarried } from './lock/holds'
+import { carried, find, holderName, releaseCarried } from './lock/holds'
 import type { Action, LockMode, ModeContext } from './lock/mode'
 import { leaseMode } from './lock/lease-mode'
 import { lockMode } from './lock/lock-mode'
@@ -67,7 +67,7 @@ export = function (RED: NodeAPI) {
       store,
       status,
       t,
-      holder: def.holder?.trim() || `${store?.clientId ?? 'nodered'}/${node.id}`,
+      holder: holderName(def.holder, store?.clientId, node.id),
       leaseMs,
       renewPeriodMs: def.autoRenew !== false ? Math.max(1, Math.floor(leaseMs / 3)) : undefined,
       // Wait for a lock at most one default lease length, as the editor's default says.

@@ -6,6 +6,7 @@ import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
 import { evaluate, positiveInt, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
+import { holderName } from './lock/holds'
 import { updateKey } from './update/update-key'
 
 interface UpdateDef extends NodeDef {
@@ -35,7 +36,7 @@ export = function (RED: NodeAPI) {
     const overrides = def.overrides !== false
     const timeoutMs = positiveInt(def.timeout, DEFAULT_LEASE_MS)
     const initial = { value: def.initial ?? '0', type: def.initialType || 'num' }
-    const holder = def.holder?.trim() || `${store?.clientId ?? 'nodered'}/${node.id}`
+    const holder = holderName(def.holder, store?.clientId, node.id)
     let expression: Expression | null = null
     let expressionError = ''
     try {

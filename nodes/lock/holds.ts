@@ -33,11 +33,11 @@ export function register(hold: Hold): void {
   holds.set(id(hold.info.name, hold.info.value), hold)
 }
 
-/** Forgets a hold, if it is still the one registered under its identity. */
 /** Holds of this runtime that have ended, newest last: a msg that still carries one writes under no hold. */
 const ended = new Set<string>()
 const ENDED_KEPT = 10_000
 
+/** Forgets a hold, if it is still the one registered under its identity. */
 export function unregister(hold: Hold): void {
   const key = id(hold.info.name, hold.info.value)
   if (holds.get(key) !== hold) return
@@ -62,6 +62,14 @@ export function holdTimeLeft(lock: unknown): number | undefined {
 
 export function find(info: Pick<HoldInfo, 'name' | 'value'>): Hold | undefined {
   return holds.get(id(info.name, info.value))
+}
+
+/**
+ * The holder a lock or update key node writes under: its Holder setting, or by default
+ * `<client id>/<node id>` (the editor's placeholder), unique to the node across runtimes.
+ */
+export function holderName(setting: string | undefined, clientId: string | undefined, nodeId: string): string {
+  return setting?.trim() || `${clientId ?? 'nodered'}/${nodeId}`
 }
 
 /** A session of its own for each hold: 12 hex digits after the holder's name. */

@@ -38,25 +38,22 @@ export async function updateKey<T>(client: StateStoreClient, key: string, comput
     // A value of its own per update: two updates of one node must exclude each other too.
     const lock = new Lock(client, keyLockName(key), { holder: holdValue(options.holder), leaseMs: options.leaseMs, persist: options.persist === true })
     options.onLock?.(lock)
-    let computed: { value: T; previous: T | null } | null = null
-    let token: Hlc | null = null
+    // Filled in by the edit's function, which runs before the write.
+    const seen: { computed?: { value: T; previous: T | null }; token?: Hlc } = {}
     try {
       const result = await lock.edit(
         key,
         async (current, { version, fencingToken }) => {
           const next = await compute(current, version)
-          computed = next
-          token = fencingToken
+          seen.computed = next
+          seen.token = fencingToken
           return next.bytes
         },
         { timeoutMs: remaining },
       )
-      // Set inside the edit's function, which TypeScript does not follow.
-      const written = computed as { value: T; previous: T | null } | null
-      const fencingToken = token as Hlc | null
       const version = 'applied' in result ? result.version : null
-      if (!written || fencingToken === null || version === null) throw new TimeoutError(options.timeoutMs, 'update key')
-      return { previous: written.previous, value: written.value, version, fencingToken }
+      if (!seen.computed || !seen.token || version === null) throw new TimeoutError(options.timeoutMs, 'update key')
+      return { previous: seen.computed.previous, value: seen.computed.value, version, fencingToken: seen.token }
     } catch (err) {
       if (!lostHold(err) || Date.now() >= deadline) throw err
     }

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator } from '../../src/emulator'
-import { ALL, helper, lastStatus, listen, until, nextMessage, noMessage, redModule, useStore } from './support'
+import { ALL, helper, lastStatus, listen, until, nextMessage, noMessage, redModule, useStore, withClient } from './support'
 
 const CORE = [
   redModule('@node-red/nodes/core/common/20-inject.js'),
@@ -77,14 +77,8 @@ async function pressedAtOnce(n: number, next: () => Promise<unknown>, from: numb
 let storeUrl = ''
 
 /** A client of the test store, as the producer the example follows (a connector, a Dapr app). */
-async function producer<T>(work: (c: StateStoreClient) => Promise<T>, url = storeUrl): Promise<T> {
-  const client = new StateStoreClient({ brokerUrl: url, clientId: `example-producer-${Math.random().toString(36).slice(2)}` })
-  try {
-    await client.ready({ timeoutMs: 5000 })
-    return await work(client)
-  } finally {
-    await client.close()
-  }
+function producer<T>(work: (c: StateStoreClient) => Promise<T>, url = storeUrl): Promise<T> {
+  return withClient(url, work, 'example-producer')
 }
 
 /** The samples debug `latest sample` shows until it shows `last`: the rate limit lets few through. */

@@ -17,6 +17,28 @@ const OWN = 'node-red-contrib-aio-statestore/ss-lock:ss-lock.'
 let counter = ''
 let lockName = ''
 
+/** Lock mode on this test's `lockName`: node `take`, output 1 to helper `taken`, output 2 to helper `lost`. */
+function takeNodes(settings: Record<string, unknown> = {}): unknown[] {
+  return [
+    onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', wires: [['taken'], ['lost']], ...settings }),
+    onTab({ id: 'taken', type: 'helper' }),
+    onTab({ id: 'lost', type: 'helper' }),
+  ]
+}
+
+/** A release node `free` as dropped from the palette (lease mode, blank name), output 1 to helper `freed`. */
+function freeNodes(): unknown[] {
+  return [
+    onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+    onTab({ id: 'freed', type: 'helper' }),
+  ]
+}
+
+/** A Catch node for the whole tab, into helper `caught`. */
+function catchNodes(): unknown[] {
+  return [onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }), onTab({ id: 'caught', type: 'helper' })]
+}
+
 /**
  * The counter flow of the issue, once per lock node in `locks` (each its own chain, all on `counter`
  * under the lock `counter-lock`), ending in one helper `done`; lost/refused msgs go to `<id>-no`.
@@ -47,11 +69,7 @@ function counterFlow(url: string, locks: Array<Record<string, unknown>>, stores:
       onTab({ id: `${id}-no`, type: 'helper' }),
     )
   }
-  nodes.push(
-    onTab({ id: 'done', type: 'helper' }),
-    onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
-    onTab({ id: 'caught', type: 'helper' }),
-  )
+  nodes.push(onTab({ id: 'done', type: 'helper' }), ...catchNodes())
   return nodes
 }
 
@@ -145,15 +163,7 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('a release from another node ends the renewal where the hold was made: the key stays gone', async () => {
-    await helper.load(MODULES, [
-      TAB,
-      configNode(store.url),
-      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', leaseMs: '600', wires: [['taken'], ['lost']] }),
-      onTab({ id: 'taken', type: 'helper' }),
-      onTab({ id: 'lost', type: 'helper' }),
-      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
-      onTab({ id: 'freed', type: 'helper' }),
-    ])
+    await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ leaseMs: '600' }), ...freeNodes()])
     listen(helper.getNode('lost'))
     helper.getNode('take').receive({ payload: 1 })
     const held = await nextMessage(helper.getNode('taken'))
@@ -176,15 +186,7 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('a release in another runtime ends the hold where it was made: no renewal writes the key back, a waiter there gets it', async () => {
-    await helper.load(MODULES, [
-      TAB,
-      configNode(store.url),
-      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', leaseMs: '600', wires: [['taken'], ['lost']] }),
-      onTab({ id: 'taken', type: 'helper' }),
-      onTab({ id: 'lost', type: 'helper' }),
-      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
-      onTab({ id: 'freed', type: 'helper' }),
-    ])
+    await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ leaseMs: '600' }), ...freeNodes()])
     const seen: string[] = []
     const watching = await other.observe(lockName, (n) => seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE'))
     const elsewhere = new StateStoreClient({ brokerUrl: store.emulator.brokerUrl, clientId: 'lock-flows-elsewhere' })
@@ -226,13 +228,7 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('a lock key deleted by another client ends the hold: the next msg waiting at the node gets it at once', async () => {
-    await helper.load(MODULES, [
-      TAB,
-      configNode(store.url),
-      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', leaseMs: '600', wires: [['taken'], ['lost']] }),
-      onTab({ id: 'taken', type: 'helper' }),
-      onTab({ id: 'lost', type: 'helper' }),
-    ])
+    await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ leaseMs: '600' })])
     const seen: string[] = []
     const watching = await other.observe(lockName, (n) => seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE'))
     try {
@@ -258,23 +254,7 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('Hold at most: a msg that never reaches a release loses its hold on output 2, with a warning naming node and lock; the next msg gets it', async () => {
-    await helper.load(MODULES, [
-      TAB,
-      configNode(store.url),
-      onTab({
-        id: 'take',
-        name: 'forgetful',
-        type: 'ss-lock',
-        store: 'cfg',
-        key: lockName,
-        keyType: 'str',
-        mode: 'lock',
-        holdMs: '300',
-        wires: [['taken'], ['lost']],
-      }),
-      onTab({ id: 'taken', type: 'helper' }),
-      onTab({ id: 'lost', type: 'helper' }),
-    ])
+    await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ name: 'forgetful', holdMs: '300' })])
     const take = helper.getNode('take')
     take.receive({ payload: 'first' })
     take.receive({ payload: 'second' })
@@ -300,14 +280,11 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     await helper.load(MODULES, [
       TAB,
       configNode(store.url),
-      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', wires: [['taken'], []] }),
-      onTab({ id: 'taken', type: 'helper' }),
-      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
-      onTab({ id: 'freed', type: 'helper' }),
+      ...takeNodes({ wires: [['taken'], []] }),
+      ...freeNodes(),
       onTab({ id: 'write', type: 'ss-set', store: 'cfg', key: counter, keyType: 'str', wires: [['written']] }),
       onTab({ id: 'written', type: 'helper' }),
-      onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
-      onTab({ id: 'caught', type: 'helper' }),
+      ...catchNodes(),
     ])
     helper.getNode('take').receive({ payload: 1 })
     const held = await nextMessage(helper.getNode('taken'))
@@ -322,12 +299,7 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('a hold made elsewhere (another runtime) is released by the value the msg carries, and only that value', async () => {
-    await helper.load(MODULES, [
-      TAB,
-      configNode(store.url),
-      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
-      onTab({ id: 'freed', type: 'helper' }),
-    ])
+    await helper.load(MODULES, [TAB, configNode(store.url), ...freeNodes()])
     await other.set(lockName, 'elsewhere:0123456789ab', { expiryMs: 10_000 })
     helper.getNode('free').receive({ lock: { name: lockName, holder: 'elsewhere', value: 'not-the-holder:ba9876543210', fencingToken: '' } })
     assert.equal((await nextMessage(helper.getNode('freed'))).released, false, 'another value releases nothing')
@@ -344,8 +316,7 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
       onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', wires: [['taken'], ['refused']] }),
       onTab({ id: 'taken', type: 'helper' }),
       onTab({ id: 'refused', type: 'helper' }),
-      onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
-      onTab({ id: 'caught', type: 'helper' }),
+      ...catchNodes(),
     ]
     await helper.load(MODULES, flow)
     listen(helper.getNode('refused'), helper.getNode('caught'))
@@ -381,17 +352,7 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('a full queue refuses with LockQueueFull; the msgs already waiting keep their turn', async () => {
-    await helper.load(MODULES, [
-      TAB,
-      configNode(store.url),
-      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', queue: '2', wires: [['taken'], ['lost']] }),
-      onTab({ id: 'taken', type: 'helper' }),
-      onTab({ id: 'lost', type: 'helper' }),
-      onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
-      onTab({ id: 'freed', type: 'helper' }),
-      onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
-      onTab({ id: 'caught', type: 'helper' }),
-    ])
+    await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ queue: '2' }), ...freeNodes(), ...catchNodes()])
     const take = helper.getNode('take')
     take.receive({ payload: 1 })
     const first = await nextMessage(helper.getNode('taken'))
@@ -409,13 +370,7 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('a hold taken over by someone else goes to output 2 with the reason', async () => {
-    await helper.load(MODULES, [
-      TAB,
-      configNode(store.url),
-      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', leaseMs: '600', wires: [['taken'], ['lost']] }),
-      onTab({ id: 'taken', type: 'helper' }),
-      onTab({ id: 'lost', type: 'helper' }),
-    ])
+    await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ leaseMs: '600' })])
     helper.getNode('take').receive({ payload: 'mine' })
     await nextMessage(helper.getNode('taken'))
     await other.set(lockName, 'intruder')

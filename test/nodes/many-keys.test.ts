@@ -1,20 +1,9 @@
 import assert from 'node:assert/strict'
-import { StateStoreClient } from '../../src/client'
 import { settleEach } from '../../src/bounded'
-import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, onTab, useStore } from './support'
+import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, onTab, useStore, withClient } from './support'
 
 type Msg = Record<string, unknown>
 type Caught = Msg & { error: { code: string; message: string } }
-
-async function withClient<T>(url: string, work: (c: StateStoreClient) => Promise<T>): Promise<T> {
-  const client = new StateStoreClient({ brokerUrl: url, clientId: `many-keys-${Math.random().toString(36).slice(2)}` })
-  try {
-    await client.ready({ timeoutMs: 5000 })
-    return await work(client)
-  } finally {
-    await client.close()
-  }
-}
 
 /** Collects `n` msgs from a helper node (in any order) into a map by msg.key. */
 async function byKey(id: string, n: number): Promise<Map<string, Msg>> {

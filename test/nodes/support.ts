@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events'
+import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
 import { until as waitUntil } from '../support/wait'
@@ -135,6 +136,17 @@ function mailbox(node: TestNode): Mailbox {
     box = created
   }
   return box
+}
+
+/** A client of its own on `url` (its id starts with `name`) for the length of `work`, closed after. */
+export async function withClient<T>(url: string, work: (c: StateStoreClient) => Promise<T>, name = 'test-client'): Promise<T> {
+  const client = new StateStoreClient({ brokerUrl: url, clientId: `${name}-${Math.random().toString(36).slice(2)}` })
+  try {
+    await client.ready({ timeoutMs: 5000 })
+    return await work(client)
+  } finally {
+    await client.close()
+  }
 }
 
 /** Resolves with the next msg the helper node receives (queued if it came already), or rejects after `ms`. */
