@@ -55,10 +55,12 @@ export class Lock {
     const acquired = await this.acquire(options)
     try {
       const { value, version } = await this.client.get(key, { timeoutMs: this.leaseLeft() })
-      const next = await fn(value, { version, fencingToken: this.lease.fencingToken ?? acquired })
-      // The newest token (renewal mints greater ones). Had the lock been lost meanwhile, the service
-      // refuses the old token once the next holder has written with its own: that is what fencing is for.
+      // The token `fn` is told is the one the write carries, though a renewal meanwhile mints a
+      // greater one: a caller that fences its own later writes with it must match this write. Had the
+      // lock been lost meanwhile, the service refuses it once the next holder has written with its
+      // own: that is what fencing is for.
       const fencingToken = this.lease.fencingToken ?? acquired
+      const next = await fn(value, { version, fencingToken })
       // Fencing cannot refuse a write that lands between the next holder's read and its write: so
       // write only while the lease surely holds, and answered only if it landed in time (found by
       // the chaos run: a holder cut off past its lease wrote an increment the next holder then lost).

@@ -263,6 +263,25 @@ onEveryBroker('locks', (t) => {
     )
     assert.equal((await clients[0]!.get(name)).value, null, 'released after a failing edit')
   })
+
+  it('writes an edit with the fencing token its function was told, though a renewal meanwhile minted a greater one', async function () {
+    const c = await pool.ready(t.url)
+    const lock = new Lock(c, uniqueId('lock'), { leaseMs: 3000, renewPeriodMs: 50 })
+    let written: Hlc | string | undefined
+    const set = c.set.bind(c)
+    c.set = (key, value, options) => {
+      written = options?.fencingToken
+      return set(key, value, options)
+    }
+    let told: Hlc | undefined
+    await lock.edit(uniqueId('counter'), async (_current, { fencingToken }) => {
+      told = fencingToken
+      await new Promise((resolve) => lock.lease.once('renewed', resolve))
+      return '1'
+    })
+    assert.ok(told && written, 'the edit wrote')
+    assert.equal(String(written), told.toString(), 'the write carried the token the function was told')
+  })
 })
 
 onEveryBroker('leader election', (t) => {
