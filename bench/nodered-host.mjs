@@ -1,9 +1,11 @@
 // A Node-RED runtime for bench/nodered.mjs, embedded in this process (forked, with IPC), loading
 // this package from the working tree and node-red-contrib-redis from node_modules. Flows (the
-// parent writes them): each ends in a function node calling `global.get('benchSink')(msg)`.
-//   argv: <userDir> <echo broker url>
+// parent writes them): each ends in a bench-sink node (lib/sink-node) calling `global.get('benchSink')(name, msg)`.
+//   argv: <userDir> <echo broker url> <emulator broker url>
 //   IPC in:  { run: <entry node id>, sink: <name>, count, window, key prefix }  -> { msgsPerSec, errors }
 //            { bare: true, count, window } -> { msgsPerSec }: the bare mqtt.js reference, SET then GET per msg
+//            { bare: 'emulator', count, window } -> the same requester on the emulator through mosquitto
+//              (the same service as the ss flow: the reference for what the nodes themselves cost)
 //            { bare: 'embedded', count, window } -> { msgsPerSec }: the same requester on the embedded
 //              emulator of the `embconf` config node, through its in-process stream (no Node-RED node,
 //              no client of ours on the path: the ceiling of the embedded flow)
@@ -27,7 +29,7 @@ const settings = {
   userDir,
   flowFile: 'flows.json',
   credentialSecret: 'bench',
-  nodesDir: [ROOT, join(ROOT, 'node_modules', 'node-red-contrib-redis')],
+  nodesDir: [ROOT, join(ROOT, 'node_modules', 'node-red-contrib-redis'), join(import.meta.dirname, 'lib', 'sink-node')],
   functionGlobalContext: { benchSink: (name, msg) => onSink(name, msg) },
   telemetry: { enabled: false, updateNotification: false },
   diagnostics: { enabled: false, ui: false },
@@ -73,6 +75,7 @@ function run({ run: entryId, sink, count, window, prefix }) {
 
 /** The bare reference: a plain mqtt.js requester in this process, two requests per msg like the flow. */
 const bare = await connectBare(process.argv[3])
+const emulatorBare = await connectBare(process.argv[4])
 const embeddedBare = (async () => {
   const { embeddedEmulator } = require(join(ROOT, 'dist/src/emulator/embedded'))
   const { inProcessConnector } = require(join(ROOT, 'dist/src/emulator'))
@@ -82,7 +85,8 @@ const embeddedBare = (async () => {
 })()
 embeddedBare.catch(() => {})
 function runBare({ bare: where, count, window }) {
-  return where === 'embedded' ? embeddedBare.then((requester) => drivePairs(requester, count, window)) : drivePairs(bare, count, window)
+  if (where === 'embedded') return embeddedBare.then((requester) => drivePairs(requester, count, window))
+  return drivePairs(where === 'emulator' ? emulatorBare : bare, count, window)
 }
 function drivePairs(bare, count, window) {
   return new Promise((resolve) => {
@@ -109,6 +113,7 @@ let latencies = []
 process.on('message', async (m) => {
   if (m === 'stop') {
     await bare.close()
+    await emulatorBare.close()
     await (await embeddedBare.catch(() => null))?.close()
     await RED.stop()
     server.closeAllConnections()
