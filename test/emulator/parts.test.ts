@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import fc from 'fast-check'
 import { encodeCommand } from '../../src/resp'
 import { parseCommand } from '../../src/emulator/core/commands'
 import { DedupCache } from '../../src/emulator/core/dedup'
@@ -52,6 +53,77 @@ describe('emulator parts', () => {
       for (let i = 0; i < 100; i++) short.complete(short.begin(`s${i}`, REQ, 100, 0), { payload: Buffer.alloc(1), timestamp: undefined })
       short.begin('later', REQ, 10_000, 200)
       assert.equal(short.size, 1, 'expired entries left as the new one came')
+    })
+
+    it('keeps exactly the entries the insertion-order rule keeps, through any mix of requests, answers and expiries', () => {
+      // The rule, written plainly: entries in insertion order; a new one drops, from the oldest on,
+      // whatever has expired or exceeds the entry budget, up to the first that may stay.
+      const MAX = 8
+      const op = fc.oneof(
+        fc.record({ kind: fc.constant('begin' as const), id: fc.integer({ min: 0, max: 11 }), ttl: fc.integer({ min: 1, max: 50 }) }),
+        fc.record({ kind: fc.constant('answer' as const), id: fc.integer({ min: 0, max: 11 }), none: fc.boolean() }),
+        fc.record({ kind: fc.constant('lookup' as const), id: fc.integer({ min: 0, max: 11 }) }),
+        fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 1, max: 30 }) }),
+      )
+      const check = (ops: Array<typeof op extends fc.Arbitrary<infer T> ? T : never>): void => {
+        const cache = new DedupCache({ maxEntries: MAX })
+        const handles = new Map<string, ReturnType<DedupCache['begin']>>()
+        const model = new Map<string, number>()
+        let now = 0
+        /** A lookup, in the cache and the model alike: true when the id is new (an expired entry goes). */
+        const seen = (id: string): boolean => {
+          const at = model.get(id)
+          if (at !== undefined && at <= now) model.delete(id)
+          const isNew = cache.lookup(id, REQ, now).state === 'new'
+          assert.equal(isNew, !model.has(id), id)
+          return isNew
+        }
+        for (const o of ops) {
+          if (o.kind === 'wait') now += o.ms
+          else if (o.kind === 'begin') {
+            const id = `r${o.id}`
+            if (!seen(id)) continue
+            handles.set(id, cache.begin(id, REQ, now + o.ttl, now))
+            model.set(id, now + o.ttl)
+            for (const [k, expiresAt] of model) {
+              if (model.size <= MAX && expiresAt > now) break
+              model.delete(k)
+            }
+          } else if (o.kind === 'answer') {
+            const id = `r${o.id}`
+            const entry = handles.get(id)
+            if (!entry || entry.done) continue
+            cache.complete(entry, o.none ? null : { payload: Buffer.from('+OK\r\n'), timestamp: undefined })
+            // An answer of none leaves nothing to replay: the entry goes.
+            if (o.none) model.delete(id)
+          } else seen(`r${o.id}`)
+          assert.equal(cache.size, model.size)
+        }
+      }
+      fc.assert(fc.property(fc.array(op, { maxLength: 300 }), check), { numRuns: 300 })
+      // Long enough for the order it evicts from to be compacted several times.
+      fc.assert(fc.property(fc.array(op, { minLength: 8000, maxLength: 8000 }), check), { numRuns: 5 })
+    })
+
+    it('forgets requests answered with nothing behind an entry that stays, and still evicts in order after them', () => {
+      const cache = new DedupCache({ maxEntries: 3 })
+      cache.begin('long', REQ, 1_000_000, 0)
+      for (let i = 0; i < 5000; i++) cache.complete(cache.begin(`none${i}`, REQ, 1_000_000, 0), null)
+      assert.equal(cache.size, 1)
+      for (const id of ['a', 'b', 'c']) cache.begin(id, REQ, 1_000_000, 1)
+      assert.equal(cache.lookup('long', REQ, 2).state, 'new', 'the oldest went first when the fourth came')
+      assert.deepEqual(
+        ['a', 'b', 'c'].map((id) => cache.lookup(id, REQ, 2).state),
+        ['pending', 'pending', 'pending'],
+      )
+    })
+
+    it('counts a restored entry once, so restoring it again evicts nothing else', () => {
+      const cache = new DedupCache({ maxBytes: 10_000 })
+      cache.begin('keep', REQ, 10_000, 0)
+      for (let i = 0; i < 20; i++) cache.restore('same', REQ, 10_000, { payload: Buffer.alloc(4000), timestamp: undefined }, 0)
+      assert.equal(cache.lookup('keep', REQ, 1).state, 'pending')
+      assert.equal(cache.size, 2)
     })
 
     it('hands the answer to re-sends that arrived while the original ran', () => {

@@ -45,6 +45,13 @@ const ENTRY_OVERHEAD = 160
 
 export class DedupCache {
   private readonly entries = new Map<string, DedupEntry>()
+  /**
+   * Entries in insertion order, from `head` on, dropped ones included until passed (they are skipped).
+   * Eviction reads from here, not from the Map: a Map iterated from its start walks over every slot
+   * its deletions left, which made eviction a fifth of the emulator's request time under load.
+   */
+  private order: Array<DedupEntry | undefined> = []
+  private head = 0
   private readonly maxEntries: number
   private readonly maxBytes: number
   private bytes = 0
@@ -77,7 +84,10 @@ export class DedupCache {
   /** Records that a request is being executed; evicts what has expired or no longer fits. */
   begin(id: string, request: RequestPrint, expiresAt: number, now: number): DedupEntry {
     const entry: DedupEntry = { id, request, expiresAt, answer: null, waiters: null, done: false, bytes: ENTRY_OVERHEAD + id.length + request.bytes }
+    const replaced = this.entries.get(id)
+    if (replaced) this.drop(replaced)
     this.entries.set(id, entry)
+    this.order.push(entry)
     this.bytes += entry.bytes
     this.evict(now)
     return entry
@@ -113,11 +123,26 @@ export class DedupCache {
     if (waiters) for (const w of waiters) w(answer)
   }
 
+  /** Drops from the oldest on: what has expired, and whatever no longer fits the budget. */
   private evict(now: number): void {
-    for (const entry of this.entries.values()) {
-      const overBudget = this.entries.size > this.maxEntries || this.bytes > this.maxBytes
-      if (!overBudget && entry.expiresAt > now) break
-      this.drop(entry)
+    const order = this.order
+    while (this.head < order.length) {
+      const entry = order[this.head]!
+      if (this.entries.get(entry.id) === entry) {
+        const overBudget = this.entries.size > this.maxEntries || this.bytes > this.maxBytes
+        if (!overBudget && entry.expiresAt > now) break
+        this.drop(entry)
+      }
+      order[this.head++] = undefined
+    }
+    // Passed slots go once they are half the array; dropped entries behind one that stays, once they
+    // outnumber the live ones: each compaction copies fewer slots than were added since the last.
+    if (this.head >= 256 && this.head * 2 >= order.length) {
+      this.order = order.slice(this.head)
+      this.head = 0
+    } else if (order.length - this.head > 2 * this.entries.size + 256) {
+      this.order = order.slice(this.head).filter((e) => e !== undefined && this.entries.get(e.id) === e)
+      this.head = 0
     }
   }
 
