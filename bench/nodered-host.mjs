@@ -9,6 +9,8 @@
 //            { bare: 'embedded', count, window } -> { msgsPerSec }: the same requester on the embedded
 //              emulator of the `embconf` config node, through its in-process stream (no Node-RED node,
 //              no client of ours on the path: the ceiling of the embedded flow)
+//            { client: <config node id>, count, window } -> { msgsPerSec }: that config node's client
+//              alone, SET then GET per msg (what the flow costs without its nodes)
 //            { watch: 'start' } / { watch: 'stop' } -> { latencies } (ms, from the hrtime in the value)
 //            'stop'
 import { createServer } from 'node:http'
@@ -109,6 +111,29 @@ function drivePairs(bare, count, window) {
   })
 }
 
+/** Our client alone (the config node's, no palette node on the path): SET then GET per msg, like the flow. */
+async function runClient({ client: configId, count, window }) {
+  const client = await RED.nodes.getNode(configId).started()
+  const value = Buffer.alloc(100, 0x76)
+  return new Promise((resolve) => {
+    let sent = 0
+    let done = 0
+    const t0 = performance.now()
+    const next = () => {
+      if (sent >= count) return
+      const key = `client-${String(sent++ % 1000).padStart(12, '0')}`
+      client
+        .set(key, value)
+        .then(() => client.get(key))
+        .then(() => {
+          if (++done === count) resolve({ msgsPerSec: (count / (performance.now() - t0)) * 1000 })
+          else next()
+        })
+    }
+    for (let k = 0; k < window; k++) next()
+  })
+}
+
 let latencies = []
 process.on('message', async (m) => {
   if (m === 'stop') {
@@ -122,6 +147,7 @@ process.on('message', async (m) => {
   }
   if (m.run) process.send(await run(m))
   if (m.bare) process.send(await runBare(m))
+  if (m.client) process.send(await runClient(m))
   if (m.watch === 'start') {
     latencies = []
     onSink = (name, msg) => {
