@@ -64,20 +64,27 @@ const results = {}
 for (const { name, status } of ran) {
   const file = join(RESULTS_DIR, `${name}.json`)
   if (status !== 'ok' || !existsSync(file)) {
-    rows.push([name, status, '', '', ''])
+    rows.push([name, status, '', '', '', ''])
     continue
   }
   const result = JSON.parse(readFileSync(file, 'utf8'))
   results[name] = result
   for (const h of result.headline ?? []) {
-    rows.push([name, h.metric, shownValue(h), h.target, h.pass ? 'yes' : 'NO'])
+    rows.push([name, h.metric, shownValue(h), h.target, h.pass ? 'yes' : 'NO', loadOf(result)])
   }
 }
-table('Summary: figures with a target (median of the rounds, min–max of the rounds)', ['benchmark', 'figure', 'value', 'target', 'met'], rows)
+table('Summary: figures with a target (median of the rounds, min–max of the rounds)', ['benchmark', 'figure', 'value', 'target', 'met', 'load'], rows)
 mkdirSync(RESULTS_DIR, { recursive: true })
 writeFileSync(join(RESULTS_DIR, 'summary.json'), JSON.stringify({ machine, ran, results }, null, 2))
 writeFileSync(join(RESULTS_DIR, 'summary.md'), markdown(machine, ran, results))
 console.log(`\nresults: ${RESULTS_DIR}/<name>.json, summary.json, summary.md (the tables in Markdown, for bench/README.md)`)
+
+/** The 1-minute load average over the benchmark that measured a figure: at its start – at its end. */
+function loadOf(result) {
+  const { loadAvg, loadAvgEnd } = result.machine ?? {}
+  if (!loadAvg) return ''
+  return loadAvgEnd ? `${loadAvg[0].toFixed(1)}–${loadAvgEnd[0].toFixed(1)}` : loadAvg[0].toFixed(1)
+}
 
 /** The median over the rounds, and their min–max when the figure has them. */
 function shownValue(h) {
@@ -94,9 +101,17 @@ function markdown(m, runs, all) {
     runs.map((r) => `${r.name}: ${r.status}${r.seconds ? ` (${r.seconds.toFixed(0)} s)` : ''}`).join(', '),
     '',
   ]
-  out.push('### Summary', '', '| benchmark | figure | value | target | met |', '| --- | --- | --- | --- | --- |')
+  out.push(
+    '### Summary',
+    '',
+    'load: the 1-minute load average at the start and at the end of the benchmark that measured the figure.',
+    '',
+    '| benchmark | figure | value | target | met | load |',
+    '| --- | --- | --- | --- | --- | --- |',
+  )
   for (const [name, result] of Object.entries(all)) {
-    for (const h of result.headline ?? []) out.push(`| ${name} | ${h.metric} | ${shownValue(h)} | ${h.target} | ${h.pass ? 'yes' : '**no**'} |`)
+    for (const h of result.headline ?? [])
+      out.push(`| ${name} | ${h.metric} | ${shownValue(h)} | ${h.target} | ${h.pass ? 'yes' : '**no**'} | ${loadOf(result)} |`)
   }
   for (const [name, result] of Object.entries(all)) {
     const rm = result.machine

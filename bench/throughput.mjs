@@ -116,8 +116,8 @@ for (const broker of brokers) {
           value: Number(ratio.median.toFixed(3)),
           min: ratio.min,
           max: ratio.max,
-          target: '>= 0.8x',
-          pass: ratio.median >= 0.8,
+          target: '>= 0.95x',
+          pass: ratio.median >= 0.95,
         })
       }
       if (window === 1) {
