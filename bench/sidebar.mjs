@@ -11,14 +11,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { benchArgs, fmtNum, fmtRange, fmtRatio, interleave, ROOT, sleep, table, writeResult } from './lib/harness.mjs'
-import { cpuMsOf, freePort } from './lib/procs.mjs'
+import { cpuMsOf, freePort, startEmulatorProcess } from './lib/procs.mjs'
 import nodeRed from '../dev/node-red.js'
 
 const { FROM_WORKING_TREE, runtimeSettings, startNodeRed, writeSettings } = nodeRed
 
 const { StateStoreClient } = await import(join(ROOT, 'dist', 'src', 'client', 'index.js'))
-const { EmulatorAdmin } = await import(join(ROOT, 'dist', 'src', 'emulator', 'admin.js'))
-const { Store } = await import(join(ROOT, 'dist', 'src', 'emulator', 'store.js'))
+const { EmulatorAdmin } = await import(join(ROOT, 'dist', 'src', 'emulator', 'admin', 'index.js'))
+const { Keyspace } = await import(join(ROOT, 'dist', 'src', 'emulator', 'core', 'keyspace.js'))
 const { HybridLogicalClock } = await import(join(ROOT, 'dist', 'src', 'hlc', 'index.js'))
 
 const { quick, rounds } = benchArgs()
@@ -34,6 +34,8 @@ const figure = (summary, unit, digits = 2) => ({ value: Number(summary.median.to
 // ---------- 1. live updates under 2,000 SETs/s ----------
 
 async function startRuntime() {
+  // The emulator with its own broker, in a process of its own: the writer below reaches it over TCP.
+  const emulator = await startEmulatorProcess()
   const dir = mkdtempSync(join(tmpdir(), 'aio-ss-bench-sidebar-'))
   const settingsFile = join(dir, 'settings.js')
   writeSettings(
@@ -45,11 +47,10 @@ async function startRuntime() {
     join(dir, 'flows.json'),
     JSON.stringify([
       { id: 'tab1', type: 'tab', label: 'bench' },
-      { id: 'cfg1', type: 'ss-config', name: 'bench', embedded: true, clientId: 'bench-sidebar' },
+      { id: 'cfg1', type: 'ss-config', name: 'bench', broker: emulator.url, clientId: 'bench-sidebar' },
       { id: 'watch1', type: 'ss-watch', z: 'tab1', store: 'cfg1', keys: keys.join('\n'), decode: 'auto', wires: [[]] },
     ]),
   )
-  let store
   const child = await startNodeRed({
     userDir: dir,
     port: await freePort(),
@@ -57,16 +58,16 @@ async function startRuntime() {
     timeoutMs: 60000,
     ready: async (url) => {
       const res = await fetch(`${url}/aio-statestore/stores`)
-      store = (await res.json()).stores.find((s) => s.connection.state === 'connected' && s.watches.length === WATCHED)
-      return Boolean(store)
+      return (await res.json()).stores.some((s) => s.connection.state === 'connected' && s.watches.length === WATCHED)
     },
   })
   return {
     url: child.url,
     pid: child.pid,
-    broker: store.broker,
+    broker: emulator.url,
     stop: async () => {
       await child.stop()
+      await emulator.stop()
       rmSync(dir, { recursive: true, force: true })
     },
   }
@@ -208,7 +209,7 @@ async function stall(fn) {
 }
 
 async function keyBrowser() {
-  const store = new Store({ clock: new HybridLogicalClock() })
+  const store = new Keyspace({ clock: new HybridLogicalClock() })
   const value = Buffer.alloc(100, 'v')
   for (let i = 0; i < KEYS; i++) store.set(Buffer.from(`sensor/${(i * 7919) % KEYS}/reading`), value)
   const admin = new EmulatorAdmin(store)
