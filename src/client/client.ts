@@ -10,7 +10,6 @@ import { NotificationTrust } from './notification-trust'
 import { Notifications } from './notifications'
 import { resolveOptions, type ResolvedOptions } from './options'
 import { PendingRequests, type Invoker } from './pending-requests'
-import { measured } from './measured'
 import { KeyScan } from './scan'
 import { checkService, type ServiceCheck } from './service-check'
 import { set } from './set'
@@ -51,7 +50,7 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
   private readonly requests: PendingRequests
   private readonly notifications: Notifications
   private readonly trust: NotificationTrust
-  /** The requests' invoker, timed when the options ask for metrics. */
+  /** The requests' invoker (timed by the request layer when the options ask for metrics). */
   private readonly invoke: Invoker
   private closing: Promise<void> | null = null
   /** The next service check while none answers (ClientOptions.checkService). */
@@ -66,8 +65,8 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     const { dialect } = this.options
     const responseTopic = dialect.responseTopic(this.clientId)
     this.connection = new Connection(this.options, dialect.notifications ? [responseTopic, notificationFilter(this.clientId)] : [responseTopic])
-    this.requests = new PendingRequests(this.connection, this.options, responseTopic)
-    this.invoke = options.metrics ? measured(this.requests.invoke, options.metrics) : this.requests.invoke
+    this.requests = new PendingRequests(this.connection, this.options, responseTopic, undefined, options.metrics)
+    this.invoke = this.requests.invoke
     this.trust = new NotificationTrust(this.clock)
     this.notifications = new Notifications(
       this.invoke,

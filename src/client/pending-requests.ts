@@ -8,7 +8,7 @@ import { downCode, type PublishProperties } from './connection'
 import { stateStoreEnvelope, type Envelope } from './envelope'
 import { ServicePresence } from './service-presence'
 import type { ResolvedOptions } from './options'
-import type { ConnectionStatus } from './types'
+import type { ConnectionStatus, RequestRecorder } from './types'
 
 /** What the request layer needs from the connection; a seam for tests. */
 export interface Transport {
@@ -123,6 +123,11 @@ export class PendingRequests {
     private readonly options: ResolvedOptions,
     private readonly responseTopic: string,
     private readonly envelope: Envelope = stateStoreEnvelope(options),
+    /**
+     * Told of every request as it settles, a service check (`probe`) excepted: here rather than
+     * around the invoker, which cost each request a copy of its invocation and a promise more.
+     */
+    private readonly recorder?: RequestRecorder,
   ) {
     const prefix = randomBytes(8)
     this.prefixHigh = prefix.readUInt32BE(0)
@@ -139,21 +144,25 @@ export class PendingRequests {
 
   readonly invoke: Invoker = <T>(invocation: Invocation<T>) =>
     new Promise<T>((resolve, reject) => {
+      const refuse = (err: Error): void => {
+        if (!invocation.probe) this.recorder?.record(invocation.verb, 0, err)
+        reject(err)
+      }
       const timeoutMs = invocation.timeoutMs ?? this.options.requestTimeoutMs
       if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-        reject(new ArgumentError(`the timeout must be a positive number of milliseconds, got ${timeoutMs}`))
+        refuse(new ArgumentError(`the timeout must be a positive number of milliseconds, got ${timeoutMs}`))
         return
       }
       if (this.closedWith) {
-        reject(this.closedWith)
+        refuse(this.closedWith)
         return
       }
       if (invocation.signal?.aborted) {
-        reject(cancelledBy(invocation.signal, `the ${invocation.verb} request`))
+        refuse(cancelledBy(invocation.signal, `the ${invocation.verb} request`))
         return
       }
       if (this.inFlight.size >= this.options.maxInFlight && this.queue.size >= this.options.maxQueued) {
-        reject(new OverloadedError(`${this.inFlight.size} requests in flight and ${this.queue.size} waiting: the limit is reached`))
+        refuse(new OverloadedError(`${this.inFlight.size} requests in flight and ${this.queue.size} waiting: the limit is reached`))
         return
       }
       const id = ++this.sequence
@@ -204,14 +213,23 @@ export class PendingRequests {
       return
     }
     this.service.heard()
-    let result: unknown
+    let version: Hlc | null
     try {
-      result = p.invocation.parse(payload, this.envelope.readVersion(packet.properties))
+      version = this.envelope.readVersion(packet.properties)
     } catch (err) {
+      // A response the protocol refuses (a bad status, a malformed `__ts`) is a failed request.
       this.settle(p, err as Error)
       return
     }
-    this.settle(p, undefined, result)
+    let result: unknown
+    try {
+      result = p.invocation.parse(payload, version)
+    } catch (err) {
+      // An answer the caller refuses (an -ERR payload) is still an answered request.
+      this.settle(p, err as Error, undefined, true)
+      return
+    }
+    this.settle(p, undefined, result, true)
   }
 
   /** The sequence number in correlation data of ours; -1 (matching nothing) for anyone else's. */
@@ -367,7 +385,8 @@ export class PendingRequests {
     if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
   }
 
-  private settle(p: Pending, err: Error | undefined, result?: unknown): void {
+  /** `answered`: the service answered, whatever the answer says; an error then is the caller's, not the request's. */
+  private settle(p: Pending, err: Error | undefined, result?: unknown, answered = false): void {
     if (p.settled) return
     p.settled = true
     clearTimeout(p.resend)
@@ -375,6 +394,13 @@ export class PendingRequests {
     p.detach?.()
     if (p.phase === 'queued') this.queue.delete(p)
     else this.inFlight.delete(p.id)
+    const recorder = this.recorder
+    if (recorder && !p.invocation.probe) {
+      // The deadline was set at invoke time: the request's start is its deadline less its timeout.
+      const latencyMs = performance.now() - (p.deadline - p.timeoutMs)
+      if (err && !answered) recorder.record(p.invocation.verb, latencyMs, err)
+      else recorder.record(p.invocation.verb, latencyMs)
+    }
     if (err) p.reject(err)
     else p.resolve(result)
     this.promote()

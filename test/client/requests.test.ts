@@ -176,6 +176,23 @@ describe('client requests (scripted responder)', function () {
     assert.ok(recorded[2]!.error instanceof TimeoutError)
   })
 
+  it('counts a request refused before it is sent as failed, and a service check not at all', async function () {
+    const recorded: Array<{ verb: string; error?: Error }> = []
+    const client = await pool.ready(url, { metrics: { record: (verb, _ms, error) => recorded.push({ verb, error }) } })
+    assert.equal(await client.checkService(), 'answered')
+    const cancelled = new AbortController()
+    cancelled.abort()
+    await assert.rejects(client.get('k', { signal: cancelled.signal }), CancelledError)
+    await client.get('k')
+    assert.deepEqual(
+      recorded.map((r) => [r.verb, r.error?.constructor.name]),
+      [
+        ['GET', 'CancelledError'],
+        ['GET', undefined],
+      ],
+    )
+  })
+
   it('turns -ERR into a ServiceError with its catalogue code, unknown text kept', async function () {
     const client = await pool.ready(url)
     responder.handler = () => responder.answer(Reply.error('the request fencing token is a lower version than the fencing token protecting the resource'))
