@@ -49,23 +49,36 @@ const open = async (extra = {}) => {
 }
 const dirs = []
 
-/** `count` calls of `one(i, done)`, `window` outstanding; resolves with calls per second. */
+/**
+ * `count` calls of `one(i, done)`, `window` outstanding; resolves with calls per second. A `done`
+ * called synchronously (the localfilesystem store's memory cache) starts the next call from the
+ * loop, not from inside itself: 2,000 nested calls overflowed the stack.
+ */
 function windowed(count, window, one) {
   return new Promise((resolve, reject) => {
     const started = performance.now()
     let sent = 0
     let finished = 0
-    const next = () => {
-      if (sent >= count) return
-      const i = sent++
-      one(i, (err) => {
-        if (err) return reject(err)
-        finished += 1
-        if (finished === count) resolve((count / (performance.now() - started)) * 1000)
-        else next()
-      })
+    let ready = 0
+    let pumping = false
+    const pump = () => {
+      if (pumping) return
+      pumping = true
+      while (ready > 0 && sent < count) {
+        ready -= 1
+        const i = sent++
+        one(i, (err) => {
+          if (err) return reject(err)
+          finished += 1
+          if (finished === count) resolve((count / (performance.now() - started)) * 1000)
+          ready += 1
+          pump()
+        })
+      }
+      pumping = false
     }
-    for (let w = 0; w < window; w++) next()
+    ready = window
+    pump()
   })
 }
 
@@ -83,21 +96,6 @@ async function indexed(client, prefix, scope) {
 }
 
 try {
-  // ---- open: the store's load vs the bare client's KEYNOTIFY + GET pairs ----
-  const opening = await measureOpen({ StateStoreClient, contextStore, brokerUrl: broker.urls[0], count: OPEN_KEYS, rounds: OPEN_ROUNDS, logger: quiet })
-  const openRows = [
-    [
-      `bare client: KEYNOTIFY + GET of every key and index key, 1,000 outstanding (reference)`,
-      `${opening.bare.median.toFixed(1)} s (${opening.bare.min.toFixed(1)}–${opening.bare.max.toFixed(1)})`,
-      '1.00x',
-    ],
-    [
-      `context store open(): the index, then every key`,
-      `${opening.store.median.toFixed(1)} s (${opening.store.min.toFixed(1)}–${opening.store.max.toFixed(1)})`,
-      fmtRatio(opening.ratio),
-    ],
-  ]
-
   // ---- cached sync get ----
   const ours = await open()
   const memory = memoryStore({})
@@ -305,6 +303,23 @@ try {
     ])
   }
   await store.close()
+
+  // ---- open: the store's load vs the bare client's KEYNOTIFY + GET pairs ----
+  // Last: in a process that has just handled 100,000 keys, the cached get above measured 0.78x
+  // instead of 0.93x (its property reads had seen the big store's objects; the memory store's had not).
+  const opening = await measureOpen({ StateStoreClient, contextStore, brokerUrl: broker.urls[0], count: OPEN_KEYS, rounds: OPEN_ROUNDS, logger: quiet })
+  const openRows = [
+    [
+      `bare client: KEYNOTIFY + GET of every key and index key, 1,000 outstanding (reference)`,
+      `${opening.bare.median.toFixed(1)} s (${opening.bare.min.toFixed(1)}–${opening.bare.max.toFixed(1)})`,
+      '1.00x',
+    ],
+    [
+      `context store open(): the index, then every key`,
+      `${opening.store.median.toFixed(1)} s (${opening.store.min.toFixed(1)}–${opening.store.max.toFixed(1)})`,
+      fmtRatio(opening.ratio),
+    ],
+  ]
 
   const tables = [
     table(

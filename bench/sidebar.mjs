@@ -159,18 +159,21 @@ async function liveUpdates() {
         ],
       ),
     )
-    // The bound by construction: one message per 250 ms per store for changes, plus one a second for figures.
+    // The bound by construction: one message per 250 ms per store for changes, plus one a second for
+    // figures; each key in at most 4 of them. A window of W seconds can hold one more of each period
+    // at its edges than W times the rate: the bound is checked with that allowance, never more.
+    const windowS = WINDOW_MS / 1000
     headline.push({
       metric: 'sidebar editor messages/s at 2,000 SETs/s (tab open)',
       ...figure(open.messages, ''),
-      target: '<= 5',
-      pass: open.messages.median <= 5,
+      target: `<= 5 (+ 2 at the window's edges: ${(5 + 2 / windowS).toFixed(2)})`,
+      pass: open.messages.median <= 5 + 2 / windowS,
     })
     headline.push({
       metric: 'sidebar watch rows/s pushed for 100 keys (tab open)',
       ...figure(open.watchItems, ''),
-      target: `<= ${WATCHED * 4}`,
-      pass: open.watchItems.median <= WATCHED * 4,
+      target: `<= ${WATCHED * 4} (+ ${WATCHED} at the window's edges: ${WATCHED * 4 + WATCHED / windowS})`,
+      pass: open.watchItems.median <= WATCHED * 4 + WATCHED / windowS,
     })
     headline.push({
       metric: 'sidebar runtime CPU, tab open / tab closed',

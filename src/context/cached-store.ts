@@ -4,8 +4,21 @@ import { encode, inactive, named, withoutMethods, type Session } from './session
 
 type Scope = Record<string, unknown>
 
-/** A key name with nothing that needs parsing: the common case, read without the parser. */
-const PLAIN = /^[A-Za-z_$][\w$-]*$/
+/**
+ * A key name with nothing that needs parsing (`/^[A-Za-z_$][\w$-]*$/`): the common case, read
+ * without the parser. Tested by char codes: the RegExp took twice as long as the read it guards.
+ */
+export function isPlain(key: string): boolean {
+  const n = key.length
+  if (n === 0) return false
+  for (let i = 0; i < n; i++) {
+    const c = key.charCodeAt(i)
+    const letter = (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 /* _ */ || c === 36 /* $ */
+    if (letter || (i > 0 && ((c >= 48 && c <= 57) || c === 45)) /* digit, - */) continue
+    return false
+  }
+  return true
+}
 
 /**
  * The store with `cache: true`: `get` and `keys` answer from the cache, synchronously; `set`
@@ -63,7 +76,7 @@ export class CachedStore {
 
 /** Node-RED's getObjectProperty for a context: only a malformed key throws. */
 function read(data: Scope | undefined, key: string): unknown {
-  if (PLAIN.test(key)) return data?.[key]
+  if (isPlain(key)) return data?.[key]
   const parts = parsePath(key)
   return data ? getPath(data, parts) : undefined
 }

@@ -166,6 +166,8 @@ export class StateStoreContext {
   }
 
   get(scope: string, key: string | string[], callback?: Callback): unknown {
+    // The hot path, a Function node's global.get('key'): one key, no callback, from the cache.
+    if (callback === undefined && typeof key === 'string' && this.cached && this.gate.loaded) return this.cached.get(scope, key)
     const cb = checkCallback(callback)
     if (!this.cached) {
       if (!cb) throw new Error('State store context cache disabled - only asynchronous access supported')

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { getPath, parsePath, setPath } from '../../src/context/path'
+import { isPlain } from '../../src/context/cached-store'
 
 // Node-RED's own parser and property helpers: what every context key must mean the same to.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -71,6 +72,16 @@ describe('context keys: property expressions parsed as Node-RED parses them', ()
         // its state machine that no key should rely on; such keys are refused here (tested below).
         if (/\[[^\]]*\./.test(key) && theirs(key) !== 'error') return
         assert.deepEqual(ours(key), theirs(key), key)
+      }),
+      { numRuns: 5000 },
+    )
+  })
+
+  it('reads a key without the parser only when it is one plain name, as Node-RED would parse it', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.stringMatching(/^[aZ09_$.[\]'" é-]{0,8}$/), fc.string({ maxLength: 8 })), (key) => {
+        assert.equal(isPlain(key), /^[A-Za-z_$][\w$-]*$/.test(key), key)
+        if (isPlain(key)) assert.deepEqual(theirs(key), [key], key)
       }),
       { numRuns: 5000 },
     )
