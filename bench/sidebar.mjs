@@ -172,7 +172,7 @@ async function liveUpdates() {
     headline.push({
       metric: 'sidebar watch rows/s pushed for 100 keys (tab open)',
       ...figure(open.watchItems, ''),
-      target: `<= ${WATCHED * 4} (+ ${WATCHED} at the window's edges: ${WATCHED * 4 + WATCHED / windowS})`,
+      target: `<= ${WATCHED * 4} (+ ${WATCHED} at the window's edges: ${(WATCHED * 4 + WATCHED / windowS).toFixed(0)})`,
       pass: open.watchItems.median <= WATCHED * 4 + WATCHED / windowS,
     })
     headline.push({
