@@ -11,7 +11,9 @@
 //              no client of ours on the path: the ceiling of the embedded flow)
 //            { client: <config node id>, count, window } -> { msgsPerSec }: that config node's client
 //              alone, SET then GET per msg (what the flow costs without its nodes)
-//            { watch: 'start' } / { watch: 'stop' } -> { latencies } (ms, from the hrtime in the value)
+//            { watch: 'start' } / { watch: 'stop' } -> { latencies, oneHop } (ms, from the hrtime in the
+//              value): msgs after ss-watch, and the writer's raw publishes to bench/watch/# received by
+//              a plain mqtt.js subscriber in this process (one broker hop: the reference)
 //            'stop'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
@@ -135,10 +137,22 @@ async function runClient({ client: configId, count, window }) {
 }
 
 let latencies = []
+let oneHop = []
+// The one-hop reference: the same bytes published straight to a topic, received with no node and no client of ours.
+const mqtt = require('mqtt')
+const subscriber = mqtt.connect(process.argv[4], { protocolVersion: 5, clientId: `bench-one-hop-${process.pid}`, reconnectPeriod: 0 })
+subscriber.on('connect', () => subscriber.stream.setNoDelay?.(true))
+await new Promise((resolve, reject) => {
+  subscriber.once('connect', resolve)
+  subscriber.once('error', reject)
+})
+await subscriber.subscribeAsync('bench/watch/#', { qos: 1 })
+subscriber.on('message', (_topic, payload) => oneHop.push(Number(process.hrtime.bigint() - payload.readBigUInt64LE(0)) / 1e6))
 process.on('message', async (m) => {
   if (m === 'stop') {
     await bare.close()
     await emulatorBare.close()
+    await subscriber.endAsync()
     await (await embeddedBare.catch(() => null))?.close()
     await RED.stop()
     server.closeAllConnections()
@@ -150,12 +164,13 @@ process.on('message', async (m) => {
   if (m.client) process.send(await runClient(m))
   if (m.watch === 'start') {
     latencies = []
+    oneHop = []
     onSink = (name, msg) => {
       if (name !== 'watch' || !Buffer.isBuffer(msg.payload)) return
       latencies.push(Number(process.hrtime.bigint() - msg.payload.readBigUInt64LE(0)) / 1e6)
     }
   }
-  if (m.watch === 'stop') process.send({ latencies })
+  if (m.watch === 'stop') process.send({ latencies, oneHop })
 })
 // Node-RED reports errors from nodes here too; a benchmark must not hide them.
 RED.events.on('runtime-event', (e) => {

@@ -204,35 +204,55 @@ try {
     `node-red: ss ${fmtRange(r.ss.value)} msgs/s, ss embedded ${fmtRange(r.emb.value)}, ss on the echo responder ${fmtRange(r.echo.value)}, bare mqtt.js ${fmtRange(r.bare.value)}, redis ${fmtRange(r.redis.value)} msgs/s; ss / redis ${fmtRatio(r.ss.value.ratio)}, embedded / redis ${fmtRatio(r.emb.value.ratio)}, bare mqtt.js on the embedded emulator / redis ${fmtRatio(r.embbare.value.ratio)}, embedded / its bare ${fmtRatio(embToItsBare)}, embedded / its floor (bare + Node-RED's hops) ${fmtRatio(embToFloor)}, ss / echo ${fmtRatio(vsEcho)}, ss / its bare ${fmtRatio(ssToItsBare)}, ss on echo / bare on echo ${fmtRatio(toBare('echo'))}`,
   )
 
-  // ss-watch latency, several rounds of the same load.
-  const writer = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], 'statestore', String(WATCH_RATE), String(WATCH_MS), String(WATCH_KEYS)], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  const writerNext = () => new Promise((resolve) => writer.once('message', resolve))
-  await writerNext()
-  const watchRounds = []
-  for (let i = -1; i < rounds; i++) {
+  // ss-watch latency, several rounds of the same load, each followed by a round of the one-hop
+  // reference: the same bytes published at the same rate straight to a topic that a plain mqtt.js
+  // subscriber in the Node-RED process receives.
+  const startWriter = async (mode) => {
+    const child = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], mode, String(WATCH_RATE), String(WATCH_MS), String(WATCH_KEYS)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    const nextMessage = () => new Promise((resolve) => child.once('message', resolve))
+    await nextMessage()
+    return { child, nextMessage }
+  }
+  const writers = { statestore: await startWriter('statestore'), raw: await startWriter('raw') }
+  /** One round of `mode`: its latencies once every acknowledged write has arrived (or 3 s have passed). */
+  const watchRound = async (mode) => {
+    const writer = writers[mode]
     host.send({ watch: 'start' })
-    const w = writerNext()
-    writer.send('go')
+    const w = writer.nextMessage()
+    writer.child.send('go')
     const { acked } = await w
     const deadline = Date.now() + 3000
-    let lat = []
     for (;;) {
-      lat = (await ask({ watch: 'stop' })).latencies
-      if (lat.length >= acked || Date.now() > deadline) break
+      const got = await ask({ watch: 'stop' })
+      const lat = mode === 'raw' ? got.oneHop : got.latencies
+      if (lat.length >= acked || Date.now() > deadline) return { lat, acked }
       await sleep(100)
     }
-    const p = percentiles(lat)
-    if (i >= 0) watchRounds.push({ p50: p.p50, p99: p.p99, max: p.max, lost: acked - lat.length, acked })
-    console.log(`node-red ss-watch: ${acked} SETs, ${lat.length} msgs, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms`)
   }
-  writer.send('stop')
+  const watchRounds = []
+  for (let i = -1; i < rounds; i++) {
+    const ss = await watchRound('statestore')
+    const raw = await watchRound('raw')
+    const p = percentiles(ss.lat)
+    const q = percentiles(raw.lat)
+    if (i >= 0)
+      watchRounds.push({ p50: p.p50, p99: p.p99, max: p.max, lost: ss.acked - ss.lat.length, acked: ss.acked, oneHop: { p50: q.p50, p99: q.p99, max: q.max } })
+    console.log(
+      `node-red ss-watch: ${ss.acked} SETs, ${ss.lat.length} msgs, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms; one hop: p50 ${q.p50.toFixed(2)} ms, p99 ${q.p99.toFixed(2)} ms`,
+    )
+  }
+  for (const { child } of Object.values(writers)) child.send('stop')
 
   const wp50 = summarize(watchRounds.map((x) => x.p50))
   const wp99 = summarize(watchRounds.map((x) => x.p99))
   const wmax = summarize(watchRounds.map((x) => x.max))
   const lost = watchRounds.reduce((a, x) => a + x.lost, 0)
+  const hop50 = summarize(watchRounds.map((x) => x.oneHop.p50))
+  const hop99 = summarize(watchRounds.map((x) => x.oneHop.p99))
+  const hopMax = summarize(watchRounds.map((x) => x.oneHop.max))
+  const p99Ratio = summarize(watchRounds.map((x) => x.p99 / x.oneHop.p99))
   const t1 = table(
     `Node-RED flow: ${COUNT} msgs through set -> change -> get, ${WINDOW} in the flow, msgs/s median (min–max) over ${rounds} interleaved rounds`,
     [
@@ -294,9 +314,13 @@ try {
     ],
   )
   const t2 = table(
-    `Node-RED ss-watch: ${WATCH_KEYS} keys, ${WATCH_RATE} SETs/s for ${WATCH_MS} ms from another process; SET sent -> msg after ss-watch, median (min–max) over ${rounds} rounds`,
-    ['p50', 'p99', 'max', 'lost (all rounds)'],
-    [[fmtRange(wp50, 2, ' ms'), fmtRange(wp99, 2, ' ms'), fmtRange(wmax, 1, ' ms'), lost]],
+    `Node-RED ss-watch: ${WATCH_KEYS} keys, ${WATCH_RATE} SETs/s for ${WATCH_MS} ms from another process; SET sent -> msg after ss-watch, against the same bytes published straight to a topic (one broker hop, a plain mqtt.js subscriber in the Node-RED process), rounds alternated; median (min–max) over ${rounds} rounds`,
+    ['path', 'p50', 'p99', 'max', 'lost (all rounds)'],
+    [
+      ['SET -> key notification -> msg after ss-watch', fmtRange(wp50, 2, ' ms'), fmtRange(wp99, 2, ' ms'), fmtRange(wmax, 1, ' ms'), lost],
+      ['publish -> subscriber, one hop (reference)', fmtRange(hop50, 2, ' ms'), fmtRange(hop99, 2, ' ms'), fmtRange(hopMax, 1, ' ms'), ''],
+      ['ratio, per round', '', fmtRatio(p99Ratio), '', ''],
+    ],
   )
   writeResult('nodered', {
     tables: [t1, t2],
@@ -373,6 +397,14 @@ try {
         max: wp99.max,
         target: '< 5 ms',
         pass: wp99.median < 5,
+      },
+      {
+        metric: 'ss-watch p99 / one-hop publish p99 in the Node-RED process, same run',
+        value: Number(p99Ratio.median.toFixed(3)),
+        min: p99Ratio.min,
+        max: p99Ratio.max,
+        target: 'report (no target)',
+        pass: true,
       },
       { metric: 'ss-watch msgs lost, all rounds', value: lost, unit: '', target: '0', pass: lost === 0 },
     ],
