@@ -62,6 +62,8 @@ class Reader {
       case 0x2d /* - */:
         return { kind: 'error', value: this.line() }
       case 0x3a /* : */: {
+        const small = this.smallInteger()
+        if (small !== undefined) return integerValue(small)
         const n = integer(this.line(), typeAt + 1)
         return typeof n === 'number' ? integerValue(n) : { kind: 'integer', value: n }
       }
@@ -104,6 +106,28 @@ class Reader {
       i++
     }
     throw new RespProtocolError('incomplete', buf.length, 'line without CRLF')
+  }
+
+  /**
+   * An integer of at most 15 digits (always a safe integer) and its CRLF, read from the bytes; for
+   * anything else undefined, with nothing consumed: the line is then read and checked as text.
+   */
+  private smallInteger(): number | undefined {
+    const { buf } = this
+    let i = this.at
+    const sign = buf[i]
+    if (sign === 0x2d /* - */ || sign === 0x2b /* + */) i++
+    const digitsAt = i
+    let n = 0
+    while (i < buf.length && i - digitsAt < 15) {
+      const b = buf[i]!
+      if (b < 0x30 || b > 0x39) break
+      n = n * 10 + (b - 0x30)
+      i++
+    }
+    if (i === digitsAt || buf[i] !== CR || buf[i + 1] !== LF) return undefined
+    this.at = i + 2
+    return sign === 0x2d ? -n : n
   }
 
   /** A declared length: decimal digits, or -1 where a null is allowed. */

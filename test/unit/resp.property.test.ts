@@ -232,6 +232,31 @@ describe('RESP3 properties', function () {
     )
   })
 
+  it('reads any integer line as its text says: sign, leading zeros, -0, beyond 2^53, or refused', () => {
+    // The rule written plainly: `:[+|-]<digits>\r\n`, a number when exact, else a bigint.
+    const expected = (text: string): RespValue | 'refused' => {
+      if (!/^[+-]?[0-9]+$/.test(text)) return 'refused'
+      const n = Number(text)
+      return { kind: 'integer', value: Number.isSafeInteger(n) ? n : BigInt(text) }
+    }
+    fc.assert(
+      fc.property(fc.stringMatching(/^[+-]?[0-9+-]{0,20}$/), (text) => {
+        const want = expected(text)
+        let got: RespValue | 'refused'
+        try {
+          got = decodeExact(Buffer.from(`:${text}\r\n`))
+        } catch (err) {
+          assert.ok(err instanceof RespProtocolError)
+          got = 'refused'
+        }
+        // deepEqual does not tell -0 from 0
+        if (want !== 'refused' && want.kind === 'integer' && got !== 'refused' && got.kind === 'integer') assert.ok(Object.is(got.value, want.value), text)
+        assert.deepEqual(got, want, text)
+      }),
+      { numRuns: 5000 },
+    )
+  })
+
   it('random bytes never throw anything but RespProtocolError', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 200 }), fc.nat(), (raw, at) => {
