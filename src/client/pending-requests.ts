@@ -144,25 +144,11 @@ export class PendingRequests {
 
   readonly invoke: Invoker = <T>(invocation: Invocation<T>) =>
     new Promise<T>((resolve, reject) => {
-      const refuse = (err: Error): void => {
-        if (!invocation.probe) this.recorder?.record(invocation.verb, 0, err)
-        reject(err)
-      }
       const timeoutMs = invocation.timeoutMs ?? this.options.requestTimeoutMs
-      if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-        refuse(new ArgumentError(`the timeout must be a positive number of milliseconds, got ${timeoutMs}`))
-        return
-      }
-      if (this.closedWith) {
-        refuse(this.closedWith)
-        return
-      }
-      if (invocation.signal?.aborted) {
-        refuse(cancelledBy(invocation.signal, `the ${invocation.verb} request`))
-        return
-      }
-      if (this.inFlight.size >= this.options.maxInFlight && this.queue.size >= this.options.maxQueued) {
-        refuse(new OverloadedError(`${this.inFlight.size} requests in flight and ${this.queue.size} waiting: the limit is reached`))
+      const refused = this.refusal(invocation, timeoutMs)
+      if (refused) {
+        this.record(invocation, 0, refused)
+        reject(refused)
         return
       }
       const id = ++this.sequence
@@ -200,6 +186,24 @@ export class PendingRequests {
       if (this.inFlight.size < this.options.maxInFlight) this.admit(p)
       else this.queue.add(p)
     })
+
+  /** Why a request cannot be taken at all (a bad timeout, a closed client, a cancelled signal, a full queue); undefined when it can. */
+  private refusal(invocation: Invocation, timeoutMs: number): Error | undefined {
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) return new ArgumentError(`the timeout must be a positive number of milliseconds, got ${timeoutMs}`)
+    if (this.closedWith) return this.closedWith
+    if (invocation.signal?.aborted) return cancelledBy(invocation.signal, `the ${invocation.verb} request`)
+    if (this.inFlight.size >= this.options.maxInFlight && this.queue.size >= this.options.maxQueued) {
+      return new OverloadedError(`${this.inFlight.size} requests in flight and ${this.queue.size} waiting: the limit is reached`)
+    }
+    return undefined
+  }
+
+  /** Tells the recorder of a request that ended; `failure` only when the request itself failed. A service check is not counted. */
+  private record(invocation: Invocation, latencyMs: number, failure: Error | undefined): void {
+    if (!this.recorder || invocation.probe) return
+    if (failure) this.recorder.record(invocation.verb, latencyMs, failure)
+    else this.recorder.record(invocation.verb, latencyMs)
+  }
 
   /** A message on the response topic. */
   handleResponse(payload: Buffer, packet: IPublishPacket): void {
@@ -394,13 +398,8 @@ export class PendingRequests {
     p.detach?.()
     if (p.phase === 'queued') this.queue.delete(p)
     else this.inFlight.delete(p.id)
-    const recorder = this.recorder
-    if (recorder && !p.invocation.probe) {
-      // The deadline was set at invoke time: the request's start is its deadline less its timeout.
-      const latencyMs = performance.now() - (p.deadline - p.timeoutMs)
-      if (err && !answered) recorder.record(p.invocation.verb, latencyMs, err)
-      else recorder.record(p.invocation.verb, latencyMs)
-    }
+    // The deadline was set at invoke time: the request's start is its deadline less its timeout.
+    if (this.recorder) this.record(p.invocation, performance.now() - (p.deadline - p.timeoutMs), answered ? undefined : err)
     if (err) p.reject(err)
     else p.resolve(result)
     this.promote()
