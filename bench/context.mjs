@@ -17,7 +17,7 @@ import { createRequire } from 'node:module'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ROOT, benchArgs, fmtRange, fmtRatio, interleave, interleaveOps, summarize, table, writeResult } from './lib/harness.mjs'
+import { ROOT, benchArgs, fmtRange, fmtRatio, interleave, interleaveOps, summarize, table, windowed, writeResult } from './lib/harness.mjs'
 import { startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
 import { measureOpen } from './lib/context-open.mjs'
 
@@ -48,39 +48,6 @@ const open = async (extra = {}) => {
   return store
 }
 const dirs = []
-
-/**
- * `count` calls of `one(i, done)`, `window` outstanding; resolves with calls per second. A `done`
- * called synchronously (the localfilesystem store's memory cache) starts the next call from the
- * loop, not from inside itself: 2,000 nested calls overflowed the stack.
- */
-function windowed(count, window, one) {
-  return new Promise((resolve, reject) => {
-    const started = performance.now()
-    let sent = 0
-    let finished = 0
-    let ready = 0
-    let pumping = false
-    const pump = () => {
-      if (pumping) return
-      pumping = true
-      while (ready > 0 && sent < count) {
-        ready -= 1
-        const i = sent++
-        one(i, (err) => {
-          if (err) return reject(err)
-          finished += 1
-          if (finished === count) resolve((count / (performance.now() - started)) * 1000)
-          ready += 1
-          pump()
-        })
-      }
-      pumping = false
-    }
-    ready = window
-    pump()
-  })
-}
 
 /** The keys of `scope` in the store's index, as any client reads it: every bucket merged, the delta applied. */
 async function indexed(client, prefix, scope) {

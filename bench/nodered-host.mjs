@@ -18,7 +18,7 @@
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { ROOT } from './lib/harness.mjs'
+import { ROOT, windowed } from './lib/harness.mjs'
 import { connectBare, fixedRequest } from './lib/bare-requester.mjs'
 
 const require = createRequire(import.meta.url)
@@ -53,28 +53,23 @@ await RED.start()
 await started
 
 /** Pushes `count` messages into `entry`, `window` at a time; resolves when `sink` has seen them all. */
-function run({ run: entryId, sink, count, window, prefix }) {
+async function run({ run: entryId, sink, count, window, prefix }) {
   const entry = RED.nodes.getNode(entryId)
   if (!entry) throw new Error(`no node ${entryId} in the flows`)
-  return new Promise((resolve) => {
-    let sent = 0
-    let done = 0
-    let errors = 0
-    const t0 = performance.now()
-    const value = 'v'.repeat(100)
-    const next = () => {
-      if (sent >= count) return
-      const i = sent++
-      entry.receive({ topic: `${prefix}${String(i % 1000).padStart(12, '0')}`, payload: value })
-    }
-    onSink = (name, msg) => {
-      if (name !== sink) return
-      if (msg.payload !== value) errors++
-      if (++done === count) resolve({ msgsPerSec: (count / (performance.now() - t0)) * 1000, errors })
-      else next()
-    }
-    for (let k = 0; k < window; k++) next()
+  const value = 'v'.repeat(100)
+  let errors = 0
+  // Which msg reached the sink does not matter, only how many: each completes one outstanding send.
+  const outstanding = []
+  onSink = (name, msg) => {
+    if (name !== sink) return
+    if (msg.payload !== value) errors++
+    outstanding.shift()?.()
+  }
+  const msgsPerSec = await windowed(count, window, (i, done) => {
+    outstanding.push(done)
+    entry.receive({ topic: `${prefix}${String(i % 1000).padStart(12, '0')}`, payload: value })
   })
+  return { msgsPerSec, errors }
 }
 
 /** The bare reference: a plain mqtt.js requester in this process, two requests per msg like the flow. */
@@ -92,48 +87,24 @@ function runBare({ bare: where, count, window }) {
   if (where === 'embedded') return embeddedBare.then((requester) => drivePairs(requester, count, window))
   return drivePairs(where === 'emulator' ? emulatorBare : bare, count, window)
 }
-function drivePairs(bare, count, window) {
-  return new Promise((resolve) => {
-    const setBytes = fixedRequest('SET')
-    const getBytes = fixedRequest('GET')
-    let sent = 0
-    let done = 0
-    const t0 = performance.now()
-    const next = () => {
-      if (sent >= count) return
-      sent++
-      bare.send(setBytes, () =>
-        bare.send(getBytes, () => {
-          if (++done === count) resolve({ msgsPerSec: (count / (performance.now() - t0)) * 1000 })
-          else next()
-        }),
-      )
-    }
-    for (let k = 0; k < window; k++) next()
-  })
+async function drivePairs(bare, count, window) {
+  const setBytes = fixedRequest('SET')
+  const getBytes = fixedRequest('GET')
+  return { msgsPerSec: await windowed(count, window, (_i, done) => bare.send(setBytes, () => bare.send(getBytes, () => done()))) }
 }
 
 /** Our client alone (the config node's, no palette node on the path): SET then GET per msg, like the flow. */
 async function runClient({ client: configId, count, window }) {
   const client = await RED.nodes.getNode(configId).started()
   const value = Buffer.alloc(100, 0x76)
-  return new Promise((resolve) => {
-    let sent = 0
-    let done = 0
-    const t0 = performance.now()
-    const next = () => {
-      if (sent >= count) return
-      const key = `client-${String(sent++ % 1000).padStart(12, '0')}`
-      client
-        .set(key, value)
-        .then(() => client.get(key))
-        .then(() => {
-          if (++done === count) resolve({ msgsPerSec: (count / (performance.now() - t0)) * 1000 })
-          else next()
-        })
-    }
-    for (let k = 0; k < window; k++) next()
+  const msgsPerSec = await windowed(count, window, (i, done) => {
+    const key = `client-${String(i % 1000).padStart(12, '0')}`
+    client
+      .set(key, value)
+      .then(() => client.get(key))
+      .then(() => done(), done)
   })
+  return { msgsPerSec }
 }
 
 let latencies = []

@@ -16,7 +16,20 @@ import { fork } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BENCH_DIR, benchArgs, fmtRange, fmtRatio, interleave, pairRatio, percentiles, sleep, summarize, table, writeResult } from './lib/harness.mjs'
+import {
+  BENCH_DIR,
+  benchArgs,
+  fmtRange,
+  fmtRatio,
+  interleave,
+  pairRatio,
+  percentiles,
+  ratioFigure,
+  sleep,
+  summarize,
+  table,
+  writeResult,
+} from './lib/harness.mjs'
 import { keyOf } from './lib/load.mjs'
 import { startEchoProcess, startEmulatorProcess, startMosquitto, startRedis } from './lib/procs.mjs'
 
@@ -325,70 +338,14 @@ try {
   writeResult('nodered', {
     tables: [t1, t2],
     headline: [
-      {
-        metric: 'Node-RED set->get flow: ss / node-red-contrib-redis',
-        value: Number(r.ss.value.ratio.median.toFixed(3)),
-        min: r.ss.value.ratio.min,
-        max: r.ss.value.ratio.max,
-        target: 'report (no target)',
-        pass: true,
-      },
-      {
-        metric: 'Node-RED set->get flow: ss on the embedded emulator (in-process) / node-red-contrib-redis',
-        value: Number(r.emb.value.ratio.median.toFixed(3)),
-        min: r.emb.value.ratio.min,
-        max: r.emb.value.ratio.max,
-        target: '>= 0.5x',
-        pass: r.emb.value.ratio.median >= 0.5,
-      },
-      {
-        metric: 'Node-RED set->get flow: bare mqtt.js on the embedded emulator (the embedded MQTT ceiling) / node-red-contrib-redis',
-        value: Number(r.embbare.value.ratio.median.toFixed(3)),
-        min: r.embbare.value.ratio.min,
-        max: r.embbare.value.ratio.max,
-        target: 'report (no target)',
-        pass: true,
-      },
-      {
-        metric: 'Node-RED set->get flow: ss on the embedded emulator / bare mqtt.js on the embedded emulator',
-        value: Number(embToItsBare.median.toFixed(3)),
-        min: embToItsBare.min,
-        max: embToItsBare.max,
-        target: '>= 0.9x',
-        pass: embToItsBare.median >= 0.9,
-      },
-      {
-        metric: "Node-RED set->get flow: ss on the embedded emulator / its floor (bare mqtt.js on it plus Node-RED's own four hops)",
-        value: Number(embToFloor.median.toFixed(3)),
-        min: embToFloor.min,
-        max: embToFloor.max,
-        target: 'report (no target)',
-        pass: true,
-      },
-      {
-        metric: 'Node-RED set->get flow: ss / bare mqtt.js, both on the emulator via mosquitto',
-        value: Number(ssToItsBare.median.toFixed(3)),
-        min: ssToItsBare.min,
-        max: ssToItsBare.max,
-        target: '>= 0.9x',
-        pass: ssToItsBare.median >= 0.9,
-      },
-      {
-        metric: 'Node-RED set->get flow: ss on the echo responder / bare mqtt.js on the echo responder',
-        value: Number(toBare('echo').median.toFixed(3)),
-        min: toBare('echo').min,
-        max: toBare('echo').max,
-        target: 'report (no target)',
-        pass: true,
-      },
-      {
-        metric: 'Node-RED set->get flow: ss on the emulator / ss on the echo responder',
-        value: Number(vsEcho.median.toFixed(3)),
-        min: vsEcho.min,
-        max: vsEcho.max,
-        target: 'report (no target)',
-        pass: true,
-      },
+      ratioFigure('Node-RED set->get flow: ss / node-red-contrib-redis', r.ss.value.ratio),
+      ratioFigure('Node-RED set->get flow: ss on the embedded emulator (in-process) / node-red-contrib-redis', r.emb.value.ratio, 0.5),
+      ratioFigure('Node-RED set->get flow: bare mqtt.js on the embedded emulator (the embedded MQTT ceiling) / node-red-contrib-redis', r.embbare.value.ratio),
+      ratioFigure('Node-RED set->get flow: ss on the embedded emulator / bare mqtt.js on the embedded emulator', embToItsBare, 0.9),
+      ratioFigure("Node-RED set->get flow: ss on the embedded emulator / its floor (bare mqtt.js on it plus Node-RED's own four hops)", embToFloor),
+      ratioFigure('Node-RED set->get flow: ss / bare mqtt.js, both on the emulator via mosquitto', ssToItsBare, 0.9),
+      ratioFigure('Node-RED set->get flow: ss on the echo responder / bare mqtt.js on the echo responder', toBare('echo')),
+      ratioFigure('Node-RED set->get flow: ss on the emulator / ss on the echo responder', vsEcho),
       {
         metric: 'ss-watch p99 (SET sent -> msg after ss-watch)',
         value: Number(wp99.median.toFixed(2)),
@@ -398,14 +355,7 @@ try {
         target: '< 5 ms',
         pass: wp99.median < 5,
       },
-      {
-        metric: 'ss-watch p99 / one-hop publish p99 in the Node-RED process, same run',
-        value: Number(p99Ratio.median.toFixed(3)),
-        min: p99Ratio.min,
-        max: p99Ratio.max,
-        target: 'report (no target)',
-        pass: true,
-      },
+      ratioFigure('ss-watch p99 / one-hop publish p99 in the Node-RED process, same run', p99Ratio),
       { metric: 'ss-watch msgs lost, all rounds', value: lost, unit: '', target: '0', pass: lost === 0 },
     ],
     data: { flow: r, watch: watchRounds },

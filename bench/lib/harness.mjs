@@ -222,6 +222,50 @@ export function benchArgs(argv = process.argv.slice(2)) {
 }
 
 /**
+ * `count` calls of `one(i, done)`, `window` outstanding; resolves with calls per second. A `done`
+ * called synchronously (the localfilesystem store's memory cache) starts the next call from the
+ * loop, not from inside itself: 2,000 nested calls overflowed the stack. `done(err)` rejects.
+ */
+export function windowed(count, window, one) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    let sent = 0
+    let finished = 0
+    let ready = window
+    let pumping = false
+    const pump = () => {
+      if (pumping) return
+      pumping = true
+      while (ready > 0 && sent < count) {
+        ready -= 1
+        const i = sent++
+        one(i, (err) => {
+          if (err) return reject(err)
+          finished += 1
+          if (finished === count) resolve((count / (performance.now() - started)) * 1000)
+          ready += 1
+          pump()
+        })
+      }
+      pumping = false
+    }
+    pump()
+  })
+}
+
+/** A summary figure of per-round ratios (`summarize`); `atLeast`, when given, is its target, else it is reported only. */
+export function ratioFigure(metric, ratio, atLeast) {
+  return {
+    metric,
+    value: Number(ratio.median.toFixed(3)),
+    min: ratio.min,
+    max: ratio.max,
+    target: atLeast === undefined ? 'report (no target)' : `>= ${atLeast}x`,
+    pass: atLeast === undefined || ratio.median >= atLeast,
+  }
+}
+
+/**
  * Per-round ratio of two variants of one `interleave` result (any pair, not only against its
  * reference): summary of `a[metric][round] / b[metric][round]`.
  */
