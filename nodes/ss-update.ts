@@ -1,13 +1,12 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
-import { DEFAULT_LEASE_MS, keyLockName } from '../src/locks'
+import { DEFAULT_LEASE_MS, keyLockName, updateKey } from '../src/locks'
 import type { Hlc } from '../src/hlc'
 import { decodePayload, encodePayload } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
 import { evaluate, positiveInt, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
-import { holderName } from './lock/holds'
-import { updateKey } from './update/update-key'
+import { holderName, holdValue } from './lock/holds'
 
 interface UpdateDef extends NodeDef {
   store: string
@@ -62,25 +61,32 @@ export = function (RED: NodeAPI) {
       if (!expression) throw new InputError('ExpressionInvalid', RED._(`${OWN}errors.expression`, { error: expressionError }))
       const name = await resolveKey(RED, node, msg, key, overrides, t)
       const start = await evaluate(RED, node, initial, msg)
+      // The decoded values of each attempt, by the bytes it wrote: an attempt given up on may still finish computing later.
+      const decoded = new Map<unknown, { previous: unknown; value: unknown }>()
       const updated = await updateKey(
         await client(),
         name,
         async (current, version) => {
           const previous = current === null ? null : decodePayload(current, 'auto', t)
           const value = await compute(current === null ? start : previous, version, msg)
-          return { previous, value, bytes: encodePayload(value, t) }
+          // A copy of its own: encodePayload hands back a Buffer value as it is, which two attempts may share.
+          const bytes = Buffer.from(encodePayload(value, t))
+          decoded.set(bytes, { previous, value })
+          return bytes
         },
         {
-          holder,
+          // A value of its own per attempt: two msgs in one node must exclude each other too.
+          holdValue: () => holdValue(holder),
           leaseMs: DEFAULT_LEASE_MS,
           timeoutMs,
           persist: def.persist === true,
           onLock: (lock) => store?.activity.trackLease(node.id, String(keyLockName(name)), 'lock', holder, DEFAULT_LEASE_MS, lock.lease),
         },
       )
+      const written = decoded.get(updated.value)!
       msg.key = name
-      msg.payload = updated.value
-      msg.previous = updated.previous
+      msg.payload = written.value
+      msg.previous = written.previous
       msg.version = updated.version.toString()
       msg.fencingToken = updated.fencingToken.toString()
       status.outcome('status.applied')

@@ -5,5 +5,6 @@
 export { Lease, DEFAULT_LEASE_MS, type HolderChange, type LeaseEvents, type LeaseOptions } from './lease'
 export { Lock, type EditContext, type LockOptions } from './lock'
 export { keyLockName, KEY_LOCK_SUFFIX } from './key-lock'
+export { updateKey, type Updated, type UpdateOptions } from './update-key'
 export { LeaderElection, type LeaderElectionEvents, type LeaderElectionOptions, type StandOptions } from './leader'
 export type { WaitOptions } from './acquire'

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import type { KeyNotification, SetResult, StateStoreClient } from '../../src/client'
-import { LeaderElection, Lease, Lock } from '../../src/locks'
+import { keyLockName, LeaderElection, Lease, Lock, updateKey } from '../../src/locks'
 import { ArgumentError, CancelledError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { ClientPool, eventually, uniqueId } from './support/clients'
@@ -262,6 +262,29 @@ onEveryBroker('locks', (t) => {
       /edit failed/,
     )
     assert.equal((await clients[0]!.get(name)).value, null, 'released after a failing edit')
+  })
+
+  it('updates a key under its lock: simultaneous updates of one client and one holder are never lost, each told what it replaced', async function () {
+    const client = await pool.ready(t.url)
+    const counter = uniqueId('counter')
+    let sessions = 0
+    const updates = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        updateKey(client, counter, (current) => String(Number(current?.toString() ?? '0') + 1), {
+          holdValue: () => `holder:${++sessions}`,
+          leaseMs: 5000,
+          timeoutMs: 15_000,
+        }),
+      ),
+    )
+    assert.equal((await client.get(counter)).value?.toString(), '12')
+    const replaced = updates.map((u) => Number(u.previous?.toString() ?? '0')).sort((a, b) => a - b)
+    assert.deepEqual(
+      replaced,
+      Array.from({ length: 12 }, (_, i) => i),
+    )
+    for (const u of updates) assert.equal(Number(u.value.toString()), Number(u.previous?.toString() ?? '0') + 1)
+    assert.equal((await client.get(keyLockName(counter))).value, null, 'the lock is released')
   })
 
   it('writes an edit with the fencing token its function was told, though a renewal meanwhile minted a greater one', async function () {
