@@ -35,7 +35,11 @@ describe('emulator: who an authenticated client is (X.509 subjects, SAT token fi
       const file = join(dir, 'token')
       writeFileSync(file, 'first\n')
       const files = [{ file, attributes: { group: 'node-red' } }]
-      assert.deepEqual(authenticateSat('first', files), { ok: true, attributes: { group: 'node-red' } })
+      assert.deepEqual(authenticateSat('first', files), {
+        ok: true,
+        identity: { kind: 'service account', name: `the token of ${file}` },
+        attributes: { group: 'node-red' },
+      })
       writeFileSync(file, 'second')
       assert.equal(authenticateSat('first', files).ok, false, 'the old token no longer')
       assert.equal(authenticateSat('second', files).ok, true)

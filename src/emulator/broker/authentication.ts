@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { DetailedPeerCertificate, TLSSocket } from 'node:tls'
+import type { Identity } from './client-id-owner'
 
 /**
  * How a listener of the embedded broker authenticates its clients, as an AIO BrokerListener port
@@ -27,8 +29,8 @@ export interface SatTokenFile {
   attributes?: Record<string, string>
 }
 
-/** What authentication found out about a client: refused (with why), or its attributes. */
-export type AuthenticationVerdict = { ok: true; attributes?: Record<string, string> } | { ok: false; reason: string }
+/** What authentication found out about a client: refused (with why), or who it is and its attributes. */
+export type AuthenticationVerdict = { ok: true; identity: Identity; attributes?: Record<string, string> } | { ok: false; reason: string }
 
 /**
  * The verdict of an X.509 listener: the TLS handshake has already refused a certificate its CA did
@@ -37,8 +39,11 @@ export type AuthenticationVerdict = { ok: true; attributes?: Record<string, stri
 export function authenticateX509(socket: TLSSocket, rules: X509AttributeRule[] = []): AuthenticationVerdict {
   if (!socket.authorized) return { ok: false, reason: `client certificate not trusted: ${String(socket.authorizationError ?? 'none presented')}` }
   const chain = certificateChain(socket.getPeerCertificate(true))
+  const leaf = chain[0]
+  // The subject with its issuer: the same subject from another listener's CA is someone else.
+  const identity: Identity = { kind: 'certificate', name: leaf ? `${dnText(leaf.subject)} issued by ${dnText(leaf.issuer)}` : '' }
   const attributes = x509Attributes(chain, rules)
-  return attributes ? { ok: true, attributes } : { ok: true }
+  return attributes ? { ok: true, identity, attributes } : { ok: true, identity }
 }
 
 /** The attributes of the first certificate of the chain (leaf first) whose subject a rule names. */
@@ -61,9 +66,45 @@ export function authenticateSat(token: string | undefined, files: SatTokenFile[]
     } catch {
       continue
     }
-    if (accepted !== '' && accepted === token) return f.attributes ? { ok: true, attributes: { ...f.attributes } } : { ok: true }
+    if (accepted !== '' && accepted === token) {
+      const identity = satIdentity(token, f.file)
+      return f.attributes ? { ok: true, identity, attributes: { ...f.attributes } } : { ok: true, identity }
+    }
   }
   return { ok: false, reason: 'the K8S-SAT token is not accepted' }
+}
+
+/**
+ * Who an accepted K8S-SAT token stands for: its `sub` claim when it is a JWT with one (a service
+ * account, `system:serviceaccount:<namespace>:<name>`, the same across rotations), else the token
+ * file that accepted it (one service account's projected token), else the token itself, hashed.
+ * The claims are not verified: the token matched an accepted one byte for byte.
+ */
+export function satIdentity(token: string, file?: string): Identity {
+  const subject = jwtSubject(token)
+  if (subject !== null) return { kind: 'service account', name: subject }
+  if (file !== undefined) return { kind: 'service account', name: `the token of ${file}` }
+  return { kind: 'service account', name: `token ${createHash('sha256').update(token).digest('hex').slice(0, 16)}` }
+}
+
+function jwtSubject(token: string): string | null {
+  const parts = token.split('.')
+  if (parts.length !== 3) return null
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8'))
+    const sub = typeof claims === 'object' && claims !== null ? (claims as { sub?: unknown }).sub : undefined
+    return typeof sub === 'string' && sub !== '' ? sub : null
+  } catch {
+    return null
+  }
+}
+
+/** A certificate's subject or issuer as one line: `CN=smart-fan, O=Contoso`. */
+function dnText(name: Readonly<Record<string, string | string[] | undefined>> | undefined): string {
+  return Object.entries(name ?? {})
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join('+') : v}`)
+    .join(', ')
 }
 
 function certificateChain(leaf: DetailedPeerCertificate): DetailedPeerCertificate[] {

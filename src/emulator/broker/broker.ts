@@ -3,9 +3,9 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { SAT_AUTH_METHOD, topicMatches } from '../../protocol'
-import { takeoverRefusal } from './client-id-owner'
+import { describeIdentity, takeoverRefusal, type Identity } from './client-id-owner'
 import { inProcessPair } from './in-process'
-import { authenticateSat, authenticateX509, type AuthenticationVerdict, type ListenerAuthentication } from './authentication'
+import { authenticateSat, authenticateX509, satIdentity, type AuthenticationVerdict, type ListenerAuthentication } from './authentication'
 import { startTlsListener, type RunningTlsListener, type TlsListenerOptions } from './tls-listener'
 import type { TLSSocket } from 'node:tls'
 import { makeLogger, type FilteredLogger } from '../logger'
@@ -146,8 +146,8 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const users = new Map(Object.entries(auth?.users ?? {}))
   if (serviceCredentials) users.set(serviceCredentials.username, serviceCredentials.password)
   const satTokens = new Set((auth?.satTokens ?? []).map((t) => t.trim()))
-  /** The verdict on a client's K8S-SAT token, taken in preConnect, used in authenticate. */
-  const satVerdicts = new WeakMap<AedesClient, boolean>()
+  /** The verdict on a client's K8S-SAT token, taken in preConnect, used in authenticate: who it is, or false. */
+  const satVerdicts = new WeakMap<AedesClient, Identity | false>()
   /** The K8S-SAT token a client sent, for a SAT listener to judge. */
   const satTokenOf = new WeakMap<AedesClient, string>()
   /** How the listener a connection came in on authenticates (absent: the main port, with `auth`). */
@@ -156,6 +156,8 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   /** Connected clients' principals, by the client object (a takeover replaces it under the same id). */
   const principals = new WeakMap<AedesClient, ConnectedClient>()
   const serviceClients = new WeakSet<AedesClient>()
+  /** Who each connected client proved to be (null: nothing, on a port without authentication): whose its client id is. */
+  const identities = new WeakMap<AedesClient, Identity | null>()
   /**
    * Who each client id last connected as, kept a while after it left: a request it published just
    * before a disconnect (a policy update disconnects everyone) is served after it, and is judged as
@@ -170,18 +172,21 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   /** The broker's verdict for one authenticated client: the access policy's, when there is one. */
   const admit = (
     client: AedesClient,
+    identity: Identity | null,
     username: string | undefined,
     done: (err: AuthenticateError | null, ok: boolean | null) => void,
     listenerAttributes?: Record<string, string>,
   ) => {
-    if (authOn) {
-      const holder = connectedClient(aedes, client.id)
-      const taken = holder && holder !== client ? takeoverRefusal(client.id, principals.get(holder) ?? {}, username) : null
+    const holder = connectedClient(aedes, client.id)
+    if (holder && holder !== client) {
+      const holderIdentity = identities.get(holder) ?? null
+      const taken = takeoverRefusal(client.id, holderIdentity, identity)
       if (taken !== null) {
-        log('info', `a CONNECT refused (0x87): ${taken}`)
+        log('info', `a CONNECT by ${describeIdentity(identity)} refused (0x87): ${taken}, by ${describeIdentity(holderIdentity)}`)
         return done(authError(`not authorized: ${taken}`, NOT_AUTHORIZED), null)
       }
     }
+    identities.set(client, identity)
     const userAttributes = listenerAttributes ?? (username !== undefined ? attributes.get(username) : undefined)
     const principal: ConnectedClient = {
       clientId: client.id,
@@ -210,7 +215,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       const props = packet.properties
       if (props?.authenticationMethod === SAT_AUTH_METHOD) {
         const token = props.authenticationData ? Buffer.from(props.authenticationData).toString('utf8').trim() : ''
-        satVerdicts.set(client, token.length > 0 && satTokens.has(token))
+        satVerdicts.set(client, token.length > 0 && satTokens.has(token) && satIdentity(token))
         satTokenOf.set(client, token)
         delete props.authenticationMethod
         delete props.authenticationData
@@ -221,6 +226,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       const secret = password !== undefined ? Buffer.from(password) : undefined
       if (isService(username, secret)) {
         serviceClients.add(client)
+        identities.set(client, { kind: 'service', name: username! })
         return done(null, true)
       }
       const listener = listenerOf.get(client.conn)
@@ -230,19 +236,20 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
           listener.method === 'x509'
             ? authenticateX509(client.conn as unknown as TLSSocket, listener.attributes)
             : authenticateSat(satTokenOf.get(client), listener.tokenFiles)
-        if (verdict.ok) return admit(client, undefined, done, verdict.attributes)
+        if (verdict.ok) return admit(client, verdict.identity, undefined, done, verdict.attributes)
         log('info', `client ${JSON.stringify(client.id)} refused at CONNECT (0x87): ${verdict.reason}`)
         return done(authError(`not authorized: ${verdict.reason}`, NOT_AUTHORIZED), null)
       }
       const sat = satVerdicts.get(client)
-      // Without any user or token configured, anyone may connect; a user name is then taken as given.
-      if (!authOn) return admit(client, username, done)
+      // Without any user or token configured, anyone may connect; a user name is then taken as given, and proves nothing.
+      if (!authOn) return admit(client, null, username, done)
       // SAT authentication verifies no user name (AIO docs): a token's client is known by its id alone.
-      if (sat === true) return admit(client, undefined, done)
+      if (sat) return admit(client, sat, undefined, done)
       if (sat === false) return done(authError('not authorized: the K8S-SAT token is not accepted', NOT_AUTHORIZED), null)
       if (username !== undefined) {
         const expected = users.get(username)
-        if (expected !== undefined && secret !== undefined && secret.equals(Buffer.from(expected, 'utf8'))) return admit(client, username, done)
+        if (expected !== undefined && secret !== undefined && secret.equals(Buffer.from(expected, 'utf8')))
+          return admit(client, { kind: 'user', name: username }, username, done)
         return done(authError('bad user name or password', BAD_USERNAME_OR_PASSWORD), null)
       }
       return done(authError('not authorized: no credentials', NOT_AUTHORIZED), null)
