@@ -75,7 +75,7 @@ spec:
           - method: Subscribe
             topics: ["replies/{principal.clientId}/#"]
           - method: Publish
-            topics: ["telemetry/{principal.clientId}"]
+            topics: ["telemetry/{principal.clientId}", "replies/{principal.clientId}/#"]
         stateStoreResources:
           - method: Read
             keyType: Pattern
@@ -90,6 +90,9 @@ spec:
           - method: Connect
           - method: Subscribe
             topics: ["replies/#"]
+          # mosquitto_rr's replies: an answer goes where its requester may publish too.
+          - method: Publish
+            topics: ["replies/{principal.clientId}/#"]
         stateStoreResources:
           - method: ReadWrite
             keyType: String
@@ -274,7 +277,7 @@ spec:
     assert.equal(code, 1)
     assert.match(
       p.stderr,
-      /cannot start: .*bad\.yaml:36: spec\.authorizationPolicies\.rules\[1\]\.stateStoreResources\[0\]\.keyType: must be Pattern, String or Binary/,
+      /cannot start: .*bad\.yaml:39: spec\.authorizationPolicies\.rules\[1\]\.stateStoreResources\[0\]\.keyType: must be Pattern, String or Binary/,
     )
   })
 

@@ -10,10 +10,12 @@ import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
 
 export const ADMIN_TOPIC_ROOT = 'aio-statestore-emulator/admin/v1'
 export const ADMIN_REQUEST_TOPIC = `${ADMIN_TOPIC_ROOT}/request`
+/** Where answers go: the emulator alone publishes under it (the embedded broker refuses clients, service/service-topics.ts). */
+export const ADMIN_RESPONSE_ROOT = `${ADMIN_TOPIC_ROOT}/response`
 
 /** Where a client with this id takes its answers. */
 export function adminResponseTopic(clientId: string): string {
-  return `${ADMIN_TOPIC_ROOT}/response/${clientId.replace(/[+#/]/g, '_')}`
+  return `${ADMIN_RESPONSE_ROOT}/${clientId.replace(/[+#/]/g, '_')}`
 }
 
 /** A request as parsed; on the wire the fields of `query` sit beside `op` (`{"op":"listKeys","pattern":"a*"}`). */

@@ -205,6 +205,19 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     return done(authError('not authorized: no authorization rule allows this client to connect', NOT_AUTHORIZED), null)
   }
 
+  /**
+   * Why a service may not answer this client on `topic`, or null. An answer goes where the requester
+   * could both read and write itself, or to a service's own topics, where no client writes: else a
+   * Response Topic publishes around the Publish rules (`telemetry/line-1`, readable, not writable).
+   */
+  const responseTopicRefusal = (principal: ConnectedClient, topic: string): string | null => {
+    const reads = policy!.subscribe(principal, topic)
+    if (!reads.allowed) return `it may not subscribe to it: ${reads.reason}`
+    if (publishPolicy?.serviceOnly?.(topic) != null) return null
+    const writes = policy!.publish(principal, topic)
+    return writes.allowed ? null : `it may not publish to it: ${writes.reason}`
+  }
+
   // aedes 2 is ESM-only; this package is CommonJS.
   const { Aedes: AedesClass } = await import('aedes')
   const aedes = await AedesClass.createBroker({
@@ -281,13 +294,12 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
           log('info', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): ${verdict.reason}`)
           return done(new Error('not authorized'))
         }
-        // An answer goes where the requester could read it anyway: else a Response Topic publishes around the Publish rules.
         const responseTopic = packet.properties?.responseTopic
-        const reads = responseTopic ? policy.subscribe(principals.get(client) ?? { clientId: client.id }, responseTopic) : null
-        if (reads && !reads.allowed) {
+        const refusal = responseTopic ? responseTopicRefusal(principals.get(client) ?? { clientId: client.id }, responseTopic) : null
+        if (refusal !== null) {
           log(
             'info',
-            `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): it may not subscribe to it: ${reads.reason}`,
+            `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): ${refusal}`,
           )
           return done(new Error('not authorized'))
         }
