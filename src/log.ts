@@ -30,13 +30,20 @@ export interface RateLimitOptions {
   now?: () => number
   /** Arms the timer that reports what a window held back; default an unref'd setTimeout. */
   schedule?: (fn: () => void, ms: number) => void
+  /** Kinds counted at once; beyond, lines of a new kind share one count (text a peer chose cannot grow the map). Default 1000. */
+  maxKinds?: number
 }
+
+/** The kind of every line once `maxKinds` kinds are counted. */
+const OVERFLOW_KIND = '(lines of more kinds than are counted apart)'
 
 /**
  * A logger that cannot be flooded: lines of one kind (the message with its quoted strings and
  * numbers taken out) are written at most `burst` times a window; the rest are counted and reported
  * in one line when the window ends (`… 34471 more like it in 10 s; the last: …`). Every line is cut
  * to MAX_LOG_LINE characters. Errors are never held back, nor debug lines (asked for to see everything).
+ * Text a peer chooses (an id, a key, a topic) goes in quotes, so that it does not make a kind of its
+ * own; `maxKinds` bounds the kinds all the same.
  */
 export function rateLimited(logger: Logger, options: RateLimitOptions = {}): Logger {
   const burst = options.burst ?? 5
@@ -47,18 +54,29 @@ export function rateLimited(logger: Logger, options: RateLimitOptions = {}): Log
     ((fn: () => void, ms: number) => {
       setTimeout(fn, ms).unref()
     })
+  const maxKinds = options.maxKinds ?? 1000
   const kinds = new Map<string, { since: number; written: number; held: number; last: string; level: LogLevel }>()
+  let nextSweep = -Infinity
   return (level, message) => {
     const line = cut(message)
     if (level === 'error' || level === 'debug') return logger(level, line)
-    const kind = `${level} ${line.replace(/"(?:[^"\\]|\\.)*"?/g, '""').replace(/[0-9a-f]{6,}|\d+/gi, '#')}`
+    let kind = `${level} ${line.replace(/"(?:[^"\\]|\\.)*"?/g, '""').replace(/[0-9a-f]{6,}|\d+/gi, '#')}`
     const t = now()
     let k = kinds.get(kind)
+    if (!k && kinds.size >= maxKinds) {
+      // Forget kinds of long ago (a kind still counting is reported by its timer first), a few times a window at most.
+      if (t >= nextSweep) {
+        nextSweep = t + windowMs / 10
+        for (const [key, v] of kinds) if (t - v.since >= windowMs && v.held === 0) kinds.delete(key)
+      }
+      if (kinds.size >= maxKinds) {
+        kind = `${level} ${OVERFLOW_KIND}`
+        k = kinds.get(kind)
+      }
+    }
     if (!k || t - k.since >= windowMs) {
       k = { since: t, written: 0, held: 0, last: '', level }
       kinds.set(kind, k)
-      // Forget kinds of long ago; a kind still counting is reported by its timer first.
-      if (kinds.size > 1000) for (const [key, v] of kinds) if (t - v.since >= windowMs && v.held === 0) kinds.delete(key)
     }
     if (k.written < burst) {
       k.written++

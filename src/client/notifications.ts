@@ -94,7 +94,7 @@ export class Notifications {
   handle(topic: string, payload: Buffer, packet: IPublishPacket): void {
     const parsed = parseNotificationTopic(topic)
     if (!parsed || parsed.clientId !== this.options.clientId) {
-      this.options.logger('warn', `dropped a notification on an unexpected topic ${topic}`)
+      this.options.logger('warn', `dropped a notification on an unexpected topic ${JSON.stringify(topic)}`)
       return
     }
     let operation: ReturnType<typeof parseNotification>
