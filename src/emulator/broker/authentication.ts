@@ -1,7 +1,23 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { DetailedPeerCertificate, TLSSocket } from 'node:tls'
-import type { Identity } from './client-id-owner'
+import type { Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
+import { SAT_AUTH_METHOD } from '../../protocol'
+import { takeoverRefusal, type Identity } from './client-id-owner'
+import type { ConnectedClient } from './hooks'
+
+/** Who may connect to the embedded broker's plain port; without it anyone may. */
+export interface BrokerAuth {
+  /** username → password. */
+  users?: Record<string, string>
+  /** Service account tokens accepted with the MQTT 5 enhanced authentication method `K8S-SAT`. */
+  satTokens?: string[]
+  /**
+   * Authorization attributes of users (user name → attribute → value), what a cluster takes from a
+   * client's X.509 certificate or service account: rules with `principals.attributes` match them.
+   */
+  attributes?: Record<string, Record<string, string>>
+}
 
 /**
  * How a listener of the embedded broker authenticates its clients, as an AIO BrokerListener port
@@ -134,4 +150,170 @@ function sameDn(expected: Record<string, string>, actual: Record<string, string 
   const keys = Object.keys(expected)
   if (keys.length === 0 || keys.length !== a.length) return false
   return a.every(([k, v]) => expected[k.toUpperCase()] === (Array.isArray(v) ? v.join(', ') : v))
+}
+
+/** How long a client's principal is kept after it disconnected, for its requests still on their way. */
+const PRINCIPAL_AFTER_DISCONNECT_MS = 60_000
+
+/** A CONNECT's outcome: one of the broker's own services, a client known so far, or refused (with aedes's v3 return code). */
+export type Admitted =
+  | { kind: 'service' }
+  | { kind: 'client'; principal: ConnectedClient; identity: Identity | null }
+  | { kind: 'refused'; reason: string; returnCode: typeof BAD_USERNAME_OR_PASSWORD | typeof NOT_AUTHORIZED }
+
+// aedes's CONNACK return codes (v3 numbering; aedes maps them to the MQTT 5 reason codes 0x86 and 0x87).
+export const BAD_USERNAME_OR_PASSWORD = 4
+export const NOT_AUTHORIZED = 5
+
+/**
+ * The embedded broker's admission of clients, and what it keeps of each: who may connect on the
+ * plain port (users, tokens) and on each TLS listener, who a connected client is (its principal,
+ * for the access policy; its identity, which holds its client id), which connections are the
+ * broker's own services, and who each client id last was, a while after it left.
+ */
+export class Admission {
+  /** Credentials the broker always accepts, for the emulator's own connections; null when every client is let in anyway. */
+  readonly serviceCredentials: { username: string; password: string } | null
+  /** Whether the plain port asks for credentials at all (users or tokens configured). */
+  private readonly authOn: boolean
+  private readonly users: Map<string, string>
+  private readonly satTokens: Set<string>
+  private readonly attributes: Map<string, Record<string, string>>
+  /** The verdict on a client's K8S-SAT token, taken off its CONNECT before authentication: who it is, or false. */
+  private readonly satVerdicts = new WeakMap<AedesClient, Identity | false>()
+  /** The K8S-SAT token a client sent, for a SAT listener to judge. */
+  private readonly satTokenOf = new WeakMap<AedesClient, string>()
+  /** How the listener a connection came in on authenticates (absent: the plain port). */
+  private readonly listenerOf = new WeakMap<object, ListenerAuthentication>()
+  /** Admitted clients, by the client object (a takeover replaces it under the same id). */
+  private readonly admitted = new WeakMap<AedesClient, { principal: ConnectedClient; identity: Identity | null }>()
+  private readonly services = new WeakSet<AedesClient>()
+  /**
+   * Who each client id last connected as, kept a while after it left: a request it published just
+   * before a disconnect (a policy update disconnects everyone) is served after it, and is judged as
+   * the principal that published it, not as a bare client id.
+   */
+  private readonly lastPrincipals = new Map<string, { principal: ConnectedClient; goneAt: number | null }>()
+
+  /** `needsService`: the broker has rules its own services must be told apart from (an access or publish policy). */
+  constructor(auth: BrokerAuth | undefined, needsService: boolean) {
+    this.authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
+    this.serviceCredentials =
+      this.authOn || needsService
+        ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') }
+        : null
+    this.users = new Map(Object.entries(auth?.users ?? {}))
+    if (this.serviceCredentials) this.users.set(this.serviceCredentials.username, this.serviceCredentials.password)
+    this.satTokens = new Set((auth?.satTokens ?? []).map((t) => t.trim()))
+    this.attributes = new Map(Object.entries(auth?.attributes ?? {}))
+  }
+
+  /** A connection of a TLS listener, which authenticates its clients its own way. */
+  arrivedOn(connection: object, listener: ListenerAuthentication): void {
+    this.listenerOf.set(connection, listener)
+  }
+
+  /**
+   * aedes does not implement the AUTH exchange and refuses any Authentication Method. K8S-SAT needs
+   * no exchange (the token is in the CONNECT), so it is judged here and taken off the packet.
+   */
+  takeSatToken(client: AedesClient, properties: { authenticationMethod?: string; authenticationData?: Buffer } | undefined): void {
+    if (properties?.authenticationMethod !== SAT_AUTH_METHOD) return
+    const token = properties.authenticationData ? Buffer.from(properties.authenticationData).toString('utf8').trim() : ''
+    this.satVerdicts.set(client, token.length > 0 && this.satTokens.has(token) && satIdentity(token))
+    this.satTokenOf.set(client, token)
+    delete properties.authenticationMethod
+    delete properties.authenticationData
+  }
+
+  /**
+   * Who a CONNECT is, by the port it came on and its credentials; `holder` is the connected client
+   * with the same id, if any: another identity may not take its id.
+   */
+  admit(client: AedesClient, username: string | undefined, password: Buffer | undefined, holder: AedesClient | null): Admitted {
+    const secret = password !== undefined ? Buffer.from(password) : undefined
+    if (this.isServiceLogin(username, secret)) {
+      this.services.add(client)
+      this.admitted.set(client, { principal: { clientId: client.id }, identity: { kind: 'service', name: username! } })
+      return { kind: 'service' }
+    }
+    const known = this.authenticate(client, username, secret)
+    if (known.kind === 'refused') return known
+    const holderIdentity = holder && holder !== client ? (this.admitted.get(holder)?.identity ?? null) : undefined
+    const taken = holderIdentity !== undefined ? takeoverRefusal(client.id, holderIdentity, known.identity) : null
+    if (taken !== null) return { kind: 'refused', reason: `not authorized: ${taken}`, returnCode: NOT_AUTHORIZED }
+    const userAttributes = known.attributes ?? (known.username !== undefined ? this.attributes.get(known.username) : undefined)
+    const principal: ConnectedClient = {
+      clientId: client.id,
+      ...(known.username !== undefined ? { username: known.username } : {}),
+      ...(userAttributes ? { attributes: userAttributes } : {}),
+    }
+    this.admitted.set(client, { principal, identity: known.identity })
+    this.lastPrincipals.set(client.id, { principal, goneAt: null })
+    return { kind: 'client', principal, identity: known.identity }
+  }
+
+  /** The identity that holds a connected client's id (null: none proven), for the log. */
+  identityOf(client: AedesClient): Identity | null {
+    return this.admitted.get(client)?.identity ?? null
+  }
+
+  isService(client: AedesClient): boolean {
+    return this.services.has(client)
+  }
+
+  /** Who a connected client is to the access policy. */
+  principalOf(client: AedesClient): ConnectedClient {
+    return this.admitted.get(client)?.principal ?? { clientId: client.id }
+  }
+
+  /** Who a client id last connected as, while it is remembered. */
+  lastPrincipalOf(clientId: string): ConnectedClient | undefined {
+    return this.lastPrincipals.get(clientId)?.principal
+  }
+
+  /** A connection ended: its principal is remembered a while, then forgotten. */
+  disconnected(client: AedesClient, now = Date.now()): void {
+    const last = this.lastPrincipals.get(client.id)
+    if (last && this.admitted.get(client)?.principal === last.principal) last.goneAt = now
+    // Forgotten once gone for long: no request of theirs is still on its way by then.
+    for (const [id, entry] of this.lastPrincipals)
+      if (entry.goneAt !== null && now - entry.goneAt > PRINCIPAL_AFTER_DISCONNECT_MS) this.lastPrincipals.delete(id)
+  }
+
+  private isServiceLogin(username: string | undefined, secret: Buffer | undefined): boolean {
+    const service = this.serviceCredentials
+    return service !== null && username === service.username && secret !== undefined && secret.equals(Buffer.from(service.password, 'utf8'))
+  }
+
+  private authenticate(
+    client: AedesClient,
+    username: string | undefined,
+    secret: Buffer | undefined,
+  ): { kind: 'known'; identity: Identity | null; username?: string; attributes?: Record<string, string> } | Extract<Admitted, { kind: 'refused' }> {
+    const refused = (reason: string, returnCode: typeof BAD_USERNAME_OR_PASSWORD | typeof NOT_AUTHORIZED = NOT_AUTHORIZED) =>
+      ({ kind: 'refused', reason, returnCode }) as const
+    const listener = this.listenerOf.get(client.conn)
+    if (listener) {
+      // A TLS listener authenticates as its cluster port does; a user name is not verified there (AIO docs), so not taken.
+      const verdict =
+        listener.method === 'x509'
+          ? authenticateX509(client.conn as unknown as TLSSocket, listener.attributes)
+          : authenticateSat(this.satTokenOf.get(client), listener.tokenFiles)
+      if (!verdict.ok) return refused(`not authorized: ${verdict.reason}`)
+      return { kind: 'known', identity: verdict.identity, ...(verdict.attributes ? { attributes: verdict.attributes } : {}) }
+    }
+    // Without any user or token configured, anyone may connect; a user name is then taken as given, and proves nothing.
+    if (!this.authOn) return { kind: 'known', identity: null, ...(username !== undefined ? { username } : {}) }
+    const sat = this.satVerdicts.get(client)
+    // SAT authentication verifies no user name (AIO docs): a token's client is known by its id alone.
+    if (sat) return { kind: 'known', identity: sat }
+    if (sat === false) return refused('not authorized: the K8S-SAT token is not accepted')
+    if (username === undefined) return refused('not authorized: no credentials')
+    const expected = this.users.get(username)
+    if (expected === undefined || secret === undefined || !secret.equals(Buffer.from(expected, 'utf8'))) {
+      return refused('bad user name or password', BAD_USERNAME_OR_PASSWORD)
+    }
+    return { kind: 'known', identity: { kind: 'user', name: username }, username }
+  }
 }
