@@ -6,7 +6,10 @@ import { DedupCache } from '../../src/emulator/core/dedup'
 import { RequestPrint } from '../../src/emulator/core/request-print'
 import { Registrations } from '../../src/emulator/core/registrations'
 import { PREVIEW_REQUEST_TOPIC, REQUEST_TOPIC, responseTopicRefusal, SERVICE_CLIENTS_PREFIX } from '../../src/protocol'
-import { Hlc } from '../../src/hlc'
+import { Hlc, HybridLogicalClock } from '../../src/hlc'
+import { Executor, type RequestContext } from '../../src/emulator/core/execute'
+import { Keyspace } from '../../src/emulator/core/keyspace'
+import { Request } from '../../src/protocol'
 
 describe('emulator parts', () => {
   describe('parseCommand', () => {
@@ -204,6 +207,29 @@ describe('emulator parts', () => {
       assert.equal(r.unregister('b', Buffer.from('k')), true)
       assert.equal(r.unregister('b', Buffer.from('k')), false)
       assert.equal(r.size, 0)
+    })
+  })
+  describe('Executor', () => {
+    it('says in its answer whether a request wrote what persistence keeps, and only then', () => {
+      const clock = new HybridLogicalClock({ nodeId: 'parts' })
+      const executor = new Executor({ store: new Keyspace({ clock }), clock, registrations: new Registrations(), persistence: true })
+      const run = (payload: Buffer, props: Record<string, string> = {}) => {
+        const all: Record<string, string> = { __ts: new Hlc(Date.now(), 0, 'caller').toString(), ...props }
+        const ctx: RequestContext = { prop: (name) => all[name], clientId: 'caller' }
+        return executor.execute(payload, ctx).wrote === true
+      }
+      assert.equal(run(Request.set('volatile', 'v')), false, 'a key persistence does not keep')
+      assert.equal(run(Request.set('kept', 'v'), { 'aio-persistence': 'true' }), true)
+      assert.equal(run(Request.set('kept', 'v', { condition: 'NX' }), { 'aio-persistence': 'true' }), false, 'not applied')
+      assert.equal(run(Request.get('kept')), false)
+      assert.equal(run(Request.set('kept', 'now volatile')), true, 'a persisted key made volatile leaves the journal')
+      assert.equal(run(Request.del('kept')), false, 'no longer persisted')
+      assert.equal(run(Request.set('kept', 'v'), { 'aio-persistence': 'true' }), true)
+      assert.equal(run(Request.del('kept')), true)
+      assert.equal(run(Request.del('kept')), false, 'missing')
+      assert.equal(run(Request.keyNotify('kept')), true, 'a registration is kept')
+      assert.equal(run(Request.keyNotifyStop('kept')), true)
+      assert.equal(run(Request.keyNotifyStop('kept')), false, 'not registered')
     })
   })
 })

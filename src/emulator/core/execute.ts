@@ -32,6 +32,11 @@ export interface Answer {
   authorizedBy?: string
   /** Why a SET's key is persisted (for the log); absent when it is not. */
   persistedBy?: string
+  /**
+   * Set when the request changed what persistence keeps (a persisted key, a KEYNOTIFY
+   * registration): its answer is kept with the change, so a re-send after a restart is answered.
+   */
+  wrote?: true
   /** Set when the answer is `-ERR`: which error and why, for the log. */
   error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
   command?: Command
@@ -152,6 +157,7 @@ export class Executor {
         if (outcome.kind === 'error') return refuse(outcome.code, 'SET refused by the store', command)
         const answer: Answer = { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
         if (persistedBy !== null && outcome.kind === 'applied') answer.persistedBy = persistedBy
+        if (outcome.kind === 'applied' && outcome.persistent) answer.wrote = true
         return answer
       }
       case 'DEL':
@@ -163,7 +169,7 @@ export class Executor {
           case 'missing':
             return { payload: Reply.integer(0) }
           case 'deleted':
-            return { payload: Reply.integer(1), timestamp: outcome.version.toString() }
+            return { payload: Reply.integer(1), timestamp: outcome.version.toString(), ...(outcome.persistent ? { wrote: true as const } : {}) }
           case 'mismatch':
             return { payload: Reply.notApplied, timestamp: outcome.version.toString() }
         }
@@ -190,7 +196,7 @@ export class Executor {
         const withVersion = (payload: Buffer): Answer => (version ? { payload, timestamp: version } : { payload })
         if (command.stop) {
           if (!registrations.unregister(clientId, command.key)) return withVersion(Reply.integer(0))
-          return withVersion(Reply.ok)
+          return { ...withVersion(Reply.ok), wrote: true }
         }
         const max = maxNotifiedKeyBytes(clientId)
         if (command.key.length > max) {
@@ -198,8 +204,9 @@ export class Executor {
           const text = `the key is too long to be notified: at most ${max} bytes for this client id`
           return { payload: Reply.error(text), error: { code: 'KeyTooLongToNotify', detail: `a ${command.key.length}-byte key` }, command }
         }
+        // Recorded even when already registered: the earlier record may not be on disk yet.
         registrations.register(clientId, command.key)
-        return withVersion(Reply.ok)
+        return { ...withVersion(Reply.ok), wrote: true }
       }
     }
   }

@@ -45,9 +45,11 @@ export interface SetOptions extends WriteOptions {
   persist?: boolean
 }
 
-export type SetOutcome = { kind: 'applied'; version: Hlc } | { kind: 'not-applied'; version: Hlc } | { kind: 'error'; code: ServiceErrorCode }
+/** `persistent`: the change is one persistence keeps (the key is, or was, persisted). */
+export type SetOutcome =
+  { kind: 'applied'; version: Hlc; persistent: boolean } | { kind: 'not-applied'; version: Hlc } | { kind: 'error'; code: ServiceErrorCode }
 export type DeleteOutcome =
-  { kind: 'deleted'; version: Hlc } | { kind: 'missing' } | { kind: 'mismatch'; version: Hlc } | { kind: 'error'; code: ServiceErrorCode }
+  { kind: 'deleted'; version: Hlc; persistent: boolean } | { kind: 'missing' } | { kind: 'mismatch'; version: Hlc } | { kind: 'error'; code: ServiceErrorCode }
 
 export interface Timers {
   set(fn: () => void, ms: number): unknown
@@ -227,8 +229,9 @@ export class Keyspace {
     const record = this.slot(value, version, newerToken(existing?.fencingToken ?? null, token), expiresAt, options.persist === true)
     this.put(id, record)
     if (expiresAt !== 0) this.track(id, expiresAt)
-    this.onChange({ kind: 'set', key, value, record, wasPersisted: existing?.persisted ?? false })
-    return { kind: 'applied', version }
+    const wasPersisted = existing?.persisted ?? false
+    this.onChange({ kind: 'set', key, value, record, wasPersisted })
+    return { kind: 'applied', version, persistent: record.persisted || wasPersisted }
   }
 
   del(key: Buffer, options: WriteOptions = {}): DeleteOutcome {
@@ -237,7 +240,7 @@ export class Keyspace {
     if (!existing) return { kind: 'missing' }
     const fenced = checkFence(existing, options.fencingToken ?? null)
     if (fenced) return { kind: 'error', code: fenced }
-    return { kind: 'deleted', version: this.remove(id, existing, 'del', options.received) }
+    return { kind: 'deleted', persistent: existing.persisted, version: this.remove(id, existing, 'del', options.received) }
   }
 
   vdel(key: Buffer, value: Buffer, options: WriteOptions = {}): DeleteOutcome {
@@ -247,7 +250,7 @@ export class Keyspace {
     const fenced = checkFence(existing, options.fencingToken ?? null)
     if (fenced) return { kind: 'error', code: fenced }
     if (!existing.holds(value)) return { kind: 'mismatch', version: existing.version }
-    return { kind: 'deleted', version: this.remove(id, existing, 'vdel', options.received) }
+    return { kind: 'deleted', persistent: existing.persisted, version: this.remove(id, existing, 'vdel', options.received) }
   }
 
   /**

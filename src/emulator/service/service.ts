@@ -202,12 +202,11 @@ export class StateStoreService {
     let durableSeq: number | undefined
     try {
       const journal = this.options.journal
-      const appendedBefore = journal?.appendedSeq ?? 0
       answer = this.options.executor.execute(payload, { prop, clientId: caller, dialect } satisfies RequestContext)
       // A request that changed something persistent leaves its answer in the journal with the change,
       // so that a re-send to the emulator restarted after a crash is answered, not executed again
       // (found by the chaos run, seed 505: a SET NX re-sent after a restart answered "not applied").
-      if (journal && journal.appendedSeq !== appendedBefore) {
+      if (journal && answer.wrote) {
         journal.recordAnswer({ id: dedupId, request: request.serialize(), expiresAt, payload: answer.payload, timestamp: answer.timestamp })
       }
       // Any answer, a read's too, waits until every change it wrote or may have seen is on disk: an
