@@ -26,6 +26,7 @@ describe('security: a connected client id cannot be taken by another identity, o
   let intruderCert: Buffer
   let intruderKey: Buffer
   let otherTokenFile: string
+  const lines: string[] = []
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'security-identities-'))
@@ -64,7 +65,8 @@ describe('security: a connected client id cannot be taken by another identity, o
         { port: 0, ...tls, clientCaFile: layout.caFile, authentication: { method: 'x509' } },
         { port: 0, ...tls, authentication: { method: 'sat', tokenFiles: [{ file: layout.tokenFile }, { file: otherTokenFile }] } },
       ],
-      logLevel: 'error',
+      logLevel: 'info',
+      logger: (_, message) => lines.push(message),
     })
     ;[x509Url, satUrl] = emulator.tlsUrls as [string, string]
   })
@@ -113,6 +115,15 @@ describe('security: a connected client id cannot be taken by another identity, o
       [satUrl, token(layout.tokenFile), 'a service account'],
       [emulator.brokerUrl, { username: 'alice', password: 'alice-pw' }, 'user alice'],
     ])
+    // The log names both identities; the refused client is told neither.
+    assert.ok(
+      lines.some((l) =>
+        /refused at CONNECT \(0x87\).*\(certificate "CN=intruder issued by CN=aio-statestore-dev-ca"; held by certificate "CN=aio-statestore-dev-client/.test(
+          l,
+        ),
+      ),
+      lines.join('\n'),
+    )
   })
 
   it('a SAT client id: refused to another token, to a certificate and to a user', async () => {

@@ -159,7 +159,7 @@ const PRINCIPAL_AFTER_DISCONNECT_MS = 60_000
 export type Admitted =
   | { kind: 'service' }
   | { kind: 'client'; principal: ConnectedClient; identity: Identity | null }
-  | { kind: 'refused'; reason: string; returnCode: typeof BAD_USERNAME_OR_PASSWORD | typeof NOT_AUTHORIZED }
+  | { kind: 'refused'; reason: string; returnCode: typeof BAD_USERNAME_OR_PASSWORD | typeof NOT_AUTHORIZED; takeover?: { by: Identity | null; from: Identity } }
 
 // aedes's CONNACK return codes (v3 numbering; aedes maps them to the MQTT 5 reason codes 0x86 and 0x87).
 export const BAD_USERNAME_OR_PASSWORD = 4
@@ -239,9 +239,11 @@ export class Admission {
     }
     const known = this.authenticate(client, username, secret)
     if (known.kind === 'refused') return known
-    const holderIdentity = holder && holder !== client ? (this.admitted.get(holder)?.identity ?? null) : undefined
-    const taken = holderIdentity !== undefined ? takeoverRefusal(client.id, holderIdentity, known.identity) : null
-    if (taken !== null) return { kind: 'refused', reason: `not authorized: ${taken}`, returnCode: NOT_AUTHORIZED }
+    const holderIdentity = holder && holder !== client ? (this.admitted.get(holder)?.identity ?? null) : null
+    const taken = takeoverRefusal(client.id, holderIdentity, known.identity)
+    if (taken !== null) {
+      return { kind: 'refused', reason: `not authorized: ${taken}`, returnCode: NOT_AUTHORIZED, takeover: { by: known.identity, from: holderIdentity! } }
+    }
     const userAttributes = known.attributes ?? (known.username !== undefined ? this.attributes.get(known.username) : undefined)
     const principal: ConnectedClient = {
       clientId: client.id,
@@ -251,11 +253,6 @@ export class Admission {
     this.admitted.set(client, { principal, identity: known.identity })
     this.lastPrincipals.set(client.id, { principal, goneAt: null })
     return { kind: 'client', principal, identity: known.identity }
-  }
-
-  /** The identity that holds a connected client's id (null: none proven), for the log. */
-  identityOf(client: AedesClient): Identity | null {
-    return this.admitted.get(client)?.identity ?? null
   }
 
   isService(client: AedesClient): boolean {

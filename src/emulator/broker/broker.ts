@@ -227,7 +227,8 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
       const admitted = admission.admit(client, username, password, holder)
       if (admitted.kind === 'service') return done(null, true)
       if (admitted.kind === 'refused') {
-        const by = holder && holder !== client ? `; the id is held by ${describeIdentity(admission.identityOf(holder))}` : ''
+        const { takeover } = admitted
+        const by = takeover ? ` (${describeIdentity(takeover.by)}; held by ${describeIdentity(takeover.from)})` : ''
         log(
           'info',
           `client ${JSON.stringify(client.id)} refused at CONNECT (0x${admitted.returnCode === NOT_AUTHORIZED ? '87' : '86'}): ${admitted.reason}${by}`,
