@@ -1,9 +1,11 @@
-import { createConnection, createServer, type Server, type Socket } from 'node:net'
+import { createServer, type Server, type Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { SAT_AUTH_METHOD, topicMatches } from '../../protocol'
 import { describeIdentity } from './client-id-owner'
-import { inProcessPair } from './in-process'
+import { inProcessPair, inProcessUrl, servedHere } from './in-process'
+
+export { inProcessConnector } from './in-process'
 import { Admission, NOT_AUTHORIZED, type BrokerAuth } from './authentication'
 import { startTlsListener, type RunningTlsListener, type TlsListenerOptions } from './tls-listener'
 import type { TLSSocket } from 'node:tls'
@@ -87,27 +89,6 @@ const ADMINISTRATIVE_ACTION = 0x98
 
 const STOP_TIMEOUT_MS = 2000
 
-/** The brokers running in this process, by URL, while they run. */
-const runningHere = new Map<string, () => Duplex>()
-
-/** The host of a broker without a TCP port (a reserved name that never resolves), and how many there were. */
-const IN_PROCESS_HOST = 'in-process.invalid'
-let inProcessBrokers = 0
-
-/**
- * A stream builder (mqtt.js's, the client's `connectStream`) for the embedded broker at `url` when
- * one runs in this process now (as under `npm start` or the config node's embedded emulator); null
- * for any other URL. Each connection is in-process while a broker of this process serves the URL,
- * and a TCP connection to the URL otherwise: the broker may stop, and another one, here or in
- * another process, may serve the URL later, so reconnecting works as it does over TCP.
- */
-export function inProcessConnector(url: string): (() => Duplex) | null {
-  if (!runningHere.has(url)) return null
-  const { hostname, port } = new URL(url)
-  const host = hostname.replace(/^\[(.*)\]$/, '$1')
-  return () => runningHere.get(url)?.() ?? createConnection({ host, port: Number(port), noDelay: true })
-}
-
 /**
  * The embedded MQTT 5 broker: aedes on a TCP port, TCP_NODELAY on every connection, optional
  * username/password and K8S-SAT authentication, and the publish policy of the service it serves.
@@ -139,8 +120,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     await new Promise<void>((resolve) => aedes.close(() => resolve()))
     throw err
   }
-  const port = options.inProcessOnly ? ++inProcessBrokers : (server.address() as { port: number }).port
-  const url = options.inProcessOnly ? `mqtt://${IN_PROCESS_HOST}:${port}` : `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`
+  const { port, url } = options.inProcessOnly ? inProcessUrl() : tcpUrl(server, host)
   let stopping: Promise<void> | null = null
   const connectInProcess = (): Duplex => {
     const [clientEnd, brokerEnd] = inProcessPair()
@@ -152,9 +132,9 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     handle(brokerEnd)
     return clientEnd
   }
-  runningHere.set(url, connectInProcess)
+  const notServedHere = servedHere(url, connectInProcess)
   const stop = async () => {
-    if (runningHere.get(url) === connectInProcess) runningHere.delete(url)
+    notServedHere()
     const closed = Promise.all([
       new Promise<void>((resolve) => server.close(() => resolve())),
       ...tlsListeners.map((l) => new Promise<void>((resolve) => l.server.close(() => resolve()))),
@@ -290,6 +270,11 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
   aedes.on('clientError', (client, err) => log('debug', `broker: client ${client?.id ?? '?'}: ${err.message}`))
   aedes.on('connectionError', (client, err) => log('debug', `broker: connection ${client?.id ?? '?'}: ${err.message}`))
   return aedes
+}
+
+function tcpUrl(server: Server, host: string): { port: number; url: string } {
+  const { port } = server.address() as { port: number }
+  return { port, url: `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}` }
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -1,3 +1,4 @@
+import { createConnection } from 'node:net'
 import { Duplex } from 'node:stream'
 
 /**
@@ -101,4 +102,39 @@ export function inProcessPair(): [Duplex & { setNoDelay(): unknown }, Duplex & {
   a.peer = b
   b.peer = a
   return [a, b]
+}
+
+/** The brokers running in this process, by URL, while they run. */
+const runningHere = new Map<string, () => Duplex>()
+
+/** The host of a broker without a TCP port (a reserved name that never resolves), and how many there were. */
+const IN_PROCESS_HOST = 'in-process.invalid'
+let inProcessBrokers = 0
+
+/** The URL of a new broker without a TCP port: its host never resolves, so no other process can use it. */
+export function inProcessUrl(): { port: number; url: string } {
+  const port = ++inProcessBrokers
+  return { port, url: `mqtt://${IN_PROCESS_HOST}:${port}` }
+}
+
+/** A broker of this process serves `url` through `connect` from now on; the function returned ends that. */
+export function servedHere(url: string, connect: () => Duplex): () => void {
+  runningHere.set(url, connect)
+  return () => {
+    if (runningHere.get(url) === connect) runningHere.delete(url)
+  }
+}
+
+/**
+ * A stream builder (mqtt.js's, the client's `connectStream`) for the embedded broker at `url` when
+ * one runs in this process now (as under `npm start` or the config node's embedded emulator); null
+ * for any other URL. Each connection is in-process while a broker of this process serves the URL,
+ * and a TCP connection to the URL otherwise: the broker may stop, and another one, here or in
+ * another process, may serve the URL later, so reconnecting works as it does over TCP.
+ */
+export function inProcessConnector(url: string): (() => Duplex) | null {
+  if (!runningHere.has(url)) return null
+  const { hostname, port } = new URL(url)
+  const host = hostname.replace(/^\[(.*)\]$/, '$1')
+  return () => runningHere.get(url)?.() ?? createConnection({ host, port: Number(port), noDelay: true })
 }
