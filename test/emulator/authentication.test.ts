@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import mqtt from 'mqtt'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { authenticateSat, parseDn, x509Attributes, type X509AttributeRule } from '../../src/emulator/broker/authentication'
+import { authenticateSat, parseDn, satIdentity, x509Attributes, type X509AttributeRule } from '../../src/emulator/broker/authentication'
+import { takeoverRefusal } from '../../src/emulator/broker/client-id-owner'
 import { authenticationSources } from '../../src/emulator/core/authentication-documents'
 import { ResourceError } from '../../src/emulator/core/resource-error'
 import { startBroker } from '../../src/emulator/broker/broker'
@@ -48,6 +49,21 @@ describe('emulator: who an authenticated client is (X.509 subjects, SAT token fi
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  it('knows a service account token by its subject across rotations; a token without one by its file, or by itself', () => {
+    const jwt = (claims: object, signature: string) => `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`
+    const sub = 'system:serviceaccount:azure-iot-operations:node-red'
+    const before = satIdentity(jwt({ sub, exp: 1 }, 'first'))
+    const rotated = satIdentity(jwt({ sub, exp: 2 }, 'second'))
+    assert.deepEqual(before, { kind: 'service account', name: sub })
+    assert.equal(takeoverRefusal('node-red-0', before, rotated), null, 'a rotated token is the same service account')
+    const other = satIdentity(jwt({ sub: 'system:serviceaccount:default:intruder' }, 'x'))
+    assert.match(takeoverRefusal('node-red-0', before, other) ?? '', /in use by another identity/)
+    assert.deepEqual(satIdentity('dev.abc', '/dev/.session/token.txt'), { kind: 'service account', name: 'the token of /dev/.session/token.txt' })
+    assert.notDeepEqual(satIdentity('token-one'), satIdentity('token-two'))
+    assert.deepEqual(satIdentity('token-one'), satIdentity('token-one'))
+    assert.equal(satIdentity('a.not-json.c').name.startsWith('token '), true, 'a token that only looks like a JWT')
   })
 
   it("reads BrokerAuthentication attributes and a ServiceAccount's aio-broker-auth/ annotations; a bad entry names its field", () => {
