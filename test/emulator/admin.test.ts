@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { HybridLogicalClock } from '../../src/hlc'
 import { adminFor, startEmulator } from '../../src/emulator'
-import { EmulatorAdmin } from '../../src/emulator/admin/key-browser'
+import { EmulatorAdmin, MAX_PAGE_KEY_BYTES } from '../../src/emulator/admin/key-browser'
 import { Keyspace } from '../../src/emulator/core/keyspace'
 
 function filled(n: number, prefix = 'k'): Keyspace {
@@ -51,6 +51,19 @@ describe('emulator admin channel: key browser', () => {
     )
     assert.equal(rest.next, null)
     assert.equal((await admin.listKeys({ pattern: 'nothing*' })).keys.length, 0)
+  })
+
+  it('ends a page at its byte cap over long keys, and the next page goes on after it', async () => {
+    const store = new Keyspace({ clock: new HybridLogicalClock() })
+    for (let i = 0; i < 40; i++) store.set(Buffer.from(`${String(i).padStart(2, '0')}${'k'.repeat(8190)}`), Buffer.from('v'))
+    const admin = new EmulatorAdmin(store)
+    const first = await admin.listKeys({ limit: 100 })
+    assert.equal(first.keys.length, MAX_PAGE_KEY_BYTES / 8192)
+    assert.ok(first.next)
+    const rest = await admin.listKeys({ limit: 100, after: first.next })
+    assert.equal(first.keys.length + rest.keys.length, 40)
+    assert.equal(rest.next, null)
+    assert.equal(rest.keys[0]!.key!.slice(0, 2), String(first.keys.length).padStart(2, '0'))
   })
 
   it('reports size, version, expiry, fencing token and persistence; binary keys by hex', async () => {

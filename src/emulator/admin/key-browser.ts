@@ -1,5 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import { compileGlob, Glob, KEY_PATTERN_GLOB, literalTokens } from '../core/glob'
+import { KeyWalk, PAUSED, StepBudget } from '../core/key-walk'
 import { PatternError, type Principal } from '../core/principal'
 import { PersistencePolicy } from '../core/persistence-policy'
 import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
@@ -82,8 +83,9 @@ export interface AdminOptions {
 
 /** How long one scan step may hold the event loop before it yields. */
 const STEP_MS = 8
-const CHECK_EVERY = 512
 const MAX_LIMIT = 1000
+/** Key bytes one page holds at most (one longer key still makes a page alone): what bounds the work of building its entries. */
+export const MAX_PAGE_KEY_BYTES = 256 * 1024
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
@@ -131,31 +133,33 @@ export class EmulatorAdmin {
   /**
    * One page of keys in byte order, filtered by a glob. The store is a hash map, so every page is
    * one pass over it keeping the `limit` smallest keys past the cursor (O(n log limit), no sorted
-   * copy of a million keys); the pass yields to the event loop every few milliseconds, so requests
-   * keep being served while it runs. Paging by the last key stays right while keys change.
+   * copy of a million keys). The pass is a KeyWalk (the one SCAN takes) on a time budget: it yields
+   * to the event loop every few milliseconds, also in the middle of one key's match, so requests
+   * keep being served whatever the pattern. Paging by the last key stays right while keys change.
    */
   async listKeys(query: KeyQuery = {}): Promise<KeyPage> {
     const limit = Math.min(MAX_LIMIT, Math.max(1, Math.floor(query.limit ?? 100)))
-    const pattern = query.pattern ? filterOf(query.pattern) : null
+    const walk = new KeyWalk(query.pattern ? filterOf(query.pattern) : null, this.store.ids())
     const after = query.after ? Buffer.from(query.after, 'hex').toString('latin1') : null
     /** Sorted ascending; at most limit + 1 (the extra one says whether there is a next page). */
     const best: Array<[string, StoredRecord]> = []
     const keep = limit + 1
     let matching = 0
-    let since = 0
-    let stepStart = performance.now()
-    for (const item of this.store.scan()) {
-      const id = item[0]
-      if (++since >= CHECK_EVERY) {
-        since = 0
-        if (performance.now() - stepStart > this.stepMs) {
-          await yieldToEventLoop()
-          query.signal?.throwIfAborted()
-          stepStart = performance.now()
-        }
+    const budget = new StepBudget(this.stepMs)
+    for (;;) {
+      const id = walk.next(budget)
+      if (id === null) break
+      if (id === PAUSED) {
+        await yieldToEventLoop()
+        query.signal?.throwIfAborted()
+        budget.restart()
+        continue
       }
-      if (pattern !== null && !pattern.matches(id)) continue
+      const record = this.store.recordOf(id)
+      if (!record) continue
       matching += 1
+      // Comparing keys costs up to their bytes: counted as steps.
+      budget.spend(id.length)
       if (after !== null && id <= after) continue
       if (best.length === keep && id >= best[keep - 1]![0]) continue
       let lo = 0
@@ -164,13 +168,22 @@ export class EmulatorAdmin {
         const mid = (lo + hi) >>> 1
         if (best[mid]![0] < id) lo = mid + 1
         else hi = mid
+        budget.spend(id.length)
       }
-      best.splice(lo, 0, item)
+      best.splice(lo, 0, [id, record])
       if (best.length > keep) best.pop()
     }
-    const more = best.length > limit
-    const page = more ? best.slice(0, limit) : best
-    const keys = page.map(([id, record]) => entry(id, record, record.value.length))
+    // The page: the smallest keys up to the limit and the byte cap (one key at least).
+    let end = 0
+    let bytes = 0
+    while (end < limit && end < best.length) {
+      const size = best[end]![0].length
+      if (end > 0 && bytes + size > MAX_PAGE_KEY_BYTES) break
+      bytes += size
+      end++
+    }
+    const more = best.length > end
+    const keys = best.slice(0, end).map(([id, record]) => entry(id, record, record.value.length))
     return { keys, matching, total: this.store.size, next: more && keys.length > 0 ? keys[keys.length - 1]!.keyHex : null }
   }
 

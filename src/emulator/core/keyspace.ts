@@ -302,6 +302,11 @@ export class Keyspace {
     return this.live(id) !== null
   }
 
+  /** The record of a key given as a latin1 string (from `ids`), if it exists and has not expired. */
+  recordOf(id: string): StoredRecord | null {
+    return this.live(id)
+  }
+
   /** Deletes every key whose deadline has passed, reporting each; arms the timer for the next one. */
   expireDue(): void {
     const now = this.now()
