@@ -8,9 +8,9 @@ import type { Keyspace } from './core/keyspace'
  * read stops the start with the file, the line and the reason.
  */
 export function readSeedFile(file: string): KeyRecord[] {
-  let content: string
+  let content: Buffer
   try {
-    content = readFileSync(file, 'utf8')
+    content = readFileSync(file)
   } catch (err) {
     throw new Error(`seed: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
   }
