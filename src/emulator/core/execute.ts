@@ -5,9 +5,9 @@ import { accessOf, parseCommand, type Command } from './commands'
 import type { AuthorizationPolicy } from './authorization-policy'
 import { PersistencePolicy } from './persistence-policy'
 import { describePrincipal, type Principal } from './principal'
-import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
+import { describeQuota, EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './registrations'
-import type { Keyspace } from './keyspace'
+import type { Keyspace, QuotaLimit } from './keyspace'
 import { ScanWalks, type ScanLimits } from './scan'
 import { shownKey } from './shown-key'
 
@@ -33,7 +33,7 @@ export interface Answer {
   /** Why a SET's key is persisted (for the log); absent when it is not. */
   persistedBy?: string
   /** Set when the answer is `-ERR`: which error and why, for the log. */
-  error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
+  error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string; quota?: QuotaLimit }
   command?: Command
 }
 
@@ -149,7 +149,11 @@ export class Executor {
           ...write,
           persist,
         })
-        if (outcome.kind === 'error') return refuse(outcome.code, 'SET refused by the store', command)
+        if (outcome.kind === 'error') {
+          const answer = refuse(outcome.code, outcome.quota ? `SET refused: ${describeQuota(outcome.quota)}` : 'SET refused by the store', command)
+          if (outcome.quota) answer.error!.quota = outcome.quota.limit
+          return answer
+        }
         const answer: Answer = { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
         if (persistedBy !== null && outcome.kind === 'applied') answer.persistedBy = persistedBy
         return answer

@@ -1,3 +1,5 @@
+import type { QuotaRefusal } from './keyspace'
+
 /**
  * Requests the emulator refuses with a text of its own. No official client ever sends them (they
  * come from hand-made MQTT: mosquitto_rr, mosquitto_pub, scripts); the protocol article says such a
@@ -17,3 +19,18 @@ export const EMULATOR_REFUSAL_TEXT = {
 } as const
 
 export type EmulatorRefusalCode = keyof typeof EMULATOR_REFUSAL_TEXT
+
+/** A quota refusal in words, naming the bound by its CLI flag (the -ERR text is the service's own, which clients match exactly). */
+export function describeQuota(refusal: QuotaRefusal): string {
+  const { max, needed } = refusal
+  switch (refusal.limit) {
+    case 'maxKeyBytes':
+      return `the key is ${needed} bytes; --max-key-bytes allows ${max}`
+    case 'maxValueBytes':
+      return `the value is ${needed} bytes; --max-value-bytes allows ${max}`
+    case 'maxKeys':
+      return `the store holds ${max} keys, as many as --max-keys allows`
+    case 'maxBytes':
+      return `the store would hold ${needed} bytes with each key's bookkeeping; --max-bytes allows ${max}`
+  }
+}
