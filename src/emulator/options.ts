@@ -1,4 +1,4 @@
-import type { Logger } from '../log'
+import { shownUrl, type Logger } from '../log'
 import type { BrokerAuth } from './broker/broker'
 import type { TlsListenerOptions } from './broker/tls-listener'
 import type { LogThreshold } from './logger'
@@ -103,6 +103,13 @@ export function checkOptions(options: EmulatorOptions): void {
   for (const name of ['maxBytes', 'maxValueBytes'] as const) {
     const n = options[name]
     if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 0)) throw new Error(`${name} must be a whole number >= 0, got ${n}`)
+  }
+  // Only these reach a broker; a URL is shown without its user info (`user:pass@host` has no scheme and is no URL).
+  if (options.brokerUrl !== undefined && !/^(?:mqtts?|wss?):\/\//i.test(options.brokerUrl)) {
+    throw new Error(`brokerUrl must start with mqtt://, mqtts://, ws:// or wss://, got ${JSON.stringify(shownUrl(options.brokerUrl))}`)
+  }
+  for (const [name, password] of Object.entries(options.brokerAuth?.users ?? {})) {
+    if (password.trim() === '') throw new Error(`brokerAuth: the password of user ${JSON.stringify(name)} is empty; a user needs one`)
   }
   if (options.brokerUrl) {
     if (options.brokerAuth) throw new Error('brokerAuth applies to the embedded broker only; it cannot be used with brokerUrl')

@@ -265,6 +265,7 @@ async function main(): Promise<void> {
       const i = u.indexOf(':')
       // The value holds a password: only the name is shown.
       if (i <= 0) fail(`--user: expected name:password, got no ":"`)
+      if (u.slice(i + 1).trim() === '') fail(`--user ${JSON.stringify(u.slice(0, i))}: the password is empty; a user needs one`)
       users[u.slice(0, i)] = u.slice(i + 1)
     }
     if (values['users-file'] !== undefined) {
@@ -275,7 +276,9 @@ async function main(): Promise<void> {
           if (line.trim() === '' || line.trimStart().startsWith('#')) return
           const i = line.indexOf(':')
           if (i <= 0) fail(`--users-file ${file}: line ${n + 1}: expected name:password`)
-          users[line.slice(0, i).trim()] = line.slice(i + 1)
+          const name = line.slice(0, i).trim()
+          if (line.slice(i + 1).trim() === '') fail(`--users-file ${file}: line ${n + 1}: the password of ${JSON.stringify(name)} is empty; a user needs one`)
+          users[name] = line.slice(i + 1)
         })
     }
     const satTokens = [...(values['sat-token'] ?? [])]
