@@ -63,9 +63,17 @@ export const MAX_RECORD_DEPTH = 1000
  * file must be UTF-8: a byte that is not is refused with its line, never read as U+FFFD.
  */
 export function parseKeyRecords(content: string | Buffer): KeyRecord[] {
+  return [...keyRecords(content)]
+}
+
+/**
+ * The records one at a time, as parseKeyRecords reads them: a pass keeps none of them (checking a
+ * file of two million keys first held two million pairs of Buffers at once).
+ */
+export function* keyRecords(content: string | Buffer): Generator<KeyRecord> {
   const body = (typeof content === 'string' ? content : utf8Text(content)).replace(/^\uFEFF/, '')
   checkDepth(body)
-  return body.trimStart().startsWith('[') ? parseStatestoreJson(body) : parseExport(body)
+  yield* body.trimStart().startsWith('[') ? statestoreJsonRecords(body) : exportRecords(body)
 }
 
 /** A file's bytes as text; a line that is not UTF-8 is a KeyRecordError (a newline byte is never inside a UTF-8 character). */
@@ -120,20 +128,22 @@ function strictBase64(encoded: string): Buffer | null {
   return bytes.toString('base64').replace(/=+$/, '') === bare ? bytes : null
 }
 
-function parseExport(content: string): KeyRecord[] {
-  const records: KeyRecord[] = []
-  content.split('\n').forEach((raw, i) => {
-    const line = raw.trim()
-    if (line === '') return
+function* exportRecords(content: string): Generator<KeyRecord> {
+  let start = 0
+  for (let line = 1; start <= content.length; line++) {
+    const newline = content.indexOf('\n', start)
+    const end = newline === -1 ? content.length : newline
+    const text = content.slice(start, end).trim()
+    start = end + 1
+    if (text === '') continue
     let parsed: unknown
     try {
-      parsed = JSON.parse(line)
+      parsed = JSON.parse(text)
     } catch (err) {
-      throw new KeyRecordError(i + 1, `not JSON (${(err as Error).message})`)
+      throw new KeyRecordError(line, `not JSON (${(err as Error).message})`)
     }
-    records.push(exportRecord(parsed, i + 1))
-  })
-  return records
+    yield exportRecord(parsed, line)
+  }
 }
 
 function exportRecord(parsed: unknown, line: number): KeyRecord {
@@ -164,7 +174,7 @@ function bytes(r: Record<string, unknown>, name: 'key' | 'value', line: number):
   throw new KeyRecordError(line, plain === undefined ? `no ${name} (or ${name}Base64)` : `${name} is text; bytes go in ${name}Base64`)
 }
 
-function parseStatestoreJson(content: string): KeyRecord[] {
+function* statestoreJsonRecords(content: string): Generator<KeyRecord> {
   let parsed: unknown
   try {
     parsed = JSON.parse(content)
@@ -174,20 +184,18 @@ function parseStatestoreJson(content: string): KeyRecord[] {
     throw new KeyRecordError(at ? lineAt(content, Number(at[1])) : (firstUnparsable(content) ?? 1), `not JSON (${message})`)
   }
   if (!Array.isArray(parsed)) throw new KeyRecordError(1, 'a statestore.json is an array of objects')
-  const lines = topLevelElements(content).map((e) => lineAt(content, e.start))
-  const records: KeyRecord[] = []
-  parsed.forEach((entry: unknown, i) => {
-    const line = lines[i] ?? 1
+  const elements = topLevelElements(content)
+  for (const [i, entry] of (parsed as unknown[]).entries()) {
+    const line = elements[i]?.line ?? 1
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) throw new KeyRecordError(line, `entry ${i + 1} is not an object of key → value`)
     for (const [key, value] of Object.entries(entry)) {
       if (key === '') throw new KeyRecordError(line, `entry ${i + 1} has an empty key`)
-      records.push({
+      yield {
         key: utf8Of(key, line, `entry ${i + 1}'s key`),
         value: utf8Of(typeof value === 'string' ? value : JSON.stringify(value), line, `entry ${i + 1}'s value`),
-      })
+      }
     }
-  })
-  return records
+  }
 }
 
 function lineAt(content: string, offset: number): number {
@@ -200,20 +208,26 @@ function firstUnparsable(content: string): number | null {
     try {
       JSON.parse(content.slice(e.start, e.end))
     } catch {
-      return lineAt(content, e.start)
+      return e.line
     }
   }
   return null
 }
 
-/** The spans of a JSON array's top-level elements, found by brackets and strings alone (so also in text that is not valid JSON). */
-function topLevelElements(content: string): Array<{ start: number; end: number }> {
-  const spans: Array<{ start: number; end: number }> = []
+/**
+ * The spans of a JSON array's top-level elements with the line each starts on, found by brackets
+ * and strings alone (so also in text that is not valid JSON), in one pass.
+ */
+function topLevelElements(content: string): Array<{ start: number; end: number; line: number }> {
+  const spans: Array<{ start: number; end: number; line: number }> = []
   let depth = 0
   let inString = false
   let start = -1
+  let line = 1
+  let startLine = 1
   for (let i = 0; i < content.length; i++) {
     const c = content[i]
+    if (c === '\n') line++
     if (inString) {
       if (c === '\\') i++
       else if (c === '"') inString = false
@@ -221,13 +235,16 @@ function topLevelElements(content: string): Array<{ start: number; end: number }
     }
     if (c === ' ' || c === '\t' || c === '\r' || c === '\n') continue
     if (depth === 1 && (c === ',' || c === ']')) {
-      if (start !== -1) spans.push({ start, end: i })
+      if (start !== -1) spans.push({ start, end: i, line: startLine })
       start = -1
-    } else if (depth === 1 && start === -1) start = i
+    } else if (depth === 1 && start === -1) {
+      start = i
+      startLine = line
+    }
     if (c === '"') inString = true
     else if (c === '[' || c === '{') depth++
     else if (c === ']' || c === '}') depth--
   }
-  if (start !== -1) spans.push({ start, end: content.length })
+  if (start !== -1) spans.push({ start, end: content.length, line: startLine })
   return spans
 }

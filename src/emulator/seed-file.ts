@@ -1,14 +1,15 @@
 import { readFileSync } from 'node:fs'
-import { KeyRecordError, parseKeyRecords, type KeyRecord } from '../key-records'
+import { KeyRecordError, keyRecords, type KeyRecord } from '../key-records'
 import type { Keyspace, QuotaLimit, QuotaRefusal } from './core/keyspace'
 import { describeQuota } from './core/refusals'
 
 /**
  * The keys a `--seed` file puts into the emulator at start: a WASM graph development environment's
  * statestore.json or an `aio-statestore export` file (src/key-records.ts). A file that cannot be
- * read stops the start with the file, the line and the reason.
+ * read stops the start with the file, the line and the reason. The file is checked whole now and
+ * its records made again one at a time as they are written, so that no more than one is held.
  */
-export function readSeedFile(file: string): KeyRecord[] {
+export function readSeedFile(file: string): Iterable<KeyRecord> {
   let content: Buffer
   try {
     content = readFileSync(file)
@@ -16,11 +17,13 @@ export function readSeedFile(file: string): KeyRecord[] {
     throw new Error(`seed: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
   }
   try {
-    return parseKeyRecords(content)
+    // A checking pass that keeps nothing.
+    for (const record of keyRecords(content)) void record
   } catch (err) {
     if (err instanceof KeyRecordError) throw new Error(`seed: ${file}:${err.line}: ${err.reason}`, { cause: err })
     throw err
   }
+  return { [Symbol.iterator]: () => keyRecords(content) }
 }
 
 export interface Seeded {
@@ -39,7 +42,7 @@ export function seedRefusals(refused: Seeded['refused']): string {
 }
 
 /** Writes the records whose keys do not exist yet, as a SET NX with their expiry and persistence would. */
-export function applySeed(store: Keyspace, records: readonly KeyRecord[], now = Date.now()): Seeded {
+export function applySeed(store: Keyspace, records: Iterable<KeyRecord>, now = Date.now()): Seeded {
   const seeded: Seeded = { written: 0, existing: 0, expired: 0, refused: [] }
   for (const r of records) {
     const expiryMs = r.expiresAt === undefined ? undefined : r.expiresAt - now
