@@ -85,6 +85,24 @@ describe('security: bounds count what they cost and name themselves', function (
       assert.match(refusals[2]!, /the store holds 2 keys, as many as --max-keys allows/)
     })
 
+    it('a GET, DEL or KEYNOTIFY of a key longer than any SET may store is refused before the rules match their patterns over it', async () => {
+      // A rule with a leading star walks every byte of the key for each of its tokens: a 16 MiB GET key held the emulator for seconds.
+      const rules = join(dir, 'authorization.json')
+      writeFileSync(
+        rules,
+        JSON.stringify({ rules: [{ principals: { clientIds: ['*'] }, stateStoreResources: [{ method: 'Read', keyType: 'Pattern', keys: ['*/config'] }] }] }),
+      )
+      const { raw, lines } = await start({ authorizationFile: rules, maxKeyBytes: 1000 })
+      const long = Buffer.alloc(1001, 'k')
+      for (const request of [Request.get(long), Request.del(long), Request.keyNotify(long)]) {
+        assert.deepEqual(decodeExact((await raw.request(request)).payload), quotaError)
+      }
+      assert.deepEqual(decodeExact((await raw.request(Request.get(Buffer.alloc(1000, 'k')))).payload), { kind: 'error', value: 'ERR not authorized' })
+      const refusals = lines.filter((l) => l.includes('QuotaExceeded'))
+      assert.equal(refusals.length, 3, lines.join('\n'))
+      for (const line of refusals) assert.match(line, /the key is 1001 bytes; --max-key-bytes allows 1000/)
+    })
+
     it('a seed refused by the value and byte quotas says so, not "the key quota"', async () => {
       const file = join(dir, 'seed.ndjson')
       writeFileSync(file, ['a', 'b', 'c'].map((k, i) => JSON.stringify({ key: k, value: 'x'.repeat(i === 0 ? 2000 : 500) })).join('\n'))

@@ -90,6 +90,17 @@ export class Executor {
     if (command.verb === 'KEYNOTIFY' && ctx.clientId === null) {
       return refuseAs('UnknownClient', 'no __srcId, $partition or __invId, and a response topic not under clients/<id>/', command)
     }
+    // A key no SET may store cannot exist: refused before the rules' patterns are matched over all of its bytes.
+    const keyLimit = this.options.store.keyLimit
+    if (command.verb !== 'SCAN' && command.key.length > keyLimit) {
+      const answer = refuse(
+        'QuotaExceeded',
+        `${command.verb} refused: ${describeQuota({ limit: 'maxKeyBytes', max: keyLimit, needed: command.key.length })}`,
+        command,
+      )
+      answer.error!.quota = 'maxKeyBytes'
+      return answer
+    }
     // A caller without a client id is matched as the empty one: only a rule for any client ("*") grants it.
     let authorizedBy: string | undefined
     // SCAN is not refused: it leaves out the keys the caller may not read (scan.ts).

@@ -225,6 +225,11 @@ export class Keyspace {
     return this.records.size
   }
 
+  /** The longest key a SET may store (Infinity for no bound). */
+  get keyLimit(): number {
+    return this.maxKeyBytes
+  }
+
   /** Key and value bytes held, with their bookkeeping (what the byte quota counts). */
   get bytes(): number {
     return this.heldBytes
