@@ -27,6 +27,7 @@ import {
 import { stateStoreAccessPolicy, stateStorePublishPolicy } from './service/broker-policy'
 import { StateStoreService } from './service/service'
 import { applySeed, readSeedFile, seedRefusals } from './seed-file'
+import { describeBounds } from './core/refusals'
 import { Keyspace } from './core/keyspace'
 import { DEFAULT_SCAN_LIMITS } from './core/scan'
 
@@ -70,13 +71,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const seed = options.seedFile ? readSeedFile(options.seedFile) : null
   const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
   const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES
-  const store = new Keyspace({
-    clock,
+  const bounds = {
     maxKeys: options.maxKeys ?? DEFAULT_MAX_KEYS,
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
     maxValueBytes,
     maxKeyBytes: options.maxKeyBytes ?? DEFAULT_MAX_KEY_BYTES,
-  })
+  }
+  const store = new Keyspace({ clock, ...bounds })
+  log('info', `bounds: ${describeBounds(bounds)}`)
   const live = options.authorizationFile ? new LivePolicy(readAuthorizationFile(options.authorizationFile)) : null
   const authorization: AuthorizationPolicy | null = live?.view ?? null
   const persistencePolicy = options.brokerConfigFile ? readBrokerConfigFile(options.brokerConfigFile) : PersistencePolicy.dynamicOnly

@@ -56,6 +56,11 @@ describe('security: bounds count what they cost and name themselves', function (
 
     const quotaError = { kind: 'error', value: 'ERR the quota has been exceeded' }
 
+    it('every bound is in force by default, --max-keys too, and the start says which', async () => {
+      const { lines } = await start()
+      assert.ok(lines.includes('bounds: --max-keys 1000000, --max-bytes 268435456, --max-value-bytes 16777216, --max-key-bytes 65535'), lines.join('\n'))
+    })
+
     it('refuses a 16 MiB key by default, naming --max-key-bytes in the log, and stores a key of 65,535 bytes', async () => {
       const { raw, lines } = await start()
       const huge = await raw.request(Request.set(Buffer.alloc(16 * 1024 * 1024, 'k'), 'v'), { timeoutMs: 20_000 })

@@ -1,4 +1,4 @@
-import type { QuotaRefusal } from './keyspace'
+import type { QuotaLimit, QuotaRefusal } from './keyspace'
 
 /**
  * Requests the emulator refuses with a text of its own. No official client ever sends them (they
@@ -33,4 +33,17 @@ export function describeQuota(refusal: QuotaRefusal): string {
     case 'maxBytes':
       return `the store would hold ${needed} bytes with each key's bookkeeping; --max-bytes allows ${max}`
   }
+}
+
+/** The CLI flag of each bound. */
+const QUOTA_FLAG: Record<QuotaLimit, string> = {
+  maxKeys: '--max-keys',
+  maxBytes: '--max-bytes',
+  maxValueBytes: '--max-value-bytes',
+  maxKeyBytes: '--max-key-bytes',
+}
+
+/** The bounds in force, by their flags (`none` for no bound), for the start's log line. */
+export function describeBounds(bounds: Record<QuotaLimit, number>): string {
+  return (Object.keys(QUOTA_FLAG) as QuotaLimit[]).map((limit) => `${QUOTA_FLAG[limit]} ${bounds[limit] === Infinity ? 'none' : bounds[limit]}`).join(', ')
 }
