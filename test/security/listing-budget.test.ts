@@ -55,7 +55,7 @@ describe('security: every key listing is budgeted', function () {
     before(async () => {
       emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, adminOverMqtt: true, logLevel: 'error' })
       neighbour = await RawClient.connect(emulator.brokerUrl)
-      for (const key of ['a'.repeat(60_000), 'b'.repeat(60_000), 'mine']) {
+      for (const key of ['a'.repeat(60_000), 'mine']) {
         assert.deepEqual((await neighbour.request(Request.set(key, 'v'))).payload, Reply.ok)
       }
     })
