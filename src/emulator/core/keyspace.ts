@@ -198,6 +198,8 @@ export class Keyspace {
   private readonly maxKeyBytes: number
   /** Key and value bytes and bookkeeping of every record held (expired ones too, until collected). */
   private heldBytes = 0
+  /** Records put or dropped so far. */
+  private changes = 0
   private onChange: (change: KeyChange) => void
   private timer: unknown = null
   private timerDeadline = 0
@@ -223,6 +225,11 @@ export class Keyspace {
 
   get size(): number {
     return this.records.size
+  }
+
+  /** A number that changes whenever a record is put or dropped: equal readings mean the same records. */
+  get generation(): number {
+    return this.changes
   }
 
   /** The longest key a SET may store (Infinity for no bound). */
@@ -400,6 +407,7 @@ export class Keyspace {
     const old = this.records.get(id)
     this.heldBytes += record.cost(id.length) - (old ? old.cost(id.length) : 0)
     this.records.set(id, record)
+    this.changes++
   }
 
   private drop(id: string): void {
@@ -407,6 +415,7 @@ export class Keyspace {
     if (!old) return
     this.heldBytes -= old.cost(id.length)
     this.records.delete(id)
+    this.changes++
   }
 
   private remove(id: string, record: PackedRecord, cause: 'del' | 'vdel' | 'expired', received?: Hlc | null): Hlc {
