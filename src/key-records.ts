@@ -55,26 +55,95 @@ export function encodeKeyRecord(record: KeyRecord): string {
   return `${JSON.stringify(out)}\n`
 }
 
-/** The records of a file in either format (a JSON array is a statestore.json). */
-export function parseKeyRecords(content: string): KeyRecord[] {
-  const body = content.replace(/^\uFEFF/, '')
-  return body.trimStart().startsWith('[') ? parseStatestoreJson(body) : parseExport(body)
+/** JSON nested deeper than this is refused (a value is stored as its JSON, which is written recursively). */
+export const MAX_RECORD_DEPTH = 1000
+
+/**
+ * The records of a file in either format (a JSON array is a statestore.json). Given as bytes, the
+ * file must be UTF-8: a byte that is not is refused with its line, never read as U+FFFD.
+ */
+export function parseKeyRecords(content: string | Buffer): KeyRecord[] {
+  return [...keyRecords(content)]
 }
 
-function parseExport(content: string): KeyRecord[] {
-  const records: KeyRecord[] = []
-  content.split('\n').forEach((raw, i) => {
-    const line = raw.trim()
-    if (line === '') return
+/**
+ * The records one at a time, as parseKeyRecords reads them: a pass keeps none of them (checking a
+ * file of two million keys first held two million pairs of Buffers at once).
+ */
+export function* keyRecords(content: string | Buffer): Generator<KeyRecord> {
+  const body = (typeof content === 'string' ? content : utf8Text(content)).replace(/^\uFEFF/, '')
+  checkDepth(body)
+  yield* body.trimStart().startsWith('[') ? statestoreJsonRecords(body) : exportRecords(body)
+}
+
+/** A file's bytes as text; a line that is not UTF-8 is a KeyRecordError (a newline byte is never inside a UTF-8 character). */
+function utf8Text(bytes: Buffer): string {
+  try {
+    return utf8.decode(bytes)
+  } catch {
+    let start = 0
+    for (let line = 1; ; line++) {
+      const end = bytes.indexOf(0x0a, start)
+      const slice = bytes.subarray(start, end === -1 ? bytes.length : end)
+      if (text(slice) === null) throw new KeyRecordError(line, 'the line is not UTF-8 (bytes that are not text go in keyBase64 or valueBase64)')
+      if (end === -1) throw new KeyRecordError(line, 'the file is not UTF-8')
+      start = end + 1
+    }
+  }
+}
+
+/** Refuses nesting deeper than MAX_RECORD_DEPTH, naming the line where it goes deeper (brackets outside strings). */
+function checkDepth(content: string): void {
+  let depth = 0
+  let line = 1
+  let inString = false
+  for (let i = 0; i < content.length; i++) {
+    const c = content.charCodeAt(i)
+    if (c === 0x0a) line++
+    if (inString) {
+      if (c === 0x5c /* backslash */) i++
+      else if (c === 0x22 /* " */) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > MAX_RECORD_DEPTH) throw new KeyRecordError(line, `JSON nested deeper than ${MAX_RECORD_DEPTH} levels`)
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) depth--
+  }
+}
+
+/** Text that UTF-8 can carry: no lone surrogate (a JSON `\ud800` escape makes one). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+function utf8Of(textValue: string, line: number, what: string): Buffer {
+  if (LONE_SURROGATE.test(textValue))
+    throw new KeyRecordError(line, `${what} holds a lone UTF-16 surrogate, which is not text (bytes go in keyBase64 or valueBase64)`)
+  return Buffer.from(textValue, 'utf8')
+}
+
+/** Base64 exactly as it encodes bytes: padded or not, and no bits past the last byte. */
+function strictBase64(encoded: string): Buffer | null {
+  const bare = encoded.replace(/={1,2}$/, '')
+  if (!/^[A-Za-z0-9+/]*$/.test(bare) || bare.length % 4 === 1) return null
+  if (bare.length !== encoded.length && encoded.length % 4 !== 0) return null
+  const bytes = Buffer.from(bare, 'base64')
+  return bytes.toString('base64').replace(/=+$/, '') === bare ? bytes : null
+}
+
+function* exportRecords(content: string): Generator<KeyRecord> {
+  let start = 0
+  for (let line = 1; start <= content.length; line++) {
+    const newline = content.indexOf('\n', start)
+    const end = newline === -1 ? content.length : newline
+    const text = content.slice(start, end).trim()
+    start = end + 1
+    if (text === '') continue
     let parsed: unknown
     try {
-      parsed = JSON.parse(line)
+      parsed = JSON.parse(text)
     } catch (err) {
-      throw new KeyRecordError(i + 1, `not JSON (${(err as Error).message})`)
+      throw new KeyRecordError(line, `not JSON (${(err as Error).message})`)
     }
-    records.push(exportRecord(parsed, i + 1))
-  })
-  return records
+    yield exportRecord(parsed, line)
+  }
 }
 
 function exportRecord(parsed: unknown, line: number): KeyRecord {
@@ -98,13 +167,14 @@ function bytes(r: Record<string, unknown>, name: 'key' | 'value', line: number):
   const plain = r[name]
   const encoded = r[`${name}Base64`]
   if (plain !== undefined && encoded !== undefined) throw new KeyRecordError(line, `give ${name} or ${name}Base64, not both`)
-  if (typeof plain === 'string') return Buffer.from(plain, 'utf8')
-  if (typeof encoded === 'string' && /^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) return Buffer.from(encoded, 'base64')
+  if (typeof plain === 'string') return utf8Of(plain, line, name)
+  const decoded = typeof encoded === 'string' ? strictBase64(encoded) : null
+  if (decoded) return decoded
   if (encoded !== undefined) throw new KeyRecordError(line, `${name}Base64 is not base64`)
   throw new KeyRecordError(line, plain === undefined ? `no ${name} (or ${name}Base64)` : `${name} is text; bytes go in ${name}Base64`)
 }
 
-function parseStatestoreJson(content: string): KeyRecord[] {
+function* statestoreJsonRecords(content: string): Generator<KeyRecord> {
   let parsed: unknown
   try {
     parsed = JSON.parse(content)
@@ -114,17 +184,18 @@ function parseStatestoreJson(content: string): KeyRecord[] {
     throw new KeyRecordError(at ? lineAt(content, Number(at[1])) : (firstUnparsable(content) ?? 1), `not JSON (${message})`)
   }
   if (!Array.isArray(parsed)) throw new KeyRecordError(1, 'a statestore.json is an array of objects')
-  const lines = topLevelElements(content).map((e) => lineAt(content, e.start))
-  const records: KeyRecord[] = []
-  parsed.forEach((entry: unknown, i) => {
-    const line = lines[i] ?? 1
+  const elements = topLevelElements(content)
+  for (const [i, entry] of (parsed as unknown[]).entries()) {
+    const line = elements[i]?.line ?? 1
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) throw new KeyRecordError(line, `entry ${i + 1} is not an object of key → value`)
     for (const [key, value] of Object.entries(entry)) {
       if (key === '') throw new KeyRecordError(line, `entry ${i + 1} has an empty key`)
-      records.push({ key: Buffer.from(key, 'utf8'), value: Buffer.from(typeof value === 'string' ? value : JSON.stringify(value), 'utf8') })
+      yield {
+        key: utf8Of(key, line, `entry ${i + 1}'s key`),
+        value: utf8Of(typeof value === 'string' ? value : JSON.stringify(value), line, `entry ${i + 1}'s value`),
+      }
     }
-  })
-  return records
+  }
 }
 
 function lineAt(content: string, offset: number): number {
@@ -137,20 +208,26 @@ function firstUnparsable(content: string): number | null {
     try {
       JSON.parse(content.slice(e.start, e.end))
     } catch {
-      return lineAt(content, e.start)
+      return e.line
     }
   }
   return null
 }
 
-/** The spans of a JSON array's top-level elements, found by brackets and strings alone (so also in text that is not valid JSON). */
-function topLevelElements(content: string): Array<{ start: number; end: number }> {
-  const spans: Array<{ start: number; end: number }> = []
+/**
+ * The spans of a JSON array's top-level elements with the line each starts on, found by brackets
+ * and strings alone (so also in text that is not valid JSON), in one pass.
+ */
+function topLevelElements(content: string): Array<{ start: number; end: number; line: number }> {
+  const spans: Array<{ start: number; end: number; line: number }> = []
   let depth = 0
   let inString = false
   let start = -1
+  let line = 1
+  let startLine = 1
   for (let i = 0; i < content.length; i++) {
     const c = content[i]
+    if (c === '\n') line++
     if (inString) {
       if (c === '\\') i++
       else if (c === '"') inString = false
@@ -158,13 +235,16 @@ function topLevelElements(content: string): Array<{ start: number; end: number }
     }
     if (c === ' ' || c === '\t' || c === '\r' || c === '\n') continue
     if (depth === 1 && (c === ',' || c === ']')) {
-      if (start !== -1) spans.push({ start, end: i })
+      if (start !== -1) spans.push({ start, end: i, line: startLine })
       start = -1
-    } else if (depth === 1 && start === -1) start = i
+    } else if (depth === 1 && start === -1) {
+      start = i
+      startLine = line
+    }
     if (c === '"') inString = true
     else if (c === '[' || c === '{') depth++
     else if (c === ']' || c === '}') depth--
   }
-  if (start !== -1) spans.push({ start, end: content.length })
+  if (start !== -1) spans.push({ start, end: content.length, line: startLine })
   return spans
 }

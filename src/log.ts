@@ -4,10 +4,12 @@ export type Logger = (level: LogLevel, message: string) => void
 
 /**
  * A URL as a log line, an error, a ready line or the sidebar shows it: without its user info (a
- * broker URL may carry `user:password@`). Text that is no URL is shown as given, except that
- * anything up to an `@` before the host is cut there too.
+ * broker URL may carry `user:password@`). Only `scheme://…` text is taken as a URL (`user:pass@host`
+ * parses as a URL of scheme `user:`); in any other text, everything up to the last `@` before the
+ * first `/` is cut as well.
  */
 export function shownUrl(text: string): string {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return text.replace(/^[^/]*@/, '')
   try {
     const url = new URL(text)
     if (url.username === '' && url.password === '') return text
@@ -15,7 +17,7 @@ export function shownUrl(text: string): string {
     url.password = ''
     return url.toString().replace(/\/$/, '')
   } catch {
-    return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1')
+    return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/]*@/i, '$1')
   }
 }
 

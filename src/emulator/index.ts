@@ -15,10 +15,19 @@ import { makeLogger, stderrSink } from './logger'
 import { Registrations } from './core/registrations'
 import { Journal } from './journal/journal'
 import { replayJournal, tellRestoredWatchers } from './journal/restore'
-import { checkOptions, DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUE_BYTES, embeddedMaxPacketSize, type EmulatorOptions } from './options'
+import {
+  checkOptions,
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MAX_KEY_BYTES,
+  DEFAULT_MAX_KEYS,
+  DEFAULT_MAX_VALUE_BYTES,
+  embeddedMaxPacketSize,
+  type EmulatorOptions,
+} from './options'
 import { stateStoreAccessPolicy, stateStorePublishPolicy } from './service/broker-policy'
 import { StateStoreService } from './service/service'
-import { applySeed, readSeedFile } from './seed-file'
+import { applySeed, readSeedFile, seedRefusals } from './seed-file'
+import { describeBounds } from './core/refusals'
 import { Keyspace } from './core/keyspace'
 import { DEFAULT_SCAN_LIMITS } from './core/scan'
 
@@ -26,7 +35,7 @@ export type { ListenerAuthentication, SatTokenFile, X509AttributeRule } from './
 export type { TlsListenerOptions } from './broker/tls-listener'
 export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
 export type { LogThreshold as EmulatorLogLevel } from './logger'
-export { DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUE_BYTES, type EmulatorOptions } from './options'
+export { DEFAULT_MAX_BYTES, DEFAULT_MAX_KEY_BYTES, DEFAULT_MAX_KEYS, DEFAULT_MAX_VALUE_BYTES, type EmulatorOptions } from './options'
 export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin/key-browser'
 export { ADMIN_REQUEST_TOPIC, adminResponseTopic, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './admin/wire'
 
@@ -62,12 +71,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const seed = options.seedFile ? readSeedFile(options.seedFile) : null
   const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
   const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES
-  const store = new Keyspace({
-    clock,
-    ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}),
+  const bounds = {
+    maxKeys: options.maxKeys ?? DEFAULT_MAX_KEYS,
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
     maxValueBytes,
-  })
+    maxKeyBytes: options.maxKeyBytes ?? DEFAULT_MAX_KEY_BYTES,
+  }
+  const store = new Keyspace({ clock, ...bounds })
+  log('info', `bounds: ${describeBounds(bounds)}`)
   const live = options.authorizationFile ? new LivePolicy(readAuthorizationFile(options.authorizationFile)) : null
   const authorization: AuthorizationPolicy | null = live?.view ?? null
   const persistencePolicy = options.brokerConfigFile ? readBrokerConfigFile(options.brokerConfigFile) : PersistencePolicy.dynamicOnly
@@ -138,7 +149,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         'info',
         `seed: ${seeded.written} key(s) from ${options.seedFile}${seeded.existing ? `, ${seeded.existing} kept as restored` : ''}${seeded.expired ? `, ${seeded.expired} expired` : ''}`,
       )
-      if (seeded.refused > 0) log('warn', `seed: ${seeded.refused} key(s) of ${options.seedFile} refused by the key quota (--max-keys)`)
+      if (seeded.refused.length > 0) log('warn', `seed: ${seedRefusals(seeded.refused)} of ${options.seedFile}`)
     }
 
     let brokerUrl = options.brokerUrl

@@ -1,11 +1,14 @@
-import type { Logger } from '../log'
+import { shownUrl, type Logger } from '../log'
 import type { BrokerAuth } from './broker/broker'
 import type { TlsListenerOptions } from './broker/tls-listener'
 import type { LogThreshold } from './logger'
 
-/** What the emulator holds at most by default: keys and values together, and one value. */
+/** What the emulator holds at most by default: keys and values with their bookkeeping, keys, one value, one key. */
 export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+export const DEFAULT_MAX_KEYS = 1_000_000
 export const DEFAULT_MAX_VALUE_BYTES = 16 * 1024 * 1024
+/** Past any real key (the .NET SDK's integration test stores the longest seen, 6,500 bytes): the nodes' own bound on a key. */
+export const DEFAULT_MAX_KEY_BYTES = 65_535
 
 /** MQTT's largest packet, and the room a SET's key and properties get beside its value in the embedded broker's Maximum Packet Size. */
 const MQTT_MAX_PACKET = 268_435_455
@@ -23,12 +26,18 @@ export interface EmulatorOptions {
   inProcessOnly?: boolean
   /** Append-only file for the keys the persistence policy persists (see `brokerConfigFile`) and for KEYNOTIFY registrations. */
   persistFile?: string
-  /** Key quota. */
+  /** Key quota (default 1,000,000; Infinity for none). */
   maxKeys?: number
-  /** Byte quota over every key and value held (default 256 MiB; Infinity for none): a SET past it is answered as the quota error. */
+  /**
+   * Byte quota over every key and value held and each key's bookkeeping (160 bytes a key, 400 with
+   * an expiry or a fencing token; default 256 MiB; Infinity for none): a SET past it is answered as
+   * the quota error.
+   */
   maxBytes?: number
   /** The largest value a SET may store (default 16 MiB; Infinity for none); a larger one is answered as the quota error. */
   maxValueBytes?: number
+  /** The longest key a SET may store (default 65,535; Infinity for none); a longer one is answered as the quota error. */
+  maxKeyBytes?: number
   /** HLC node id of the service; a fresh UUID by default. */
   nodeId?: string
   /**
@@ -82,8 +91,11 @@ export interface EmulatorOptions {
 /** Refuses options that do not go together or are out of range, before anything starts. */
 export function checkOptions(options: EmulatorOptions): void {
   if (options.brokerUrl && options.listen) throw new Error('give either brokerUrl or listen, not both')
-  if (options.maxKeys !== undefined && (!Number.isSafeInteger(options.maxKeys) || options.maxKeys < 0)) {
+  if (options.maxKeys !== undefined && options.maxKeys !== Infinity && (!Number.isSafeInteger(options.maxKeys) || options.maxKeys < 0)) {
     throw new Error(`maxKeys must be a whole number >= 0, got ${options.maxKeys}`)
+  }
+  if (options.maxKeyBytes !== undefined && options.maxKeyBytes !== Infinity && (!Number.isSafeInteger(options.maxKeyBytes) || options.maxKeyBytes < 1)) {
+    throw new Error(`maxKeyBytes must be a whole number >= 1, got ${options.maxKeyBytes}`)
   }
   if (options.scanPageKeys !== undefined && (!Number.isSafeInteger(options.scanPageKeys) || options.scanPageKeys < 1)) {
     throw new Error(`scanPageKeys must be a whole number >= 1, got ${options.scanPageKeys}`)
@@ -91,6 +103,13 @@ export function checkOptions(options: EmulatorOptions): void {
   for (const name of ['maxBytes', 'maxValueBytes'] as const) {
     const n = options[name]
     if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 0)) throw new Error(`${name} must be a whole number >= 0, got ${n}`)
+  }
+  // Only these reach a broker; a URL is shown without its user info (`user:pass@host` has no scheme and is no URL).
+  if (options.brokerUrl !== undefined && !/^(?:mqtts?|wss?):\/\//i.test(options.brokerUrl)) {
+    throw new Error(`brokerUrl must start with mqtt://, mqtts://, ws:// or wss://, got ${JSON.stringify(shownUrl(options.brokerUrl))}`)
+  }
+  for (const [name, password] of Object.entries(options.brokerAuth?.users ?? {})) {
+    if (password.trim() === '') throw new Error(`brokerAuth: the password of user ${JSON.stringify(name)} is empty; a user needs one`)
   }
   if (options.brokerUrl) {
     if (options.brokerAuth) throw new Error('brokerAuth applies to the embedded broker only; it cannot be used with brokerUrl')

@@ -1,25 +1,29 @@
 import { readFileSync } from 'node:fs'
-import { KeyRecordError, parseKeyRecords, type KeyRecord } from '../key-records'
-import type { Keyspace } from './core/keyspace'
+import { KeyRecordError, keyRecords, type KeyRecord } from '../key-records'
+import type { Keyspace, QuotaLimit, QuotaRefusal } from './core/keyspace'
+import { describeQuota } from './core/refusals'
 
 /**
  * The keys a `--seed` file puts into the emulator at start: a WASM graph development environment's
  * statestore.json or an `aio-statestore export` file (src/key-records.ts). A file that cannot be
- * read stops the start with the file, the line and the reason.
+ * read stops the start with the file, the line and the reason. The file is checked whole now and
+ * its records made again one at a time as they are written, so that no more than one is held.
  */
-export function readSeedFile(file: string): KeyRecord[] {
-  let content: string
+export function readSeedFile(file: string): Iterable<KeyRecord> {
+  let content: Buffer
   try {
-    content = readFileSync(file, 'utf8')
+    content = readFileSync(file)
   } catch (err) {
     throw new Error(`seed: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
   }
   try {
-    return parseKeyRecords(content)
+    // A checking pass that keeps nothing.
+    for (const record of keyRecords(content)) void record
   } catch (err) {
     if (err instanceof KeyRecordError) throw new Error(`seed: ${file}:${err.line}: ${err.reason}`, { cause: err })
     throw err
   }
+  return { [Symbol.iterator]: () => keyRecords(content) }
 }
 
 export interface Seeded {
@@ -28,13 +32,18 @@ export interface Seeded {
   existing: number
   /** Records whose expiry has passed. */
   expired: number
-  /** Refused by the store (the key quota). */
-  refused: number
+  /** Refused by a bound of the store, by which (each with its first refusal). */
+  refused: Array<{ limit: QuotaLimit; count: number; first: QuotaRefusal }>
+}
+
+/** The refusals in words: each bound by its flag, with how many keys it refused and why the first. */
+export function seedRefusals(refused: Seeded['refused']): string {
+  return refused.map((r) => `${r.count} key(s) refused (${describeQuota(r.first)})`).join(', ')
 }
 
 /** Writes the records whose keys do not exist yet, as a SET NX with their expiry and persistence would. */
-export function applySeed(store: Keyspace, records: readonly KeyRecord[], now = Date.now()): Seeded {
-  const seeded: Seeded = { written: 0, existing: 0, expired: 0, refused: 0 }
+export function applySeed(store: Keyspace, records: Iterable<KeyRecord>, now = Date.now()): Seeded {
+  const seeded: Seeded = { written: 0, existing: 0, expired: 0, refused: [] }
   for (const r of records) {
     const expiryMs = r.expiresAt === undefined ? undefined : r.expiresAt - now
     if (expiryMs !== undefined && expiryMs <= 0) {
@@ -44,7 +53,11 @@ export function applySeed(store: Keyspace, records: readonly KeyRecord[], now = 
     const outcome = store.set(r.key, r.value, { condition: 'NX', ...(expiryMs !== undefined ? { expiryMs } : {}), persist: r.persist === true })
     if (outcome.kind === 'applied') seeded.written++
     else if (outcome.kind === 'not-applied') seeded.existing++
-    else seeded.refused++
+    else if (outcome.quota) {
+      const by = seeded.refused.find((r) => r.limit === outcome.quota!.limit)
+      if (by) by.count++
+      else seeded.refused.push({ limit: outcome.quota.limit, count: 1, first: outcome.quota })
+    } else throw new Error(`seed: a SET NX into an empty store was refused: ${outcome.code}`)
   }
   return seeded
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
+import fc from 'fast-check'
 import { HybridLogicalClock } from '../../src/hlc'
 import { adminFor, startEmulator } from '../../src/emulator'
-import { EmulatorAdmin } from '../../src/emulator/admin/key-browser'
+import { EmulatorAdmin, MAX_PAGE_KEY_BYTES, WINDOW_PAGES } from '../../src/emulator/admin/key-browser'
 import { Keyspace } from '../../src/emulator/core/keyspace'
 
 function filled(n: number, prefix = 'k'): Keyspace {
@@ -51,6 +52,86 @@ describe('emulator admin channel: key browser', () => {
     )
     assert.equal(rest.next, null)
     assert.equal((await admin.listKeys({ pattern: 'nothing*' })).keys.length, 0)
+  })
+
+  it('pages through a quiet store from one pass per WINDOW_PAGES pages, each key once in byte order', async () => {
+    const store = filled(2500)
+    let passes = 0
+    const ids = store.ids.bind(store)
+    store.ids = () => {
+      passes++
+      return ids()
+    }
+    const admin = new EmulatorAdmin(store)
+    const seen: string[] = []
+    let after: string | undefined
+    do {
+      const page = await admin.listKeys({ limit: 10, ...(after ? { after } : {}) })
+      seen.push(...page.keys.map((k) => k.key!))
+      after = page.next ?? undefined
+    } while (after)
+    assert.deepEqual(seen, [...seen].sort())
+    assert.equal(new Set(seen).size, 2500)
+    assert.equal(passes, Math.ceil(2500 / (10 * WINDOW_PAGES)))
+  })
+
+  it('makes a new pass after a change, so that pages stay right while keys change', async () => {
+    const store = filled(300)
+    const admin = new EmulatorAdmin(store)
+    const first = await admin.listKeys({ limit: 100 })
+    store.set(Buffer.from('k000150x'), Buffer.from('new'))
+    store.del(Buffer.from('k000200'))
+    const seen = first.keys.map((k) => k.key!)
+    let after = first.next ?? undefined
+    while (after) {
+      const page = await admin.listKeys({ limit: 100, after })
+      seen.push(...page.keys.map((k) => k.key!))
+      after = page.next ?? undefined
+    }
+    assert.ok(seen.includes('k000150x'), 'a key added after the first page is listed')
+    assert.ok(!seen.includes('k000200'), 'a key deleted after the first page is not')
+    assert.equal(seen.length, 300)
+    assert.deepEqual(seen, [...seen].sort())
+  })
+
+  it('pages through any keys, in any page size, to the sorted keys', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.uint8Array({ minLength: 1, maxLength: 4 }), { maxLength: 300, selector: (k) => Buffer.from(k).toString('hex') }),
+        fc.integer({ min: 1, max: 7 }),
+        async (keys, limit) => {
+          const store = new Keyspace({ clock: new HybridLogicalClock() })
+          for (const k of keys) store.set(Buffer.from(k), Buffer.from('v'))
+          const admin = new EmulatorAdmin(store, { stepMs: 0 })
+          const seen: string[] = []
+          let after: string | undefined
+          do {
+            const page = await admin.listKeys({ limit, ...(after ? { after } : {}) })
+            seen.push(...page.keys.map((k) => k.keyHex))
+            after = page.next ?? undefined
+          } while (after)
+          const expected = keys
+            .map((k) => Buffer.from(k))
+            .sort(Buffer.compare)
+            .map((k) => k.toString('hex'))
+          assert.deepEqual(seen, expected)
+        },
+      ),
+      { numRuns: 100 },
+    )
+  })
+
+  it('ends a page at its byte cap over long keys, and the next page goes on after it', async () => {
+    const store = new Keyspace({ clock: new HybridLogicalClock() })
+    for (let i = 0; i < 40; i++) store.set(Buffer.from(`${String(i).padStart(2, '0')}${'k'.repeat(8190)}`), Buffer.from('v'))
+    const admin = new EmulatorAdmin(store)
+    const first = await admin.listKeys({ limit: 100 })
+    assert.equal(first.keys.length, MAX_PAGE_KEY_BYTES / 8192)
+    assert.ok(first.next)
+    const rest = await admin.listKeys({ limit: 100, after: first.next })
+    assert.equal(first.keys.length + rest.keys.length, 40)
+    assert.equal(rest.next, null)
+    assert.equal(rest.keys[0]!.key!.slice(0, 2), String(first.keys.length).padStart(2, '0'))
   })
 
   it('reports size, version, expiry, fencing token and persistence; binary keys by hex', async () => {

@@ -163,7 +163,7 @@ describe('emulator keyspace (injected clock)', () => {
     const { time, store } = setup({ maxKeys: 2 })
     store.set(b('a'), b('v'), { expiryMs: 10 })
     store.set(b('b'), b('v'))
-    assert.deepEqual(store.set(b('c'), b('v')), { kind: 'error', code: 'QuotaExceeded' })
+    assert.deepEqual(store.set(b('c'), b('v')), { kind: 'error', code: 'QuotaExceeded', quota: { limit: 'maxKeys', max: 2, needed: 3 } })
     assert.equal(store.set(b('b'), b('again')).kind, 'applied')
     time.now += 10 // the timer has not fired yet
     assert.equal(store.set(b('c'), b('v')).kind, 'applied')

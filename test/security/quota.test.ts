@@ -4,7 +4,7 @@ import { StateStoreClient } from '../../src/client'
 import { ArgumentError } from '../../src/errors'
 import { startEmulator, DEFAULT_MAX_VALUE_BYTES, type Emulator } from '../../src/emulator'
 import { CONTENT_TYPE, REQUEST_TOPIC } from '../../src/protocol'
-import { Keyspace } from '../../src/emulator/core/keyspace'
+import { Keyspace, OWN_ATTRIBUTES_OVERHEAD_BYTES, RECORD_OVERHEAD_BYTES } from '../../src/emulator/core/keyspace'
 import { HybridLogicalClock } from '../../src/hlc'
 import { Reply, Request } from '../../src/protocol'
 import { decodeExact } from '../../src/resp'
@@ -17,27 +17,35 @@ import { RawClient } from '../emulator/raw-client'
 describe('security: the bytes the emulator holds are bounded', () => {
   const k = (text: string) => Buffer.from(text)
 
-  it('counts key and value bytes through SET, overwrite, DEL, VDEL and expiry, and refuses past the quotas', () => {
+  it('counts key and value bytes and their bookkeeping through SET, overwrite, DEL, VDEL and expiry, and refuses past the quotas', () => {
     let now = 1_000_000
-    const store = new Keyspace({ clock: new HybridLogicalClock(), now: () => now, maxBytes: 100, maxValueBytes: 40 })
-    assert.deepEqual(store.set(k('a'), Buffer.alloc(41)), { kind: 'error', code: 'QuotaExceeded' })
+    const O = RECORD_OVERHEAD_BYTES
+    const max = 100 + 3 * O
+    const store = new Keyspace({ clock: new HybridLogicalClock(), now: () => now, maxBytes: max, maxValueBytes: 40 })
+    assert.deepEqual(store.set(k('a'), Buffer.alloc(41)), { kind: 'error', code: 'QuotaExceeded', quota: { limit: 'maxValueBytes', max: 40, needed: 41 } })
     assert.equal(store.set(k('a'), Buffer.alloc(40)).kind, 'applied')
     assert.equal(store.set(k('b'), Buffer.alloc(40)).kind, 'applied')
-    assert.equal(store.bytes, 82)
-    assert.deepEqual(store.set(k('c'), Buffer.alloc(18)), { kind: 'error', code: 'QuotaExceeded' }, '101 bytes')
+    assert.equal(store.bytes, 82 + 2 * O)
+    assert.deepEqual(
+      store.set(k('c'), Buffer.alloc(18)),
+      { kind: 'error', code: 'QuotaExceeded', quota: { limit: 'maxBytes', max, needed: 101 + 3 * O } },
+      '101 bytes',
+    )
     assert.equal(store.set(k('c'), Buffer.alloc(17)).kind, 'applied', '100 bytes')
     // An overwrite counts what it adds; a smaller value frees bytes.
     assert.equal(store.set(k('a'), Buffer.alloc(10)).kind, 'applied')
-    assert.equal(store.bytes, 70)
+    assert.equal(store.bytes, 70 + 3 * O)
     assert.equal(store.del(k('b')).kind, 'deleted')
     assert.equal(store.vdel(k('c'), Buffer.alloc(17)).kind, 'deleted')
-    assert.equal(store.bytes, 11)
-    assert.equal(store.set(k('t'), Buffer.alloc(39), { expiryMs: 10 }).kind, 'applied')
+    assert.equal(store.bytes, 11 + O)
+    // A key with an expiry counts its own attributes as well.
+    assert.equal(store.set(k('t'), Buffer.alloc(0), { expiryMs: 10 }).kind, 'applied')
+    assert.equal(store.bytes, 12 + 2 * O + OWN_ATTRIBUTES_OVERHEAD_BYTES)
     now += 20
     // Expired bytes are collected before a SET is refused.
     assert.equal(store.set(k('d'), Buffer.alloc(40)).kind, 'applied')
     assert.equal(store.set(k('e'), Buffer.alloc(40)).kind, 'applied')
-    assert.equal(store.bytes, 93)
+    assert.equal(store.bytes, 93 + 3 * O)
     store.close()
   })
 

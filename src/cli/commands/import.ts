@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { Readable } from 'node:stream'
 import { settleEach } from '../../bounded'
+import { ConnectionError, StateStoreError } from '../../errors'
 import { KeyRecordError, parseKeyRecords, type KeyRecord } from '../../key-records'
 import type { Command, CommandContext } from '../command'
 import { Exit, UsageError } from '../exit'
@@ -20,8 +21,10 @@ export const importKeys: Command = {
     'is given. A record with expiresAt gets the time it has left (one already past is skipped); persist',
     'asks the broker to keep the key (aio-persistence). Each key is its own SET: nothing is atomic across',
     'keys. The whole file is read and checked first: a bad line stops the import before anything is',
-    'written, naming the file and the line. Progress on a terminal, a summary line on stderr; exit 3 if a',
-    'write failed.',
+    'written, naming the file and the line. A key whose write has no known outcome (its answer was lost with',
+    'the connection) is read back once the others are written, and counted as written or not by what the',
+    'store holds. Progress on a terminal, a summary line on stderr; exit 3 if a write failed or its',
+    'outcome could not be read back.',
   ].join('\n'),
   flagsHelp: [
     '  --nx                    Only keys that do not exist (SET NX); the others are kept as they are.',
@@ -41,6 +44,12 @@ export const importKeys: Command = {
     let failed = 0
     let firstFailure = ''
     let settled = 0
+    /** Writes whose answer was lost: read back at the end. */
+    const unsure: Array<{ record: KeyRecord; error: unknown }> = []
+    const fail = (r: KeyRecord, error: unknown, note = '') => {
+      failed++
+      firstFailure ||= `${JSON.stringify(r.key.toString('utf8'))}: ${(error as Error).message}${note}`
+    }
     if (ctx.values['dry-run']) {
       // With --nx, which keys exist decides what would be written.
       const exists = nx ? await settleEach(live, IN_FLIGHT, async (r) => (await ctx.client.get(r.key, { signal: ctx.signal })).value !== null) : []
@@ -53,20 +62,51 @@ export const importKeys: Command = {
         (r) => writeRecord(ctx, r, nx),
         (r, o) => {
           if (!o.ok) {
-            failed++
-            firstFailure ||= `${JSON.stringify(r.key.toString('utf8'))}: ${(o.error as Error).message}`
+            if (outcomeUnknown(o.error)) unsure.push({ record: r, error: o.error })
+            else fail(r, o.error)
           } else if (o.value) progress.count++
           else kept++
           if (++settled % 500 === 0) void progress.show()
         },
       )
     }
-    const notes = [kept ? `${kept} kept (they exist, --nx)` : '', expired ? `${expired} skipped (expired)` : '', failed ? `${failed} failed` : ''].filter(
-      Boolean,
-    )
+    let confirmed = 0
+    let undetermined = 0
+    const readBack = await settleEach(unsure, IN_FLIGHT, ({ record }) => ctx.client.get(record.key, { signal: ctx.signal }))
+    readBack.forEach((o, i) => {
+      const { record, error } = unsure[i]!
+      if (!o.ok) {
+        undetermined++
+        return fail(record, error, `; read back: ${(o.error as Error).message}, so whether it was written is not known`)
+      }
+      const held = o.value.value
+      if (held !== null && held.equals(record.value)) {
+        confirmed++
+        progress.count++
+      } else if (nx && held !== null) kept++
+      else fail(record, error, '; read back: not written')
+    })
+    const notes = [
+      kept ? `${kept} kept (they exist, --nx)` : '',
+      expired ? `${expired} skipped (expired)` : '',
+      confirmed ? `${confirmed} of them found written when read back after a lost answer` : '',
+      failed ? `${failed} failed` : '',
+      undetermined ? `${undetermined} of them not known (the read-back failed)` : '',
+    ].filter(Boolean)
     await progress.done(`${progress.count} key(s) from ${file}${notes.length ? `; ${notes.join(', ')}` : ''}`)
     return failed ? { code: Exit.failed, message: `${failed} key(s) could not be written, first ${firstFailure}` } : { code: Exit.done }
   },
+}
+
+/**
+ * A SET that failed without an answer from the store (timed out, connection lost, an answer that
+ * could not be read): it may have been applied. A refusal by the store, by the broker or by this
+ * client (a bad argument, too many requests) was not.
+ */
+function outcomeUnknown(err: unknown): boolean {
+  if (!(err instanceof StateStoreError)) return false
+  if (err instanceof ConnectionError) return err.code === 'lost' || err.code === 'notConnected'
+  return err.kind === 'timeout' || err.kind === 'protocol'
 }
 
 async function writeRecord(ctx: CommandContext, r: KeyRecord, nx: boolean): Promise<boolean> {
@@ -81,9 +121,9 @@ async function writeRecord(ctx: CommandContext, r: KeyRecord, nx: boolean): Prom
 }
 
 async function readRecords(ctx: CommandContext, file: string): Promise<KeyRecord[]> {
-  let content: string
+  let content: Buffer
   try {
-    content = file === '-' ? await readAll(ctx.io.stdin) : readFileSync(file, 'utf8')
+    content = file === '-' ? await readAll(ctx.io.stdin) : readFileSync(file)
   } catch (err) {
     throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
   }
@@ -95,8 +135,8 @@ async function readRecords(ctx: CommandContext, file: string): Promise<KeyRecord
   }
 }
 
-async function readAll(stream: Readable): Promise<string> {
+async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = []
   for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string))
-  return Buffer.concat(chunks).toString('utf8')
+  return Buffer.concat(chunks)
 }

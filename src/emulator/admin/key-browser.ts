@@ -1,9 +1,9 @@
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import { compileGlob, Glob, KEY_PATTERN_GLOB, literalTokens } from '../core/glob'
 import { PatternError, type Principal } from '../core/principal'
 import { PersistencePolicy } from '../core/persistence-policy'
 import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
 import type { Keyspace, StoredRecord } from '../core/keyspace'
+import { keyWindow, type KeyWindow } from './key-window'
 
 /**
  * The emulator's admin channel: looking at the whole store from outside the state store protocol
@@ -82,8 +82,24 @@ export interface AdminOptions {
 
 /** How long one scan step may hold the event loop before it yields. */
 const STEP_MS = 8
-const CHECK_EVERY = 512
 const MAX_LIMIT = 1000
+/** Key bytes one page holds at most (one longer key still makes a page alone): what bounds the work of building its entries. */
+export const MAX_PAGE_KEY_BYTES = 256 * 1024
+/** Pages one pass over the store keeps ready: while the store does not change, the next ones need no pass. */
+export const WINDOW_PAGES = 64
+/** Listings kept ready at once; the least recently used goes first. */
+const MAX_READY = 8
+/** Key bytes one listing kept ready may hold (a window of long keys serves its one page only). */
+const MAX_READY_BYTES = 4 * 1024 * 1024
+
+/** What a pass found beyond the page it served, for the page after it. */
+interface Ready {
+  window: KeyWindow
+  /** Where the next page starts in the window. */
+  from: number
+  /** The store's generation the window holds true for. */
+  generation: number
+}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
@@ -112,6 +128,8 @@ export class EmulatorAdmin {
   private readonly persistence: boolean
   private readonly authorization: AuthorizationPolicy | null
   private readonly principalOf: (clientId: string) => Principal
+  /** By pattern and cursor (the last key of the page served), least recently used first. */
+  private readonly ready = new Map<string, Ready>()
 
   constructor(
     private readonly store: Keyspace,
@@ -129,49 +147,52 @@ export class EmulatorAdmin {
   }
 
   /**
-   * One page of keys in byte order, filtered by a glob. The store is a hash map, so every page is
-   * one pass over it keeping the `limit` smallest keys past the cursor (O(n log limit), no sorted
-   * copy of a million keys); the pass yields to the event loop every few milliseconds, so requests
-   * keep being served while it runs. Paging by the last key stays right while keys change.
+   * One page of keys in byte order, filtered by a glob. The store is a hash map, so a page comes
+   * from one pass over it (key-window.ts) keeping the smallest keys past the cursor, WINDOW_PAGES
+   * pages of them: while the store does not change, the pages after it are served from what that
+   * pass kept, so paging through a quiet store makes one pass per WINDOW_PAGES pages. The pass is
+   * a KeyWalk (the one SCAN takes) on a time budget: it yields to the event loop every few
+   * milliseconds, also in the middle of one key's match, whatever the pattern. Paging by the last
+   * key stays right while keys change (a change means a new pass).
    */
   async listKeys(query: KeyQuery = {}): Promise<KeyPage> {
     const limit = Math.min(MAX_LIMIT, Math.max(1, Math.floor(query.limit ?? 100)))
-    const pattern = query.pattern ? filterOf(query.pattern) : null
+    const pattern = query.pattern ?? ''
     const after = query.after ? Buffer.from(query.after, 'hex').toString('latin1') : null
-    /** Sorted ascending; at most limit + 1 (the extra one says whether there is a next page). */
-    const best: Array<[string, StoredRecord]> = []
-    const keep = limit + 1
-    let matching = 0
-    let since = 0
-    let stepStart = performance.now()
-    for (const item of this.store.scan()) {
-      const id = item[0]
-      if (++since >= CHECK_EVERY) {
-        since = 0
-        if (performance.now() - stepStart > this.stepMs) {
-          await yieldToEventLoop()
-          query.signal?.throwIfAborted()
-          stepStart = performance.now()
-        }
-      }
-      if (pattern !== null && !pattern.matches(id)) continue
-      matching += 1
-      if (after !== null && id <= after) continue
-      if (best.length === keep && id >= best[keep - 1]![0]) continue
-      let lo = 0
-      let hi = best.length
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1
-        if (best[mid]![0] < id) lo = mid + 1
-        else hi = mid
-      }
-      best.splice(lo, 0, item)
-      if (best.length > keep) best.pop()
+    const readyKey = JSON.stringify([pattern, after])
+    let ready = this.ready.get(readyKey)
+    this.ready.delete(readyKey)
+    if (!ready || ready.generation !== this.store.generation) {
+      const generation = this.store.generation
+      const window = await keyWindow(this.store, pattern ? filterOf(pattern) : null, after, limit * WINDOW_PAGES, this.stepMs, query.signal)
+      // A window the store changed under while it was made is used for this page only.
+      ready = { window, from: 0, generation: this.store.generation === generation ? generation : -1 }
     }
-    const more = best.length > limit
-    const page = more ? best.slice(0, limit) : best
-    const keys = page.map(([id, record]) => entry(id, record, record.value.length))
-    return { keys, matching, total: this.store.size, next: more && keys.length > 0 ? keys[keys.length - 1]!.keyHex : null }
+    const { ids, matching, truncated } = ready.window
+    // The page: the next live keys up to the limit and the byte cap (one key at least).
+    const keys: KeyEntry[] = []
+    let at = ready.from
+    let last: string | null = null
+    let bytes = 0
+    while (keys.length < limit && at < ids.length) {
+      const id = ids[at]!
+      if (keys.length > 0 && bytes + id.length > MAX_PAGE_KEY_BYTES) break
+      at++
+      last = id
+      const record = this.store.recordOf(id)
+      if (!record) continue
+      keys.push(entry(id, record, record.value.length))
+      bytes += id.length
+    }
+    const more = at < ids.length || truncated
+    const next = more && last !== null ? Buffer.from(last, 'latin1').toString('hex') : null
+    // Kept for the next page while the store does not change: stale ones are dropped first.
+    for (const [key, kept] of this.ready) if (kept.generation !== this.store.generation) this.ready.delete(key)
+    if (next !== null && at < ids.length && ready.generation === this.store.generation && ready.window.bytes <= MAX_READY_BYTES) {
+      if (this.ready.size >= MAX_READY) this.ready.delete(this.ready.keys().next().value!)
+      this.ready.set(JSON.stringify([pattern, last]), { window: ready.window, from: at, generation: ready.generation })
+    }
+    return { keys, matching, total: this.store.size, next }
   }
 
   /**

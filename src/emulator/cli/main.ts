@@ -34,11 +34,15 @@ Options:
                            decides which keys --persist keeps (stateStore mode None, All, or Custom with
                            stateStoreResources and dynamic mode; dynamicSettings names the user property).
   --max-keys <n>           Key quota: a SET that would create key n+1 is answered
-                           "-ERR the quota has been exceeded". Unlimited by default.
-  --max-bytes <n>          Byte quota over every key and value held (default 268435456, 256 MiB; 0 for
-                           none): a SET past it is answered "-ERR the quota has been exceeded".
+                           "-ERR the quota has been exceeded" (default 1000000; 0 for none).
+  --max-bytes <n>          Byte quota over every key and value held and each key's bookkeeping (160
+                           bytes a key, 400 with an expiry or a fencing token; default 268435456, 256 MiB;
+                           0 for none): a SET past it is answered "-ERR the quota has been exceeded".
   --max-value-bytes <n>    The largest value a SET may store (default 16777216, 16 MiB; 0 for none); a
                            larger one is answered "-ERR the quota has been exceeded".
+  --max-key-bytes <n>      The longest key a SET may store (default 65535; 0 for none); a longer one is
+                           answered "-ERR the quota has been exceeded". Each quota refusal names its
+                           flag in the log.
   --node-id <id>           The HLC node id of the service, in every version it mints (default: a random
                            UUID). Must not contain ":".
   --auth <file>            A BrokerAuthorization resource (YAML or JSON, several documents allowed, as
@@ -198,6 +202,7 @@ async function main(): Promise<void> {
         'max-keys': { type: 'string' },
         'max-bytes': { type: 'string' },
         'max-value-bytes': { type: 'string' },
+        'max-key-bytes': { type: 'string' },
         'node-id': { type: 'string' },
         auth: { type: 'string' },
         'broker-config': { type: 'string' },
@@ -260,6 +265,7 @@ async function main(): Promise<void> {
       const i = u.indexOf(':')
       // The value holds a password: only the name is shown.
       if (i <= 0) fail(`--user: expected name:password, got no ":"`)
+      if (u.slice(i + 1).trim() === '') fail(`--user ${JSON.stringify(u.slice(0, i))}: the password is empty; a user needs one`)
       users[u.slice(0, i)] = u.slice(i + 1)
     }
     if (values['users-file'] !== undefined) {
@@ -270,7 +276,9 @@ async function main(): Promise<void> {
           if (line.trim() === '' || line.trimStart().startsWith('#')) return
           const i = line.indexOf(':')
           if (i <= 0) fail(`--users-file ${file}: line ${n + 1}: expected name:password`)
-          users[line.slice(0, i).trim()] = line.slice(i + 1)
+          const name = line.slice(0, i).trim()
+          if (line.slice(i + 1).trim() === '') fail(`--users-file ${file}: line ${n + 1}: the password of ${JSON.stringify(name)} is empty; a user needs one`)
+          users[name] = line.slice(i + 1)
         })
     }
     const satTokens = [...(values['sat-token'] ?? [])]
@@ -294,9 +302,10 @@ async function main(): Promise<void> {
     if (Object.keys(users).length > 0 || satTokens.length > 0 || Object.keys(attributes).length > 0) options.brokerAuth = { users, satTokens, attributes }
   }
   if (values.persist) options.persistFile = values.persist
-  if (values['max-keys'] !== undefined) options.maxKeys = parseCount('--max-keys', values['max-keys'])
+  if (values['max-keys'] !== undefined) options.maxKeys = parseCount('--max-keys', values['max-keys']) || Infinity
   if (values['max-bytes'] !== undefined) options.maxBytes = parseCount('--max-bytes', values['max-bytes']) || Infinity
   if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
+  if (values['max-key-bytes'] !== undefined) options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
   if (values.auth) options.authorizationFile = values.auth
   if (values['broker-config']) options.brokerConfigFile = values['broker-config']

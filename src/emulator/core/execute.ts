@@ -5,9 +5,9 @@ import { accessOf, parseCommand, type Command } from './commands'
 import type { AuthorizationPolicy } from './authorization-policy'
 import { PersistencePolicy } from './persistence-policy'
 import { describePrincipal, type Principal } from './principal'
-import { EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
+import { describeQuota, EMULATOR_REFUSAL_TEXT, type EmulatorRefusalCode } from './refusals'
 import type { Registrations } from './registrations'
-import type { Keyspace } from './keyspace'
+import type { Keyspace, QuotaLimit } from './keyspace'
 import { ScanWalks, type ScanLimits } from './scan'
 import { shownKey } from './shown-key'
 
@@ -38,7 +38,7 @@ export interface Answer {
    */
   wrote?: true
   /** Set when the answer is `-ERR`: which error and why, for the log. */
-  error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string }
+  error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string; quota?: QuotaLimit }
   command?: Command
 }
 
@@ -94,6 +94,17 @@ export class Executor {
     // Notifications go to a topic named after the client id: without one, a registration would be for nobody.
     if (command.verb === 'KEYNOTIFY' && ctx.clientId === null) {
       return refuseAs('UnknownClient', 'no __srcId, $partition or __invId, and a response topic not under clients/<id>/', command)
+    }
+    // A key no SET may store cannot exist: refused before the rules' patterns are matched over all of its bytes.
+    const keyLimit = this.options.store.keyLimit
+    if (command.verb !== 'SCAN' && command.key.length > keyLimit) {
+      const answer = refuse(
+        'QuotaExceeded',
+        `${command.verb} refused: ${describeQuota({ limit: 'maxKeyBytes', max: keyLimit, needed: command.key.length })}`,
+        command,
+      )
+      answer.error!.quota = 'maxKeyBytes'
+      return answer
     }
     // A caller without a client id is matched as the empty one: only a rule for any client ("*") grants it.
     let authorizedBy: string | undefined
@@ -154,7 +165,11 @@ export class Executor {
           ...write,
           persist,
         })
-        if (outcome.kind === 'error') return refuse(outcome.code, 'SET refused by the store', command)
+        if (outcome.kind === 'error') {
+          const answer = refuse(outcome.code, outcome.quota ? `SET refused: ${describeQuota(outcome.quota)}` : 'SET refused by the store', command)
+          if (outcome.quota) answer.error!.quota = outcome.quota.limit
+          return answer
+        }
         const answer: Answer = { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
         if (persistedBy !== null && outcome.kind === 'applied') answer.persistedBy = persistedBy
         if (outcome.kind === 'applied' && outcome.persistent) answer.wrote = true

@@ -1,3 +1,5 @@
+import type { QuotaLimit, QuotaRefusal } from './keyspace'
+
 /**
  * Requests the emulator refuses with a text of its own. No official client ever sends them (they
  * come from hand-made MQTT: mosquitto_rr, mosquitto_pub, scripts); the protocol article says such a
@@ -17,3 +19,31 @@ export const EMULATOR_REFUSAL_TEXT = {
 } as const
 
 export type EmulatorRefusalCode = keyof typeof EMULATOR_REFUSAL_TEXT
+
+/** A quota refusal in words, naming the bound by its CLI flag (the -ERR text is the service's own, which clients match exactly). */
+export function describeQuota(refusal: QuotaRefusal): string {
+  const { max, needed } = refusal
+  switch (refusal.limit) {
+    case 'maxKeyBytes':
+      return `the key is ${needed} bytes; --max-key-bytes allows ${max}`
+    case 'maxValueBytes':
+      return `the value is ${needed} bytes; --max-value-bytes allows ${max}`
+    case 'maxKeys':
+      return `the store holds ${max} keys, as many as --max-keys allows`
+    case 'maxBytes':
+      return `the store would hold ${needed} bytes with each key's bookkeeping; --max-bytes allows ${max}`
+  }
+}
+
+/** The CLI flag of each bound. */
+const QUOTA_FLAG: Record<QuotaLimit, string> = {
+  maxKeys: '--max-keys',
+  maxBytes: '--max-bytes',
+  maxValueBytes: '--max-value-bytes',
+  maxKeyBytes: '--max-key-bytes',
+}
+
+/** The bounds in force, by their flags (`none` for no bound), for the start's log line. */
+export function describeBounds(bounds: Record<QuotaLimit, number>): string {
+  return (Object.keys(QUOTA_FLAG) as QuotaLimit[]).map((limit) => `${QUOTA_FLAG[limit]} ${bounds[limit] === Infinity ? 'none' : bounds[limit]}`).join(', ')
+}

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { compileScanGlob, type Glob, type GlobProgress } from './glob'
+import { compileScanGlob } from './glob'
+import { KeyWalk, PAUSED, StepBudget } from './key-walk'
 
 /**
  * SCAN's paging: which keys one page holds and what its continuation token means. Pure: no MQTT.
@@ -36,9 +37,6 @@ export interface ScannedStore {
   has(id: string): boolean
 }
 
-/** How many steps (a key looked at is one, a glob's step is one) between two looks at the clock. */
-const CLOCK_EVERY = 4096
-
 export type ScanAnswer = { ok: true; keys: Buffer[]; token: Buffer | null } | { ok: false; refusal: 'SyntaxError' | 'ScanTokenUnknown'; detail: string }
 
 export interface ScanRequest {
@@ -54,10 +52,8 @@ interface Walk {
   readonly id: string
   readonly pattern: string
   readonly clientId: string
-  readonly glob: Glob
-  readonly ids: Iterator<string>
-  /** A key whose match the last page's time budget paused, and where the match stands. */
-  paused: { id: string; progress: GlobProgress } | null
+  /** The keys matching, a page's budget at a time (it keeps a match the last page paused). */
+  readonly keys: KeyWalk
   /** The number of the last page given out (1 for the first). */
   page: number
   last: { keys: Buffer[]; token: Buffer | null }
@@ -105,9 +101,7 @@ export class ScanWalks {
         id: randomBytes(ID_BYTES).toString('latin1'),
         pattern,
         clientId: request.clientId,
-        glob: glob.glob,
-        ids: this.store.ids(),
-        paused: null,
+        keys: new KeyWalk(glob.glob, this.store.ids()),
         page: 0,
         last: { keys: [], token: null },
         usedAt: now,
@@ -130,54 +124,30 @@ export class ScanWalks {
     return { ok: false, refusal: 'ScanTokenUnknown', detail: `the token of page ${after}; this scan is at page ${walk.page}` }
   }
 
-  /** The walk's next page; the time budget holds inside one key's match too (it pauses there). */
+  /** The walk's next page; the time budget holds inside one key's match too (the walk pauses there). */
   private advance(walk: Walk, mayRead: (key: Buffer) => boolean): ScanAnswer {
     const { maxKeys, maxBytes, maxVisited, maxPageMs } = this.limits
-    const deadline = performance.now() + maxPageMs
+    const budget = new StepBudget(maxPageMs)
+    const visitLimit = walk.keys.visited + maxVisited
     const keys: Buffer[] = []
     let bytes = 0
-    let visited = 0
     let done = false
-    /** Steps left before the next look at the clock. */
-    let untilClock = CLOCK_EVERY
-    let late = false
-    while (keys.length < maxKeys && bytes < maxBytes && visited < maxVisited) {
-      let id: string
-      let step
-      if (walk.paused) {
-        id = walk.paused.id
-        step = walk.glob.match(id, untilClock, walk.paused.progress)
-        walk.paused = null
-      } else {
-        const next = walk.ids.next()
-        if (next.done) {
-          done = true
-          break
-        }
-        id = next.value
-        visited++
-        untilClock--
-        step = walk.glob.match(id, untilClock)
-      }
-      untilClock -= step.steps
-      if (untilClock <= 0) {
-        untilClock = CLOCK_EVERY
-        late = performance.now() > deadline
-      }
-      if (!step.done) {
-        walk.paused = { id, progress: step.progress }
-        if (late) break
-        continue
+    while (keys.length < maxKeys && bytes < maxBytes) {
+      const id = walk.keys.next(budget, visitLimit)
+      if (id === PAUSED) break
+      if (id === null) {
+        done = true
+        break
       }
       // Matched first: the liveness check and the Buffer are for the few keys that match.
-      if (step.matched && this.store.has(id)) {
-        const key = Buffer.from(id, 'latin1')
-        if (isUtf8(key) && mayRead(key)) {
-          keys.push(key)
-          bytes += key.length
-        }
+      if (!this.store.has(id)) continue
+      const key = Buffer.from(id, 'latin1')
+      if (isUtf8(key) && mayRead(key)) {
+        keys.push(key)
+        bytes += key.length
       }
-      if (late) break
+      // The authorization rules' patterns matched this key: their time counts too.
+      budget.look()
     }
     walk.page++
     // A finished walk is kept until idle all the same, so that a retry of its last page is answered.
