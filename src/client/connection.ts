@@ -119,7 +119,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
       if (err) {
         // A PUBACK reason code is the broker's answer; without one mqtt.js gave the publish up with its connection.
         const refused = typeof (err as { code?: unknown }).code === 'number'
-        const code = refused ? 'refused' : this.closing ? 'closed' : 'lost'
+        const code = refused ? 'BrokerRefused' : this.closing ? 'ConnectionClosed' : 'ConnectionLost'
         onAck({
           error: new ConnectionError(code, refused ? `the broker refused the request: ${err.message}` : `the request was given up: ${err.message}`, {
             cause: err,
@@ -353,7 +353,7 @@ export class TrackingMessageIdProvider extends DefaultMessageIdProvider {
 
 /** The code of a ConnectionError for a caller that gave up waiting while the connection was in this state. */
 export function downCode(status: ConnectionStatus): ConnectionErrorCode {
-  return status.state === 'closed' ? 'closed' : status.problem === 'authFailed' ? 'authFailed' : 'notConnected'
+  return status.state === 'closed' ? 'ConnectionClosed' : status.problem === 'authFailed' ? 'NotAuthenticated' : 'NotConnected'
 }
 
 function reasonText(code: number): string {

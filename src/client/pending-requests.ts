@@ -256,7 +256,7 @@ export class PendingRequests {
   }
 
   /** Fails everything still pending; later invocations fail at once. */
-  close(error = new ConnectionError('closed', 'the client was closed')): void {
+  close(error = new ConnectionError('ConnectionClosed', 'the client was closed')): void {
     this.closedWith = error
     for (const p of [...this.queue, ...this.inFlight.values()]) this.settle(p, error)
     clearTimeout(this.sweepTimer)

@@ -153,7 +153,7 @@ describe('client: PendingRequests over a fake transport', function () {
     assert.equal(o.settled, false)
     await clock.tickAsync(1)
     assert.ok(o.error instanceof ConnectionError && !(o.error instanceof TimeoutError), String(o.error))
-    assert.equal(o.error.code, 'notConnected')
+    assert.equal(o.error.code, 'NotConnected')
     assert.match(o.error.message, /connection refused/)
   })
 
@@ -184,7 +184,7 @@ describe('client: PendingRequests over a fake transport', function () {
     assert.equal(pending.settled, false)
     requests.close()
     await clock.tickAsync(0)
-    assert.ok(pending.error instanceof ConnectionError && pending.error.code === 'closed', String(pending.error))
-    await assert.rejects(requests.invoke(request('DEL')), (err: Error) => err instanceof ConnectionError && err.code === 'closed')
+    assert.ok(pending.error instanceof ConnectionError && pending.error.code === 'ConnectionClosed', String(pending.error))
+    await assert.rejects(requests.invoke(request('DEL')), (err: Error) => err instanceof ConnectionError && err.code === 'ConnectionClosed')
   })
 })

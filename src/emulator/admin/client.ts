@@ -120,7 +120,7 @@ export class RemoteEmulatorAdmin implements AdminChannel {
   }
 
   async close(): Promise<void> {
-    this.requests.close(new ConnectionError('closed', 'the admin connection was closed'))
+    this.requests.close(new ConnectionError('ConnectionClosed', 'the admin connection was closed'))
     await this.connection.close()
   }
 }
