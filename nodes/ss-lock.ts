@@ -9,12 +9,10 @@ import type { Action, LockMode, ModeContext } from './lock/mode'
 import { leaseMode } from './lock/lease-mode'
 import { lockMode } from './lock/lock-mode'
 import { leaderMode } from './lock/leader-mode'
+import { DEFAULT_HOLD_MS, DEFAULT_QUEUE } from './lib/schemas'
 
 type Mode = 'lease' | 'lock' | 'leader'
 const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder']
-/** A msg may hold a lock one minute unless the node says otherwise: a forgotten release cannot block a flow for ever. */
-const DEFAULT_HOLD_MS = 60_000
-const DEFAULT_QUEUE = 100
 
 interface LockDef extends NodeDef {
   store: string
