@@ -9,7 +9,9 @@ import type { Action, LockMode, ModeContext } from './lock/mode'
 import { leaseMode } from './lock/lease-mode'
 import { lockMode } from './lock/lock-mode'
 import { leaderMode } from './lock/leader-mode'
-import { DEFAULT_HOLD_MS, DEFAULT_QUEUE } from './lib/schemas'
+import { DEFAULT_HOLD_MS, DEFAULT_QUEUE, SCHEMAS } from './lib/schemas'
+
+const DEFAULTS = SCHEMAS['ss-lock'].defaults
 
 type Mode = 'lease' | 'lock' | 'leader'
 const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder']
@@ -44,7 +46,7 @@ export = function (RED: NodeAPI) {
     const modeName: Mode = def.mode === 'lock' || def.mode === 'leader' ? def.mode : 'lease'
     const leaseMs = positiveInt(def.leaseMs, DEFAULT_LEASE_MS)
     const overrides = def.overrides !== false
-    const keyProp = { value: def.key ?? '', type: def.keyType || 'str' }
+    const keyProp = { value: def.key ?? '', type: def.keyType || DEFAULTS.keyType.value }
     let closing = false
     // Set once attached; the config node tells a connection that is up already while attaching.
     let leader: ReturnType<typeof leaderMode> | null = null
@@ -94,7 +96,7 @@ export = function (RED: NodeAPI) {
     }
 
     onInput(node, status, async (msg, send: Send) => {
-      const action = override(msg, 'action', overrides, def.action || 'acquire')
+      const action = override(msg, 'action', overrides, def.action || DEFAULTS.action.value)
       if (typeof action !== 'string' || !ACTIONS.includes(action))
         throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const out = (name: string) => (ok: boolean, m: NodeMessage) => {
