@@ -23,6 +23,22 @@ export function reportPath(name: string): string {
   return join(ROOT, 'api', `${name}.api.md`)
 }
 
+/** A class without its private members (a constructor stays: a private one says it cannot be called). */
+function withoutPrivates(node: ts.Declaration): ts.Node {
+  if (!ts.isClassDeclaration(node)) return node
+  const hidden = (m: ts.ClassElement) =>
+    !ts.isConstructorDeclaration(m) &&
+    ((m.name !== undefined && ts.isPrivateIdentifier(m.name)) || (ts.getCombinedModifierFlags(m) & ts.ModifierFlags.Private) !== 0)
+  return ts.factory.updateClassDeclaration(
+    node,
+    node.modifiers,
+    node.name,
+    node.typeParameters,
+    node.heritageClauses,
+    node.members.filter((m) => !hidden(m)),
+  )
+}
+
 /** The reports of every entry, by report name. */
 export function apiReports(): Record<string, string> {
   const parsed = ts.getParsedCommandLineOfConfigFile(join(ROOT, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!
@@ -68,7 +84,7 @@ export function apiReports(): Record<string, string> {
         // A type parameter is printed with what declares it.
         if (!ours(declaration) || printed.has(declaration) || ts.isTypeParameterDeclaration(declaration)) continue
         printed.add(declaration)
-        const text = printer.printNode(ts.EmitHint.Unspecified, declaration, declaration.getSourceFile()).trim()
+        const text = printer.printNode(ts.EmitHint.Unspecified, withoutPrivates(declaration), declaration.getSourceFile()).trim()
         texts.push(ts.isVariableDeclaration(declaration) ? `declare const ${text};` : text)
         // Follow what it refers to: a type, a `typeof` value, a base class.
         const visit = (n: ts.Node): void => {
