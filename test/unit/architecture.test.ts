@@ -195,6 +195,11 @@ describe('architecture: the import rules of docs/architecture.md', () => {
     assert.ok(loads.some((i) => i.from === 'src/context/config.ts' && i.to === '@node-red/util'))
   })
 
+  it('every export is named: no file re-exports a module whole (export *), so nothing becomes public by accident', () => {
+    const wrong = files.filter((f) => /^\s*export \*/m.test(readFileSync(join(ROOT, f), 'utf8')))
+    assert.deepEqual(wrong, [])
+  })
+
   it('no file is on an import circle', () => {
     assert.deepEqual(circlesIn(local), [])
   })
