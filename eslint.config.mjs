@@ -7,8 +7,25 @@ import tseslint from 'typescript-eslint'
 
 const unusedVars = ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' }]
 
+// The editor's JavaScript inside the nodes' and the sidebar's .html files: the text/javascript
+// script blocks, linted in place (every other line blanked, so line numbers stay the file's).
+const SCRIPT = /<script type="text\/javascript">\n([\s\S]*?)<\/script>/g
+const editorScripts = {
+  preprocess(text) {
+    const lines = text.split('\n').map(() => '')
+    for (const match of text.matchAll(SCRIPT)) {
+      const first = text.slice(0, match.index).split('\n').length
+      match[1].split('\n').forEach((line, i) => (lines[first + i] = line))
+    }
+    return [{ text: lines.join('\n'), filename: 'editor.js' }]
+  },
+  postprocess: (messages) => messages.flat(),
+  supportsAutofix: false,
+}
+const editorGlobals = { ...globals.browser, RED: 'readonly', $: 'readonly', jQuery: 'readonly' }
+
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/results/', 'resources/', '**/*.d.ts'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/results/', '**/*.d.ts'] },
   { linterOptions: { reportUnusedDisableDirectives: 'error' } },
   js.configs.recommended,
   {
@@ -48,7 +65,24 @@ export default tseslint.config(
   },
   {
     files: ['**/*.{js,mjs,cjs}'],
+    ignores: ['resources/**'],
     languageOptions: { globals: { ...globals.node } },
+    rules: { 'no-unused-vars': unusedVars },
+  },
+  {
+    // The editor's JavaScript runs in the browser, as scripts: resources/ and the .html files' script blocks.
+    files: ['resources/**/*.js'],
+    languageOptions: { sourceType: 'script', globals: editorGlobals },
+    rules: { 'no-unused-vars': unusedVars },
+  },
+  {
+    files: ['nodes/*.html'],
+    plugins: { editor: { processors: { scripts: editorScripts } } },
+    processor: 'editor/scripts',
+  },
+  {
+    files: ['nodes/*.html/*.js'],
+    languageOptions: { sourceType: 'script', globals: editorGlobals },
     rules: { 'no-unused-vars': unusedVars },
   },
 )

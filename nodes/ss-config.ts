@@ -197,18 +197,18 @@ export = function (RED: NodeAPI) {
 
     // The wait for a connection that is down is the client's (connectionWaitMs, per request): not repeated here.
     node.started = async () => {
-      if (!client) throw notConnected(closing ? 'closed' : 'notConnected', undefined)
+      if (!client) throw notConnected(closing ? 'ConnectionClosed' : 'NotConnected', undefined)
       try {
         return await client
       } catch (err) {
         // A client that did not start (bad options) is as good as closed: waiting longer does not help.
-        throw notConnected('closed', shownReason(connection, (key) => RED._(key)) ?? (err instanceof Error ? err.message : String(err)), err)
+        throw notConnected('ConnectionClosed', shownReason(connection, (key) => RED._(key)) ?? (err instanceof Error ? err.message : String(err)), err)
       }
     }
 
     // A missing service keeps the client's message (status.noService says what to check); the other codes say "not connected" and why.
     node.explain = (err) => {
-      if (!(err instanceof ConnectionError) || err.code === 'noService' || explained.has(err)) return err
+      if (!(err instanceof ConnectionError) || err.code === 'NoService' || explained.has(err)) return err
       return notConnected(err.code, shownReason(connection, (key) => RED._(key)) ?? err.message, err)
     }
 

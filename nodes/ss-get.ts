@@ -6,6 +6,9 @@ import { runKeys, type Output } from './lib/many-keys'
 import { readPattern, type PatternSendAs, type ReadValue } from './lib/pattern-read'
 import { keyInput, parseKey, positiveInt, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
+import { SCHEMAS } from './lib/schemas'
+
+const DEFAULTS = SCHEMAS['ss-get'].defaults
 
 interface GetDef extends NodeDef {
   store: string
@@ -31,7 +34,7 @@ export = function (RED: NodeAPI) {
     const decode: Decoding = isDecoding(def.decode) ? def.decode : 'auto'
     const overrides = def.overrides !== false
     const secondOutput = def.notFound === 'output'
-    const mode = def.mode ?? 'value'
+    const mode = def.mode ?? DEFAULTS.mode.value
     const sendAs: PatternSendAs = def.sendAs === 'key' || def.sendAs === 'page' ? def.sendAs : 'all'
     const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
     const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)

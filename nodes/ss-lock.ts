@@ -9,12 +9,12 @@ import type { Action, LockMode, ModeContext } from './lock/mode'
 import { leaseMode } from './lock/lease-mode'
 import { lockMode } from './lock/lock-mode'
 import { leaderMode } from './lock/leader-mode'
+import { DEFAULT_HOLD_MS, DEFAULT_QUEUE, SCHEMAS } from './lib/schemas'
+
+const DEFAULTS = SCHEMAS['ss-lock'].defaults
 
 type Mode = 'lease' | 'lock' | 'leader'
 const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder']
-/** A msg may hold a lock one minute unless the node says otherwise: a forgotten release cannot block a flow for ever. */
-const DEFAULT_HOLD_MS = 60_000
-const DEFAULT_QUEUE = 100
 
 interface LockDef extends NodeDef {
   store: string
@@ -46,7 +46,7 @@ export = function (RED: NodeAPI) {
     const modeName: Mode = def.mode === 'lock' || def.mode === 'leader' ? def.mode : 'lease'
     const leaseMs = positiveInt(def.leaseMs, DEFAULT_LEASE_MS)
     const overrides = def.overrides !== false
-    const keyProp = { value: def.key ?? '', type: def.keyType || 'str' }
+    const keyProp = { value: def.key ?? '', type: def.keyType || DEFAULTS.keyType.value }
     let closing = false
     // Set once attached; the config node tells a connection that is up already while attaching.
     let leader: ReturnType<typeof leaderMode> | null = null
@@ -96,7 +96,7 @@ export = function (RED: NodeAPI) {
     }
 
     onInput(node, status, async (msg, send: Send) => {
-      const action = override(msg, 'action', overrides, def.action || 'acquire')
+      const action = override(msg, 'action', overrides, def.action || DEFAULTS.action.value)
       if (typeof action !== 'string' || !ACTIONS.includes(action))
         throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const out = (name: string) => (ok: boolean, m: NodeMessage) => {

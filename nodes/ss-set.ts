@@ -8,6 +8,9 @@ import { runKeys, type SendAs } from './lib/many-keys'
 import { evaluateInput, override, parseExpiry, positiveInt, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
 import { writeTimeUnderHold } from './lock/write-guard'
+import { SCHEMAS } from './lib/schemas'
+
+const DEFAULTS = SCHEMAS['ss-set'].defaults
 
 interface SetDef extends NodeDef {
   store: string
@@ -54,7 +57,7 @@ export = function (RED: NodeAPI) {
       const input = await evaluateInput(RED, node, value, msg, 'value', t)
       const entries = several ? parseKeyValues(input, maxKeys, t) : null
       const bytes = entries ? Buffer.alloc(0) : encodeAs(input, encoding, t)
-      const condition = override(msg, 'condition', overrides, def.condition || 'always')
+      const condition = override(msg, 'condition', overrides, def.condition || DEFAULTS.condition.value)
       if (!CONDITIONS.includes(condition as SetOptions['condition'] & string)) {
         throw new InputError('ConditionInvalid', t('errors.condition', { value: preview(condition) }))
       }

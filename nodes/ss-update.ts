@@ -7,6 +7,9 @@ import { onInput } from './lib/handler'
 import { evaluate, positiveInt, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
 import { holderName, holdValue } from './lock/holds'
+import { SCHEMAS } from './lib/schemas'
+
+const DEFAULTS = SCHEMAS['ss-update'].defaults
 
 interface UpdateDef extends NodeDef {
   store: string
@@ -34,7 +37,7 @@ export = function (RED: NodeAPI) {
     const key = typedSetting(def, 'key')
     const overrides = def.overrides !== false
     const timeoutMs = positiveInt(def.timeout, DEFAULT_LEASE_MS)
-    const initial = { value: def.initial ?? '0', type: def.initialType || 'num' }
+    const initial = { value: def.initial ?? DEFAULTS.initial.value, type: def.initialType || DEFAULTS.initialType.value }
     const holder = holderName(def.holder, store?.clientId, node.id)
     let expression: Expression | null = null
     let expressionError = ''

@@ -1,6 +1,7 @@
 // Node-RED loads a node's .html, locales/ and icons/ from beside its .js file, so the build puts
 // the editor files next to the compiled nodes in dist/nodes.
 import { chmodSync, cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -19,8 +20,19 @@ function expandRows(file, html) {
   })
 }
 
+// A node's registration header (category, palette look, defaults) comes from its schema, declared
+// once in nodes/lib/schemas.ts (compiled before this runs), where the editor file says so.
+const { SCHEMAS, registrationHeader } = createRequire(import.meta.url)(join(out, 'lib', 'schemas.js'))
+const REGISTRATION = /^( {2}RED\.nodes\.registerType\("([a-z-]+)", \{\n) {4}\/\/ registration: nodes\/lib\/schemas\.ts\n/m
+function expandRegistration(file, html) {
+  return html.replace(REGISTRATION, (_, line, type) => {
+    if (!(type in SCHEMAS)) throw new Error(`${file}: no schema for ${type} in nodes/lib/schemas.ts`)
+    return line + registrationHeader(type)
+  })
+}
+
 for (const file of readdirSync(join(root, 'nodes'))) {
-  if (file.endsWith('.html')) writeFileSync(join(out, file), expandRows(file, readFileSync(join(root, 'nodes', file), 'utf8')))
+  if (file.endsWith('.html')) writeFileSync(join(out, file), expandRegistration(file, expandRows(file, readFileSync(join(root, 'nodes', file), 'utf8'))))
 }
 for (const dir of ['locales']) {
   if (existsSync(join(root, 'nodes', dir))) cpSync(join(root, 'nodes', dir), join(out, dir), { recursive: true })

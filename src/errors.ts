@@ -2,7 +2,7 @@
  * Typed errors of the state store core. A program tells them apart by `kind` (or `instanceof`);
  * `code` narrows a service error to one entry of the catalogue.
  */
-export type StateStoreErrorKind = 'service' | 'timeout' | 'connection' | 'protocol' | 'argument' | 'cancelled' | 'overloaded' | 'not-supported'
+export type StateStoreErrorKind = 'service' | 'timeout' | 'connection' | 'protocol' | 'argument' | 'cancelled' | 'overloaded' | 'notSupported'
 
 export abstract class StateStoreError extends Error {
   abstract readonly kind: StateStoreErrorKind
@@ -52,15 +52,18 @@ export class TimeoutError extends StateStoreError {
 
 /**
  * Why a ConnectionError happened, set where the error is made; a program decides by it, never by
- * the message text:
- * - `closed`: the application closed the client; nothing more will succeed on it.
- * - `lost`: the connection dropped under a request; the client reconnects by itself.
- * - `notConnected`: the connection was down for as long as the caller allowed (its connection wait).
- * - `refused`: the broker turned the request or the connection down (a PUBACK or CONNACK reason code).
- * - `authFailed`: the broker refused our credentials; the client keeps retrying with backoff.
- * - `noService`: connected, but no state store service is behind the broker (NoServiceError).
+ * the message text. The same codes reach a Catch node from the nodes and a Function node's
+ * `stateStore()`:
+ * - `ConnectionClosed`: the application closed the client; nothing more will succeed on it.
+ * - `ConnectionLost`: the connection dropped under a request; the client reconnects by itself.
+ * - `NotConnected`: the connection was down for as long as the caller allowed (its connection wait).
+ * - `BrokerRefused`: the broker turned the request or the connection down (a PUBACK or CONNACK reason code).
+ * - `NotAuthenticated`: the broker refused our credentials; the client keeps retrying with backoff.
+ * - `NoService`: connected, but no state store service is behind the broker (NoServiceError).
  */
-export type ConnectionErrorCode = 'closed' | 'lost' | 'notConnected' | 'refused' | 'authFailed' | 'noService'
+export const CONNECTION_ERROR_CODES = ['ConnectionClosed', 'ConnectionLost', 'NotConnected', 'BrokerRefused', 'NotAuthenticated', 'NoService'] as const
+
+export type ConnectionErrorCode = (typeof CONNECTION_ERROR_CODES)[number]
 
 /** Not connected, connection lost while waiting, or the client was closed: `code` says which. */
 export class ConnectionError extends StateStoreError {
@@ -77,7 +80,7 @@ export class ConnectionError extends StateStoreError {
 
 /** A connection loss that the client's own reconnect ends: a caller with time left may try again. */
 export function isTransient(err: unknown): boolean {
-  return err instanceof ConnectionError && (err.code === 'lost' || err.code === 'notConnected')
+  return err instanceof ConnectionError && (err.code === 'ConnectionLost' || err.code === 'NotConnected')
 }
 
 /**
@@ -86,7 +89,7 @@ export function isTransient(err: unknown): boolean {
  */
 export class NoServiceError extends ConnectionError {
   constructor(message: string) {
-    super('noService', message)
+    super('NoService', message)
   }
 }
 
@@ -115,7 +118,7 @@ export class OverloadedError extends StateStoreError {
 
 /** The state store answered that it does not know the command: a verb this broker does not have yet (SCAN). */
 export class NotSupportedError extends StateStoreError {
-  readonly kind = 'not-supported'
+  readonly kind = 'notSupported'
   override readonly name = 'NotSupportedError'
   constructor(
     /** The verb the broker does not know. */

@@ -2,9 +2,28 @@
  * node-red-contrib-aio-statestore, usable without Node-RED: the client, leases, locks and leader
  * election, the errors and the hybrid logical clock. The emulator is
  * `node-red-contrib-aio-statestore/emulator`; the RESP codec and the protocol builders are internal.
+ *
+ * Every export is named here: what is not listed is internal (the service's error texts, the
+ * clock's limits, the lock key's suffix). api/index.api.md keeps the result on record, and
+ * test/unit/api-report.test.ts fails on a change to it that the report does not show.
  */
-export * from './errors'
-export * from './hlc'
+export {
+  ArgumentError,
+  CancelledError,
+  ConnectionError,
+  isTransient,
+  NoServiceError,
+  NotSupportedError,
+  OverloadedError,
+  ProtocolError,
+  ServiceError,
+  StateStoreError,
+  TimeoutError,
+  type ConnectionErrorCode,
+  type ServiceErrorCode,
+  type StateStoreErrorKind,
+} from './errors'
+export { Hlc, HlcError, HybridLogicalClock, type ClockOptions, type HlcErrorReason } from './hlc'
 export {
   StateStoreClient,
   type ClientEvents,
@@ -25,6 +44,24 @@ export {
   type SetResult,
   type TlsOptions,
 } from './client'
-export * from './locks'
+export {
+  DEFAULT_LEASE_MS,
+  keyLockName,
+  Lease,
+  LeaderElection,
+  Lock,
+  updateKey,
+  type EditContext,
+  type HolderChange,
+  type LeaderElectionEvents,
+  type LeaderElectionOptions,
+  type LeaseEvents,
+  type LeaseOptions,
+  type LockOptions,
+  type StandOptions,
+  type Updated,
+  type UpdateOptions,
+  type WaitOptions,
+} from './locks'
 export { stateStore, SharedStore } from './shared-stores'
 export type { Bytes, SetCondition } from './protocol'

@@ -1,14 +1,80 @@
-import { ConnectionError, StateStoreError, type ConnectionErrorCode } from '../../src/errors'
+import {
+  CONNECTION_ERROR_CODES,
+  ConnectionError,
+  SERVICE_ERROR_TEXT,
+  ServiceError,
+  StateStoreError,
+  type ConnectionErrorCode,
+  type ServiceErrorCode,
+  type StateStoreErrorKind,
+} from '../../src/errors'
+
+/**
+ * The codes of a msg (or node setting) the node cannot act on. Every code a node fails with
+ * (`NODE_ERROR_CODES`) has its short text under `common.failure` in each language's ss-config.json
+ * and its row in docs/nodes.md (test/unit/error-codes.test.ts checks both).
+ */
+export const INPUT_ERROR_CODES = [
+  'KeyMissing',
+  'KeyEmpty',
+  'KeyNotString',
+  'KeyTooLong',
+  'ValueMissing',
+  'ValueInvalid',
+  'ValueNotJson',
+  'ValueNotNdjson',
+  'DatasetInvalid',
+  'ExpiryInvalid',
+  'FencingTokenInvalid',
+  'ConditionInvalid',
+  'ActionUnknown',
+  'ActionUnsupported',
+  'ControlRefused',
+  'PropertyFailed',
+  'ExpressionInvalid',
+  'ExpressionFailed',
+  'LockQueueFull',
+  'HoldEnded',
+  'TooManyKeys',
+  'KeyValuesInvalid',
+  'NoConfig',
+] as const
+
+export type InputErrorCode = (typeof INPUT_ERROR_CODES)[number]
+
+/** The code of every other kind of error: a kind without a code of its own does not compile. */
+const CODE_BY_KIND = {
+  timeout: 'Timeout',
+  protocol: 'ProtocolError',
+  argument: 'InvalidArgument',
+  cancelled: 'Cancelled',
+  overloaded: 'Overloaded',
+  notSupported: 'NotSupported',
+} as const satisfies Record<Exclude<StateStoreErrorKind, 'service' | 'connection'>, string>
+
+type KindCode = (typeof CODE_BY_KIND)[keyof typeof CODE_BY_KIND]
+
+/** Every code a node hands a Catch node in `msg.error.code`, PascalCase as the service's own (CONTRIBUTING.md). */
+export type NodeErrorCode = InputErrorCode | ConnectionErrorCode | KindCode | ServiceErrorCode | 'Unknown' | 'Internal'
+
+export const NODE_ERROR_CODES: readonly NodeErrorCode[] = [
+  ...INPUT_ERROR_CODES,
+  ...CONNECTION_ERROR_CODES,
+  ...Object.values(CODE_BY_KIND),
+  ...(Object.keys(SERVICE_ERROR_TEXT) as ServiceErrorCode[]),
+  'Unknown',
+  'Internal',
+]
 
 /**
  * What a Catch node finds in `msg.error.cause` (Node-RED rebuilds `msg.error` itself and copies only
  * `message`, `code`, `stack` and `cause` from the error handed to `done`).
  */
 export interface ErrorInfo {
-  /** `service`, `timeout`, `connection`, `protocol`, `argument`, `cancelled`, `overloaded`, `not-supported`, or `input` for a bad msg. */
-  kind: string
+  /** `service`, `timeout`, `connection`, `protocol`, `argument`, `cancelled`, `overloaded`, `notSupported`, `input` for a bad msg, or `internal`. */
+  kind: StateStoreErrorKind | 'input' | 'internal'
   /** A service error's catalogue name (`FencingTokenLowerVersion`, ...), or a name for the problem (`KeyEmpty`, `Timeout`, ...). */
-  code: string
+  code: NodeErrorCode
   message: string
 }
 
@@ -16,43 +82,20 @@ export interface ErrorInfo {
 export class InputError extends Error {
   override readonly name = 'InputError'
   constructor(
-    readonly code: string,
+    readonly code: InputErrorCode,
     message: string,
   ) {
     super(message)
   }
 }
 
-const CODE_BY_KIND: Record<string, string> = {
-  timeout: 'Timeout',
-  protocol: 'ProtocolError',
-  argument: 'InvalidArgument',
-  cancelled: 'Cancelled',
-  overloaded: 'Overloaded',
-  'not-supported': 'NotSupported',
-}
-
-/**
- * The one table from the client's connection codes to the nodes' documented codes. A flow tells a
- * wait that ran out (`NotConnected`) from a closed client or refused credentials.
- */
-const CODE_BY_CONNECTION_CODE: Record<ConnectionErrorCode, string> = {
-  notConnected: 'NotConnected',
-  lost: 'ConnectionLost',
-  closed: 'ConnectionClosed',
-  refused: 'BrokerRefused',
-  authFailed: 'NotAuthenticated',
-  noService: 'NoService',
-}
-
 export function describeError(err: unknown): ErrorInfo {
   if (err instanceof NodeFailure) return { kind: err.cause.kind, code: err.code, message: err.message }
   if (err instanceof InputError) return { kind: 'input', code: err.code, message: err.message }
-  if (err instanceof ConnectionError) return { kind: err.kind, code: CODE_BY_CONNECTION_CODE[err.code], message: err.message }
-  if (err instanceof StateStoreError) {
-    const code = 'code' in err && typeof err.code === 'string' ? err.code : (CODE_BY_KIND[err.kind] ?? 'Unknown')
-    return { kind: err.kind, code, message: err.message }
-  }
+  // The client's codes are the nodes' codes: a flow tells a wait that ran out (`NotConnected`) from a closed client or refused credentials.
+  if (err instanceof ConnectionError || err instanceof ServiceError) return { kind: err.kind, code: err.code, message: err.message }
+  if (err instanceof StateStoreError)
+    return { kind: err.kind, code: (CODE_BY_KIND as Partial<Record<StateStoreErrorKind, KindCode>>)[err.kind] ?? 'Unknown', message: err.message }
   if (err instanceof Error) return { kind: 'internal', code: 'Internal', message: err.message }
   return { kind: 'internal', code: 'Internal', message: String(err) }
 }
@@ -68,7 +111,7 @@ export class NodeFailure {
   /** An own property, so `done(err)` takes it as an Error-shaped value; not on the prototype, where the runtime looks for "Error". */
   readonly name = 'NodeFailure'
   readonly message: string
-  readonly code: string
+  readonly code: NodeErrorCode
   readonly cause: ErrorInfo
   constructor(info: ErrorInfo) {
     this.message = info.message

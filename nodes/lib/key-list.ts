@@ -1,4 +1,4 @@
-import { InputError, describeError } from './errors'
+import { InputError } from './errors'
 import type { Translate } from './i18n'
 import { parseKey, typeName } from './props'
 
@@ -37,7 +37,7 @@ function checked(entry: unknown, index: number, t: Translate): string {
   try {
     return parseKey(entry, t)
   } catch (err) {
-    const { code, message } = describeError(err)
-    throw new InputError(code, t('errors.keyInList', { index, error: message }))
+    if (!(err instanceof InputError)) throw err
+    throw new InputError(err.code, t('errors.keyInList', { index, error: err.message }))
   }
 }

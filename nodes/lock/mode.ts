@@ -50,7 +50,7 @@ export async function holderIfReachable(client: StateStoreClient, name: string):
   try {
     return text((await client.get(name)).value)
   } catch (err) {
-    if (err instanceof ConnectionError && err.code !== 'closed') return undefined
+    if (err instanceof ConnectionError && err.code !== 'ConnectionClosed') return undefined
     throw err
   }
 }

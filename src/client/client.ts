@@ -156,7 +156,7 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     const timeoutMs = requirePositive(options.timeoutMs, 'timeoutMs')
     return new Promise<void>((resolve, reject) => {
       if (this.connection.online) return resolve()
-      if (this.connection.closed) return reject(new ConnectionError('closed', 'the client was closed'))
+      if (this.connection.closed) return reject(new ConnectionError('ConnectionClosed', 'the client was closed'))
       if (options.signal?.aborted) return reject(cancelledBy(options.signal, 'waiting for the connection'))
       const finish = (err?: Error) => {
         this.connection.off('online', onOnline)
@@ -168,7 +168,7 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
       }
       const onOnline = () => finish()
       const onStatus = (s: ConnectionStatus) => {
-        if (s.state === 'closed') finish(new ConnectionError('closed', 'the client was closed'))
+        if (s.state === 'closed') finish(new ConnectionError('ConnectionClosed', 'the client was closed'))
       }
       const onAbort = () => finish(cancelledBy(options.signal!, 'waiting for the connection'))
       const timer =

@@ -1,5 +1,5 @@
 import { connect, DefaultMessageIdProvider, MqttClient, ReasonCodes, type IConnackPacket, type IPublishPacket } from 'mqtt'
-import { ArgumentError, ConnectionError, type ConnectionErrorCode } from '../errors'
+import { ArgumentError, ConnectionError } from '../errors'
 import { publishPacketSize } from '../protocol'
 import { coalesceWrites } from '../transport/coalesce-writes'
 import { setNoDelay } from '../transport/mqtt-settings'
@@ -11,9 +11,8 @@ import { PeerDiagnosis } from './peer-diagnosis'
 import { SAT_AUTH_METHOD, SatToken } from './sat-token'
 import { SessionTakeover, takeoverReason } from './session-takeover'
 import { TypedEmitter } from '../typed-emitter'
+import type { PublishProperties, Transport } from './transport'
 import type { ConnectionProblem, ConnectionStatus } from './types'
-
-export type PublishProperties = NonNullable<IPublishPacket['properties']>
 
 export type ConnectionEvents = {
   status: [ConnectionStatus]
@@ -37,7 +36,7 @@ const CLOSE_BOUND_MS = 2000
  * takeover backoff from session-takeover.ts, what is wrong with the peer from peer-diagnosis.ts. What it relies on beyond mqtt.js's documented API is checked, one
  * behaviour per test, in test/client/mqtt-internals.test.ts.
  */
-export class Connection extends TypedEmitter<ConnectionEvents> {
+export class Connection extends TypedEmitter<ConnectionEvents> implements Transport {
   private readonly mqtt: MqttClient
   private readonly ids = new TrackingMessageIdProvider()
   /** Packet ids of publishes the broker acknowledged with 0x10 (no matching subscribers), until publish() reads them. */
@@ -119,7 +118,7 @@ export class Connection extends TypedEmitter<ConnectionEvents> {
       if (err) {
         // A PUBACK reason code is the broker's answer; without one mqtt.js gave the publish up with its connection.
         const refused = typeof (err as { code?: unknown }).code === 'number'
-        const code = refused ? 'refused' : this.closing ? 'closed' : 'lost'
+        const code = refused ? 'BrokerRefused' : this.closing ? 'ConnectionClosed' : 'ConnectionLost'
         onAck({
           error: new ConnectionError(code, refused ? `the broker refused the request: ${err.message}` : `the request was given up: ${err.message}`, {
             cause: err,
@@ -349,11 +348,6 @@ export class TrackingMessageIdProvider extends DefaultMessageIdProvider {
     this.last = id
     return id
   }
-}
-
-/** The code of a ConnectionError for a caller that gave up waiting while the connection was in this state. */
-export function downCode(status: ConnectionStatus): ConnectionErrorCode {
-  return status.state === 'closed' ? 'closed' : status.problem === 'authFailed' ? 'authFailed' : 'notConnected'
 }
 
 function reasonText(code: number): string {

@@ -2,7 +2,7 @@ import type { IPublishPacket } from 'mqtt'
 import { ProtocolError } from '../errors'
 import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
 import { CONTENT_TYPE, dialect as dialectNamed, PROTOCOL_VERSION, Prop, userProperty, type Dialect } from '../protocol'
-import type { PublishProperties } from './connection'
+import type { PublishProperties } from './transport'
 import type { ResolvedOptions } from './options'
 
 export interface RequestEnvelope {

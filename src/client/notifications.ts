@@ -65,7 +65,7 @@ export class Notifications {
     // Buffer.copyBytesFrom owns its memory: a pooled copy would keep a whole shared slab alive as long as the key is observed.
     const bytes = Buffer.copyBytesFrom(requireNotifiableKey(requireKey(requireValue(key, 'key')), this.options.clientId))
     if (typeof listener !== 'function') throw new ArgumentError('the listener must be a function')
-    if (this.closed) throw new ConnectionError('closed', 'the client was closed')
+    if (this.closed) throw new ConnectionError('ConnectionClosed', 'the client was closed')
     const entry = this.entryFor(bytes)
     const slot: Watcher = { listener }
     entry.slots.add(slot)
@@ -203,7 +203,7 @@ export class Notifications {
   /** Resolves with what a registration it made read (see Observation.initial). */
   private async step(entry: Entry, options: RequestOptions): Promise<ObservedRead | null> {
     for (;;) {
-      if (this.closed) throw new ConnectionError('closed', 'the client was closed')
+      if (this.closed) throw new ConnectionError('ConnectionClosed', 'the client was closed')
       const wanted = entry.slots.size > 0
       if (wanted && (!entry.registered || entry.stale)) {
         const epoch = this.epoch

@@ -4,24 +4,11 @@ import { ArgumentError, ConnectionError, NoServiceError, OverloadedError, Timeou
 import type { Hlc } from '../hlc'
 import { cancelledBy } from '../arguments'
 import { backoffDelay } from './backoff'
-import { downCode, type PublishProperties } from './connection'
+import { downCode, type PublishProperties, type Transport } from './transport'
 import { stateStoreEnvelope, type Envelope } from './envelope'
 import { ServicePresence } from './service-presence'
 import type { ResolvedOptions } from './options'
-import type { ConnectionStatus, RequestRecorder } from './types'
-
-/** What the request layer needs from the connection; a seam for tests. */
-export interface Transport {
-  readonly online: boolean
-  readonly status: ConnectionStatus
-  publish(
-    topic: string,
-    payload: Buffer,
-    properties: PublishProperties,
-    onAck: (outcome: { error?: Error; noSubscribers?: boolean }) => void,
-  ): number | undefined
-  forget(messageId: number): void
-}
+import type { RequestRecorder } from './types'
 
 export interface Invocation<T = unknown> {
   /** For messages only: GET, SET, … */
@@ -256,7 +243,7 @@ export class PendingRequests {
   }
 
   /** Fails everything still pending; later invocations fail at once. */
-  close(error = new ConnectionError('closed', 'the client was closed')): void {
+  close(error = new ConnectionError('ConnectionClosed', 'the client was closed')): void {
     this.closedWith = error
     for (const p of [...this.queue, ...this.inFlight.values()]) this.settle(p, error)
     clearTimeout(this.sweepTimer)

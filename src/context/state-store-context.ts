@@ -1,7 +1,5 @@
-import { StateStoreClient } from '../client'
+import { StateStoreClient, type ClientOptions } from '../client'
 import { shownUrl } from '../log'
-import { inProcessConnector } from '../emulator'
-import { acquireEmbedded, releaseEmbedded } from '../emulator/embedded'
 import { CachedStore } from './cached-store'
 import { resolveConfig, type ContextStoreConfig, type ResolvedConfig } from './config'
 import { KeyIndex } from './key-index'
@@ -29,7 +27,8 @@ export class StateStoreContext {
   private readonly cached: CachedStore | null
   private readonly uncached: UncachedStore | null
   private readonly gate: LoadGate
-  private usesEmbedded = false
+  /** Hands the embedded emulator back; set while this store uses one. */
+  private releaseEmbedded: (() => void) | null = null
   private opening: Promise<void> | null = null
   private closed: Promise<void> | null = null
   private brokerUrl = ''
@@ -61,13 +60,17 @@ export class StateStoreContext {
   private async start(): Promise<void> {
     const { client: options, logger, requestTimeoutMs } = this.config
     let brokerUrl = options.brokerUrl
+    let connectStream: ClientOptions['connectStream']
     if (this.config.embedded) {
+      // The emulator's module graph (aedes among it) is loaded only by a store that embeds one.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { acquireEmbedded, releaseEmbedded, inProcessConnector } = require('../emulator/embedded') as typeof import('../emulator/embedded')
       const emulator = await acquireEmbedded(logger)
-      this.usesEmbedded = true
+      this.releaseEmbedded = releaseEmbedded
       brokerUrl = emulator.brokerUrl
+      connectStream = inProcessConnector(brokerUrl) ?? undefined
     }
     this.brokerUrl = shownUrl(brokerUrl!)
-    const connectStream = this.usesEmbedded ? (inProcessConnector(brokerUrl!) ?? undefined) : undefined
     const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl!, ...(connectStream ? { connectStream } : {}) })
     client.on('error', (err) => logger('warn', err.message))
     this.session.client = client
@@ -159,10 +162,9 @@ export class StateStoreContext {
     await this.session.index?.close()
     await this.session.client?.close()
     this.session.client = null
-    if (this.usesEmbedded) {
-      this.usesEmbedded = false
-      releaseEmbedded()
-    }
+    const release = this.releaseEmbedded
+    this.releaseEmbedded = null
+    release?.()
   }
 
   get(scope: string, key: string | string[], callback?: Callback): unknown {

@@ -2,6 +2,9 @@ import type { Logger } from '../log'
 import { wholeNumber } from '../whole-number'
 import { startEmulator, type Emulator } from './index'
 
+/** A broker running in this process, to be reached without loopback TCP (the config node, the context store). */
+export { inProcessConnector } from './broker/broker'
+
 /**
  * The emulator the "embedded emulator" option runs inside the Node-RED process (the config node
  * and the context store both use it): one per process,

@@ -37,7 +37,6 @@ export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type
 export type { LogThreshold as EmulatorLogLevel } from './logger'
 export { DEFAULT_MAX_BYTES, DEFAULT_MAX_KEY_BYTES, DEFAULT_MAX_KEYS, DEFAULT_MAX_VALUE_BYTES, type EmulatorOptions } from './options'
 export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin/key-browser'
-export { ADMIN_REQUEST_TOPIC, adminResponseTopic, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './admin/wire'
 
 export interface Emulator {
   /** The URL clients should connect to (the embedded broker's, or `brokerUrl`). */

@@ -34,7 +34,7 @@ export function pause(ms: number, options: { signal?: AbortSignal; latch?: Latch
   const { signal, latch, client } = options
   return new Promise<void>((resolve, reject) => {
     if (signal?.aborted) return reject(cancelledBy(signal, options.what ?? 'waiting'))
-    if (client?.status.state === 'closed') return reject(new ConnectionError('closed', 'the client was closed'))
+    if (client?.status.state === 'closed') return reject(new ConnectionError('ConnectionClosed', 'the client was closed'))
     if (latch?.value) return resolve()
     const finish = (err?: Error) => {
       clearTimeout(timer)
@@ -46,7 +46,7 @@ export function pause(ms: number, options: { signal?: AbortSignal; latch?: Latch
     }
     const onAbort = () => finish(cancelledBy(signal!, options.what ?? 'waiting'))
     const onStatus = (s: { state: string }) => {
-      if (s.state === 'closed') finish(new ConnectionError('closed', 'the client was closed'))
+      if (s.state === 'closed') finish(new ConnectionError('ConnectionClosed', 'the client was closed'))
     }
     const timer = Number.isFinite(ms) ? setTimeout(() => finish(), Math.min(Math.max(0, ms), 2 ** 31 - 1)) : undefined
     signal?.addEventListener('abort', onAbort, { once: true })

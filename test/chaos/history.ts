@@ -13,7 +13,7 @@ export interface Recorded<I, O> {
   output?: O
   returnedAt: number
   error?: string
-  /** The error's kind, with a connection error's or a service error's code: `connection:lost`, `service:TimestampSkew`, `timeout`. */
+  /** The error's kind, with a connection error's or a service error's code: `connection:ConnectionLost`, `service:TimestampSkew`, `timeout`. */
   errorCode?: string
 }
 
@@ -26,7 +26,7 @@ export function errorCode(err: unknown): string {
 export function certainlyNotDone(err: unknown): boolean {
   if (err instanceof ServiceError || err instanceof ArgumentError || err instanceof OverloadedError) return true
   // A request fails notConnected only while it waits for the connection, before it is ever sent.
-  return err instanceof ConnectionError && err.code === 'notConnected'
+  return err instanceof ConnectionError && err.code === 'NotConnected'
 }
 
 export class History<I, O> {

@@ -109,7 +109,7 @@ export class LocksWorkload {
     }
     for (const f of this.waitFailures) {
       // A waiter must not give up early because of a connection loss shorter than its wait.
-      if (f.code === 'connection:lost' || f.code === 'connection:notConnected')
+      if (f.code === 'connection:ConnectionLost' || f.code === 'connection:NotConnected')
         violations.push(`${f.process}: a waiter failed after ${Math.round(f.waitedMs)} ms, before its timeout, because of a connection loss: ${f.error}`)
     }
     const probe = new Lock(reader, this.lockName, { leaseMs: LEASE_MS, persist: true })

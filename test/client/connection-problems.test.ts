@@ -127,7 +127,7 @@ describe('client connection: problems it names', function () {
         (e: unknown) => e,
       )
       assert.ok(first instanceof NoServiceError, String(first))
-      assert.equal(first.code, 'noService')
+      assert.equal(first.code, 'NoService')
       assert.equal(first.kind, 'connection')
       assert.equal(await client.checkService(), 'none')
 

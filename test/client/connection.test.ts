@@ -172,7 +172,7 @@ describe('client connection (scripted broker)', function () {
     await statusWhere(client, (s) => s.state === 'reconnecting' && s.reason !== undefined)
     const failed = await client.get('k').catch((e: unknown) => e)
     assert.ok(failed instanceof ConnectionError, `a ConnectionError, got ${String(failed)}`)
-    assert.equal(failed.code, 'notConnected')
+    assert.equal(failed.code, 'NotConnected')
     assert.match(failed.message, /GET request failed: not connected after waiting 300 ms \(.*ECONNREFUSED/)
     assert.deepEqual(client.load, { inFlight: 0, queued: 0 }, 'nothing left pending')
   })

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict'
 import type { IPublishPacket } from 'mqtt'
 import { install } from '@sinonjs/fake-timers'
-import { PendingRequests, type Invocation, type Transport } from '../../src/client/pending-requests'
+import { PendingRequests, type Invocation } from '../../src/client/pending-requests'
+import type { PublishProperties, Transport } from '../../src/client/transport'
 import type { Envelope } from '../../src/client/envelope'
-import type { PublishProperties } from '../../src/client/connection'
 import { resolveOptions } from '../../src/client/options'
 import type { ConnectionStatus } from '../../src/client/types'
 import { ConnectionError, NoServiceError, OverloadedError, TimeoutError } from '../../src/errors'
@@ -153,7 +153,7 @@ describe('client: PendingRequests over a fake transport', function () {
     assert.equal(o.settled, false)
     await clock.tickAsync(1)
     assert.ok(o.error instanceof ConnectionError && !(o.error instanceof TimeoutError), String(o.error))
-    assert.equal(o.error.code, 'notConnected')
+    assert.equal(o.error.code, 'NotConnected')
     assert.match(o.error.message, /connection refused/)
   })
 
@@ -184,7 +184,7 @@ describe('client: PendingRequests over a fake transport', function () {
     assert.equal(pending.settled, false)
     requests.close()
     await clock.tickAsync(0)
-    assert.ok(pending.error instanceof ConnectionError && pending.error.code === 'closed', String(pending.error))
-    await assert.rejects(requests.invoke(request('DEL')), (err: Error) => err instanceof ConnectionError && err.code === 'closed')
+    assert.ok(pending.error instanceof ConnectionError && pending.error.code === 'ConnectionClosed', String(pending.error))
+    await assert.rejects(requests.invoke(request('DEL')), (err: Error) => err instanceof ConnectionError && err.code === 'ConnectionClosed')
   })
 })

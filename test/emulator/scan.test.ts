@@ -252,7 +252,7 @@ describe('client.scan', function () {
     clients.add(client)
     try {
       await client.ready({ timeoutMs: 5000 })
-      await assert.rejects(client.scan('*').next(), (err: unknown) => err instanceof NotSupportedError && err.kind === 'not-supported' && err.verb === 'SCAN')
+      await assert.rejects(client.scan('*').next(), (err: unknown) => err instanceof NotSupportedError && err.kind === 'notSupported' && err.verb === 'SCAN')
     } finally {
       await responder.stop()
     }

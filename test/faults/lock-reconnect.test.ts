@@ -96,7 +96,7 @@ describe('faults: a lock waiter through a reconnect', function () {
     held.lease.on('lost', ({ reason }) => lost.push(reason))
     const first = await held.acquire({ timeoutMs: 2000 })
     relay.cut()
-    // Renewals fall due and each waits only 200 ms for the connection: they fail `notConnected` and try again.
+    // Renewals fall due and each waits only 200 ms for the connection: they fail `NotConnected` and try again.
     await sleep(1200)
     relay.restore()
     await until(
@@ -139,7 +139,7 @@ describe('faults: a lock waiter through a reconnect', function () {
     relay.cut()
     await sleep(100)
     await waiterClient.close()
-    await assert.rejects(waiting, (err: unknown) => err instanceof ConnectionError && err.code === 'closed')
+    await assert.rejects(waiting, (err: unknown) => err instanceof ConnectionError && err.code === 'ConnectionClosed')
     await holder.release()
   })
 })

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { InputError, NodeFailure, toFailure } from '../../nodes/lib/errors'
 import { evaluateInput } from '../../nodes/lib/props'
-import { ConnectionError, ServiceError } from '../../src/errors'
+import { CONNECTION_ERROR_CODES, ConnectionError, ServiceError } from '../../src/errors'
 import { redModule } from './support'
 
 // The runtime's own encoder for the Debug sidebar, from the Node-RED this package is tested with.
@@ -30,19 +30,18 @@ describe('nodes: failures as Node-RED shows them', () => {
   })
 
   it('wraps every error once', () => {
-    const failure = toFailure(new ConnectionError('notConnected', 'not connected'))
+    const failure = toFailure(new ConnectionError('NotConnected', 'not connected'))
     assert.ok(failure instanceof NodeFailure)
     assert.equal(toFailure(failure), failure)
     assert.equal(failure.cause.kind, 'connection')
     assert.equal(failure.code, 'NotConnected')
   })
 
-  it('names each connection error code for Catch, whatever the message says', () => {
-    // The message of every one mentions 'closed', which once decided what a lock waiter did.
-    const codes = (['notConnected', 'lost', 'closed', 'refused', 'authFailed'] as const).map(
-      (code) => toFailure(new ConnectionError(code, 'the connection closed')).code,
-    )
-    assert.deepEqual(codes, ['NotConnected', 'ConnectionLost', 'ConnectionClosed', 'BrokerRefused', 'NotAuthenticated'])
+  it("hands a Catch node the client's own connection code, whatever the message says", () => {
+    // The message of every one mentions 'closed', which once decided what a lock waiter did; the
+    // client once said `notConnected` where the nodes said `NotConnected`, so one Catch check missed one.
+    const codes = CONNECTION_ERROR_CODES.map((code) => toFailure(new ConnectionError(code, 'the connection closed')).code)
+    assert.deepEqual(codes, ['ConnectionClosed', 'ConnectionLost', 'NotConnected', 'BrokerRefused', 'NotAuthenticated', 'NoService'])
   })
 
   it('names a property that cannot be evaluated by its label in the catalogue, not by an English word', async () => {

@@ -83,7 +83,7 @@ describe('nodes: status view', () => {
     view.outcome('status.found')
     view.failure(new TimeoutError(1000))
     view.failure(new TimeoutError(1000))
-    view.failure(new ConnectionError('notConnected', 'gone'))
+    view.failure(new ConnectionError('NotConnected', 'gone'))
     view.outcome('status.found')
     assert.deepEqual(shown.slice(2), [
       // The failure's short name from the catalogue, its kind when the catalogue has none.

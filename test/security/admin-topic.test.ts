@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import mqtt, { type MqttClient } from 'mqtt'
-import { adminResponseTopic, startEmulator, type Emulator } from '../../src/emulator'
+import { startEmulator, type Emulator } from '../../src/emulator'
+import { adminResponseTopic } from '../../src/emulator/admin/wire'
 import { RemoteEmulatorAdmin } from '../../src/emulator/admin'
 
 /**

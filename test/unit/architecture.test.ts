@@ -38,6 +38,9 @@ const LAYERS: Array<[room: string, layer: number]> = [
   ['nodes', 8],
 ]
 
+/** The client's connection and correlation, for another protocol: the emulator's admin channel's alone. */
+const CLIENT_SIDE_DOOR = 'src/client/channel.ts'
+
 /** What the emulator's core may import from outside itself: the shared protocol rooms, and hashing. */
 const CORE_MAY_IMPORT = ['src/errors.ts', 'src/hlc', 'src/resp', 'src/protocol', 'node:crypto']
 
@@ -143,11 +146,20 @@ describe('architecture: the import rules of docs/architecture.md', () => {
     assert.deepEqual(wrong, [])
   })
 
-  it('nothing outside src/client imports a client file other than src/client/index.ts', () => {
+  it('nothing outside src/client imports a client file other than its front door, src/client/index.ts, or its side door', () => {
     const wrong = local
-      .filter((i) => !i.from.startsWith('src/client/') && i.to.startsWith('src/client/') && i.to !== 'src/client/index.ts')
+      .filter((i) => !i.from.startsWith('src/client/') && i.to.startsWith('src/client/') && i.to !== 'src/client/index.ts' && i.to !== CLIENT_SIDE_DOOR)
       .map((i) => `${i.from} imports ${i.to}`)
     assert.deepEqual(wrong, [])
+  })
+
+  it("only the emulator's admin channel opens the client's side door (its connection and correlation for another protocol)", () => {
+    const openers = local.filter((i) => i.to === CLIENT_SIDE_DOOR && !i.from.startsWith('src/client/'))
+    assert.deepEqual(
+      openers.filter((i) => !i.from.startsWith('src/emulator/admin/')).map((i) => `${i.from} imports ${i.to}`),
+      [],
+    )
+    assert.ok(openers.length > 0, 'the admin channel opens it')
   })
 
   it("the emulator's core imports no adapter and no I/O: only itself, the protocol rooms and hashing", () => {
@@ -181,6 +193,11 @@ describe('architecture: the import rules of docs/architecture.md', () => {
     assert.ok(loads.some((i) => i.from.startsWith('nodes/') && i.to === 'node-red'))
     assert.ok(imports.some((i) => i.from === 'src/context/config.ts' && i.to === 'node:module'))
     assert.ok(loads.some((i) => i.from === 'src/context/config.ts' && i.to === '@node-red/util'))
+  })
+
+  it('every export is named: no file re-exports a module whole (export *), so nothing becomes public by accident', () => {
+    const wrong = files.filter((f) => /^\s*export \*/m.test(readFileSync(join(ROOT, f), 'utf8')))
+    assert.deepEqual(wrong, [])
   })
 
   it('no file is on an import circle', () => {

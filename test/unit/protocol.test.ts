@@ -350,7 +350,7 @@ describe('errors', () => {
     const cases: Array<[StateStoreError, string, string]> = [
       [new ServiceError('x'), 'service', 'ServiceError'],
       [new TimeoutError(1500), 'timeout', 'TimeoutError'],
-      [new ConnectionError('lost', 'gone'), 'connection', 'ConnectionError'],
+      [new ConnectionError('ConnectionLost', 'gone'), 'connection', 'ConnectionError'],
       [new ProtocolError('bad'), 'protocol', 'ProtocolError'],
       [new ArgumentError('bad'), 'argument', 'ArgumentError'],
       [new CancelledError('stop'), 'cancelled', 'CancelledError'],

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { Connection, PendingRequests, resolveOptions, type ClientOptions, type Envelope, type ResolvedOptions } from '../../client'
+import type { ClientOptions } from '../../client'
+import { Connection, PendingRequests, resolveOptions, type Envelope, type ResolvedOptions } from '../../client/channel'
 import { ConnectionError, NoServiceError, ProtocolError } from '../../errors'
 import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
 import { ADMIN_REQUEST_TOPIC, adminResponseTopic, fromWireDetails, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './wire'
@@ -120,7 +121,7 @@ export class RemoteEmulatorAdmin implements AdminChannel {
   }
 
   async close(): Promise<void> {
-    this.requests.close(new ConnectionError('closed', 'the admin connection was closed'))
+    this.requests.close(new ConnectionError('ConnectionClosed', 'the admin connection was closed'))
     await this.connection.close()
   }
 }

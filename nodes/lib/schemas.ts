@@ -1,0 +1,241 @@
+import { DEFAULT_LEASE_MS } from '../../src/locks'
+import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from './key-list'
+
+/**
+ * Each node's settings and their defaults, declared once. The build writes each editor file's
+ * registration header (category, palette look, `defaults`) from this table where the file says
+ * `// registration: nodes/lib/schemas.ts` (scripts/copy-assets.mjs), and the nodes' TS take their
+ * fallbacks from the same constants. A setting added here appears in the editor; its form row and
+ * its catalogue texts are the editor file's and the locales'.
+ */
+
+/** How the editor checks a setting: a whole number, a required typed input, a typed input, or an editor function of its own. */
+export type Validate = 'wholeNumber' | { requiredTyped: string } | { typedInput: string } | { editor: string[] }
+
+export interface Setting {
+  value?: string | number | boolean
+  /** A config node's type, for a setting that names one. */
+  type?: string
+  required?: boolean
+  validate?: Validate
+}
+
+export interface NodeSchema {
+  /** `config` for a config node, else a palette node with the category's colour and the node's icon. */
+  category: 'config' | 'state store'
+  defaults: Record<string, Setting>
+}
+
+/** A msg may hold a lock one minute unless the node says otherwise: a forgotten release cannot block a flow for ever. */
+export const DEFAULT_HOLD_MS = 60_000
+/** Msgs that may wait for a lock in lock mode unless the node says otherwise. */
+export const DEFAULT_QUEUE = 100
+
+const whole = (value: number | '') => ({ value: String(value), validate: 'wholeNumber' }) as const
+const name = { value: '' }
+const store = { value: '', type: 'ss-config', required: true }
+const msgKey = { value: 'topic', validate: { requiredTyped: 'keyType' } }
+const keyType = { value: 'msg' }
+const overrides = { value: true }
+const inFlight = whole(DEFAULT_IN_FLIGHT)
+const maxKeys = whole(DEFAULT_MAX_KEYS)
+
+export const SCHEMAS = {
+  'ss-config': {
+    category: 'config',
+    defaults: {
+      name,
+      embedded: { value: false },
+      broker: {
+        validate: {
+          editor: [
+            '// Blank: $AIO_STATESTORE_URL when set (npm start sets it), else mqtt://127.0.0.1:1883; the placeholder shows which.',
+            'value: "",',
+            'validate: function (v, opt) {',
+            '  var embedded = $("#node-config-input-embedded").length ? $("#node-config-input-embedded").is(":checked") : this.embedded;',
+            '  return embedded ? true : window.AioStateStore.brokerUrl(v, opt);',
+            '}',
+          ],
+        },
+      },
+      clientId: { value: '' },
+      usetls: { value: false },
+      tls: { type: 'tls-config', required: false },
+      keepalive: whole(60),
+      cleanStart: { value: true },
+      sessionExpiry: whole(''),
+      requestTimeout: whole(10_000),
+      connectionWait: whole(2000),
+      maxInFlight: whole(1000),
+      protocol: { value: 'v1' },
+    },
+  },
+  'ss-get': {
+    category: 'state store',
+    defaults: {
+      name,
+      store,
+      key: msgKey,
+      keyType,
+      decode: { value: 'auto' },
+      notFound: { value: 'payload' },
+      overrides,
+      mode: { value: 'value' },
+      sendAs: { value: 'all' },
+      inFlight,
+      maxKeys,
+      outputs: { value: 1 },
+    },
+  },
+  'ss-set': {
+    category: 'state store',
+    defaults: {
+      name,
+      store,
+      key: msgKey,
+      keyType,
+      value: { value: 'payload', validate: { typedInput: 'valueType' } },
+      valueType: { value: 'msg' },
+      condition: { value: 'always' },
+      expiry: whole(''),
+      fencingToken: { value: 'fencingToken' },
+      fencingTokenType: { value: 'msg' },
+      persist: { value: false },
+      notApplied: { value: 'same' },
+      overrides,
+      encode: { value: 'auto' },
+      multi: { value: 'key' },
+      sendAs: { value: 'all' },
+      inFlight,
+      maxKeys,
+      outputs: { value: 1 },
+    },
+  },
+  'ss-del': {
+    category: 'state store',
+    defaults: {
+      name,
+      store,
+      key: msgKey,
+      keyType,
+      mode: { value: 'delete' },
+      value: { value: 'payload', validate: { typedInput: 'valueType' } },
+      valueType: { value: 'msg' },
+      fencingToken: { value: 'fencingToken' },
+      fencingTokenType: { value: 'msg' },
+      overrides,
+      sendAs: { value: 'all' },
+      inFlight,
+      maxKeys,
+    },
+  },
+  'ss-lock': {
+    category: 'state store',
+    defaults: {
+      name,
+      store,
+      key: {
+        validate: {
+          editor: [
+            'value: "",',
+            'validate: function (v, opt) {',
+            '  var mode = $("#node-input-mode").val() || this.mode;',
+            '  var type = $("#node-input-keyType").val() || this.keyType;',
+            '  // A leader campaigns when the flow starts, before any msg exists to name the position.',
+            '  if (mode === "leader" && type === "msg") return opt ? RED._("node-red:validator.errors.invalid-prop") : false;',
+            '  // A release takes the lock from the hold the msg carries (msg.lock) or from msg.key: no name needed.',
+            '  var action = $("#node-input-action").val() || this.action;',
+            '  if (action === "release" && mode !== "leader" && type === "str" && !v) return true;',
+            '  return window.AioStateStore.requiredTyped("keyType").call(this, v, opt);',
+            '}',
+          ],
+        },
+      },
+      keyType: { value: 'str' },
+      mode: { value: 'lease' },
+      action: { value: 'acquire' },
+      holder: { value: '' },
+      leaseMs: whole(DEFAULT_LEASE_MS),
+      timeout: whole(DEFAULT_LEASE_MS),
+      holdMs: whole(DEFAULT_HOLD_MS),
+      queue: whole(DEFAULT_QUEUE),
+      autoRenew: { value: true },
+      campaign: { value: true },
+      overrides,
+    },
+  },
+  'ss-update': {
+    category: 'state store',
+    defaults: {
+      name,
+      store,
+      key: msgKey,
+      keyType,
+      expression: { value: 'value + 1', required: true },
+      initial: { value: '0', validate: { typedInput: 'initialType' } },
+      initialType: { value: 'num' },
+      timeout: whole(DEFAULT_LEASE_MS),
+      holder: { value: '' },
+      persist: { value: false },
+      overrides,
+    },
+  },
+  'ss-watch': {
+    category: 'state store',
+    defaults: {
+      name,
+      store,
+      keys: { value: '' },
+      decode: { value: 'auto' },
+      initial: { value: false },
+      overrides,
+    },
+  },
+} as const satisfies Record<string, NodeSchema>
+
+export type NodeType = keyof typeof SCHEMAS
+
+const COLOR = '#7fb2e5'
+
+function validator(validate: Validate): string {
+  if (validate === 'wholeNumber') return 'function (v, opt) { return window.AioStateStore.wholeNumber(v, opt); }'
+  if ('requiredTyped' in validate)
+    return `function (v, opt) { return window.AioStateStore.requiredTyped(${JSON.stringify(validate.requiredTyped)}).call(this, v, opt); }`
+  if ('typedInput' in validate) return `function (v, opt) { return RED.validators.typedInput(${JSON.stringify(validate.typedInput)}).call(this, v, opt); }`
+  throw new Error('an editor function is written out in full')
+}
+
+function settingLine(key: string, setting: Setting, indent: string): string {
+  const { validate } = setting
+  if (validate !== undefined && typeof validate === 'object' && 'editor' in validate) {
+    return [`${indent}${key}: {`, ...validate.editor.map((line) => `${indent}  ${line}`), `${indent}}`].join('\n')
+  }
+  const parts: string[] = []
+  if (setting.value !== undefined) parts.push(`value: ${JSON.stringify(setting.value)}`)
+  if (setting.type !== undefined) parts.push(`type: ${JSON.stringify(setting.type)}`)
+  if (setting.required !== undefined) parts.push(`required: ${setting.required}`)
+  if (validate !== undefined) parts.push(`validate: ${validator(validate)}`)
+  return `${indent}${key}: { ${parts.join(', ')} }`
+}
+
+/** The lines of an editor file's registration header for `type`: category, palette look and defaults. */
+export function registrationHeader(type: NodeType): string {
+  const schema: NodeSchema = SCHEMAS[type]
+  const lines = [`    category: ${JSON.stringify(schema.category)},`]
+  if (schema.category !== 'config') lines.push(`    color: "${COLOR}",`, `    icon: "${type}.svg",`)
+  lines.push(`    paletteLabel: function () { return this._("${type}.paletteLabel"); },`)
+  if (schema.category !== 'config') {
+    lines.push(
+      `    onpaletteadd: function () { if (window.AioStateStore) window.AioStateStore.paletteSearchWords("${type}"); },`,
+      '    onadd: function () { window.AioStateStore.onadd.call(this); },',
+    )
+  }
+  lines.push(
+    '    defaults: {',
+    Object.entries(schema.defaults)
+      .map(([key, setting]) => settingLine(key, setting, '      '))
+      .join(',\n'),
+    '    },',
+  )
+  return lines.join('\n') + '\n'
+}
