@@ -105,7 +105,7 @@ export const importKeys: Command = {
  */
 function outcomeUnknown(err: unknown): boolean {
   if (!(err instanceof StateStoreError)) return false
-  if (err instanceof ConnectionError) return err.code === 'lost' || err.code === 'notConnected'
+  if (err instanceof ConnectionError) return err.code === 'ConnectionLost' || err.code === 'NotConnected'
   return err.kind === 'timeout' || err.kind === 'protocol'
 }
 
