@@ -21,6 +21,7 @@ import { childEnvWithoutAio, repoRoot } from './node-red'
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
 
 const POD = 'node-red-0'
+const SECRETS = { adminPasswordHash: bcrypt.hashSync('rehearsal-admin', 4), credentialSecret: 'rehearsal-secret' }
 const WRITES = 40
 const TAB = 'e1a0b0c0d0e0f001'
 const STORE = 'e1a0b0c0d0e0f002'
@@ -63,6 +64,29 @@ const flows = [
     outputs: 1,
     x: 250,
     y: 300,
+    wires: [['e1a0b0c0d0e0f030']],
+  },
+  // What a flow reads of the environment by the names the secrets once had: env.get and $env().
+  { id: 'e1a0b0c0d0e0f060', type: 'http in', z: TAB, url: '/env', method: 'get', x: 100, y: 500, wires: [['e1a0b0c0d0e0f061']] },
+  {
+    id: 'e1a0b0c0d0e0f061',
+    type: 'function',
+    z: TAB,
+    func: "msg.payload = { secret: env.get('NODE_RED_CREDENTIAL_SECRET'), hash: env.get('NODE_RED_ADMIN_PASSWORD_HASH') }\nreturn msg",
+    outputs: 1,
+    x: 250,
+    y: 500,
+    wires: [['e1a0b0c0d0e0f062']],
+  },
+  {
+    id: 'e1a0b0c0d0e0f062',
+    type: 'change',
+    z: TAB,
+    rules: [
+      { t: 'set', p: 'payload.jsonata', pt: 'msg', to: "$env('NODE_RED_CREDENTIAL_SECRET') & '|' & $env('NODE_RED_ADMIN_PASSWORD_HASH')", tot: 'jsonata' },
+    ],
+    x: 400,
+    y: 500,
     wires: [['e1a0b0c0d0e0f030']],
   },
   { id: 'e1a0b0c0d0e0f050', type: 'http in', z: TAB, url: '/context', method: 'post', x: 100, y: 400, wires: [['e1a0b0c0d0e0f051']] },
@@ -161,17 +185,17 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
       ],
     })
 
+    // The Secret node-red-secrets where the pod mounts it, as files.
+    assert.equal(volume('secrets').secret.secretName, 'node-red-secrets')
+    mkdirSync(mapped(mountOf('secrets')), { recursive: true })
+    for (const [key, value] of Object.entries(SECRETS)) writeFileSync(join(mapped(mountOf('secrets')), key), `${value}\n`)
+
     // The pod's environment: the manifest's, with its paths, the service name and port mapped.
     const env = childEnvWithoutAio()
-    const secrets: Record<string, string> = { adminPasswordHash: bcrypt.hashSync('rehearsal-admin', 4), credentialSecret: 'rehearsal-secret' }
-    for (const e of container.env as Array<{
-      name: string
-      value?: string
-      valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } }
-    }>) {
+    for (const e of container.env as Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>) {
       if (e.valueFrom?.fieldRef) env[e.name] = e.valueFrom.fieldRef.fieldPath === 'metadata.name' ? POD : assert.fail(e.valueFrom.fieldRef.fieldPath)
-      else if (e.valueFrom?.secretKeyRef) env[e.name] = secrets[e.valueFrom.secretKeyRef.key] ?? assert.fail(e.valueFrom.secretKeyRef.key)
-      else env[e.name] = e.value!.startsWith('/') ? mapped(e.value!) : e.value
+      else if (e.value !== undefined) env[e.name] = e.value.startsWith('/') ? mapped(e.value) : e.value
+      else assert.fail(`${e.name}: a kind of env entry the rehearsal does not know`)
     }
     assert.equal(env.AIO_BROKER_HOSTNAME, 'aio-broker')
     env.AIO_BROKER_HOSTNAME = 'localhost'
@@ -220,6 +244,21 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
         .slice(0, 3)
         .join('\n')}`,
     )
+  })
+
+  it("the secrets reach settings.js as files: the login takes the hash, and neither is in Node-RED's environment, for any flow to read", async () => {
+    const login = (password: string) =>
+      fetch(`${red!.url}/auth/token`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ client_id: 'node-red-admin', grant_type: 'password', scope: '*', username: 'admin', password }),
+      })
+    assert.equal((await login('rehearsal-admin')).status, 200)
+    assert.equal((await login('rehearsal-guess')).status, 403)
+    const environ = readFileSync(`/proc/${red!.pid}/environ`, 'utf8')
+    for (const [key, value] of Object.entries(SECRETS)) assert.ok(!environ.includes(value), `${key} is in the environment`)
+    const read = await fetch(`${red!.url}/env`)
+    assert.deepEqual(await read.json(), { jsonata: '|' })
   })
 
   it('a rotated token file keeps them working', async () => {

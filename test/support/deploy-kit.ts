@@ -41,3 +41,26 @@ export function renderBase(): K8sObject[] {
   }
   return objects.map((o) => ({ ...o, metadata: { ...o.metadata, namespace: k.namespace } }))
 }
+
+export interface DockerInstruction {
+  keyword: string
+  /** The arguments as written, continuation lines joined. */
+  text: string
+}
+
+/** A Dockerfile's instructions: comments dropped, `\` continuations joined. */
+export function readDockerfile(file: string): DockerInstruction[] {
+  const lines = readFileSync(file, 'utf8').replace(/\\\n/g, ' ').split('\n')
+  return lines
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .map((l) => {
+      const [, keyword, text] = /^(\w+)\s+(.*)$/.exec(l) ?? assert.fail(`${file}: cannot read ${l}`)
+      return { keyword: keyword!.toUpperCase(), text: text!.trim() }
+    })
+}
+
+/** ${NAME} and $NAME replaced by the build's ARG/ENV values. */
+export function expandDockerVariables(text: string, vars: Record<string, string>): string {
+  return text.replace(/\$\{(\w+)\}|\$(\w+)/g, (whole, a: string | undefined, b: string | undefined) => vars[(a ?? b)!] ?? whole)
+}
