@@ -200,8 +200,7 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     return done(authError('not authorized: no authorization rule allows this client to connect', NOT_AUTHORIZED), null)
   }
 
-  // aedes 2 is ESM-only; this package is CommonJS.
-  const { Aedes: AedesClass } = await import('aedes')
+  const { Aedes: AedesClass } = await loadAedes()
   const aedes = await AedesClass.createBroker({
     ...(options.maximumPacketSize !== undefined ? { maximumPacketSize: options.maximumPacketSize } : {}),
     // aedes does not implement the AUTH exchange and refuses any Authentication Method. K8S-SAT
@@ -424,4 +423,25 @@ function connectedClient(aedes: Aedes, clientId: string): AedesClient | null {
 
 function authError(message: string, returnCode: number): AuthenticateError {
   return Object.assign(new Error(message), { returnCode })
+}
+
+/**
+ * aedes 2, the embedded broker, is an optional dependency (its only MQTT 5 line is a pre-release):
+ * npm installs it unless told to omit optional dependencies, and only the emulator loads it. Without
+ * it, starting the emulator fails with code EMULATOR_BROKER_MISSING; the nodes, the client and the
+ * context store against a real broker do not need it. aedes 2 is ESM-only; this package is CommonJS.
+ */
+async function loadAedes(): Promise<{ Aedes: typeof Aedes }> {
+  try {
+    return await import('aedes')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err
+    throw Object.assign(
+      new Error(
+        "the emulator's embedded broker needs the optional dependency aedes, which is not installed (npm install aedes@2.0.0-beta.1, or install this package without --omit=optional)",
+        { cause: err },
+      ),
+      { code: 'EMULATOR_BROKER_MISSING' },
+    )
+  }
 }
