@@ -9,12 +9,14 @@ import { strict as assert } from 'node:assert'
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { mergeExamples, readExamples } from '../../dev/flows'
 import { RED_JS, startNodeRed, type NodeRedChild } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { prepareDevLayout } from '../../src/emulator/dev-layout'
 import { readAuthenticationFile } from '../../src/emulator/resource-file'
 import { DEPLOY, renderBase, yamlDocuments, type K8sObject } from '../support/deploy-kit'
+import { until } from '../support/wait'
 import { childEnvWithoutAio, repoRoot } from './node-red'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -156,7 +158,8 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     const data = mapped(mountOf('data'))
     mkdirSync(join(data, 'node_modules'), { recursive: true })
     symlinkSync(repoRoot, join(data, 'node_modules', 'node-red-contrib-aio-statestore'), 'dir')
-    writeFileSync(join(data, 'flows.json'), JSON.stringify(flows))
+    // The rehearsal's flows, and the shipped examples as Import → Examples brings them (blank broker).
+    writeFileSync(join(data, 'flows.json'), JSON.stringify([...flows, ...mergeExamples(readExamples(join(repoRoot, 'examples')))]))
 
     // The policy in force: another workload's rule, with the kit's rules merged in.
     const [kitRules] = yamlDocuments(join(DEPLOY, 'authorization', 'rules.yaml')) as Array<{ rules: unknown[] }>
@@ -243,6 +246,26 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
         .filter((l) => l.includes('allowed'))
         .slice(0, 3)
         .join('\n')}`,
+    )
+  })
+
+  it("the shipped examples, imported as they are, connect with the pod environment and work under the kit's rules", async () => {
+    const examples = mergeExamples(readExamples(join(repoRoot, 'examples')))
+    const config = examples.filter((n) => n.type === 'ss-config')
+    assert.equal(config.length, 1, 'one config node for all (identical in every example)')
+    assert.equal(config[0]!.broker, '', 'blank: the environment decides')
+    // The examples' config node is this runtime's second: its client id is the pod's, suffixed.
+    const clientId = `${POD}-${config[0]!.id}`
+    await logShows(`connected to the state store as ${clientId}`)
+    // Their inject-once buttons fire at deploy, as after an import: their keys are written.
+    await until(
+      () => emulatorLog.some((l) => l.startsWith('info allowed SET from') && l.includes(JSON.stringify(clientId))),
+      `a SET of the examples by ${clientId}`,
+      30_000,
+    )
+    assert.deepEqual(
+      emulatorLog.filter((l) => l.includes(JSON.stringify(clientId)) && /refused|denied|not authorized/.test(l)),
+      [],
     )
   })
 
