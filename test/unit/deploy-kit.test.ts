@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { AIO_VARIABLES, readAioEnvironment } from '../../src/client'
 import { readAuthorizationFile } from '../../src/emulator/resource-file'
-import { DEPLOY, readDockerfile, renderBase, yamlDocuments, type K8sObject } from '../support/deploy-kit'
+import { DEPLOY, readDockerfile, renderBase, renderHa, yamlDocuments, type K8sObject } from '../support/deploy-kit'
 import { podSpecOf, restrictedProfileViolations } from '../support/restricted-profile'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -157,6 +157,34 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     }
     const mounts = container.volumeMounts.map((m: { mountPath: string }) => m.mountPath)
     for (const writable of ['/data', '/tmp']) assert.ok(mounts.includes(writable), `${writable} is a volume`)
+  })
+
+  it('the HA overlay: the same objects, each valid and restricted, with two replicas started together, ready only when active, on settings-ha.js', () => {
+    const ha = renderHa()
+    assert.deepEqual(ha.map((o) => `${o.kind}/${o.metadata.name}`).sort(), objects.map((o) => `${o.kind}/${o.metadata.name}`).sort())
+    for (const o of ha) {
+      assert.equal(o.metadata.namespace, 'azure-iot-operations')
+      validate(o)
+      const spec = podSpecOf(o)
+      if (spec) assert.deepEqual(restrictedProfileViolations(spec, `ha ${o.kind}/${o.metadata.name}`), [])
+    }
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
+    const haSts = ha.find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
+    assert.equal(haSts.spec.replicas, 2)
+    assert.equal(haSts.spec.podManagementPolicy, 'Parallel')
+    const c = haSts.spec.template.spec.containers[0]
+    assert.equal(c.readinessProbe.httpGet.path, '/ha/active')
+    assert.deepEqual(c.args, ['--settings', '/etc/node-red/settings-ha.js'])
+    const settingsMap = ha.find((o) => o.kind === 'ConfigMap') as K8sObject & { data: Record<string, string> }
+    assert.deepEqual(Object.keys(settingsMap.data).sort(), ['settings-ha.js', 'settings.js'])
+    // Everything else of the base's container is kept.
+    assert.deepEqual(c.securityContext, container.securityContext)
+    assert.deepEqual(c.volumeMounts, container.volumeMounts)
+    for (const e of container.env)
+      assert.deepEqual(
+        c.env.find((x: { name: string }) => x.name === e.name),
+        e,
+      )
   })
 
   it('the restricted-profile check finds each rule broken', () => {
