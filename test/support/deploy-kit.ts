@@ -38,7 +38,7 @@ const MERGE_KEYS: Record<string, string> = {
   ports: 'containerPort',
 }
 
-/** A strategic merge, as kustomize applies a patch: maps merged, keyed lists merged by key, other values replaced. */
+/** A strategic merge, as kustomize applies a patch: maps merged, keyed lists merged by key (`$patch: delete` removes an item), other values replaced. */
 export function strategicMerge(target: unknown, patch: unknown, field = ''): unknown {
   if (Array.isArray(patch)) {
     const key = MERGE_KEYS[field]
@@ -46,7 +46,10 @@ export function strategicMerge(target: unknown, patch: unknown, field = ''): unk
     const out = structuredClone(target) as Array<Record<string, unknown>>
     for (const item of patch as Array<Record<string, unknown>>) {
       const at = out.findIndex((t) => t[key] === item[key])
-      if (at < 0) out.push(structuredClone(item))
+      if (item.$patch === 'delete') {
+        assert.ok(at >= 0, `$patch: delete of ${field} ${String(item[key])}, which is not there`)
+        out.splice(at, 1)
+      } else if (at < 0) out.push(structuredClone(item))
       else out[at] = strategicMerge(out[at], item) as Record<string, unknown>
     }
     return out
@@ -98,9 +101,13 @@ export function renderBase(): K8sObject[] {
   return renderKustomization(join(DEPLOY, 'base'))
 }
 
-/** What `kubectl apply -k deploy/overlays/ha` sends. */
+/** What `kubectl apply -k deploy/overlays/<name>` sends. */
+export function renderOverlay(name: 'ha' | 'x509'): K8sObject[] {
+  return renderKustomization(join(DEPLOY, 'overlays', name))
+}
+
 export function renderHa(): K8sObject[] {
-  return renderKustomization(join(DEPLOY, 'overlays', 'ha'))
+  return renderOverlay('ha')
 }
 
 export interface DockerInstruction {

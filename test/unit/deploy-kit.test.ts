@@ -13,8 +13,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { AIO_VARIABLES, readAioEnvironment } from '../../src/client'
-import { readAuthorizationFile } from '../../src/emulator/resource-file'
-import { DEPLOY, readDockerfile, renderBase, renderHa, yamlDocuments, type K8sObject } from '../support/deploy-kit'
+import { readAuthenticationFile, readAuthorizationFile } from '../../src/emulator/resource-file'
+import { DEPLOY, readDockerfile, renderBase, renderHa, renderOverlay, yamlDocuments, type K8sObject } from '../support/deploy-kit'
 import { podSpecOf, restrictedProfileViolations } from '../support/restricted-profile'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -185,6 +185,37 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
         c.env.find((x: { name: string }) => x.name === e.name),
         e,
       )
+  })
+
+  it('the X.509 overlay: the certificate from a Secret instead of the token, the X.509 port in and out, each object valid and restricted', () => {
+    const x509 = renderOverlay('x509')
+    for (const o of x509) {
+      validate(o)
+      const spec = podSpecOf(o)
+      if (spec) assert.deepEqual(restrictedProfileViolations(spec, `x509 ${o.kind}/${o.metadata.name}`), [])
+    }
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
+    const xSts = x509.find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
+    const xPod = xSts.spec.template.spec
+    const c = xPod.containers[0]
+    const env = Object.fromEntries(
+      c.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]),
+    )
+    assert.equal(env.AIO_SAT_FILE, undefined, 'no token: one way of authenticating')
+    assert.ok(!xPod.volumes.some((v: { name: string }) => v.name === 'mqtt-client-token'))
+    const certMount = c.volumeMounts.find((m: { name: string }) => m.name === 'client-cert')
+    assert.equal(xPod.volumes.find((v: { name: string }) => v.name === 'client-cert').secret.secretName, 'node-red-client-cert')
+    assert.equal(dirname(env.AIO_TLS_CERT_FILE), certMount.mountPath)
+    assert.equal(dirname(env.AIO_TLS_KEY_FILE), certMount.mountPath)
+    const aio = readAioEnvironment({ ...env, AIO_MQTT_CLIENT_ID: 'node-red-0' })
+    assert.equal(aio.certFile, env.AIO_TLS_CERT_FILE)
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
+    const policy = x509.find((o) => o.kind === 'NetworkPolicy') as K8sObject & { spec: any }
+    const out = policy.spec.egress.flatMap((r: { ports: Array<{ protocol: string; port: number }> }) => r.ports.map((p) => `${p.protocol}/${p.port}`))
+    assert.deepEqual(out.sort(), [`TCP/${env.AIO_BROKER_TCP_PORT}`, 'TCP/53', 'UDP/53'].sort())
+    // The broker's side: the certificate's subject gives the attribute the kit's rules match.
+    const authn = readAuthenticationFile(join(DEPLOY, 'authorization', 'x509-authentication.yaml'))
+    assert.deepEqual(authn.x509, [{ subject: 'CN = node-red', attributes: { group: 'node-red' } }])
   })
 
   it('the restricted-profile check finds each rule broken', () => {
