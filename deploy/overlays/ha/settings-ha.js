@@ -43,15 +43,7 @@ let elected = null
 function active() {
   elected ??= (async () => {
     log(`standing by: campaigning for ${KEYS.leader}`)
-    for (;;) {
-      try {
-        fencingToken = await election.campaign()
-        break
-      } catch (err) {
-        log(`campaign failed, trying again: ${err.message}`)
-        await new Promise((resolve) => setTimeout(resolve, 1000))
-      }
-    }
+    fencingToken = await persistently('the campaign', () => election.campaign())
     log(`active (elected ${new Date().toISOString()})`)
     election.on('lost', ({ reason }) => {
       if (reason === 'resigned') return
@@ -62,10 +54,27 @@ function active() {
   return elected
 }
 
+/**
+ * Tried until it succeeds: Node-RED drops an error of its flow loading silently, and an active that
+ * never loads its flows would serve nothing.
+ */
+async function persistently(what, attempt) {
+  for (;;) {
+    try {
+      return await attempt()
+    } catch (err) {
+      log(`${what} failed, trying again: ${err.message}`)
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+    }
+  }
+}
+
 /** A key holding a JSON document, or undefined. */
-async function load(key) {
-  const { value } = await client.get(key)
-  return value === null ? undefined : JSON.parse(value.toString('utf8'))
+function load(key) {
+  return persistently(`reading ${key}`, async () => {
+    const { value } = await client.get(key)
+    return value === null ? undefined : JSON.parse(value.toString('utf8'))
+  })
 }
 async function store(key, document) {
   if (!election.isLeader) throw new Error('this Node-RED is the standby: deploy to the active one')
@@ -82,7 +91,7 @@ const storageModule = {
     if (shared === undefined) {
       // The first active: its /data seeds the state store.
       const flows = await localfilesystem.getFlows()
-      await store(KEYS.flows, flows)
+      await persistently(`seeding ${KEYS.flows}`, () => store(KEYS.flows, flows))
       return flows
     }
     await localfilesystem.saveFlows(shared)
@@ -97,7 +106,7 @@ const storageModule = {
     const shared = await load(KEYS.credentials)
     if (shared === undefined) {
       const credentials = await localfilesystem.getCredentials()
-      await store(KEYS.credentials, credentials)
+      await persistently(`seeding ${KEYS.credentials}`, () => store(KEYS.credentials, credentials))
       return credentials
     }
     await localfilesystem.saveCredentials(shared)
