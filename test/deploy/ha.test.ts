@@ -72,6 +72,9 @@ const flows = [
   { id: 'ha00000000000016', type: 'ss-set', z: TAB, store: STORE, wires: [[]] },
 ]
 
+/** What the editor deploys to the active one while the other stands by. */
+const DEPLOYED = { id: 'ha00000000000099', type: 'comment', z: TAB, name: 'deployed while the other stood by' }
+
 interface Seen {
   by: string
   at: number
@@ -167,7 +170,7 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     if (root) rmSync(root, { recursive: true, force: true })
   })
 
-  it('one runs the flows, the other stands by: not ready, running nothing, refusing a deploy', async () => {
+  it('one runs the flows, the other stands by (not ready, running nothing, refusing a deploy); the editor deploys to the active one', async () => {
     await until(() => handledBy('node-red-0') >= 10, 'node-red-0 handling msgs', 60_000, 50).catch(async (err: Error) => {
       throw new Error(
         `${err.message} next=${(await observer!.get('flows/ha/next')).value} item0=${(await observer!.get('flows/ha/item/0')).value} seen=${seen.size}\n${runtimes[0]!.log.slice(-1500)}`,
@@ -178,6 +181,20 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     const deploy = await fetch(`${runtimes[1]!.url}/flows`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '[]' })
     assert.equal(deploy.status, 503, 'the standby refuses editor changes')
     assert.ok(!existsSync(mapped('node-red-1', '/data/flows.json')), 'the standby has loaded no flows')
+
+    // A deploy through the active's editor, after the standby started: the flows it must take over.
+    const login = await fetch(`${runtimes[0]!.url}/auth/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ client_id: 'node-red-admin', grant_type: 'password', scope: '*', username: 'admin', password: 'ha-admin' }),
+    })
+    const { access_token } = (await login.json()) as { access_token: string }
+    const deployed = await fetch(`${runtimes[0]!.url}/flows`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${access_token}`, 'Node-RED-Deployment-Type': 'nodes' },
+      body: JSON.stringify([...flows, DEPLOYED]),
+    })
+    assert.equal(deployed.status, 204, await deployed.text())
   })
 
   it('kill -9 the active: the standby takes over with the flows from the state store, and every msg is handled once, none lost', async () => {
@@ -208,8 +225,8 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     const saved = JSON.parse(readFileSync(mapped('node-red-1', '/data/flows.json'), 'utf8')) as Array<{ id: string }>
     assert.deepEqual(
       saved.map((n) => n.id),
-      flows.map((n) => n.id),
-      "the flows came to the standby's /data from the state store",
+      [...flows, DEPLOYED].map((n) => n.id),
+      "the flows the active last deployed came to the standby's /data from the state store",
     )
   })
 })
