@@ -5,7 +5,8 @@
 // by with no flows of its own and refuses editor changes. The active one is killed with `kill -9`;
 // the standby is elected, loads the flows from the state store and goes on from the number the
 // store holds. An observer counts the notifications of every msg's key: each handled exactly once,
-// none lost, none by the standby while the active lived; the take-over time is printed.
+// none lost, none by the standby while the active lived; the take-over time is printed. Then the
+// killed pod comes back as the standby, and a graceful stop (SIGTERM) of the active hands over at once.
 import assert from 'node:assert/strict'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -86,6 +87,8 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
   let emulator: Emulator | null = null
   let observer: StateStoreClient | null = null
   const runtimes: Array<NodeRedChild | null> = [null, null]
+  /** The election's key: every change, as observed. */
+  const leaderChanges: Array<{ operation: string; by: string | null; at: number }> = []
   /** Each msg's key: every time it was written. */
   const seen = new Map<number, Seen[]>()
 
@@ -107,7 +110,9 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     // /data: the package where the image puts it (found from /data here), and flows only if given.
     const data = mapped(pod, mountOf('data'))
     mkdirSync(join(data, 'node_modules'), { recursive: true })
-    symlinkSync(repoRoot, join(data, 'node_modules', 'node-red-contrib-aio-statestore'), 'dir')
+    // A pod restarted keeps its /data.
+    if (!existsSync(join(data, 'node_modules', 'node-red-contrib-aio-statestore')))
+      symlinkSync(repoRoot, join(data, 'node_modules', 'node-red-contrib-aio-statestore'), 'dir')
     if (userFlows) writeFileSync(join(data, 'flows.json'), JSON.stringify(userFlows))
 
     // The pod's environment (the overlay's, paths mapped), the emulator as the broker, and the
@@ -150,6 +155,9 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 } })
     observer = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'ha-observer' })
     await observer.ready({ timeoutMs: 30_000 })
+    await observer.observe('nodered/ha/leader', (note) => {
+      if (!note.reconciled) leaderChanges.push({ operation: note.operation, by: note.value?.toString() ?? null, at: performance.now() })
+    })
     for (let n = 0; n < ITEMS; n++) {
       await observer.observe(`flows/ha/item/${n}`, (note) => {
         if (note.reconciled || note.operation !== 'SET') return
@@ -227,6 +235,28 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
       saved.map((n) => n.id),
       [...flows, DEPLOYED].map((n) => n.id),
       "the flows the active last deployed came to the standby's /data from the state store",
+    )
+  })
+
+  it('a graceful stop of the active (SIGTERM) hands over at once: it resigns, and the restarted pod, now the standby, is elected', async () => {
+    // node-red-0 comes back, as Kubernetes restarts it: the standby now.
+    runtimes[0] = await startPod(0, null)
+    assert.equal(await active(0), 503)
+    const before = handledBy('node-red-0')
+    const stoppedAt = performance.now()
+    await runtimes[1]!.stop()
+    runtimes[1] = null
+    await until(() => handledBy('node-red-0') >= before + 5, 'node-red-0 handling msgs again', 120_000, 50)
+    const resigned = leaderChanges.find((c) => c.at > stoppedAt && c.operation === 'DELETE')
+    assert.ok(resigned, `the stopped active gave up the position: ${JSON.stringify(leaderChanges.filter((c) => c.at > stoppedAt))}`)
+    const first = Math.min(...[...seen.values()].filter((s) => s[0]!.by === 'node-red-0' && s[0]!.at > stoppedAt).map((s) => s[0]!.at))
+    console.log(`      hand-over on SIGTERM: ${((first - stoppedAt) / 1000).toFixed(1)} s from the stop to the first msg handled by the other`)
+    const { value } = await observer!.get('flows/ha/next')
+    const counts = Array.from({ length: Number(value?.toString()) }, (_, n) => seen.get(n)?.length ?? 0)
+    assert.deepEqual(
+      counts.map((c, n) => [n, c]).filter(([, c]) => c !== 1),
+      [],
+      'msgs handled other than once ([number, times])',
     )
   })
 })
