@@ -15,7 +15,7 @@ import { freePort } from '../../dev/ports'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { startLocalRegistry, type LocalRegistry } from '../support/local-registry'
 import { DEPLOY, expandDockerVariables, readDockerfile, renderBase, type K8sObject } from '../support/deploy-kit'
-import { childEnvWithoutAio, pack, repoRoot } from '../smoke/node-red'
+import { childEnvWithoutAio, npmRun, repoRoot } from '../smoke/node-red'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
@@ -36,7 +36,7 @@ function sh(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<strin
 }
 
 describe('deploy/image: the recipe builds from a fresh npm pack, offline, and Node-RED starts from the result', function () {
-  this.timeout(240_000)
+  this.timeout(600_000)
   let root = ''
   let registry: LocalRegistry | null = null
   let emulator: Emulator | null = null
@@ -51,8 +51,8 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
     const context = join(root, '.context')
     mkdirSync(context)
     for (const f of readdirSync(join(DEPLOY, 'image'))) if (!f.endsWith('.tgz')) copyFileSync(join(DEPLOY, 'image', f), join(context, f))
-    // The first of the doc's two commands: npm pack into the build context.
-    await pack(context)
+    // The first of the doc's two commands: npm pack into the build context (prepack builds dist/ afresh).
+    await npmRun(['pack', '--pack-destination', context], repoRoot, 300_000)
 
     // What FROM gives: the official image's Node-RED app folder (Node-RED installed, as the
     // image's package.json lists it), /data and /tmp.

@@ -20,12 +20,12 @@ interface Manifest {
 const manifest = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as Manifest
 
 describe('release: the tarball npm publish would upload', function () {
-  this.timeout(120_000)
+  this.timeout(300_000)
   let files: string[] = []
 
   before(async () => {
     // As `npm publish` runs it: prepack builds dist/ afresh, then the file list is taken.
-    const out = await npmRun(['pack', '--dry-run', '--json'], repoRoot, 90_000)
+    const out = await npmRun(['pack', '--dry-run', '--json'], repoRoot, 240_000)
     const [info] = JSON.parse(out.slice(out.indexOf('['))) as Array<{ files: Array<{ path: string }> }>
     files = info!.files.map((f) => f.path)
   })
