@@ -37,7 +37,8 @@ for (const file of readdirSync(join(root, 'nodes'))) {
 for (const dir of ['locales']) {
   if (existsSync(join(root, 'nodes', dir))) cpSync(join(root, 'nodes', dir), join(out, dir), { recursive: true })
 }
-cpSync(join(root, 'icons'), join(out, 'icons'), { recursive: true })
+// The icons ship once, here, where Node-RED looks for them (not the repository's icons/ as well).
+cpSync(join(root, 'icons'), join(out, 'icons'), { recursive: true, filter: (src) => !src.endsWith('.keep') })
 
 // The package's bin entries, runnable from dist/ as they are once installed.
 for (const cli of [join(root, 'dist', 'src', 'emulator', 'cli', 'main.js'), join(root, 'dist', 'src', 'cli', 'main.js')]) {

@@ -63,5 +63,7 @@ export {
   type UpdateOptions,
   type WaitOptions,
 } from './locks'
+/** The AIO SDKs' connection environment, for settings.js files that make a client of their own (deploy/overlays/ha). */
+export { environmentAuth, environmentTls, readAioEnvironment, EnvironmentError, type AioEnvironment } from './client'
 export { stateStore, SharedStore } from './shared-stores'
 export type { Bytes, SetCondition } from './protocol'

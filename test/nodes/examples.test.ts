@@ -260,7 +260,8 @@ describe('examples: each deploys and produces its documented debug output', func
     // One config node per example file (they import side by side), identical but for the id (npm start merges them).
     assert.equal(new Set(configs.map((c) => JSON.stringify({ ...c, id: '' }))).size, 1, 'identical config nodes')
     assert.equal(new Set(configs.map((c) => c.id)).size, configs.length, 'each with an id of its own')
-    assert.equal(configs[0]!.broker, 'mqtt://127.0.0.1:1883')
+    // Blank: the AIO environment in a cluster, the local broker (npm start's) without one.
+    assert.equal(configs[0]!.broker, '')
     for (const name of files) assert.equal(load(name).filter((n) => n.type === 'comment').length >= 1, true, `${name} explains itself`)
   })
 

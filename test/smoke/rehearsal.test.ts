@@ -1,26 +1,34 @@
 // A rehearsal of the cluster: Node-RED 5 started with exactly the environment and files deploy/base
-// gives its pod (the settings ConfigMap, the projected token, the trust bundle, /data; their paths
-// mapped under a temporary root, the broker's service name and port mapped to the emulator's), against
-// the emulator in the cluster's layout: TLS + SAT, the ServiceAccount's aio-broker-auth/ attribute,
-// the kit's authorization rules merged into the policy in force. The flows connect and work; a
-// rotated token file keeps them working; a policy update that disconnects every client, in the middle
-// of a burst of writes, is ridden through: every write answered once, none lost, none applied twice.
+// gives its pod (the settings ConfigMap, the Secret's files, the projected token, the trust bundle,
+// /data; their paths mapped under a temporary root, the broker's service name and port mapped to the
+// emulator's), against the emulator in the cluster's layout: TLS + SAT, the ServiceAccount's
+// aio-broker-auth/ attribute, the kit's authorization rules merged into the policy in force, and an
+// X.509 listener with the kit's x509-authentication entry. The flows connect and work, the shipped
+// examples as imported too; a certificate client with the x509 overlay's environment is one of the
+// rules' clients; no secret is in Node-RED's environment; a rotated token file keeps them working; a
+// policy update that disconnects every client, in the middle of a burst of writes, is ridden
+// through: every write answered once, none lost, none applied twice.
 import { strict as assert } from 'node:assert'
+import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { mergeExamples, readExamples } from '../../dev/flows'
 import { RED_JS, startNodeRed, type NodeRedChild } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
+import { environmentAuth, environmentTls, readAioEnvironment, StateStoreClient } from '../../src'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { prepareDevLayout } from '../../src/emulator/dev-layout'
 import { readAuthenticationFile } from '../../src/emulator/resource-file'
-import { DEPLOY, renderBase, yamlDocuments, type K8sObject } from '../support/deploy-kit'
+import { DEPLOY, renderBase, renderOverlay, yamlDocuments, type K8sObject } from '../support/deploy-kit'
+import { until } from '../support/wait'
 import { childEnvWithoutAio, repoRoot } from './node-red'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
 
 const POD = 'node-red-0'
+const SECRETS = { adminPasswordHash: bcrypt.hashSync('rehearsal-admin', 4), credentialSecret: 'rehearsal-secret' }
 const WRITES = 40
 const TAB = 'e1a0b0c0d0e0f001'
 const STORE = 'e1a0b0c0d0e0f002'
@@ -65,6 +73,29 @@ const flows = [
     y: 300,
     wires: [['e1a0b0c0d0e0f030']],
   },
+  // What a flow reads of the environment by the names the secrets once had: env.get and $env().
+  { id: 'e1a0b0c0d0e0f060', type: 'http in', z: TAB, url: '/env', method: 'get', x: 100, y: 500, wires: [['e1a0b0c0d0e0f061']] },
+  {
+    id: 'e1a0b0c0d0e0f061',
+    type: 'function',
+    z: TAB,
+    func: "msg.payload = { secret: env.get('NODE_RED_CREDENTIAL_SECRET'), hash: env.get('NODE_RED_ADMIN_PASSWORD_HASH') }\nreturn msg",
+    outputs: 1,
+    x: 250,
+    y: 500,
+    wires: [['e1a0b0c0d0e0f062']],
+  },
+  {
+    id: 'e1a0b0c0d0e0f062',
+    type: 'change',
+    z: TAB,
+    rules: [
+      { t: 'set', p: 'payload.jsonata', pt: 'msg', to: "$env('NODE_RED_CREDENTIAL_SECRET') & '|' & $env('NODE_RED_ADMIN_PASSWORD_HASH')", tot: 'jsonata' },
+    ],
+    x: 400,
+    y: 500,
+    wires: [['e1a0b0c0d0e0f030']],
+  },
   { id: 'e1a0b0c0d0e0f050', type: 'http in', z: TAB, url: '/context', method: 'post', x: 100, y: 400, wires: [['e1a0b0c0d0e0f051']] },
   {
     id: 'e1a0b0c0d0e0f051',
@@ -100,6 +131,34 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
 
   /** A path of the pod, under the temporary root. */
   const mapped = (podPath: string) => join(root, podPath)
+  let dev: ReturnType<typeof prepareDevLayout>
+
+  /** A client certificate with this subject (CN), signed by the cluster's CA: its files. */
+  function clientCertificate(cn: string): { cert: string; key: string } {
+    const dir = join(root, 'certs', cn)
+    mkdirSync(dir, { recursive: true })
+    const openssl = (...args: string[]) => {
+      const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' })
+      assert.equal(r.status, 0, r.stderr)
+    }
+    openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'tls.key', '-out', 'tls.csr', '-subj', `/CN=${cn}`)
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      'tls.csr',
+      '-CA',
+      dev.caFile,
+      '-CAkey',
+      join(dev.dir, '.broker', 'ca.key'),
+      '-CAcreateserial',
+      '-out',
+      'tls.crt',
+      '-days',
+      '2',
+    )
+    return { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key') }
+  }
 
   before(async () => {
     root = mkdtempSync(join(tmpdir(), 'aio-ss-rehearsal-'))
@@ -112,7 +171,7 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     const volume = (name: string) => pod.volumes.find((v: { name: string }) => v.name === name)
 
     // The cluster's side: a CA and a broker certificate (the dev layout's), the trust bundle, a token.
-    const dev = prepareDevLayout(join(root, 'cluster'))
+    dev = prepareDevLayout(join(root, 'cluster'))
     const trustBundle = mapped(join(mountOf('aio-ca-trust-bundle'), 'ca.crt'))
     mkdirSync(dirname(trustBundle), { recursive: true })
     writeFileSync(trustBundle, readFileSync(dev.caFile))
@@ -132,7 +191,8 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     const data = mapped(mountOf('data'))
     mkdirSync(join(data, 'node_modules'), { recursive: true })
     symlinkSync(repoRoot, join(data, 'node_modules', 'node-red-contrib-aio-statestore'), 'dir')
-    writeFileSync(join(data, 'flows.json'), JSON.stringify(flows))
+    // The rehearsal's flows, and the shipped examples as Import → Examples brings them (blank broker).
+    writeFileSync(join(data, 'flows.json'), JSON.stringify([...flows, ...mergeExamples(readExamples(join(repoRoot, 'examples')))]))
 
     // The policy in force: another workload's rule, with the kit's rules merged in.
     const [kitRules] = yamlDocuments(join(DEPLOY, 'authorization', 'rules.yaml')) as Array<{ rules: unknown[] }>
@@ -158,20 +218,28 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
           keyFile: dev.brokerKeyFile,
           authentication: { method: 'sat', tokenFiles: [{ file: tokenFile, attributes: identity.serviceAccountAttributes }] },
         },
+        // A listener with X.509 authentication, the kit's x509-authentication.yaml entry merged in.
+        {
+          port: 0,
+          certFile: dev.brokerCertFile,
+          keyFile: dev.brokerKeyFile,
+          clientCaFile: dev.caFile,
+          authentication: { method: 'x509', attributes: readAuthenticationFile(join(DEPLOY, 'authorization', 'x509-authentication.yaml')).x509 },
+        },
       ],
     })
 
+    // The Secret node-red-secrets where the pod mounts it, as files.
+    assert.equal(volume('secrets').secret.secretName, 'node-red-secrets')
+    mkdirSync(mapped(mountOf('secrets')), { recursive: true })
+    for (const [key, value] of Object.entries(SECRETS)) writeFileSync(join(mapped(mountOf('secrets')), key), `${value}\n`)
+
     // The pod's environment: the manifest's, with its paths, the service name and port mapped.
     const env = childEnvWithoutAio()
-    const secrets: Record<string, string> = { adminPasswordHash: bcrypt.hashSync('rehearsal-admin', 4), credentialSecret: 'rehearsal-secret' }
-    for (const e of container.env as Array<{
-      name: string
-      value?: string
-      valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } }
-    }>) {
+    for (const e of container.env as Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>) {
       if (e.valueFrom?.fieldRef) env[e.name] = e.valueFrom.fieldRef.fieldPath === 'metadata.name' ? POD : assert.fail(e.valueFrom.fieldRef.fieldPath)
-      else if (e.valueFrom?.secretKeyRef) env[e.name] = secrets[e.valueFrom.secretKeyRef.key] ?? assert.fail(e.valueFrom.secretKeyRef.key)
-      else env[e.name] = e.value!.startsWith('/') ? mapped(e.value!) : e.value
+      else if (e.value !== undefined) env[e.name] = e.value.startsWith('/') ? mapped(e.value) : e.value
+      else assert.fail(`${e.name}: a kind of env entry the rehearsal does not know`)
     }
     assert.equal(env.AIO_BROKER_HOSTNAME, 'aio-broker')
     env.AIO_BROKER_HOSTNAME = 'localhost'
@@ -220,6 +288,77 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
         .slice(0, 3)
         .join('\n')}`,
     )
+  })
+
+  it("the shipped examples, imported as they are, connect with the pod environment and work under the kit's rules", async () => {
+    const examples = mergeExamples(readExamples(join(repoRoot, 'examples')))
+    const config = examples.filter((n) => n.type === 'ss-config')
+    assert.equal(config.length, 1, 'one config node for all (identical in every example)')
+    assert.equal(config[0]!.broker, '', 'blank: the environment decides')
+    // The examples' config node is this runtime's second: its client id is the pod's, suffixed.
+    const clientId = `${POD}-${config[0]!.id}`
+    await logShows(`connected to the state store as ${clientId}`)
+    // Their inject-once buttons fire at deploy, as after an import: their keys are written.
+    await until(
+      () => emulatorLog.some((l) => l.startsWith('info allowed SET from') && l.includes(JSON.stringify(clientId))),
+      `a SET of the examples by ${clientId}`,
+      30_000,
+    )
+    assert.deepEqual(
+      emulatorLog.filter((l) => l.includes(JSON.stringify(clientId)) && /refused|denied|not authorized/.test(l)),
+      [],
+    )
+  })
+
+  it("X.509: a certificate client with the x509 overlay's environment is one of the kit's rules' clients; another subject is refused", async () => {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
+    const sts = renderOverlay('x509').find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
+    const env: NodeJS.ProcessEnv = {}
+    for (const e of sts.spec.template.spec.containers[0].env as Array<{ name: string; value?: string }>)
+      if (e.name.startsWith('AIO_') && e.value !== undefined) env[e.name] = e.value.startsWith('/') ? mapped(e.value) : e.value
+    env.AIO_BROKER_HOSTNAME = 'localhost'
+    env.AIO_BROKER_TCP_PORT = new URL(emulator!.tlsUrls[1]!).port
+    const connect = async (cn: string, clientId: string) => {
+      // The Secret node-red-client-cert where the overlay mounts it.
+      const { cert, key } = clientCertificate(cn)
+      mkdirSync(dirname(env.AIO_TLS_CERT_FILE!), { recursive: true })
+      writeFileSync(env.AIO_TLS_CERT_FILE!, readFileSync(cert))
+      writeFileSync(env.AIO_TLS_KEY_FILE!, readFileSync(key))
+      const aio = readAioEnvironment({ ...env, AIO_MQTT_CLIENT_ID: clientId })
+      const tls = environmentTls(aio)
+      return new StateStoreClient({ brokerUrl: aio.brokerUrl!, clientId: aio.clientId!, ...environmentAuth(aio), ...(tls ? { tls } : {}) })
+    }
+    const client = await connect('node-red', 'node-red-x509')
+    try {
+      await client.ready({ timeoutMs: 30_000 })
+      await client.set('flows/rehearsal/x509', 'by certificate')
+      assert.equal((await client.get('flows/rehearsal/x509')).value?.toString(), 'by certificate')
+      assert.ok(emulatorLog.some((l) => /allowed SET from client "node-red-x509" by rules\[1\]/.test(l)))
+    } finally {
+      await client.close()
+    }
+    const stranger = await connect('someone-else', 'stranger-x509')
+    try {
+      await assert.rejects(stranger.ready({ timeoutMs: 3000 }))
+      assert.ok(emulatorLog.some((l) => l.includes('client "stranger-x509" refused at CONNECT')))
+    } finally {
+      await stranger.close()
+    }
+  })
+
+  it("the secrets reach settings.js as files: the login takes the hash, and neither is in Node-RED's environment, for any flow to read", async () => {
+    const login = (password: string) =>
+      fetch(`${red!.url}/auth/token`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ client_id: 'node-red-admin', grant_type: 'password', scope: '*', username: 'admin', password }),
+      })
+    assert.equal((await login('rehearsal-admin')).status, 200)
+    assert.equal((await login('rehearsal-guess')).status, 403)
+    const environ = readFileSync(`/proc/${red!.pid}/environ`, 'utf8')
+    for (const [key, value] of Object.entries(SECRETS)) assert.ok(!environ.includes(value), `${key} is in the environment`)
+    const read = await fetch(`${red!.url}/env`)
+    assert.deepEqual(await read.json(), { jsonata: '|' })
   })
 
   it('a rotated token file keeps them working', async () => {

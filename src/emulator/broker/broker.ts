@@ -195,7 +195,7 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
     return writes.allowed ? null : `it may not publish to it: ${writes.reason}`
   }
   // aedes 2 is ESM-only; this package is CommonJS.
-  const { Aedes: AedesClass } = await import('aedes')
+  const { Aedes: AedesClass } = await loadAedes()
   const aedes: Aedes = await AedesClass.createBroker({
     ...(options.maximumPacketSize !== undefined ? { maximumPacketSize: options.maximumPacketSize } : {}),
     preConnect: (client, packet, done) => {
@@ -338,4 +338,25 @@ function connectedClient(aedes: Aedes, clientId: string): AedesClient | null {
 
 function authError(message: string, returnCode: number): AuthenticateError {
   return Object.assign(new Error(message), { returnCode })
+}
+
+/**
+ * aedes 2, the embedded broker, is an optional dependency (its only MQTT 5 line is a pre-release):
+ * npm installs it unless told to omit optional dependencies, and only the emulator loads it. Without
+ * it, starting the emulator fails with code EMULATOR_BROKER_MISSING; the nodes, the client and the
+ * context store against a real broker do not need it. aedes 2 is ESM-only; this package is CommonJS.
+ */
+async function loadAedes(): Promise<{ Aedes: typeof Aedes }> {
+  try {
+    return await import('aedes')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err
+    throw Object.assign(
+      new Error(
+        "the emulator's embedded broker needs the optional dependency aedes, which is not installed (npm install aedes@2.0.0-beta.1, or install this package without --omit=optional)",
+        { cause: err },
+      ),
+      { code: 'EMULATOR_BROKER_MISSING' },
+    )
+  }
 }
