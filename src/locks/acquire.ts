@@ -1,4 +1,4 @@
-import { isTransient, TimeoutError } from '../errors'
+import { ConnectionError, isTransient, TimeoutError } from '../errors'
 import type { Hlc } from '../hlc'
 import { cancelledBy, requirePositive } from '../arguments'
 import type { Lease } from './lease'
@@ -29,7 +29,12 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
   const { signal } = options
   const remaining = () => deadline - Date.now()
-  const expired = () => new TimeoutError(timeoutMs!, what)
+  /** Until the service has answered a try of this wait, the lock's state is unknown: a broker that is down is said at once. */
+  let heard = false
+  /** The connection was down for the client's whole connection wait at the last try (its error). */
+  let down: ConnectionError | null = null
+  // Out of time while the connection is down: the cause is the connection, not someone's hold.
+  const expired = () => (down && client.status.state !== 'connected' ? down : new TimeoutError(timeoutMs!, what))
   if (signal?.aborted) throw cancelledBy(signal, what)
 
   const freed = new Latch()
@@ -48,11 +53,17 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
           observation = await client.observe(lease.name, (n) => n.operation === 'DELETE' && freed.set(), { ...requestTimeout, ...(signal ? { signal } : {}) })
         }
         const result = await lease.tryAcquire({ ...requestTimeout, ...(signal ? { signal } : {}) })
+        heard = true
+        down = null
         if (result.acquired) return result.fencingToken!
         if (client.canObserve && !observation) continue
         await pause(Math.min(observation ? lease.leaseMs : POLL_MS, remaining()), { signal, latch: freed, client, what })
         if (freed.value) continue
       } catch (err) {
+        down = notConnected(err) ? err : null
+        // The broker is down from the start (for the client's connection wait): a NotConnected now,
+        // not a timeout later. A waiter that has heard the lock is held rides through an outage.
+        if (down && !heard) throw down
         if (remaining() <= 0 && (err instanceof TimeoutError || isTransient(err))) throw expired()
         // A lost connection or a request that timed out: try again while time remains.
         if (!retryable(err, client.status.state)) throw err
@@ -64,6 +75,11 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
   } finally {
     await observation?.close()
   }
+}
+
+/** The client gave up waiting for its connection (connectionWaitMs), as opposed to losing it under a request. */
+function notConnected(err: unknown): err is ConnectionError {
+  return err instanceof ConnectionError && (err.code === 'notConnected' || err.code === 'authFailed')
 }
 
 function retryable(err: unknown, state: string): boolean {
