@@ -31,8 +31,12 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
   const { signal } = options
   const remaining = () => deadline - Date.now()
-  /** Until the service has answered a try of this wait, the lock's state is unknown: a broker that is down is said at once. */
-  let heard = false
+  /**
+   * A wait that began with the connection down, and has had no answer since, fails with the
+   * connection's error within the client's connection wait (the broker is down: said at once, as
+   * every request says it). A wait that began connected rides through a loss until its own time.
+   */
+  let heard = client.status.state === 'connected'
   /** The connection was down for the client's whole connection wait at the last try (its error). */
   let down: ConnectionError | null = null
   // Out of time while the connection is down: the cause is the connection, not someone's hold.
@@ -64,8 +68,6 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
         if (freed.value) continue
       } catch (err) {
         down = notConnected(err) ? err : null
-        // The broker is down from the start (for the client's connection wait): a NotConnected now,
-        // not a timeout later. A waiter that has heard the lock is held rides through an outage.
         if (down && !heard) throw down
         if (remaining() <= 0 && (err instanceof TimeoutError || isTransient(err))) throw expired()
         // A lost connection or a request that timed out: try again while time remains.
