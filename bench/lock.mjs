@@ -46,7 +46,7 @@ try {
   for (const load of LOADS) {
     const cpu = startCpuLoad(load)
     if (load > 0) await sleep(SETTLE_MS)
-    const handoff = { floor: [], ours: [], ratio: [], follow: [], followRatio: [] }
+    const handoff = { floor: [], ours: [], ratio: [], follow: [], followRatio: [], free: [], freeSet: [], freeRatio: [] }
     const edit = { ours: [], sdk: [], ratio: [], oursShare: [] }
     try {
       // The hand-offs' rounds, then the contests': each figure is a ratio within its own round.
@@ -58,8 +58,11 @@ try {
         handoff.ratio.push(h.ours / h.floor)
         handoff.follow.push(h.follow)
         handoff.followRatio.push(h.follow / h.floor)
+        handoff.free.push(h.free)
+        handoff.freeSet.push(h.freeSet)
+        handoff.freeRatio.push(h.free / h.freeSet)
         console.log(
-          `load ${load}, round ${round + 1}: hand-off ours ${h.ours.toFixed(2)} ms, followKey ${h.follow.toFixed(2)} ms / floor ${h.floor.toFixed(2)} ms`,
+          `load ${load}, round ${round + 1}: hand-off ours ${h.ours.toFixed(2)} ms, followKey ${h.follow.toFixed(2)} ms / floor ${h.floor.toFixed(2)} ms; free lock ${h.free.toFixed(2)} ms / SET ${h.freeSet.toFixed(2)} ms`,
         )
       }
       for (let round = -1; round < rounds; round++) {
@@ -82,6 +85,9 @@ try {
         ratio: summarize(handoff.ratio),
         follow: summarize(handoff.follow),
         followRatio: summarize(handoff.followRatio),
+        free: summarize(handoff.free),
+        freeSet: summarize(handoff.freeSet),
+        freeRatio: summarize(handoff.freeRatio),
         editOurs: summarize(edit.ours),
         editSdk: summarize(edit.sdk),
         editRatio: summarize(edit.ratio),
@@ -100,6 +106,12 @@ try {
               fmtRatio(s.ratio),
             ],
             ['hand-off with followKey (as the lock node: the holder follows its key)', fmtRange(s.follow, 2, ' ms'), 'the same floor', fmtRatio(s.followRatio)],
+            [
+              'a free lock taken with followKey (as the lock node)',
+              fmtRange(s.free, 2, ' ms'),
+              `one SET NEX ${fmtRange(s.freeSet, 2, ' ms')}`,
+              fmtRatio(s.freeRatio),
+            ],
             ['edit, median (lock wait included)', fmtRange(s.editOurs, 2, ' ms'), `SDK algorithm ${fmtRange(s.editSdk, 2, ' ms')}`, fmtRatio(s.editRatio)],
             ['share of the edits made by ours', `${fmtNum(s.share.median * 100)} %`, '', ''],
           ],
@@ -119,6 +131,14 @@ try {
         min: s.followRatio.min,
         max: s.followRatio.max,
         target: 'report (no target)',
+        pass: true,
+      })
+      headline.push({
+        metric: `--load ${load} (${shown}): a free lock taken with followKey / one SET NEX round trip`,
+        value: Number(s.freeRatio.median.toFixed(3)),
+        min: s.freeRatio.min,
+        max: s.freeRatio.max,
+        target: 'report (one request: about 1x)',
         pass: true,
       })
       headline.push({
@@ -151,21 +171,47 @@ async function handoffRound(name) {
   const floor = []
   const ours = []
   const follow = []
+  const free = []
+  const freeSet = []
   try {
     for (let i = 0; i < HANDOFFS + 1; i++) {
       const f = await floorHandoff(a, b, floorName, (w) => (wake = w))
       const o = await ourHandoff(a, b, name, false)
       const k = await ourHandoff(a, b, `${name}-follow`, true)
+      const [l, t] = await freeLock(a, `${name}-free`)
       if (i === 0) continue // the first of ours registers the lock name
       floor.push(f)
       ours.push(o)
       follow.push(k)
+      free.push(l)
+      freeSet.push(t)
     }
   } finally {
     await observation.close()
     await Promise.all([a.close(), b.close()])
   }
-  return { floor: percentiles(floor).p50, ours: percentiles(ours).p50, follow: percentiles(follow).p50 }
+  return {
+    floor: percentiles(floor).p50,
+    ours: percentiles(ours).p50,
+    follow: percentiles(follow).p50,
+    free: percentiles(free).p50,
+    freeSet: percentiles(freeSet).p50,
+  }
+}
+
+/** A free lock: our acquire with followKey (as the lock node), beside the one SET NEX it should cost. */
+async function freeLock(a, name) {
+  const lockSet = { condition: 'NEX', expiryMs: LEASE_MS, timeoutMs: LEASE_MS }
+  let t0 = performance.now()
+  await a.set(`${name}-set`, 'A', lockSet)
+  const set = performance.now() - t0
+  await a.vdel(`${name}-set`, 'A')
+  const lock = new Lock(a, name, { holder: 'A', leaseMs: LEASE_MS, followKey: true })
+  t0 = performance.now()
+  await lock.acquire({ timeoutMs: LEASE_MS })
+  const ours = performance.now() - t0
+  await lock.release()
+  return [ours, set]
 }
 
 /**
