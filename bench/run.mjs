@@ -16,6 +16,7 @@ export const BENCHMARKS = {
   nodered: 'Node-RED flow throughput vs node-red-contrib-redis, and ss-watch latency (measurements 3, 4)',
   context: 'context store: cached sync get vs the memory store, set throughput vs localfilesystem and ss-set, a 10,000-set burst counted',
   sidebar: 'editor sidebar: messages/s and runtime CPU with the tab open at 2,000 SETs/s; key browser first page at 1M keys',
+  lock: "the lock's hand-off vs its floor (one notification + one SET), Lock.edit vs the SDK's algorithm on the same client, at no load and --load 6",
   scan: "SCAN of 1M keys (1 % matching) vs redis-server SCAN MATCH; the emulator's event-loop block per page",
 }
 

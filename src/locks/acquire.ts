@@ -1,8 +1,8 @@
-import { isTransient, TimeoutError } from '../errors'
+import { ConnectionError, isTransient, TimeoutError } from '../errors'
 import type { Hlc } from '../hlc'
 import { cancelledBy, requirePositive } from '../arguments'
 import type { Lease } from './lease'
-import type { Observation } from '../client'
+import { KeyWatch } from './key-watch'
 import { Latch, pause } from './wait'
 
 export interface WaitOptions {
@@ -17,11 +17,13 @@ const BACKOFF_MAX_MS = 250
 const POLL_MS = 100
 
 /**
- * Waits until the lease is ours: try once; when someone else holds it, observe the key (so no
- * DELETE is missed) and try again, then wait for its DELETE notification (or at most one lease
- * length, in case a notification was lost). A DELETE is answered with a try at once, as the SDKs'
- * waiters do, so a waiter of ours gets its share beside them; only a try that follows no DELETE
- * (a failed request, a wait that ran out, a poll) waits a jittered backoff first. Returns the fencing token.
+ * Waits until the lease is ours: try once (one SET); when someone else holds it, wait for its
+ * DELETE on the key's watch (shared with the lease and kept across acquisitions, see KeyWatch), or
+ * at most one lease length in case a notification was lost. A watch not yet registered when the
+ * try was sent is registered, and the lease tried again, before the wait, so no DELETE is missed.
+ * A DELETE is answered with a try at once, as the SDKs' waiters do, so a waiter of ours gets its
+ * share beside them; only a try that follows no DELETE (a failed request, a wait that ran out, a
+ * poll) waits a jittered backoff first. Returns the fencing token.
  */
 export async function acquireLease(lease: Lease, options: WaitOptions, what: string): Promise<Hlc> {
   const client = lease.client
@@ -29,11 +31,22 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
   const { signal } = options
   const remaining = () => deadline - Date.now()
-  const expired = () => new TimeoutError(timeoutMs!, what)
+  /**
+   * A wait that began with the connection down, and has had no answer since, fails with the
+   * connection's error within the client's connection wait (the broker is down: said at once, as
+   * every request says it). A wait that began connected rides through a loss until its own time.
+   */
+  let heard = client.status.state === 'connected'
+  /** The connection was down for the client's whole connection wait at the last try (its error). */
+  let down: ConnectionError | null = null
+  // Out of time while the connection is down: the cause is the connection, not someone's hold.
+  const expired = () => (down && client.status.state !== 'connected' ? down : new TimeoutError(timeoutMs!, what))
   if (signal?.aborted) throw cancelledBy(signal, what)
 
   const freed = new Latch()
-  let observation: Observation | null = null
+  // Without key notifications (the preview dialect) a freed lease is found by trying again.
+  const watch = client.canObserve ? KeyWatch.of(client, lease.name) : null
+  const unlisten = watch?.listen((n) => n.operation === 'DELETE' && freed.set())
   try {
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw cancelledBy(signal, what)
@@ -41,18 +54,21 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
       freed.reset()
       const requestTimeout = Number.isFinite(remaining()) ? { timeoutMs: Math.max(1, remaining()) } : {}
       try {
-        // A free lease costs one request: the first try goes without an observation. Once someone
-        // holds it, observe before trying again, so no DELETE between that try and the wait is
-        // missed; without key notifications (the preview dialect) a freed lease is found by trying again.
-        if (client.canObserve && !observation && attempt > 0) {
-          observation = await client.observe(lease.name, (n) => n.operation === 'DELETE' && freed.set(), { ...requestTimeout, ...(signal ? { signal } : {}) })
-        }
+        const watched = watch?.registered ?? false
         const result = await lease.tryAcquire({ ...requestTimeout, ...(signal ? { signal } : {}) })
+        heard = true
+        down = null
         if (result.acquired) return result.fencingToken!
-        if (client.canObserve && !observation) continue
-        await pause(Math.min(observation ? lease.leaseMs : POLL_MS, remaining()), { signal, latch: freed, client, what })
+        if (watch && !watched) {
+          // A DELETE between that try and the registration would be missed: register, then try again.
+          await watch.ready({ ...requestTimeout, ...(signal ? { signal } : {}) })
+          continue
+        }
+        await pause(Math.min(watch ? lease.leaseMs : POLL_MS, remaining()), { signal, latch: freed, client, what })
         if (freed.value) continue
       } catch (err) {
+        down = notConnected(err) ? err : null
+        if (down && !heard) throw down
         if (remaining() <= 0 && (err instanceof TimeoutError || isTransient(err))) throw expired()
         // A lost connection or a request that timed out: try again while time remains.
         if (!retryable(err, client.status.state)) throw err
@@ -62,8 +78,13 @@ export async function acquireLease(lease: Lease, options: WaitOptions, what: str
       await pause(Math.min(backoff, remaining()), { signal, client, what })
     }
   } finally {
-    await observation?.close()
+    unlisten?.()
   }
+}
+
+/** The client gave up waiting for its connection (connectionWaitMs), as opposed to losing it under a request. */
+function notConnected(err: unknown): err is ConnectionError {
+  return err instanceof ConnectionError && (err.code === 'NotConnected' || err.code === 'NotAuthenticated')
 }
 
 function retryable(err: unknown, state: string): boolean {

@@ -3,7 +3,9 @@ import type { Hlc } from '../hlc'
 import { requireKey, type Bytes } from '../protocol'
 import { requirePositive, requireValue } from '../arguments'
 import { TypedEmitter } from '../typed-emitter'
-import type { KeyNotification, Observation, RequestOptions, SetResult, StateStoreClient } from '../client'
+import type { Observation, RequestOptions, SetResult, StateStoreClient } from '../client'
+import { KeyWatch } from './key-watch'
+import { IDLE, leaseStep, type LeaseInput, type LeasePhase, type LeaseRules } from './lease-state'
 import { wholeNumber } from '../whole-number'
 
 /** How soon a renewal that met a connection loss tries again. */
@@ -49,6 +51,7 @@ export const DEFAULT_LEASE_MS = 10_000
  * A lease on a key: `SET name holder NEX PX leaseMs`. The version the service returns is the
  * fencing token. Renewal is the same SET (NEX lets the holder overwrite its own value and mints
  * a greater token); release is VDEL with our own holder value, so it never removes someone else's.
+ * Its phases are lease-state.ts's machine; this class does the requests and timers it asks for.
  */
 export class Lease extends TypedEmitter<LeaseEvents> {
   readonly name: Buffer
@@ -57,24 +60,20 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   readonly renewPeriodMs: number | undefined
   readonly persist: boolean
   readonly followKey: boolean
-  private token: Hlc | null = null
-  /** performance.now() by which the lease surely still holds: when the request that took or renewed it was sent, plus leaseMs. */
-  private heldUntil = 0
+  private phase: LeasePhase = IDLE
+  private readonly rules: LeaseRules
+  /** Numbers our SETs, so that an answer to one the machine no longer waits for changes nothing. */
+  private requests = 0
+  /** Cleared by close: no renewal is scheduled after it. */
+  private renews = true
   private timer: NodeJS.Timeout | null = null
-  /** Bumped by release and close, so a renewal answer that arrives afterwards changes nothing. */
-  private generation = 0
-  private closed = false
-  /** followKey: the observation of the key, from before acquiring until the lease ends. */
-  private following: Promise<Observation | null> | null = null
-  /** followKey: our own SET has been seen on the key, so a change notified after it came after our acquisition. */
-  private armed = false
-  /** followKey: a change by someone else seen while our acquiring request was still unanswered. */
-  private changedWhileAcquiring: { deleted: boolean } | null = null
-  /** The renewal request in flight, if any: a foreign delete waits for it before undoing what it wrote. */
-  private renewal: Promise<unknown> | null = null
+  /** The SET in flight, if any: an undo waits for it before deleting what it may have written. */
+  private inFlight: Promise<unknown> | null = null
+  /** followKey: our listener on the key's watch, while acquiring or held. */
+  private unlisten: (() => void) | null = null
   /** While renewal is scheduled: a closing client ends it at once instead of at the next tick. */
   private readonly onClientStatus = (status: { state: string }) => {
-    if (status.state === 'closed') this.drop({ reason: 'the client was closed' })
+    if (status.state === 'closed') this.step({ kind: 'drop', reason: 'the client was closed' })
   }
 
   constructor(
@@ -93,85 +92,63 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     if (this.renewPeriodMs !== undefined && this.renewPeriodMs >= this.leaseMs) {
       throw new ArgumentError(`renewPeriodMs (${this.renewPeriodMs}) must be shorter than leaseMs (${this.leaseMs})`)
     }
+    this.rules = { holder: this.holderValue, leaseMs: this.leaseMs, followKey: this.followKey && client.canObserve }
   }
 
   /** The token of the lease as last acquired or renewed by us; null when we do not hold it. */
   get fencingToken(): Hlc | null {
-    return this.token
+    return this.phase.kind === 'held' ? this.phase.token : null
   }
 
   /** How long the lease surely still holds, as this client measures it (the service may keep it longer); 0 when not held. */
   get remainingMs(): number {
-    return this.token === null ? 0 : Math.max(0, this.heldUntil - performance.now())
+    return this.phase.kind === 'held' ? Math.max(0, this.phase.heldUntil - performance.now()) : 0
   }
 
-  /** One attempt; on success starts automatic renewal when renewPeriodMs is set. */
+  /** One attempt (one SET); on success starts automatic renewal when renewPeriodMs is set. */
   async tryAcquire(options: RequestOptions = {}): Promise<{ acquired: boolean; fencingToken: Hlc | null }> {
-    const generation = this.generation
-    const held = this.token !== null
-    if (!held) await this.follow(options)
-    if (generation !== this.generation) return { acquired: false, fencingToken: null }
-    const sentAt = performance.now()
-    let result: SetResult
-    try {
-      result = await this.write(options)
-    } catch (err) {
-      // Not taken (as far as we know): no observation is left open for a lease that may never be tried again.
-      if (!held && generation === this.generation && this.token === null) this.unfollow()
-      throw err
-    }
-    if (generation !== this.generation) return { acquired: result.applied, fencingToken: result.applied ? result.version : null }
-    if (!result.applied) {
-      this.drop(held ? { reason: 'another holder has the lease' } : null)
-      return { acquired: false, fencingToken: null }
-    }
-    if (!held && this.changedWhileAcquiring) {
-      // Ours, and already deleted or taken by someone else before we heard it was ours: not acquired.
-      this.foreignChange(null)
-      return { acquired: false, fencingToken: null }
-    }
-    this.token = result.version
-    this.heldUntil = sentAt + this.leaseMs
-    this.emit(held ? 'renewed' : 'acquired', { fencingToken: result.version })
-    this.schedule()
-    return { acquired: true, fencingToken: result.version }
+    const { result, taken, waited } = await this.write(options)
+    if (taken) return { acquired: true, fencingToken: taken }
+    // Answered after a release or a newer SET of ours: as the service said.
+    if (!waited && result.applied) return { acquired: true, fencingToken: result.version }
+    return { acquired: false, fencingToken: null }
   }
 
   /** Extends the lease we hold; false (and 'lost') when someone else holds it now. */
   async renew(options: RequestOptions = {}): Promise<boolean> {
-    const generation = this.generation
-    const sentAt = performance.now()
-    const result = await this.write(options)
-    if (generation !== this.generation) return result.applied
-    if (!result.applied) {
-      this.drop({ reason: 'another holder has the lease' })
-      return false
-    }
-    const renewed = this.token !== null
-    this.token = result.version
-    this.heldUntil = sentAt + this.leaseMs
-    this.emit(renewed ? 'renewed' : 'acquired', { fencingToken: result.version })
-    this.schedule()
-    return true
+    const { result, taken, waited } = await this.write(options)
+    return taken !== null || (!waited && result.applied)
   }
 
-  /** The SET that takes or renews the lease, remembered while in flight (see foreignChange). */
-  private async write(options: RequestOptions): Promise<SetResult> {
-    const request = this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
-    this.renewal = request
+  /**
+   * The SET that takes or renews the lease. `waited`: the machine waited for this answer (no release
+   * or newer SET came first); `taken`: the token, when the machine holds the lease by this answer.
+   */
+  private async write(options: RequestOptions): Promise<{ result: SetResult; waited: boolean; taken: Hlc | null }> {
+    const request = ++this.requests
+    this.follow()
+    this.step({ kind: 'send', request, sentAt: performance.now(), watched: this.rules.followKey && KeyWatch.of(this.client, this.name).registered })
+    const sending = this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
+    this.inFlight = sending
+    let result: SetResult
     try {
-      return await request
+      result = await sending
+    } catch (err) {
+      this.step({ kind: 'failed', request })
+      throw err
     } finally {
-      if (this.renewal === request) this.renewal = null
+      if (this.inFlight === sending) this.inFlight = null
     }
+    const waited =
+      (this.phase.kind === 'acquiring' && this.phase.request === request) || (this.phase.kind === 'held' && this.phase.renewal?.request === request)
+    this.step({ kind: 'answer', request, applied: result.applied, version: result.version })
+    const taken = waited && this.phase.kind === 'held' && this.phase.token === result.version ? result.version : null
+    return { result, waited, taken }
   }
 
   /** Stops renewal and deletes the lease if it still holds our value; true when it did. */
   async release(options: RequestOptions = {}): Promise<boolean> {
-    this.generation += 1
-    this.stopRenewal()
-    this.token = null
-    this.unfollow()
+    this.step({ kind: 'end' })
     const result = await this.client.vdel(this.name, this.holderValue, options)
     if (result.deleted === 1) this.emit('released')
     return result.deleted === 1
@@ -197,59 +174,77 @@ export class Lease extends TypedEmitter<LeaseEvents> {
 
   /** Stops automatic renewal without releasing: the lease lapses at its expiry. */
   async close(): Promise<void> {
-    this.closed = true
-    this.generation += 1
-    this.stopRenewal()
-    this.unfollow()
+    this.renews = false
+    this.step({ kind: 'end' })
   }
 
-  /** followKey: observes the key before acquiring, so our own SET and every change after it are heard in order. */
-  private async follow(options: RequestOptions): Promise<void> {
-    if (!this.followKey || !this.client.canObserve || this.following) return
-    this.armed = false
-    this.changedWhileAcquiring = null
-    const { timeoutMs, signal } = options
-    const following = this.client
-      .observe(this.name, (n) => this.onKey(n), { ...(timeoutMs !== undefined ? { timeoutMs } : {}), ...(signal ? { signal } : {}) })
-      .catch((err: unknown) => {
-        if (this.following === following) this.following = null
-        throw err
-      })
-    this.following = following
-    await following
+  /** Moves the machine and does what it asks for. */
+  private step(input: LeaseInput): void {
+    const { phase, effects } = leaseStep(this.phase, input, this.rules)
+    this.phase = phase
+    if (phase.kind === 'idle') {
+      this.stopRenewal()
+      this.unfollow()
+    }
+    for (const effect of effects) {
+      switch (effect.kind) {
+        case 'acquired':
+        case 'renewed':
+          this.emit(effect.kind, { fencingToken: effect.token })
+          this.schedule()
+          break
+        case 'lost':
+          this.emit('lost', {
+            reason: effect.reason,
+            ...(effect.error ? { error: effect.error } : {}),
+            ...(effect.deleted !== undefined ? { deleted: effect.deleted } : {}),
+          })
+          break
+        case 'undo':
+          this.undo()
+          break
+        case 'check':
+          this.check()
+          break
+      }
+    }
+  }
+
+  /** followKey: listens to the key's watch (shared by the client's leases and waiters of this name) from before our SET. */
+  private follow(): void {
+    if (!this.rules.followKey || this.unlisten) return
+    this.unlisten = KeyWatch.of(this.client, this.name).listen((n) => this.step({ kind: 'heard', change: n }))
   }
 
   private unfollow(): void {
-    const following = this.following
-    this.following = null
-    this.armed = false
-    this.changedWhileAcquiring = null
-    void following?.then((o) => o?.close()).catch(() => {})
-  }
-
-  private onKey(n: KeyNotification): void {
-    if (n.operation === 'SET' && n.value?.equals(this.holderValue)) {
-      this.armed = true
-      return
-    }
-    // A change notified before our own SET came before our acquisition (the previous holder's release).
-    if (!this.armed) return
-    this.armed = false
-    const deleted = n.operation === 'DELETE'
-    if (this.token === null) this.changedWhileAcquiring = { deleted }
-    else this.foreignChange(deleted)
+    this.unlisten?.()
+    this.unlisten = null
   }
 
   /**
-   * Someone else deleted the key or wrote another value after our acquisition: the lease ends without
-   * writing. A renewal sent meanwhile may have re-created the key (NEX on a missing key): once it is
-   * answered, our own value is deleted (VDEL: only our value, never the next holder's).
+   * Our SET was sent before the watch was registered: register it, then read whether the key is
+   * still ours (the registration's own read when it made one after our SET, else a GET).
    */
-  private foreignChange(deleted: boolean | null): void {
-    this.generation += 1
-    const renewal = this.renewal ?? Promise.resolve()
-    this.drop(deleted === null ? null : { reason: deleted ? 'the key was deleted by someone else' : 'another holder has the lease', deleted })
-    void renewal
+  private check(): void {
+    if (this.phase.kind !== 'held') return
+    const acquiredBy = this.phase.acquiredBy
+    const stillOurs = () => this.phase.kind === 'held' && this.phase.acquiredBy === acquiredBy
+    void KeyWatch.of(this.client, this.name)
+      .ready({ timeoutMs: this.leaseMs })
+      .then((read) => read ?? (stillOurs() ? this.client.get(this.name, { timeoutMs: this.leaseMs }) : null))
+      .then((read) => read && this.step({ kind: 'read', acquiredBy, value: read.value }))
+      // Not registered or not read: our next renewal's own SET, heard, arms the follow.
+      .catch(() => {})
+  }
+
+  /**
+   * Someone else deleted the key or wrote another value after our acquisition. A SET of ours sent
+   * meanwhile may have re-created the key (NEX on a missing key): once it is answered, our own value
+   * is deleted (VDEL: only our value, never the next holder's).
+   */
+  private undo(): void {
+    const inFlight = this.inFlight ?? Promise.resolve()
+    void inFlight
       .catch(() => {})
       .then(() => this.client.vdel(this.name, this.holderValue))
       .catch((err: unknown) => {
@@ -259,13 +254,13 @@ export class Lease extends TypedEmitter<LeaseEvents> {
 
   private schedule(): void {
     this.stopRenewal()
-    if (this.renewPeriodMs === undefined || this.closed) return
-    const generation = this.generation
+    if (this.renewPeriodMs === undefined || !this.renews || this.phase.kind !== 'held') return
+    const acquiredBy = this.phase.acquiredBy
     this.client.on('status', this.onClientStatus)
     this.timer = setTimeout(() => {
       this.timer = null
       // A renewal slower than the time the lease has left is worthless.
-      void this.renewBefore(generation, performance.now() + this.leaseMs - this.renewPeriodMs!)
+      void this.renewBefore(acquiredBy, performance.now() + this.leaseMs - this.renewPeriodMs!)
     }, this.renewPeriodMs)
   }
 
@@ -273,20 +268,21 @@ export class Lease extends TypedEmitter<LeaseEvents> {
    * Renews, trying again after a connection loss (the service keeps the lease meanwhile) until
    * the lease would have run out; any other failure, or running out, loses the lease.
    */
-  private async renewBefore(generation: number, deadline: number): Promise<void> {
+  private async renewBefore(acquiredBy: number, deadline: number): Promise<void> {
+    const stillHeld = () => this.phase.kind === 'held' && this.phase.acquiredBy === acquiredBy
     for (;;) {
+      if (!stillHeld()) return
       try {
         await this.renew({ timeoutMs: Math.max(1, deadline - performance.now()) })
         return
       } catch (err) {
-        if (generation !== this.generation) return
+        if (!stillHeld()) return
         if (!isTransient(err) || deadline - performance.now() <= RENEW_RETRY_MS) {
-          this.drop({ reason: `renewal failed: ${(err as Error).message}`, error: err as Error })
+          this.step({ kind: 'drop', reason: `renewal failed: ${(err as Error).message}`, error: err as Error })
           return
         }
       }
       await new Promise((resolve) => setTimeout(resolve, RENEW_RETRY_MS))
-      if (generation !== this.generation) return
     }
   }
 
@@ -294,13 +290,6 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
     this.client.off('status', this.onClientStatus)
-  }
-
-  private drop(lost: { reason: string; error?: Error; deleted?: boolean } | null): void {
-    this.stopRenewal()
-    this.unfollow()
-    this.token = null
-    if (lost) this.emit('lost', lost)
   }
 }
 

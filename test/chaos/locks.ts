@@ -8,7 +8,7 @@
  * someone leads within one lease term.
  */
 import type { StateStoreClient } from '../../src/client'
-import { TimeoutError } from '../../src/errors'
+import { isTransient, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { LeaderElection, Lock } from '../../src/locks'
 import { errorCode, History } from './history'
@@ -30,7 +30,7 @@ export class LocksWorkload {
   private readonly elections: LeaderElection[] = []
   private readonly stand = new AbortController()
   /** Waits that ended with an error before the lock was ours, other than running out of time. */
-  readonly waitFailures: Array<{ process: string; code: string; error: string; waitedMs: number }> = []
+  readonly waitFailures: Array<{ process: string; code: string; error: string; waitedMs: number; connectedAtStart: boolean }> = []
 
   constructor(
     private readonly clients: StateStoreClient[],
@@ -63,6 +63,7 @@ export class LocksWorkload {
     while (!this.stopped) {
       const edit: Edit = {}
       const startedAt = performance.now()
+      const connectedAtStart = client.status.state === 'connected'
       let ours = false
       await this.history.record(name, { counter: this.counter }, async () => {
         try {
@@ -80,9 +81,10 @@ export class LocksWorkload {
         } catch (err) {
           if (!ours) {
             const waitedMs = performance.now() - startedAt
-            // A wait that ran out is an answer, not an unknown: nothing was written.
-            if (err instanceof TimeoutError && waitedMs >= WAIT_MS) return edit
-            this.waitFailures.push({ process: name, code: errorCode(err), error: String(err), waitedMs })
+            // A wait that ran out is an answer, not an unknown: nothing was written. Run out while the
+            // connection was down, it says so (NotConnected) instead of timing out.
+            if ((err instanceof TimeoutError || isTransient(err)) && waitedMs >= WAIT_MS) return edit
+            this.waitFailures.push({ process: name, code: errorCode(err), error: String(err), waitedMs, connectedAtStart })
           }
           throw err
         }
@@ -108,8 +110,9 @@ export class LocksWorkload {
         violations.push(`an older holder's write landed after a newer holder's:\n${show(a)}\n${show(b)}`)
     }
     for (const f of this.waitFailures) {
-      // A waiter must not give up early because of a connection loss shorter than its wait.
-      if (f.code === 'connection:ConnectionLost' || f.code === 'connection:NotConnected')
+      // A waiter must not give up early because of a connection loss shorter than its wait. One that
+      // began with the connection down fails NotConnected within the client's connection wait, as a request does.
+      if (f.connectedAtStart && (f.code === 'connection:ConnectionLost' || f.code === 'connection:NotConnected'))
         violations.push(`${f.process}: a waiter failed after ${Math.round(f.waitedMs)} ms, before its timeout, because of a connection loss: ${f.error}`)
     }
     const probe = new Lock(reader, this.lockName, { leaseMs: LEASE_MS, persist: true })

@@ -174,31 +174,72 @@ onEveryBroker('locks', (t) => {
   const pool = new ClientPool()
   afterEach(() => pool.closeAll())
 
-  it('lets exactly one of several racing clients hold the lock at a time, with ever greater tokens', async function () {
+  for (const followKey of [false, true]) {
+    it(`lets exactly one of several racing clients hold the lock at a time, with ever greater tokens${followKey ? ' (followKey)' : ''}`, async function () {
+      const name = uniqueId('lock')
+      const clients = await Promise.all([0, 1, 2].map(() => pool.ready(t.url)))
+      let holders = 0
+      let maxHolders = 0
+      const tokens: Hlc[] = []
+      const rounds = 4
+      await Promise.all(
+        clients.map(async (c) => {
+          const lock = new Lock(c, name, { leaseMs: 5000, followKey })
+          for (let i = 0; i < rounds; i++) {
+            const token = await lock.acquire({ timeoutMs: 10_000 })
+            holders += 1
+            maxHolders = Math.max(maxHolders, holders)
+            tokens.push(token)
+            assert.equal((await c.get(name)).value?.toString(), c.clientId)
+            await new Promise((r) => setTimeout(r, 5))
+            holders -= 1
+            assert.equal(await lock.release(), true)
+          }
+        }),
+      )
+      assert.equal(maxHolders, 1)
+      assert.equal(tokens.length, clients.length * rounds)
+      for (let i = 1; i < tokens.length; i++) assert.ok(Hlc.compare(tokens[i]!, tokens[i - 1]!) > 0, `token ${i} is greater than the one before`)
+    })
+  }
+
+  it('takes a free lock with one SET, and keeps its key watched across acquisitions instead of registering it anew', async function () {
+    const verbs: string[] = []
+    const c = await pool.ready(t.url, { metrics: { record: (verb) => verbs.push(verb) } })
     const name = uniqueId('lock')
-    const clients = await Promise.all([0, 1, 2].map(() => pool.ready(t.url)))
-    let holders = 0
-    let maxHolders = 0
-    const tokens: Hlc[] = []
-    const rounds = 4
-    await Promise.all(
-      clients.map(async (c) => {
-        const lock = new Lock(c, name, { leaseMs: 5000 })
-        for (let i = 0; i < rounds; i++) {
-          const token = await lock.acquire({ timeoutMs: 10_000 })
-          holders += 1
-          maxHolders = Math.max(maxHolders, holders)
-          tokens.push(token)
-          assert.equal((await c.get(name)).value?.toString(), c.clientId)
-          await new Promise((r) => setTimeout(r, 5))
-          holders -= 1
-          assert.equal(await lock.release(), true)
-        }
-      }),
-    )
-    assert.equal(maxHolders, 1)
-    assert.equal(tokens.length, clients.length * rounds)
-    for (let i = 1; i < tokens.length; i++) assert.ok(Hlc.compare(tokens[i]!, tokens[i - 1]!) > 0, `token ${i} is greater than the one before`)
+    const first = new Lock(c, name, { holder: 'h:0', leaseMs: 5000, followKey: true })
+    await first.acquire({ timeoutMs: 10_000 })
+    assert.deepEqual(verbs, ['SET'], 'held on the answer to one SET')
+    // The follow registers the key after the answer, and reads it once.
+    await eventually(() => (verbs.includes('GET') ? true : undefined), 5000, 'the registration and its read')
+    assert.deepEqual(verbs, ['SET', 'KEYNOTIFY', 'GET'])
+    assert.equal(await first.release(), true)
+    verbs.length = 0
+    for (let i = 1; i <= 3; i++) {
+      const lock = new Lock(c, name, { holder: `h:${i}`, leaseMs: 5000, followKey: true })
+      await lock.acquire({ timeoutMs: 10_000 })
+      assert.equal(await lock.release(), true)
+    }
+    assert.deepEqual(verbs, ['SET', 'VDEL', 'SET', 'VDEL', 'SET', 'VDEL'], 'no KEYNOTIFY anew, no STOP between acquisitions')
+  })
+
+  it('a waiter registers the key once; a later wait of the same client waits on that registration', async function () {
+    const verbs: string[] = []
+    const a = await pool.ready(t.url)
+    const b = await pool.ready(t.url, { metrics: { record: (verb) => verbs.push(verb) } })
+    const name = uniqueId('lock')
+    for (let round = 0; round < 2; round++) {
+      const holder = new Lock(a, name, { leaseMs: 10_000 })
+      await holder.acquire({ timeoutMs: 5000 })
+      const waiting = new Lock(b, name, { leaseMs: 5000 }).acquire({ timeoutMs: 10_000 })
+      await eventually(() => (verbs.filter((v) => v === 'SET').length >= (round === 0 ? 2 : 3) ? true : undefined), 5000, 'the waiter to try')
+      assert.equal(await holder.release(), true)
+      await waiting
+      assert.equal(await b.vdel(name, b.clientId).then((r) => r.deleted), 1)
+    }
+    // Round 1: SET (refused), KEYNOTIFY, SET (refused), then the SET after the DELETE. Round 2: a refused SET, the SET after the DELETE.
+    assert.equal(verbs.filter((v) => v === 'KEYNOTIFY').length, 1, verbs.join(' '))
+    assert.ok(!verbs.includes('KEYNOTIFY STOP'), verbs.join(' '))
   })
 
   it('hands the lock to a waiter when the holder never releases and its lease expires', async function () {
@@ -444,17 +485,18 @@ describe('leader election: a failed campaign is tried again (emulator with a key
 })
 
 /**
- * The race a followed lease must survive, played step by step on a stand-in client: a renewal is on
- * its way when someone else's DELETE is heard; the renewal then re-creates the key (NEX on a missing
- * key). The lease ends at the DELETE and, once the renewal is answered, deletes its own value.
+ * The Lease over a stand-in client, request by request: a free lock costs its SET alone (the key's
+ * watch is registered after, and kept for the next acquisition); the races of a followed key as the
+ * requests see them (the machine's own steps are in test/unit/lease-state.test.ts).
  */
-describe('leases: followKey and a renewal in flight when the key is deleted', function () {
+describe('leases: followKey over a stand-in client', function () {
   function standIn() {
     const calls: string[] = []
     let listener: ((n: KeyNotification) => void) | null = null
     let pendingSet: ((r: SetResult) => void) | null = null
     let failSet: ((err: Error) => void) | null = null
-    let version = 1
+    let stored: string | null = null
+    let wall = 1
     const client = {
       clientId: 'stand-in',
       canObserve: true,
@@ -466,39 +508,105 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
         listener = l
         return Promise.resolve({ key: Buffer.from('k'), initial: null, close: () => (calls.push('close'), Promise.resolve()) })
       },
-      set: () => {
+      get: () => {
+        calls.push('get')
+        return Promise.resolve({ value: stored === null ? null : Buffer.from(stored), version: null })
+      },
+      set: (_key: unknown, value: Buffer) => {
         calls.push('set')
         return new Promise<SetResult>((resolve, reject) => {
-          pendingSet = resolve
+          pendingSet = (r) => {
+            if (r.applied) stored = value.toString()
+            resolve(r)
+          }
           failSet = reject
         })
       },
       vdel: (_key: unknown, value: Buffer) => {
         calls.push(`vdel ${value.toString()}`)
+        if (stored === value.toString()) stored = null
         return Promise.resolve({ deleted: 1, version: null })
       },
     }
-    const notify = (operation: 'SET' | 'DELETE', value: string | null) =>
-      listener!({ key: Buffer.from('k'), operation, value: value === null ? null : Buffer.from(value), version: null, reconciled: false })
-    const answer = () => pendingSet!({ applied: true, version: new Hlc(version++, 0, 'n') })
+    /** A notification at the version the last answer had (`at` 0), or after it. */
+    const notify = (operation: 'SET' | 'DELETE', value: string | null, at = 0) =>
+      listener!({
+        key: Buffer.from('k'),
+        operation,
+        value: value === null ? null : Buffer.from(value),
+        version: new Hlc(wall - 1 + at, 0, 'n'),
+        reconciled: false,
+      })
+    const answer = () => pendingSet!({ applied: true, version: new Hlc(wall++, 0, 'n') })
     const fail = () => failSet!(new TimeoutError(1000, 'SET'))
-    return { client: client as unknown as StateStoreClient, calls, notify, answer, fail }
+    const sent = (n: number) => eventually(() => (calls.filter((c) => c === 'set').length >= n ? true : undefined), 1000, `SET number ${n}`)
+    const setStored = (value: string | null) => (stored = value)
+    return { client: client as unknown as StateStoreClient, calls, notify, answer, fail, sent, setStored }
   }
 
-  it('ends at the DELETE, then VDELs the value its late renewal wrote; renews no more', async () => {
-    const { client, calls, notify, answer } = standIn()
+  it('a free lock costs one SET; the watch is registered after the answer, read once, and kept for the next acquisition', async () => {
+    const { client, calls, answer, sent } = standIn()
     const lease = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
     const acquiring = lease.tryAcquire()
-    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
-    // A DELETE heard before our own SET is the previous holder's: it does not count.
+    await sent(1)
+    assert.deepEqual(calls, ['set'], 'nothing registered before the SET')
+    answer()
+    assert.equal((await acquiring).acquired, true, 'held on the answer to its one request')
+    await eventually(() => (calls.includes('get') ? true : undefined), 1000, 'the check after registering')
+    assert.deepEqual(calls, ['set', 'observe', 'get'])
+    assert.equal(await lease.release(), true)
+    // The next hold of this name by this client: one SET, nothing registered anew, nothing unregistered.
+    const next = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
+    const again = next.tryAcquire()
+    await sent(2)
+    answer()
+    assert.equal((await again).acquired, true)
+    assert.deepEqual(calls, ['set', 'observe', 'get', 'vdel mine:1', 'set'])
+    await next.release()
+  })
+
+  it('the watch brings our own SET, then a DELETE by someone else: the hold ends there', async () => {
+    const { client, calls, notify, answer, sent } = standIn()
+    const first = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
+    const taking = first.tryAcquire()
+    await sent(1)
+    answer()
+    await taking
+    await eventually(() => (calls.includes('get') ? true : undefined), 1000, 'the registration')
+    await first.release()
+    const lease = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
+    const lost: Array<{ reason: string; deleted?: boolean }> = []
+    lease.on('lost', (l) => lost.push(l))
+    const acquiring = lease.tryAcquire()
+    await sent(2)
+    // Our own release of the first hold, heard late: older than this acquisition, it does not count.
     notify('DELETE', null)
     answer()
     assert.equal((await acquiring).acquired, true)
-    notify('SET', 'mine:1')
+    notify('SET', 'mine:2')
+    assert.equal(lost.length, 0, 'our own SET heard: armed')
+    notify('DELETE', null, 1)
+    assert.deepEqual(
+      lost.map((l) => l.deleted),
+      [true],
+    )
+    assert.equal(lease.fencingToken, null)
+    await eventually(() => (calls.includes('vdel mine:2') ? true : undefined), 1000, 'the undo')
+  })
+
+  it('ends at the DELETE, then VDELs the value its late renewal wrote; renews no more', async () => {
+    const { client, calls, notify, answer, sent } = standIn()
+    const lease = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
+    const acquiring = lease.tryAcquire()
+    await sent(1)
+    answer()
+    assert.equal((await acquiring).acquired, true)
+    await eventually(() => (calls.includes('get') ? true : undefined), 1000, 'the check after registering')
     const lost: Array<{ reason: string; deleted?: boolean }> = []
     lease.on('lost', (l) => lost.push(l))
     const renewing = lease.renew()
-    notify('DELETE', null)
+    await sent(2)
+    notify('DELETE', null, 1)
     assert.deepEqual(
       lost.map((l) => l.deleted),
       [true],
@@ -509,31 +617,58 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
     answer()
     await renewing
     await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 1000, 'the VDEL')
-    assert.deepEqual(calls, ['observe', 'set', 'set', 'close', 'vdel mine:1'])
+    assert.deepEqual(calls, ['set', 'observe', 'get', 'set', 'vdel mine:1'])
     assert.equal(lease.fencingToken, null, 'the late renewal did not make it ours again')
   })
 
-  it('a DELETE heard while the acquiring SET is unanswered: not acquired, and its value is deleted', async () => {
-    const { client, calls, notify, answer } = standIn()
-    const lease = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
+  it('the check finds the key deleted between our SET and the registration: lost, and our value is not written back', async () => {
+    const { client, calls, answer, sent, setStored } = standIn()
+    const lease = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
+    const lost = new Promise<{ reason: string; deleted?: boolean }>((resolve) => lease.once('lost', resolve))
     const acquiring = lease.tryAcquire()
-    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
-    notify('SET', 'mine:2')
-    notify('DELETE', null)
+    await sent(1)
     answer()
-    assert.deepEqual(await acquiring, { acquired: false, fencingToken: null })
-    await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 1000, 'the VDEL')
-    assert.deepEqual(calls, ['observe', 'set', 'close', 'vdel mine:2'])
+    // Deleted by someone else before the registration's read.
+    setStored(null)
+    assert.equal((await acquiring).acquired, true)
+    assert.equal((await lost).deleted, true)
+    assert.equal(lease.fencingToken, null)
+    assert.ok(calls.includes('get'))
   })
 
-  it('an acquiring SET that fails leaves no observation open', async () => {
-    const { client, calls, fail } = standIn()
+  it('a DELETE heard while the acquiring SET is unanswered: not acquired, and its value is deleted', async () => {
+    const { client, calls, notify, answer, sent } = standIn()
+    // An earlier hold registered the watch, so this acquisition hears its own SET.
+    const first = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
+    const taking = first.tryAcquire()
+    await sent(1)
+    answer()
+    await taking
+    await eventually(() => (calls.includes('get') ? true : undefined), 1000, 'the registration')
+    await first.release()
+    const lease = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
+    const acquiring = lease.tryAcquire()
+    await sent(2)
+    notify('SET', 'mine:2', 1)
+    notify('DELETE', null, 2)
+    answer()
+    assert.deepEqual(await acquiring, { acquired: false, fencingToken: null })
+    await eventually(() => (calls.includes('vdel mine:2') ? true : undefined), 1000, 'the VDEL')
+    assert.deepEqual(calls, ['set', 'observe', 'get', 'vdel mine:1', 'set', 'vdel mine:2'])
+  })
+
+  it('an acquiring SET that fails leaves the lease idle and registers nothing; the next try takes it', async () => {
+    const { client, calls, fail, answer, sent } = standIn()
     const lease = new Lease(client, 'k', { holder: 'mine:3', leaseMs: 1000, followKey: true })
     const acquiring = lease.tryAcquire()
-    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
+    await sent(1)
     fail()
     await assert.rejects(acquiring, TimeoutError)
-    await eventually(() => (calls.includes('close') ? true : undefined), 1000, 'the observation closed')
-    assert.deepEqual(calls, ['observe', 'set', 'close'])
+    assert.equal(lease.fencingToken, null)
+    assert.deepEqual(calls, ['set'])
+    const again = lease.tryAcquire()
+    await sent(2)
+    answer()
+    assert.equal((await again).acquired, true)
   })
 })
