@@ -12,8 +12,13 @@ import { leaderMode } from './lock/leader-mode'
 
 type Mode = 'lease' | 'lock' | 'leader'
 const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder']
-/** A msg may hold a lock one minute unless the node says otherwise: a forgotten release cannot block a flow for ever. */
-const DEFAULT_HOLD_MS = 60_000
+/**
+ * The defaults keep a forgotten release from blocking the msgs behind it for longer than they
+ * wait: a msg holds a lock at most 10 s (a get, a computation and a set take milliseconds), and a
+ * msg waits up to 30 s, so the next one still gets the lock after a dropped msg's hold ends.
+ */
+const DEFAULT_HOLD_MS = 10_000
+const DEFAULT_WAIT_MS = 30_000
 const DEFAULT_QUEUE = 100
 
 interface LockDef extends NodeDef {
@@ -58,6 +63,7 @@ export = function (RED: NodeAPI) {
         await mode?.close()
       },
       onConnection: (s) => {
+        if (s.state === 'connected') mode?.connected?.()
         if (s.state === 'connected' && leader && def.campaign !== false) void startConfigured()
       },
     })
@@ -70,8 +76,7 @@ export = function (RED: NodeAPI) {
       holder: holderName(def.holder, store?.clientId, node.id),
       leaseMs,
       renewPeriodMs: def.autoRenew !== false ? Math.max(1, Math.floor(leaseMs / 3)) : undefined,
-      // Wait for a lock at most one default lease length, as the editor's default says.
-      timeoutMs: positiveInt(def.timeout, DEFAULT_LEASE_MS),
+      timeoutMs: positiveInt(def.timeout, DEFAULT_WAIT_MS),
       holdMs: wholeOrZero(def.holdMs, DEFAULT_HOLD_MS),
       queueSize: wholeOrZero(def.queue, DEFAULT_QUEUE),
       closing: () => closing,
@@ -121,7 +126,8 @@ export = function (RED: NodeAPI) {
           m.fencingToken = token
           m.lock = { ...hold, fencingToken: token }
         }
-        status.outcome(token !== null ? 'status.renewed' : 'status.lost')
+        if (token !== null) status.outcome('status.renewed')
+        else status.attention('status.lost')
         return out(hold.name)(token !== null, msg)
       }
       const name = await resolveKey(RED, node, msg, keyProp, overrides, t)

@@ -5,7 +5,7 @@ import { describeError } from './errors'
 import { notAuthorized } from './connection-log'
 
 /** Status texts are short by convention (under 20 characters); longer details go to the log and to Catch. */
-function clip(text: string, max: number): string {
+export function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`
 }
 
@@ -82,9 +82,13 @@ export class StatusView {
     this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text })
   }
 
-  /** An outcome that did not do what was asked (a release that released nothing): never green. */
-  attention(key: string): void {
-    this.show({ fill: 'yellow', shape: this.connected ? 'dot' : 'ring', text: this.text(key) })
+  /**
+   * An outcome that did not do what was asked (not acquired, lost, a release that released nothing):
+   * never green. `detail` (who holds a lock, since how long, already short) follows the text.
+   */
+  attention(key: string, detail?: string): void {
+    const text = this.text(key) + (detail === undefined ? '' : ` ${detail}`)
+    this.show({ fill: 'yellow', shape: this.connected ? 'dot' : 'ring', text })
   }
 
   /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind; `msgKey`: the msg's key, when it had one. */

@@ -1,20 +1,28 @@
 import type { NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../../src/client'
-import { CancelledError, TimeoutError } from '../../src/errors'
+import { CancelledError, ConnectionError, TimeoutError } from '../../src/errors'
 import { Lock } from '../../src/locks'
 import { InputError } from '../lib/errors'
-import { holdValue, register, unregister, type Hold, type HoldInfo } from './holds'
+import { clip } from '../lib/status'
+import { heldSince, holdValue, register, unregister, type Hold, type HoldInfo } from './holds'
 import { holderIfReachable, text, type Action, type LockMode, type ModeContext, type Out } from './mode'
 
 const OWN = 'node-red-contrib-aio-statestore/ss-lock:ss-lock.'
 
 type Msg = NodeMessage & Record<string, unknown>
 
+/** How long a take waits before it asks who holds the lock. */
+const SIGHTING_AFTER_MS = 500
+
 /** A msg waiting for its turn at one lock name, until its own deadline. */
 interface Waiter {
   readonly msg: Msg
   readonly out: Out
+  /** Wall-clock ms it began to wait. */
+  readonly start: number
   readonly deadline: number
+  /** Whether the store was connected at any time while it waited: without, its wait says nothing of the lock. */
+  sawConnection: boolean
   timer?: NodeJS.Timeout
   settle(err?: unknown): void
 }
@@ -24,7 +32,8 @@ interface Line {
   readonly name: string
   readonly waiting: Waiter[]
   current: MsgHold | null
-  acquiring: boolean
+  /** The msg taking the lock (between its turn and the answer). */
+  acquiring: Waiter | null
 }
 
 /** Why a hold ended while its msg was still in the flow (msg.reason on output 2). */
@@ -34,6 +43,7 @@ type LossReason = 'holdAtMost' | 'expired' | 'lost' | 'released'
 class MsgHold implements Hold {
   ended = false
   renewing = false
+  readonly since = Date.now()
   private readonly timers: NodeJS.Timeout[] = []
 
   constructor(
@@ -111,23 +121,57 @@ export function lockMode(ctx: ModeContext): LockMode {
   const { RED, node, store, status, holder, leaseMs, renewPeriodMs, timeoutMs, holdMs, queueSize } = ctx
   const lines = new Map<string, Line>()
   const closing = new AbortController()
+  /** Holds (name and value) already named in the log: each is logged once, however many msgs give up behind it. */
+  const logged = new Set<string>()
 
   function line(name: string): Line {
     let l = lines.get(name)
     if (!l) {
-      l = { name, waiting: [], current: null, acquiring: false }
+      l = { name, waiting: [], current: null, acquiring: null }
       lines.set(name, l)
     }
     return l
   }
 
-  /** Not acquired: output 2 with who holds it, when the store can be asked. */
+  /**
+   * Not acquired: output 2 with who holds it and since how long (msg.holder, msg.heldMs), in the
+   * status, and in the log once per hold. A msg that waited with no connection at any time learnt
+   * nothing of the lock: it fails NotConnected, which a flow tells from a busy lock.
+   */
   async function refuse(c: StateStoreClient, name: string, w: Waiter): Promise<void> {
+    if (!w.sawConnection && !status.connected) throw new ConnectionError('notConnected', `not connected (waited ${timeoutMs} ms for the lock "${name}")`)
     const current = await holderIfReachable(c, name)
     w.msg.acquired = false
-    if (current !== undefined) w.msg.holder = current
-    status.outcome('status.notAcquired')
+    if (current === undefined) {
+      status.attention('status.notAcquired')
+      return w.out(false, w.msg)
+    }
+    w.msg.holder = current
+    if (current === null) {
+      status.attention('status.notAcquired')
+      return w.out(false, w.msg)
+    }
+    const now = Date.now()
+    const heldMs = now - heldSince(name, current, now)
+    w.msg.heldMs = heldMs
+    const seconds = (heldMs / 1000).toFixed(1)
+    // The holder is cut to fit the status; the log and msg.holder have it whole.
+    status.attention('status.notAcquired', RED._(`${OWN}status.heldBy`, { holder: clip(current, 16), s: seconds }))
+    const hold = `${name}\u0000${current}`
+    if (!logged.has(hold)) {
+      logged.add(hold)
+      if (logged.size > 1000) logged.delete(logged.values().next().value as string)
+      node.warn(RED._(`${OWN}warn.gaveUp`, { node: node.name || node.id, name, holder: current, s: seconds, wait: timeoutMs, hold: holdMs }))
+    }
     w.out(false, w.msg)
+  }
+
+  /** The store's connection came: every msg waiting now has waited with it. */
+  function connected(): void {
+    for (const l of lines.values()) {
+      if (l.acquiring) l.acquiring.sawConnection = true
+      for (const w of l.waiting) w.sawConnection = true
+    }
   }
 
   function next(c: StateStoreClient, l: Line): void {
@@ -139,7 +183,7 @@ export function lockMode(ctx: ModeContext): LockMode {
       return
     }
     clearTimeout(w.timer)
-    l.acquiring = true
+    l.acquiring = w
     void take(c, l, w)
   }
 
@@ -149,6 +193,14 @@ export function lockMode(ctx: ModeContext): LockMode {
     // then, and no renewal writes the key back.
     const lock = new Lock(c, l.name, { holder: value, leaseMs, renewPeriodMs, followKey: true })
     lock.lease.on('error', (err) => node.warn(err.message))
+    // A take that waits a while asks once who holds the lock: how long a hold of another runtime has
+    // lasted at least, should a msg give up behind it (an uncontended take costs no request more).
+    const ask = setTimeout(() => {
+      holderIfReachable(c, l.name).then(
+        (h) => h && heldSince(l.name, h, Date.now()),
+        () => {},
+      )
+    }, SIGHTING_AFTER_MS)
     store?.activity.trackLease(node.id, l.name, 'lock', value, leaseMs, lock.lease)
     let failure: unknown = undefined
     try {
@@ -176,7 +228,8 @@ export function lockMode(ctx: ModeContext): LockMode {
       if (err instanceof TimeoutError) await refuse(c, l.name, w).catch((e: unknown) => (failure = e))
       else if (!(err instanceof CancelledError && closing.signal.aborted)) failure = err
     } finally {
-      l.acquiring = false
+      clearTimeout(ask)
+      l.acquiring = null
       w.settle(failure)
       next(c, l)
     }
@@ -187,11 +240,11 @@ export function lockMode(ctx: ModeContext): LockMode {
     if (l.current === h) l.current = null
     if (loss && !closing.signal.aborted) {
       if (loss.reason === 'holdAtMost') node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
-      status.outcome(loss.reason === 'released' ? `${OWN}status.releasedElsewhere` : 'status.lost')
+      status.attention(loss.reason === 'released' ? `${OWN}status.releasedElsewhere` : 'status.lost')
       const m = RED.util.cloneMessage(w.msg)
       Object.assign(m, { key: l.name, acquired: false, lost: true, reason: loss.reason, ...(loss.detail ? { detail: loss.detail } : {}) })
       node.send([null, m])
-    }
+    } else if (!closing.signal.aborted && !holding()) status.outcome('status.released')
     next(c, l)
   }
 
@@ -201,10 +254,13 @@ export function lockMode(ctx: ModeContext): LockMode {
     if ((l.current || l.acquiring) && l.waiting.length >= queueSize)
       throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
     await new Promise<void>((resolve, reject) => {
+      const start = Date.now()
       const w: Waiter = {
         msg,
         out,
-        deadline: Date.now() + timeoutMs,
+        start,
+        deadline: start + timeoutMs,
+        sawConnection: status.connected,
         // A caught value passed on as it came (narrowed from unknown by the undefined check).
         // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
         settle: (err) => (err === undefined ? resolve() : reject(err)),
@@ -223,6 +279,9 @@ export function lockMode(ctx: ModeContext): LockMode {
       next(c, l)
     })
   }
+
+  /** Whether a msg of this node holds any lock now: the status says "acquired" only while one does. */
+  const holding = (): boolean => [...lines.values()].some((l) => l.current !== null)
 
   /** The hold a release or renew without msg.lock means: this node's current hold of the name. */
   const own = (name: string): MsgHold | null => lines.get(name)?.current ?? null
@@ -254,9 +313,11 @@ export function lockMode(ctx: ModeContext): LockMode {
         m.holder = holder
         m.lock = { ...hold!.info }
         status.outcome('status.renewed')
-      } else status.outcome('status.lost')
+      } else status.attention('status.lost')
       out(token !== null, msg)
     },
+
+    connected,
 
     async close(): Promise<void> {
       closing.abort()
