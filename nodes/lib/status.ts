@@ -32,8 +32,11 @@ export function connectionStatus(status: ConnectionStatus, t: Translate): NodeSt
       return {
         fill: 'red',
         shape: 'ring',
-        // The reason is the one thing a user needs to fix the connection, so it stays even past 20 characters.
-        text: status.reason ? `${t('node-red:common.status.disconnected')}: ${clip(status.reason, 28)}` : t('node-red:common.status.disconnected'),
+        // The reason is the one thing a user needs to fix the connection, so it stays even past 20
+        // characters, the address and port included ("connect ECONNREFUSED [::1]:18830" is 32 long).
+        text: status.reason
+          ? `${t('node-red:common.status.disconnected')}: ${clip(status.reason.replace(/^connect /, ''), 48)}`
+          : t('node-red:common.status.disconnected'),
       }
   }
 }
