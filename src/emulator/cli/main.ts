@@ -358,8 +358,8 @@ async function main(): Promise<void> {
       },
     )
   }
-  process.on('SIGINT', stop)
-  process.on('SIGTERM', stop)
+  process.on('SIGINT', () => stop('SIGINT'))
+  process.on('SIGTERM', () => stop('SIGTERM'))
   // Started by npx or npm, this process is a child of a shell or of npm: stopping them does not pass
   // the signal on, and it would live on with its ports. Being re-parented means whoever started it is gone.
   const parent = process.ppid
