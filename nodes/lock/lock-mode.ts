@@ -174,16 +174,22 @@ export function lockMode(ctx: ModeContext): LockMode {
     }
   }
 
+  /** The msgs waiting for a name (the one taking it included), for the sidebar's timeline. */
+  function report(l: Line): void {
+    if (!closing.signal.aborted) store?.activity.waitingChanged(node.id, l.name, 'lock', l.waiting.length + (l.acquiring ? 1 : 0))
+  }
+
   function next(c: StateStoreClient, l: Line): void {
-    if (l.current || l.acquiring || closing.signal.aborted) return
+    if (l.current || l.acquiring || closing.signal.aborted) return report(l)
     const w = l.waiting.shift()
     if (!w) {
       // Nothing holds, takes or waits for this name: forget it (msg.key may name many).
       lines.delete(l.name)
-      return
+      return report(l)
     }
     clearTimeout(w.timer)
     l.acquiring = w
+    report(l)
     void take(c, l, w)
   }
 
@@ -270,6 +276,7 @@ export function lockMode(ctx: ModeContext): LockMode {
         const i = l.waiting.indexOf(w)
         if (i < 0) return
         l.waiting.splice(i, 1)
+        report(l)
         refuse(c, name, w).then(
           () => w.settle(),
           (err: unknown) => w.settle(err),
