@@ -1,4 +1,5 @@
 import { ServiceError, StateStoreError } from '../errors'
+import { keyLockName } from '../locks'
 
 /** The exit codes a script can act on. */
 export const Exit = {
@@ -52,8 +53,9 @@ function serviceHint(err: ServiceError, { command, args }: Invocation): string {
     // The token is the lock's child's: `sh -c '…'` expands it there, not in the shell that starts the lock.
     const inner = [...['aio-statestore', command, ...args].map(shellWord), '--fencing-token', '"$AIO_STATESTORE_FENCING_TOKEN"'].join(' ')
     return (
-      `\n${JSON.stringify(key)} is protected by a lock's fencing token: write it while holding that lock, e.g.` +
-      `\n  aio-statestore lock LOCK-NAME -- sh -c ${singleQuoted(inner)}`
+      `\n${JSON.stringify(key)} is protected by a lock's fencing token: write it while holding a lock (the key's own, as the` +
+      ` update key node and Lock.edit take it, or the one your flow uses), e.g.` +
+      `\n  aio-statestore lock ${shellWord(String(keyLockName(key)))} -- sh -c ${singleQuoted(inner)}`
     )
   }
   return ''
