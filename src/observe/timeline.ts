@@ -39,6 +39,8 @@ export interface TimelineView {
 
 interface LockLine {
   kind: LockKind
+  /** The holder name of the last hold, to tell a hand-over without walking the spans. */
+  lastHolder: string | null
   spans: HoldSpan[]
   handovers: number[]
   waiting: Array<[number, number]>
@@ -78,8 +80,9 @@ export class Timeline {
     }
     if (last && last.to === null) last.to = at
     if (holder !== null) {
-      const previous = [...line.spans].reverse().find((s) => s.holder !== null)
-      if (previous && holderName(previous.holder!) !== holderName(holder)) line.handovers.push(at)
+      const name = holderName(holder)
+      if (line.lastHolder !== null && line.lastHolder !== name) line.handovers.push(at)
+      line.lastHolder = name
     }
     line.spans.push({ holder, ours, from: at, to: null })
     this.trim(line.spans, line.handovers, line.waiting)
@@ -127,7 +130,7 @@ export class Timeline {
 
   private line(name: string, kind: LockKind): LockLine {
     let line = this.locks.get(name)
-    if (!line) this.locks.set(name, (line = { kind, spans: [], handovers: [], waiting: [] }))
+    if (!line) this.locks.set(name, (line = { kind, lastHolder: null, spans: [], handovers: [], waiting: [] }))
     return line
   }
 
