@@ -43,7 +43,7 @@ function refuses(port: number): Promise<boolean> {
 }
 
 describe('aio-statestore-emulator: a good citizen among other processes', function () {
-  this.timeout(60_000)
+  this.timeout(120_000)
   let dir: string
   /** Emulators a failing test may leave running: ended after each test. */
   const started: number[] = []
@@ -82,7 +82,8 @@ describe('aio-statestore-emulator: a good citizen among other processes', functi
 
   it('--dev refuses a .session folder and a token file that others may write, naming them', async () => {
     const layout = join(dir, 'layout')
-    const made = await EmulatorProcess.start(['--dev', layout, '--listen', '0', '--x509-listen', '0', '--sat-listen', '0', '--log-level', 'warn'])
+    // openssl makes the layout first: on a busy machine that alone takes seconds.
+    const made = await EmulatorProcess.start(['--dev', layout, '--listen', '0', '--x509-listen', '0', '--sat-listen', '0', '--log-level', 'warn'], 45_000)
     await made.kill('SIGTERM')
     const session = join(layout, '.session')
     chmodSync(join(session, 'token.txt'), 0o666)
@@ -109,7 +110,7 @@ describe('aio-statestore-emulator: a good citizen among other processes', functi
         return m ? Number(m[1]) : undefined
       },
       'the ready line',
-      30_000,
+      45_000,
     )
     const child = Number(execFileSync('ps', ['-o', 'pid=', '--ppid', String(starter.pid)], { encoding: 'utf8' }).trim())
     started.push(child)
