@@ -308,10 +308,11 @@ export class NodeRedLocksWorkload {
       )
       for (const f of failures) {
         const code = (JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code
-        // Lock mode: a waiter that gave up (its wait is 10 s) for a transient loss. Leader mode: the
-        // election reports an error and stands again, so only a connection error that is not transient counts.
+        // Lock mode: a waiter whose whole wait (10 s) saw no connection fails NotConnected, an outcome
+        // the flow sees; any other failure counts. Leader mode: the election reports an error and
+        // stands again, so only a connection error that is not transient counts.
         const transient = code === 'ConnectionLost' || code === 'NotConnected'
-        if (mode === 'lock' ? true : !transient) violations.push(`node-red ${mode} mode: the ss-lock node failed (${code}): ${f}`)
+        if (mode === 'lock' ? code !== 'NotConnected' : !transient) violations.push(`node-red ${mode} mode: the ss-lock node failed (${code}): ${f}`)
       }
       const holders = new Set(writes.map((w) => w.token)).size
       counts.push(`${mode}: ${writes.length} fenced writes under ${holders} tokens${failures.length ? `, ${failures.length} errors` : ''}`)
@@ -330,8 +331,9 @@ export class NodeRedLocksWorkload {
         .filter((d) => d.id === `counter-failed.${this.roundNo}`)
         .map((d) => `r${i}: ${d.msg}`),
     )
-    // A wait that ran out (10 s, the msgs queued behind an outage) is an outcome the flow sees; any other failure is not.
-    const ranOut = failures.filter((f) => (JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code === 'Timeout')
+    // A wait that ran out (10 s, the msgs queued behind an outage; NotConnected when no connection came
+    // during the whole wait) is an outcome the flow sees; any other failure is not.
+    const ranOut = failures.filter((f) => ['Timeout', 'NotConnected'].includes((JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code ?? ''))
     for (const f of failures.filter((f) => !ranOut.includes(f))) violations.push(`node-red counters: a lock or update key node failed: ${f}`)
     if (ranOut.length) counts.push(`${ranOut.length} waits ran out`)
     return { operations, violations, summary: `node-red ${counts.join('; ')}` }
