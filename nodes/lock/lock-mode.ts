@@ -1,10 +1,10 @@
 import type { NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../../src/client'
-import { CancelledError, ConnectionError, TimeoutError } from '../../src/errors'
+import { CancelledError, TimeoutError } from '../../src/errors'
 import { Lock } from '../../src/locks'
 import { InputError } from '../lib/errors'
-import { clip } from '../lib/status'
 import { heldSince, holdValue, register, unregister, type Hold, type HoldInfo } from './holds'
+import { givingUp } from './give-up'
 import { holderIfReachable, text, type Action, type LockMode, type ModeContext, type Out } from './mode'
 
 const OWN = 'node-red-contrib-aio-statestore/ss-lock:ss-lock.'
@@ -121,8 +121,6 @@ export function lockMode(ctx: ModeContext): LockMode {
   const { RED, node, store, status, holder, leaseMs, renewPeriodMs, timeoutMs, holdMs, queueSize } = ctx
   const lines = new Map<string, Line>()
   const closing = new AbortController()
-  /** Holds (name and value) already named in the log: each is logged once, however many msgs give up behind it. */
-  const logged = new Set<string>()
 
   function line(name: string): Line {
     let l = lines.get(name)
@@ -133,38 +131,8 @@ export function lockMode(ctx: ModeContext): LockMode {
     return l
   }
 
-  /**
-   * Not acquired: output 2 with who holds it and since how long (msg.holder, msg.heldMs), in the
-   * status, and in the log once per hold. A msg that waited with no connection at any time learnt
-   * nothing of the lock: it fails NotConnected, which a flow tells from a busy lock.
-   */
-  async function refuse(c: StateStoreClient, name: string, w: Waiter): Promise<void> {
-    if (!w.sawConnection && !status.connected) throw new ConnectionError('notConnected', `not connected (waited ${timeoutMs} ms for the lock "${name}")`)
-    const current = await holderIfReachable(c, name)
-    w.msg.acquired = false
-    if (current === undefined) {
-      status.attention('status.notAcquired')
-      return w.out(false, w.msg)
-    }
-    w.msg.holder = current
-    if (current === null) {
-      status.attention('status.notAcquired')
-      return w.out(false, w.msg)
-    }
-    const now = Date.now()
-    const heldMs = now - heldSince(name, current, now)
-    w.msg.heldMs = heldMs
-    const seconds = (heldMs / 1000).toFixed(1)
-    // The holder is cut to fit the status; the log and msg.holder have it whole.
-    status.attention('status.notAcquired', RED._(`${OWN}status.heldBy`, { holder: clip(current, 16), s: seconds }))
-    const hold = `${name}\u0000${current}`
-    if (!logged.has(hold)) {
-      logged.add(hold)
-      if (logged.size > 1000) logged.delete(logged.values().next().value as string)
-      node.warn(RED._(`${OWN}warn.gaveUp`, { node: node.name || node.id, name, holder: current, s: seconds, wait: timeoutMs, hold: holdMs }))
-    }
-    w.out(false, w.msg)
-  }
+  /** Not acquired: output 2 with whose hold blocks it and since how long (or NotConnected). */
+  const refuse = givingUp(ctx)
 
   /** The store's connection came: every msg waiting now has waited with it. */
   function connected(): void {
