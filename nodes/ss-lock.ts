@@ -9,7 +9,7 @@ import type { Action, LockMode, ModeContext } from './lock/mode'
 import { leaseMode } from './lock/lease-mode'
 import { lockMode } from './lock/lock-mode'
 import { leaderMode } from './lock/leader-mode'
-import { DEFAULT_HOLD_MS, DEFAULT_QUEUE, SCHEMAS } from './lib/schemas'
+import { DEFAULT_HOLD_MS, DEFAULT_QUEUE, DEFAULT_WAIT_MS, SCHEMAS } from './lib/schemas'
 
 const DEFAULTS = SCHEMAS['ss-lock'].defaults
 
@@ -58,6 +58,7 @@ export = function (RED: NodeAPI) {
         await mode?.close()
       },
       onConnection: (s) => {
+        if (s.state === 'connected') mode?.connected?.()
         if (s.state === 'connected' && leader && def.campaign !== false) void startConfigured()
       },
     })
@@ -70,8 +71,7 @@ export = function (RED: NodeAPI) {
       holder: holderName(def.holder, store?.clientId, node.id),
       leaseMs,
       renewPeriodMs: def.autoRenew !== false ? Math.max(1, Math.floor(leaseMs / 3)) : undefined,
-      // Wait for a lock at most one default lease length, as the editor's default says.
-      timeoutMs: positiveInt(def.timeout, DEFAULT_LEASE_MS),
+      timeoutMs: positiveInt(def.timeout, DEFAULT_WAIT_MS),
       holdMs: wholeOrZero(def.holdMs, DEFAULT_HOLD_MS),
       queueSize: wholeOrZero(def.queue, DEFAULT_QUEUE),
       closing: () => closing,
@@ -121,7 +121,8 @@ export = function (RED: NodeAPI) {
           m.fencingToken = token
           m.lock = { ...hold, fencingToken: token }
         }
-        status.outcome(token !== null ? 'status.renewed' : 'status.lost')
+        if (token !== null) status.outcome('status.renewed')
+        else status.attention('status.lost')
         return out(hold.name)(token !== null, msg)
       }
       const name = await resolveKey(RED, node, msg, keyProp, overrides, t)

@@ -166,6 +166,18 @@ export = function (RED: NodeAPI) {
     }),
   )
 
+  // The timeline of the last minutes (holders, hand-overs, waiting msgs, numeric values): polled while the tab is open.
+  http.get(
+    `${BASE}/stores/:id/timeline`,
+    needs(READ),
+    route((req, res) => {
+      const n = store(req, res)
+      if (!n) return
+      const minutes = Number(req.query.minutes)
+      res.json(n.activity.timeline.view(Number.isFinite(minutes) && minutes > 0 ? minutes * 60_000 : undefined))
+    }),
+  )
+
   http.get(
     `${BASE}/stores/:id/key`,
     needs(READ),

@@ -26,8 +26,14 @@ export interface NodeSchema {
   defaults: Record<string, Setting>
 }
 
-/** A msg may hold a lock one minute unless the node says otherwise: a forgotten release cannot block a flow for ever. */
-export const DEFAULT_HOLD_MS = 60_000
+/**
+ * Lock mode's defaults keep a forgotten release from blocking the msgs behind it for longer than
+ * they wait: a msg holds a lock at most 10 s (a get, a computation and a set take milliseconds),
+ * and a msg waits up to 30 s, so the next one still gets the lock after a dropped msg's hold ends.
+ */
+export const DEFAULT_HOLD_MS = 10_000
+/** How long a msg waits for a lock unless the node says otherwise (longer than a hold may last). */
+export const DEFAULT_WAIT_MS = 30_000
 /** Msgs that may wait for a lock in lock mode unless the node says otherwise. */
 export const DEFAULT_QUEUE = 100
 
@@ -156,7 +162,7 @@ export const SCHEMAS = {
       action: { value: 'acquire' },
       holder: { value: '' },
       leaseMs: whole(DEFAULT_LEASE_MS),
-      timeout: whole(DEFAULT_LEASE_MS),
+      timeout: whole(DEFAULT_WAIT_MS),
       holdMs: whole(DEFAULT_HOLD_MS),
       queue: whole(DEFAULT_QUEUE),
       autoRenew: { value: true },

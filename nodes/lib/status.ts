@@ -5,7 +5,7 @@ import { describeError } from './errors'
 import { notAuthorized } from './connection-log'
 
 /** Status texts are short by convention (under 20 characters); longer details go to the log and to Catch. */
-function clip(text: string, max: number): string {
+export function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`
 }
 
@@ -32,8 +32,11 @@ export function connectionStatus(status: ConnectionStatus, t: Translate): NodeSt
       return {
         fill: 'red',
         shape: 'ring',
-        // The reason is the one thing a user needs to fix the connection, so it stays even past 20 characters.
-        text: status.reason ? `${t('node-red:common.status.disconnected')}: ${clip(status.reason, 28)}` : t('node-red:common.status.disconnected'),
+        // The reason is the one thing a user needs to fix the connection, so it stays even past 20
+        // characters, the address and port included ("connect ECONNREFUSED [::1]:18830" is 32 long).
+        text: status.reason
+          ? `${t('node-red:common.status.disconnected')}: ${clip(status.reason.replace(/^connect /, ''), 48)}`
+          : t('node-red:common.status.disconnected'),
       }
   }
 }
@@ -82,9 +85,13 @@ export class StatusView {
     this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text })
   }
 
-  /** An outcome that did not do what was asked (a release that released nothing): never green. */
-  attention(key: string): void {
-    this.show({ fill: 'yellow', shape: this.connected ? 'dot' : 'ring', text: this.text(key) })
+  /**
+   * An outcome that did not do what was asked (not acquired, lost, a release that released nothing):
+   * never green. `detail` (who holds a lock, since how long, already short) follows the text.
+   */
+  attention(key: string, detail?: string): void {
+    const text = this.text(key) + (detail === undefined ? '' : ` ${detail}`)
+    this.show({ fill: 'yellow', shape: this.connected ? 'dot' : 'ring', text })
   }
 
   /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind; `msgKey`: the msg's key, when it had one. */

@@ -22,6 +22,8 @@ export interface Hold {
   renew(): Promise<string | null>
   /** How long it surely still holds, as this runtime measures it; 0 when it has ended. */
   remainingMs(): number
+  /** Wall-clock ms at which it was acquired. */
+  readonly since: number
 }
 
 /** The holds of this runtime, by name and value: a release from any node finds the one a msg carries. */
@@ -62,6 +64,25 @@ export function holdTimeLeft(lock: unknown): number | undefined {
 
 export function find(info: Pick<HoldInfo, 'name' | 'value'>): Hold | undefined {
   return holds.get(id(info.name, info.value))
+}
+
+/** Holders seen by a waiting msg, by lock name, with when they were first seen: how long a hold of another runtime has lasted at least. */
+const sightings = new Map<string, { value: string; since: number }>()
+const SIGHTINGS_KEPT = 10_000
+
+/**
+ * Since when `value` has held the lock `name`, as this runtime knows it: exactly for a hold made
+ * here, otherwise since a msg of this runtime first saw it hold the lock (`now` when first seen now).
+ */
+export function heldSince(name: string, value: string, now: number): number {
+  const local = holds.get(id(name, value))
+  if (local) return local.since
+  const seen = sightings.get(name)
+  if (seen?.value === value) return seen.since
+  sightings.delete(name)
+  sightings.set(name, { value, since: now })
+  if (sightings.size > SIGHTINGS_KEPT) sightings.delete(sightings.keys().next().value as string)
+  return now
 }
 
 /**

@@ -20,20 +20,31 @@ export function leaseMode(ctx: ModeContext): LockMode {
     const existing = held.get(name)
     if (existing) return existing
     const lease = new Lease(c, name, { holder, leaseMs, renewPeriodMs })
+    let since = 0
     const hold: Hold = {
       info: { name, holder, value: holder, fencingToken: '' },
+      get since() {
+        return since
+      },
       release: (options) => lease.release(options),
       remainingMs: () => lease.remainingMs,
       renew: async () => ((await lease.renew()) && lease.fencingToken ? lease.fencingToken.toString() : null),
     }
     const created: Held = { lease, hold, busy: 0 }
     lease.on('error', (err) => node.warn(err.message))
-    lease.on('acquired', () => register(hold))
-    lease.on('released', () => unregister(hold))
+    lease.on('acquired', () => {
+      since = Date.now()
+      register(hold)
+    })
+    lease.on('released', () => {
+      unregister(hold)
+      // Released by another node (the msg's hold): this node no longer says "acquired".
+      if (!ctx.closing() && created.busy === 0) status.outcome('status.released')
+    })
     lease.on('lost', ({ reason }) => {
       unregister(hold)
       if (ctx.closing() || created.busy > 0) return
-      status.outcome('status.lost')
+      status.attention('status.lost')
       node.send([null, { topic: name, key: name, payload: false, acquired: false, lost: true, holder, reason }])
     })
     store?.activity.trackLease(node.id, name, 'lease', holder, leaseMs, lease)
@@ -81,7 +92,7 @@ export function leaseMode(ctx: ModeContext): LockMode {
         } else {
           const current = await holderIfReachable(c, name)
           if (current !== undefined) m.holder = current
-          status.outcome(action === 'renew' ? 'status.lost' : 'status.notAcquired')
+          status.attention(action === 'renew' ? 'status.lost' : 'status.notAcquired')
         }
         out(token !== null, msg)
       } finally {

@@ -3,18 +3,26 @@ import type { StateStoreClient } from '../../src/client'
 import { CancelledError, TimeoutError } from '../../src/errors'
 import { Lock } from '../../src/locks'
 import { InputError } from '../lib/errors'
-import { holdValue, register, unregister, type Hold, type HoldInfo } from './holds'
+import { heldSince, holdValue, register, unregister, type Hold, type HoldInfo } from './holds'
+import { givingUp } from './give-up'
 import { holderIfReachable, text, type Action, type LockMode, type ModeContext, type Out } from './mode'
 
 const OWN = 'node-red-contrib-aio-statestore/ss-lock:ss-lock.'
 
 type Msg = NodeMessage & Record<string, unknown>
 
+/** How long a take waits before it asks who holds the lock. */
+const SIGHTING_AFTER_MS = 500
+
 /** A msg waiting for its turn at one lock name, until its own deadline. */
 interface Waiter {
   readonly msg: Msg
   readonly out: Out
+  /** Wall-clock ms it began to wait. */
+  readonly start: number
   readonly deadline: number
+  /** Whether the store was connected at any time while it waited: without, its wait says nothing of the lock. */
+  sawConnection: boolean
   timer?: NodeJS.Timeout
   settle(err?: unknown): void
 }
@@ -24,7 +32,8 @@ interface Line {
   readonly name: string
   readonly waiting: Waiter[]
   current: MsgHold | null
-  acquiring: boolean
+  /** The msg taking the lock (between its turn and the answer). */
+  acquiring: Waiter | null
 }
 
 /** Why a hold ended while its msg was still in the flow (msg.reason on output 2). */
@@ -34,6 +43,7 @@ type LossReason = 'holdAtMost' | 'expired' | 'lost' | 'released'
 class MsgHold implements Hold {
   ended = false
   renewing = false
+  readonly since = Date.now()
   private readonly timers: NodeJS.Timeout[] = []
 
   constructor(
@@ -115,31 +125,39 @@ export function lockMode(ctx: ModeContext): LockMode {
   function line(name: string): Line {
     let l = lines.get(name)
     if (!l) {
-      l = { name, waiting: [], current: null, acquiring: false }
+      l = { name, waiting: [], current: null, acquiring: null }
       lines.set(name, l)
     }
     return l
   }
 
-  /** Not acquired: output 2 with who holds it, when the store can be asked. */
-  async function refuse(c: StateStoreClient, name: string, w: Waiter): Promise<void> {
-    const current = await holderIfReachable(c, name)
-    w.msg.acquired = false
-    if (current !== undefined) w.msg.holder = current
-    status.outcome('status.notAcquired')
-    w.out(false, w.msg)
+  /** Not acquired: output 2 with whose hold blocks it and since how long (or NotConnected). */
+  const refuse = givingUp(ctx)
+
+  /** The store's connection came: every msg waiting now has waited with it. */
+  function connected(): void {
+    for (const l of lines.values()) {
+      if (l.acquiring) l.acquiring.sawConnection = true
+      for (const w of l.waiting) w.sawConnection = true
+    }
+  }
+
+  /** The msgs waiting for a name (the one taking it included), for the sidebar's timeline. */
+  function report(l: Line): void {
+    if (!closing.signal.aborted) store?.activity.waitingChanged(node.id, l.name, 'lock', l.waiting.length + (l.acquiring ? 1 : 0))
   }
 
   function next(c: StateStoreClient, l: Line): void {
-    if (l.current || l.acquiring || closing.signal.aborted) return
+    if (l.current || l.acquiring || closing.signal.aborted) return report(l)
     const w = l.waiting.shift()
     if (!w) {
       // Nothing holds, takes or waits for this name: forget it (msg.key may name many).
       lines.delete(l.name)
-      return
+      return report(l)
     }
     clearTimeout(w.timer)
-    l.acquiring = true
+    l.acquiring = w
+    report(l)
     void take(c, l, w)
   }
 
@@ -149,6 +167,14 @@ export function lockMode(ctx: ModeContext): LockMode {
     // then, and no renewal writes the key back.
     const lock = new Lock(c, l.name, { holder: value, leaseMs, renewPeriodMs, followKey: true })
     lock.lease.on('error', (err) => node.warn(err.message))
+    // A take that waits a while asks once who holds the lock: how long a hold of another runtime has
+    // lasted at least, should a msg give up behind it (an uncontended take costs no request more).
+    const ask = setTimeout(() => {
+      holderIfReachable(c, l.name).then(
+        (h) => h && heldSince(l.name, h, Date.now()),
+        () => {},
+      )
+    }, SIGHTING_AFTER_MS)
     store?.activity.trackLease(node.id, l.name, 'lock', value, leaseMs, lock.lease)
     let failure: unknown = undefined
     try {
@@ -176,7 +202,8 @@ export function lockMode(ctx: ModeContext): LockMode {
       if (err instanceof TimeoutError) await refuse(c, l.name, w).catch((e: unknown) => (failure = e))
       else if (!(err instanceof CancelledError && closing.signal.aborted)) failure = err
     } finally {
-      l.acquiring = false
+      clearTimeout(ask)
+      l.acquiring = null
       w.settle(failure)
       next(c, l)
     }
@@ -187,11 +214,11 @@ export function lockMode(ctx: ModeContext): LockMode {
     if (l.current === h) l.current = null
     if (loss && !closing.signal.aborted) {
       if (loss.reason === 'holdAtMost') node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
-      status.outcome(loss.reason === 'released' ? `${OWN}status.releasedElsewhere` : 'status.lost')
+      status.attention(loss.reason === 'released' ? `${OWN}status.releasedElsewhere` : 'status.lost')
       const m = RED.util.cloneMessage(w.msg)
       Object.assign(m, { key: l.name, acquired: false, lost: true, reason: loss.reason, ...(loss.detail ? { detail: loss.detail } : {}) })
       node.send([null, m])
-    }
+    } else if (!closing.signal.aborted && !holding()) status.outcome('status.released')
     next(c, l)
   }
 
@@ -201,10 +228,13 @@ export function lockMode(ctx: ModeContext): LockMode {
     if ((l.current || l.acquiring) && l.waiting.length >= queueSize)
       throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
     await new Promise<void>((resolve, reject) => {
+      const start = Date.now()
       const w: Waiter = {
         msg,
         out,
-        deadline: Date.now() + timeoutMs,
+        start,
+        deadline: start + timeoutMs,
+        sawConnection: status.connected,
         // A caught value passed on as it came (narrowed from unknown by the undefined check).
         // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
         settle: (err) => (err === undefined ? resolve() : reject(err)),
@@ -214,6 +244,7 @@ export function lockMode(ctx: ModeContext): LockMode {
         const i = l.waiting.indexOf(w)
         if (i < 0) return
         l.waiting.splice(i, 1)
+        report(l)
         refuse(c, name, w).then(
           () => w.settle(),
           (err: unknown) => w.settle(err),
@@ -223,6 +254,9 @@ export function lockMode(ctx: ModeContext): LockMode {
       next(c, l)
     })
   }
+
+  /** Whether a msg of this node holds any lock now: the status says "acquired" only while one does. */
+  const holding = (): boolean => [...lines.values()].some((l) => l.current !== null)
 
   /** The hold a release or renew without msg.lock means: this node's current hold of the name. */
   const own = (name: string): MsgHold | null => lines.get(name)?.current ?? null
@@ -254,9 +288,11 @@ export function lockMode(ctx: ModeContext): LockMode {
         m.holder = holder
         m.lock = { ...hold!.info }
         status.outcome('status.renewed')
-      } else status.outcome('status.lost')
+      } else status.attention('status.lost')
       out(token !== null, msg)
     },
+
+    connected,
 
     async close(): Promise<void> {
       closing.abort()

@@ -37,6 +37,8 @@ export interface LockMode {
   act(client: StateStoreClient, action: Action, name: string, msg: NodeMessage, out: Out): Promise<void>
   /** The node is closing: release what it holds, end what waits. */
   close(): Promise<void>
+  /** The store's connection is up (again). */
+  connected?(): void
 }
 
 export const text = (b: Buffer | null | undefined): string | null => (b ? b.toString('utf8') : null)

@@ -107,7 +107,7 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     })
     return report(io, outcome)
   } catch (err) {
-    return report(io, err instanceof ConnectFailed ? { code: Exit.failed, message: err.message } : outcomeOf(err))
+    return report(io, err instanceof ConnectFailed ? { code: Exit.failed, message: err.message } : outcomeOf(err, { command: name, args: parsed.positionals }))
   } finally {
     await client?.close()
   }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { randomBytes } from 'node:crypto'
 
@@ -46,10 +46,39 @@ export function devLayout(dir: string): DevLayout {
   }
 }
 
-/** Creates what is missing of the layout (not `.env`: see writeDevEnv). Throws with openssl's words when it fails. */
-export function prepareDevLayout(dir: string): DevLayout {
+/**
+ * Files and folders of the layout that others than their owner may write: whoever can write the
+ * token file chooses the token the SAT listener accepts, and whoever can write `.session` can swap it.
+ */
+export function writableByOthers(layout: DevLayout): string[] {
+  const found: string[] = []
+  for (const path of [layout.session, layout.tokenFile, layout.caFile, layout.clientCertFile, layout.clientKeyFile]) {
+    let mode: number
+    try {
+      mode = statSync(path).mode
+    } catch {
+      continue
+    }
+    if ((mode & 0o022) !== 0) found.push(`${path} (mode ${(mode & 0o777).toString(8).padStart(3, '0')})`)
+  }
+  return found
+}
+
+/**
+ * Creates what is missing of the layout (not `.env`: see writeDevEnv). Throws with openssl's words
+ * when it fails, and when a file already there may be written by others (writableByOthers).
+ * `undo()` removes what this call created, for a start that fails after it.
+ */
+export function prepareDevLayout(dir: string): DevLayout & { undo(): void } {
   const layout = devLayout(dir)
+  const loose = writableByOthers(layout)
+  if (loose.length > 0) throw new Error(`refusing files that others may write (chmod go-w, or remove them to have them made anew): ${loose.join(', ')}`)
   const broker = join(layout.dir, '.broker')
+  // The first of the layout's folders that does not exist yet: removing it undoes all that is made below it.
+  const created = [layout.dir, layout.session, broker].filter((path) => !existsSync(path))
+  const undo = () => {
+    for (const path of created) rmSync(path, { recursive: true, force: true })
+  }
   mkdirSync(layout.session, { recursive: true, mode: 0o700 })
   mkdirSync(broker, { recursive: true, mode: 0o700 })
   const caKey = join(broker, 'ca.key')
@@ -114,7 +143,7 @@ export function prepareDevLayout(dir: string): DevLayout {
   sign('client', '/CN=aio-statestore-dev-client', layout.clientCertFile, layout.clientKeyFile, 'extendedKeyUsage=clientAuth\n')
   // A stand-in for a projected service account token: the SAT listener accepts what this file holds.
   if (!existsSync(layout.tokenFile)) writeFileSync(layout.tokenFile, `dev.${randomBytes(24).toString('base64url')}\n`, { mode: 0o600 })
-  return layout
+  return { ...layout, undo }
 }
 
 /**

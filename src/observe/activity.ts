@@ -3,6 +3,7 @@ import type { LeaderElection } from '../locks/leader'
 import type { Lease } from '../locks/lease'
 import { TypedEmitter } from '../typed-emitter'
 import { ConnectionMetrics } from './metrics'
+import { Timeline, type LockKind } from './timeline'
 
 /** A key some part of the application observes, with the last change it heard of. */
 export interface WatchRecord {
@@ -18,7 +19,7 @@ export interface WatchRecord {
   notifications: number
 }
 
-export type LockKind = 'lease' | 'lock' | 'leader'
+export type { LockKind }
 
 /** A lease, lock or election position used by one owner (a node) of this application. */
 export interface LockRecord {
@@ -57,11 +58,16 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
   readonly metrics: ConnectionMetrics
   readonly watches = new Map<string, WatchRecord>()
   readonly locks = new Map<string, LockRecord>()
+  /** The last minutes of holders, hand-overs, waiting msgs and numeric values, for the sidebar's timeline. */
+  readonly timeline: Timeline
   private readonly detachers = new Map<string, () => void>()
+  /** Msgs waiting per `${owner}/${name}` (lock mode). */
+  private readonly waits = new Map<string, { name: string; count: number }>()
 
   constructor(private readonly now: () => number = Date.now) {
     super()
     this.metrics = new ConnectionMetrics(now)
+    this.timeline = new Timeline(now)
   }
 
   connectionChanged(): void {
@@ -94,6 +100,8 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
     w.version = n.version?.toString() ?? null
     w.at = this.now()
     w.notifications += 1
+    const number = n.value ? numberIn(n.value) : null
+    if (number !== null) this.timeline.value(key, number)
     this.emit('change', { kind: 'watch', key })
   }
 
@@ -119,6 +127,7 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
     this.locks.set(id, record)
     const changed = () => {
       record.at = this.now()
+      this.noteHolder(name, kind)
       this.emit('change', { kind: 'lock', id })
     }
     const onAcquired = ({ fencingToken }: { fencingToken: { toString(): string } }) => {
@@ -137,11 +146,12 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
       record.expiresAt = this.now() + leaseMs
       changed()
     }
-    const onLost = ({ reason }: { reason: string }) => {
+    const onLost = ({ reason, deleted }: { reason: string; deleted?: boolean }) => {
       record.held = false
       record.fencingToken = null
       record.expiresAt = null
-      record.currentHolder = undefined
+      // Its key was deleted (released elsewhere, expired): the lock is free, not contested.
+      record.currentHolder = deleted ? null : undefined
       record.lastReason = reason
       changed()
     }
@@ -172,6 +182,7 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
     if (!record) return
     record.currentHolder = holder
     record.at = this.now()
+    this.noteHolder(name, record.kind)
     this.emit('change', { kind: 'lock', id: record.id })
   }
 
@@ -182,6 +193,7 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
    */
   storeHolder(name: string, holder: Buffer | null): void {
     const now = holder === null ? null : holder.toString('utf8')
+    let kind: LockKind | null = null
     for (const record of this.locks.values()) {
       if (record.name !== name) continue
       record.currentHolder = now
@@ -191,12 +203,36 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
         record.expiresAt = null
       }
       record.at = this.now()
+      kind = record.kind
       this.emit('change', { kind: 'lock', id: record.id })
     }
+    if (kind) this.noteHolder(name, kind)
+  }
+
+  /** How many msgs wait at one owner (a lock-mode node) for `name`: the timeline draws their sum per name. */
+  waitingChanged(owner: string, name: string, kind: LockKind, count: number): void {
+    const id = `${owner}/${name}`
+    if (count === 0) this.waits.delete(id)
+    else this.waits.set(id, { name, count })
+    let total = 0
+    for (const w of this.waits.values()) if (w.name === name) total += w.count
+    this.timeline.waiting(name, kind, total)
+  }
+
+  /** Who holds `name` as this runtime knows it: one of our holds, else what the store or a reader told; unknown is not drawn. */
+  private noteHolder(name: string, kind: LockKind): void {
+    let told: string | null | undefined = undefined
+    for (const record of this.locks.values()) {
+      if (record.name !== name) continue
+      if (record.held) return this.timeline.holder(name, kind, record.holder, true)
+      if (told === undefined) told = record.currentHolder
+    }
+    if (told !== undefined) this.timeline.holder(name, kind, told, false)
   }
 
   /** An owner (node) is gone: its watches and locks leave the registry. */
   forget(owner: string): void {
+    for (const id of [...this.waits.keys()]) if (id.startsWith(`${owner}/`)) this.waits.delete(id)
     for (const [key, w] of this.watches) if (w.observers.has(owner)) this.watchStopped(owner, key)
     for (const [id, record] of this.locks) {
       if (record.owner !== owner) continue
@@ -206,4 +242,25 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
       this.emit('change', { kind: 'lock', id })
     }
   }
+}
+
+/**
+ * A value that reads as a number, for the timeline's chart: a number (`21.5`, ` 7 `, `"21.5"`), or a
+ * JSON object with one property and a number in it (`{"celsius": 21.5}`); null otherwise.
+ */
+function numberIn(value: Buffer): number | null {
+  if (value.length === 0 || value.length > 256) return null
+  const text = value.toString('utf8').trim()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return null
+  }
+  if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
+    const values = Object.values(parsed)
+    parsed = values.length === 1 ? values[0] : null
+  }
+  if (typeof parsed === 'string' && /^\s*[-+0-9.eE]+\s*$/.test(parsed)) parsed = Number(parsed)
+  return typeof parsed === 'number' && Number.isFinite(parsed) ? parsed : null
 }

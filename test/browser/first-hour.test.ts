@@ -2,7 +2,7 @@
 // quiet Debug sidebar after start, the palette filter finding the nodes, a new node that takes the
 // state store at once, an uncaught error that reads as one line with the status naming it, and the
 // config dialog's Test connection button and resolved ${AIO_STATESTORE_URL}. Screenshots of each
-// go to artifacts/browser/first-hour-*.png (copied to docs/images/*-after.png for the record).
+// go to artifacts/browser/first-hour-*.png (not kept in docs/images: no doc shows them).
 import { strict as assert } from 'node:assert'
 import { Editor } from './editor'
 import { checkPage, openEditor, requireChromium, type OpenedEditor } from './session'

@@ -103,11 +103,16 @@ for (const lang of ['ja', 'de']) {
       // The sidebar draws a connection's box once its first figures arrive: wait for it before reading
       await page.locator('.ss-sidebar-store .ss-sidebar-heading').first().waitFor()
       const headings = (await page.locator('.ss-sidebar-store').first().locator('.ss-sidebar-heading').allTextContents()).map((h) => h.trim())
-      assert.deepEqual(
-        headings,
-        ['connection', 'watches', 'locks'].map((s) => text(sidebar, `ss-sidebar.section.${s}`)),
-      )
+      assert.deepEqual(headings, [
+        ...['connection', 'watches', 'locks'].map((s) => text(sidebar, `ss-sidebar.section.${s}`)),
+        text(sidebar, 'ss-sidebar.section.timeline').replace('__n__', '5'),
+      ])
       const store = page.locator('.ss-sidebar-store').first()
+      // The examples' leader election is on the timeline, its time axis in that language.
+      await store
+        .locator('.ss-sidebar-timeline-axis span', { hasText: text(sidebar, 'ss-sidebar.timeline.now') })
+        .first()
+        .waitFor({ timeout: 20000 })
       await store.locator('.ss-sidebar-status .ss-sidebar-value', { hasText: text(sidebar, 'ss-sidebar.state.connected') }).waitFor()
       assert.equal((await page.locator('.ss-sidebar-inspector .ss-sidebar-get').textContent())?.trim(), text(sidebar, 'ss-sidebar.inspector.get'))
       await session!.editor.screenshot(`sidebar-${lang}`, page.locator('#red-ui-sidebar'))

@@ -34,6 +34,7 @@ export interface KeyEntry {
   /** Wall-clock ms, or null for none. */
   expiresAt: number | null
   fencingToken: string | null
+  /** SET to be persisted (a key rule or the dynamic property): kept on disk when the emulator has a persistence file. */
   persisted: boolean
 }
 
@@ -207,8 +208,8 @@ export class EmulatorAdmin {
     return {
       ...entry(id, record, value.length),
       value,
-      persistedBy: record.persisted ? this.whyPersisted(id) : null,
-      notPersistedBecause: record.persisted ? null : this.persistence ? 'no-rule' : 'no-file',
+      persistedBy: record.persisted && this.persistence ? this.whyPersisted(id) : null,
+      notPersistedBecause: record.persisted && this.persistence ? null : this.persistence ? 'no-rule' : 'no-file',
       access: this.access(id, asClientId),
     }
   }

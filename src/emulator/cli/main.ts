@@ -77,7 +77,9 @@ Options:
                            client.key, token.txt) with openssl, writes <dir>/.env with the AIO_* lines of
                            the TLS + SAT listener, and serves the SDKs' dev ports: --listen 1883 (plain, no
                            authentication), --x509-listen 8883 (TLS + X.509) and --sat-listen 8884
-                           (TLS + SAT); each can be changed with its flag. See docs/cluster.md.
+                           (TLS + SAT); each can be changed with its flag. Files of <dir>/.session that
+                           others may write are refused (chmod go-w). A start that fails (a port taken)
+                           leaves no folder it made. See docs/cluster.md.
   --tls-cert <file>        The TLS listeners' certificate (PEM, with its chain); --tls-key its key.
   --tls-key <file>
   --x509-listen [host:]port
@@ -101,9 +103,23 @@ Options:
   -h, --help               This text.
 
 It prints one line containing "ready" and the broker URL when it serves, and stops cleanly on
-SIGINT or SIGTERM (pending persistent writes are flushed first). SIGHUP reads the --auth file again
+SIGINT or SIGTERM (pending persistent writes are flushed first), and when the process that started
+it (npx, npm, a shell) exits. SIGHUP reads the --auth file again
 and disconnects every client, as a cluster's policy update does.
 `
+
+/** How often the emulator looks whether the process that started it is still there. */
+const PARENT_CHECK_MS = 500
+
+/** A port already taken: the flag that chooses another for that listener. */
+function portHint(err: unknown, options: EmulatorOptions): string {
+  const e = err as NodeJS.ErrnoException & { port?: number }
+  if (e.code !== 'EADDRINUSE') return ''
+  const port = e.port ?? Number(/:(\d+)$/.exec(e.message)?.[1])
+  const tlsIndex = options.tlsListeners?.findIndex((l) => l.port === port) ?? -1
+  const flag = tlsIndex < 0 ? '--listen' : options.tlsListeners![tlsIndex]!.authentication.method === 'x509' ? '--x509-listen' : '--sat-listen'
+  return `\nport ${port} is taken (another broker, or npm start?): choose another with ${flag} PORT (0 picks a free one)`
+}
 
 function fail(message: string): never {
   process.stderr.write(`aio-statestore-emulator: ${message}\nRun with --help for usage.\n`)
@@ -141,7 +157,7 @@ function parseCount(name: string, text: string): number {
 /** The TLS listeners the flags ask for (with --dev, the SDKs' dev layout); null when none. */
 function tlsListenersFrom(
   values: Record<string, string | string[] | boolean | undefined>,
-): { listeners: TlsListenerOptions[]; layout: DevLayout | null } | null {
+): { listeners: TlsListenerOptions[]; layout: (DevLayout & { undo(): void }) | null } | null {
   const text = (name: string) => values[name] as string | undefined
   const dev = text('dev')
   const x509Listen = text('x509-listen') ?? (dev !== undefined ? String(DEV_PORTS.x509) : undefined)
@@ -152,7 +168,7 @@ function tlsListenersFrom(
     return null
   }
   const sat = satListen === undefined ? undefined : parseListen(satListen)
-  let layout: DevLayout | null = null
+  let layout: (DevLayout & { undo(): void }) | null = null
   if (dev !== undefined) {
     try {
       layout = prepareDevLayout(dev)
@@ -317,7 +333,9 @@ async function main(): Promise<void> {
   try {
     emulator = await startEmulator(options)
   } catch (err) {
-    process.stderr.write(`aio-statestore-emulator: cannot start: ${(err as Error).message}\n`)
+    // A layout this start made is taken back: no folder with certificates and no .env is left.
+    tls?.layout?.undo()
+    process.stderr.write(`aio-statestore-emulator: cannot start: ${(err as Error).message}${portHint(err, options)}\n`)
     process.exit(1)
   }
   process.stdout.write(`aio-statestore-emulator ready on ${shownUrl(emulator.brokerUrl)} (node id ${emulator.nodeId})\n`)
@@ -334,13 +352,13 @@ async function main(): Promise<void> {
     )
 
   let stopping = false
-  const stop = (signal: NodeJS.Signals) => {
+  const stop = (signal: NodeJS.Signals, why: string = signal) => {
     if (stopping) {
       process.stderr.write(`aio-statestore-emulator: ${signal} again, exiting now\n`)
       process.exit(1)
     }
     stopping = true
-    process.stderr.write(`aio-statestore-emulator: ${signal}, stopping\n`)
+    process.stderr.write(`aio-statestore-emulator: ${why}, stopping\n`)
     emulator.stop().then(
       () => process.exit(0),
       (err: Error) => {
@@ -349,8 +367,14 @@ async function main(): Promise<void> {
       },
     )
   }
-  process.on('SIGINT', stop)
-  process.on('SIGTERM', stop)
+  process.on('SIGINT', () => stop('SIGINT'))
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  // Started by npx or npm, this process is a child of a shell or of npm: stopping them does not pass
+  // the signal on, and it would live on with its ports. Being re-parented means whoever started it is gone.
+  const parent = process.ppid
+  setInterval(() => {
+    if (process.ppid !== parent && !stopping) stop('SIGTERM', 'the process that started it exited')
+  }, PARENT_CHECK_MS).unref()
   // A policy update, as `az iot ops broker authz apply` makes one: the --auth file is read again and every client disconnected.
   if (options.authorizationFile) {
     process.on('SIGHUP', () => {

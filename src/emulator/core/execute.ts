@@ -157,8 +157,11 @@ export class Executor {
       }
       case 'SET': {
         const policy = this.options.persistencePolicy ?? PersistencePolicy.dynamicOnly
-        const persistedBy = persistence === true ? policy.decide(command.key.toString('latin1'), ctx.prop).rule : null
-        const persist = persistedBy !== null
+        // The key keeps what was asked for it even without a persistence file, so an export tells it
+        // and an import into a store with one keeps it; only the file makes it outlive a restart.
+        const rule = policy.decide(command.key.toString('latin1'), ctx.prop).rule
+        const persist = rule !== null
+        const persistedBy = persistence === true ? rule : null
         const outcome = store.set(command.key, command.value, {
           condition: command.condition,
           ...(command.expiryMs !== undefined ? { expiryMs: command.expiryMs } : {}),
