@@ -125,3 +125,35 @@ export class NotSupportedError extends StateStoreError {
     super(`this state store does not support ${verb} (it answered "unknown command"); the released AIO broker has no ${verb} yet, the emulator has`, options)
   }
 }
+
+const FLOW_CODE_BY_KIND: Record<StateStoreErrorKind, string> = {
+  service: 'Unknown',
+  timeout: 'Timeout',
+  connection: 'Unknown',
+  protocol: 'ProtocolError',
+  argument: 'InvalidArgument',
+  cancelled: 'Cancelled',
+  overloaded: 'Overloaded',
+  'not-supported': 'NotSupported',
+}
+
+/**
+ * The one table from the client's connection codes to the codes a flow sees (the nodes' `msg.error.code`,
+ * the Function-node access's `err.code`): one spelling, so one Catch check sees both. A flow tells a
+ * wait that ran out (`NotConnected`) from a closed client or refused credentials.
+ */
+export const FLOW_CODE_BY_CONNECTION_CODE: Record<ConnectionErrorCode, string> = {
+  notConnected: 'NotConnected',
+  lost: 'ConnectionLost',
+  closed: 'ConnectionClosed',
+  refused: 'BrokerRefused',
+  authFailed: 'NotAuthenticated',
+  noService: 'NoService',
+}
+
+/** The code a flow sees for a state store error: a service error's catalogue name, the connection table's, or one per kind. */
+export function flowCode(err: StateStoreError): string {
+  if (err instanceof ConnectionError) return FLOW_CODE_BY_CONNECTION_CODE[err.code]
+  if ('code' in err && typeof err.code === 'string') return err.code
+  return FLOW_CODE_BY_KIND[err.kind]
+}

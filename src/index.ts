@@ -26,5 +26,5 @@ export {
   type TlsOptions,
 } from './client'
 export * from './locks'
-export { stateStore, SharedStore } from './shared-stores'
+export { stateStore, StoreAccessError, MAX_LISTED_KEYS, type StoreAccess, type StoreLock, type UpdateAccessOptions } from './shared-stores'
 export type { Bytes, SetCondition } from './protocol'

@@ -1,4 +1,4 @@
-import { ConnectionError, StateStoreError, type ConnectionErrorCode } from '../../src/errors'
+import { flowCode, StateStoreError } from '../../src/errors'
 
 /**
  * What a Catch node finds in `msg.error.cause` (Node-RED rebuilds `msg.error` itself and copies only
@@ -23,36 +23,10 @@ export class InputError extends Error {
   }
 }
 
-const CODE_BY_KIND: Record<string, string> = {
-  timeout: 'Timeout',
-  protocol: 'ProtocolError',
-  argument: 'InvalidArgument',
-  cancelled: 'Cancelled',
-  overloaded: 'Overloaded',
-  'not-supported': 'NotSupported',
-}
-
-/**
- * The one table from the client's connection codes to the nodes' documented codes. A flow tells a
- * wait that ran out (`NotConnected`) from a closed client or refused credentials.
- */
-const CODE_BY_CONNECTION_CODE: Record<ConnectionErrorCode, string> = {
-  notConnected: 'NotConnected',
-  lost: 'ConnectionLost',
-  closed: 'ConnectionClosed',
-  refused: 'BrokerRefused',
-  authFailed: 'NotAuthenticated',
-  noService: 'NoService',
-}
-
 export function describeError(err: unknown): ErrorInfo {
   if (err instanceof NodeFailure) return { kind: err.cause.kind, code: err.code, message: err.message }
   if (err instanceof InputError) return { kind: 'input', code: err.code, message: err.message }
-  if (err instanceof ConnectionError) return { kind: err.kind, code: CODE_BY_CONNECTION_CODE[err.code], message: err.message }
-  if (err instanceof StateStoreError) {
-    const code = 'code' in err && typeof err.code === 'string' ? err.code : (CODE_BY_KIND[err.kind] ?? 'Unknown')
-    return { kind: err.kind, code, message: err.message }
-  }
+  if (err instanceof StateStoreError) return { kind: err.kind, code: flowCode(err), message: err.message }
   if (err instanceof Error) return { kind: 'internal', code: 'Internal', message: err.message }
   return { kind: 'internal', code: 'Internal', message: String(err) }
 }
