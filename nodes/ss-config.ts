@@ -212,7 +212,7 @@ export = function (RED: NodeAPI) {
       return notConnected(err.code, shownReason(connection, (key) => RED._(key)) ?? err.message, err)
     }
 
-    shareForFunctions(node)
+    shareForFunctions(RED, node)
     node.on('close', (_removed: boolean, done: () => void) => {
       closing = true
       // The users leave now: their lock entries go without a request on a connection about to close.

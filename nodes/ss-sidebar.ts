@@ -5,7 +5,7 @@ import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulato
 import type { StateStoreClient } from '../src/client'
 import { LiveFeed, lockView, ScanKeyBrowser, viewValue, watchView, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/config-node'
-import { exportKeys, ExportTooLarge } from './lib/export-keys'
+import { ExportTooLarge, MAX_EXPORT_BYTES, MAX_EXPORT_KEYS, responseSink, streamExport, type ExportLimits } from './lib/export-keys'
 import { asksForInternalKeys, isContextInternalKey } from './lib/internal-keys'
 
 /**
@@ -268,25 +268,43 @@ export = function (RED: NodeAPI) {
     }),
   )
 
-  // The browser's keys as a file for `aio-statestore import` or the emulator's --seed.
+  // The browser's keys as a file for `aio-statestore import` or the emulator's --seed: streamed, within
+  // its limits, one export per store at a time (another is answered 429 exportBusy).
+  const exporting = new Set<string>()
   http.get(
     `${BASE}/stores/:id/export`,
     needs(READ),
     route(async (req, res) => {
       const n = store(req, res)
-      const c = n && (await client(n, res))
-      if (!n || !c) return
-      const pattern = typeof req.query.pattern === 'string' && req.query.pattern !== '' ? req.query.pattern : '*'
-      // An emulator in this process tells expiry and persistence; otherwise SCAN lists the keys, or a standalone emulator's admin channel.
-      const a = (n.brokerUrl ? adminFor(n.brokerUrl) : null) ?? ((await scanBrowser(n)) ? null : await admin(n))
+      if (!n) return
+      if (exporting.has(n.id)) return fail(res, 429, 'exportBusy')
+      exporting.add(n.id)
+      const abort = new AbortController()
+      res.on('close', () => abort.abort())
       try {
-        const out = await exportKeys(c, a, pattern)
-        res.type('application/x-ndjson').setHeader('X-Key-Count', String(out.count))
-        res.send(out.text)
+        const c = await client(n, res)
+        if (!c) return
+        const pattern = typeof req.query.pattern === 'string' && req.query.pattern !== '' ? req.query.pattern : '*'
+        // An emulator in this process tells expiry and persistence; otherwise SCAN lists the keys, or a standalone emulator's admin channel.
+        const a = (n.brokerUrl ? adminFor(n.brokerUrl) : null) ?? ((await scanBrowser(n)) ? null : await admin(n))
+        const start = () => res.status(200).type('application/x-ndjson')
+        await streamExport(c, a, pattern, responseSink(res, start, abort.signal), exportLimits(), abort.signal)
+        if (!res.headersSent) start()
+        res.end()
       } catch (err) {
-        if (err instanceof ExportTooLarge) return fail(res, 413, 'exportTooLarge')
+        // Once the file has begun, a failure cuts the download: an export that ends short must not look whole.
+        if (res.headersSent || abort.signal.aborted) return void res.destroy()
+        if (err instanceof ExportTooLarge) return fail(res, 413, err.limit === 'keys' ? 'exportTooLarge' : 'exportTooManyBytes')
         throw err
+      } finally {
+        exporting.delete(n.id)
       }
     }),
   )
+  /** settings.js may set `aioStateStore: { exportMaxBytes, exportMaxKeys }`. */
+  function exportLimits(): ExportLimits {
+    const own = (RED.settings as unknown as { aioStateStore?: { exportMaxBytes?: unknown; exportMaxKeys?: unknown } }).aioStateStore ?? {}
+    const limit = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : fallback)
+    return { maxBytes: limit(own.exportMaxBytes, MAX_EXPORT_BYTES), maxKeys: limit(own.exportMaxKeys, MAX_EXPORT_KEYS) }
+  }
 }

@@ -1,13 +1,15 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import { DEFAULT_LEASE_MS, keyLockName, updateKey } from '../src/locks'
+import { StateStoreError } from '../src/errors'
 import type { Hlc } from '../src/hlc'
 import { decodePayload, encodePayload } from './lib/codec'
 import { InputError } from './lib/errors'
+import { bound, cancelAll, evaluateBounded, type Expression, type Running } from './lib/bounded-expression'
 import { onInput } from './lib/handler'
 import { evaluate, positiveInt, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
 import { holderName, holdValue } from './lock/holds'
-import { SCHEMAS } from './lib/schemas'
+import { DEFAULT_EXPRESSION_TIMEOUT_MS, SCHEMAS } from './lib/schemas'
 
 const DEFAULTS = SCHEMAS['ss-update'].defaults
 
@@ -19,6 +21,7 @@ interface UpdateDef extends NodeDef {
   initial: string
   initialType: string
   timeout: string | number
+  exprTimeout: string | number
   holder: string
   persist: boolean
   overrides: boolean
@@ -26,8 +29,8 @@ interface UpdateDef extends NodeDef {
 
 const OWN = 'node-red-contrib-aio-statestore/ss-update:ss-update.'
 
-/** A prepared JSONata expression, as RED.util.prepareJSONataExpression returns it. */
-type Expression = ReturnType<NodeAPI['util']['prepareJSONataExpression']>
+/** The largest value the node writes: the service's default value limit (the emulator's --max-value-bytes). */
+const MAX_VALUE_BYTES = 16 * 1024 * 1024
 
 export = function (RED: NodeAPI) {
   function SsUpdate(this: Node, def: UpdateDef) {
@@ -37,12 +40,16 @@ export = function (RED: NodeAPI) {
     const key = typedSetting(def, 'key')
     const overrides = def.overrides !== false
     const timeoutMs = positiveInt(def.timeout, DEFAULT_LEASE_MS)
+    const exprTimeoutMs = positiveInt(def.exprTimeout, DEFAULT_EXPRESSION_TIMEOUT_MS)
+    const own = (k: string, s?: Record<string, string | number>) => RED._(OWN + k, s)
+    const running: Running = new Set()
     const initial = { value: def.initial ?? DEFAULTS.initial.value, type: def.initialType || DEFAULTS.initialType.value }
     const holder = holderName(def.holder, store?.clientId, node.id)
     let expression: Expression | null = null
     let expressionError = ''
     try {
-      expression = RED.util.prepareJSONataExpression(def.expression || 'value', node)
+      const source = def.expression || 'value'
+      expression = bound(RED.util.prepareJSONataExpression(source, node), source, { timeoutMs: exprTimeoutMs, t: own })
       // The expression's input is { value, version, msg }, never the msg itself: Node-RED's legacy
       // mode (taken for an expression that names `msg`) would wrap it in { msg } once more.
       ;(expression as { _legacyMode?: boolean })._legacyMode = false
@@ -51,14 +58,16 @@ export = function (RED: NodeAPI) {
       status.misconfigured(`${OWN}status.badExpression`)
     }
 
-    /** The expression over `value`, `version` and `msg` (the whole input msg). */
-    function compute(value: unknown, version: Hlc | null, msg: NodeMessage): Promise<unknown> {
-      return new Promise((resolve, reject) => {
-        RED.util.evaluateJSONataExpression(expression as never, { value, version: version?.toString() ?? null, msg }, (err, result) =>
-          err ? reject(new InputError('ExpressionFailed', RED._(`${OWN}errors.expression`, { error: err.message }))) : resolve(result),
-        )
-      })
+    /** The expression over `value`, `version` and `msg` (the whole input msg), within its time and depth. */
+    async function compute(value: unknown, version: Hlc | null, msg: NodeMessage): Promise<unknown> {
+      try {
+        return await evaluateBounded(RED, expression!, { value, version: version?.toString() ?? null, msg }, exprTimeoutMs, running)
+      } catch (err) {
+        if (err instanceof InputError || err instanceof StateStoreError) throw err
+        throw new InputError('ExpressionFailed', own('errors.expression', { error: (err as Error).message }))
+      }
     }
+    node.on('close', () => cancelAll(running))
 
     onInput(node, status, async (msg, send) => {
       if (!expression) throw new InputError('ExpressionInvalid', RED._(`${OWN}errors.expression`, { error: expressionError }))
@@ -74,6 +83,7 @@ export = function (RED: NodeAPI) {
           const value = await compute(current === null ? start : previous, version, msg)
           // A copy of its own: encodePayload hands back a Buffer value as it is, which two attempts may share.
           const bytes = Buffer.from(encodePayload(value, t))
+          if (bytes.length > MAX_VALUE_BYTES) throw new InputError('ValueTooLarge', own('errors.valueTooLarge', { bytes: bytes.length, max: MAX_VALUE_BYTES }))
           decoded.set(bytes, { previous, value })
           return bytes
         },

@@ -128,3 +128,27 @@ export class NotSupportedError extends StateStoreError {
     super(`this state store does not support ${verb} (it answered "unknown command"); the released AIO broker has no ${verb} yet, the emulator has`, options)
   }
 }
+
+/** The code of every other kind of error: a kind without a code of its own does not compile. */
+export const CODE_BY_KIND = {
+  timeout: 'Timeout',
+  protocol: 'ProtocolError',
+  argument: 'InvalidArgument',
+  cancelled: 'Cancelled',
+  overloaded: 'Overloaded',
+  notSupported: 'NotSupported',
+} as const satisfies Record<Exclude<StateStoreErrorKind, 'service' | 'connection'>, string>
+
+export type KindCode = (typeof CODE_BY_KIND)[keyof typeof CODE_BY_KIND]
+
+/** Every code a state store error carries to a flow or a program, PascalCase (CONTRIBUTING.md). */
+export type FlowCode = ConnectionErrorCode | ServiceErrorCode | KindCode | 'Unknown'
+
+/**
+ * The code a flow sees for a state store error (the nodes' `msg.error.code`, the Function-node
+ * access's `err.code`): the client's own codes are the flow's, so one Catch check sees both.
+ */
+export function flowCode(err: StateStoreError): FlowCode {
+  if (err instanceof ConnectionError || err instanceof ServiceError) return err.code
+  return (CODE_BY_KIND as Partial<Record<StateStoreErrorKind, KindCode>>)[err.kind] ?? 'Unknown'
+}

@@ -1,10 +1,11 @@
 import {
+  CODE_BY_KIND,
   CONNECTION_ERROR_CODES,
-  ConnectionError,
+  flowCode,
   SERVICE_ERROR_TEXT,
-  ServiceError,
   StateStoreError,
   type ConnectionErrorCode,
+  type KindCode,
   type ServiceErrorCode,
   type StateStoreErrorKind,
 } from '../../src/errors'
@@ -36,23 +37,15 @@ export const INPUT_ERROR_CODES = [
   'LockQueueFull',
   'HoldEnded',
   'TooManyKeys',
+  'TooManyKeyBytes',
+  'ExpressionTimeout',
+  'ExpressionTooDeep',
+  'ValueTooLarge',
   'KeyValuesInvalid',
   'NoConfig',
 ] as const
 
 export type InputErrorCode = (typeof INPUT_ERROR_CODES)[number]
-
-/** The code of every other kind of error: a kind without a code of its own does not compile. */
-const CODE_BY_KIND = {
-  timeout: 'Timeout',
-  protocol: 'ProtocolError',
-  argument: 'InvalidArgument',
-  cancelled: 'Cancelled',
-  overloaded: 'Overloaded',
-  notSupported: 'NotSupported',
-} as const satisfies Record<Exclude<StateStoreErrorKind, 'service' | 'connection'>, string>
-
-type KindCode = (typeof CODE_BY_KIND)[keyof typeof CODE_BY_KIND]
 
 /** Every code a node hands a Catch node in `msg.error.code`, PascalCase as the service's own (CONTRIBUTING.md). */
 export type NodeErrorCode = InputErrorCode | ConnectionErrorCode | KindCode | ServiceErrorCode | 'Unknown' | 'Internal'
@@ -93,9 +86,7 @@ export function describeError(err: unknown): ErrorInfo {
   if (err instanceof NodeFailure) return { kind: err.cause.kind, code: err.code, message: err.message }
   if (err instanceof InputError) return { kind: 'input', code: err.code, message: err.message }
   // The client's codes are the nodes' codes: a flow tells a wait that ran out (`NotConnected`) from a closed client or refused credentials.
-  if (err instanceof ConnectionError || err instanceof ServiceError) return { kind: err.kind, code: err.code, message: err.message }
-  if (err instanceof StateStoreError)
-    return { kind: err.kind, code: (CODE_BY_KIND as Partial<Record<StateStoreErrorKind, KindCode>>)[err.kind] ?? 'Unknown', message: err.message }
+  if (err instanceof StateStoreError) return { kind: err.kind, code: flowCode(err), message: err.message }
   if (err instanceof Error) return { kind: 'internal', code: 'Internal', message: err.message }
   return { kind: 'internal', code: 'Internal', message: String(err) }
 }

@@ -1,23 +1,72 @@
+import { once } from 'node:events'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { StateStoreClient } from '../../src/client'
 import type { AdminChannel } from '../../src/emulator/admin'
 import { exportPages } from '../../src/key-export'
 import { encodeKeyRecord } from '../../src/key-records'
 
-/** Keys one export from the sidebar may hold: it is built in memory before it is sent. */
+/** Keys one export from the sidebar may hold unless settings.js says otherwise (`aioStateStore.exportMaxKeys`). */
 export const MAX_EXPORT_KEYS = 100_000
+/** Bytes one export from the sidebar may write unless settings.js says otherwise (`aioStateStore.exportMaxBytes`). */
+export const MAX_EXPORT_BYTES = 64 * 1024 * 1024
 
-/** More keys match than one export from the sidebar takes. */
-export class ExportTooLarge extends Error {}
+/** Values read at once: few keys, about 1 MiB where the listing tells sizes, so that no burst of answers holds the runtime long. */
+const BATCH = { keys: 4, bytes: 1024 * 1024 }
 
-/** The keys matching a pattern with their values as an `aio-statestore export` file, for the sidebar's key browser. */
-export async function exportKeys(client: StateStoreClient, admin: AdminChannel | null, pattern: string): Promise<{ text: string; count: number }> {
-  let text = ''
-  let count = 0
-  for await (const { records, unread } of exportPages(client, admin, pattern)) {
-    if (unread.length > 0) throw unread[0]!.error
-    count += records.length
-    if (count > MAX_EXPORT_KEYS) throw new ExportTooLarge()
-    for (const r of records) text += encodeKeyRecord(r)
+export interface ExportLimits {
+  maxKeys: number
+  maxBytes: number
+}
+
+/** More keys match, or more bytes, than one export from the sidebar takes: `limit` says which. */
+export class ExportTooLarge extends Error {
+  constructor(readonly limit: 'keys' | 'bytes') {
+    super(`the export is over its ${limit} limit`)
   }
-  return { text, count }
+}
+
+/** Where the export goes: `write` resolves once the chunk may be followed by the next (the socket drained). */
+export interface ExportSink {
+  write(chunk: string): Promise<void>
+}
+
+/**
+ * The keys matching a pattern with their values as an `aio-statestore export` file, for the sidebar's
+ * key browser, written to `sink` a few keys at a time (never the whole file in memory) and letting the
+ * runtime's other work in between. Fails with ExportTooLarge before writing past a limit; the count
+ * of keys written otherwise.
+ */
+export async function streamExport(
+  client: StateStoreClient,
+  admin: AdminChannel | null,
+  pattern: string,
+  sink: ExportSink,
+  limits: ExportLimits,
+  signal: AbortSignal,
+): Promise<number> {
+  let count = 0
+  let bytes = 0
+  for await (const { records, unread } of exportPages(client, admin, pattern, signal, BATCH)) {
+    if (unread.length > 0) throw unread[0]!.error
+    for (const r of records) {
+      const line = encodeKeyRecord(r)
+      count += 1
+      bytes += Buffer.byteLength(line)
+      if (count > limits.maxKeys) throw new ExportTooLarge('keys')
+      if (bytes > limits.maxBytes) throw new ExportTooLarge('bytes')
+      await sink.write(line)
+    }
+    await nextTurn(undefined, { signal })
+  }
+  return count
+}
+
+/** A sink over an HTTP response: headers go with the first chunk; a full socket buffer is waited out. */
+export function responseSink(res: NodeJS.WritableStream & { headersSent: boolean }, start: () => void, signal: AbortSignal): ExportSink {
+  return {
+    async write(chunk) {
+      if (!res.headersSent) start()
+      if (!res.write(chunk)) await once(res, 'drain', { signal })
+    },
+  }
 }

@@ -34,6 +34,8 @@ export interface NodeSchema {
 export const DEFAULT_HOLD_MS = 10_000
 /** How long a msg waits for a lock unless the node says otherwise (longer than a hold may last). */
 export const DEFAULT_WAIT_MS = 30_000
+/** How long one evaluation of *update key*'s expression may run unless the node says otherwise. */
+export const DEFAULT_EXPRESSION_TIMEOUT_MS = 1000
 /** Msgs that may wait for a lock in lock mode unless the node says otherwise. */
 export const DEFAULT_QUEUE = 100
 
@@ -181,6 +183,7 @@ export const SCHEMAS = {
       initial: { value: '0', validate: { typedInput: 'initialType' } },
       initialType: { value: 'num' },
       timeout: whole(DEFAULT_LEASE_MS),
+      exprTimeout: whole(DEFAULT_EXPRESSION_TIMEOUT_MS),
       holder: { value: '' },
       persist: { value: false },
       overrides,

@@ -1,6 +1,6 @@
 import { ArgumentError, ConnectionError, TimeoutError } from '../errors'
 import type { HybridLogicalClock } from '../hlc'
-import { notificationFilter, type Bytes, type ProtocolName } from '../protocol'
+import { notificationFilter, Prop, userProperty, type Bytes, type ProtocolName } from '../protocol'
 import { cancelledBy, requirePositive } from '../arguments'
 import { backoffDelay } from './backoff'
 import { Connection } from './connection'
@@ -77,8 +77,11 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
       this.trust,
     )
     this.connection.on('message', (topic, payload, packet) => {
-      if (topic === responseTopic) this.requests.handleResponse(payload, packet)
-      else this.notifications.handle(topic, payload, packet)
+      if (topic === responseTopic) {
+        // An answer's node id is the service's: notifications from it are taken at once.
+        this.trust.answered(userProperty(packet.properties, Prop.timestamp))
+        this.requests.handleResponse(payload, packet)
+      } else this.notifications.handle(topic, payload, packet)
     })
     this.connection.on('online', ({ resumed, first }) => {
       this.requests.onOnline(resumed, first)

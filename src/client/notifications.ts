@@ -36,8 +36,13 @@ interface Entry {
   busy: number
   retry: NodeJS.Timeout | null
   attempts: number
+  /** A read confirming a notification from an unknown node id is on its way; the notifications waiting for it, in order. */
+  confirming: boolean
+  held: KeyNotification[]
 }
 
+/** Notifications of one key held while a read confirms them; past this the oldest go (the read still tells what holds). */
+const MAX_HELD = 10_000
 const RETRY_MIN_MS = 200
 const RETRY_MAX_MS = 5000
 
@@ -106,15 +111,22 @@ export class Notifications {
       return
     }
     const version = this.notificationVersion(packet)
-    const refusal = this.trust.refusal(version)
-    if (refusal !== null) {
-      this.options.logger(
-        'warn',
-        `dropped a notification for key ${parsed.key.toString('hex').slice(0, 64)}: ${refusal} (${this.trust.dropped} dropped so far)`,
-      )
+    const verdict = this.trust.judge(version)
+    const entry = this.entries.get(parsed.key.toString('hex'))
+    const value = operation.operation === 'SET' ? operation.value : null
+    // While a read confirms a notification of this key, the ones after it wait behind it, in order.
+    if (entry?.confirming && version && (verdict.take || verdict.confirm)) {
+      return this.confirm(entry, { key: parsed.key, operation: operation.operation, value, version, reconciled: false })
+    }
+    if (!verdict.take) {
+      // From a node id no answer carried: a read of the key says what holds, and teaches the node id if it is the service's.
+      if (verdict.confirm && entry && entry.slots.size > 0 && version) {
+        return this.confirm(entry, { key: parsed.key, operation: operation.operation, value, version, reconciled: false })
+      }
+      const reason = verdict.confirm ? this.trust.unconfirmed() : verdict.reason
+      this.options.logger('warn', `dropped a notification for key ${parsed.key.toString('hex').slice(0, 64)}: ${reason} (${this.trust.dropped} dropped so far)`)
       return
     }
-    const entry = this.entries.get(parsed.key.toString('hex'))
     const n: KeyNotification = {
       key: parsed.key,
       operation: operation.operation,
@@ -176,6 +188,8 @@ export class Notifications {
         busy: 0,
         retry: null,
         attempts: 0,
+        confirming: false,
+        held: [],
       }
       this.entries.set(id, entry)
     }
@@ -245,26 +259,84 @@ export class Notifications {
       return null
     }
     if (entry.seen !== seen) return null
-    const exists = current.value !== null
     if (reconcile) {
-      const changed = !entry.known || entry.exists !== exists || (exists && !sameVersion(entry.version, current.version))
-      if (changed) {
-        const n: KeyNotification = {
-          key: Buffer.from(entry.key),
-          operation: exists ? 'SET' : 'DELETE',
-          value: current.value,
-          version: exists ? current.version : null,
-          reconciled: true,
-        }
-        this.remember(entry, n)
-        this.deliver(entry, n)
-        return null
-      }
+      this.reconcile(entry, current)
+      return null
     }
     entry.known = true
-    entry.exists = exists
+    entry.exists = current.value !== null
     entry.version = current.version
-    return reconcile ? null : { value: current.value, version: current.version }
+    return { value: current.value, version: current.version }
+  }
+
+  /** Delivers what a read found as a notification (`reconciled: true`) when it differs from what the observers last had. */
+  private reconcile(entry: Entry, current: { value: Buffer | null; version: Hlc | null }): void {
+    const exists = current.value !== null
+    const changed = !entry.known || entry.exists !== exists || (exists && !sameVersion(entry.version, current.version))
+    if (!changed) return
+    const n: KeyNotification = {
+      key: Buffer.from(entry.key),
+      operation: exists ? 'SET' : 'DELETE',
+      value: current.value,
+      version: exists ? current.version : null,
+      reconciled: true,
+    }
+    this.remember(entry, n)
+    this.deliver(entry, n)
+  }
+
+  /**
+   * Reads an observed key after a notification from a node id no answer carried. Notifications of
+   * the key that arrive meanwhile wait with it, in order; once the read is answered, those from a
+   * node id an answer has carried by then (the read's own teaches the key's) are delivered as they
+   * came, the others dropped. When none was delivered, what the read found is, if it differs from
+   * what the observers last had. So a forged value reaches no observer, and a burst from a restarted
+   * store arrives whole.
+   */
+  private confirm(entry: Entry, n: KeyNotification): void {
+    if (entry.held.length >= MAX_HELD) entry.held.shift()
+    entry.held.push(n)
+    if (entry.confirming) return
+    entry.confirming = true
+    entry.busy += 1
+    const step = entry.chain.then(async () => {
+      let current: { value: Buffer | null; version: Hlc | null } | null = null
+      // Those held before the read is sent are what it answers for; a later one waits for another read.
+      let answered = entry.held.length
+      try {
+        current = await get(this.invoke, entry.key)
+      } catch (err) {
+        answered = entry.held.length
+        throw err
+      } finally {
+        const held = entry.held.splice(0)
+        entry.confirming = false
+        let delivered = 0
+        let i = 0
+        for (; i < held.length; i++) {
+          const h = held[i]!
+          if (this.trust.knows(h.version!)) {
+            // A read meanwhile (a reconnect's) may have told this change already.
+            if (entry.version && Hlc.compare(h.version!, entry.version) <= 0) continue
+            delivered += 1
+            entry.seen += 1
+            this.remember(entry, h)
+            this.deliver(entry, h)
+          } else if (i >= answered && entry.slots.size > 0 && !this.closed) break
+          else {
+            const reason = this.trust.unconfirmed()
+            this.options.logger('warn', `dropped a notification for key ${entry.id.slice(0, 64)}: ${reason} (${this.trust.dropped} dropped so far)`)
+          }
+        }
+        if (delivered === 0 && current) this.reconcile(entry, current)
+        for (const h of held.slice(i)) this.confirm(entry, h)
+      }
+    })
+    entry.chain = step.then(
+      () => this.done(entry),
+      () => this.done(entry),
+    )
+    step.catch((err: Error) => this.options.logger('warn', `reading observed key ${entry.id} to confirm a notification failed: ${err.message}`))
   }
 
   /** Re-registration after a reconnect, retried with backoff while connected until it succeeds or nobody listens. */

@@ -8,6 +8,7 @@ import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { Notification, Prop, Reply } from '../../src/protocol'
 import { mqttBrokerUrl } from '../support/broker'
+import { until } from '../support/wait'
 import { ClientPool, Inbox } from './support/clients'
 import { Responder, type SeenRequest } from './support/responder'
 
@@ -108,13 +109,13 @@ describe('client observations (scripted responder)', function () {
     await client.observe('k', () => {
       throw new Error('listener bug')
     })
-    const future = new Hlc(Date.now() + 5000, 3, 'service')
+    const future = new Hlc(Date.now() + 5000, 3, responder.clock.nodeId)
     await responder.notify(client.clientId, 'k', Buffer.from('garbage'))
     await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v1')), { [Prop.timestamp]: future.toString() })
     await responder.notify('someone-else', 'k', Notification.set(Buffer.from('not for us')))
     await responder.notify(client.clientId, 'k', Notification.delete, {})
     await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v2')), { [Prop.timestamp]: 'not an hlc' })
-    const later = new Hlc(Date.now() + 6000, 0, 'service')
+    const later = new Hlc(Date.now() + 6000, 0, responder.clock.nodeId)
     await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v3')), { [Prop.timestamp]: later.toString() })
     const got = await inbox.count(2, 3000).catch((err) => {
       throw new Error(`${err.message}: ${JSON.stringify(inbox.items)}`)
@@ -129,6 +130,44 @@ describe('client observations (scripted responder)', function () {
     assert.equal(errors.length, 2, 'each throw of the faulty listener was reported, not propagated')
     assert.match(errors[0]!.message, /listener bug/)
     assert.equal(inbox.items.length, 2)
+  })
+
+  it('a notification from a node id no answer carried is confirmed by a read: a forged one never arrives, a restarted store’s change does', async function () {
+    const client = await pool.ready(url)
+    const inbox = new Inbox()
+    await client.observe('k', inbox.listener)
+    const gets = () => verbs().filter((v) => v === 'GET k').length
+    // A forgery within the clock's drift limit, from a node id of its own.
+    const forged = new Hlc(Date.now() + 55_000, 0, 'intruder')
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('forged')), { [Prop.timestamp]: forged.toString() })
+    await responder.waitForRequests(3)
+    assert.equal(gets(), 2, 'the forgery made the client read the key')
+    // The read answered (nil, as before): nothing changed, nothing is told, the clock stayed behind the forgery.
+    await until(() => client.droppedNotifications === 1, 'the forgery dropped once the read had answered')
+    assert.ok(Hlc.compare(client.clock.current, forged) < 0, 'the forged version was not merged into the clock')
+    // The store restarts behind the broker under a new node id: its answers and notifications carry it.
+    let tick = 0
+    const restarted = () => new Hlc(Date.now(), ++tick, 'restarted')
+    responder.handler = (r) =>
+      r.words[0] === 'GET'
+        ? {
+            payload: Reply.value(Buffer.from('v-new')),
+            user: { [Prop.status]: '200', [Prop.protocolVersion]: '1.0', [Prop.timestamp]: restarted().toString() },
+          }
+        : responder.answer(Reply.ok)
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v-new')), { [Prop.timestamp]: restarted().toString() })
+    const [confirmed] = await inbox.count(1, 5000)
+    assert.deepEqual(
+      [confirmed!.value?.toString(), confirmed!.reconciled],
+      ['v-new', false],
+      'the restarted store’s notification, once the read’s answer carried its node id',
+    )
+    const readsBefore = gets()
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v-next')), { [Prop.timestamp]: restarted().toString() })
+    const got = await inbox.count(2, 5000)
+    assert.deepEqual([got[1]!.value?.toString(), got[1]!.reconciled], ['v-next', false], 'once an answer carried the node id, its notifications are taken')
+    assert.equal(gets(), readsBefore, 'without another read')
+    assert.ok(!inbox.items.some((n) => n.value?.toString() === 'forged'))
   })
 
   it('still delivers to other keys and listeners after a key is unobserved', async function () {

@@ -108,6 +108,23 @@ describe('nodes: ss-update', function () {
     assert.equal((await nextMessage(helper.getNode('out1'))).payload, 2)
   })
 
+  it('a new value over the value limit fails as ValueTooLarge before the write: the key keeps its value, the lock is free', async () => {
+    const code = new StateStoreClient({ brokerUrl: store.emulator.brokerUrl, clientId: 'update-test-big' })
+    await code.ready({ timeoutMs: 3000 })
+    try {
+      await code.set(key, 'before')
+      await helper.load(ALL, flowWith(store.url, { id: 'u', type: 'ss-update', key, keyType: 'str', expression: '$pad("", 20000000, "x")' }))
+      const caught = nextMessage(helper.getNode('caught'))
+      helper.getNode('u').receive({ payload: 1 })
+      const c = await caught
+      assert.equal((c.error as { code: string }).code, 'ValueTooLarge')
+      assert.equal((await code.get(key)).value?.toString(), 'before')
+      assert.equal((await code.get(keyLockName(key))).value, null, 'the lock is free')
+    } finally {
+      await code.close()
+    }
+  })
+
   it('an expression that does not parse is shown at deploy and refused per msg', async () => {
     await helper.load(ALL, flowWith(store.url, { id: 'u', type: 'ss-update', key, keyType: 'str', expression: 'value +' }))
     const caught = nextMessage(helper.getNode('caught'))

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { freePort } from '../../dev/ports'
+import { startEmulator, type Emulator } from '../../src/emulator'
+import { Comms, debugValue, NodeRedProcess, RED_JS, repoRoot, writeSettings } from '../smoke/node-red'
+
+const PASSWORDS = { global: 'global-store-password-1', tabA: 'tab-a-store-password-2' }
+
+/**
+ * Walks everything reachable by reading properties (own and inherited, getters included, nothing
+ * called) from the values a Function node gets: the store, a lock, a read's result and a caught
+ * error. It reports the paths where a password or a broker (an object with `publish` and
+ * `subscribe`, as aedes and an MQTT client have) turns up.
+ */
+const WALK = `
+const store = aio.stateStore('global store');
+const roots = { store, lock: await store.lock('walk/lock'), got: await store.get('walk/k') };
+try { aio.stateStore('nothing by this name'); } catch (err) { roots.error = err; }
+const secrets = ${JSON.stringify(Object.values(PASSWORDS))};
+const seen = new Set();
+const found = [];
+const queue = [[roots, 'roots']];
+while (queue.length > 0 && seen.size < 50000) {
+  const [value, path] = queue.shift();
+  if (typeof value === 'string') { if (secrets.some((s) => value.includes(s))) found.push(path); continue; }
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function') || seen.has(value)) continue;
+  seen.add(value);
+  let isBroker = false;
+  try { isBroker = typeof value.publish === 'function' && typeof value.subscribe === 'function'; } catch {}
+  if (isBroker) found.push(path + ' (a broker or MQTT client)');
+  let names = [];
+  try { names = Reflect.ownKeys(value); } catch {}
+  for (const name of names) {
+    let child;
+    try { child = value[name]; } catch { continue; }
+    queue.push([child, path + '.' + String(name)]);
+  }
+  let proto = null;
+  try { proto = Object.getPrototypeOf(value); } catch {}
+  queue.push([proto, path + '.__proto__']);
+}
+return { payload: { found: found.slice(0, 20), walked: seen.size } };
+`
+
+const LOOKUPS = `
+const out = {};
+for (const name of msg.names) {
+  try { aio.stateStore(name); out[name] = 'found'; } catch (err) { out[name] = { code: err.code, message: err.message }; }
+}
+return { payload: out };
+`
+
+const DEAD = `
+try { await aio.stateStore('dead store').get('k'); return { payload: 'read' }; } catch (err) { return { payload: { code: err.code, kind: err.kind } }; }
+`
+
+/**
+ * `aio.stateStore(name)` in a Function node reached a config node scoped to another tab, its error
+ * for an unknown name listed every config node, and a property walk from its result reached the
+ * config nodes' passwords and the broker. Its errors said `notConnected` where the nodes say
+ * `NotConnected`. In a real runtime with the package in the user directory, as users install it.
+ */
+describe('security: a Function node gets the store and nothing more', function () {
+  this.timeout(90_000)
+  let work = ''
+  let emulator: Emulator
+  let red: NodeRedProcess
+  let comms: Comms
+
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), 'aio-ss-facade-'))
+    const userDir = join(work, 'user')
+    mkdirSync(join(userDir, 'node_modules'), { recursive: true })
+    symlinkSync(repoRoot, join(userDir, 'node_modules', 'node-red-contrib-aio-statestore'), 'dir')
+    writeFileSync(
+      join(userDir, 'package.json'),
+      JSON.stringify({ name: 'node-red-project', private: true, dependencies: { 'node-red-contrib-aio-statestore': '*' } }),
+    )
+    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
+    writeSettings(join(work, 'settings.js'))
+    red = new NodeRedProcess(RED_JS[5], userDir, await freePort(), join(work, 'settings.js'))
+    await red.start(30_000)
+    comms = await red.comms()
+    await red.deploy(flows(emulator.brokerUrl), comms)
+  })
+
+  after(async () => {
+    comms?.close()
+    await red?.stop()
+    await emulator?.stop()
+    if (work) rmSync(work, { recursive: true, force: true })
+  })
+
+  async function run(inject: string, out: string): Promise<unknown> {
+    const seen = comms.debug.length
+    await red.inject(inject)
+    return debugValue(await comms.waitFor((d) => d.slice(seen).find((m) => m.id === out), 30_000, `the output of ${inject}`))
+  }
+
+  it('a walk over the store, a lock, a result and an error finds no password and no broker', async () => {
+    const { found, walked } = (await run('go-walk', 'dbg-b')) as { found: string[]; walked: number }
+    assert.deepEqual(found, [])
+    assert.ok(walked > 10, `the walk went somewhere (${walked} objects)`)
+  })
+
+  it('a Function node on another tab does not see a tab-scoped config node, and an unknown name’s error lists none', async () => {
+    const onB = (await run('go-lookups-b', 'dbg-b')) as Record<string, { code: string; message: string } | string>
+    assert.equal(onB['global store'], 'found')
+    for (const name of ['tab A store', 'cfg-a', 'nothing by this name']) {
+      const refusal = onB[name] as { code: string; message: string }
+      assert.equal(refusal.code, 'InvalidArgument', name)
+      for (const listed of ['tab A store', 'global store', 'dead store', 'cfg-a', 'cfg-g']) {
+        if (listed !== name) assert.ok(!refusal.message.includes(listed), `the refusal of ${name} names ${listed}: ${refusal.message}`)
+      }
+    }
+    const onA = (await run('go-lookups-a', 'dbg-a')) as Record<string, unknown>
+    assert.equal(onA['tab A store'], 'found', 'its own tab’s config node')
+    assert.equal(onA['global store'], 'found')
+  })
+
+  it('a store with no connection fails with NotConnected, as the nodes spell it', async () => {
+    assert.deepEqual(await run('go-dead', 'dbg-b'), { code: 'NotConnected', kind: 'connection' })
+  })
+})
+
+function flows(broker: string): unknown[] {
+  const libs = [{ var: 'aio', module: 'node-red-contrib-aio-statestore' }]
+  const fn = (id: string, z: string, func: string, out: string) => ({ id, type: 'function', z, x: 300, y: 100, func, outputs: 1, libs, wires: [[out]] })
+  const inject = (id: string, z: string, to: string, names?: string[]) => ({
+    id,
+    type: 'inject',
+    z,
+    x: 100,
+    y: 100,
+    props: names ? [{ p: 'names', v: JSON.stringify(names), vt: 'json' }] : [],
+    wires: [[to]],
+  })
+  const debug = (id: string, z: string) => ({ id, type: 'debug', z, x: 500, y: 100, active: true, tosidebar: true, complete: 'payload', wires: [] })
+  const names = ['global store', 'tab A store', 'cfg-a', 'nothing by this name']
+  return [
+    { id: 'tab-a', type: 'tab', label: 'A' },
+    { id: 'tab-b', type: 'tab', label: 'B' },
+    { id: 'cfg-g', type: 'ss-config', name: 'global store', broker, clientId: 'facade-global', credentials: { username: 'u', password: PASSWORDS.global } },
+    {
+      id: 'cfg-a',
+      type: 'ss-config',
+      z: 'tab-a',
+      name: 'tab A store',
+      broker,
+      clientId: 'facade-tab-a',
+      credentials: { username: 'u', password: PASSWORDS.tabA },
+    },
+    { id: 'cfg-dead', type: 'ss-config', name: 'dead store', broker: 'mqtt://127.0.0.1:1', clientId: 'facade-dead', connectionWait: '200' },
+    inject('go-walk', 'tab-b', 'fn-walk'),
+    fn('fn-walk', 'tab-b', WALK, 'dbg-b'),
+    inject('go-lookups-b', 'tab-b', 'fn-lookups-b', names),
+    fn('fn-lookups-b', 'tab-b', LOOKUPS, 'dbg-b'),
+    inject('go-lookups-a', 'tab-a', 'fn-lookups-a', names),
+    fn('fn-lookups-a', 'tab-a', LOOKUPS, 'dbg-a'),
+    inject('go-dead', 'tab-b', 'fn-dead'),
+    fn('fn-dead', 'tab-b', DEAD, 'dbg-b'),
+    debug('dbg-a', 'tab-a'),
+    debug('dbg-b', 'tab-b'),
+  ]
+}
