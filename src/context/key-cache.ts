@@ -93,6 +93,15 @@ export class KeyCache {
     return { exists: k.exists, version: k.version }
   }
 
+  /** The keys the cache holds, and those with a write in flight (`<scope>/<key>`): for the index's look after a fault. */
+  held(): { held: Map<string, Set<string>>; busy: Set<string> } {
+    const held = new Map<string, Set<string>>()
+    for (const [scope, data] of this.data) if (Object.keys(data).length > 0) held.set(scope, new Set(Object.keys(data)))
+    const busy = new Set<string>()
+    for (const entry of this.entries.values()) if (writing(entry) || entry.knowledge.kind === 'doubt') busy.add(`${entry.scope}/${entry.top}`)
+    return { held, busy }
+  }
+
   /** Others changed the index: load the keys they added; have a key we hold that they removed checked again. */
   onIndex(added: IndexEntry[], removed: IndexEntry[]): void {
     if (this.session.closing) return

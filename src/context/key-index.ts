@@ -18,8 +18,15 @@ export type { Known } from './index-rounds'
 export class KeyIndex {
   private readonly view = new IndexView()
   private readonly rounds: IndexRounds
-  /** Our delta write in flight, recognised by its bytes when its notification comes back. */
-  private ownDelta: { bytes: Buffer; changes: DeltaChange[] } | null = null
+  /** Our delta write in flight, recognised by its bytes when its notification comes back; `base`: the delta it changed. */
+  private ownDelta: { bytes: Buffer; changes: DeltaChange[]; base: Buffer | null } | null = null
+  /** The bytes of the delta the view holds (null: none). */
+  private deltaBytes: Buffer | null = null
+  /** The look after a fault (audit()) while it runs; `auditAgain`: asked for once more meanwhile. */
+  private auditing: Promise<void> | null = null
+  private auditAgain = false
+  /** Whether the client was connected when last heard; null until open() follows its status. */
+  private wasConnected: boolean | null = null
   /** Per bucket and (at BUCKETS) the delta, bumped by every notification: a read older than one is dropped. */
   private readonly seen: number[] = new Array<number>(BUCKETS + 1).fill(0)
   private readonly observations: Array<Observation | undefined> = []
@@ -33,6 +40,8 @@ export class KeyIndex {
     private readonly onChange: (added: IndexEntry[], removed: IndexEntry[]) => void,
     /** With the cache: what the runtime knows of a key it follows (null: not known, read it). */
     known: (scope: string, top: string) => Known | null = () => null,
+    /** With the cache: the keys it holds, and those with a write in flight (`<scope>/<key>`, left alone). */
+    private readonly cached: () => { held: IndexState; busy: ReadonlySet<string> } = () => ({ held: new Map(), busy: new Set() }),
   ) {
     const cache = config.cache
     this.rounds = new IndexRounds(
@@ -41,9 +50,10 @@ export class KeyIndex {
       limiter,
       {
         // with the cache, the delta's notification brings the change (in the service's order)
-        writingDelta: (bytes, changes) => {
-          if (cache) this.ownDelta = { bytes, changes }
+        writingDelta: (bytes, changes, base) => {
+          if (cache) this.ownDelta = { bytes, changes, base }
         },
+        recovered: () => this.audit(),
         wroteDelta: (changes) => {
           if (!cache) this.view.applyDelta(changes)
         },
@@ -71,6 +81,17 @@ export class KeyIndex {
   async open(): Promise<void> {
     const read = new Set<number>()
     if (this.config.cache) {
+      if (this.wasConnected === null) {
+        this.wasConnected = this.client.status.state === 'connected'
+        // notifications missed while away are reconciled by the client; the index rounds cut short are looked at here
+        this.client.on('status', (status) => {
+          if (status.state !== 'connected') this.wasConnected = false
+          else if (!this.wasConnected) {
+            this.wasConnected = true
+            this.audit()
+          }
+        })
+      }
       // a retry after a failed load observes only the keys not observed yet
       await Promise.all(
         this.indexKeys().map(async (key, i) => {
@@ -125,6 +146,52 @@ export class KeyIndex {
     return this.rounds.flush()
   }
 
+  /**
+   * After a fault (a lock round that failed, a reconnect), with the cache: reads the delta again and
+   * has every key checked on which the index and the cache disagree (a key held, its writes landed,
+   * but not listed; a key listed but not held), each correction logged. Whatever a round cut short
+   * left, or another writer did, is mended once the service answers again.
+   */
+  audit(): void {
+    if (!this.config.cache || this.closing) return
+    if (this.auditing) {
+      this.auditAgain = true
+      return
+    }
+    this.auditing = this.look()
+      .catch(() => {}) // the next fault asks again; a failed round's retry is logged by the rounds
+      .finally(() => {
+        this.auditing = null
+        if (this.auditAgain) {
+          this.auditAgain = false
+          this.audit()
+        }
+      })
+  }
+
+  private async look(): Promise<void> {
+    const i = BUCKETS
+    const seen = this.seen[i]
+    const { value } = await this.limiter.run(() => this.client.get(deltaKey(this.config.prefix)))
+    if (this.closing) return
+    if (this.seen[i] === seen) this.received(i, value, true)
+    const { held, busy } = this.cached()
+    const checks: Array<Promise<void>> = []
+    const loads: IndexEntry[] = []
+    for (const [scope, tops] of held) {
+      for (const top of tops) if (!busy.has(`${scope}/${top}`) && !this.view.has(scope, top)) checks.push(this.rounds.check(scope, top, true, true))
+    }
+    for (const [scope, tops] of this.view.current) {
+      for (const top of tops) {
+        if (held.get(scope)?.has(top) || busy.has(`${scope}/${top}`)) continue
+        loads.push({ scope, top })
+        checks.push(this.rounds.check(scope, top, true, true))
+      }
+    }
+    if (loads.length > 0) this.onChange(loads, [])
+    await Promise.all(checks)
+  }
+
   stopping(): void {
     this.closing = true
     this.rounds.stopping()
@@ -145,9 +212,13 @@ export class KeyIndex {
   private received(i: number, value: Buffer | null, notify: boolean): void {
     if (i < BUCKETS) return this.tell(this.view.replaceBucket(i, this.parsed(i, value, parseBucket) ?? new Map<string, Set<string>>()), notify)
     const own = this.ownDelta
+    const before = this.deltaBytes
     this.ownDelta = null
-    // our own write comes back: apply the batch's changes instead of parsing the whole delta again
-    if (own && value?.equals(own.bytes)) this.tell(this.view.applyDelta(own.changes), notify)
+    this.deltaBytes = value
+    // Our own write comes back onto the delta it changed: apply the batch's changes instead of parsing
+    // the whole delta again. Onto any other (a notification missed, a reconcile after a reconnect
+    // bringing our write over someone else's), only the whole delta says what is listed.
+    if (own && value?.equals(own.bytes) && sameBytes(before, own.base)) this.tell(this.view.applyDelta(own.changes), notify)
     else this.tell(this.view.replaceDelta(this.parsed(i, value, parseDelta) ?? new Map<string, Map<string, boolean>>()), notify)
   }
 
@@ -163,4 +234,8 @@ export class KeyIndex {
   private tell({ added, removed }: ViewChange, notify: boolean): void {
     if (notify && !this.closing && (added.length > 0 || removed.length > 0)) this.onChange(added, removed)
   }
+}
+
+function sameBytes(a: Buffer | null, b: Buffer | null): boolean {
+  return a === null || b === null ? a === b : a.equals(b)
 }

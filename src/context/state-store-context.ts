@@ -78,6 +78,7 @@ export class StateStoreContext {
       this.session.limiter,
       (added, removed) => cache?.onIndex(added, removed),
       (scope, top) => cache?.known(scope, top) ?? null,
+      () => cache?.held() ?? { held: new Map(), busy: new Set() },
     )
     // Node-RED waits for open() before it starts the flows: wait for the broker as long as a request would
     const connected = await client.ready({ timeoutMs: requestTimeoutMs }).then(

@@ -7,6 +7,7 @@
  * and the same index, past every relay.
  */
 import { isDeepStrictEqual } from 'node:util'
+import { StateStoreClient, type Observation } from '../../src/client'
 import { StateStoreContext } from '../../src/context/state-store-context'
 import { History } from './history'
 
@@ -48,6 +49,9 @@ export class ContextWorkload {
   private readonly stores: StateStoreContext[]
   private stopped = false
   private readonly running: Array<Promise<void>> = []
+  /** Every store's log, and every value the key index's delta took as a watcher past the relays saw it: the history a violation is shown with. */
+  readonly logs: Array<{ at: number; who: string; line: string }> = []
+  private indexWatch: Observation | null = null
 
   /** `brokerUrls`: one relay per store; `prefix` unique to the round. */
   constructor(
@@ -58,11 +62,26 @@ export class ContextWorkload {
     private readonly random: () => number,
   ) {
     this.stores = brokerUrls.map(
-      (broker, i) => new StateStoreContext({ broker, prefix, clientId: clientId(`c${i}`), requestTimeout: 2500, keepalive: 2, logger: () => {} }),
+      (broker, i) =>
+        new StateStoreContext({
+          broker,
+          prefix,
+          clientId: clientId(`c${i}`),
+          requestTimeout: 2500,
+          keepalive: 2,
+          logger: (level, line) => this.logs.push({ at: performance.now(), who: `c${i} ${level}`, line }),
+        }),
     )
   }
 
-  async start(): Promise<void> {
+  /** `watcher`: a client straight on the broker, to record the index's delta as the service changed it. */
+  async start(watcher?: StateStoreClient): Promise<void> {
+    this.indexWatch =
+      (await watcher
+        ?.observe(`${this.prefix}#keys/delta`, (n) =>
+          this.logs.push({ at: performance.now(), who: 'index', line: `delta ${n.operation} ${n.value?.toString() ?? ''}` }),
+        )
+        .catch(() => null)) ?? null
     await Promise.all(this.stores.map((s) => s.open()))
     this.stores.forEach((store, i) => this.running.push(this.loop(store, `c${i}`)))
   }
@@ -113,17 +132,28 @@ export class ContextWorkload {
       await truth.close()
     }
     const ops = this.history.ops
-    // The history of each key in question, to tell what happened.
+    // The history of each key in question (every key, for a wrong key list), and the index's: the stores' logs and the delta's values.
     const shown = mismatches.map((m) => {
       const key = /key (\w+):/.exec(m)?.[1]
-      if (!key) return m
-      const last = ops.filter((o) => o.input.key === key).slice(-6)
-      return `${m}\n${last.map((o) => `  ${o.process} set ${JSON.stringify(o.input.value)} at ${Math.round(o.invokedAt)}-${Math.round(o.returnedAt)}: ${o.outcome}${o.error ? ` (${o.error})` : ''}`).join('\n')}`
+      const last = ops.filter((o) => (key ? o.input.key === key : true)).slice(key ? -6 : -16)
+      const index = this.logs
+        .filter((l) => l.who === 'index' || / key index|loading|loaded/.test(l.line))
+        .slice(-40)
+        .map((l) => `  ${Math.round(l.at)} ${l.who}: ${l.line}`)
+      return [
+        m,
+        ...last.map(
+          (o) =>
+            `  ${o.process} set ${o.input.key}=${JSON.stringify(o.input.value)} at ${Math.round(o.invokedAt)}-${Math.round(o.returnedAt)}: ${o.outcome}${o.error ? ` (${o.error})` : ''}`,
+        ),
+        ...(key ? [] : ['  the index and the stores, last:', ...index]),
+      ].join('\n')
     })
     return { operations: ops.filter((o) => o.outcome !== 'pending').length, violations: shown }
   }
 
   async close(): Promise<void> {
+    await this.indexWatch?.close()
     await Promise.all(this.stores.map((s) => s.close()))
   }
 }

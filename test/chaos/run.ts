@@ -152,7 +152,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         random,
       )
       await watches.start()
-      await context.start()
+      await context.start(reader)
       await red?.round(prefix, options.seed, round)
       requests.start()
       locks.start()
