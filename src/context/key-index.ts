@@ -84,8 +84,9 @@ export class KeyIndex {
       if (this.wasConnected === null) {
         this.wasConnected = this.client.status.state === 'connected'
         // notifications missed while away are reconciled by the client; the index rounds cut short are looked at here
+        // reachable: connected, and a service answers (an emulator restarted behind a broker that stayed up comes back so)
         this.client.on('status', (status) => {
-          if (status.state !== 'connected') this.wasConnected = false
+          if (status.state !== 'connected' || status.problem === 'noService') this.wasConnected = false
           else if (!this.wasConnected) {
             this.wasConnected = true
             this.audit()

@@ -174,4 +174,40 @@ describe('context index: a lock round interrupted at each of its steps', functio
       await relay.stop()
     }
   })
+
+  for (const [verb, before, after] of [
+    ['del', 1, undefined],
+    ['set', undefined, 2],
+  ] as const) {
+    it(`a ${verb === 'del' ? 'delete' : 'set of a new key'} whose answer was lost (executed, its notification heard): the index follows the key`, async () => {
+      const prefix = uniquePrefix()
+      const c0 = contextStore({ broker: backend.url, prefix, clientId: `c0-${process.pid}-lost-${verb}`, requestTimeout: 1000 })
+      stores.push(c0)
+      await c0.open()
+      if (before !== undefined) await call((cb) => c0.set('global', 'k', before, cb))
+      await until(() => !sessionOf(c0).index.busy, "c0's lock round to end")
+      const client = sessionOf(c0).client as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>
+      const real = client[verb]!.bind(client)
+      let lost = false
+      client[verb] = async (...args: unknown[]) => {
+        const result = await real(...args)
+        if (!lost && String(args[0]) === `${prefix}global/k`) {
+          lost = true
+          throw new TimeoutError(1000) // executed, never answered
+        }
+        return result
+      }
+      await assert.rejects(call((cb) => c0.set('global', 'k', after, cb)))
+      const expected = after === undefined ? [] : ['k']
+      await until(
+        async () => JSON.stringify((await readIndex(reader, prefix)).global ?? []) === JSON.stringify(expected),
+        `the stored index to list ${JSON.stringify(expected)}`,
+        10_000,
+      )
+      const later = contextStore({ broker: backend.url, prefix, clientId: `c2-${process.pid}-lost-${verb}`, requestTimeout: 1000 })
+      stores.push(later)
+      await later.open()
+      assert.deepEqual(later.keys('global') ?? [], expected)
+    })
+  }
 })
