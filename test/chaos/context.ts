@@ -19,6 +19,19 @@ function call<T>(fn: (cb: Callback) => void): Promise<T> {
   return new Promise((resolve, reject) => fn((err, ...values) => (err ? reject(err) : resolve(values[0] as T))))
 }
 
+/** Resolves once the store has loaded its stored context (a read with a callback is answered), trying for up to a minute. */
+async function loaded(store: StateStoreContext): Promise<void> {
+  const deadline = performance.now() + 60_000
+  for (;;) {
+    try {
+      await call((cb) => store.get(SCOPE, KEYS[0]!, cb))
+      return
+    } catch (err) {
+      if (performance.now() > deadline) throw err
+    }
+  }
+}
+
 /** What one context store shows: a value per key, and keys(). */
 export interface ContextView {
   values: ReadonlyMap<string, unknown>
@@ -83,6 +96,9 @@ export class ContextWorkload {
         )
         .catch(() => null)) ?? null
     await Promise.all(this.stores.map((s) => s.open()))
+    // open() resolves even when the load has not finished (Node-RED starts regardless): the workload
+    // starts once both stores have loaded, as the faults, not the start, are what is judged here
+    await Promise.all(this.stores.map((s) => loaded(s)))
     this.stores.forEach((store, i) => this.running.push(this.loop(store, `c${i}`)))
   }
 

@@ -11,11 +11,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { StateStoreClient, type ClientOptions } from '../../src/client'
 import { ServiceError } from '../../src/errors'
-import { FAULT_KINDS, FaultInjector, describeFault, planFaults, seededRandom, skewedClock, type FaultKind } from '../support/faults'
+import { FAULT_KINDS, FaultInjector, describeFault, planFaults, seededRandom, skewedClock, type Fault, type FaultKind } from '../support/faults'
 import { Mosquitto } from '../support/mosquitto'
 import { TcpRelay } from '../support/relay'
 import { EmulatorCli, sleep } from '../reliability/support'
 import { ContextWorkload } from './context'
+import { failureOf, judge, mergeJudged, Outages, type Failure, type Judged } from './outages'
+import type { Recorded } from './history'
 import { LocksWorkload } from './locks'
 import { NodeRedLocksWorkload } from './node-red-locks'
 import { RequestsWorkload } from './requests'
@@ -37,6 +39,8 @@ export interface ChaosReport {
   operations: number
   schedules: number
   faults: Map<FaultKind, number>
+  /** Failed operations judged against the faults (outages.ts): allowed, indeterminate, and the violations among `violations`. */
+  judged: Judged
   violations: string[]
   /** Keys whose history was too tangled for the search budget. */
   unchecked: number
@@ -63,15 +67,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const relays: TcpRelay[] = []
   let emulator: EmulatorCli | null = null
   let red: NodeRedLocksWorkload | null = null
-  const report: ChaosReport = { operations: 0, schedules: 0, faults: new Map(), violations: [], unchecked: 0, line: '' }
+  const report: ChaosReport = {
+    operations: 0,
+    schedules: 0,
+    faults: new Map(),
+    judged: { allowed: 0, indeterminate: 0, byKind: new Map(), violations: [] },
+    violations: [],
+    unchecked: 0,
+    line: '',
+  }
+  /** Whose connection each relay carries, by index in `relays` (null: the emulator's, so everyone's service). */
+  const relayOwners: Array<string | null> = []
+  const outages = new Outages()
   try {
     const emulatorRelay = await TcpRelay.start(broker.port)
     relays.push(emulatorRelay)
+    relayOwners.push(null)
     const emulatorArgs = ['--broker', emulatorRelay.url, '--persist', join(dir, 'store.log'), '--log-level', 'error']
     emulator = await EmulatorCli.start(emulatorArgs)
     const client = async (name: string, extra: Partial<ClientOptions> = {}) => {
       const relay = await TcpRelay.start(broker.port)
       relays.push(relay)
+      relayOwners.push(name)
       const c = new StateStoreClient({
         brokerUrl: relay.url,
         clientId: `chaos-${options.seed}-${name}`,
@@ -96,12 +113,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const contextRelays: TcpRelay[] = []
     for (let i = 0; i < CONTEXT_STORES; i++) contextRelays.push(await TcpRelay.start(broker.port))
     relays.push(...contextRelays)
+    relayOwners.push(...contextRelays.map((_, i) => `c${i}`))
     const contextClientId = (name: string) => `chaos-${options.seed}-context-${name}`
     const redIds: string[] = []
     if (options.nodeRed !== false) {
       const redRelays: TcpRelay[] = []
       for (let i = 0; i < RUNTIMES; i++) redRelays.push(await TcpRelay.start(broker.port))
       relays.push(...redRelays)
+      relayOwners.push(...redRelays.map((_, i) => `red-r${i}`))
       red = await NodeRedLocksWorkload.start(redRelays.map((r) => r.url))
       redIds.push(...NodeRedLocksWorkload.clientIds(options.seed, RUNTIMES))
     }
@@ -134,6 +153,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       ],
       brokerUrl: broker.url,
     })
+    // The process each takeover target is, in the injector's order.
+    const takeoverOwners = [
+      ...requestClients.map((_, i) => `r${i}`),
+      ...lockClients.map((_, i) => `l${i}`),
+      ...watchClients.map((_, i) => `w${i}`),
+      ...contextRelays.map((_, i) => `c${i}`),
+      ...redIds.map((_, i) => `red-r${i}`),
+    ]
+    const ownerOf = (f: Fault): string | null => {
+      if (f.kind === 'kill-emulator' || f.kind === 'kill-broker' || f.kind === 'pause-broker') return null
+      if (f.kind === 'takeover') return takeoverOwners[f.target % takeoverOwners.length]!
+      return relayOwners[f.target % relays.length]!
+    }
 
     for (let round = 1; round <= rounds; round++) {
       const plan = planFaults(planRandom, roundMs, kinds, relays.length)
@@ -161,27 +193,70 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (const fault of plan) {
         const wait = fault.at - (performance.now() - startedAt)
         if (wait > 0) await sleep(wait)
-        await within(injector.apply(fault, sleep), fault.durationMs + 20_000, `the fault ${describeFault(fault)} to be applied and healed`)
+        const start = performance.now()
+        try {
+          await within(injector.apply(fault, sleep), fault.durationMs + 20_000, `the fault ${describeFault(fault)} to be applied and healed`)
+        } finally {
+          outages.record({ kind: fault.kind, who: ownerOf(fault), start, end: performance.now() })
+        }
       }
       const rest = roundMs - (performance.now() - startedAt)
       if (rest > 0) await sleep(rest)
       injector.healAll()
       if (!emulator || !emulator.running) emulator = await EmulatorCli.start(emulatorArgs)
       await within(Promise.all(clients.map((c) => c.ready({ timeoutMs: 15_000 }))), 20_000, 'every client to reconnect after the faults healed')
+      // The checks read from the service: wait until it answers again (a restarted emulator reconnecting to a restarted broker).
+      const healedAt = performance.now()
+      await within(served(reader), 30_000, 'the service to answer after the faults healed')
+      // still down after the heal (an emulator restarting behind a restarted broker): the last fault lasts till now
+      const last = plan.at(-1)
+      if (last && performance.now() - healedAt > 500) outages.record({ kind: last.kind, who: null, start: healedAt, end: performance.now() })
       await within(Promise.all([requests.stop(), locks.stop(), context.stop()]), 30_000, 'the workloads to stop')
       const checked = requests.check()
       const lockCheck = await within(locks.check(reader), 30_000, 'the locks check')
       const watchViolations = await within(watches.check(reader, 5000), 30_000, 'the watches check')
       const contextCheck = await within(context.check(5000), 30_000, 'the context check')
-      const redCheck = red ? await within(red.check(), 30_000, 'the Node-RED locks check') : { operations: 0, violations: [], summary: '' }
+      const redCheck = red ? await within(red.check(), 30_000, 'the Node-RED locks check') : { operations: 0, violations: [], summary: '', failures: [] }
       await within(Promise.all([locks.close(), watches.close(), context.close()]), 10_000, 'the elections, watches and context stores to close')
       const skew = await skewRefused(probe)
-      const violations = [...checked.violations, ...lockCheck.violations, ...watchViolations, ...contextCheck.violations, ...redCheck.violations, ...skew]
+      const shown = (ops: ReadonlyArray<Recorded<unknown, unknown>>) => (f: Failure) =>
+        ops
+          .filter((o) => o.process === f.process && o.invokedAt <= f.endedAt + 5000 && (o.endedAt ?? o.returnedAt) >= f.invokedAt - 5000)
+          .slice(-8)
+          .map(
+            (o) =>
+              `  ${o.process} ${JSON.stringify(o.input)} at ${Math.round(o.invokedAt)}-${Math.round(o.endedAt ?? o.returnedAt)}: ${o.outcome}${o.error ? ` (${o.error})` : ''}`,
+          )
+          .join('\n')
+      const judged: Judged = { allowed: 0, indeterminate: 0, byKind: new Map(), violations: [] }
+      for (const [history, what] of [
+        [requests.history, 'request'],
+        [locks.history, 'lock edit'],
+        [context.history, 'context set'],
+      ] as const) {
+        const ops = history.ops as ReadonlyArray<Recorded<unknown, unknown>>
+        const failures = ops.flatMap((op) => failureOf(op, `${what} ${JSON.stringify(op.input)}`) ?? [])
+        mergeJudged(judged, judge(failures, outages, shown(ops)))
+      }
+      mergeJudged(
+        judged,
+        judge(redCheck.failures, outages, () => (red ? red.logs() : '')),
+      )
+      mergeJudged(report.judged, judged)
+      const violations = [
+        ...checked.violations,
+        ...lockCheck.violations,
+        ...watchViolations,
+        ...contextCheck.violations,
+        ...redCheck.violations,
+        ...skew,
+        ...judged.violations,
+      ]
       report.operations += checked.operations + lockCheck.operations + contextCheck.operations + redCheck.operations
       report.unchecked += checked.unchecked
       report.violations.push(...violations)
       log(
-        `round ${round}: ${checked.operations} requests, ${lockCheck.operations} lock edits, ${contextCheck.operations} context writes (${context.history.ops.filter((o) => o.outcome !== 'ok').length} failed or unknown), ${watches.notifications} notifications, ${redCheck.summary ? `${redCheck.summary}, ` : ''}${violations.length} violations${checked.unchecked ? `, ${checked.unchecked} keys beyond the search budget` : ''}`,
+        `round ${round}: ${judged.allowed} failures allowed (${describeKinds(judged.byKind)}), ${judged.indeterminate} indeterminate; ${checked.operations} requests, ${lockCheck.operations} lock edits, ${contextCheck.operations} context writes (${context.history.ops.filter((o) => o.outcome !== 'ok').length} failed or unknown), ${watches.notifications} notifications, ${redCheck.summary ? `${redCheck.summary}, ` : ''}${violations.length} violations${checked.unchecked ? `, ${checked.unchecked} keys beyond the search budget` : ''}`,
       )
       for (const v of violations) log(`VIOLATION ${v}`)
       if (red && redCheck.violations.length > 0) log(red.logs())
@@ -197,8 +272,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     rmSync(dir, { recursive: true, force: true })
   }
   const applied = FAULT_KINDS.filter((k) => report.faults.has(k))
-  report.line = `chaos: ${report.operations} operations checked in ${report.schedules} fault schedules (${applied.join(', ')}), ${report.violations.length} violations`
+  report.line = `chaos: ${report.operations} operations checked in ${report.schedules} fault schedules (${applied.join(', ')}), ${report.judged.allowed} failures allowed, ${report.judged.indeterminate} indeterminate, ${report.violations.length} violations`
   return report
+}
+
+/** The allowed failures per kind of fault, for the round's line. */
+export function describeKinds(byKind: ReadonlyMap<FaultKind, number>): string {
+  return [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'
+}
+
+/** Resolves once the service answers a read (it may be restarting, or reconnecting to a restarted broker). */
+async function served(reader: StateStoreClient): Promise<void> {
+  for (;;) {
+    try {
+      await reader.get('chaos/probe', { timeoutMs: 2000 })
+      return
+    } catch {
+      await sleep(200)
+    }
+  }
 }
 
 /** A phase that does not end in time is a failure of the run that says which phase, not a hang. */
