@@ -15,8 +15,11 @@ import type { Recorded } from './history'
 /** Time to notice a fault has ended and to be served again: keepalive (2 s × 1.5) and the reconnect backoff (up to 1 s) overlap it. */
 export const RECOVERY_MS = 3000
 
+/** A fault, or `unreachable`: the prober's reads of the service went unanswered (outlasting the fault that caused it, say). */
+export type OutageKind = FaultKind | 'unreachable'
+
 export interface Outage {
-  kind: FaultKind
+  kind: OutageKind
   /** The process whose connection the fault cut; null: everyone's (the emulator, the broker, the emulator's own connection). */
   who: string | null
   start: number
@@ -38,7 +41,7 @@ export interface Judged {
   allowed: number
   indeterminate: number
   /** Allowed failures by the kind of fault that explains them. */
-  byKind: Map<FaultKind, number>
+  byKind: Map<OutageKind, number>
   violations: string[]
 }
 
