@@ -1,4 +1,4 @@
-import type { Observation, StateStoreClient } from '../client'
+import type { KeyNotification, Observation, StateStoreClient } from '../client'
 import type { ResolvedConfig } from './config'
 import { BUCKETS, bucketKey, deltaKey, parseBucket, parseDelta, type DeltaChange, type IndexEntry, type IndexState } from './index-format'
 import { IndexRounds, invalid, type Known } from './index-rounds'
@@ -12,8 +12,9 @@ export type { Known } from './index-rounds'
  * The list of keys per scope, because the service has no key listing (docs/context.md): its stored
  * format is `index-format.ts`, the merged list `index-view.ts`, and its writer, the lock rounds that
  * recompute entries from the keys themselves, `index-rounds.ts`. This reads it and, with the cache,
- * follows every bucket and the delta through their notifications, telling the store what others
- * added or removed.
+ * follows it with one registration, the delta's (a fold, the only writer of buckets, ends by
+ * deleting the delta, and the buckets are read again), telling the store what others added or
+ * removed.
  */
 export class KeyIndex {
   private readonly view = new IndexView()
@@ -29,7 +30,11 @@ export class KeyIndex {
   private wasConnected: boolean | null = null
   /** Per bucket and (at BUCKETS) the delta, bumped by every notification: a read older than one is dropped. */
   private readonly seen: number[] = new Array<number>(BUCKETS + 1).fill(0)
-  private readonly observations: Array<Observation | undefined> = []
+  /** The index's one registration: the delta's. */
+  private observation: Observation | null = null
+  /** Fold reads under way: a delta notification waits behind them, in order. */
+  private refolds = 0
+  private deltaChain: Promise<void> = Promise.resolve()
   private closing = false
 
   constructor(
@@ -77,7 +82,7 @@ export class KeyIndex {
     return this.rounds.busy
   }
 
-  /** Reads the whole index; with the cache, follows every bucket and the delta from then on. */
+  /** Reads the whole index; with the cache, follows it from then on. */
   async open(): Promise<void> {
     const read = new Set<number>()
     if (this.config.cache) {
@@ -93,42 +98,67 @@ export class KeyIndex {
           }
         })
       }
-      // a retry after a failed load observes only the keys not observed yet
-      await Promise.all(
-        this.indexKeys().map(async (key, i) => {
-          if (this.observations[i]) return
-          const seen = this.seen[i]
-          const observation = await this.limiter.run(() =>
-            this.client.observe(key, (n) => {
-              this.seen[i]! += 1
-              this.received(i, n.operation === 'SET' ? n.value : null, true)
-            }),
-          )
-          this.observations[i] = observation
-          // the registration's own read, unless a notification came since (it is newer)
-          if (observation.initial && this.seen[i] === seen) {
-            this.received(i, observation.initial.value, false)
-            read.add(i)
-          }
-        }),
-      )
+      // One registration follows the whole index: the buckets change only in a fold, which ends by
+      // deleting the delta, and that notification has them read again. (A retry after a failed load
+      // keeps the registration it made.)
+      if (!this.observation) {
+        const seen = this.seen[BUCKETS]
+        const observation = await this.limiter.run(() => this.client.observe(deltaKey(this.config.prefix), (n) => this.onDelta(n)))
+        this.observation = observation
+        // the registration's own read, unless a notification came since (it is newer)
+        if (observation.initial && this.seen[BUCKETS] === seen) {
+          this.received(BUCKETS, observation.initial.value, false)
+          read.add(BUCKETS)
+        }
+      }
     }
-    await this.readKeys((i) => !read.has(i))
+    await this.readKeys((i) => !read.has(i), false)
+  }
+
+  /** A change of the delta, in the service's order; its deletion (a fold's end) waits for the buckets to be read again. */
+  private onDelta(n: KeyNotification): void {
+    this.seen[BUCKETS]! += 1
+    const value = n.operation === 'SET' ? n.value : null
+    if (value !== null && this.refolds === 0) return this.received(BUCKETS, value, true)
+    if (value === null) this.refolds += 1
+    this.deltaChain = this.deltaChain.then(async () => {
+      if (value === null) {
+        await this.refold()
+        this.refolds -= 1
+      }
+      this.received(BUCKETS, value, true)
+    })
+  }
+
+  /**
+   * Reads every bucket again, before the emptied delta stops overriding them: what a fold moved
+   * into them shows without a moment unlisted. Retried while the service cannot be reached.
+   */
+  private async refold(): Promise<void> {
+    while (!this.closing) {
+      try {
+        await this.readKeys((i) => i < BUCKETS, true)
+        return
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+      }
+    }
   }
 
   /** Reads every bucket and the delta (those changed meanwhile by a notification keep what it said). */
   async read(): Promise<IndexState> {
-    await this.readKeys(() => true)
+    await this.readKeys(() => true, false)
     return this.view.current
   }
 
-  private async readKeys(which: (i: number) => boolean): Promise<void> {
+  /** `notify`: tell the cache what the reads changed. */
+  private async readKeys(which: (i: number) => boolean, notify: boolean): Promise<void> {
     await Promise.all(
       this.indexKeys().map(async (key, i) => {
         if (!which(i)) return
         const seen = this.seen[i]
         const { value } = await this.limiter.run(() => this.client.get(key))
-        if (this.seen[i] === seen) this.received(i, value, false)
+        if (this.seen[i] === seen) this.received(i, value, notify)
       }),
     )
   }
@@ -148,7 +178,7 @@ export class KeyIndex {
   }
 
   /**
-   * After a fault (a lock round that failed, a reconnect), with the cache: reads the delta again and
+   * After a fault (a lock round that failed, a reconnect), with the cache: reads the index again and
    * has every key checked on which the index and the cache disagree (a key held, its writes landed,
    * but not listed; a key listed but not held), each correction logged. Whatever a round cut short
    * left, or another writer did, is mended once the service answers again.
@@ -171,11 +201,9 @@ export class KeyIndex {
   }
 
   private async look(): Promise<void> {
-    const i = BUCKETS
-    const seen = this.seen[i]
-    const { value } = await this.limiter.run(() => this.client.get(deltaKey(this.config.prefix)))
+    // every index key: a fold missed while away (its delta deleted, then written anew) shows in the buckets only
+    await this.readKeys((i) => i < BUCKETS || this.refolds === 0, true)
     if (this.closing) return
-    if (this.seen[i] === seen) this.received(i, value, true)
     const { held, busy } = this.cached()
     const checks: Array<Promise<void>> = []
     const loads: IndexEntry[] = []
@@ -201,7 +229,9 @@ export class KeyIndex {
   async close(): Promise<void> {
     this.closing = true
     this.rounds.close()
-    await Promise.all(this.observations.splice(0).map(async (o) => o?.close()))
+    const observation = this.observation
+    this.observation = null
+    await observation?.close()
   }
 
   /** The buckets' keys, then the delta's: position i is what `seen[i]` counts. */

@@ -206,7 +206,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         if (wait > 0) await sleep(wait)
         const start = performance.now()
         try {
-          await within(injector.apply(fault, sleep), fault.durationMs + 20_000, `the fault ${describeFault(fault)} to be applied and healed`)
+          await within(
+            injector.apply(fault, sleep),
+            fault.durationMs + EMULATOR_START_MS + 20_000,
+            `the fault ${describeFault(fault)} to be applied and healed`,
+          )
         } finally {
           outages.record({ kind: fault.kind, who: ownerOf(fault), start, end: performance.now() })
         }
@@ -215,7 +219,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (rest > 0) await sleep(rest)
       injector.healAll()
       if (!emulator || !emulator.running) emulator = await EmulatorCli.start(emulatorArgs, EMULATOR_START_MS)
-      await within(Promise.all(clients.map((c) => c.ready({ timeoutMs: 15_000 }))), 20_000, 'every client to reconnect after the faults healed')
+      await within(Promise.all(clients.map((c) => c.ready({ timeoutMs: 55_000 }))), 60_000, 'every client to reconnect after the faults healed')
       // The checks read from the service: wait until it answers again (a restarted emulator reconnecting to a restarted broker).
       const answered = await Promise.race([served(reader).then(() => true), sleep(60_000).then(() => false)])
       if (!answered) {
@@ -224,7 +228,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         emulator = await EmulatorCli.start(emulatorArgs, EMULATOR_START_MS)
         await within(served(reader), 60_000, 'the restarted service to answer')
       }
-      await within(Promise.all([requests.stop(), locks.stop(), context.stop()]), 30_000, 'the workloads to stop')
+      await within(Promise.all([requests.stop(), locks.stop(), context.stop()]), 60_000, 'the workloads to stop')
       const checked = requests.check()
       const lockCheck = await within(locks.check(reader), 30_000, 'the locks check')
       const watchViolations = await within(watches.check(reader, 5000), 30_000, 'the watches check')
