@@ -102,6 +102,15 @@ export class ContextWorkload {
     this.stores.forEach((store, i) => this.running.push(this.loop(store, `c${i}`)))
   }
 
+  /** Waits for both stores' connections to be back: they reconnect with the product's backoff (up to its maximum), not the harness clients'. */
+  async reconnected(timeoutMs: number): Promise<void> {
+    await Promise.all(
+      this.stores.map(async (s) => {
+        await (s as unknown as { session: { client: StateStoreClient | null } }).session.client?.ready({ timeoutMs })
+      }),
+    )
+  }
+
   async stop(): Promise<void> {
     this.stopped = true
     await Promise.all(this.running)

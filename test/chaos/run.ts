@@ -220,6 +220,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       injector.healAll()
       if (!emulator || !emulator.running) emulator = await EmulatorCli.start(emulatorArgs, EMULATOR_START_MS)
       await within(Promise.all(clients.map((c) => c.ready({ timeoutMs: 55_000 }))), 60_000, 'every client to reconnect after the faults healed')
+      await within(context.reconnected(55_000), 60_000, 'the context stores to reconnect after the faults healed')
       // The checks read from the service: wait until it answers again (a restarted emulator reconnecting to a restarted broker).
       const answered = await Promise.race([served(reader).then(() => true), sleep(60_000).then(() => false)])
       if (!answered) {
