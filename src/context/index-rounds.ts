@@ -42,15 +42,25 @@ export interface Known {
 interface Pending extends IndexEntry {
   /** Read the key under the lock even when the runtime knows it (asked by a notification of someone else's change). */
   verify: boolean
+  /** Asked because the index and the cache disagreed after a fault: a change it makes is logged as a repair. */
+  repair: boolean
   waiters: Array<(err?: Error) => void>
+}
+
+/** The delta as a lock round holds it, with the bytes it was read or written as. */
+interface Held {
+  delta: Delta
+  bytes: Buffer | null
 }
 
 /** What the rounds tell the index they wrote, so that it keeps its view in step. */
 export interface RoundsSink {
-  /** The delta is about to be written with `bytes`, making `changes`. */
-  writingDelta(bytes: Buffer, changes: DeltaChange[]): void
+  /** The delta is about to be written with `bytes`, making `changes` to the delta stored as `base`. */
+  writingDelta(bytes: Buffer, changes: DeltaChange[], base: Buffer | null): void
   /** The delta was written (without the cache: nothing else brings it). */
   wroteDelta(changes: DeltaChange[]): void
+  /** A lock round succeeded after one failed: what the failure may have left behind is worth a look. */
+  recovered(): void
   /** A fold wrote bucket `i` and emptied the delta (without the cache). */
   wroteBucket(i: number, state: IndexState): void
   foldedDelta(): void
@@ -70,7 +80,15 @@ export class IndexRounds {
   private wake: (() => void) | null = null
   private timer: NodeJS.Timeout | null = null
   private scheduled = false
+  /**
+   * While the rounds' loop runs, it takes every check queued. Cleared in the same step as the
+   * loop's last look at `pending`, so that a check queued after it starts the next run (one that
+   * waited for `running` to clear, a few microtasks later, was left unserved for good).
+   */
+  private looping = false
   private closing = false
+  /** A lock round failed since the last one that succeeded. */
+  private failed = false
 
   constructor(
     private readonly client: StateStoreClient,
@@ -87,8 +105,11 @@ export class IndexRounds {
     return this.running !== null || this.pending.size > 0
   }
 
-  /** Queues a check of the key; resolves once a delta saying what it holds is written. */
-  check(scope: string, top: string, verify: boolean): Promise<void> {
+  /**
+   * Queues a check of the key; resolves once a delta saying what it holds is written. `repair`: the
+   * index and the cache were found to disagree, so a change the check makes is logged.
+   */
+  check(scope: string, top: string, verify: boolean, repair = false): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const id = `${scope}/${top}`
       const waiter = (err?: Error) => (err ? reject(err) : resolve())
@@ -96,8 +117,9 @@ export class IndexRounds {
       if (entry) {
         entry.waiters.push(waiter)
         entry.verify ||= verify
+        entry.repair ||= repair
       } else {
-        this.pending.set(id, { scope, top, verify, waiters: [waiter] })
+        this.pending.set(id, { scope, top, verify, repair, waiters: [waiter] })
       }
       this.schedule()
     })
@@ -110,7 +132,7 @@ export class IndexRounds {
       setImmediate(wake)
       return
     }
-    if (this.running || this.timer || this.scheduled) return
+    if (this.looping || this.timer || this.scheduled) return
     // one tick of grace gathers a burst into one batch
     this.scheduled = true
     setImmediate(() => {
@@ -152,41 +174,67 @@ export class IndexRounds {
    * burst pays one acquisition, one release and one read of the delta, then one write per batch.
    */
   private async run(): Promise<void> {
-    while (this.pending.size > 0) {
-      let batch = this.takeBatch()
-      try {
-        const acquired = await this.lock.acquire({ timeoutMs: this.config.requestTimeoutMs * 3 })
+    this.looping = true
+    try {
+      while (this.pending.size > 0) {
+        let batch = this.takeBatch()
         try {
-          const since = performance.now()
-          let delta: Delta | null = null
-          for (;;) {
-            delta = await this.update(batch, delta, this.lock.lease.fencingToken ?? acquired)
-            batch = []
-            if (performance.now() - since > HOLD_MS) break
-            if (this.pending.size === 0) await this.lull()
-            if (this.pending.size === 0) break
-            batch = this.takeBatch()
+          const acquired = await this.lock.acquire({ timeoutMs: this.config.requestTimeoutMs * 3 })
+          try {
+            const since = performance.now()
+            let held: Held | null = null
+            for (;;) {
+              held = await this.update(batch, held, this.lock.lease.fencingToken ?? acquired)
+              batch = []
+              if (performance.now() - since > HOLD_MS) break
+              if (this.pending.size === 0) await this.lull()
+              if (this.pending.size === 0) break
+              batch = this.takeBatch()
+            }
+          } finally {
+            await this.release()
           }
-        } finally {
-          await this.lock.release().catch(() => {})
+          if (this.failed) {
+            this.failed = false
+            this.sink.recovered()
+          }
+        } catch (err) {
+          const keys = batch.map((b) => `${b.scope}/${b.top}`)
+          const message = err instanceof Error ? err.message : String(err)
+          const error = new Error(`state store context ${this.config.prefix}: the key index could not be updated: ${message}`, { cause: err })
+          // those waiting hear now; the entries are retried without them
+          for (const entry of batch) for (const waiter of entry.waiters.splice(0)) waiter(error)
+          if (this.closing || this.client.status.state === 'closed') {
+            this.config.logger('error', `state store context ${this.config.prefix}: the key index could not be updated for ${keys.join(', ')}: ${message}`)
+            continue
+          }
+          this.failed = true
+          this.config.logger('warn', `state store context ${this.config.prefix}: updating the key index failed (${message}); retrying`)
+          for (const b of batch) if (!this.pending.has(`${b.scope}/${b.top}`)) this.pending.set(`${b.scope}/${b.top}`, { ...b, verify: true, waiters: [] })
+          this.timer = setTimeout(() => {
+            this.timer = null
+            void this.flush()
+          }, RETRY_MS)
+          return
         }
-      } catch (err) {
-        const keys = batch.map((b) => `${b.scope}/${b.top}`)
-        const message = err instanceof Error ? err.message : String(err)
-        const error = new Error(`state store context ${this.config.prefix}: the key index could not be updated: ${message}`, { cause: err })
-        // those waiting hear now; the entries are retried without them
-        for (const entry of batch) for (const waiter of entry.waiters.splice(0)) waiter(error)
-        if (this.closing || this.client.status.state === 'closed') {
-          this.config.logger('error', `state store context ${this.config.prefix}: the key index could not be updated for ${keys.join(', ')}: ${message}`)
-          continue
-        }
-        this.config.logger('warn', `state store context ${this.config.prefix}: updating the key index failed (${message}); retrying`)
-        for (const b of batch) if (!this.pending.has(`${b.scope}/${b.top}`)) this.pending.set(`${b.scope}/${b.top}`, { ...b, verify: true })
-        this.timer = setTimeout(() => {
-          this.timer = null
-          void this.flush()
-        }, RETRY_MS)
+      }
+    } finally {
+      this.looping = false
+    }
+  }
+
+  /**
+   * Releases the lock; a release that failed while connected is tried once more (VDEL removes only
+   * our own value): a lost answer would otherwise keep every other runtime out until the lease ran
+   * out, failing their writes meanwhile.
+   */
+  private async release(): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.lock.release()
         return
+      } catch {
+        if (attempt > 0 || this.client.status.state !== 'connected') return
       }
     }
   }
@@ -217,15 +265,18 @@ export class IndexRounds {
    * waiting (not after the lease's release too). `held`: the delta as this lock round last left it,
    * or null to read it. Returns the delta as stored now.
    */
-  private async update(batch: Pending[], held: Delta | null, fencingToken: Hlc): Promise<Delta> {
+  private async update(batch: Pending[], held: Held | null, fencingToken: Hlc): Promise<Held> {
     // A key this runtime wrote and follows is not read again: what it knows, sampled under the
     // lock, is what a read would say, unless someone else changes the key before the delta is
     // written; that change's notification (sent before the lock was ours, or during the round)
     // shows as a new version below, and the key is checked again, read this time.
     const knowledge = batch.map((b) => (b.verify ? null : this.known(b.scope, b.top)))
     // `delta` is the round's own copy, changed in place batch after batch (never the followed one)
-    const [delta, found] = await Promise.all([
-      held ?? this.limiter.run(() => this.client.get(deltaKey(this.config.prefix), { timeoutMs: this.leaseLeft() })).then((r) => this.parsedDelta(r.value)),
+    const [{ delta, bytes: base }, found] = await Promise.all([
+      held ??
+        this.limiter
+          .run(() => this.client.get(deltaKey(this.config.prefix), { timeoutMs: this.leaseLeft() }))
+          .then((r): Held => ({ delta: this.parsedDelta(r.value), bytes: r.value })),
       Promise.all(
         batch.map(
           async ({ scope, top }, i) =>
@@ -234,14 +285,19 @@ export class IndexRounds {
       ),
     ])
     const changes: DeltaChange[] = []
-    batch.forEach(({ scope, top }, i) => {
-      if (delta.get(scope)?.get(top) !== found[i]) changes.push([scope, top, found[i]!])
+    batch.forEach(({ scope, top, repair }, i) => {
+      if (delta.get(scope)?.get(top) !== found[i]) {
+        changes.push([scope, top, found[i]!])
+        if (repair) this.config.logger('warn', repaired(this.config.prefix, scope, top, found[i]!))
+      }
       markDelta(delta, scope, top, found[i]!)
     })
+    let stored = base
     if (changes.length > 0) {
       const bytes = Buffer.from(serializeDelta(delta)!)
-      this.sink.writingDelta(bytes, changes)
+      this.sink.writingDelta(bytes, changes, base)
       await this.writeDelta(bytes, fencingToken)
+      stored = bytes
       this.sink.wroteDelta(changes)
     }
     batch.forEach((b, i) => {
@@ -252,12 +308,12 @@ export class IndexRounds {
       const id = `${b.scope}/${b.top}`
       const entry = this.pending.get(id)
       if (entry) entry.verify = true
-      else this.pending.set(id, { scope: b.scope, top: b.top, verify: true, waiters: [] })
+      else this.pending.set(id, { scope: b.scope, top: b.top, verify: true, repair: false, waiters: [] })
     })
     for (const entry of batch) for (const waiter of entry.waiters.splice(0)) waiter()
-    if (countDelta(delta) < DELTA_LIMIT) return delta
+    if (countDelta(delta) < DELTA_LIMIT) return { delta, bytes: stored }
     await this.fold(delta, fencingToken)
-    return new Map()
+    return { delta: new Map(), bytes: null }
   }
 
   /**
@@ -326,6 +382,13 @@ export class IndexRounds {
       return new Map()
     }
   }
+}
+
+/** The log line for a check that found the index wrong about a key (written by another writer, an older version, or left by a fault). */
+function repaired(prefix: string, scope: string, top: string, exists: boolean): string {
+  return exists
+    ? `state store context ${prefix}: the key index did not list ${scope}/${top}, which exists; listed it`
+    : `state store context ${prefix}: the key index listed ${scope}/${top}, which does not exist; removed it`
 }
 
 /** The log line for an index key that is not what the format says: it is taken as empty. */

@@ -93,6 +93,15 @@ export class KeyCache {
     return { exists: k.exists, version: k.version }
   }
 
+  /** The keys the cache holds, and those with a write in flight (`<scope>/<key>`): for the index's look after a fault. */
+  held(): { held: Map<string, Set<string>>; busy: Set<string> } {
+    const held = new Map<string, Set<string>>()
+    for (const [scope, data] of this.data) if (Object.keys(data).length > 0) held.set(scope, new Set(Object.keys(data)))
+    const busy = new Set<string>()
+    for (const entry of this.entries.values()) if (writing(entry) || entry.knowledge.kind === 'doubt') busy.add(`${entry.scope}/${entry.top}`)
+    return { held, busy }
+  }
+
   /** Others changed the index: load the keys they added; have a key we hold that they removed checked again. */
   onIndex(added: IndexEntry[], removed: IndexEntry[]): void {
     if (this.session.closing) return
@@ -212,14 +221,27 @@ export class KeyCache {
   private idle(entry: KeyEntry): void {
     const held = entry.held
     entry.held = null
+    const doubted = entry.knowledge.kind === 'doubt'
     if (held) this.apply(entry, held.bytes, held.version)
     if (entry.knowledge.kind === 'doubt') entry.rereading ??= this.reread(entry).finally(() => (entry.rereading = null))
+    // a notification settled it: the failed write may have been executed, so the index checks the key as the write would have
+    else if (doubted) this.settled(entry)
+  }
+
+  /**
+   * A key whose write failed now holds in the cache what the service holds: the index checks it
+   * (read under the lock), whichever way it went. A write of unknown outcome that was executed (a
+   * delete whose answer was lost, its notification heard) left the index saying otherwise.
+   */
+  private settled(entry: KeyEntry): void {
+    const held = Object.hasOwn(this.data.get(entry.scope) ?? {}, entry.top)
+    void this.session.index?.check(entry.scope, entry.top, held, true).catch(() => {}) // logged by the index
   }
 
   /**
    * After a failed write: reads the key until the cache holds what the service holds (a
    * notification or a later write of ours settles it too), then has the index check the key, as
-   * the write would have (it may have been executed).
+   * the write would have (it may have been executed), whether it exists or not.
    */
   private async reread(entry: KeyEntry): Promise<void> {
     const { session } = this
@@ -238,7 +260,7 @@ export class KeyCache {
       const k = entry.knowledge as Knowledge // changed by load(): the loop condition narrowed it
       // still in doubt: load() found a write of ours queued meanwhile, which settles the key
       if (k.kind === 'doubt') return
-      if (k.kind === 'known' && k.exists) void session.index?.check(entry.scope, entry.top, true).catch(() => {}) // logged by the index
+      this.settled(entry)
       return
     }
   }

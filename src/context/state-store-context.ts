@@ -2,6 +2,7 @@ import { StateStoreClient, type ClientOptions } from '../client'
 import { shownUrl } from '../log'
 import { CachedStore } from './cached-store'
 import { resolveConfig, type ContextStoreConfig, type ResolvedConfig } from './config'
+import { BUCKETS } from './index-format'
 import { KeyIndex } from './key-index'
 import { Limiter } from './limiter'
 import { LoadGate } from './load-gate'
@@ -81,6 +82,7 @@ export class StateStoreContext {
       this.session.limiter,
       (added, removed) => cache?.onIndex(added, removed),
       (scope, top) => cache?.known(scope, top) ?? null,
+      () => cache?.held() ?? { held: new Map(), busy: new Set() },
     )
     // Node-RED waits for open() before it starts the flows: wait for the broker as long as a request would
     const connected = await client.ready({ timeoutMs: requestTimeoutMs }).then(
@@ -90,6 +92,7 @@ export class StateStoreContext {
     if (connected) {
       try {
         await this.loadAll()
+        logger('info', this.loadedLine())
         this.gate.open()
         return
       } catch (err) {
@@ -124,7 +127,7 @@ export class StateStoreContext {
       try {
         await this.loadAll()
         if (this.session.closing) return
-        this.config.logger('info', `state store context ${this.config.prefix}: connected to ${this.brokerUrl}; the context is loaded`)
+        this.config.logger('info', `state store context ${this.config.prefix}: connected to ${this.brokerUrl}; ${this.loadedLine(false)}`)
         this.gate.open()
         return
       } catch (err) {
@@ -133,6 +136,15 @@ export class StateStoreContext {
         await new Promise((resolve) => setTimeout(resolve, RELOAD_MS))
       }
     }
+  }
+
+  /** The load in one line: what was registered and read, so a start says what it cost instead of a line per request. */
+  private loadedLine(named = true): string {
+    const keys = [...this.session.index!.current.values()].reduce((n, tops) => n + tops.size, 0)
+    const what = this.cached
+      ? `the context is loaded: ${keys} key(s), ${keys + 1} registration(s) (the index's and one per key), ${BUCKETS + 1 + keys} read(s)`
+      : `the context is loaded: ${keys} key(s) listed (without the cache, values are read when asked)`
+    return named ? `state store context ${this.config.prefix}: ${what}` : what
   }
 
   private notLoaded(): ContextNotLoadedError {

@@ -19,6 +19,9 @@ describe('chaos: a fixed-seed run under every kind of fault', function () {
     assert.ok(report.operations > 500, `operations checked: ${report.operations}`)
     assert.ok(report.faults.size >= 3, `fault kinds applied: ${[...report.faults.keys()].join(', ')}`)
     assert.deepEqual(report.violations, [], lines.join('\n'))
-    assert.match(report.line, /^chaos: \d+ operations checked in 2 fault schedules \([a-z-]+(, [a-z-]+)*\), 0 violations$/)
+    assert.match(
+      report.line,
+      /^chaos: \d+ operations checked in 2 fault schedules \([a-z-]+(, [a-z-]+)*\), \d+ failures allowed, \d+ indeterminate, 0 violations$/,
+    )
   })
 })

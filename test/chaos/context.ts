@@ -7,6 +7,7 @@
  * and the same index, past every relay.
  */
 import { isDeepStrictEqual } from 'node:util'
+import { StateStoreClient, type Observation } from '../../src/client'
 import { StateStoreContext } from '../../src/context/state-store-context'
 import { History } from './history'
 
@@ -16,6 +17,19 @@ const KEYS = ['a', 'b', 'c', 'd']
 type Callback = (err?: Error | null, ...values: unknown[]) => void
 function call<T>(fn: (cb: Callback) => void): Promise<T> {
   return new Promise((resolve, reject) => fn((err, ...values) => (err ? reject(err) : resolve(values[0] as T))))
+}
+
+/** Resolves once the store has loaded its stored context (a read with a callback is answered), trying for up to a minute. */
+async function loaded(store: StateStoreContext): Promise<void> {
+  const deadline = performance.now() + 60_000
+  for (;;) {
+    try {
+      await call((cb) => store.get(SCOPE, KEYS[0]!, cb))
+      return
+    } catch (err) {
+      if (performance.now() > deadline) throw err
+    }
+  }
 }
 
 /** What one context store shows: a value per key, and keys(). */
@@ -48,6 +62,9 @@ export class ContextWorkload {
   private readonly stores: StateStoreContext[]
   private stopped = false
   private readonly running: Array<Promise<void>> = []
+  /** Every store's log, and every value the key index's delta took as a watcher past the relays saw it: the history a violation is shown with. */
+  readonly logs: Array<{ at: number; who: string; line: string }> = []
+  private indexWatch: Observation | null = null
 
   /** `brokerUrls`: one relay per store; `prefix` unique to the round. */
   constructor(
@@ -58,13 +75,40 @@ export class ContextWorkload {
     private readonly random: () => number,
   ) {
     this.stores = brokerUrls.map(
-      (broker, i) => new StateStoreContext({ broker, prefix, clientId: clientId(`c${i}`), requestTimeout: 2500, keepalive: 2, logger: () => {} }),
+      (broker, i) =>
+        new StateStoreContext({
+          broker,
+          prefix,
+          clientId: clientId(`c${i}`),
+          requestTimeout: 2500,
+          keepalive: 2,
+          logger: (level, line) => this.logs.push({ at: performance.now(), who: `c${i} ${level}`, line }),
+        }),
     )
   }
 
-  async start(): Promise<void> {
+  /** `watcher`: a client straight on the broker, to record the index's delta as the service changed it. */
+  async start(watcher?: StateStoreClient): Promise<void> {
+    this.indexWatch =
+      (await watcher
+        ?.observe(`${this.prefix}#keys/delta`, (n) =>
+          this.logs.push({ at: performance.now(), who: 'index', line: `delta ${n.operation} ${n.value?.toString() ?? ''}` }),
+        )
+        .catch(() => null)) ?? null
     await Promise.all(this.stores.map((s) => s.open()))
+    // open() resolves even when the load has not finished (Node-RED starts regardless): the workload
+    // starts once both stores have loaded, as the faults, not the start, are what is judged here
+    await Promise.all(this.stores.map((s) => loaded(s)))
     this.stores.forEach((store, i) => this.running.push(this.loop(store, `c${i}`)))
+  }
+
+  /** Waits for both stores' connections to be back: they reconnect with the product's backoff (up to its maximum), not the harness clients'. */
+  async reconnected(timeoutMs: number): Promise<void> {
+    await Promise.all(
+      this.stores.map(async (s) => {
+        await (s as unknown as { session: { client: StateStoreClient | null } }).session.client?.ready({ timeoutMs })
+      }),
+    )
   }
 
   async stop(): Promise<void> {
@@ -113,17 +157,28 @@ export class ContextWorkload {
       await truth.close()
     }
     const ops = this.history.ops
-    // The history of each key in question, to tell what happened.
+    // The history of each key in question (every key, for a wrong key list), and the index's: the stores' logs and the delta's values.
     const shown = mismatches.map((m) => {
       const key = /key (\w+):/.exec(m)?.[1]
-      if (!key) return m
-      const last = ops.filter((o) => o.input.key === key).slice(-6)
-      return `${m}\n${last.map((o) => `  ${o.process} set ${JSON.stringify(o.input.value)} at ${Math.round(o.invokedAt)}-${Math.round(o.returnedAt)}: ${o.outcome}${o.error ? ` (${o.error})` : ''}`).join('\n')}`
+      const last = ops.filter((o) => (key ? o.input.key === key : true)).slice(key ? -6 : -16)
+      const index = this.logs
+        .filter((l) => l.who === 'index' || / key index|loading|loaded/.test(l.line))
+        .slice(-40)
+        .map((l) => `  ${Math.round(l.at)} ${l.who}: ${l.line}`)
+      return [
+        m,
+        ...last.map(
+          (o) =>
+            `  ${o.process} set ${o.input.key}=${JSON.stringify(o.input.value)} at ${Math.round(o.invokedAt)}-${Math.round(o.returnedAt)}: ${o.outcome}${o.error ? ` (${o.error})` : ''}`,
+        ),
+        ...(key ? [] : ['  the index and the stores, last:', ...index]),
+      ].join('\n')
     })
     return { operations: ops.filter((o) => o.outcome !== 'pending').length, violations: shown }
   }
 
   async close(): Promise<void> {
+    await this.indexWatch?.close()
     await Promise.all(this.stores.map((s) => s.close()))
   }
 }

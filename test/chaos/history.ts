@@ -12,6 +12,8 @@ export interface Recorded<I, O> {
   outcome: 'pending' | 'ok' | 'fail' | 'unknown'
   output?: O
   returnedAt: number
+  /** When it failed, whatever its outcome (an unknown one keeps returnedAt at Infinity: it may take effect later). */
+  endedAt?: number
   error?: string
   /** The error's kind, with a connection error's or a service error's code: `connection:ConnectionLost`, `service:TimestampSkew`, `timeout`. */
   errorCode?: string
@@ -43,6 +45,7 @@ export class History<I, O> {
       op.returnedAt = performance.now()
       return output
     } catch (err) {
+      op.endedAt = performance.now()
       op.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err)
       op.errorCode = errorCode(err)
       if (certainlyNotDone(err)) {

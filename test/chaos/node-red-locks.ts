@@ -22,6 +22,7 @@ import { join } from 'node:path'
 import { FROM_WORKING_TREE, runtimeSettings, writeSettings } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { Hlc } from '../../src/hlc'
+import type { Failure } from './outages'
 import { formatDebug, NodeRedProcess, RED_JS, readJson, repoRoot, type Comms, type DebugMessage } from '../smoke/node-red'
 
 const LEASE_MS = 2000
@@ -102,6 +103,21 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
 }
 
 const BURST = 3
+
+/** The nodes' codes for a service that could not be reached: judged against the faults (outages.ts). */
+const UNREACHABLE = new Set(['Timeout', 'NotConnected', 'ConnectionLost', 'NoService'])
+
+/** How long a node waits (its request timeout and lock wait), and a second for its msg to reach the test. */
+const WAIT_MS = 11_000
+
+/** Stamps each debug message with when it reached the test. */
+function stampArrivals(comms: Comms, arrivals: WeakMap<DebugMessage, number>): void {
+  const push = comms.debug.push.bind(comms.debug)
+  comms.debug.push = (...items: DebugMessage[]) => {
+    for (const d of items) arrivals.set(d, performance.now())
+    return push(...items)
+  }
+}
 
 /** The tab of simultaneous msgs: a lock-mode counter and an update-key counter, both shared by the runtimes. */
 function counterTab(prefix: string, rid: (id: string) => string, store: string): FlowNode[] {
@@ -214,6 +230,8 @@ export function fencingViolations(writes: readonly Accepted[]): string[] {
 export class NodeRedLocksWorkload {
   private readonly runtimes: NodeRedProcess[] = []
   private readonly comms: Comms[] = []
+  /** When each debug message reached the test (performance.now()), to judge a failure against the faults. */
+  private readonly arrivals = new WeakMap<DebugMessage, number>()
   private dir = ''
   /** Where each runtime's debug output of the current round starts. */
   private marks: number[] = []
@@ -237,6 +255,7 @@ export class NodeRedLocksWorkload {
           w.runtimes[i] = red
           await red.start(60_000)
           w.comms[i] = await red.comms()
+          stampArrivals(w.comms[i], w.arrivals)
         }),
       )
     } catch (err) {
@@ -288,8 +307,10 @@ export class NodeRedLocksWorkload {
   }
 
   /** After the faults healed and the clients are back: the checks of every mode. */
-  async check(): Promise<{ operations: number; violations: string[]; summary: string }> {
+  async check(): Promise<{ operations: number; violations: string[]; summary: string; failures: Failure[] }> {
     const violations: string[] = []
+    /** Failures to reach the service (a request timed out, the connection was lost or missing): judged against the faults by the caller. */
+    const unreachable: Failure[] = []
     const counts: string[] = []
     let operations = 0
     for (const { mode } of MODES) {
@@ -301,18 +322,12 @@ export class NodeRedLocksWorkload {
       const writes = this.accepted(mode)
       operations += writes.length
       violations.push(...fencingViolations(writes).map((v) => `node-red ${mode} mode: ${v}`))
-      const failures = this.runtimes.flatMap((_, i) =>
-        this.output(i)
-          .filter((d) => d.id === `${mode}-lock-failed.${this.roundNo}`)
-          .map((d) => `r${i}: ${d.msg}`),
-      )
+      const failures = this.failed(`${mode}-lock-failed`)
       for (const f of failures) {
-        const code = (JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code
-        // Lock mode: a msg that came while the connection was down for the config node's connection
-        // wait fails NotConnected, as every node does; any other failure counts. Leader mode: the
-        // election reports an error and stands again, so only a connection error that is not transient counts.
-        const transient = code === 'ConnectionLost' || code === 'NotConnected'
-        if (mode === 'lock' ? code !== 'NotConnected' : !transient) violations.push(`node-red ${mode} mode: the ss-lock node failed (${code}): ${f}`)
+        // Leader mode: the election reports a connection error and stands again, so only one that is not transient counts.
+        if (mode === 'leader' && (f.code === 'ConnectionLost' || f.code === 'NotConnected')) continue
+        if (UNREACHABLE.has(f.code)) unreachable.push(this.failure(f, `the ss-lock node in ${mode} mode failed (${f.code})`))
+        else violations.push(`node-red ${mode} mode: the ss-lock node failed (${f.code}): ${f.text}`)
       }
       const holders = new Set(writes.map((w) => w.token)).size
       counts.push(`${mode}: ${writes.length} fenced writes under ${holders} tokens${failures.length ? `, ${failures.length} errors` : ''}`)
@@ -326,18 +341,34 @@ export class NodeRedLocksWorkload {
         `${name === 'counter' ? 'lock-mode counter' : 'update key'}: ${writes.length} accepted increments of ${highest} (${BURST} msgs at once per runtime)`,
       )
     }
-    const failures = this.runtimes.flatMap((_, i) =>
-      this.output(i)
-        .filter((d) => d.id === `counter-failed.${this.roundNo}`)
-        .map((d) => `r${i}: ${d.msg}`),
-    )
-    // A wait that ran out (10 s, the msgs queued behind an outage), or a connection down for the config
-    // node's connection wait when the msg came (NotConnected, as every node fails then), is an outcome the
-    // flow sees; any other failure is not.
-    const ranOut = failures.filter((f) => ['Timeout', 'NotConnected'].includes((JSON.parse(f.slice(f.indexOf(':') + 2)) as { code?: string }).code ?? ''))
-    for (const f of failures.filter((f) => !ranOut.includes(f))) violations.push(`node-red counters: a lock or update key node failed: ${f}`)
+    const failures = this.failed('counter-failed')
+    // A lock wait that ran out (10 s, the msgs queued behind an outage) is an outcome the flow sees; a failure to reach the service is judged against the faults.
+    const ranOut = failures.filter((f) => f.code === 'Timeout' && /lock acquire timed out/.test(f.text))
+    for (const f of failures.filter((f) => !ranOut.includes(f))) {
+      if (UNREACHABLE.has(f.code)) unreachable.push(this.failure(f, `a lock or update key node failed (${f.code})`))
+      else violations.push(`node-red counters: a lock or update key node failed: ${f.text}`)
+    }
     if (ranOut.length) counts.push(`${ranOut.length} waits ran out`)
-    return { operations, violations, summary: `node-red ${counts.join('; ')}` }
+    return { operations, violations, summary: `node-red ${counts.join('; ')}`, failures: unreachable }
+  }
+
+  /** The failures a node reported on the debug node `name` this round, with when they reached the test. */
+  private failed(name: string): Array<{ runtime: number; code: string; text: string; at: number }> {
+    return this.runtimes.flatMap((_, i) =>
+      this.output(i)
+        .filter((d) => d.id === `${name}.${this.roundNo}`)
+        .map((d) => ({
+          runtime: i,
+          code: String((JSON.parse(d.msg) as { code?: string }).code),
+          text: `r${i}: ${d.msg}`,
+          at: this.arrivals.get(d) ?? performance.now(),
+        })),
+    )
+  }
+
+  /** A node's failure as the classifier sees it: it waited up to WAIT_MS before it failed. */
+  private failure(f: { runtime: number; text: string; at: number }, what: string): Failure {
+    return { process: `red-r${f.runtime}`, invokedAt: f.at - WAIT_MS, endedAt: f.at, unknown: true, what: `${what}: ${f.text}` }
   }
 
   /** The runtimes' logs, node status and last debug output, for a failed run. */

@@ -46,7 +46,7 @@ describe('context store: opening', function () {
     restore.push(() => (StateStoreClient.prototype[name] = original))
   }
 
-  it('sends one KEYNOTIFY and one GET per key: the registration’s own read loads the value', async () => {
+  it('sends one KEYNOTIFY and one GET per key, and for the index one KEYNOTIFY and a GET per index key: the registrations’ own reads load the values', async () => {
     const prefix = uniquePrefix()
     await seed(client, prefix, 1000)
     const calls = { observe: 0, gets: 0 }
@@ -69,8 +69,13 @@ describe('context store: opening', function () {
     const store = contextStore({ broker: backend.url, prefix })
     opened.push(store)
     await store.open()
-    // every bucket, the delta and every key registered once (client.observe: a KEYNOTIFY, then a GET), and nothing read again
-    assert.deepEqual(calls, { observe: BUCKETS + 1 + 1000, gets: 0 })
+    // the delta and every key registered once (client.observe: a KEYNOTIFY, then a GET), the buckets read, and nothing read again
+    assert.deepEqual(calls, { observe: 1 + 1000, gets: BUCKETS })
+    // and the start says so in one line, not a line per registration
+    assert.deepEqual(
+      store.logs.filter((l) => l.level === 'info').map((l) => l.message),
+      [`state store context ${prefix}: the context is loaded: 1000 key(s), 1001 registration(s) (the index's and one per key), ${BUCKETS + 1 + 1000} read(s)`],
+    )
     assert.equal((store.keys('global') as string[]).length, 1000)
     assert.deepEqual(store.get('global', 'k999'), { i: 999 })
   })
