@@ -1,4 +1,5 @@
 import { StateStoreClient, type ClientOptions, type ConnectionStatus, type KeyNotification } from '../../src/client'
+import { describeLimit, scaled } from './deadline'
 import { eventually as waitFor } from './wait'
 
 let counter = 0
@@ -21,7 +22,7 @@ export class ClientPool {
 
   async ready(brokerUrl: string, options: Partial<ClientOptions> = {}): Promise<StateStoreClient> {
     const client = this.create(brokerUrl, options)
-    await client.ready({ timeoutMs: 5000 })
+    await client.ready({ timeoutMs: scaled(5000) })
     return client
   }
 
@@ -56,12 +57,13 @@ export class Inbox {
 
 /** Waits for a status matching `predicate` on a client. */
 export function statusWhere(client: StateStoreClient, predicate: (s: ConnectionStatus) => boolean, timeoutMs = 10000): Promise<ConnectionStatus> {
+  const limit = scaled(timeoutMs)
   return new Promise((resolve, reject) => {
     if (predicate(client.status)) return resolve(client.status)
     const timer = setTimeout(() => {
       client.off('status', onStatus)
-      reject(new Error(`no matching status within ${timeoutMs} ms; last: ${JSON.stringify(client.status)}`))
-    }, timeoutMs)
+      reject(new Error(`no matching status within ${describeLimit(timeoutMs, limit)}; last: ${JSON.stringify(client.status)}`))
+    }, limit)
     const onStatus = (s: ConnectionStatus) => {
       if (!predicate(s)) return
       clearTimeout(timer)
