@@ -10,6 +10,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { mosquittoPath } from '../support/mosquitto'
 import { sleep } from '../support/wait'
+import { scaled } from '../support/deadline'
 
 export const ROOT = join(__dirname, '..', '..')
 
@@ -93,10 +94,10 @@ export class EmulatorCli {
         env: { ...process.env, ...env },
       }),
     )
-    const deadline = Date.now() + timeoutMs
+    const deadline = Date.now() + scaled(timeoutMs)
     while (!/ready on /.test(cli.stdout)) {
       if (cli.child.exitCode !== null) throw new Error(`the emulator exited (${cli.child.exitCode}) before it was ready:\n${cli.stderr}`)
-      if (Date.now() > deadline) throw new Error(`the emulator was not ready within ${timeoutMs} ms:\n${cli.stdout}\n${cli.stderr}`)
+      if (Date.now() > deadline) throw new Error(`the emulator was not ready within ${timeoutMs} ms (scaled):\n${cli.stdout}\n${cli.stderr}`)
       await sleep(20)
     }
     return cli

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
+import { scaled } from '../support/deadline'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
@@ -51,6 +52,7 @@ export class AuthRuntime {
         port: await freePort(),
         settingsFile,
         env,
+        timeoutMs: scaled(30_000),
         // With adminAuth only the login scheme answers without a token; flows have started once the store connected.
         ready: async (url, log) => (await fetch(`${url}/auth/login`)).ok && log.includes('connected to the state store'),
       })
