@@ -8,7 +8,8 @@ import type { KeyNotification, SetResult, StateStoreClient } from '../../src/cli
 import { keyLockName, LeaderElection, Lease, Lock, updateKey } from '../../src/locks'
 import { ArgumentError, CancelledError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
-import { ClientPool, eventually, uniqueId } from './support/clients'
+import { ClientPool, uniqueId } from '../support/clients'
+import { eventually } from '../support/wait'
 import { onEveryBroker } from './support/topology'
 import { startEmulator, type Emulator } from '../../src/emulator'
 
@@ -69,7 +70,7 @@ onEveryBroker('leases', (t) => {
     let renewals = 0
     la.on('renewed', () => (renewals += 1))
     await la.tryAcquire()
-    await eventually(() => (renewals >= 6 ? true : undefined), 5000, 'six renewals')
+    await eventually(() => (renewals >= 6 ? true : undefined), 'six renewals', 5000)
     // Six renewals at 200 ms cover more than the 1000 ms lease: still ours.
     assert.equal((await b.get(name)).value?.toString(), a.clientId)
 
@@ -124,7 +125,7 @@ onEveryBroker('leases', (t) => {
     })
     await waiterRenewed
     await waiting.release()
-    await eventually(() => (seen.at(-1) === 'DELETE' ? true : undefined), 3000, 'the waiter released')
+    await eventually(() => (seen.at(-1) === 'DELETE' ? true : undefined), 'the waiter released', 3000)
     const afterDelete = seen.slice(seen.indexOf('DELETE') + 1)
     assert.ok(!afterDelete.includes(a.clientId), `nothing wrote the first holder's value back: ${afterDelete.join(', ')}`)
     assert.ok(afterDelete.includes('waiter'))
@@ -157,7 +158,7 @@ onEveryBroker('leases', (t) => {
     await la.tryAcquire()
     await la.release()
     await la.tryAcquire()
-    await eventually(() => (changes.length >= 4 ? true : undefined), 3000, 'expiry')
+    await eventually(() => (changes.length >= 4 ? true : undefined), 'expiry', 3000)
     assert.deepEqual(changes, [a.clientId, 'free', a.clientId, 'free'], 'the last one is the expiry')
     await observation.close()
   })
@@ -347,7 +348,7 @@ onEveryBroker('leader election', (t) => {
     assert.ok(Hlc.compare(t2, t1) > 0)
     assert.equal(eb.isLeader, true)
     assert.equal((await ea.leader())?.toString(), b.clientId)
-    await eventually(() => (seenByB.at(-1) === b.clientId ? true : undefined), 3000, 'B to see itself lead')
+    await eventually(() => (seenByB.at(-1) === b.clientId ? true : undefined), 'B to see itself lead', 3000)
     assert.ok(seenByB.includes(a.clientId))
   })
 
@@ -361,16 +362,16 @@ onEveryBroker('leader election', (t) => {
     ea.on('lost', ({ reason }) => losses.push(reason))
     const stop = new AbortController()
     const standing = ea.stand({ signal: stop.signal, onCampaign: () => (campaigns += 1) })
-    await eventually(() => (ea.isLeader ? true : undefined), 3000, 'A elected')
+    await eventually(() => (ea.isLeader ? true : undefined), 'A elected', 3000)
     assert.equal(campaigns, 1)
 
     // B takes the key over: A's next renewal is refused, the term is lost, and A campaigns again.
     await b.set(position, 'usurper')
-    await eventually(() => (campaigns === 2 ? true : undefined), 3000, 'a second campaign')
+    await eventually(() => (campaigns === 2 ? true : undefined), 'a second campaign', 3000)
     assert.match(losses[0] ?? '', /another holder/)
     assert.equal(ea.isLeader, false)
     await b.del(position)
-    await eventually(() => (ea.isLeader ? true : undefined), 3000, 'A elected again')
+    await eventually(() => (ea.isLeader ? true : undefined), 'A elected again', 3000)
 
     // Stopping ends the candidacy and keeps the term; a resignation then is not followed by a campaign.
     stop.abort()
@@ -388,11 +389,11 @@ onEveryBroker('leader election', (t) => {
     const eb = election(b, position, 10_000)
     const errors: Error[] = []
     const standingA = ea.stand({ signal: new AbortController().signal, onError: (e) => errors.push(e) })
-    await eventually(() => (ea.isLeader ? true : undefined), 3000, 'A elected')
+    await eventually(() => (ea.isLeader ? true : undefined), 'A elected', 3000)
     const standingB = eb.stand({ signal: new AbortController().signal, onError: (e) => errors.push(e) })
     await ea.resign()
     await standingA
-    await eventually(() => (eb.isLeader ? true : undefined), 3000, 'B elected after A resigned')
+    await eventually(() => (eb.isLeader ? true : undefined), 'B elected after A resigned', 3000)
     await b.close()
     await standingB
     assert.deepEqual(errors, [])
@@ -433,11 +434,11 @@ describe('leader election: a failed campaign is tried again (emulator with a key
     const errors: Error[] = []
     const stop = new AbortController()
     const standing = ea.stand({ signal: stop.signal, retryMs: 50, onError: (e) => errors.push(e) })
-    await eventually(() => (errors.length >= 2 ? true : undefined), 5000, 'two failed campaigns')
+    await eventually(() => (errors.length >= 2 ? true : undefined), 'two failed campaigns', 5000)
     assert.match(errors[0]!.message, /quota/)
     assert.equal(ea.isLeader, false)
     await a.del('filler')
-    await eventually(() => (ea.isLeader ? true : undefined), 5000, 'elected once the quota has room')
+    await eventually(() => (ea.isLeader ? true : undefined), 'elected once the quota has room', 5000)
     stop.abort()
     await standing
   })
@@ -489,7 +490,7 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
     const { client, calls, notify, answer } = standIn()
     const lease = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
     const acquiring = lease.tryAcquire()
-    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
+    await eventually(() => (calls.includes('set') ? true : undefined), 'the acquiring SET', 1000)
     // A DELETE heard before our own SET is the previous holder's: it does not count.
     notify('DELETE', null)
     answer()
@@ -508,7 +509,7 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
     assert.ok(!calls.some((c) => c.startsWith('vdel')), 'no VDEL while the renewal is on its way')
     answer()
     await renewing
-    await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 1000, 'the VDEL')
+    await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 'the VDEL', 1000)
     assert.deepEqual(calls, ['observe', 'set', 'set', 'close', 'vdel mine:1'])
     assert.equal(lease.fencingToken, null, 'the late renewal did not make it ours again')
   })
@@ -517,12 +518,12 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
     const { client, calls, notify, answer } = standIn()
     const lease = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
     const acquiring = lease.tryAcquire()
-    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
+    await eventually(() => (calls.includes('set') ? true : undefined), 'the acquiring SET', 1000)
     notify('SET', 'mine:2')
     notify('DELETE', null)
     answer()
     assert.deepEqual(await acquiring, { acquired: false, fencingToken: null })
-    await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 1000, 'the VDEL')
+    await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 'the VDEL', 1000)
     assert.deepEqual(calls, ['observe', 'set', 'close', 'vdel mine:2'])
   })
 
@@ -530,10 +531,10 @@ describe('leases: followKey and a renewal in flight when the key is deleted', fu
     const { client, calls, fail } = standIn()
     const lease = new Lease(client, 'k', { holder: 'mine:3', leaseMs: 1000, followKey: true })
     const acquiring = lease.tryAcquire()
-    await eventually(() => (calls.includes('set') ? true : undefined), 1000, 'the acquiring SET')
+    await eventually(() => (calls.includes('set') ? true : undefined), 'the acquiring SET', 1000)
     fail()
     await assert.rejects(acquiring, TimeoutError)
-    await eventually(() => (calls.includes('close') ? true : undefined), 1000, 'the observation closed')
+    await eventually(() => (calls.includes('close') ? true : undefined), 'the observation closed', 1000)
     assert.deepEqual(calls, ['observe', 'set', 'close'])
   })
 })

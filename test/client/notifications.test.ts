@@ -8,7 +8,7 @@ import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { Notification, Prop, Reply } from '../../src/protocol'
 import { mqttBrokerUrl } from '../support/broker'
-import { ClientPool, Inbox } from './support/clients'
+import { ClientPool, Inbox } from '../support/clients'
 import { Responder, type SeenRequest } from './support/responder'
 
 describe('client observations (scripted responder)', function () {

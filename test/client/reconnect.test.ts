@@ -8,9 +8,9 @@ import assert from 'node:assert/strict'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { Prop } from '../../src/protocol'
 import { TimeoutError } from '../../src/errors'
-import { Mosquitto } from '../support/mosquitto'
-import { requireMosquitto, retry } from '../reliability/support'
-import { ClientPool, eventually, Inbox, statusWhere, uniqueId } from './support/clients'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
+import { retry, eventually } from '../support/wait'
+import { ClientPool, Inbox, statusWhere, uniqueId } from '../support/clients'
 import { TcpRelay } from '../support/relay'
 import { Responder } from './support/responder'
 import { onEveryBroker } from './support/topology'
@@ -74,7 +74,7 @@ onEveryBroker('reconnect', (t) => {
     assert.ok(states.includes('disconnected') && states.includes('reconnecting') && states.at(-1) === 'connected', states.join(' → '))
 
     // Registered again: a KEYNOTIFY for every observed key after the cut.
-    await eventually(() => (away.load.inFlight === 0 ? true : undefined))
+    await eventually(() => (away.load.inFlight === 0 ? true : undefined), 'away.load.inFlight === 0')
     const again = spy.requests
       .slice(sentBefore)
       .filter((r) => r.user[Prop.sourceId] === away.clientId && r.words[0] === 'KEYNOTIFY')
@@ -119,7 +119,7 @@ onEveryBroker('reconnect', (t) => {
     assert.equal((await pending).applied, true)
     const [n] = await inbox.count(1)
     assert.equal(n!.value?.toString(), 'while-away')
-    await eventually(() => (away.load.inFlight === 0 ? true : undefined))
+    await eventually(() => (away.load.inFlight === 0 ? true : undefined), 'away.load.inFlight === 0')
     await writer.set(k, 'after')
     await inbox.count(2)
     assert.deepEqual(

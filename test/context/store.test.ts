@@ -3,7 +3,8 @@ import { StateStoreClient } from '../../src/client'
 import { embeddedEmulator, stopEmbedded } from '../../src/emulator/embedded'
 import { Lock } from '../../src/locks'
 import { TcpRelay } from '../support/relay'
-import { Backend, call, contextStore, memoryStore, readIndex, uniquePrefix, until, type TestStore } from './support'
+import { Backend, call, contextStore, memoryStore, readIndex, uniquePrefix, type TestStore } from './support'
+import { until } from '../support/wait'
 import { BUCKETS, DELTA_LIMIT, bucketOf } from '../../src/context/index-format'
 
 describe('context store: the Node-RED Store API on the state store', function () {

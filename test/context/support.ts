@@ -73,8 +73,6 @@ export function call<T extends unknown[]>(fn: (cb: (err?: Error | null, ...value
   })
 }
 
-export { until } from '../reliability/support'
-
 let counter = 0
 /** A prefix no other test uses, so tests on one emulator never see each other's keys. */
 export function uniquePrefix(): string {

@@ -10,9 +10,10 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient, type KeyNotification, type SetResult } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { Mosquitto } from '../support/mosquitto'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
 import { ALL, helper, onTab, statuses, type TestNode } from '../nodes/support'
-import { Outcomes, requireMosquitto, retry, sleep, until } from '../reliability/support'
+import { Outcomes } from '../support/outcomes'
+import { retry, sleep, until } from '../support/wait'
 import { TcpRelay } from '../support/relay'
 import { ClientPool } from '../support/clients'
 

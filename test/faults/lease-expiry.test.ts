@@ -12,7 +12,7 @@ import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { startMqttBroker, type OwnBroker } from '../support/broker'
-import { until } from '../reliability/support'
+import { until } from '../support/wait'
 import { TcpRelay } from '../support/relay'
 import { ClientPool } from '../support/clients'
 

@@ -13,7 +13,7 @@ import { ConnectionError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
-import { sleep, until } from '../reliability/support'
+import { sleep, until } from '../support/wait'
 import { ClientPool } from '../support/clients'
 
 /** nodes/ss-config.ts's default connection wait, which ss-lock's requests get. */

@@ -11,7 +11,9 @@ import { OverloadedError, TimeoutError } from '../../src/errors'
 import { Reply } from '../../src/protocol'
 import { startMqttBroker, type OwnBroker } from '../support/broker'
 import { Responder, type SeenRequest } from '../client/support/responder'
-import { heapAfterGc, Outcomes, sleep, until } from '../reliability/support'
+import { heapAfterGc } from '../support/heap'
+import { Outcomes } from '../support/outcomes'
+import { sleep, until } from '../support/wait'
 import { ClientPool } from '../support/clients'
 
 describe('faults: silent or slow service', function () {

@@ -2,7 +2,6 @@ import { EventEmitter } from 'node:events'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
-import { until as waitUntil } from '../support/wait'
 import { describeLimit, scaled } from '../support/deadline'
 
 /** Node methods are sinon spies on Node.prototype during a test: calls of every node, told apart by thisValue. */
@@ -181,11 +180,6 @@ export async function noMessage(node: TestNode, ms = 300): Promise<void> {
 /** Starts recording a helper node's msgs now (so nothing sent before the first nextMessage is lost). */
 export function listen(...nodes: TestNode[]): void {
   for (const n of nodes) mailbox(n)
-}
-
-/** Waits until `predicate` holds (polling), or fails after `ms` with `what`. */
-export function until(predicate: () => boolean, what: string, ms = 3000): Promise<void> {
-  return waitUntil(predicate, what, ms)
 }
 
 /** The last status a node showed. */

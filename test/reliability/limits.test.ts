@@ -11,9 +11,9 @@ import { StateStoreClient, type ConnectionState, type KeyNotification } from '..
 import { ArgumentError } from '../../src/errors'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { publishPacketSize, type PublishPropertiesForSize } from '../../src/protocol'
-import { Mosquitto } from '../support/mosquitto'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
 import { ALL, helper, nextMessage, onTab } from '../nodes/support'
-import { requireMosquitto, until } from './support'
+import { until } from '../support/wait'
 import { ClientPool } from '../support/clients'
 
 const MAX_PACKET = 1536 * 1024

@@ -132,19 +132,3 @@ export class SidebarComms {
     this.ws?.close()
   }
 }
-
-/** Polls `check` until it returns a value (generous timeout; never an assertion about time). */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 15000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown
-  for (;;) {
-    try {
-      const v = await check()
-      if (v !== undefined) return v
-    } catch (err) {
-      last = err
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not so within ${timeoutMs} ms${last ? ` (${String(last)})` : ''}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}

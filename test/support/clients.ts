@@ -1,6 +1,6 @@
 import { StateStoreClient, type ClientOptions, type ConnectionStatus, type KeyNotification } from '../../src/client'
 import { describeLimit, scaled } from './deadline'
-import { eventually as waitFor } from './wait'
+import { until } from './wait'
 
 let counter = 0
 
@@ -37,11 +37,6 @@ export class ClientPool {
   }
 }
 
-/** Resolves with the first value `poll` returns that is not undefined; fails after timeoutMs. */
-export function eventually<T>(poll: () => T | undefined | Promise<T | undefined>, timeoutMs = 5000, what = 'condition'): Promise<T> {
-  return waitFor(poll, what, timeoutMs)
-}
-
 /** Collects notifications and lets a test wait for the n-th one. */
 export class Inbox {
   readonly items: KeyNotification[] = []
@@ -50,7 +45,7 @@ export class Inbox {
   }
 
   async count(n: number, timeoutMs = 5000): Promise<KeyNotification[]> {
-    await eventually(() => (this.items.length >= n ? true : undefined), timeoutMs, `${n} notifications (have ${this.items.length})`)
+    await until(() => this.items.length >= n, `${n} notifications (have ${this.items.length})`, timeoutMs)
     return this.items.slice(0, n)
   }
 }

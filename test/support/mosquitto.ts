@@ -17,6 +17,14 @@ export function mosquittoPath(): string | null {
   return null
 }
 
+/** Suites that start their own mosquitto: skipped with a message without it, a failure in CI. */
+export function requireMosquitto(ctx: Mocha.Context): void {
+  if (mosquittoPath()) return
+  if (process.env.CI) throw new Error('CI must provide mosquitto (apt-get install mosquitto)')
+  console.warn('      (skipped: mosquitto is not installed; apt-get install mosquitto to run these tests)')
+  ctx.skip()
+}
+
 export interface MosquittoOptions {
   port?: number
   /** Extra lines for mosquitto.conf (listener options, TLS, auth). */

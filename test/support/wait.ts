@@ -14,14 +14,26 @@ export async function until(predicate: () => boolean | Promise<boolean>, what: s
   await eventually(async () => ((await predicate()) ? true : undefined), what, ms, everyMs)
 }
 
-/** Resolves with the first value `poll` returns that is not undefined; fails after `ms` (scaled) naming `what`. */
+/**
+ * Resolves with the first value `poll` returns that is not undefined. A poll that throws counts as
+ * not yet (a wait rides through a server still starting or a connection loss); after `ms` (scaled)
+ * it fails naming `what`, with the last error the poll threw.
+ */
 export async function eventually<T>(poll: () => T | undefined | Promise<T | undefined>, what: string, ms = 5000, everyMs = 10): Promise<T> {
   const limit = scaled(ms)
   const deadline = Date.now() + limit
+  let lastError: unknown
   for (;;) {
-    const value = await poll()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out after ${describeLimit(ms, limit)} waiting for ${what}`)
+    try {
+      const value = await poll()
+      if (value !== undefined) return value
+    } catch (err) {
+      lastError = err
+    }
+    if (Date.now() > deadline) {
+      const last = lastError === undefined ? '' : ` (the last poll threw: ${lastError instanceof Error ? lastError.message : String(lastError)})`
+      throw new Error(`timed out after ${describeLimit(ms, limit)} waiting for ${what}${last}`, { cause: lastError })
+    }
     await sleep(everyMs)
   }
 }
