@@ -33,8 +33,8 @@ export interface TimeScale {
 
 let state: TimeScale | null = null
 
-function requested(): number {
-  const raw = process.env.TEST_TIME_SCALE
+/** TEST_TIME_SCALE, read as a positive number (1 when unset). */
+export function requestedScale(raw = process.env.TEST_TIME_SCALE): number {
   if (raw === undefined || raw === '') return 1
   const n = Number(raw)
   if (!Number.isFinite(n) || n <= 0) throw new Error(`TEST_TIME_SCALE must be a positive number, not ${JSON.stringify(raw)}`)
@@ -73,7 +73,8 @@ function loadPerCore(): number {
   return loadavg()[0]! / availableParallelism()
 }
 
-function factorOf(s: Omit<TimeScale, 'factor'>): number {
+/** The factor from its parts: the request, times the speed, times the worse of contention and load (at least 1); at most 20. */
+export function factorOf(s: Omit<TimeScale, 'factor'>): number {
   return Math.min(MAX_FACTOR, s.requested * s.speed * Math.max(s.contention, s.loadPerCore, 1))
 }
 
@@ -81,7 +82,7 @@ function factorOf(s: Omit<TimeScale, 'factor'>): number {
 export function timeScale(): TimeScale {
   if (!state) {
     const { speed, contention } = measure()
-    const partial = { requested: requested(), speed, contention, loadPerCore: loadPerCore() }
+    const partial = { requested: requestedScale(), speed, contention, loadPerCore: loadPerCore() }
     state = { ...partial, factor: factorOf(partial) }
   } else {
     const seen = loadPerCore()
