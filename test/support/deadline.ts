@@ -6,7 +6,7 @@
  *   factor = TEST_TIME_SCALE (default 1) × how much slower than a quiet reference machine this one
  *            runs: its CPU speed, times the share of a core it gets (measured at start with a short
  *            piece of work, CPU time against wall time), raised later whenever the load average per
- *            core says the machine got busier. It never falls during a run, and is at most 20.
+ *            core says the machine got busier. It never falls during a run, and is at most 50.
  *
  * On a quiet machine like the reference the factor is 1 and every limit is what the test says.
  */
@@ -15,7 +15,7 @@ import { availableParallelism, loadavg } from 'node:os'
 
 /** CPU milliseconds the work below takes on the reference machine (2 cores, quiet). */
 const REFERENCE_CPU_MS = 20
-const MAX_FACTOR = 20
+const MAX_FACTOR = 50
 const ROUNDS = 5
 
 export interface TimeScale {
@@ -73,7 +73,7 @@ function loadPerCore(): number {
   return loadavg()[0]! / availableParallelism()
 }
 
-/** The factor from its parts: the request, times the speed, times the worse of contention and load (at least 1); at most 20. */
+/** The factor from its parts: the request, times the speed, times the worse of contention and load (at least 1); at most 50. */
 export function factorOf(s: Omit<TimeScale, 'factor'>): number {
   return Math.min(MAX_FACTOR, s.requested * s.speed * Math.max(s.contention, s.loadPerCore, 1))
 }
