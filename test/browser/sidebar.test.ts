@@ -44,7 +44,8 @@ describe('editor: the state store sidebar', function () {
     assert.ok(brokerUrl, 'npm start names its broker')
     outside = new StateStoreClient({ brokerUrl, clientId: `sidebar-outside-${process.pid}` })
     await outside.ready({ timeoutMs: scaled(10000) })
-    bulk = new StateStoreClient({ brokerUrl, clientId: `sidebar-bulk-${process.pid}`, maxInFlight: 2000, maxQueued: 2000 })
+    // 4,000 sets at a time: on a busy machine the last of them wait longer than the default 10 s.
+    bulk = new StateStoreClient({ brokerUrl, clientId: `sidebar-bulk-${process.pid}`, maxInFlight: 2000, maxQueued: 2000, requestTimeoutMs: scaled(10_000) })
     await openSidebar(editor.page)
     // Started once the editor is up, so the load does not slow the page's first load.
     filled = fill(bulk)
