@@ -27,6 +27,9 @@ describe('context store: the Node-RED Store API on the state store', function ()
     const store = contextStore({ broker: backend.url, prefix: config.prefix ?? uniquePrefix(), ...config })
     await store.open()
     opened.push(store)
+    // open() resolves once the first connect outlasts the request timeout (a busy machine) and the
+    // store loads after; the tests here read synchronously, so they begin once it has loaded.
+    await until(() => errorOf(() => store.keys('global'))?.code !== 'CONTEXT_NOT_LOADED', 'the store to load', 30_000)
     return store
   }
 
