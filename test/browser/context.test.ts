@@ -6,6 +6,7 @@ import { strict as assert } from 'node:assert'
 import { openEditor, requireChromium, type OpenedEditor } from './session'
 import type { Browser, PageProblems } from './support'
 import { Editor } from './editor'
+import { scaled } from '../support/deadline'
 
 const FLOW_A = 'c0a7e57000000001'
 // The editor's global, inside the page.
@@ -38,7 +39,7 @@ describe('the editor: the Context Data sidebar shows the state store context sto
     // (the stack: Node-RED sets the class red-ui-sidebar-context on a jQuery object, not on the element)
     const sidebar = page.locator('.red-ui-sidebar-context-stack')
     try {
-      await sidebar.waitFor({ state: 'attached', timeout: 5000 })
+      await sidebar.waitFor({ state: 'attached', timeout: scaled(5000) })
     } catch (err) {
       await editor.screenshot('context-sidebar-missing')
       throw err

@@ -5,6 +5,7 @@
 import { join } from 'node:path'
 import type { Locator, Page } from 'playwright-core'
 import { artifactsDir } from './support'
+import { scaled } from '../support/deadline'
 
 // The parts of the editor's global API the page functions below read (they run in the page).
 declare const RED: {
@@ -66,8 +67,11 @@ export class Editor {
   /** Loads the editor and waits until the palette and the deployed flows are drawn. */
   async open(): Promise<void> {
     await this.page.goto(this.url)
-    await this.page.locator('#red-ui-palette-container-state_store').waitFor({ state: 'attached', timeout: 30000 })
-    await this.page.locator('#red-ui-workspace-chart g.red-ui-flow-node-group').first().waitFor({ timeout: 30000 })
+    await this.page.locator('#red-ui-palette-container-state_store').waitFor({ state: 'attached', timeout: scaled(30000) })
+    await this.page
+      .locator('#red-ui-workspace-chart g.red-ui-flow-node-group')
+      .first()
+      .waitFor({ timeout: scaled(30000) })
     // The editor fades a loading overlay out once the flows are in; clicks before that are lost.
     await this.page.locator('#red-ui-main-container').waitFor({ state: 'visible' })
   }
@@ -411,7 +415,7 @@ export class Editor {
   async deploy(): Promise<void> {
     await this.page.locator('#red-ui-header-button-deploy').click()
     const note = this.page.locator('.red-ui-notification', { hasText: 'Successfully deployed' })
-    await note.waitFor({ timeout: 15000 })
+    await note.waitFor({ timeout: scaled(15000) })
     await this.page.waitForFunction(() => document.querySelector('#red-ui-header-button-deploy')?.classList.contains('disabled') === true)
   }
 

@@ -8,6 +8,7 @@ import { Editor } from './editor'
 import { checkPage, openEditor, requireChromium, type OpenedEditor } from './session'
 import { catalogue as readCatalogue } from './catalogue'
 import { freePort } from '../../dev/ports'
+import { scaled } from '../support/deadline'
 
 declare const RED: {
   sidebar: { show(id: string): void }
@@ -187,7 +188,10 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     assert.deepEqual(await editor.status(getId), { text: 'error: key is empty', fill: 'red' })
     // Notifications (imported, deployed, injected) would cover the nodes in the picture.
     await editor.dismissNotifications().catch(() => undefined)
-    await page.locator('.red-ui-notification').first().waitFor({ state: 'detached', timeout: 15000 })
+    await page
+      .locator('.red-ui-notification')
+      .first()
+      .waitFor({ state: 'detached', timeout: scaled(15000) })
     await editor.screenshot('first-hour-uncaught-error', page.locator('#red-ui-main-container'))
   })
 

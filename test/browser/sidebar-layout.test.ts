@@ -11,6 +11,7 @@ import { StateStoreClient } from '../../src/client'
 import { Editor, openSidebar } from './editor'
 import { checkPage, openEditor, requireChromium, type OpenedEditor } from './session'
 import { columnShot, confirm, text } from './sidebar-support'
+import { scaled } from '../support/deadline'
 
 const LOCK = 'examples/pump-owner'
 const WATCHED = 'examples/thermostat/setpoint'
@@ -50,7 +51,7 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     const brokerUrl = /broker ready at (mqtt:\/\/\S+)/.exec(session.red.output)?.[1]
     assert.ok(brokerUrl, 'npm start names its broker')
     outside = new StateStoreClient({ brokerUrl, clientId: `sidebar-layout-${process.pid}` })
-    await outside.ready({ timeoutMs: 10000 })
+    await outside.ready({ timeoutMs: scaled(10000) })
     await openSidebar(page, 'default')
   })
 
@@ -174,18 +175,18 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     // failed msg on a connection that is fine.
     const held = (holder: string) => page.locator(`.ss-sidebar-lock.ss-sidebar-held[data-lock="${LOCK}"] .ss-sidebar-lock-holder`, { hasText: `(${holder})` })
     await editor.pressInject('A tries')
-    await held('A').waitFor({ timeout: 20000 })
+    await held('A').waitFor({ timeout: scaled(20000) })
     await editor.pressInject('A steps down')
     await held('A').waitFor({ state: 'detached' })
     await editor.pressInject('B tries again')
-    await held('B').waitFor({ timeout: 20000 })
+    await held('B').waitFor({ timeout: scaled(20000) })
     await editor.pressInject('late write from A')
     const line = errors
       .locator('.ss-sidebar-error-line', { hasText: 'FencingTokenLowerVersion' })
       .or(errors.locator('.ss-sidebar-error-line', { hasText: /fencing token/i }))
     await line
       .first()
-      .waitFor({ timeout: 10000 })
+      .waitFor({ timeout: scaled(10000) })
       .catch(() => undefined)
     await errors.evaluate((e) => e.scrollIntoView({ block: 'start' }))
     await columnShot(page, 'sidebar-layout-errors')

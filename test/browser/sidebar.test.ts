@@ -11,6 +11,7 @@ import { Editor, openSidebar } from './editor'
 import { openEditor, requireChromium, type OpenedEditor } from './session'
 import { confirm, shot, text } from './sidebar-support'
 import { Browser, PageProblems } from './support'
+import { scaled } from '../support/deadline'
 
 const WATCHED = 'examples/thermostat/setpoint'
 const LOCK = 'examples/pump-owner'
@@ -42,8 +43,9 @@ describe('editor: the state store sidebar', function () {
     const brokerUrl = /broker ready at (mqtt:\/\/\S+)/.exec(session.red.output)?.[1]
     assert.ok(brokerUrl, 'npm start names its broker')
     outside = new StateStoreClient({ brokerUrl, clientId: `sidebar-outside-${process.pid}` })
-    await outside.ready({ timeoutMs: 10000 })
-    bulk = new StateStoreClient({ brokerUrl, clientId: `sidebar-bulk-${process.pid}`, maxInFlight: 2000, maxQueued: 2000 })
+    await outside.ready({ timeoutMs: scaled(10000) })
+    // 4,000 sets at a time: on a busy machine the last of them wait longer than the default 10 s.
+    bulk = new StateStoreClient({ brokerUrl, clientId: `sidebar-bulk-${process.pid}`, maxInFlight: 2000, maxQueued: 2000, requestTimeoutMs: scaled(10_000) })
     await openSidebar(editor.page)
     // Started once the editor is up, so the load does not slow the page's first load.
     filled = fill(bulk)
@@ -84,7 +86,7 @@ describe('editor: the state store sidebar', function () {
     const page = editor.page
     await editor.pressInject('A tries')
     const held = page.locator(`.ss-sidebar-lock.ss-sidebar-held[data-lock="${LOCK}"]`).first()
-    await held.waitFor({ timeout: 20000 })
+    await held.waitFor({ timeout: scaled(20000) })
     assert.match((await held.locator('.ss-sidebar-lock-holder .ss-sidebar-value').textContent()) ?? '', /held by this runtime/)
     // Every renewal is a new version (and token), so the two are compared until they agree.
     let shown = ''
@@ -225,7 +227,7 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       await page.locator('#node-dialog-login-username').fill('reader')
       await page.locator('#node-dialog-login-password').fill(USERS.reader)
       await page.locator('#node-dialog-login-submit').click()
-      await page.locator('#red-ui-main-container').waitFor({ state: 'visible', timeout: 30000 })
+      await page.locator('#red-ui-main-container').waitFor({ state: 'visible', timeout: scaled(30000) })
       await openSidebar(page).catch((err: Error) => {
         throw new Error(`${err.message}\npage problems: ${problems.take().join('\n')}`)
       })

@@ -6,6 +6,7 @@ import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type ConsoleMessage, type Page, type Request, type Response } from 'playwright-core'
+import { describeLimit, scaled } from '../support/deadline'
 import { nodeBinary, repoRoot } from '../smoke/node-red'
 
 /** Debian's chromium; CHROMIUM_PATH points elsewhere on machines that keep it somewhere else. */
@@ -52,7 +53,8 @@ export class StartedEditor {
       const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs'), ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
       this.child = child
       this.exited = new Promise((r) => child.once('exit', (code) => r(code)))
-      const timer = setTimeout(() => reject(new Error(`npm start was not ready within ${timeoutMs} ms:\n${this.output}`)), timeoutMs)
+      const limit = scaled(timeoutMs)
+      const timer = setTimeout(() => reject(new Error(`npm start was not ready within ${describeLimit(timeoutMs, limit)}:\n${this.output}`)), limit)
       child.stdout.on('data', (d: Buffer) => {
         this.output += d
         const url = READY.exec(this.output)?.[1]
@@ -79,7 +81,7 @@ export class StartedEditor {
     const child = this.child
     this.child = null
     if (child && child.exitCode === null && child.signalCode === null) {
-      const killer = setTimeout(() => child.kill('SIGKILL'), 15000)
+      const killer = setTimeout(() => child.kill('SIGKILL'), scaled(15000))
       child.kill('SIGTERM')
       await this.exited
       clearTimeout(killer)
@@ -125,8 +127,9 @@ export class Browser {
       await context.addInitScript((lang) => window.localStorage.setItem('editor-language', lang), options.editorLanguage)
     }
     const page = context.pages()[0] ?? (await context.newPage())
-    // Every step here takes well under a second; a wait that runs longer has found a fault.
-    page.setDefaultTimeout(8000)
+    // Every step here takes well under a second on a quiet machine; a wait that runs longer than
+    // its scaled limit has found a fault. Playwright's timeout error names what it waited for.
+    page.setDefaultTimeout(scaled(8000))
     return new Browser(context, page, profile)
   }
 

@@ -5,7 +5,7 @@
  * `npm run chaos` (docs/reliability.md). Needs mosquitto, the built emulator CLI and the built nodes.
  */
 import assert from 'node:assert/strict'
-import { requireMosquitto } from '../reliability/support'
+import { requireMosquitto } from '../support/mosquitto'
 import { runChaos } from './run'
 
 describe('chaos: a fixed-seed run under every kind of fault', function () {

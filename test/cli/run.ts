@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
+import { scaled } from '../support/deadline'
 
 const ROOT = join(__dirname, '..', '..')
 
@@ -38,10 +39,10 @@ export class CliProcess {
 
   /** Resolves once stderr contains `text` (a command saying it is ready); fails if the process ends first. */
   async waitForStderr(text: string, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = Date.now() + scaled(timeoutMs)
     while (!this.stderr.includes(text)) {
       if (this.child.exitCode !== null) throw new Error(`exited (${this.child.exitCode}) before printing ${JSON.stringify(text)}: ${this.stderr}`)
-      if (Date.now() > deadline) throw new Error(`no ${JSON.stringify(text)} on stderr within ${timeoutMs} ms: ${this.stderr}`)
+      if (Date.now() > deadline) throw new Error(`no ${JSON.stringify(text)} on stderr within ${timeoutMs} ms (scaled): ${this.stderr}`)
       await new Promise((r) => setTimeout(r, 20))
     }
   }

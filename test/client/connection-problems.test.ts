@@ -9,10 +9,10 @@ import { createServer, type Server } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
 import { StateStoreClient, type ConnectionStatus } from '../../src/client'
 import { NoServiceError, TimeoutError } from '../../src/errors'
-import { Mosquitto } from '../support/mosquitto'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
 import { makeCerts, type TestCerts } from '../support/certs'
-import { requireMosquitto, sleep } from '../reliability/support'
-import { ClientPool, statusWhere, uniqueId } from './support/clients'
+import { sleep } from '../support/wait'
+import { ClientPool, statusWhere, uniqueId } from '../support/clients'
 import { FakeBroker } from './support/fake-broker'
 
 function listen(server: Server): Promise<number> {

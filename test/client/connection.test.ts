@@ -13,7 +13,8 @@ import { backoffDelay } from '../../src/client/backoff'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { ArgumentError, CancelledError, ConnectionError, TimeoutError } from '../../src/errors'
 import { freePort } from '../../dev/ports'
-import { ClientPool, eventually, statusWhere, uniqueId } from './support/clients'
+import { ClientPool, statusWhere, uniqueId } from '../support/clients'
+import { eventually } from '../support/wait'
 import { FakeBroker } from './support/fake-broker'
 
 describe('client connection (scripted broker)', function () {
@@ -61,7 +62,7 @@ describe('client connection (scripted broker)', function () {
     assert.equal(broker.connects[0]!.properties?.authenticationMethod, 'K8S-SAT')
     assert.equal(broker.connects[0]!.properties?.authenticationData?.toString(), 'expired-token', 'trimmed file content')
     // Still retrying with the refused token...
-    await eventually(() => (broker.connects.length >= 3 ? true : undefined), 5000, 'retries')
+    await eventually(() => (broker.connects.length >= 3 ? true : undefined), 'retries', 5000)
     // ... until the kubelet writes a new one: the next connect carries it.
     writeFileSync(tokenFile, 'good-1')
     await client.ready({ timeoutMs: 5000 })
@@ -70,7 +71,7 @@ describe('client connection (scripted broker)', function () {
 
     // Rotated while connected: MQTT 5 re-authentication with the new token.
     writeFileSync(tokenFile, 'good-2')
-    const auth = await eventually(() => broker.auths[0], 5000, 'an AUTH packet')
+    const auth = await eventually(() => broker.auths[0], 'an AUTH packet', 5000)
     assert.equal(auth.reasonCode, 0x19)
     assert.equal(auth.properties?.authenticationMethod, 'K8S-SAT')
     assert.equal(auth.properties?.authenticationData?.toString(), 'good-2')
@@ -120,7 +121,7 @@ describe('client connection (scripted broker)', function () {
   it('close() is bounded and leaves nothing behind while a CONNECT goes unanswered', async function () {
     broker.decide = () => null
     const client = pool.create(broker.url)
-    await eventually(() => broker.connects[0], 5000, 'the CONNECT')
+    await eventually(() => broker.connects[0], 'the CONNECT', 5000)
     const pending = client.get('k', { timeoutMs: 60_000 })
     await client.close()
     await assert.rejects(pending, ConnectionError)

@@ -13,7 +13,7 @@ import { ArgumentError, ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
 import { encodeCommand } from '../../src/resp'
 import { PREVIEW_REQUEST_TOPIC, type ProtocolName } from '../../src/protocol'
-import { ClientPool, Inbox, uniqueId } from './support/clients'
+import { ClientPool, Inbox, uniqueId } from '../support/clients'
 import { onEveryBroker } from './support/topology'
 
 /** One request sent by hand: the payload and user properties given, the whole response packet back. */

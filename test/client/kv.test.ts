@@ -11,8 +11,8 @@ import { Lock } from '../../src/locks'
 import { startEmulator } from '../../src/emulator'
 import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
-import { ClientPool, Inbox, uniqueId } from './support/clients'
-import { until } from '../reliability/support'
+import { ClientPool, Inbox, uniqueId } from '../support/clients'
+import { until } from '../support/wait'
 import { onEveryBroker } from './support/topology'
 
 onEveryBroker('key-value operations', (t) => {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import type { StateStoreClient } from '../../src/client'
 import { Lock } from '../../src/locks'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { ClientPool, uniqueId } from './support/clients'
+import { ClientPool, uniqueId } from '../support/clients'
 
 const TOTAL = 800
 /**

@@ -8,7 +8,8 @@ import type { KeyNotification, SetResult, StateStoreClient } from '../../src/cli
 import { keyLockName, LeaderElection, Lease, Lock, updateKey } from '../../src/locks'
 import { ArgumentError, CancelledError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
-import { ClientPool, eventually, uniqueId } from './support/clients'
+import { ClientPool, uniqueId } from '../support/clients'
+import { eventually } from '../support/wait'
 import { onEveryBroker } from './support/topology'
 import { startEmulator, type Emulator } from '../../src/emulator'
 
@@ -69,7 +70,7 @@ onEveryBroker('leases', (t) => {
     let renewals = 0
     la.on('renewed', () => (renewals += 1))
     await la.tryAcquire()
-    await eventually(() => (renewals >= 6 ? true : undefined), 5000, 'six renewals')
+    await eventually(() => (renewals >= 6 ? true : undefined), 'six renewals', 5000)
     // Six renewals at 200 ms cover more than the 1000 ms lease: still ours.
     assert.equal((await b.get(name)).value?.toString(), a.clientId)
 
@@ -124,7 +125,7 @@ onEveryBroker('leases', (t) => {
     })
     await waiterRenewed
     await waiting.release()
-    await eventually(() => (seen.at(-1) === 'DELETE' ? true : undefined), 3000, 'the waiter released')
+    await eventually(() => (seen.at(-1) === 'DELETE' ? true : undefined), 'the waiter released', 3000)
     const afterDelete = seen.slice(seen.indexOf('DELETE') + 1)
     assert.ok(!afterDelete.includes(a.clientId), `nothing wrote the first holder's value back: ${afterDelete.join(', ')}`)
     assert.ok(afterDelete.includes('waiter'))
@@ -157,7 +158,7 @@ onEveryBroker('leases', (t) => {
     await la.tryAcquire()
     await la.release()
     await la.tryAcquire()
-    await eventually(() => (changes.length >= 4 ? true : undefined), 3000, 'expiry')
+    await eventually(() => (changes.length >= 4 ? true : undefined), 'expiry', 3000)
     assert.deepEqual(changes, [a.clientId, 'free', a.clientId, 'free'], 'the last one is the expiry')
     await observation.close()
   })
@@ -211,7 +212,7 @@ onEveryBroker('locks', (t) => {
     await first.acquire({ timeoutMs: 10_000 })
     assert.deepEqual(verbs, ['SET'], 'held on the answer to one SET')
     // The follow registers the key after the answer, and reads it once.
-    await eventually(() => (verbs.includes('GET') ? true : undefined), 5000, 'the registration and its read')
+    await eventually(() => (verbs.includes('GET') ? true : undefined), 'the registration and its read', 5000)
     assert.deepEqual(verbs, ['SET', 'KEYNOTIFY', 'GET'])
     assert.equal(await first.release(), true)
     verbs.length = 0
@@ -232,7 +233,7 @@ onEveryBroker('locks', (t) => {
       const holder = new Lock(a, name, { leaseMs: 10_000 })
       await holder.acquire({ timeoutMs: 5000 })
       const waiting = new Lock(b, name, { leaseMs: 5000 }).acquire({ timeoutMs: 10_000 })
-      await eventually(() => (verbs.filter((v) => v === 'SET').length >= (round === 0 ? 2 : 3) ? true : undefined), 5000, 'the waiter to try')
+      await eventually(() => (verbs.filter((v) => v === 'SET').length >= (round === 0 ? 2 : 3) ? true : undefined), 'the waiter to try', 5000)
       assert.equal(await holder.release(), true)
       await waiting
       assert.equal(await b.vdel(name, b.clientId).then((r) => r.deleted), 1)
@@ -388,7 +389,7 @@ onEveryBroker('leader election', (t) => {
     assert.ok(Hlc.compare(t2, t1) > 0)
     assert.equal(eb.isLeader, true)
     assert.equal((await ea.leader())?.toString(), b.clientId)
-    await eventually(() => (seenByB.at(-1) === b.clientId ? true : undefined), 3000, 'B to see itself lead')
+    await eventually(() => (seenByB.at(-1) === b.clientId ? true : undefined), 'B to see itself lead', 3000)
     assert.ok(seenByB.includes(a.clientId))
   })
 
@@ -402,16 +403,16 @@ onEveryBroker('leader election', (t) => {
     ea.on('lost', ({ reason }) => losses.push(reason))
     const stop = new AbortController()
     const standing = ea.stand({ signal: stop.signal, onCampaign: () => (campaigns += 1) })
-    await eventually(() => (ea.isLeader ? true : undefined), 3000, 'A elected')
+    await eventually(() => (ea.isLeader ? true : undefined), 'A elected', 3000)
     assert.equal(campaigns, 1)
 
     // B takes the key over: A's next renewal is refused, the term is lost, and A campaigns again.
     await b.set(position, 'usurper')
-    await eventually(() => (campaigns === 2 ? true : undefined), 3000, 'a second campaign')
+    await eventually(() => (campaigns === 2 ? true : undefined), 'a second campaign', 3000)
     assert.match(losses[0] ?? '', /another holder/)
     assert.equal(ea.isLeader, false)
     await b.del(position)
-    await eventually(() => (ea.isLeader ? true : undefined), 3000, 'A elected again')
+    await eventually(() => (ea.isLeader ? true : undefined), 'A elected again', 3000)
 
     // Stopping ends the candidacy and keeps the term; a resignation then is not followed by a campaign.
     stop.abort()
@@ -429,11 +430,11 @@ onEveryBroker('leader election', (t) => {
     const eb = election(b, position, 10_000)
     const errors: Error[] = []
     const standingA = ea.stand({ signal: new AbortController().signal, onError: (e) => errors.push(e) })
-    await eventually(() => (ea.isLeader ? true : undefined), 3000, 'A elected')
+    await eventually(() => (ea.isLeader ? true : undefined), 'A elected', 3000)
     const standingB = eb.stand({ signal: new AbortController().signal, onError: (e) => errors.push(e) })
     await ea.resign()
     await standingA
-    await eventually(() => (eb.isLeader ? true : undefined), 3000, 'B elected after A resigned')
+    await eventually(() => (eb.isLeader ? true : undefined), 'B elected after A resigned', 3000)
     await b.close()
     await standingB
     assert.deepEqual(errors, [])
@@ -474,11 +475,11 @@ describe('leader election: a failed campaign is tried again (emulator with a key
     const errors: Error[] = []
     const stop = new AbortController()
     const standing = ea.stand({ signal: stop.signal, retryMs: 50, onError: (e) => errors.push(e) })
-    await eventually(() => (errors.length >= 2 ? true : undefined), 5000, 'two failed campaigns')
+    await eventually(() => (errors.length >= 2 ? true : undefined), 'two failed campaigns', 5000)
     assert.match(errors[0]!.message, /quota/)
     assert.equal(ea.isLeader, false)
     await a.del('filler')
-    await eventually(() => (ea.isLeader ? true : undefined), 5000, 'elected once the quota has room')
+    await eventually(() => (ea.isLeader ? true : undefined), 'elected once the quota has room', 5000)
     stop.abort()
     await standing
   })
@@ -539,7 +540,7 @@ describe('leases: followKey over a stand-in client', function () {
       })
     const answer = () => pendingSet!({ applied: true, version: new Hlc(wall++, 0, 'n') })
     const fail = () => failSet!(new TimeoutError(1000, 'SET'))
-    const sent = (n: number) => eventually(() => (calls.filter((c) => c === 'set').length >= n ? true : undefined), 1000, `SET number ${n}`)
+    const sent = (n: number) => eventually(() => (calls.filter((c) => c === 'set').length >= n ? true : undefined), `SET number ${n}`, 1000)
     const setStored = (value: string | null) => (stored = value)
     return { client: client as unknown as StateStoreClient, calls, notify, answer, fail, sent, setStored }
   }
@@ -552,7 +553,7 @@ describe('leases: followKey over a stand-in client', function () {
     assert.deepEqual(calls, ['set'], 'nothing registered before the SET')
     answer()
     assert.equal((await acquiring).acquired, true, 'held on the answer to its one request')
-    await eventually(() => (calls.includes('get') ? true : undefined), 1000, 'the check after registering')
+    await eventually(() => (calls.includes('get') ? true : undefined), 'the check after registering', 1000)
     assert.deepEqual(calls, ['set', 'observe', 'get'])
     assert.equal(await lease.release(), true)
     // The next hold of this name by this client: one SET, nothing registered anew, nothing unregistered.
@@ -572,7 +573,7 @@ describe('leases: followKey over a stand-in client', function () {
     await sent(1)
     answer()
     await taking
-    await eventually(() => (calls.includes('get') ? true : undefined), 1000, 'the registration')
+    await eventually(() => (calls.includes('get') ? true : undefined), 'the registration', 1000)
     await first.release()
     const lease = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
     const lost: Array<{ reason: string; deleted?: boolean }> = []
@@ -591,7 +592,7 @@ describe('leases: followKey over a stand-in client', function () {
       [true],
     )
     assert.equal(lease.fencingToken, null)
-    await eventually(() => (calls.includes('vdel mine:2') ? true : undefined), 1000, 'the undo')
+    await eventually(() => (calls.includes('vdel mine:2') ? true : undefined), 'the undo', 1000)
   })
 
   it('ends at the DELETE, then VDELs the value its late renewal wrote; renews no more', async () => {
@@ -601,7 +602,7 @@ describe('leases: followKey over a stand-in client', function () {
     await sent(1)
     answer()
     assert.equal((await acquiring).acquired, true)
-    await eventually(() => (calls.includes('get') ? true : undefined), 1000, 'the check after registering')
+    await eventually(() => (calls.includes('get') ? true : undefined), 'the check after registering', 1000)
     const lost: Array<{ reason: string; deleted?: boolean }> = []
     lease.on('lost', (l) => lost.push(l))
     const renewing = lease.renew()
@@ -616,7 +617,7 @@ describe('leases: followKey over a stand-in client', function () {
     assert.ok(!calls.some((c) => c.startsWith('vdel')), 'no VDEL while the renewal is on its way')
     answer()
     await renewing
-    await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 1000, 'the VDEL')
+    await eventually(() => (calls.some((c) => c.startsWith('vdel')) ? true : undefined), 'the VDEL', 1000)
     assert.deepEqual(calls, ['set', 'observe', 'get', 'set', 'vdel mine:1'])
     assert.equal(lease.fencingToken, null, 'the late renewal did not make it ours again')
   })
@@ -644,7 +645,7 @@ describe('leases: followKey over a stand-in client', function () {
     await sent(1)
     answer()
     await taking
-    await eventually(() => (calls.includes('get') ? true : undefined), 1000, 'the registration')
+    await eventually(() => (calls.includes('get') ? true : undefined), 'the registration', 1000)
     await first.release()
     const lease = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
     const acquiring = lease.tryAcquire()
@@ -653,7 +654,7 @@ describe('leases: followKey over a stand-in client', function () {
     notify('DELETE', null, 2)
     answer()
     assert.deepEqual(await acquiring, { acquired: false, fencingToken: null })
-    await eventually(() => (calls.includes('vdel mine:2') ? true : undefined), 1000, 'the VDEL')
+    await eventually(() => (calls.includes('vdel mine:2') ? true : undefined), 'the VDEL', 1000)
     assert.deepEqual(calls, ['set', 'observe', 'get', 'vdel mine:1', 'set', 'vdel mine:2'])
   })
 

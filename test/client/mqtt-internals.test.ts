@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient, type Packet } from 'mqtt'
 import { FakeBroker } from './support/fake-broker'
-import { eventually } from './support/clients'
+import { eventually } from '../support/wait'
 import { mosquittoUrl } from '../support/broker'
 import { storeWithoutCopy } from '../../src/transport/store-without-copy'
 import { TrackingMessageIdProvider } from '../../src/client/connection'
@@ -52,7 +52,7 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     assert.equal(typeof internal._sendPacket, 'function', changed('or removed MqttClient#_sendPacket', 'Connection.reauthenticate (AUTH 0x19)'))
     const token = Buffer.from('rotated-token')
     internal._sendPacket!({ cmd: 'auth', reasonCode: 0x19, properties: { authenticationMethod: 'K8S-SAT', authenticationData: token } })
-    const auth = await eventually(() => broker.auths[0], 3000, changed('what _sendPacket does with an AUTH packet', 'Connection.reauthenticate'))
+    const auth = await eventually(() => broker.auths[0], changed('what _sendPacket does with an AUTH packet', 'Connection.reauthenticate'), 3000)
     assert.equal(auth.reasonCode, 0x19, changed('the AUTH reason code _sendPacket writes', 'Connection.reauthenticate'))
     assert.ok(auth.properties?.authenticationData?.equals(token), changed('the AUTH properties _sendPacket writes', 'Connection.reauthenticate'))
   })
@@ -62,7 +62,7 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     assert.ok(client.options.properties, changed('MqttClient#options.properties', 'Connection.onReconnect'))
     client.options.properties.authenticationData = Buffer.from('second')
     broker.dropAll()
-    const again = await eventually(() => broker.connects[1], 5000, 'the reconnect')
+    const again = await eventually(() => broker.connects[1], 'the reconnect', 5000)
     assert.equal(
       again.properties?.authenticationData?.toString(),
       'second',
@@ -168,8 +168,8 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     await writer.publishAsync(topic, 'two', { qos: 1 })
     await eventually(
       () => (handled.length > 0 ? true : undefined),
-      3000,
       changed('handleMessage (an override is no longer called)', 'StateStoreService (request intake)'),
+      3000,
     )
     // Absence is the outcome here: the second PUBLISH must wait for the first callback.
     await new Promise((r) => setTimeout(r, 200))
@@ -184,8 +184,8 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     release!()
     await eventually(
       () => (handled.length === 2 ? true : undefined),
-      3000,
       changed('handleMessage (the callback no longer releases the next message)', 'StateStoreService'),
+      3000,
     )
     assert.deepEqual(handled, ['one', 'two'])
     release!()

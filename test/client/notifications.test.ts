@@ -9,7 +9,7 @@ import { Hlc } from '../../src/hlc'
 import { Notification, Prop, Reply } from '../../src/protocol'
 import { mqttBrokerUrl } from '../support/broker'
 import { until } from '../support/wait'
-import { ClientPool, Inbox } from './support/clients'
+import { ClientPool, Inbox } from '../support/clients'
 import { Responder, type SeenRequest } from './support/responder'
 
 describe('client observations (scripted responder)', function () {

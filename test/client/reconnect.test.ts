@@ -5,12 +5,11 @@
  * arrive as reconciled notifications; requests made or in flight meanwhile complete.
  */
 import assert from 'node:assert/strict'
-import { startEmulator, type Emulator } from '../../src/emulator'
 import { Prop } from '../../src/protocol'
 import { TimeoutError } from '../../src/errors'
-import { Mosquitto } from '../support/mosquitto'
-import { requireMosquitto, retry } from '../reliability/support'
-import { ClientPool, eventually, Inbox, statusWhere, uniqueId } from './support/clients'
+import { retry, eventually } from '../support/wait'
+import { ClientPool, Inbox, statusWhere, uniqueId } from '../support/clients'
+import { withEmulator } from '../support/emulator-fixture'
 import { TcpRelay } from '../support/relay'
 import { Responder } from './support/responder'
 import { onEveryBroker } from './support/topology'
@@ -74,7 +73,7 @@ onEveryBroker('reconnect', (t) => {
     assert.ok(states.includes('disconnected') && states.includes('reconnecting') && states.at(-1) === 'connected', states.join(' → '))
 
     // Registered again: a KEYNOTIFY for every observed key after the cut.
-    await eventually(() => (away.load.inFlight === 0 ? true : undefined))
+    await eventually(() => (away.load.inFlight === 0 ? true : undefined), 'away.load.inFlight === 0')
     const again = spy.requests
       .slice(sentBefore)
       .filter((r) => r.user[Prop.sourceId] === away.clientId && r.words[0] === 'KEYNOTIFY')
@@ -119,7 +118,7 @@ onEveryBroker('reconnect', (t) => {
     assert.equal((await pending).applied, true)
     const [n] = await inbox.count(1)
     assert.equal(n!.value?.toString(), 'while-away')
-    await eventually(() => (away.load.inFlight === 0 ? true : undefined))
+    await eventually(() => (away.load.inFlight === 0 ? true : undefined), 'away.load.inFlight === 0')
     await writer.set(k, 'after')
     await inbox.count(2)
     assert.deepEqual(
@@ -130,30 +129,18 @@ onEveryBroker('reconnect', (t) => {
 })
 
 describe('reconnect across a mosquitto restart (emulator over mosquitto)', function () {
-  const pool = new ClientPool()
-  let broker: Mosquitto
-  let emulator: Emulator
-  let proxy: TcpRelay
   let spy: Responder
-
-  before(async function () {
-    requireMosquitto(this)
-    broker = await Mosquitto.start()
-    emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
-    proxy = await TcpRelay.start(broker.port)
-    spy = await Responder.start(broker.url, () => null)
-  })
-  after(async () => {
-    await spy?.stop()
-    await pool.closeAll()
-    await emulator?.stop()
-    await proxy?.stop()
-    await broker?.stop()
+  // Registered first, so it runs first: the spy goes before the broker.
+  after(() => spy?.stop())
+  const fx = withEmulator({ broker: 'mosquitto', relay: true, clients: 'suite' })
+  const { clients: pool } = fx
+  before(async () => {
+    spy = await Responder.start(fx.url, () => null)
   })
 
   it('completes requests in flight, re-registers and reconciles after the broker comes back', async function () {
-    const away = await pool.ready(proxy.url)
-    const writer = await pool.ready(broker.url)
+    const away = await pool.ready(fx.relay.url)
+    const writer = await pool.ready(fx.url)
     const k = uniqueId('restart')
     const inbox = new Inbox()
     await away.observe(k, inbox.listener)
@@ -164,13 +151,13 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
     // request executed twice would come back "not applied".
     const burst = Array.from({ length: 50 }, (_, i) => away.set(`${k}-${i}`, `value-${i}`, { condition: 'NX', timeoutMs: 15_000 }))
     await spy.waitForRequests(spy.requests.length + 10)
-    proxy.cut()
-    await broker.kill()
-    await broker.start()
+    fx.relay.cut()
+    await fx.mosquitto.kill()
+    await fx.mosquitto.start()
     // The writer and the emulator reconnect on their own; wait until the service answers again.
     await statusWhere(writer, (s) => s.state === 'connected')
     await retry(() => writer.set(k, 'while-away', { timeoutMs: 500 }))
-    proxy.restore()
+    fx.relay.restore()
 
     const results = await Promise.all(burst)
     assert.ok(

@@ -8,7 +8,8 @@ import { ArgumentError, CancelledError, ConnectionError, OverloadedError, Protoc
 import { Hlc } from '../../src/hlc'
 import { notificationFilter, Prop, Reply, responseTopicFor } from '../../src/protocol'
 import { mqttBrokerUrl } from '../support/broker'
-import { ClientPool, eventually } from './support/clients'
+import { ClientPool } from '../support/clients'
+import { eventually } from '../support/wait'
 import { Responder, type Answer, type SeenRequest } from './support/responder'
 
 /** Answers like a well-behaved state store that always has `value` for any key. */
@@ -166,7 +167,7 @@ describe('client requests (scripted responder)', function () {
     await assert.rejects(client.set('k', 'v'), ProtocolError)
     responder.handler = () => null
     await assert.rejects(client.get('k', { timeoutMs: 50 }), TimeoutError)
-    await eventually(() => (recorded.length === 3 ? true : undefined))
+    await eventually(() => (recorded.length === 3 ? true : undefined), 'recorded.length === 3')
     assert.deepEqual(
       recorded.map((r) => r.verb),
       ['GET', 'SET', 'GET'],
@@ -362,7 +363,7 @@ describe('client requests (scripted responder)', function () {
     const received: string[] = []
     client.on('notification', (n) => received.push(`${n.operation} ${n.key.toString()} ${n.value?.toString()}`))
     await responder.notify(client.clientId, 'k', Buffer.from('*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n'))
-    await eventually(() => (received.length ? true : undefined))
+    await eventually(() => (received.length ? true : undefined), 'received.length')
     assert.deepEqual(received, ['SET k v'])
     assert.ok(notificationFilter(client.clientId).endsWith('/command/notify/+'))
   })

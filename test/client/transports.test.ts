@@ -10,10 +10,9 @@ import { createServer as createHttpsServer } from 'node:https'
 import { createWebSocketStream, WebSocketServer } from 'ws'
 import { startBroker, startEmulator, type EmbeddedBroker, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
-import { Mosquitto } from '../support/mosquitto'
-import { requireMosquitto } from '../reliability/support'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
 import { makeCerts, tlsListener, type TestCerts } from '../support/certs'
-import { ClientPool, statusWhere } from './support/clients'
+import { ClientPool, statusWhere } from '../support/clients'
 
 describe('client transports', function () {
   const pool = new ClientPool()

@@ -3,7 +3,8 @@ import { mock } from 'node:test'
 import { StateStoreClient, type KeyNotification, type NotificationListener, type Observation } from '../../src/client'
 import { BUCKETS, bucketKey, bucketOf } from '../../src/context/index-format'
 import { LoadProgress } from '../../src/context/load-progress'
-import { Backend, contextStore, uniquePrefix, until, type TestStore } from './support'
+import { Backend, contextStore, uniquePrefix, type TestStore } from './support'
+import { until } from '../support/wait'
 
 /** Stores `count` keys under `prefix` (scope `global`, values `{"i":i}`) and their index, as a runtime would have. */
 async function seed(client: StateStoreClient, prefix: string, count: number): Promise<void> {

@@ -3,7 +3,9 @@ import { StateStoreClient } from '../../src/client'
 import { embeddedEmulator, stopEmbedded } from '../../src/emulator/embedded'
 import { Lock } from '../../src/locks'
 import { TcpRelay } from '../support/relay'
-import { Backend, call, contextStore, memoryStore, readIndex, uniquePrefix, until, type TestStore } from './support'
+import { Backend, call, contextStore, memoryStore, readIndex, uniquePrefix, type TestStore } from './support'
+import { retry, until } from '../support/wait'
+import { scaled } from '../support/deadline'
 import { BUCKETS, DELTA_LIMIT, bucketOf } from '../../src/context/index-format'
 
 describe('context store: the Node-RED Store API on the state store', function () {
@@ -25,6 +27,9 @@ describe('context store: the Node-RED Store API on the state store', function ()
     const store = contextStore({ broker: backend.url, prefix: config.prefix ?? uniquePrefix(), ...config })
     await store.open()
     opened.push(store)
+    // open() resolves once the first connect outlasts the request timeout (a busy machine) and the
+    // store loads after; the tests here read synchronously, so they begin once it has loaded.
+    await until(() => errorOf(() => store.keys('global'))?.code !== 'CONTEXT_NOT_LOADED', 'the store to load', 30_000)
     return store
   }
 
@@ -413,7 +418,8 @@ describe('context store: the Node-RED Store API on the state store', function ()
 
   it('the broker killed during a burst of sets: every set lands or is reported, and the store carries on', async () => {
     const prefix = uniquePrefix()
-    const store = await open({ prefix, requestTimeout: 1000 })
+    // 1 s on a quiet machine: long enough for the first writes to land before the kill on a busy one too.
+    const store = await open({ prefix, requestTimeout: scaled(1000) })
     const outcomes = new Map<string, 'landed' | Error>()
     const burst = 1000
     const all: Array<Promise<void>> = []
@@ -428,7 +434,7 @@ describe('context store: the Node-RED Store API on the state store', function ()
       // and as many sets nobody waits for: a failure of those is logged with the key
       store.set('f1', key, i)
     }
-    await until(() => outcomes.size >= 100, 'the first writes to land')
+    await until(() => [...outcomes.values()].filter((o) => o === 'landed').length >= 100, 'the first 100 writes to land')
     await backend.mosquitto.kill()
     await Promise.all(all)
     await backend.mosquitto.start()
@@ -450,8 +456,8 @@ describe('context store: the Node-RED Store API on the state store', function ()
       await client.close()
     }
     console.log(`      (${burst - errors.length} of ${burst} acknowledged sets landed before the kill, ${errors.length} reported)`)
-    // the store works again once the broker is back
-    await call((cb) => store.set('global', 'after', 1, cb))
+    // the store works again once it has reconnected to the broker, which takes its reconnect delay
+    await retry(() => call((cb) => store.set('global', 'after', 1, cb)), 30_000)
     assert.equal(store.get('global', 'after'), 1)
   })
 

@@ -5,6 +5,7 @@ import type { LogLevel } from '../../src/client'
 import type { StateStoreClient } from '../../src/client'
 import { BUCKETS } from '../../src/context/index-format'
 import { Mosquitto, mosquittoPath } from '../support/mosquitto'
+import { scaled } from '../support/deadline'
 
 /** Node-RED's own memory store: the reference every behaviour here is compared with. */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -62,7 +63,8 @@ export interface TestStore extends NodeRedStore {
 /** A context store as Node-RED would create it, its log captured. */
 export function contextStore(config: ContextStoreConfig): TestStore {
   const logs: LogLine[] = []
-  const inner = new StateStoreContext({ requestTimeout: 3000, logger: (level, message) => logs.push({ level, message }), ...config })
+  // 3 s on a quiet machine, stretched by the suite's time scale.
+  const inner = new StateStoreContext({ requestTimeout: scaled(3000), logger: (level, message) => logs.push({ level, message }), ...config })
   return Object.assign(inner as unknown as NodeRedStore, { logs, inner })
 }
 
@@ -72,8 +74,6 @@ export function call<T extends unknown[]>(fn: (cb: (err?: Error | null, ...value
     fn((err, ...values) => (err ? reject(err) : resolve(values as T)))
   })
 }
-
-export { until } from '../reliability/support'
 
 let counter = 0
 /** A prefix no other test uses, so tests on one emulator never see each other's keys. */

@@ -6,7 +6,7 @@ import { AdminServer } from '../../src/emulator/admin/server'
 import { ADMIN_REQUEST_TOPIC, type AdminReply } from '../../src/emulator/admin/wire'
 import type { EmulatorAdmin } from '../../src/emulator'
 import { makeLogger } from '../../src/emulator/logger'
-import { until } from '../reliability/support'
+import { until } from '../support/wait'
 import { startMqttBroker, type OwnBroker } from '../support/broker'
 
 /** An admin whose key scans wait until released, so that requests stay running for as long as the test wants. */

@@ -5,8 +5,7 @@ import mqtt, { type MqttClient } from 'mqtt'
 import { StateStoreClient } from '../../src/client'
 import { ADMIN_REQUEST_TOPIC, type AdminReply } from '../../src/emulator/admin/wire'
 import { RemoteAdminRegistry, RemoteEmulatorAdmin } from '../../src/emulator/admin'
-import { requireMosquitto } from '../reliability/support'
-import { Mosquitto } from '../support/mosquitto'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
 import { EmulatorProcess } from './cli-process'
 
 /** One admin request as raw MQTT 5; the answer's JSON, or null when none comes within the wait. */

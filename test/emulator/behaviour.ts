@@ -20,7 +20,7 @@ import { encodeCommand } from '../../src/resp'
 import type { Emulator, EmulatorOptions } from '../../src/emulator'
 import { EMULATOR_REFUSAL_TEXT } from '../../src/emulator/core/refusals'
 import { RawClient, sleep, type Received, type SendOptions } from './raw-client'
-import { until } from '../reliability/support'
+import { until } from '../support/wait'
 
 /**
  * The emulator as a client sees it, through a real MQTT 5 broker: raw requests in, exact payloads

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
+import { scaled } from '../support/deadline'
 
 const ROOT = join(__dirname, '..', '..')
 const CLI = join(ROOT, 'src', 'emulator', 'cli', 'main.ts')
@@ -29,7 +30,7 @@ export class EmulatorProcess {
   }
 
   async ready(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = Date.now() + scaled(timeoutMs)
     for (;;) {
       const m = /ready on (mqtt:\/\/\S+)/.exec(this.stdout)
       if (m) {
@@ -37,7 +38,7 @@ export class EmulatorProcess {
         return
       }
       if (this.child.exitCode !== null) throw new Error(`the emulator exited (${this.child.exitCode}) before it was ready:\n${this.stderr}`)
-      if (Date.now() > deadline) throw new Error(`the emulator was not ready within ${timeoutMs} ms:\n${this.stdout}\n${this.stderr}`)
+      if (Date.now() > deadline) throw new Error(`the emulator was not ready within ${timeoutMs} ms (scaled):\n${this.stdout}\n${this.stderr}`)
       await new Promise((r) => setTimeout(r, 25))
     }
   }

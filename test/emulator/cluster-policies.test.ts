@@ -21,8 +21,8 @@ import { Reply, Request } from '../../src/protocol'
 import { freePort } from '../../dev/ports'
 import { EmulatorProcess } from './cli-process'
 import { RawClient } from './raw-client'
-import { requireMosquitto, until } from '../reliability/support'
-import { Mosquitto } from '../support/mosquitto'
+import { until } from '../support/wait'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
 
 const REQUEST_TOPIC = 'statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke'
 

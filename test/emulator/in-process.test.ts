@@ -4,14 +4,7 @@ import mqtt from 'mqtt'
 import { StateStoreClient } from '../../src/client'
 import { inProcessConnector, startBroker, startEmulator } from '../../src/emulator'
 import { inProcessPair } from '../../src/emulator/broker/in-process'
-
-const waitFor = async (check: () => boolean, what: string) => {
-  const deadline = Date.now() + 5000
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`still waiting: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
+import { until } from '../support/wait'
 
 describe('in-process connections to the embedded broker (no loopback TCP)', function () {
   this.timeout(10_000)
@@ -30,7 +23,7 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
     }
     assert.ok(refused, 'a writer whose reader does not read is told to wait (backpressure)')
     b.resume()
-    await waitFor(() => Buffer.concat(received).length === written * 4097, 'every byte')
+    await until(() => Buffer.concat(received).length === written * 4097, 'every byte')
     const all = Buffer.concat(received)
     for (let i = 0; i < written; i++) assert.equal(all[i * 4097], i, `chunk ${i} in its place`)
     const back = new Promise<Buffer>((resolve) => a.once('data', resolve))
@@ -55,7 +48,7 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
       assert.equal((await inProcess.get('watched')).value?.toString(), 'from tcp')
       await inProcess.set('watched', 'from in-process')
       assert.equal((await overTcp.get('watched')).value?.toString(), 'from in-process')
-      await waitFor(() => seen.length === 2, 'two notifications')
+      await until(() => seen.length === 2, 'two notifications')
       assert.deepEqual(seen, ['SET from tcp', 'SET from in-process'])
       await observation.close()
     } finally {
@@ -137,7 +130,7 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
       const second = await startBroker({ port: Number(new URL(url).port) })
       const again = await startEmulator({ brokerUrl: url, logLevel: 'silent' })
       try {
-        await waitFor(() => client.status.state === 'connected', 'the client back online')
+        await until(() => client.status.state === 'connected', 'the client back online')
         await client.set('k', 'after')
         assert.equal((await client.get('k')).value?.toString(), 'after')
       } finally {

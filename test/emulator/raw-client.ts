@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import mqtt, { type IClientOptions, type IDisconnectPacket, type IPublishPacket, type MqttClient } from 'mqtt'
 import { HybridLogicalClock } from '../../src/hlc'
 import { CONTENT_TYPE, notificationFilter, parseNotificationTopic, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, responseTopicFor } from '../../src/protocol'
+import { scaled } from '../support/deadline'
 
 /**
  * A client that speaks the state store protocol by hand, as a test sees it: raw payloads out,
@@ -103,8 +104,8 @@ export class RawClient {
           const list = this.waiting.get(id) ?? []
           list.splice(list.indexOf(waiter), 1)
           if (list.length === 0) this.waiting.delete(id)
-          reject(new Error(`no response within ${timeoutMs} ms to ${JSON.stringify(payload.subarray(0, 60).toString('latin1'))}`))
-        }, timeoutMs),
+          reject(new Error(`no response within ${timeoutMs} ms (scaled) to ${JSON.stringify(payload.subarray(0, 60).toString('latin1'))}`))
+        }, scaled(timeoutMs)),
       }
       const list = this.waiting.get(id)
       if (list) list.push(waiter)
@@ -138,10 +139,10 @@ export class RawClient {
 
   /** Resolves with the next notification not yet taken, in arrival order. */
   async nextNotification(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Notified> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = Date.now() + scaled(timeoutMs)
     while (this.notifications.length === 0) {
       const left = deadline - Date.now()
-      if (left <= 0) throw new Error(`no notification within ${timeoutMs} ms`)
+      if (left <= 0) throw new Error(`no notification within ${timeoutMs} ms (scaled)`)
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left)
         this.notificationWaiters.push(() => {

@@ -10,7 +10,7 @@ import { decodeExact } from '../../src/resp'
 import { mosquittoUrl } from '../support/broker'
 import { Responder } from '../client/support/responder'
 import { RawClient } from './raw-client'
-import { ClientPool } from '../support/clients'
+import { withEmulator } from '../support/emulator-fixture'
 
 /** One SCAN answer as a bare client reads it: the keys (latin1) and the token, or the error text. */
 type Page = { keys: string[]; token: Buffer | null } | { error: string }
@@ -202,18 +202,11 @@ describe('SCAN and authorization', function () {
 
 describe('client.scan', function () {
   this.timeout(20_000)
-  let emulator: Emulator
-  const clients = new ClientPool()
-  before(async () => {
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error', scanPageKeys: 7 })
-  })
-  after(async () => {
-    await clients.closeAll()
-    await emulator?.stop()
-  })
+  const fx = withEmulator({ clients: 'suite', emulator: { scanPageKeys: 7 } })
+  const { clients } = fx
 
   it('gives the keys page by page, the token kept inside, and null at the end', async () => {
-    const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'scanner' })
+    const client = new StateStoreClient({ brokerUrl: fx.url, clientId: 'scanner' })
     clients.add(client)
     await client.ready({ timeoutMs: 5000 })
     const keys = Array.from({ length: 30 }, (_, i) => `dev/${i}`)

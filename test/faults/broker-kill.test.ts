@@ -9,12 +9,10 @@
  */
 import assert from 'node:assert/strict'
 import { StateStoreClient, type KeyNotification, type SetResult } from '../../src/client'
-import { startEmulator, type Emulator } from '../../src/emulator'
-import { Mosquitto } from '../support/mosquitto'
 import { ALL, helper, onTab, statuses, type TestNode } from '../nodes/support'
-import { Outcomes, requireMosquitto, retry, sleep, until } from '../reliability/support'
-import { TcpRelay } from '../support/relay'
-import { ClientPool } from '../support/clients'
+import { Outcomes } from '../support/outcomes'
+import { retry, sleep, until } from '../support/wait'
+import { withEmulator } from '../support/emulator-fixture'
 
 type Msg = Record<string, unknown>
 type Status = { fill?: string; shape?: string; text?: string }
@@ -23,25 +21,16 @@ const CONNECTED = 'node-red:common.status.connected'
 
 describe('faults: broker killed (SIGKILL) and restarted under load', function () {
   this.timeout(60_000)
-  let broker: Mosquitto
-  let emulator: Emulator
-  let relay: TcpRelay
-  const clients = new ClientPool()
   const emulatorLog: string[] = []
-
-  before(async function () {
-    requireMosquitto(this)
-    broker = await Mosquitto.start()
-    emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'debug', logger: (level, message) => emulatorLog.push(`${level} ${message}`) })
-    relay = await TcpRelay.start(broker.port)
+  // Registered first, so it runs first: the flows close before the broker goes.
+  after(() => helper.unload())
+  const fx = withEmulator({
+    broker: 'mosquitto',
+    relay: true,
+    clients: 'suite',
+    emulator: { logLevel: 'debug', logger: (level, message) => emulatorLog.push(`${level} ${message}`) },
   })
-  after(async () => {
-    await helper.unload()
-    await clients.closeAll()
-    await emulator?.stop()
-    await relay?.stop()
-    await broker?.stop()
-  })
+  const { clients } = fx
 
   function client(url: string, id: string): StateStoreClient {
     const c = new StateStoreClient({ brokerUrl: url, clientId: `${id}-${process.pid}`, reconnectMinMs: 50, reconnectMaxMs: 300, requestTimeoutMs: 8000 })
@@ -50,10 +39,10 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
   }
 
   it('loses nothing, executes nothing twice, reconnects, reports status truthfully and reconciles watches', async () => {
-    const writers = [client(broker.url, 'load-a'), client(broker.url, 'load-b')]
-    const editor = client(broker.url, 'editor')
+    const writers = [client(fx.url, 'load-a'), client(fx.url, 'load-b')]
+    const editor = client(fx.url, 'editor')
     // Watchers reach the broker through a relay, so they can be kept away until the changes are made.
-    const watcher = client(relay.url, 'watcher')
+    const watcher = client(fx.relay.url, 'watcher')
     await Promise.all([...writers, editor, watcher].map((c) => c.ready({ timeoutMs: 5000 })))
     await editor.set('fault/changed', 'before')
     await editor.set('fault/deleted', 'before')
@@ -63,8 +52,8 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     await helper.load(ALL, [
       { id: 'tab', type: 'tab', label: 'faults' },
       // msgs sent during the outage wait for the connection as long as for an answer
-      { id: 'cfg', type: 'ss-config', broker: broker.url, requestTimeout: '5000', connectionWait: '5000' },
-      { id: 'cfgRelay', type: 'ss-config', broker: relay.url, requestTimeout: '5000' },
+      { id: 'cfg', type: 'ss-config', broker: fx.url, requestTimeout: '5000', connectionWait: '5000' },
+      { id: 'cfgRelay', type: 'ss-config', broker: fx.relay.url, requestTimeout: '5000' },
       onTab({ id: 'set', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['out']] }),
       onTab({ id: 'out', type: 'helper' }),
       onTab({ id: 'watch', type: 'ss-watch', store: 'cfgRelay', keys: 'fault/changed\nfault/deleted\nfault/created', wires: [['watched']] }),
@@ -113,20 +102,20 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     const beforeKill = api.ok.length
     assert.ok(beforeKill > 0 && nodeOut.length > 0, 'load is flowing before the kill')
 
-    relay.cut()
-    await broker.kill()
+    fx.relay.cut()
+    await fx.mosquitto.kill()
     await until(() => last(setNode).fill === 'red' && last(watchNode).fill === 'red', 'the nodes to show the lost connection')
     await until(() => writers.every((w) => w.status.state !== 'connected'), 'the writers to notice')
     const downFrom = { set: statuses(setNode).length, watch: statuses(watchNode).length }
     await sleep(400)
     const downTo = { set: statuses(setNode).length, watch: statuses(watchNode).length }
-    await broker.start()
+    await fx.mosquitto.start()
 
     // Changes the watchers miss: made once the store answers again, before they are let back.
     await retry(() => editor.set('fault/changed', 'during the outage', { timeoutMs: 1000 }))
     await editor.del('fault/deleted')
     await editor.set('fault/created', 'born during the outage')
-    relay.restore()
+    fx.relay.restore()
 
     await until(() => last(setNode).fill === 'green' && last(watchNode).fill === 'green', 'the nodes to show the connection again')
     await until(() => writers.every((w) => w.status.state === 'connected') && watcher.status.state === 'connected', 'every client to reconnect')

@@ -19,7 +19,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { call, contextStore, uniquePrefix, until, type TestStore } from '../context/support'
+import { call, contextStore, uniquePrefix, type TestStore } from '../context/support'
+import { until } from '../support/wait'
 import { mqttBrokerUrl } from '../support/broker'
 
 describe('faults: a context store whose write failed while the emulator was down', function () {

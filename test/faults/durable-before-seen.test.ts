@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { StateStoreClient, type KeyNotification } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { sleep, until } from '../reliability/support'
+import { sleep, until } from '../support/wait'
 import { holdSyncs as holdSyncsOf } from '../support/hold-syncs'
 import { ClientPool } from '../support/clients'
 

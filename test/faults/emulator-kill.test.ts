@@ -15,8 +15,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { StateStoreClient, type ConnectionStatus, type KeyNotification, type SetResult } from '../../src/client'
 import { Hlc } from '../../src/hlc'
-import { Mosquitto } from '../support/mosquitto'
-import { EmulatorCli, Outcomes, requireMosquitto, sleep, until } from '../reliability/support'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
+import { EmulatorCli } from '../support/emulator-cli'
+import { Outcomes } from '../support/outcomes'
+import { sleep, until } from '../support/wait'
 
 describe('faults: emulator killed (SIGKILL) and restarted with --persist', function () {
   this.timeout(60_000)

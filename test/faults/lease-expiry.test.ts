@@ -10,35 +10,17 @@ import { StateStoreClient } from '../../src/client'
 import { Lease, Lock } from '../../src/locks'
 import { ServiceError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
-import { startEmulator, type Emulator } from '../../src/emulator'
-import { startMqttBroker, type OwnBroker } from '../support/broker'
-import { until } from '../reliability/support'
-import { TcpRelay } from '../support/relay'
-import { ClientPool } from '../support/clients'
+import { until } from '../support/wait'
+import { withEmulator } from '../support/emulator-fixture'
 
 describe('faults: a lease holder paused past its lease', function () {
   this.timeout(30_000)
-  let broker: OwnBroker
-  let emulator: Emulator
-  let relay: TcpRelay
-  const clients = new ClientPool()
-
-  before(async function () {
-    broker = await startMqttBroker(this)
-    emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
-    relay = await TcpRelay.start(broker.port)
-  })
-  after(async () => {
-    relay?.thaw()
-    await clients.closeAll()
-    await emulator?.stop()
-    await relay?.stop()
-    await broker?.stop()
-  })
+  const fx = withEmulator({ broker: 'own', relay: true, clients: 'suite' })
+  const { clients } = fx
 
   it("hands the lease to the standby with a greater fencing token and refuses the old holder's fenced writes", async () => {
-    const holderClient = new StateStoreClient({ brokerUrl: relay.url, clientId: `holder-${process.pid}`, requestTimeoutMs: 2000 })
-    const standbyClient = new StateStoreClient({ brokerUrl: broker.url, clientId: `standby-${process.pid}`, requestTimeoutMs: 2000 })
+    const holderClient = new StateStoreClient({ brokerUrl: fx.relay.url, clientId: `holder-${process.pid}`, requestTimeoutMs: 2000 })
+    const standbyClient = new StateStoreClient({ brokerUrl: fx.url, clientId: `standby-${process.pid}`, requestTimeoutMs: 2000 })
     clients.add(holderClient, standbyClient)
     await Promise.all([holderClient.ready({ timeoutMs: 5000 }), standbyClient.ready({ timeoutMs: 5000 })])
 
@@ -55,7 +37,7 @@ describe('faults: a lease holder paused past its lease', function () {
     // Renewals keep the lease with the holder while it runs.
     await until(() => held.fencingToken !== null && Hlc.compare(held.fencingToken, first.fencingToken!) > 0, 'a renewal')
 
-    relay.freeze()
+    fx.relay.freeze()
     const lastToken = held.fencingToken!
     const frozenAt = Date.now()
     const standbyToken = await taking
@@ -63,7 +45,7 @@ describe('faults: a lease holder paused past its lease', function () {
     assert.ok(Hlc.compare(standbyToken, lastToken) > 0, `the standby's token ${standbyToken} is greater than the holder's last ${lastToken}`)
     assert.ok((await standbyClient.set('fault/resource', 'written by the standby', { fencingToken: standbyToken })).applied)
 
-    relay.thaw()
+    fx.relay.thaw()
     await until(() => lost.length > 0, "the old holder's lease to be reported lost")
     for (const attempt of [
       () => holderClient.set('fault/resource', 'stale write', { fencingToken: lastToken }),

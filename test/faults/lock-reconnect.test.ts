@@ -11,10 +11,8 @@ import { StateStoreClient } from '../../src/client'
 import { Lock } from '../../src/locks'
 import { ConnectionError, TimeoutError } from '../../src/errors'
 import { Hlc } from '../../src/hlc'
-import { startEmulator, type Emulator } from '../../src/emulator'
-import { TcpRelay } from '../support/relay'
-import { sleep, until } from '../reliability/support'
-import { ClientPool } from '../support/clients'
+import { sleep, until } from '../support/wait'
+import { withEmulator } from '../support/emulator-fixture'
 
 /** nodes/ss-config.ts's default connection wait, which ss-lock's requests get. */
 const CONFIG_CONNECTION_WAIT_MS = 2000
@@ -22,9 +20,8 @@ const RECONNECT_MS = 1500
 
 describe('faults: a lock waiter through a reconnect', function () {
   this.timeout(30_000)
-  let emulator: Emulator
-  let relay: TcpRelay
-  const clients = new ClientPool()
+  const fx = withEmulator({ relay: true })
+  const { clients } = fx
   const client = (url: string, id: string, reconnectMs = 50) => {
     const c = new StateStoreClient({
       brokerUrl: url,
@@ -37,22 +34,9 @@ describe('faults: a lock waiter through a reconnect', function () {
     return c
   }
 
-  before(async () => {
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
-    relay = await TcpRelay.start(emulator.brokerUrl)
-  })
-  afterEach(async () => {
-    relay.restore()
-    await clients.closeAll()
-  })
-  after(async () => {
-    await relay?.stop()
-    await emulator?.stop()
-  })
-
   it('keeps waiting while its connection is down for longer than the connection wait, and acquires once the holder releases', async () => {
-    const holderClient = client(emulator.brokerUrl, 'holder')
-    const waiterClient = client(relay.url, 'waiter', RECONNECT_MS)
+    const holderClient = client(fx.url, 'holder')
+    const waiterClient = client(fx.relay.url, 'waiter', RECONNECT_MS)
     await Promise.all([holderClient.ready({ timeoutMs: 5000 }), waiterClient.ready({ timeoutMs: 5000 })])
     const holder = new Lock(holderClient, 'fault/reconnect', { leaseMs: 20_000 })
     const holderToken = await holder.acquire({ timeoutMs: 2000 })
@@ -71,10 +55,10 @@ describe('faults: a lock waiter through a reconnect', function () {
     await sleep(400)
 
     // The broker goes away: the connection drops and the reconnects, every 1.5 s, are turned away for 3.5 s.
-    relay.cut()
+    fx.relay.cut()
     const downAt = Date.now()
     await sleep(2 * RECONNECT_MS + 500)
-    relay.restore()
+    fx.relay.restore()
     await until(() => waiterClient.status.state === 'connected', 'the waiter to reconnect', 10_000)
     const downMs = Date.now() - downAt
     assert.ok(downMs > CONFIG_CONNECTION_WAIT_MS, `the outage (${downMs} ms) outlasts the connection wait, so tries in it failed`)
@@ -87,18 +71,24 @@ describe('faults: a lock waiter through a reconnect', function () {
   })
 
   it('keeps a held lease through a connection loss shorter than the lease: renewals try again', async () => {
-    const c = new StateStoreClient({ brokerUrl: relay.url, clientId: `renewer-${process.pid}`, connectionWaitMs: 200, reconnectMinMs: 50, reconnectMaxMs: 100 })
+    const c = new StateStoreClient({
+      brokerUrl: fx.relay.url,
+      clientId: `renewer-${process.pid}`,
+      connectionWaitMs: 200,
+      reconnectMinMs: 50,
+      reconnectMaxMs: 100,
+    })
     clients.add(c)
-    const observer = client(emulator.brokerUrl, 'observer')
+    const observer = client(fx.url, 'observer')
     await Promise.all([c.ready({ timeoutMs: 5000 }), observer.ready({ timeoutMs: 5000 })])
     const held = new Lock(c, 'fault/renew', { leaseMs: 4000, renewPeriodMs: 300 })
     const lost: string[] = []
     held.lease.on('lost', ({ reason }) => lost.push(reason))
     const first = await held.acquire({ timeoutMs: 2000 })
-    relay.cut()
+    fx.relay.cut()
     // Renewals fall due and each waits only 200 ms for the connection: they fail `NotConnected` and try again.
     await sleep(1200)
-    relay.restore()
+    fx.relay.restore()
     await until(
       () => held.lease.fencingToken !== null && Hlc.compare(held.lease.fencingToken, first) > 0 && c.status.state === 'connected',
       'a renewal after the reconnect',
@@ -110,7 +100,7 @@ describe('faults: a lock waiter through a reconnect', function () {
   })
 
   it('Lock.edit does not write once its lease may have run out, so the next holder loses no increment (chaos run, seed 20261125)', async () => {
-    const [a, b] = [client(emulator.brokerUrl, 'slow-holder'), client(emulator.brokerUrl, 'next-holder')]
+    const [a, b] = [client(fx.url, 'slow-holder'), client(fx.url, 'next-holder')]
     await Promise.all([a.ready({ timeoutMs: 5000 }), b.ready({ timeoutMs: 5000 })])
     const counter = 'fault/counter'
     const bump = (current: Buffer | null) => String(Number(current?.toString() ?? '0') + 1)
@@ -128,15 +118,15 @@ describe('faults: a lock waiter through a reconnect', function () {
   })
 
   it('fails at once with the code closed when its client is closed', async () => {
-    const holderClient = client(emulator.brokerUrl, 'holder2')
-    const waiterClient = client(relay.url, 'waiter2')
+    const holderClient = client(fx.url, 'holder2')
+    const waiterClient = client(fx.relay.url, 'waiter2')
     await Promise.all([holderClient.ready({ timeoutMs: 5000 }), waiterClient.ready({ timeoutMs: 5000 })])
     const holder = new Lock(holderClient, 'fault/closed', { leaseMs: 20_000 })
     await holder.acquire({ timeoutMs: 2000 })
     // No timeout of its own: only the close can end this wait.
     const waiting = new Lock(waiterClient, 'fault/closed', { leaseMs: 300 }).acquire()
     await sleep(200)
-    relay.cut()
+    fx.relay.cut()
     await sleep(100)
     await waiterClient.close()
     await assert.rejects(waiting, (err: unknown) => err instanceof ConnectionError && err.code === 'ConnectionClosed')

@@ -6,7 +6,8 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { embeddedEmulator, stopEmbedded } from '../../nodes/lib/embedded'
 import { freePort } from '../../dev/ports'
 import { TcpRelay } from '../support/relay'
-import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, onTab, startStore, statuses, until, type Store } from './support'
+import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, onTab, startStore, statuses, type Store } from './support'
+import { until } from '../support/wait'
 
 const CONNECTED = { fill: 'green', shape: 'dot', text: 'node-red:common.status.connected' }
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
-import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, until, type Store, useStore } from './support'
+import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, type Store, useStore } from './support'
+import { until } from '../support/wait'
 
 describe('nodes: ss-del', function () {
   const store = useStore()

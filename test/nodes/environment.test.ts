@@ -10,7 +10,8 @@ import { join } from 'node:path'
 import type { NodeAPI } from 'node-red'
 import { readAioEnvironment, type EnvironmentProblem } from '../../src/client'
 import { environmentText } from '../../nodes/lib/environment'
-import { ALL, flowWith, helper, lastStatus, nextMessage, until, useStore } from './support'
+import { ALL, flowWith, helper, lastStatus, nextMessage, useStore } from './support'
+import { until } from '../support/wait'
 
 const helperWithRequest = helper as typeof helper & {
   request(): {

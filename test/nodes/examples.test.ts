@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator } from '../../src/emulator'
-import { ALL, helper, lastStatus, listen, until, nextMessage, noMessage, redModule, useStore, withClient } from './support'
+import { ALL, helper, lastStatus, listen, nextMessage, noMessage, redModule, useStore, withClient } from './support'
+import { until } from '../support/wait'
 
 const CORE = [
   redModule('@node-red/nodes/core/common/20-inject.js'),

@@ -3,7 +3,8 @@ import { StateStoreClient } from '../../src/client'
 import { startEmulator } from '../../src/emulator'
 import { Hlc } from '../../src/hlc'
 import type { StoreActivity } from '../../src/observe'
-import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, until, useStore } from './support'
+import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, useStore } from './support'
+import { until } from '../support/wait'
 
 /** ss-set → ss-get on one key, with the get's decoding. */
 function roundTripFlow(url: string, decode: string, key = 'rt') {

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
 import { Lock } from '../../src/locks'
-import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, statuses, until, type Store } from './support'
+import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, statuses, type Store } from './support'
+import { until } from '../support/wait'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const FUNCTION = require('@node-red/nodes/core/function/10-function.js')

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
-import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, until, type Store } from './support'
+import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, type Store } from './support'
+import { until } from '../support/wait'
 
 /** Lock nodes named by id, each wired to `<id>-ok` / `<id>-no`, plus a fenced ss-set and a Catch. */
 function lockFlow(url: string, locks: Array<Record<string, unknown>>) {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { mosquittoUrl } from '../support/broker'
-import { ALL, TAB, configNode, helper, lastStatus, listen, nextMessage, onTab, until } from './support'
+import { ALL, TAB, configNode, helper, lastStatus, listen, nextMessage, onTab } from './support'
+import { until } from '../support/wait'
 
 describe('nodes over mosquitto (a real MQTT 5 broker, the emulator as a separate client)', function () {
   let emulator: Emulator | null = null

@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { Mosquitto } from '../support/mosquitto'
-import { requireMosquitto } from '../reliability/support'
-import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, until } from './support'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
+import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage } from './support'
+import { until } from '../support/wait'
 
 describe('nodes: a broker with no state store', function () {
   this.timeout(20_000)

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
-import { until as waitUntil } from '../support/wait'
+import { describeLimit, scaled } from '../support/deadline'
 
 /** Node methods are sinon spies on Node.prototype during a test: calls of every node, told apart by thisValue. */
 export interface Spy {
@@ -142,7 +142,7 @@ function mailbox(node: TestNode): Mailbox {
 export async function withClient<T>(url: string, work: (c: StateStoreClient) => Promise<T>, name = 'test-client'): Promise<T> {
   const client = new StateStoreClient({ brokerUrl: url, clientId: `${name}-${Math.random().toString(36).slice(2)}` })
   try {
-    await client.ready({ timeoutMs: 5000 })
+    await client.ready({ timeoutMs: scaled(5000) })
     return await work(client)
   } finally {
     await client.close()
@@ -154,11 +154,12 @@ export function nextMessage(node: TestNode, ms = 3000): Promise<Record<string, u
   const box = mailbox(node)
   const queued = box.queue.shift()
   if (queued) return Promise.resolve(queued)
+  const limit = scaled(ms)
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       box.waiter = null
-      reject(new Error(`no msg at ${node.id} within ${ms} ms`))
-    }, ms)
+      reject(new Error(`no msg at ${node.id} within ${describeLimit(ms, limit)}`))
+    }, limit)
     // The loser of a race between two nodes must not keep mocha from exiting.
     timer.unref()
     box.waiter = (msg) => {
@@ -179,11 +180,6 @@ export async function noMessage(node: TestNode, ms = 300): Promise<void> {
 /** Starts recording a helper node's msgs now (so nothing sent before the first nextMessage is lost). */
 export function listen(...nodes: TestNode[]): void {
   for (const n of nodes) mailbox(n)
-}
-
-/** Waits until `predicate` holds (polling), or fails after `ms` with `what`. */
-export function until(predicate: () => boolean, what: string, ms = 3000): Promise<void> {
-  return waitUntil(predicate, what, ms)
 }
 
 /** The last status a node showed. */

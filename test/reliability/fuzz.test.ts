@@ -31,8 +31,9 @@ import { makeLogger } from '../../src/emulator/logger'
 import { Registrations } from '../../src/emulator/core/registrations'
 import { StateStoreService } from '../../src/emulator/service/service'
 import { Keyspace } from '../../src/emulator/core/keyspace'
-import { Mosquitto } from '../support/mosquitto'
-import { heapAfterGc, requireMosquitto, sleep, until } from './support'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
+import { heapAfterGc } from '../support/heap'
+import { sleep, until } from '../support/wait'
 
 type Properties = NonNullable<IPublishPacket['properties']>
 type UserProperties = NonNullable<Properties['userProperties']>

@@ -9,41 +9,36 @@ import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { StateStoreClient, type ConnectionState, type KeyNotification } from '../../src/client'
 import { ArgumentError } from '../../src/errors'
-import { startEmulator, type Emulator } from '../../src/emulator'
 import { publishPacketSize, type PublishPropertiesForSize } from '../../src/protocol'
-import { Mosquitto } from '../support/mosquitto'
 import { ALL, helper, nextMessage, onTab } from '../nodes/support'
-import { requireMosquitto, until } from './support'
-import { ClientPool } from '../support/clients'
+import { until } from '../support/wait'
+import { withEmulator } from '../support/emulator-fixture'
 
 const MAX_PACKET = 1536 * 1024
 const MiB = 1024 * 1024
 
 describe('reliability: values at the limits', function () {
   this.timeout(30_000)
-  let broker: Mosquitto
-  let emulator: Emulator
   const warnings: string[] = []
-  const clients = new ClientPool()
+  // Registered first, so it runs first: the flows close before the broker goes.
+  after(() => helper.unload())
+  const fx = withEmulator({
+    broker: 'mosquitto',
+    mosquitto: { extraConfig: [`max_packet_size ${MAX_PACKET}`] },
+    clients: 'suite',
+    emulator: { logLevel: 'warn', logger: (_level, message) => warnings.push(message) },
+  })
+  const { clients } = fx
   let writer: StateStoreClient
   let watcher: StateStoreClient
   const states: ConnectionState[] = []
 
   before(async function () {
-    requireMosquitto(this)
-    broker = await Mosquitto.start({ extraConfig: [`max_packet_size ${MAX_PACKET}`] })
-    emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'warn', logger: (_level, message) => warnings.push(message) })
-    writer = new StateStoreClient({ brokerUrl: broker.url, clientId: `limits-writer-${process.pid}`, requestTimeoutMs: 5000 })
-    watcher = new StateStoreClient({ brokerUrl: broker.url, clientId: `limits-watcher-${process.pid}`, requestTimeoutMs: 5000 })
+    writer = new StateStoreClient({ brokerUrl: fx.url, clientId: `limits-writer-${process.pid}`, requestTimeoutMs: 5000 })
+    watcher = new StateStoreClient({ brokerUrl: fx.url, clientId: `limits-watcher-${process.pid}`, requestTimeoutMs: 5000 })
     clients.add(writer, watcher)
     await Promise.all([writer, watcher].map((c) => c.ready({ timeoutMs: 5000 })))
     writer.on('status', (s) => states.push(s.state))
-  })
-  after(async () => {
-    await helper.unload()
-    await clients.closeAll()
-    await emulator?.stop()
-    await broker?.stop()
   })
 
   for (const size of [0, 1, MiB]) {
@@ -100,7 +95,7 @@ describe('reliability: values at the limits', function () {
   it('ss-set: a huge Buffer goes to Catch as InvalidArgument with the msg; 1 MiB round-trips through ss-get', async () => {
     await helper.load(ALL, [
       { id: 'tab', type: 'tab', label: 'limits' },
-      { id: 'cfg', type: 'ss-config', broker: broker.url, requestTimeout: '5000' },
+      { id: 'cfg', type: 'ss-config', broker: fx.url, requestTimeout: '5000' },
       onTab({ id: 'set', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['out']] }),
       onTab({ id: 'out', type: 'helper' }),
       onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'topic', keyType: 'msg', decode: 'buffer', wires: [['got']] }),

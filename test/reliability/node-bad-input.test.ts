@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict'
 import { Hlc } from '../../src/hlc'
 import { ALL, COMMON, helper, lastStatus, nextMessage, onTab, startStore, type Store } from '../nodes/support'
+import { eventually, until } from '../support/wait'
 
 type Msg = Record<string, unknown>
 type Case = [what: string, msg: Msg, code: string, kind?: string]
@@ -183,12 +184,7 @@ describe('reliability: odd msgs to every node', function () {
     const caughtNode = helper.getNode('caught')
     const caught: Msg[] = []
     caughtNode.on('input', (m: Msg) => caught.push(m))
-    await new Promise<void>((resolve, reject) => {
-      const deadline = Date.now() + 5000
-      const poll = () =>
-        lastStatus(helper.getNode('set')).fill === 'green' ? resolve() : Date.now() > deadline ? reject(new Error('not connected')) : setTimeout(poll, 20)
-      poll()
-    })
+    await until(() => lastStatus(helper.getNode('set')).fill === 'green', 'the set node connected')
 
     let sent = 0
     for (const t of targets) {
@@ -197,10 +193,7 @@ describe('reliability: odd msgs to every node', function () {
         const before = caught.length
         node.receive({ ...msg, marker: `${t.id}: ${what}` })
         sent += 1
-        const deadline = Date.now() + 5000
-        while (caught.length === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
-        const m = caught[before]
-        assert.ok(m, `${t.id}: ${what}: a Catch msg`)
+        const m = await eventually(() => caught[before], `${t.id}: ${what}: a Catch msg`)
         const error = m.error as { code: string; message: string; source: { id: string }; cause: { kind: string } }
         assert.equal(error.source.id, t.id, `${t.id}: ${what}`)
         assert.equal(error.code, code, `${t.id}: ${what}`)
@@ -221,16 +214,7 @@ describe('reliability: odd msgs to every node', function () {
           const caughtBefore = caught.length
           // A key not watched yet, so the status changes to "watching N".
           node.receive({ ...t.good, topic: `${String(t.good.topic)}-${sent}` })
-          await new Promise<void>((resolve, reject) => {
-            const until = Date.now() + 5000
-            const poll = () =>
-              String(lastStatus(node).text).includes('status.watching')
-                ? resolve()
-                : Date.now() > until
-                  ? reject(new Error('watch did not take the good msg'))
-                  : setTimeout(poll, 10)
-            poll()
-          })
+          await until(() => String(lastStatus(node).text).includes('status.watching'), `${t.id}: the watch taking the good msg`)
           assert.equal(caught.length, caughtBefore)
         }
       }

@@ -11,7 +11,8 @@ import { ArgumentError } from '../../src/errors'
 import { encodeCommand } from '../../src/resp'
 import { MAX_TOPIC_BYTES, maxNotifiedKeyBytes, notificationTopic } from '../../src/protocol'
 import { RawClient } from '../emulator/raw-client'
-import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, until, useStore } from '../nodes/support'
+import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, useStore } from '../nodes/support'
+import { until } from '../support/wait'
 import { ClientPool } from '../support/clients'
 
 /** An ASCII key, so characters and bytes agree. */

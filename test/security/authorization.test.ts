@@ -17,7 +17,7 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { RawClient } from '../emulator/raw-client'
 import { startMqttBroker, type OwnBroker } from '../support/broker'
 import { ALL, COMMON, helper, lastStatus, nextMessage, onTab } from '../nodes/support'
-import { until } from '../reliability/support'
+import { until } from '../support/wait'
 
 const notAuthorized = (err: unknown) => err instanceof ServiceError && err.code === 'NotAuthorized' && err.kind === 'service'
 

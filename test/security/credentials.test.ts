@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { ALL, helper, lastStatus, nextMessage, onTab, type TestNode } from '../nodes/support'
-import { ROOT, until } from '../reliability/support'
+import { ROOT } from '../support/emulator-cli'
+import { until } from '../support/wait'
 
 const SECRETS = {
   password: 'Pa55-w0rd-that-must-not-leak',

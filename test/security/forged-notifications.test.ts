@@ -4,7 +4,8 @@ import { StateStoreClient, type KeyNotification } from '../../src'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { Hlc } from '../../src/hlc'
 import { Notification, notificationTopic, Prop, PROTOCOL_VERSION, responseTopicFor } from '../../src/protocol'
-import { Backend, call, contextStore, uniquePrefix, until, type TestStore } from '../context/support'
+import { Backend, call, contextStore, uniquePrefix, type TestStore } from '../context/support'
+import { until } from '../support/wait'
 
 const YEAR_MS = 365 * 24 * 3600 * 1000
 

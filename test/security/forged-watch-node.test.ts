@@ -3,7 +3,8 @@ import mqtt from 'mqtt'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
 import { Notification, notificationTopic, Prop, PROTOCOL_VERSION } from '../../src/protocol'
-import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, startStore, until, type Store } from '../nodes/support'
+import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, startStore, type Store } from '../nodes/support'
+import { until } from '../support/wait'
 
 /** ss-watch emitted a neighbour's forged NOTIFY as a change of the key; on the embedded broker it cannot be sent. */
 describe('security: ss-watch emits the service notifications only', function () {

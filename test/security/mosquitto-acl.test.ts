@@ -7,7 +7,7 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { Hlc } from '../../src/hlc'
 import { Notification, notificationTopic, Prop, PROTOCOL_VERSION, responseTopicFor } from '../../src/protocol'
 import { Mosquitto, mosquittoPath } from '../support/mosquitto'
-import { until } from '../reliability/support'
+import { until } from '../support/wait'
 import { passwordFile } from './support'
 
 /** The ACL docs/security.md gives for mosquitto, word for word. */

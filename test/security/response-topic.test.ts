@@ -8,7 +8,7 @@ import { ADMIN_REQUEST_TOPIC } from '../../src/emulator/admin/wire'
 import { Hlc } from '../../src/hlc'
 import { CONTENT_TYPE, Prop, PROTOCOL_VERSION, Reply, REQUEST_TOPIC, Request } from '../../src/protocol'
 import { RawClient } from '../emulator/raw-client'
-import { until } from '../reliability/support'
+import { until } from '../support/wait'
 
 /**
  * A user who may publish only to telemetry/app-2 had the service deliver bytes of its choosing (a

@@ -7,8 +7,8 @@ import { StateStoreClient } from '../../src/client'
 import { shownUrl } from '../../src/log'
 import { contextStore } from '../context/support'
 import { EmulatorProcess } from '../emulator/cli-process'
-import { until } from '../reliability/support'
-import { AuthRuntime, RUNTIMES, eventually } from '../sidebar/runtime'
+import { until, eventually } from '../support/wait'
+import { AuthRuntime, RUNTIMES } from '../sidebar/runtime'
 
 const SECRET = 's3cret-pw'
 
@@ -109,6 +109,7 @@ describe('security: secrets stay out of logs, ready lines and the sidebar', func
             (s) => s.id === 'cfg1',
           ),
         'the store',
+        15_000,
       )
       assert.equal(store.broker, `mqtt://127.0.0.1:${port}`)
     } finally {

@@ -3,7 +3,8 @@
 import { strict as assert } from 'node:assert'
 import { StateStoreClient } from '../../src/client'
 import { parseKeyRecords } from '../../src/key-records'
-import { AuthRuntime, RUNTIMES, SidebarComms, eventually } from './runtime'
+import { AuthRuntime, RUNTIMES, SidebarComms } from './runtime'
+import { eventually } from '../support/wait'
 
 const FLOWS = [
   { id: 'tab1', type: 'tab', label: 'sidebar' },
@@ -42,7 +43,11 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
     })
 
     it('shows the connected store and its watch to a reader', async () => {
-      const store = await eventually(async () => (await stores(reader)).find((s) => s.id === 'cfg1' && s.connection.state === 'connected'), 'store connected')
+      const store = await eventually(
+        async () => (await stores(reader)).find((s) => s.id === 'cfg1' && s.connection.state === 'connected'),
+        'store connected',
+        15_000,
+      )
       assert.equal(store.browsable, true, 'the embedded emulator has a key browser')
       assert.deepEqual(
         store.watches.map((w) => w.key),
@@ -74,6 +79,7 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       await eventually(
         async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === '<b>21</b>' ? true : undefined),
         'watch shows the value',
+        15_000,
       )
       const page = (await rt.request('GET', '/aio-statestore/stores/cfg1/keys?pattern=sidebar/*', reader)).json as {
         source: string
@@ -153,16 +159,21 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
         await eventually(
           async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'unseen' ? true : undefined),
           'runtime saw the change',
+          15_000,
         )
         assert.equal(comms.updates.filter((u) => u.watches).length, 0, 'no watch update while nobody looks')
 
         assert.equal((await rt.request('POST', '/aio-statestore/live', reader, { viewer: 'test', open: true })).status, 200)
         const sets = 300
         await Promise.all(Array.from({ length: sets }, (_, i) => client.set('sidebar/watched', `burst ${i}`)))
-        const last = await eventually(() => {
-          const w = comms.updates.flatMap((u) => (u.watches as Store['watches'] | undefined) ?? [])
-          return w.some((x) => x.value?.preview === `burst ${sets - 1}`) ? w : undefined
-        }, 'the last value pushed')
+        const last = await eventually(
+          () => {
+            const w = comms.updates.flatMap((u) => (u.watches as Store['watches'] | undefined) ?? [])
+            return w.some((x) => x.value?.preview === `burst ${sets - 1}`) ? w : undefined
+          },
+          'the last value pushed',
+          15_000,
+        )
         assert.ok(last.length < sets / 10, `${last.length} watch updates for ${sets} changes`)
 
         assert.equal((await rt.request('POST', '/aio-statestore/live', reader, { viewer: 'test', open: false })).status, 200)
@@ -171,6 +182,7 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
         await eventually(
           async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'after close' ? true : undefined),
           'runtime saw the change',
+          15_000,
         )
         await new Promise((r) => setTimeout(r, 600))
         assert.equal(comms.updates.length, before, 'nothing pushed after the viewer closed')

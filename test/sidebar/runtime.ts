@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
+import { scaled } from '../support/deadline'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
@@ -51,6 +52,7 @@ export class AuthRuntime {
         port: await freePort(),
         settingsFile,
         env,
+        timeoutMs: scaled(30_000),
         // With adminAuth only the login scheme answers without a token; flows have started once the store connected.
         ready: async (url, log) => (await fetch(`${url}/auth/login`)).ok && log.includes('connected to the state store'),
       })
@@ -128,21 +130,5 @@ export class SidebarComms {
 
   close(): void {
     this.ws?.close()
-  }
-}
-
-/** Polls `check` until it returns a value (generous timeout; never an assertion about time). */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 15000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  let last: unknown
-  for (;;) {
-    try {
-      const v = await check()
-      if (v !== undefined) return v
-    } catch (err) {
-      last = err
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not so within ${timeoutMs} ms${last ? ` (${String(last)})` : ''}`)
-    await new Promise((r) => setTimeout(r, 100))
   }
 }

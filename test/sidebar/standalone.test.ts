@@ -5,9 +5,9 @@
 import { strict as assert } from 'node:assert'
 import { StateStoreClient } from '../../src/client'
 import { EmulatorProcess } from '../emulator/cli-process'
-import { requireMosquitto } from '../reliability/support'
-import { Mosquitto } from '../support/mosquitto'
-import { AuthRuntime, RUNTIMES, eventually } from './runtime'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
+import { AuthRuntime, RUNTIMES } from './runtime'
+import { eventually } from '../support/wait'
 
 interface Store {
   id: string
@@ -65,10 +65,14 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
   const stores = async () => ((await rt.request('GET', '/aio-statestore/stores', reader)).json as { stores: Store[] }).stores
 
   it('browses where the store answers SCAN or the emulator has --admin, and only there', async () => {
-    const all = await eventually(async () => {
-      const s = await stores()
-      return s.length === 3 && s.every((x) => x.connection.state === 'connected') ? s : undefined
-    }, 'the three stores connected')
+    const all = await eventually(
+      async () => {
+        const s = await stores()
+        return s.length === 3 && s.every((x) => x.connection.state === 'connected') ? s : undefined
+      },
+      'the three stores connected',
+      15_000,
+    )
     assert.equal(all.find((s) => s.id === 'cfgScan')!.browsable, true)
     assert.equal(all.find((s) => s.id === 'cfgAdmin')!.browsable, true)
     assert.equal(all.find((s) => s.id === 'cfgPlain')!.browsable, false)

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
-import { Mosquitto } from '../support/mosquitto'
-import { requireMosquitto, sleep } from '../reliability/support'
+import { Mosquitto, requireMosquitto } from '../support/mosquitto'
+import { sleep } from '../support/wait'
 import { installIntoUserDir, NodeRedProcess, pack, RED_JS, readJson, repoRoot, writeSettings, type Comms } from './node-red'
 
 const WINDOW_MS = 12_000

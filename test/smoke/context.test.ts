@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
-import { eventually } from '../client/support/clients'
+import { eventually } from '../support/wait'
 import { TcpRelay } from '../support/relay'
 import { readIndex } from '../context/support'
 import { debugValue, installIntoUserDir, NodeRedProcess, pack, RED_JS, writeSettings, type Comms } from './node-red'
@@ -143,7 +143,6 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
   const [nr5, nr4] = [() => runtimes[0]!, () => runtimes[1]!]
   const outputs = (r: Runtime) => r.comms.debug.filter((m) => m.id === `${r.name}-out` && m.level === undefined).map(debugValue)
   const global = (r: Runtime) => r.red.getJson<ContextListing>('/context/global').then((c) => c[STORE] ?? {})
-  const until = <T>(what: string, check: () => Promise<T | undefined>, ms = 20_000): Promise<T> => eventually(check, ms, what)
 
   it('loads the store in both runtimes from settings.js, with no warning or error', async function () {
     for (const r of runtimes) {
@@ -155,13 +154,13 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
 
   it('Function nodes in both count on one global counter; a Change node reads it; the Context Data API lists it', async function () {
     await nr5().red.inject('nr5-count')
-    await until('nr5 to count', async () => (outputs(nr5()).includes(1) ? true : undefined))
-    await until('nr4 to see the counter', async () => ((await global(nr4())).counter?.msg === '1' ? true : undefined))
+    await eventually(async () => (outputs(nr5()).includes(1) ? true : undefined), 'nr5 to count', 20_000)
+    await eventually(async () => ((await global(nr4())).counter?.msg === '1' ? true : undefined), 'nr4 to see the counter', 20_000)
     await nr4().red.inject('nr4-count')
-    await until('nr4 to count on', async () => (outputs(nr4()).includes(2) ? true : undefined))
-    await until('nr5 to see 2', async () => ((await global(nr5())).counter?.msg === '2' ? true : undefined))
+    await eventually(async () => (outputs(nr4()).includes(2) ? true : undefined), 'nr4 to count on', 20_000)
+    await eventually(async () => ((await global(nr5())).counter?.msg === '2' ? true : undefined), 'nr5 to see 2', 20_000)
     await nr5().red.inject('nr5-read')
-    await until('the Change node to read 2', async () => (outputs(nr5()).filter((v) => v === 2).length >= 1 ? true : undefined))
+    await eventually(async () => (outputs(nr5()).filter((v) => v === 2).length >= 1 ? true : undefined), 'the Change node to read 2', 20_000)
     const flow = await nr5().red.getJson<ContextListing>('/context/flow/tab-nr5')
     assert.equal(flow[STORE]?.mine?.msg, '1')
   })
@@ -171,12 +170,16 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
     for (let probe = 0; probe < 20; probe++) {
       const from = outputs(nr4()).length
       await fetch(`${nr5().red.url}/inject/nr5-probe`, { method: 'POST' })
-      const seen = await until('the probe in nr4', async () => {
-        const fresh = outputs(nr4())
-          .slice(from)
-          .find((v) => typeof v === 'object' && v !== null && 'delay' in v) as { delay: number } | undefined
-        return fresh
-      })
+      const seen = await eventually(
+        async () => {
+          const fresh = outputs(nr4())
+            .slice(from)
+            .find((v) => typeof v === 'object' && v !== null && 'delay' in v) as { delay: number } | undefined
+          return fresh
+        },
+        'the probe in nr4',
+        20_000,
+      )
       delays.push(seen.delay)
       await new Promise((r) => setTimeout(r, 20))
     }
@@ -187,22 +190,26 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
   it('keys agree in both after 1,000 concurrent sets from each; the index lists them too', async function () {
     await Promise.all([nr5().red.inject('nr5-burst'), nr4().red.inject('nr4-burst')])
     const expected = 500 + 500 + 500
-    const [a, b] = await until(
-      'both to list every key',
+    const [a, b] = await eventually(
       async () => {
         const [a, b] = await Promise.all([global(nr5()), global(nr4())])
         const count = (c: Record<string, unknown>) => Object.keys(c).filter((k) => /^(both|only)-/.test(k)).length
         return count(a) === expected && count(b) === expected ? [a, b] : undefined
       },
+      'both to list every key',
       40_000,
     )
     assert.deepEqual(Object.keys(a).sort(), Object.keys(b).sort())
     const client = new StateStoreClient({ brokerUrl: emulator!.brokerUrl, clientId: 'smoke-context-reader' })
     try {
-      const index = await until('the index', async () => {
-        const listed = (await readIndex(client, PREFIX)).global ?? []
-        return listed.length === Object.keys(a).length ? listed : undefined
-      })
+      const index = await eventually(
+        async () => {
+          const listed = (await readIndex(client, PREFIX)).global ?? []
+          return listed.length === Object.keys(a).length ? listed : undefined
+        },
+        'the index',
+        20_000,
+      )
       assert.deepEqual(index.sort(), Object.keys(a).sort())
     } finally {
       await client.close()
@@ -212,9 +219,9 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
 
   it('a deletion in one runtime disappears from the other’s cache', async function () {
     await nr4().red.inject('nr4-doom')
-    await until('nr5 to see the key', async () => ((await global(nr5())).doomed ? true : undefined))
+    await eventually(async () => ((await global(nr5())).doomed ? true : undefined), 'nr5 to see the key', 20_000)
     await nr4().red.inject('nr4-drop')
-    await until('nr5 to drop it', async () => ((await global(nr5())).doomed ? undefined : true))
+    await eventually(async () => ((await global(nr5())).doomed ? undefined : true), 'nr5 to drop it', 20_000)
   })
 
   it('a restart keeps the values (Node-RED 5 stopped and started again)', async function () {
@@ -246,18 +253,24 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
       assert.match(log(), /waiting for its broker mqtt:\/\/127\.0\.0\.1:\d+/)
       // a Function node's synchronous global.get throws a clear error instead of reading undefined (and counting from 1)
       await r.red.inject('nr5-count')
-      await until('the Function node to report the error', async () =>
-        /\[error\] \[function:add-one\].*not loaded yet: waiting for its broker/.test(log()) ? true : undefined,
+      await eventually(
+        async () => (/\[error\] \[function:add-one\].*not loaded yet: waiting for its broker/.test(log()) ? true : undefined),
+        'the Function node to report the error',
+        20_000,
       )
       relay.refusing = false
-      await until('the store to load', async () => (/connected to mqtt:\/\/127\.0\.0\.1:\d+; the context is loaded/.test(log()) ? true : undefined), 30_000)
+      await eventually(
+        async () => (/connected to mqtt:\/\/127\.0\.0\.1:\d+; the context is loaded/.test(log()) ? true : undefined),
+        'the store to load',
+        30_000,
+      )
       const after = await global(r)
       assert.equal(after.counter?.msg, before.counter?.msg, 'the stored counter is untouched')
       assert.deepEqual(Object.keys(after).sort(), Object.keys(before).sort())
       // and the flows use it from now on
       await r.red.inject('nr5-count')
       const next = String(Number(before.counter.msg) + 1)
-      await until('the counter to go on', async () => ((await global(r)).counter?.msg === next ? true : undefined))
+      await eventually(async () => ((await global(r)).counter?.msg === next ? true : undefined), 'the counter to go on', 20_000)
     } finally {
       await r.red.stop() // after() closes the comms
       await relay.stop()

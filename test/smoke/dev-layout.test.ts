@@ -12,6 +12,7 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { prepareDevLayout, writeDevEnv } from '../../src/emulator/dev-layout'
 import { childEnvWithoutAio, repoRoot } from './node-red'
 import { readDotEnv } from '../support/dev-env'
+import { scaled } from '../support/deadline'
 
 const TAB = 'd0e1a0b0c0d0e001'
 const STORE = 'd0e1a0b0c0d0e002'
@@ -74,6 +75,7 @@ describe("smoke: Node-RED with only the dev layout's .env, over TLS + SAT", func
       port: await freePort(),
       settingsFile,
       env,
+      timeoutMs: scaled(30_000),
       ready: async (url, log) => (await fetch(`${url}/settings`)).ok && log.includes('connected to the state store'),
     })
   })

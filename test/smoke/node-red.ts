@@ -6,6 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import WebSocket from 'ws'
 import { runtimeSettings, startNodeRed, writeSettings as writeSettingsFile, type NodeRedChild } from '../../dev/node-red'
+import { scaled } from '../support/deadline'
 
 export { nodeBinary, RED_JS } from '../../dev/node-red'
 
@@ -42,7 +43,7 @@ export function run(command: string, args: string[], cwd: string, timeoutMs: num
     let stderr = ''
     child.stdout.on('data', (d) => (stdout += d))
     child.stderr.on('data', (d) => (stderr += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+    const timer = setTimeout(() => child.kill('SIGKILL'), scaled(timeoutMs))
     child.once('error', (err) => {
       clearTimeout(timer)
       reject(err)
@@ -148,7 +149,7 @@ export class NodeRedProcess {
       port: this.port,
       settingsFile: this.settingsFile,
       env: childEnv(),
-      timeoutMs,
+      timeoutMs: scaled(timeoutMs),
       onOutput: (d) => (this.log += d),
       // red.js listens only after the runtime has loaded every node set, so an answering admin API
       // means registration is over.
@@ -254,14 +255,14 @@ export class Comms {
 
   /** Resolves when check() passes on the messages so far; rejects with what arrived after timeoutMs. */
   async waitFor<T>(check: (messages: DebugMessage[]) => T | undefined, timeoutMs: number, what = 'debug output'): Promise<T> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = Date.now() + scaled(timeoutMs)
     for (;;) {
       const result = check(this.debug)
       if (result !== undefined) return result
       const left = deadline - Date.now()
       if (left <= 0) {
         const statuses = [...this.status].map(([id, st]) => `  ${id}: ${st.text ?? ''}`).join('\n')
-        throw new Error(`${what} not as expected after ${timeoutMs} ms; debug output:\n${formatDebug(this.debug)}\nnode status:\n${statuses}`)
+        throw new Error(`${what} not as expected after ${timeoutMs} ms (scaled); debug output:\n${formatDebug(this.debug)}\nnode status:\n${statuses}`)
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left)

@@ -23,6 +23,7 @@ import { readAuthenticationFile } from '../../src/emulator/resource-file'
 import { DEPLOY, renderBase, renderOverlay, yamlDocuments, type K8sObject } from '../support/deploy-kit'
 import { until } from '../support/wait'
 import { childEnvWithoutAio, repoRoot } from './node-red'
+import { scaled } from '../support/deadline'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
@@ -255,7 +256,7 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
       port: await freePort(),
       settingsFile,
       env,
-      timeoutMs: 60_000,
+      timeoutMs: scaled(60_000),
       onOutput: () => setImmediate(() => outputWaiters.forEach((w) => w())),
       ready: async (url, log) => (await fetch(`${url}/auth/login`)).ok && log.includes('connected to the state store'),
     })

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { nodeBinary, repoRoot } from './node-red'
 import { FROM_SOURCE, runCli, withoutAioEnv } from '../cli/run'
 import { readDotEnv } from '../support/dev-env'
+import { scaled } from '../support/deadline'
 
 describe("npm start -- --dev DIR: the editor in the SDKs' dev layout", function () {
   this.timeout(60_000)
@@ -39,7 +40,7 @@ describe("npm start -- --dev DIR: the editor in the SDKs' dev layout", function 
     child.stderr.on('data', (d: Buffer) => (output += d))
     const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
     try {
-      const deadline = Date.now() + 45_000
+      const deadline = Date.now() + scaled(45_000)
       while (!(/editor ready at/.test(output) && /connected to the state store as/.test(output))) {
         if (child.exitCode !== null || Date.now() > deadline) assert.fail(`not ready and connected:\n${output}`)
         await new Promise((r) => setTimeout(r, 100))

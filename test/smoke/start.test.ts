@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { freePort } from '../../dev/ports'
 import { StateStoreClient } from '../../src/client'
 import { Comms, nodeBinary, repoRoot } from './node-red'
+import { scaled } from '../support/deadline'
 
 const READY = /editor ready at (http:\/\/127\.0\.0\.1:\d+)/
 const BROKER = /broker ready at (mqtt:\/\/127\.0\.0\.1:\d+)/
@@ -49,7 +50,7 @@ async function stopScript(started: Started): Promise<number | null> {
 }
 
 async function closes(url: string, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = Date.now() + scaled(timeoutMs)
   while (Date.now() < deadline) {
     if (!(await listening(url))) return true
     await new Promise((r) => setTimeout(r, 100))
@@ -161,7 +162,7 @@ describe('npm start (scripts/start.mjs)', function () {
       () => undefined,
     )
     const early = (async () => {
-      const deadline = Date.now() + 25000
+      const deadline = Date.now() + scaled(25000)
       while (Date.now() < deadline && !ready) {
         if (await listening(editorUrl)) {
           askedBeforeReady = !ready

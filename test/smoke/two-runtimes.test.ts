@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { StateStoreClient, type Observation } from '../../src/client'
 import { Hlc } from '../../src/hlc'
 import { EmulatorProcess } from '../emulator/cli-process'
-import { eventually as until } from '../client/support/clients'
+import { eventually as until } from '../support/wait'
 import { freePort } from '../../dev/ports'
 import { installIntoUserDir, NodeRedProcess, pack, readJson, RED_JS, repoRoot, writeSettings, type Comms } from './node-red'
 
@@ -98,7 +98,7 @@ describe('smoke: active/standby across two Node-RED 5 runtimes', function () {
 
         const started = { a: await start('a', true), b: await start('b', true) }
         await started.a.red.deploy(exampleFor(file, url, 'runtime-a'), started.a.comms)
-        await until(() => (writes.some(by('a')) ? true : undefined), 15000, 'the first write of runtime A')
+        await until(() => (writes.some(by('a')) ? true : undefined), 'the first write of runtime A', 15000)
         await started.b.red.deploy(exampleFor(file, url, 'runtime-b'), started.b.comms)
         const lockId = exampleFor(file, url, '').find((n) => n.type === 'ss-lock')!.id
         const lockConnected = (c: Comms) => (c.status.get(lockId)?.fill === 'green' ? true : undefined)
@@ -118,8 +118,8 @@ describe('smoke: active/standby across two Node-RED 5 runtimes', function () {
             const i = writes.findIndex((w, j) => j >= killIndex && by(standby)(w))
             return i >= 0 ? i : undefined
           },
-          5 * LEASE_MS,
           `the first write of runtime ${standby.toUpperCase()} after ${active.toUpperCase()} was killed`,
+          5 * LEASE_MS,
         )
         const takeover = writes[firstIndex]!
         const lastOfDead = writes.slice(0, firstIndex).filter(by(active)).at(-1)!

@@ -1,5 +1,6 @@
 import { StateStoreClient, type ClientOptions, type ConnectionStatus, type KeyNotification } from '../../src/client'
-import { eventually as waitFor } from './wait'
+import { describeLimit, scaled } from './deadline'
+import { until } from './wait'
 
 let counter = 0
 
@@ -21,7 +22,7 @@ export class ClientPool {
 
   async ready(brokerUrl: string, options: Partial<ClientOptions> = {}): Promise<StateStoreClient> {
     const client = this.create(brokerUrl, options)
-    await client.ready({ timeoutMs: 5000 })
+    await client.ready({ timeoutMs: scaled(5000) })
     return client
   }
 
@@ -36,11 +37,6 @@ export class ClientPool {
   }
 }
 
-/** Resolves with the first value `poll` returns that is not undefined; fails after timeoutMs. */
-export function eventually<T>(poll: () => T | undefined | Promise<T | undefined>, timeoutMs = 5000, what = 'condition'): Promise<T> {
-  return waitFor(poll, what, timeoutMs)
-}
-
 /** Collects notifications and lets a test wait for the n-th one. */
 export class Inbox {
   readonly items: KeyNotification[] = []
@@ -49,19 +45,20 @@ export class Inbox {
   }
 
   async count(n: number, timeoutMs = 5000): Promise<KeyNotification[]> {
-    await eventually(() => (this.items.length >= n ? true : undefined), timeoutMs, `${n} notifications (have ${this.items.length})`)
+    await until(() => this.items.length >= n, `${n} notifications (have ${this.items.length})`, timeoutMs)
     return this.items.slice(0, n)
   }
 }
 
 /** Waits for a status matching `predicate` on a client. */
 export function statusWhere(client: StateStoreClient, predicate: (s: ConnectionStatus) => boolean, timeoutMs = 10000): Promise<ConnectionStatus> {
+  const limit = scaled(timeoutMs)
   return new Promise((resolve, reject) => {
     if (predicate(client.status)) return resolve(client.status)
     const timer = setTimeout(() => {
       client.off('status', onStatus)
-      reject(new Error(`no matching status within ${timeoutMs} ms; last: ${JSON.stringify(client.status)}`))
-    }, timeoutMs)
+      reject(new Error(`no matching status within ${describeLimit(timeoutMs, limit)}; last: ${JSON.stringify(client.status)}`))
+    }, limit)
     const onStatus = (s: ConnectionStatus) => {
       if (!predicate(s)) return
       clearTimeout(timer)

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort, waitForPort } from '../../dev/ports'
+import { scaled } from './deadline'
 
 /**
  * The mosquitto binary, or null when it is not installed. TEST_WITHOUT_MOSQUITTO=1 answers null
@@ -14,6 +15,14 @@ export function mosquittoPath(): string | null {
     if (spawnSync(candidate, ['-h']).error === undefined) return candidate
   }
   return null
+}
+
+/** Suites that start their own mosquitto: skipped with a message without it, a failure in CI. */
+export function requireMosquitto(ctx: Mocha.Context): void {
+  if (mosquittoPath()) return
+  if (process.env.CI) throw new Error('CI must provide mosquitto (apt-get install mosquitto)')
+  console.warn('      (skipped: mosquitto is not installed; apt-get install mosquitto to run these tests)')
+  ctx.skip()
 }
 
 export interface MosquittoOptions {
@@ -86,7 +95,7 @@ export class Mosquitto {
     this.child = spawn(binary, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] })
     this.child.stdout?.on('data', (d) => (this.log += d))
     this.child.stderr?.on('data', (d) => (this.log += d))
-    await waitForPort(this.port, 5000, 'mosquitto', () => this.log)
+    await waitForPort(this.port, scaled(5000), 'mosquitto', () => this.log)
   }
 
   /** SIGKILL, as a crash: no goodbye to anyone. */

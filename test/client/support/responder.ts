@@ -2,6 +2,7 @@ import { connect, type IPublishPacket, type MqttClient } from 'mqtt'
 import { HybridLogicalClock } from '../../../src/hlc'
 import { notificationTopic, Prop, REQUEST_TOPIC } from '../../../src/protocol'
 import { decodeExact } from '../../../src/resp'
+import { scaled } from '../../support/deadline'
 
 /** A request as the responder saw it. */
 export interface SeenRequest {
@@ -64,9 +65,9 @@ export class Responder {
 
   /** Resolves once `count` requests have been seen in total. */
   async waitForRequests(count: number, timeoutMs = 5000): Promise<void> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = Date.now() + scaled(timeoutMs)
     while (this.requests.length < count) {
-      if (Date.now() > deadline) throw new Error(`expected ${count} requests, saw ${this.requests.length}`)
+      if (Date.now() > deadline) throw new Error(`expected ${count} requests within ${timeoutMs} ms (scaled), saw ${this.requests.length}`)
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 20)
         this.waiters.push(() => {
