@@ -282,6 +282,13 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
       emulatorLog.some((l) => l.includes(`${POD}-context`)),
       'the context store connected with a client id of its own',
     )
+    // A context store's start reads and registers hundreds of keys: at info the emulator logs none of
+    // those allowed reads, only its writes and any refusal.
+    const contextInfo = emulatorLog.filter((l) => l.startsWith('info ') && l.includes(`"${POD}-context"`))
+    assert.ok(
+      contextInfo.length <= 10 && !contextInfo.some((l) => /^info allowed (GET|KEYNOTIFY)/.test(l)),
+      `the context store's start kept the info log short (${contextInfo.length} lines):\n${contextInfo.slice(0, 5).join('\n')}`,
+    )
     assert.ok(
       emulatorLog.some((l) => new RegExp(`allowed SET from client "${POD}" by rules\\[1\\]`).test(l)),
       `the kit's rule (second in the merged policy) allowed it:\n${emulatorLog

@@ -27,6 +27,9 @@ import { coalesceWrites } from '../../transport/coalesce-writes'
 import { within } from '../within'
 import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './mqtt-client'
 
+/** The verbs that change keys: their allowed requests are logged at info, reads at debug. */
+const WRITE_VERBS: ReadonlySet<string> = new Set(['SET', 'DEL', 'VDEL'])
+
 const PROBE_KEY = Buffer.from(SERVICE_PROBE_KEY)
 
 /**
@@ -223,8 +226,11 @@ export class StateStoreService {
     const level = answer.command?.verb === 'GET' && answer.command.key.equals(PROBE_KEY) ? 'debug' : 'info'
     if (answer.error) {
       log(level, `refused ${answer.command?.verb ?? 'request'} from ${who()}: -ERR ${answer.error.code} (${answer.error.detail})`)
-    } else if (answer.authorizedBy !== undefined && log.enabled(level)) {
-      log(level, `allowed ${answer.command?.verb ?? 'request'} from ${who()} by ${answer.authorizedBy}`)
+    } else if (answer.authorizedBy !== undefined) {
+      // Info keeps every refusal and every write allowed; an allowed read or registration is debug, so
+      // a client that reads many keys at its start (a context store) does not flood the log.
+      const allowedLevel = WRITE_VERBS.has(answer.command?.verb ?? '') ? level : 'debug'
+      if (log.enabled(allowedLevel)) log(allowedLevel, `allowed ${answer.command?.verb ?? 'request'} from ${who()} by ${answer.authorizedBy}`)
     }
     if (answer.persistedBy !== undefined && log.enabled('debug')) log('debug', `SET from ${who()} persisted: ${answer.persistedBy}`)
     const cached: CachedAnswer = { payload: answer.payload, timestamp: answer.timestamp }
