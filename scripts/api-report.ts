@@ -7,7 +7,7 @@
  *   npm run api:report      writes api/*.api.md (test/unit/api-report.test.ts compares them)
  */
 import { readFileSync, writeFileSync } from 'node:fs'
-import { join, relative, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import ts from 'typescript'
 
 const ROOT = resolve(__dirname, '..')
@@ -59,6 +59,10 @@ export function apiReports(): Record<string, string> {
   const readFile = host.readFile.bind(host)
   host.readFile = (file) => emitted.get(resolve(file)) ?? readFile(file)
   host.fileExists = (file) => emitted.has(resolve(file)) || ts.sys.fileExists(file)
+  // The emitted folders exist in memory only: without a build there is no dist/ to find them in.
+  const emittedDirs = new Set<string>()
+  for (const file of emitted.keys()) for (let dir = dirname(file); !emittedDirs.has(dir) && dir !== dirname(dir); dir = dirname(dir)) emittedDirs.add(dir)
+  host.directoryExists = (dir) => emittedDirs.has(resolve(dir)) || ts.sys.directoryExists(dir)
   const outDir = resolve(options.outDir!)
   const declarationOf = (file: string) => join(outDir, file.replace(/\.ts$/, '.d.ts'))
   const program = ts.createProgram(
