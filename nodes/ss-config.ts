@@ -1,7 +1,7 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
-import { ConnectionError, type ConnectionErrorCode } from '../src/errors'
+import { ConnectionError, type ConnectionErrorCode } from '../src/diagnostics/errors'
 import { LockFollower, StoreActivity } from '../src/observe'
 import { authOptions, configClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
 import {

@@ -1,5 +1,5 @@
 import type { NodeAPI } from 'node-red'
-import { shownUrl } from '../src/log'
+import { shownUrl } from '../src/diagnostics/log'
 import type { Request, Response } from 'express'
 import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulator/admin'
 import type { StateStoreClient } from '../src/client'

@@ -1,6 +1,6 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import { DEFAULT_LEASE_MS, keyLockName, updateKey } from '../src/locks'
-import { StateStoreError } from '../src/errors'
+import { StateStoreError } from '../src/diagnostics/errors'
 import type { Hlc } from '../src/hlc'
 import { decodePayload, encodePayload } from './lib/codec'
 import { InputError } from './lib/errors'

@@ -22,7 +22,7 @@ export {
   type ConnectionErrorCode,
   type ServiceErrorCode,
   type StateStoreErrorKind,
-} from './errors'
+} from './diagnostics/errors'
 export { Hlc, HlcError, HybridLogicalClock, type ClockOptions, type HlcErrorReason } from './hlc'
 export {
   StateStoreClient,
@@ -65,5 +65,5 @@ export {
 } from './locks'
 /** The AIO SDKs' connection environment, for settings.js files that make a client of their own (deploy/overlays/ha). */
 export { environmentAuth, environmentTls, readAioEnvironment, EnvironmentError, type AioEnvironment } from './client'
-export { stateStore, StoreAccessError, MAX_LISTED_KEYS, type StoreAccess, type StoreLock, type UpdateAccessOptions } from './shared-stores'
+export { stateStore, StoreAccessError, MAX_LISTED_KEYS, type StoreAccess, type StoreLock, type UpdateAccessOptions } from './function-nodes/shared-stores'
 export type { Bytes, SetCondition } from './protocol'

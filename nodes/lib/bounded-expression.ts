@@ -1,5 +1,5 @@
 import type { NodeAPI, NodeMessage } from 'node-red'
-import { CancelledError } from '../../src/errors'
+import { CancelledError } from '../../src/diagnostics/errors'
 import { InputError } from './errors'
 
 /** A prepared JSONata expression, as RED.util.prepareJSONataExpression returns it. */

@@ -1,5 +1,5 @@
-import { decodeNdjson, encodeNdjson, NdjsonError } from '../../src/ndjson'
-import { decodeAuto } from '../../src/value'
+import { decodeNdjson, encodeNdjson, NdjsonError } from '../../src/formats/ndjson'
+import { decodeAuto } from '../../src/formats/value'
 import { InputError } from './errors'
 import type { Translate } from './i18n'
 import { typeName } from './props'

@@ -8,7 +8,7 @@ import {
   type KindCode,
   type ServiceErrorCode,
   type StateStoreErrorKind,
-} from '../../src/errors'
+} from '../../src/diagnostics/errors'
 
 /**
  * The codes of a msg (or node setting) the node cannot act on. Every code a node fails with

@@ -2,8 +2,8 @@ import { once } from 'node:events'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { StateStoreClient } from '../../src/client'
 import type { AdminChannel } from '../../src/emulator/admin'
-import { exportPages } from '../../src/key-export'
-import { encodeKeyRecord } from '../../src/key-records'
+import { exportPages } from '../../src/export/key-export'
+import { encodeKeyRecord } from '../../src/formats/key-records'
 
 /** Keys one export from the sidebar may hold unless settings.js says otherwise (`aioStateStore.exportMaxKeys`). */
 export const MAX_EXPORT_KEYS = 100_000

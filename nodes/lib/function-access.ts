@@ -1,5 +1,5 @@
 import type { NodeAPI } from 'node-red'
-import { setFlowsOf, shareConnection } from '../../src/shared-stores'
+import { setFlowsOf, shareConnection } from '../../src/function-nodes/shared-stores'
 import type { StoreConfigNode } from './config-node'
 
 /** The flows a node runs in: its flow's path, the tab first, then any subflow instances. */

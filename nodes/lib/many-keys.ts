@@ -1,5 +1,5 @@
 import type { Node, NodeAPI, NodeMessage } from 'node-red'
-import { settleEach } from '../../src/bounded'
+import { settleEach } from '../../src/lang/bounded'
 import type { Send } from './handler'
 import { KeyFailures, oneKeyFailure } from './key-failures'
 import type { Translate } from './i18n'

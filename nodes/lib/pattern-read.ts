@@ -1,6 +1,6 @@
 import type { NodeMessage } from 'node-red'
 import type { KeyScan } from '../../src/client'
-import { settleEach } from '../../src/bounded'
+import { settleEach } from '../../src/lang/bounded'
 import type { Send } from './handler'
 import { KeyFailures, oneKeyFailure } from './key-failures'
 import { tooMany } from './key-list'

@@ -4,7 +4,7 @@ import { maxNotifiedKeyBytes } from '../../src/protocol'
 import { InputError } from './errors'
 import type { Translate } from './i18n'
 import { rememberKey } from './msg-key'
-import { wholeNumber as readWholeNumber } from '../../src/whole-number'
+import { wholeNumber as readWholeNumber } from '../../src/checks/whole-number'
 
 /**
  * The longest key any node accepts: a bound no real key comes near, so a runaway msg fails here

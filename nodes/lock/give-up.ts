@@ -1,6 +1,6 @@
 import type { NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../../src/client'
-import { ConnectionError } from '../../src/errors'
+import { ConnectionError } from '../../src/diagnostics/errors'
 import { clip } from '../lib/status'
 import { heldSince } from './holds'
 import { holderIfReachable, type ModeContext, type Out } from './mode'

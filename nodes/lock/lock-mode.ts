@@ -1,6 +1,6 @@
 import type { NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../../src/client'
-import { CancelledError, TimeoutError } from '../../src/errors'
+import { CancelledError, TimeoutError } from '../../src/diagnostics/errors'
 import { Lock } from '../../src/locks'
 import { InputError } from '../lib/errors'
 import { heldSince, holdValue, register, unregister, type Hold, type HoldInfo } from './holds'

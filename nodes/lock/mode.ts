@@ -1,6 +1,6 @@
 import type { Node, NodeAPI, NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../../src/client'
-import { ConnectionError } from '../../src/errors'
+import { ConnectionError } from '../../src/diagnostics/errors'
 import type { StoreConfigNode } from '../lib/config-node'
 import type { Translate } from '../lib/i18n'
 import type { StatusView } from '../lib/status'

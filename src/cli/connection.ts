@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { EnvironmentError, readAioEnvironment, type ClientOptions } from '../client'
 import { UsageError } from './exit'
-import { wholeNumber as readWholeNumber } from '../whole-number'
+import { wholeNumber as readWholeNumber } from '../checks/whole-number'
 
 /**
  * Where and how the CLI connects: its flags first, then the environment variables the AIO SDKs read

@@ -1,4 +1,4 @@
-import { ServiceError, StateStoreError } from '../errors'
+import { ServiceError, StateStoreError } from '../diagnostics/errors'
 import { keyLockName } from '../locks'
 
 /** The exit codes a script can act on. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
-import { shownUrl } from '../log'
+import { shownUrl } from '../diagnostics/log'
 import { StateStoreClient } from '../client'
 import { type Command, type Io, write } from './command'
 import { del } from './commands/del'

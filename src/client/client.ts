@@ -1,7 +1,7 @@
-import { ArgumentError, ConnectionError, TimeoutError } from '../errors'
+import { ArgumentError, ConnectionError, TimeoutError } from '../diagnostics/errors'
 import type { HybridLogicalClock } from '../hlc'
 import { notificationFilter, Prop, userProperty, type Bytes, type ProtocolName } from '../protocol'
-import { cancelledBy, requirePositive } from '../arguments'
+import { cancelledBy, requirePositive } from '../checks/arguments'
 import { backoffDelay } from './backoff'
 import { Connection } from './connection'
 import { del } from './del'
@@ -13,7 +13,7 @@ import { PendingRequests, type Invoker } from './pending-requests'
 import { KeyScan } from './scan'
 import { checkService, type ServiceCheck } from './service-check'
 import { set } from './set'
-import { TypedEmitter } from '../typed-emitter'
+import { TypedEmitter } from '../lang/typed-emitter'
 import type {
   ClientOptions,
   ConnectionStatus,

@@ -1,6 +1,6 @@
 import type { Hlc } from '../hlc'
 import { parseDeleteResponse, Request, type Bytes } from '../protocol'
-import { requireBytes, requireFencingToken, requireOptions } from '../arguments'
+import { requireBytes, requireFencingToken, requireOptions } from '../checks/arguments'
 import { invokeBuilt, type Invoker } from './pending-requests'
 import type { DeleteOptions, DeleteResult } from './types'
 

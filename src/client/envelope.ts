@@ -1,5 +1,5 @@
 import type { IPublishPacket } from 'mqtt'
-import { ProtocolError } from '../errors'
+import { ProtocolError } from '../diagnostics/errors'
 import { Hlc, HlcError, type HybridLogicalClock } from '../hlc'
 import { CONTENT_TYPE, dialect as dialectNamed, PROTOCOL_VERSION, Prop, userProperty, type Dialect } from '../protocol'
 import type { PublishProperties } from './transport'

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { ArgumentError } from '../errors'
+import { ArgumentError } from '../diagnostics/errors'
 import type { ClientOptions, TlsOptions } from './types'
 
 /**

@@ -1,6 +1,6 @@
 import type { Hlc } from '../hlc'
 import { parseGetResponse, Request, type Bytes } from '../protocol'
-import { requireBytes, requireOptions } from '../arguments'
+import { requireBytes, requireOptions } from '../checks/arguments'
 import { invokeBuilt, type Invoker } from './pending-requests'
 import type { GetResult, RequestOptions } from './types'
 

@@ -1,9 +1,9 @@
-import { ArgumentError } from '../errors'
-import { rateLimited, shownUrl } from '../log'
+import { ArgumentError } from '../diagnostics/errors'
+import { rateLimited, shownUrl } from '../diagnostics/log'
 import { HybridLogicalClock } from '../hlc'
 import { dialect, isProtocolName, PROTOCOL_NAMES, type Dialect } from '../protocol'
 import type { ClientOptions, Logger } from './types'
-import { wholeNumber } from '../whole-number'
+import { wholeNumber } from '../checks/whole-number'
 
 /** The defaults of the options ClientOptions leaves open; the config node and the context store show and use the same. */
 export const CLIENT_DEFAULTS = {

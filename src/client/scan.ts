@@ -1,6 +1,6 @@
-import { ArgumentError, NotSupportedError, ServiceError } from '../errors'
+import { ArgumentError, NotSupportedError, ServiceError } from '../diagnostics/errors'
 import { parseScanResponse, Request, type Bytes, type ScanPage } from '../protocol'
-import { requireBytes, requireOptions } from '../arguments'
+import { requireBytes, requireOptions } from '../checks/arguments'
 import { invokeBuilt, type Invoker } from './pending-requests'
 import type { RequestOptions } from './types'
 

@@ -1,4 +1,4 @@
-import { NoServiceError, ServiceError, TimeoutError } from '../errors'
+import { NoServiceError, ServiceError, TimeoutError } from '../diagnostics/errors'
 import { Request, SERVICE_PROBE_KEY } from '../protocol'
 import type { Invoker } from './pending-requests'
 

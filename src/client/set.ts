@@ -1,7 +1,7 @@
-import { ArgumentError, ProtocolError } from '../errors'
+import { ArgumentError, ProtocolError } from '../diagnostics/errors'
 import type { Hlc } from '../hlc'
 import { parseSetResponse, Request, type Bytes } from '../protocol'
-import { requireBytes, requireFencingToken, requireOptions } from '../arguments'
+import { requireBytes, requireFencingToken, requireOptions } from '../checks/arguments'
 import { invokeBuilt, type Invoker } from './pending-requests'
 import type { SetOptions, SetResult } from './types'
 

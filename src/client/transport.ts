@@ -1,5 +1,5 @@
 import type { IPublishPacket } from 'mqtt'
-import type { ConnectionErrorCode } from '../errors'
+import type { ConnectionErrorCode } from '../diagnostics/errors'
 import type { ConnectionStatus } from './types'
 
 /**

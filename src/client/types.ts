@@ -1,9 +1,9 @@
 import type { Duplex } from 'node:stream'
 import type { Hlc, HybridLogicalClock } from '../hlc'
-import type { Logger } from '../log'
+import type { Logger } from '../diagnostics/log'
 import type { ProtocolName, SetCondition } from '../protocol'
 
-export type { LogLevel, Logger } from '../log'
+export type { LogLevel, Logger } from '../diagnostics/log'
 
 /**
  * The client's extension point for figures: told of every request it settles (see

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { rateLimited } from '../log'
+import { rateLimited } from '../diagnostics/log'
 import { basename } from 'node:path'
 import {
   CLIENT_DEFAULTS,

@@ -1,6 +1,6 @@
 // The package's public API (src/index): the lock lives wherever the client's public API puts it.
 import type { StateStoreClient } from '../client'
-import { TimeoutError } from '../errors'
+import { TimeoutError } from '../diagnostics/errors'
 import { Hlc } from '../hlc'
 import { Lock } from '../locks'
 import type { ResolvedConfig } from './config'

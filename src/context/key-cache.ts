@@ -1,6 +1,6 @@
 import type { KeyNotification, Observation } from '../client'
 import type { Hlc } from '../hlc'
-import { decodeAuto } from '../value'
+import { decodeAuto } from '../formats/value'
 import type { IndexEntry, Known } from './key-index'
 import { afterService, afterWrite, DOUBT, newEntry, newer, writing, type KeyEntry, type Knowledge } from './key-state'
 import { LoadProgress } from './load-progress'

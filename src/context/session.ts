@@ -1,5 +1,5 @@
 import type { StateStoreClient } from '../client'
-import { encodeJson } from '../value'
+import { encodeJson } from '../formats/value'
 import type { ResolvedConfig } from './config'
 import type { KeyIndex } from './key-index'
 import type { Limiter } from './limiter'

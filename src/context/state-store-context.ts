@@ -1,5 +1,5 @@
 import { StateStoreClient, type ClientOptions } from '../client'
-import { shownUrl } from '../log'
+import { shownUrl } from '../diagnostics/log'
 import { CachedStore } from './cached-store'
 import { resolveConfig, type ContextStoreConfig, type ResolvedConfig } from './config'
 import { BUCKETS } from './index-format'

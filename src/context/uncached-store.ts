@@ -1,4 +1,4 @@
-import { decodeAuto } from '../value'
+import { decodeAuto } from '../formats/value'
 import { getPath, setPath, type Segment } from './path'
 import { clientOf, encode, expiry, inactive, named, serviceKey, withoutMethods, type Session } from './session'
 import { WriteQueue } from './write-queue'

@@ -1,5 +1,5 @@
-import type { Logger } from '../log'
-import { wholeNumber } from '../whole-number'
+import type { Logger } from '../diagnostics/log'
+import { wholeNumber } from '../checks/whole-number'
 import { startEmulator, type Emulator } from './index'
 
 /** A broker running in this process, to be reached without loopback TCP (the config node, the context store). */

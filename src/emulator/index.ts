@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream'
-import { shownUrl } from '../log'
+import { shownUrl } from '../diagnostics/log'
 import { HybridLogicalClock } from '../hlc'
 import { EmulatorAdmin, registerAdmin } from './admin/key-browser'
 import { AdminServer } from './admin/server'

@@ -1,4 +1,4 @@
-import { rateLimited, type Logger, type LogLevel } from '../log'
+import { rateLimited, type Logger, type LogLevel } from '../diagnostics/log'
 
 /** The least important level written, or `silent` for nothing. */
 export type LogThreshold = 'silent' | LogLevel

@@ -1,4 +1,4 @@
-import { shownUrl, type Logger } from '../log'
+import { shownUrl, type Logger } from '../diagnostics/log'
 import type { BrokerAuth } from './broker/broker'
 import type { TlsListenerOptions } from './broker/tls-listener'
 import type { LogThreshold } from './logger'

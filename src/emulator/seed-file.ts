@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs'
-import { KeyRecordError, keyRecords, type KeyRecord } from '../key-records'
+import { KeyRecordError, keyRecords, type KeyRecord } from '../formats/key-records'
 import type { Keyspace, QuotaLimit, QuotaRefusal } from './core/keyspace'
 import { describeQuota } from './core/refusals'
 
 /**
  * The keys a `--seed` file puts into the emulator at start: a WASM graph development environment's
- * statestore.json or an `aio-statestore export` file (src/key-records.ts). A file that cannot be
+ * statestore.json or an `aio-statestore export` file (src/formats/key-records.ts). A file that cannot be
  * read stops the start with the file, the line and the reason. The file is checked whole now and
  * its records made again one at a time as they are written, so that no more than one is held.
  */

@@ -1,6 +1,6 @@
-import { ConnectionError, isTransient, TimeoutError } from '../errors'
+import { ConnectionError, isTransient, TimeoutError } from '../diagnostics/errors'
 import type { Hlc } from '../hlc'
-import { cancelledBy, requirePositive } from '../arguments'
+import { cancelledBy, requirePositive } from '../checks/arguments'
 import type { Lease } from './lease'
 import { KeyWatch } from './key-watch'
 import { Latch, pause } from './wait'

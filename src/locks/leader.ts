@@ -1,11 +1,11 @@
-import { isTransient } from '../errors'
+import { isTransient } from '../diagnostics/errors'
 import type { Hlc } from '../hlc'
 import type { Bytes } from '../protocol'
 import { acquireLease, type WaitOptions } from './acquire'
 import { pause } from './wait'
-import { requirePositive, requireValue } from '../arguments'
+import { requirePositive, requireValue } from '../checks/arguments'
 import { DEFAULT_LEASE_MS, Lease } from './lease'
-import { TypedEmitter } from '../typed-emitter'
+import { TypedEmitter } from '../lang/typed-emitter'
 import type { Observation, RequestOptions, StateStoreClient } from '../client'
 
 export interface LeaderElectionOptions {

@@ -1,12 +1,12 @@
-import { ArgumentError, isTransient } from '../errors'
+import { ArgumentError, isTransient } from '../diagnostics/errors'
 import type { Hlc } from '../hlc'
 import { requireKey, type Bytes } from '../protocol'
-import { requirePositive, requireValue } from '../arguments'
-import { TypedEmitter } from '../typed-emitter'
+import { requirePositive, requireValue } from '../checks/arguments'
+import { TypedEmitter } from '../lang/typed-emitter'
 import type { Observation, RequestOptions, SetResult, StateStoreClient } from '../client'
 import { KeyWatch } from './key-watch'
 import { IDLE, leaseStep, type LeaseInput, type LeasePhase, type LeaseRules } from './lease-state'
-import { wholeNumber } from '../whole-number'
+import { wholeNumber } from '../checks/whole-number'
 
 /** How soon a renewal that met a connection loss tries again. */
 const RENEW_RETRY_MS = 100

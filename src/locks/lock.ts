@@ -1,4 +1,4 @@
-import { TimeoutError } from '../errors'
+import { TimeoutError } from '../diagnostics/errors'
 import type { Bytes } from '../protocol'
 import { acquireLease, type WaitOptions } from './acquire'
 import { Lease, type LeaseOptions } from './lease'

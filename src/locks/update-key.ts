@@ -1,5 +1,5 @@
 import type { StateStoreClient } from '../client'
-import { ServiceError, TimeoutError } from '../errors'
+import { ServiceError, TimeoutError } from '../diagnostics/errors'
 import type { Hlc } from '../hlc'
 import type { Bytes } from '../protocol'
 import { keyLockName } from './key-lock'

@@ -1,5 +1,5 @@
-import { ConnectionError } from '../errors'
-import { cancelledBy } from '../arguments'
+import { ConnectionError } from '../diagnostics/errors'
+import { cancelledBy } from '../checks/arguments'
 import type { StateStoreClient } from '../client'
 
 /** A flag that one side sets (a DELETE notification) and the other waits for, without missing a set that came first. */

@@ -1,7 +1,7 @@
 import type { KeyNotification } from '../client'
 import type { LeaderElection } from '../locks/leader'
 import type { Lease } from '../locks/lease'
-import { TypedEmitter } from '../typed-emitter'
+import { TypedEmitter } from '../lang/typed-emitter'
 import { ConnectionMetrics } from './metrics'
 import { Timeline, type LockKind } from './timeline'
 

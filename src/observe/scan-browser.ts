@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { NotSupportedError } from '../errors'
+import { NotSupportedError } from '../diagnostics/errors'
 import type { KeyScan, StateStoreClient } from '../client'
 
 /**

@@ -1,5 +1,5 @@
 import { encodeCommand } from '../resp'
-import { ArgumentError } from '../errors'
+import { ArgumentError } from '../diagnostics/errors'
 
 /** Keys and values are bytes; strings are UTF-8. */
 export type Bytes = Buffer | string

@@ -1,5 +1,5 @@
 import { decodeExact, RespProtocolError, type RespValue } from '../resp'
-import { ProtocolError, ServiceError } from '../errors'
+import { ProtocolError, ServiceError } from '../diagnostics/errors'
 
 /** Parsers that turn a response payload into a typed result; `-ERR` becomes a `ServiceError`. */
 

@@ -5,7 +5,7 @@
 // Screenshots go to artifacts/browser/ (docs/images has the ones the README shows).
 import { strict as assert } from 'node:assert'
 import { StateStoreClient } from '../../src/client'
-import { parseKeyRecords } from '../../src/key-records'
+import { parseKeyRecords } from '../../src/formats/key-records'
 import { AuthRuntime, RUNTIMES, USERS } from '../sidebar/runtime'
 import { Editor, openSidebar } from './editor'
 import { openEditor, requireChromium, type OpenedEditor } from './session'

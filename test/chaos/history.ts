@@ -1,4 +1,4 @@
-import { ArgumentError, ConnectionError, OverloadedError, ServiceError } from '../../src/errors'
+import { ArgumentError, ConnectionError, OverloadedError, ServiceError } from '../../src/diagnostics/errors'
 
 /**
  * One operation of a chaos workload, as the checkers see it: invoked, then ok (with its output),

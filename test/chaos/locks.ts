@@ -8,7 +8,7 @@
  * someone leads within one lease term.
  */
 import type { StateStoreClient } from '../../src/client'
-import { isTransient, TimeoutError } from '../../src/errors'
+import { isTransient, TimeoutError } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
 import { LeaderElection, Lock } from '../../src/locks'
 import { errorCode, History } from './history'

@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream'
 import { main } from '../../src/cli/main'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { parseKeyRecords } from '../../src/key-records'
+import { parseKeyRecords } from '../../src/formats/key-records'
 
 /** `aio-statestore ARGS` in this process; stdout as bytes, stderr as text. */
 async function cli(args: string[], stdin = ''): Promise<{ code: number; stdout: Buffer; stderr: string }> {

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { parseKeyRecords } from '../../src/key-records'
+import { parseKeyRecords } from '../../src/formats/key-records'
 import { FROM_SOURCE, runCli } from './run'
 
 describe('aio-statestore export --admin: persist travels without a persistence file', function () {

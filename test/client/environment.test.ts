@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ArgumentError } from '../../src/errors'
+import { ArgumentError } from '../../src/diagnostics/errors'
 import { AIO_VARIABLES, EnvironmentError, environmentAuth, environmentTls, readAioEnvironment } from '../../src/client'
 
 function refused(env: NodeJS.ProcessEnv, variable: string, value: string, problem: string): void {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Lock, updateKey } from '../../src/locks'
-import { ConnectionError } from '../../src/errors'
+import { ConnectionError } from '../../src/diagnostics/errors'
 import { startMqttBroker, type OwnBroker } from '../support/broker'
 import { ClientPool, uniqueId } from '../support/clients'
 import { until } from '../support/wait'

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import type { KeyNotification, SetResult, StateStoreClient } from '../../src/client'
 import { keyLockName, LeaderElection, Lease, Lock, updateKey } from '../../src/locks'
-import { ArgumentError, CancelledError, TimeoutError } from '../../src/errors'
+import { ArgumentError, CancelledError, TimeoutError } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
 import { ClientPool, uniqueId } from '../support/clients'
 import { eventually } from '../support/wait'

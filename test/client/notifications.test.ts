@@ -4,7 +4,7 @@
  * delivery (malformed or foreign messages dropped, a throwing listener isolated, the clock fed).
  */
 import assert from 'node:assert/strict'
-import { ServiceError } from '../../src/errors'
+import { ServiceError } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
 import { Notification, Prop, Reply } from '../../src/protocol'
 import { mqttBrokerUrl } from '../support/broker'

@@ -11,7 +11,7 @@ import type { PublishProperties, Transport } from '../../src/client/transport'
 import type { Envelope } from '../../src/client/envelope'
 import { resolveOptions } from '../../src/client/options'
 import type { ConnectionStatus } from '../../src/client/types'
-import { ConnectionError, NoServiceError, OverloadedError, TimeoutError } from '../../src/errors'
+import { ConnectionError, NoServiceError, OverloadedError, TimeoutError } from '../../src/diagnostics/errors'
 
 interface Publish {
   payload: string

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import { Prop } from '../../src/protocol'
-import { TimeoutError } from '../../src/errors'
+import { TimeoutError } from '../../src/diagnostics/errors'
 import { retry, eventually } from '../support/wait'
 import { ClientPool, Inbox, statusWhere, uniqueId } from '../support/clients'
 import { withEmulator } from '../support/emulator-fixture'

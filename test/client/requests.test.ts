@@ -4,7 +4,7 @@
  * cancellation and close.
  */
 import assert from 'node:assert/strict'
-import { ArgumentError, CancelledError, ConnectionError, OverloadedError, ProtocolError, ServiceError, TimeoutError } from '../../src/errors'
+import { ArgumentError, CancelledError, ConnectionError, OverloadedError, ProtocolError, ServiceError, TimeoutError } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
 import { notificationFilter, Prop, Reply, responseTopicFor } from '../../src/protocol'
 import { mqttBrokerUrl } from '../support/broker'

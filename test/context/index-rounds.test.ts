@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
-import { TimeoutError } from '../../src/errors'
+import { TimeoutError } from '../../src/diagnostics/errors'
 import { TcpRelay } from '../support/relay'
 import { until } from '../support/wait'
 import { Backend, call, contextStore, readIndex, uniquePrefix, type TestStore } from './support'

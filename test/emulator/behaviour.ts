@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../src/errors'
+import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
 import {
   CONTENT_TYPE,

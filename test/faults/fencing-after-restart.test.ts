@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { StateStoreClient } from '../../src/client'
-import { ServiceError } from '../../src/errors'
+import { ServiceError } from '../../src/diagnostics/errors'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { mqttBrokerUrl } from '../support/broker'
 

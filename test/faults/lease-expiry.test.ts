@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Lease, Lock } from '../../src/locks'
-import { ServiceError } from '../../src/errors'
+import { ServiceError } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
 import { until } from '../support/wait'
 import { withEmulator } from '../support/emulator-fixture'

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Lock } from '../../src/locks'
-import { ConnectionError, TimeoutError } from '../../src/errors'
+import { ConnectionError, TimeoutError } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
 import { sleep, until } from '../support/wait'
 import { withEmulator } from '../support/emulator-fixture'

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import { StateStoreClient, type GetResult } from '../../src/client'
-import { OverloadedError, TimeoutError } from '../../src/errors'
+import { OverloadedError, TimeoutError } from '../../src/diagnostics/errors'
 import { Reply } from '../../src/protocol'
 import { startMqttBroker, type OwnBroker } from '../support/broker'
 import { Responder, type SeenRequest } from '../client/support/responder'

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { InputError, NodeFailure, toFailure } from '../../nodes/lib/errors'
 import { evaluateInput } from '../../nodes/lib/props'
-import { CONNECTION_ERROR_CODES, ConnectionError, ServiceError } from '../../src/errors'
+import { CONNECTION_ERROR_CODES, ConnectionError, ServiceError } from '../../src/diagnostics/errors'
 import { redModule } from './support'
 
 // The runtime's own encoder for the Debug sidebar, from the Node-RED this package is tested with.

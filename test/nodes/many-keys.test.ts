@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { settleEach } from '../../src/bounded'
+import { settleEach } from '../../src/lang/bounded'
 import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, onTab, useStore, withClient } from './support'
 
 type Msg = Record<string, unknown>

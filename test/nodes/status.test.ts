@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import type { Node, NodeStatus } from 'node-red'
 import { StatusView } from '../../nodes/lib/status'
 import type { Translate } from '../../nodes/lib/i18n'
-import { ConnectionError, TimeoutError } from '../../src/errors'
+import { ConnectionError, TimeoutError } from '../../src/diagnostics/errors'
 
 /** A node that records every status set on it, and a translator that counts its lookups. */
 function setup() {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { StateStoreClient, type ConnectionState, type KeyNotification } from '../../src/client'
-import { ArgumentError } from '../../src/errors'
+import { ArgumentError } from '../../src/diagnostics/errors'
 import { publishPacketSize, type PublishPropertiesForSize } from '../../src/protocol'
 import { ALL, helper, nextMessage, onTab } from '../nodes/support'
 import { until } from '../support/wait'

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import { StateStoreClient, type KeyNotification } from '../../src/client'
-import { ArgumentError } from '../../src/errors'
+import { ArgumentError } from '../../src/diagnostics/errors'
 import { encodeCommand } from '../../src/resp'
 import { MAX_TOPIC_BYTES, maxNotifiedKeyBytes, notificationTopic } from '../../src/protocol'
 import { RawClient } from '../emulator/raw-client'

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { main } from '../../src/cli/main'
 import { startEmulator } from '../../src/emulator'
-import { shownUrl } from '../../src/log'
+import { shownUrl } from '../../src/diagnostics/log'
 import { EmulatorProcess } from '../emulator/cli-process'
 
 const SECRET = 'pa55-W0rd-never-shown'

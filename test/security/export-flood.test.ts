@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { StateStoreClient } from '../../src/client'
-import { settleEach } from '../../src/bounded'
+import { settleEach } from '../../src/lang/bounded'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { MAX_LOG_LINE, rateLimited, type LogLevel } from '../../src/log'
+import { MAX_LOG_LINE, rateLimited, type LogLevel } from '../../src/diagnostics/log'
 import { Reply, Request } from '../../src/protocol'
 import { RawClient } from '../emulator/raw-client'
 

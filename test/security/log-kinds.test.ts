@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import mqtt from 'mqtt'
 import { StateStoreClient } from '../../src/client'
 import { startBroker, type EmbeddedBroker } from '../../src/emulator/broker/broker'
-import { rateLimited } from '../../src/log'
+import { rateLimited } from '../../src/diagnostics/log'
 import { Notification, notificationFilter, notificationTopic } from '../../src/protocol'
 import { until } from '../support/wait'
 

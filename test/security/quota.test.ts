@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import mqtt from 'mqtt'
 import { StateStoreClient } from '../../src/client'
-import { ArgumentError } from '../../src/errors'
+import { ArgumentError } from '../../src/diagnostics/errors'
 import { startEmulator, DEFAULT_MAX_VALUE_BYTES, type Emulator } from '../../src/emulator'
 import { CONTENT_TYPE, REQUEST_TOPIC } from '../../src/protocol'
 import { Keyspace, OWN_ATTRIBUTES_OVERHEAD_BYTES, RECORD_OVERHEAD_BYTES } from '../../src/emulator/core/keyspace'

@@ -2,7 +2,7 @@
 // may see and do over the admin API, and the live updates over the editor's websocket.
 import { strict as assert } from 'node:assert'
 import { StateStoreClient } from '../../src/client'
-import { parseKeyRecords } from '../../src/key-records'
+import { parseKeyRecords } from '../../src/formats/key-records'
 import { AuthRuntime, RUNTIMES, SidebarComms } from './runtime'
 import { eventually } from '../support/wait'
 

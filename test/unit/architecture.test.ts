@@ -13,27 +13,22 @@ const ROOT = resolve(__dirname, '..', '..')
 
 /** Each room and its layer: a file may import its own room and rooms of lower layers only. */
 const LAYERS: Array<[room: string, layer: number]> = [
-  ['src/errors.ts', 0],
-  ['src/log.ts', 0],
-  ['src/value.ts', 0],
-  ['src/ndjson.ts', 0],
-  ['src/typed-emitter.ts', 0],
-  ['src/key-records.ts', 0],
-  ['src/bounded.ts', 0],
-  ['src/whole-number.ts', 0],
   ['src/hlc', 0],
   ['src/resp', 0],
+  ['src/diagnostics', 0],
+  ['src/formats', 0],
+  ['src/lang', 0],
   ['src/protocol', 1],
-  ['src/arguments.ts', 2],
+  ['src/checks', 2],
   ['src/transport', 2],
   ['src/client', 3],
   ['src/locks', 4],
   ['src/emulator', 4],
   ['src/observe', 5],
+  ['src/export', 5],
   ['src/context', 6],
   ['src/cli', 6],
-  ['src/shared-stores.ts', 6],
-  ['src/key-export.ts', 5],
+  ['src/function-nodes', 6],
   ['src/index.ts', 7],
   ['nodes', 8],
 ]
@@ -42,7 +37,7 @@ const LAYERS: Array<[room: string, layer: number]> = [
 const CLIENT_SIDE_DOOR = 'src/client/channel.ts'
 
 /** What the emulator's core may import from outside itself: the shared protocol rooms, and hashing. */
-const CORE_MAY_IMPORT = ['src/errors.ts', 'src/hlc', 'src/resp', 'src/protocol', 'node:crypto']
+const CORE_MAY_IMPORT = ['src/diagnostics/errors.ts', 'src/hlc', 'src/resp', 'src/protocol', 'node:crypto']
 
 /** A Node-RED package: only nodes/ may load one, by import or by run-time require. */
 const NODE_RED_PACKAGE = /^(node-red|@node-red\/[^'"]+)$/

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { settleEach } from '../../src/bounded'
+import { settleEach } from '../../src/lang/bounded'
 
 describe('settleEach: work on many items with a bound in flight', function () {
   it('never runs more than the bound at once, starts the next as one settles, and keeps every outcome in order', async () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { readResponseVersion, requestProperties } from '../../src/client/envelope'
 import { resolveOptions } from '../../src/client/options'
-import { ArgumentError, ProtocolError } from '../../src/errors'
+import { ArgumentError, ProtocolError } from '../../src/diagnostics/errors'
 import { Hlc, HybridLogicalClock } from '../../src/hlc'
 import {
   dialect,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { InputError } from '../../nodes/lib/errors'
 import { KeyFailures } from '../../nodes/lib/key-failures'
 import { parseKeyList, parseKeyValues } from '../../nodes/lib/key-list'
-import { ServiceError, TimeoutError } from '../../src/errors'
+import { ServiceError, TimeoutError } from '../../src/diagnostics/errors'
 
 /** A translator that shows the catalogue key and its substitutions. */
 const t = (key: string, substitutions?: Record<string, string | number>) => `${key} ${JSON.stringify(substitutions ?? {})}`

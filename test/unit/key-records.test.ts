@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { encodeKeyRecord, KeyRecordError, parseKeyRecords } from '../../src/key-records'
+import { encodeKeyRecord, KeyRecordError, parseKeyRecords } from '../../src/formats/key-records'
 
 function failure(text: string): KeyRecordError {
   try {

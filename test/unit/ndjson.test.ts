@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { decodeNdjson, encodeNdjson, NdjsonError } from '../../src/ndjson'
+import { decodeNdjson, encodeNdjson, NdjsonError } from '../../src/formats/ndjson'
 
 describe('NDJSON datasets', () => {
   it('writes one JSON object per line, each ended by a newline', () => {

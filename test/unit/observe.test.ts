@@ -4,7 +4,7 @@ import { install } from '@sinonjs/fake-timers'
 import { Hlc } from '../../src/hlc'
 import { Coalescer, ConnectionMetrics, LiveFeed, StoreActivity, viewValue, type StoreUpdate } from '../../src/observe'
 import { StateStoreClient, type RequestRecorder } from '../../src/client'
-import { ArgumentError, ServiceError, TimeoutError } from '../../src/errors'
+import { ArgumentError, ServiceError, TimeoutError } from '../../src/diagnostics/errors'
 import type { Lease } from '../../src/locks'
 import { startBroker, startEmulator } from '../../src/emulator'
 

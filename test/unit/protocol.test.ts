@@ -10,7 +10,7 @@ import {
   StateStoreError,
   TimeoutError,
   type ServiceErrorCode,
-} from '../../src/errors'
+} from '../../src/diagnostics/errors'
 import {
   CONTENT_TYPE,
   hexDecode,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import type { StateStoreClient } from '../../src/client'
-import { ConnectionError } from '../../src/errors'
-import { shareConnection, stateStore, StoreAccessError, type SharedConnection } from '../../src/shared-stores'
+import { ConnectionError } from '../../src/diagnostics/errors'
+import { shareConnection, stateStore, StoreAccessError, type SharedConnection } from '../../src/function-nodes/shared-stores'
 
 const refused = (pattern: RegExp) => (err: unknown) =>
   err instanceof StoreAccessError && err.kind === 'argument' && err.code === 'InvalidArgument' && pattern.test(err.message)

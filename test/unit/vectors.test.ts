@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ArgumentError, ProtocolError, ServiceError, StateStoreError } from '../../src/errors'
+import { ArgumentError, ProtocolError, ServiceError, StateStoreError } from '../../src/diagnostics/errors'
 import { Hlc, HlcError, HybridLogicalClock, MAX_HLC_COUNTER } from '../../src/hlc'
 import {
   notificationTopic,

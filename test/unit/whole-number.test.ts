@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { wholeNumber } from '../../src/whole-number'
+import { wholeNumber } from '../../src/checks/whole-number'
 
 describe('whole numbers: the one reading for options, flags and node settings', function () {
   it('takes safe integers of at least min, as numbers or decimal digits with spaces around', function () {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { ClientOptions } from '../../client'
 import { Connection, PendingRequests, resolveOptions, type Envelope, type ResolvedOptions } from '../../client/channel'
-import { ConnectionError, NoServiceError, ProtocolError } from '../../errors'
+import { ConnectionError, NoServiceError, ProtocolError } from '../../diagnostics/errors'
 import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
 import { ADMIN_REQUEST_TOPIC, adminResponseTopic, fromWireDetails, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './wire'
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
-import { shownUrl } from '../../log'
+import { shownUrl } from '../../diagnostics/log'
 import { parseArgs } from 'node:util'
 import { isLogThreshold, type LogThreshold } from '../logger'
 import { startEmulator, type EmulatorOptions, type TlsListenerOptions } from '../index'

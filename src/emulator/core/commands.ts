@@ -1,5 +1,5 @@
 import { decodeExact, RespProtocolError } from '../../resp'
-import type { ServiceErrorCode } from '../../errors'
+import type { ServiceErrorCode } from '../../diagnostics/errors'
 import type { SetCondition } from '../../protocol'
 
 /** A request payload understood: one of the verbs of the state store, with its arguments as bytes. */

@@ -1,6 +1,6 @@
 import { Hlc, HlcError, type HybridLogicalClock } from '../../hlc'
 import { maxNotifiedKeyBytes, Prop, Reply, type Dialect } from '../../protocol'
-import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../errors'
+import { SERVICE_ERROR_TEXT, type ServiceErrorCode } from '../../diagnostics/errors'
 import { accessOf, parseCommand, type Command } from './commands'
 import type { AuthorizationPolicy } from './authorization-policy'
 import { PersistencePolicy } from './persistence-policy'

@@ -1,5 +1,5 @@
 import { Hlc, type HybridLogicalClock } from '../../hlc'
-import type { ServiceErrorCode } from '../../errors'
+import type { ServiceErrorCode } from '../../diagnostics/errors'
 import type { SetCondition } from '../../protocol'
 import { ExpiryHeap } from './expiry-heap'
 

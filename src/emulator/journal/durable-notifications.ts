@@ -1,4 +1,4 @@
-import type { Logger } from '../../log'
+import type { Logger } from '../../diagnostics/log'
 import type { OutgoingNotification } from '../core/registrations'
 import type { Journal } from './journal'
 

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, openSync, fsyncSync, readFileSync, writeSync, ftruncateSync } from 'node:fs'
 import { open, rename, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import type { Logger } from '../../log'
+import type { Logger } from '../../diagnostics/log'
 import {
   decodeLog,
   encodeAnswer,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { shownUrl } from '../../log'
+import { shownUrl } from '../../diagnostics/log'
 import type { Duplex } from 'node:stream'
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import { mqttLogOption, setNoDelay } from '../../transport/mqtt-settings'

@@ -1,5 +1,5 @@
 import type { IPublishPacket, MqttClient } from 'mqtt'
-import { shownUrl } from '../../log'
+import { shownUrl } from '../../diagnostics/log'
 import {
   CONTENT_TYPE,
   MAX_TOPIC_BYTES,

@@ -1,7 +1,7 @@
-import { settleEach } from './bounded'
-import type { StateStoreClient } from './client'
-import type { AdminChannel } from './emulator/admin'
-import type { KeyRecord } from './key-records'
+import { settleEach } from '../lang/bounded'
+import type { StateStoreClient } from '../client'
+import type { AdminChannel } from '../emulator/admin'
+import type { KeyRecord } from '../formats/key-records'
 
 /** GETs of one page kept in flight at once. */
 const IN_FLIGHT = 16

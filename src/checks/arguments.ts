@@ -1,6 +1,6 @@
-import { ArgumentError, CancelledError } from './errors'
-import { Hlc, HlcError } from './hlc'
-import { maxNotifiedKeyBytes, toBytes, type Bytes } from './protocol'
+import { ArgumentError, CancelledError } from '../diagnostics/errors'
+import { Hlc, HlcError } from '../hlc'
+import { maxNotifiedKeyBytes, toBytes, type Bytes } from '../protocol'
 
 /** A value must be bytes or a string; anything else is a programming error caught before sending. */
 export function requireValue(value: Bytes, what = 'value'): Buffer {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { ArgumentError, flowCode, StateStoreError, type StateStoreErrorKind } from './errors'
-import type { ConnectionStatus, DeleteOptions, DeleteResult, GetResult, RequestOptions, SetOptions, SetResult, StateStoreClient } from './client'
-import type { Hlc } from './hlc'
-import { DEFAULT_LEASE_MS, Lock, updateKey, type EditContext, type LockOptions, type Updated, type WaitOptions } from './locks'
-import type { Bytes } from './protocol'
+import { ArgumentError, flowCode, StateStoreError, type StateStoreErrorKind } from '../diagnostics/errors'
+import type { ConnectionStatus, DeleteOptions, DeleteResult, GetResult, RequestOptions, SetOptions, SetResult, StateStoreClient } from '../client'
+import type { Hlc } from '../hlc'
+import { DEFAULT_LEASE_MS, Lock, updateKey, type EditContext, type LockOptions, type Updated, type WaitOptions } from '../locks'
+import type { Bytes } from '../protocol'
 
 /** A connection Node-RED's state store config node shares with Function nodes (nodes/lib/function-access.ts). */
 export interface SharedConnection {
