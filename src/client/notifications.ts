@@ -311,6 +311,9 @@ export class Notifications {
       } finally {
         const held = entry.held.splice(0)
         entry.confirming = false
+        // A DELETE the read confirms (the key is gone; a missing key's answer carries no node id to learn).
+        const lastAnswered = held[Math.min(answered, held.length) - 1]
+        const confirmedDelete = current !== null && current.value === null && lastAnswered?.operation === 'DELETE' ? lastAnswered : null
         let delivered = 0
         let i = 0
         for (; i < held.length; i++) {
@@ -323,12 +326,19 @@ export class Notifications {
             this.remember(entry, h)
             this.deliver(entry, h)
           } else if (i >= answered && entry.slots.size > 0 && !this.closed) break
-          else {
+          else if (h !== confirmedDelete) {
             const reason = this.trust.unconfirmed()
             this.options.logger('warn', `dropped a notification for key ${entry.id.slice(0, 64)}: ${reason} (${this.trust.dropped} dropped so far)`)
           }
         }
-        if (delivered === 0 && current) this.reconcile(entry, current)
+        if (delivered === 0 && confirmedDelete && (!entry.known || entry.exists)) {
+          // Told as it came, as a store restarted without the key sends it; its version, from a node id
+          // no answer carried, orders nothing after it.
+          entry.seen += 1
+          this.remember(entry, confirmedDelete)
+          entry.version = null
+          this.deliver(entry, confirmedDelete)
+        } else if (delivered === 0 && current) this.reconcile(entry, current)
         for (const h of held.slice(i)) this.confirm(entry, h)
       }
     })

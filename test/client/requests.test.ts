@@ -355,10 +355,13 @@ describe('client requests (scripted responder)', function () {
   })
 
   it('subscribes to its response topic and notification filter before reporting ready', async function () {
+    responder.handler = (r) => standard(r, responder)
     const client = pool.create(url)
     assert.equal(client.status.state, 'connecting')
     await client.ready({ timeoutMs: 5000 })
     assert.equal(client.status.state, 'connected')
+    // An answer teaches the client the responder's node id: notifications from an unknown one are not taken.
+    await client.get('x')
     // A notification published right away arrives: the SUBACK for the filter came first.
     const received: string[] = []
     client.on('notification', (n) => received.push(`${n.operation} ${n.key.toString()} ${n.value?.toString()}`))

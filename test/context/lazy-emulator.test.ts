@@ -18,11 +18,14 @@ async function emulatorModulesLoadedBy(config: Record<string, unknown>): Promise
     store.open().then(() => store.close()).then(async () => {
       const loaded = Object.keys(require.cache).filter((f) => f.includes('/src/emulator/')).map((f) => f.slice(f.indexOf('/src/emulator/') + 1))
       if (loaded.length > 0) await require('./src/emulator/embedded.ts').stopEmbedded()
-      process.stdout.write(JSON.stringify(loaded))
+      process.stdout.write('\\nloaded: ' + JSON.stringify(loaded) + '\\n')
       process.exit(0)
     })`
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '-e', script], { cwd: ROOT })
-  return JSON.parse(stdout) as string[]
+  // The store logs to stdout too (its load summary): the answer is the line marked for it.
+  const line = stdout.split('\n').find((l) => l.startsWith('loaded: '))
+  assert.ok(line, `the child's answer in its output:\n${stdout}`)
+  return JSON.parse(line.slice('loaded: '.length)) as string[]
 }
 
 describe('context store: the emulator is loaded only to embed one', function () {
