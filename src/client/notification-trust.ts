@@ -51,7 +51,9 @@ export class NotificationTrust {
   /** What becomes of a notification with this version; a version taken is merged into the clock. */
   judge(version: Hlc | null): Verdict {
     if (version === null) return this.drop(`it has no valid ${Prop.timestamp}, which the service always sends`)
-    const known = this.nodeIds.has(version.nodeId)
+    // Before any answer has carried a node id there is nothing to tell the service's from another's:
+    // taken (a client learns the node id with its first answer that has a version).
+    const known = this.nodeIds.size === 0 || this.nodeIds.has(version.nodeId)
     try {
       // A version from an unknown node id is not merged: a forged one would carry the clock ahead.
       if (known) this.clock.update(version)

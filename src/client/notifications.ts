@@ -303,43 +303,19 @@ export class Notifications {
       let current: { value: Buffer | null; version: Hlc | null } | null = null
       // Those held before the read is sent are what it answers for; a later one waits for another read.
       let answered = entry.held.length
+      let failed = false
       try {
         current = await get(this.invoke, entry.key)
       } catch (err) {
+        failed = true
         answered = entry.held.length
         throw err
       } finally {
         const held = entry.held.splice(0)
         entry.confirming = false
-        // A DELETE the read confirms (the key is gone; a missing key's answer carries no node id to learn).
-        const lastAnswered = held[Math.min(answered, held.length) - 1]
-        const confirmedDelete = current !== null && current.value === null && lastAnswered?.operation === 'DELETE' ? lastAnswered : null
-        let delivered = 0
-        let i = 0
-        for (; i < held.length; i++) {
-          const h = held[i]!
-          if (this.trust.knows(h.version!)) {
-            // A read meanwhile (a reconnect's) may have told this change already.
-            if (entry.version && Hlc.compare(h.version!, entry.version) <= 0) continue
-            delivered += 1
-            entry.seen += 1
-            this.remember(entry, h)
-            this.deliver(entry, h)
-          } else if (i >= answered && entry.slots.size > 0 && !this.closed) break
-          else if (h !== confirmedDelete) {
-            const reason = this.trust.unconfirmed()
-            this.options.logger('warn', `dropped a notification for key ${entry.id.slice(0, 64)}: ${reason} (${this.trust.dropped} dropped so far)`)
-          }
-        }
-        if (delivered === 0 && confirmedDelete && (!entry.known || entry.exists)) {
-          // Told as it came, as a store restarted without the key sends it; its version, from a node id
-          // no answer carried, orders nothing after it.
-          entry.seen += 1
-          this.remember(entry, confirmedDelete)
-          entry.version = null
-          this.deliver(entry, confirmedDelete)
-        } else if (delivered === 0 && current) this.reconcile(entry, current)
-        for (const h of held.slice(i)) this.confirm(entry, h)
+        // No answer (the store restarting, the connection down): those held wait for another read.
+        if (failed && entry.slots.size > 0 && !this.closed) for (const h of held) this.confirm(entry, h)
+        else this.settleHeld(entry, held, answered, current)
       }
     })
     entry.chain = step.then(
@@ -347,6 +323,39 @@ export class Notifications {
       () => this.done(entry),
     )
     step.catch((err: Error) => this.options.logger('warn', `reading observed key ${entry.id} to confirm a notification failed: ${err.message}`))
+  }
+
+  /** After the confirming read: what it confirmed is delivered, the rest dropped, or held for another read. */
+  private settleHeld(entry: Entry, held: KeyNotification[], answered: number, current: { value: Buffer | null; version: Hlc | null } | null): void {
+    // A DELETE the read confirms (the key is gone; a missing key's answer carries no node id to learn).
+    const lastAnswered = held[Math.min(answered, held.length) - 1]
+    const confirmedDelete = current !== null && current.value === null && lastAnswered?.operation === 'DELETE' ? lastAnswered : null
+    let delivered = 0
+    let i = 0
+    for (; i < held.length; i++) {
+      const h = held[i]!
+      if (this.trust.knows(h.version!)) {
+        // A read meanwhile (a reconnect's) may have told this change already.
+        if (entry.version && Hlc.compare(h.version!, entry.version) <= 0) continue
+        delivered += 1
+        entry.seen += 1
+        this.remember(entry, h)
+        this.deliver(entry, h)
+      } else if (i >= answered && entry.slots.size > 0 && !this.closed) break
+      else if (h !== confirmedDelete) {
+        const reason = this.trust.unconfirmed()
+        this.options.logger('warn', `dropped a notification for key ${entry.id.slice(0, 64)}: ${reason} (${this.trust.dropped} dropped so far)`)
+      }
+    }
+    if (delivered === 0 && confirmedDelete) {
+      // Told as it came, as a store restarted without the key sends it; its version, from a node id
+      // no answer carried, orders nothing after it.
+      entry.seen += 1
+      this.remember(entry, confirmedDelete)
+      entry.version = null
+      this.deliver(entry, confirmedDelete)
+    } else if (delivered === 0 && current) this.reconcile(entry, current)
+    for (const h of held.slice(i)) this.confirm(entry, h)
   }
 
   /** Re-registration after a reconnect, retried with backoff while connected until it succeeds or nobody listens. */
