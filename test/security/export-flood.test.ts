@@ -6,6 +6,7 @@ import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings
 import { freePort } from '../../dev/ports'
 import { StateStoreClient } from '../../src/client'
 import { settleEach } from '../../src/lang/bounded'
+import { scaled } from '../support/deadline'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
@@ -165,11 +166,13 @@ describe('security: the sidebar export cannot stall or bloat Node-RED', function
       'an export past the byte cap is cut off, never a file that ends short and looks whole',
     )
     assert.ok(answers > 0, '/settings answered during the attack')
-    // The quiet run's longest delay is what this machine's load alone does; the export may add 0.2 s at most.
-    const bound = Math.max(2 * baseline.maxMs, baseline.maxMs + 200)
+    // The quiet run's longest delay is what this machine's load alone does; the export may add 0.2 s
+    // at most, stretched by the suite's one time scale (a load that rises between the two windows).
+    const allowance = scaled(200)
+    const bound = Math.max(2 * baseline.maxMs, baseline.maxMs + allowance)
     assert.ok(
       attacked.maxMs <= bound,
-      `the longest event-loop delay during the attack, ${attacked.maxMs.toFixed(0)} ms, is within the quiet run's ${baseline.maxMs.toFixed(0)} ms + 200 ms (or twice it)`,
+      `the longest event-loop delay during the attack, ${attacked.maxMs.toFixed(0)} ms, is within the quiet run's ${baseline.maxMs.toFixed(0)} ms + ${allowance} ms (or twice it)`,
     )
     assert.ok(attacked.rss < baseline.rss + 512 * 1024 * 1024, `RSS grew from ${baseline.rss >> 20} MiB to ${attacked.rss >> 20} MiB`)
   })
