@@ -14,6 +14,7 @@ import {
   type PublishPropertiesForSize,
 } from '../../protocol'
 import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../../protocol'
+import { accessOf } from '../core/commands'
 import { DedupCache, type CachedAnswer, type DedupEntry } from '../core/dedup'
 import { RequestPrint } from '../core/request-print'
 import type { Answer, Executor, RequestContext } from '../core/execute'
@@ -26,9 +27,6 @@ import type { DirectMessage } from '../broker/broker'
 import { coalesceWrites } from '../../transport/coalesce-writes'
 import { within } from '../within'
 import { emulatorMqttClient, firstConnect, type EmulatorBrokerOptions } from './mqtt-client'
-
-/** The verbs that change keys: their allowed requests are logged at info, reads at debug. */
-const WRITE_VERBS: ReadonlySet<string> = new Set(['SET', 'DEL', 'VDEL'])
 
 const PROBE_KEY = Buffer.from(SERVICE_PROBE_KEY)
 
@@ -229,7 +227,8 @@ export class StateStoreService {
     } else if (answer.authorizedBy !== undefined) {
       // Info keeps every refusal and every write allowed; an allowed read or registration is debug, so
       // a client that reads many keys at its start (a context store) does not flood the log.
-      const allowedLevel = WRITE_VERBS.has(answer.command?.verb ?? '') ? level : 'debug'
+      const command = answer.command
+      const allowedLevel = command && command.verb !== 'SCAN' && accessOf(command) === 'write' ? level : 'debug'
       if (log.enabled(allowedLevel)) log(allowedLevel, `allowed ${answer.command?.verb ?? 'request'} from ${who()} by ${answer.authorizedBy}`)
     }
     if (answer.persistedBy !== undefined && log.enabled('debug')) log('debug', `SET from ${who()} persisted: ${answer.persistedBy}`)
