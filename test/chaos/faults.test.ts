@@ -1,11 +1,15 @@
 /**
  * The fault injector's own parts: a schedule is a function of its seed; a throttled relay cut
- * while bytes wait in it drops them without blocking its thread, and serves the next connection.
+ * while bytes wait in it drops them without blocking its thread, and serves the next connection; a
+ * throttle lifted delivers what it held at once.
  */
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
+import { createServer, connect, type AddressInfo } from 'node:net'
 import { Worker } from 'node:worker_threads'
+import { install } from '@sinonjs/fake-timers'
 import { FAULT_KINDS, planFaults, seededRandom } from '../support/faults'
+import { TcpRelay } from '../support/relay'
 
 describe('chaos: the fault injector', () => {
   it('draws the same schedule from the same seed, and another from another', () => {
@@ -50,6 +54,34 @@ describe('chaos: the fault injector', () => {
       assert.equal(await next(), 'echoed ping', 'the next connection is relayed')
     } finally {
       await worker.terminate()
+    }
+  })
+
+  it('delivers the bytes a throttle held as soon as the throttle is lifted, not at the slow rate', async () => {
+    let received = 0
+    let whole: () => void = () => {}
+    const arrived = new Promise<void>((resolve) => (whole = resolve))
+    const sink = createServer((s) => s.on('data', (d) => (received += d.length) >= 3000 && whole()).on('error', () => {}))
+    await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve))
+    const relay = await TcpRelay.start((sink.address() as AddressInfo).port)
+    // The relay's time stands still: only lifting the throttle can move the bytes.
+    const clock = install({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
+    try {
+      relay.bytesPerSec = 100
+      const client = connect(Number(new URL(relay.url).port), '127.0.0.1')
+      client.on('error', () => {})
+      await new Promise((resolve) => client.once('connect', resolve))
+      client.write(Buffer.alloc(3000))
+      while (relay.held < 3000) await new Promise((resolve) => setImmediate(resolve))
+      assert.equal(received, 0, 'held by the throttle: 30 s of bytes at 100 B/s')
+      relay.bytesPerSec = Infinity
+      await arrived
+      assert.equal(received, 3000)
+      client.destroy()
+    } finally {
+      clock.uninstall()
+      await relay.stop()
+      await new Promise((resolve) => sink.close(resolve))
     }
   })
 })

@@ -42,13 +42,22 @@ export interface Accepted {
   version: string
 }
 
+/** A Debug node the workload reads back by name from the sidebar, showing the whole msg. */
+function sidebarDebug(id: string, name: string): FlowNode {
+  return { id, type: 'debug', name, active: true, tosidebar: true, console: false, tostatus: false, complete: 'true', targetType: 'full', wires: [] }
+}
+
 /**
- * A Debug node the workload reads back by name from the sidebar: the whole msg for an accepted
- * write, msg.error for a failure.
+ * Where a Catch node sends a node's failure: a Function node stamps when the runtime saw it
+ * (`msg.failedAt`, the runtime's wall clock), then a Debug node by `name` reports it. A failure is
+ * judged by the runtime's times, not by when its debug message reached the test: a busy runtime
+ * can deliver it seconds late.
  */
-function sidebarDebug(id: string, name: string, shows: 'msg' | 'error'): FlowNode {
-  const [complete, targetType] = shows === 'msg' ? ['true', 'full'] : ['error', 'msg']
-  return { id, type: 'debug', name, active: true, tosidebar: true, console: false, tostatus: false, complete, targetType, wires: [] }
+function failureDebug(id: string, name: string, z: string): FlowNode[] {
+  return [
+    { id: `${id}-stamp`, type: 'function', z, func: 'msg.failedAt = Date.now();\nreturn msg;', outputs: 1, wires: [[id]] },
+    { ...sidebarDebug(id, name), z },
+  ]
 }
 
 /** The two examples on the round's keys, pointed at `brokerUrl`, with a debug node on the ss-set's output and a catch node on the ss-lock. */
@@ -86,7 +95,7 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
       nodes.push(copy)
     }
     const lock = rid(example.find((n) => n.type === 'ss-lock')!.id)
-    nodes.push({ ...sidebarDebug(rid(`${mode}-accepted`), `${mode}-accepted`, 'msg'), z: tab })
+    nodes.push({ ...sidebarDebug(rid(`${mode}-accepted`), `${mode}-accepted`), z: tab })
     nodes.push({
       id: rid(`${mode}-lock-error`),
       type: 'catch',
@@ -94,9 +103,9 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
       name: `${mode}-lock-error`,
       scope: [lock],
       uncaught: false,
-      wires: [[rid(`${mode}-lock-failed`)]],
+      wires: [[`${rid(`${mode}-lock-failed`)}-stamp`]],
     })
-    nodes.push({ ...sidebarDebug(rid(`${mode}-lock-failed`), `${mode}-lock-failed`, 'error'), z: tab })
+    nodes.push(...failureDebug(rid(`${mode}-lock-failed`), `${mode}-lock-failed`, tab))
   }
   nodes.push(...counterTab(prefix, rid, config.id))
   return nodes
@@ -107,8 +116,8 @@ const BURST = 3
 /** The nodes' codes for a service that could not be reached: judged against the faults (outages.ts). */
 const UNREACHABLE = new Set(['Timeout', 'NotConnected', 'ConnectionLost', 'NoService'])
 
-/** How long a node waits (its request timeout and lock wait), and a second for its msg to reach the test. */
-const WAIT_MS = 11_000
+/** How long a node waits: its request timeout and its lock wait. */
+const WAIT_MS = 10_000
 
 /** Stamps each debug message with when it reached the test. */
 function stampArrivals(comms: Comms, arrivals: WeakMap<DebugMessage, number>): void {
@@ -124,7 +133,8 @@ function counterTab(prefix: string, rid: (id: string) => string, store: string):
   const tab = rid('counters')
   const on = (n: FlowNode): FlowNode => ({ z: tab, x: 100, y: 100, wires: [], ...n, id: rid(n.id) })
   const to = (...ids: string[]) => [ids.map(rid)]
-  const burst = `return [Array.from({ length: ${BURST} }, (_, i) => ({ payload: i }))];`
+  // Each msg carries when it set off (the runtime's wall clock): a failure's lifetime starts there.
+  const burst = `return [Array.from({ length: ${BURST} }, (_, i) => ({ payload: i, sentAt: Date.now() }))];`
   return [
     { id: tab, type: 'tab', label: 'counters' },
     on({
@@ -171,7 +181,7 @@ function counterTab(prefix: string, rid: (id: string) => string, store: string):
     // A write that failed (refused by fencing, timed out) still releases its hold, from the Catch path.
     on({ id: 'write-failed', type: 'catch', scope: [rid('write'), rid('read')], uncaught: false, wires: to('free') }),
     on({ id: 'free', type: 'ss-lock', store, key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [[], []] }),
-    on(sidebarDebug('counter-accepted', 'counter-accepted', 'msg')),
+    on(sidebarDebug('counter-accepted', 'counter-accepted')),
     on({
       id: 'update',
       type: 'ss-update',
@@ -185,9 +195,9 @@ function counterTab(prefix: string, rid: (id: string) => string, store: string):
       persist: true,
       wires: to('update-accepted'),
     }),
-    on(sidebarDebug('update-accepted', 'update-accepted', 'msg')),
-    on({ id: 'counter-error', type: 'catch', scope: [rid('take'), rid('update'), rid('free')], uncaught: false, wires: to('counter-failed') }),
-    on(sidebarDebug('counter-failed', 'counter-failed', 'error')),
+    on(sidebarDebug('update-accepted', 'update-accepted')),
+    on({ id: 'counter-error', type: 'catch', scope: [rid('take'), rid('update'), rid('free')], uncaught: false, wires: [[`${rid('counter-failed')}-stamp`]] }),
+    ...failureDebug(rid('counter-failed'), 'counter-failed', tab),
   ]
 }
 
@@ -342,8 +352,11 @@ export class NodeRedLocksWorkload {
       )
     }
     const failures = this.failed('counter-failed')
-    // A lock wait that ran out (10 s, the msgs queued behind an outage) is an outcome the flow sees; a failure to reach the service is judged against the faults.
-    const ranOut = failures.filter((f) => f.code === 'Timeout' && /lock acquire timed out/.test(f.text))
+    // An update key node's Timeout is its whole wait running out (it tries again within it while the
+    // service is out of reach): an outcome the flow sees, queued behind an outage or the other
+    // runtime's edits. A lock node's wait that runs out leaves by output 2, no error. Any other
+    // failure to reach the service is judged against the faults.
+    const ranOut = failures.filter((f) => f.code === 'Timeout' && f.source === 'ss-update')
     for (const f of failures.filter((f) => !ranOut.includes(f))) {
       if (UNREACHABLE.has(f.code)) unreachable.push(this.failure(f, `a lock or update key node failed (${f.code})`))
       else violations.push(`node-red counters: a lock or update key node failed: ${f.text}`)
@@ -352,23 +365,33 @@ export class NodeRedLocksWorkload {
     return { operations, violations, summary: `node-red ${counts.join('; ')}`, failures: unreachable }
   }
 
-  /** The failures a node reported on the debug node `name` this round, with when they reached the test. */
-  private failed(name: string): Array<{ runtime: number; code: string; text: string; at: number }> {
+  /**
+   * The failures a node reported on the debug node `name` this round, with when the runtime saw the
+   * failure and when its msg set off (where the flow stamped it), on this process's clock.
+   */
+  private failed(name: string): Array<{ runtime: number; code: string; source: string; text: string; sentAt?: number; at: number }> {
+    const here = (wallClock: unknown) => (typeof wallClock === 'number' ? wallClock - performance.timeOrigin : undefined)
     return this.runtimes.flatMap((_, i) =>
       this.output(i)
         .filter((d) => d.id === `${name}.${this.roundNo}`)
-        .map((d) => ({
-          runtime: i,
-          code: String((JSON.parse(d.msg) as { code?: string }).code),
-          text: `r${i}: ${d.msg}`,
-          at: this.arrivals.get(d) ?? performance.now(),
-        })),
+        .map((d) => {
+          const msg = JSON.parse(d.msg) as { error?: { code?: string; source?: { type?: string } }; failedAt?: number; sentAt?: number }
+          const sentAt = here(msg.sentAt)
+          return {
+            runtime: i,
+            code: String(msg.error?.code),
+            source: String(msg.error?.source?.type),
+            text: `r${i}: ${JSON.stringify(msg.error)}`,
+            ...(sentAt !== undefined ? { sentAt } : {}),
+            at: here(msg.failedAt) ?? this.arrivals.get(d) ?? performance.now(),
+          }
+        }),
     )
   }
 
-  /** A node's failure as the classifier sees it: it waited up to WAIT_MS before it failed. */
-  private failure(f: { runtime: number; text: string; at: number }, what: string): Failure {
-    return { process: `red-r${f.runtime}`, invokedAt: f.at - WAIT_MS, endedAt: f.at, unknown: true, what: `${what}: ${f.text}` }
+  /** A node's failure as the classifier sees it: from when its msg set off, or WAIT_MS before it failed. */
+  private failure(f: { runtime: number; text: string; sentAt?: number; at: number }, what: string): Failure {
+    return { process: `red-r${f.runtime}`, invokedAt: f.sentAt ?? f.at - WAIT_MS, endedAt: f.at, unknown: true, what: `${what}: ${f.text}` }
   }
 
   /** The runtimes' logs, node status and last debug output, for a failed run. */

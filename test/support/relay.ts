@@ -7,6 +7,8 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
  * broker is down), and `cut`/`restore` do both at once; `freeze` stops moving bytes while keeping
  * the sockets open (a paused process or a stalled network, as the peer sees it), `thaw` resumes;
  * `delayMs` holds every chunk that long and `bytesPerSec` throttles each direction (a slow link).
+ * When the rate changes, the bytes waiting in the relay are timed again from that moment at the new
+ * rate: a link that recovers drains its backlog at its own speed, not at the slow one's.
  * test/support/faults.ts schedules these from a seed.
  */
 export class TcpRelay {
@@ -18,8 +20,10 @@ export class TcpRelay {
   refusing = false
   /** Added to each chunk's trip, each way. */
   delayMs = 0
-  /** Each direction's rate; Infinity for none. */
-  bytesPerSec = Infinity
+  private rate = Infinity
+  /** Each lane's way to time its waiting chunks again, when the rate changes. */
+  private readonly lanes = new Set<() => void>()
+  private readonly waiting = new Set<() => number>()
 
   private constructor(
     private readonly server: Server,
@@ -38,6 +42,23 @@ export class TcpRelay {
 
   get url(): string {
     return `mqtt://127.0.0.1:${(this.server.address() as { port: number }).port}`
+  }
+
+  /** Each direction's rate; Infinity for none. */
+  get bytesPerSec(): number {
+    return this.rate
+  }
+
+  set bytesPerSec(rate: number) {
+    this.rate = rate
+    for (const retime of this.lanes) retime()
+  }
+
+  /** Bytes waiting in the relay for their delay or the throttle, both ways. */
+  get held(): number {
+    let bytes = 0
+    for (const count of this.waiting) bytes += count()
+    return bytes
   }
 
   /** Connections open now. */
@@ -113,10 +134,15 @@ export class TcpRelay {
 
   /** Writes chunks to `to` in order, each when its delay and the throttle allow: one timer per direction. */
   private lane(to: Socket): (chunk: Buffer) => void {
-    const queue: Array<{ at: number; chunk: Buffer }> = []
+    const queue: Array<{ arrived: number; at: number; chunk: Buffer }> = []
     let freeAt = 0
     let timer: NodeJS.Timeout | null = null
+    const schedule = (arrived: number, size: number) => {
+      freeAt = Math.max(arrived + this.delayMs, freeAt) + (Number.isFinite(this.rate) ? (size * 1000) / this.rate : 0)
+      return freeAt
+    }
     const flush = () => {
+      if (timer) clearTimeout(timer)
       timer = null
       const now = performance.now()
       while (queue.length > 0 && queue[0]!.at <= now) {
@@ -125,16 +151,28 @@ export class TcpRelay {
       }
       if (queue.length > 0) timer = setTimeout(flush, queue[0]!.at - now)
     }
+    const retime = () => {
+      freeAt = performance.now()
+      for (const item of queue) item.at = schedule(item.arrived, item.chunk.length)
+      flush()
+    }
+    const held = () => queue.reduce((n, item) => n + item.chunk.length, 0)
+    this.lanes.add(retime)
+    this.waiting.add(held)
+    to.once('close', () => {
+      this.lanes.delete(retime)
+      this.waiting.delete(held)
+      if (timer) clearTimeout(timer)
+      queue.length = 0
+    })
     return (chunk) => {
       const now = performance.now()
-      if (this.delayMs === 0 && this.bytesPerSec === Infinity && queue.length === 0) {
+      if (this.delayMs === 0 && this.rate === Infinity && queue.length === 0) {
         to.write(chunk)
         return
       }
-      const at = Math.max(now + this.delayMs, freeAt) + (Number.isFinite(this.bytesPerSec) ? (chunk.length * 1000) / this.bytesPerSec : 0)
-      freeAt = at
-      queue.push({ at, chunk })
-      if (!timer) timer = setTimeout(flush, at - now)
+      queue.push({ arrived: now, at: schedule(now, chunk.length), chunk })
+      if (!timer) timer = setTimeout(flush, queue[queue.length - 1]!.at - now)
     }
   }
 }
