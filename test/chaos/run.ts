@@ -235,7 +235,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const lockCheck = await within(locks.check(reader), 30_000, 'the locks check')
       const watchViolations = await within(watches.check(reader, 5000), 30_000, 'the watches check')
       const contextCheck = await within(context.check(5000), 30_000, 'the context check')
-      const redCheck = red ? await within(red.check(), 30_000, 'the Node-RED locks check') : { operations: 0, violations: [], summary: '', failures: [] }
+      const redCheck = red ? await within(red.check(), 45_000, 'the Node-RED locks check') : { operations: 0, violations: [], summary: '', failures: [] }
       await within(Promise.all([locks.close(), watches.close(), context.close()]), 10_000, 'the elections, watches and context stores to close')
       const skew = await skewRefused(probe)
       const shown = (ops: ReadonlyArray<Recorded<unknown, unknown>>) => (f: Failure) =>
