@@ -1,4 +1,5 @@
 import type { ConnectionProblem, ConnectionStatus } from '../../src/client'
+import { COMMON_NS } from './i18n'
 
 /**
  * The catalogue text (a key in the `ss-config` catalogue) of each problem the client names but
@@ -7,7 +8,7 @@ import type { ConnectionProblem, ConnectionStatus } from '../../src/client'
  * catalogue's words instead.
  */
 const PROBLEM_TEXT: Record<Exclude<ConnectionProblem, 'authFailed'>, string> = {
-  takenOver: 'ss-config.status.takenOver',
+  takenOver: `${COMMON_NS}status.takenOver`,
   notMqtt: 'ss-config.test.notMqtt',
   tlsExpected: 'ss-config.test.tlsExpected',
   tlsUnexpected: 'ss-config.test.tlsUnexpected',

@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { ConnectionProblem, ConnectionStatus } from '../../src/client'
 import { connectionStatus } from '../../nodes/lib/status'
-import { ConnectionLog } from '../../nodes/lib/connection-log'
+import { ConnectionLog, shownReason } from '../../nodes/lib/connection-log'
+import { COMMON_NS } from '../../nodes/lib/i18n'
 import { StoreUsers } from '../../nodes/lib/store-users'
 
 describe('nodes/lib: ConnectionLog', function () {
@@ -115,6 +116,22 @@ describe('nodes/lib: connectionStatus', function () {
     }
     const problems: ConnectionProblem[] = ['takenOver', 'notMqtt', 'tlsExpected', 'tlsUnexpected', 'noService']
     for (const p of problems) assert.ok(catalogue.common.status[p], `common.status.${p}`)
+  })
+
+  it("gives a request's error the catalogue's words for every problem, as ss-config's RED._ reads them", () => {
+    // ss-config's own keys, or another section's with the namespace: a key that names no text would
+    // reach a Catch node as it stands ("ss-config.status.takenOver", chaos run seed 202 at load 8).
+    const catalogue = JSON.parse(readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', 'en-US', 'ss-config.json'), 'utf8')) as Record<string, unknown>
+    const lookup = (key: string): string => {
+      const path = key.startsWith(COMMON_NS) ? `common.${key.slice(COMMON_NS.length)}` : key
+      const text = path.split('.').reduce<unknown>((at, part) => (at as Record<string, unknown> | undefined)?.[part], catalogue)
+      return typeof text === 'string' ? text : key
+    }
+    const problems: ConnectionProblem[] = ['takenOver', 'notMqtt', 'tlsExpected', 'tlsUnexpected', 'noService']
+    for (const problem of problems) {
+      const reason = shownReason({ state: 'disconnected', problem, reason: 'the client says' }, lookup)
+      assert.ok(reason && !/^[\w-]+(\.\w+)+$/.test(reason) && !reason.includes(':common.'), `${problem}: ${reason}`)
+    }
   })
 })
 
