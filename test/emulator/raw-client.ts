@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import mqtt, { type IClientOptions, type IDisconnectPacket, type IPublishPacket, type MqttClient } from 'mqtt'
-import { HybridLogicalClock } from '../../src/hlc'
+import { Hlc, HybridLogicalClock } from '../../src/hlc'
 import { CONTENT_TYPE, notificationFilter, parseNotificationTopic, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, responseTopicFor } from '../../src/protocol'
 import { scaled } from '../support/deadline'
 
@@ -9,6 +9,29 @@ import { scaled } from '../support/deadline'
  * A client that speaks the state store protocol by hand, as a test sees it: raw payloads out,
  * whole MQTT packets back. Every request gets fresh correlation data unless told otherwise.
  */
+
+/** The PUBACK reason code a QoS 1 publish ends with: 0 when accepted, -1 when it failed without one. */
+export function pubackCode(published: Promise<unknown>): Promise<number> {
+  return published.then(
+    (packet) => (packet as { reasonCode?: number } | undefined)?.reasonCode ?? 0,
+    (err: Error & { code?: number }) => err.code ?? -1,
+  )
+}
+
+/**
+ * A state store request (or an admin one, by `topic`) published by hand from any MQTT client, with
+ * the Response Topic and correlation data given and the properties an SDK sends: its PUBACK code.
+ */
+export function publishRequest(client: MqttClient, topic: string, payload: Buffer, responseTopic: string, correlationData: Buffer): Promise<number> {
+  const properties = {
+    responseTopic,
+    correlationData,
+    contentType: CONTENT_TYPE,
+    userProperties: { [Prop.timestamp]: new Hlc(Date.now(), 0, client.options.clientId ?? 'raw').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION },
+    messageExpiryInterval: 10,
+  }
+  return pubackCode(client.publishAsync(topic, payload, { qos: 1, properties }))
+}
 
 export type Props = NonNullable<IPublishPacket['properties']>
 export type UserProps = NonNullable<Props['userProperties']>

@@ -3,6 +3,7 @@ import mqtt, { type MqttClient } from 'mqtt'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { adminResponseTopic } from '../../src/emulator/admin/wire'
 import { RemoteEmulatorAdmin } from '../../src/emulator/admin'
+import { pubackCode } from '../emulator/raw-client'
 
 /**
  * The admin channel's response topics accepted any client's PUBLISH on the embedded broker: a
@@ -29,10 +30,7 @@ describe("security: the admin channel's answers come from the emulator alone", f
     const found = await RemoteEmulatorAdmin.discover({ brokerUrl: emulator.brokerUrl, clientId: 'sidebar' }, 10_000)
     assert.ok(found, 'the admin channel answers')
     admin = found.admin
-    const code = await forger.publishAsync(adminResponseTopic('sidebar-admin-000000'), '{"ok":true,"result":{"keys":[]}}', { qos: 1 }).then(
-      (packet) => (packet as { reasonCode?: number } | undefined)?.reasonCode ?? 0,
-      (err: Error & { code?: number }) => err.code ?? -1,
-    )
+    const code = await pubackCode(forger.publishAsync(adminResponseTopic('sidebar-admin-000000'), '{"ok":true,"result":{"keys":[]}}', { qos: 1 }))
     assert.equal(code, 0x87)
     assert.equal((await admin.listKeys({ pattern: '*', limit: 10 })).total, 0)
   })

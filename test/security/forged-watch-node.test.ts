@@ -5,6 +5,7 @@ import { Hlc } from '../../src/hlc'
 import { Notification, notificationTopic, Prop, PROTOCOL_VERSION } from '../../src/protocol'
 import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, startStore, type Store } from '../nodes/support'
 import { until } from '../support/wait'
+import { pubackCode } from '../emulator/raw-client'
 
 /** ss-watch emitted a neighbour's forged NOTIFY as a change of the key; on the embedded broker it cannot be sent. */
 describe('security: ss-watch emits the service notifications only', function () {
@@ -32,12 +33,9 @@ describe('security: ss-watch emits the service notifications only', function () 
       const properties = {
         userProperties: { [Prop.timestamp]: new Hlc(Date.now() + 365 * 24 * 3600 * 1000, 0, 'fake').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION },
       }
-      const code = await neighbour
-        .publishAsync(notificationTopic('sec-watch', Buffer.from('sec/count')), Notification.set(Buffer.from('1000000')), { qos: 1, properties })
-        .then(
-          (packet) => (packet as { reasonCode?: number } | undefined)?.reasonCode ?? 0,
-          (err: Error & { code?: number }) => err.code ?? -1,
-        )
+      const code = await pubackCode(
+        neighbour.publishAsync(notificationTopic('sec-watch', Buffer.from('sec/count')), Notification.set(Buffer.from('1000000')), { qos: 1, properties }),
+      )
       assert.equal(code, 0x87)
     } finally {
       await neighbour.endAsync(true)

@@ -9,6 +9,7 @@ import { Notification, notificationTopic, Prop, PROTOCOL_VERSION, responseTopicF
 import { Mosquitto, mosquittoPath } from '../support/mosquitto'
 import { until } from '../support/wait'
 import { passwordFile } from './support'
+import { pubackCode } from '../emulator/raw-client'
 
 /** The ACL docs/security.md gives for mosquitto, word for word. */
 const ACL = `# Every user: requests to the state store, answers and notifications read.
@@ -68,12 +69,7 @@ describe('security: the mosquitto ACL of docs/security.md', function () {
       [
         neighbour.publishAsync(notificationTopic(`acl-watch-${process.pid}`, Buffer.from('acl/k')), Notification.set(Buffer.from('forged')), forged),
         neighbour.publishAsync(responseTopicFor(`acl-watch-${process.pid}`), Buffer.from('+OK\r\n'), forged),
-      ].map((p) =>
-        p.then(
-          (packet) => (packet as { reasonCode?: number } | undefined)?.reasonCode ?? 0,
-          (err: Error & { code?: number }) => err.code ?? -1,
-        ),
-      ),
+      ].map(pubackCode),
     )
     assert.deepEqual(codes, [0x87, 0x87])
     await watcher.set('acl/k', 'genuine')

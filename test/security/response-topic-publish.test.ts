@@ -5,8 +5,8 @@ import { join } from 'node:path'
 import mqtt, { type MqttClient } from 'mqtt'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { ADMIN_REQUEST_TOPIC } from '../../src/emulator/admin/wire'
-import { Hlc } from '../../src/hlc'
-import { CONTENT_TYPE, Prop, PROTOCOL_VERSION, REQUEST_TOPIC, Request } from '../../src/protocol'
+import { REQUEST_TOPIC, Request } from '../../src/protocol'
+import { publishRequest } from '../emulator/raw-client'
 import { until } from '../support/wait'
 
 /**
@@ -69,19 +69,8 @@ describe('security: an answer goes only where the requester may publish as well 
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
-  async function publish(topic: string, payload: Buffer, responseTopic: string): Promise<number> {
-    const properties = {
-      responseTopic,
-      correlationData: Buffer.from('0123456789abcdef0123456789abcdef', 'hex'),
-      contentType: CONTENT_TYPE,
-      userProperties: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'reader-1').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION },
-      messageExpiryInterval: 10,
-    }
-    return reader.publishAsync(topic, payload, { qos: 1, properties }).then(
-      (packet) => (packet as { reasonCode?: number } | undefined)?.reasonCode ?? 0,
-      (err: Error & { code?: number }) => err.code ?? -1,
-    )
-  }
+  const publish = (topic: string, payload: Buffer, responseTopic: string): Promise<number> =>
+    publishRequest(reader, topic, payload, responseTopic, Buffer.from('0123456789abcdef0123456789abcdef', 'hex'))
 
   it('refuses a request whose Response Topic the requester may subscribe to but not publish to (PUBACK 0x87)', async () => {
     assert.equal(await publish(REQUEST_TOPIC, Request.set('reader/k', '{"temp": 999}'), scratch), 0)

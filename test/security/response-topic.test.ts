@@ -5,9 +5,8 @@ import { join } from 'node:path'
 import mqtt, { type MqttClient } from 'mqtt'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { ADMIN_REQUEST_TOPIC } from '../../src/emulator/admin/wire'
-import { Hlc } from '../../src/hlc'
-import { CONTENT_TYPE, Prop, PROTOCOL_VERSION, Reply, REQUEST_TOPIC, Request } from '../../src/protocol'
-import { RawClient } from '../emulator/raw-client'
+import { Reply, REQUEST_TOPIC, Request } from '../../src/protocol'
+import { publishRequest, RawClient } from '../emulator/raw-client'
 import { until } from '../support/wait'
 
 /**
@@ -63,19 +62,8 @@ describe('security: an answer goes only where the requester may subscribe', func
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
-  async function publish(topic: string, payload: Buffer, responseTopic: string): Promise<number> {
-    const properties = {
-      responseTopic,
-      correlationData: Buffer.from('c0ffee', 'hex'),
-      contentType: CONTENT_TYPE,
-      userProperties: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'app-2').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION },
-      messageExpiryInterval: 10,
-    }
-    return app2.publishAsync(topic, payload, { qos: 1, properties }).then(
-      (packet) => (packet as { reasonCode?: number } | undefined)?.reasonCode ?? 0,
-      (err: Error & { code?: number }) => err.code ?? -1,
-    )
-  }
+  const publish = (topic: string, payload: Buffer, responseTopic: string): Promise<number> =>
+    publishRequest(app2, topic, payload, responseTopic, Buffer.from('c0ffee', 'hex'))
 
   it('refuses a state store request or an admin request whose Response Topic the requester may not subscribe to', async () => {
     assert.equal(await publish(REQUEST_TOPIC, Request.get('app-2/k'), 'telemetry/line-1'), 0x87)
