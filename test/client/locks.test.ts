@@ -545,6 +545,17 @@ describe('leases: followKey over a stand-in client', function () {
     return { client: client as unknown as StateStoreClient, calls, notify, answer, fail, sent, setStored }
   }
 
+  /** A hold of `mine:1` on `k`, taken and released: the key's watch stays registered for the next hold. */
+  async function releasedEarlierHold({ client, calls, sent, answer }: Pick<ReturnType<typeof standIn>, 'client' | 'calls' | 'sent' | 'answer'>): Promise<void> {
+    const first = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
+    const taking = first.tryAcquire()
+    await sent(1)
+    answer()
+    await taking
+    await eventually(() => (calls.includes('get') ? true : undefined), 'the registration', 1000)
+    await first.release()
+  }
+
   it('a free lock costs one SET; the watch is registered after the answer, read once, and kept for the next acquisition', async () => {
     const { client, calls, answer, sent } = standIn()
     const lease = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
@@ -568,13 +579,7 @@ describe('leases: followKey over a stand-in client', function () {
 
   it('the watch brings our own SET, then a DELETE by someone else: the hold ends there', async () => {
     const { client, calls, notify, answer, sent } = standIn()
-    const first = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
-    const taking = first.tryAcquire()
-    await sent(1)
-    answer()
-    await taking
-    await eventually(() => (calls.includes('get') ? true : undefined), 'the registration', 1000)
-    await first.release()
+    await releasedEarlierHold({ client, calls, sent, answer })
     const lease = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
     const lost: Array<{ reason: string; deleted?: boolean }> = []
     lease.on('lost', (l) => lost.push(l))
@@ -640,13 +645,7 @@ describe('leases: followKey over a stand-in client', function () {
   it('a DELETE heard while the acquiring SET is unanswered: not acquired, and its value is deleted', async () => {
     const { client, calls, notify, answer, sent } = standIn()
     // An earlier hold registered the watch, so this acquisition hears its own SET.
-    const first = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
-    const taking = first.tryAcquire()
-    await sent(1)
-    answer()
-    await taking
-    await eventually(() => (calls.includes('get') ? true : undefined), 'the registration', 1000)
-    await first.release()
+    await releasedEarlierHold({ client, calls, sent, answer })
     const lease = new Lease(client, 'k', { holder: 'mine:2', leaseMs: 1000, followKey: true })
     const acquiring = lease.tryAcquire()
     await sent(2)
