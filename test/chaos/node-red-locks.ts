@@ -121,15 +121,6 @@ const UNREACHABLE = new Set(['Timeout', 'NotConnected', 'ConnectionLost', 'NoSer
 /** How long a node waits: its request timeout and its lock wait. */
 const WAIT_MS = 10_000
 
-/** Stamps each debug message with when it reached the test. */
-function stampArrivals(comms: Comms, arrivals: WeakMap<DebugMessage, number>): void {
-  const push = comms.debug.push.bind(comms.debug)
-  comms.debug.push = (...items: DebugMessage[]) => {
-    for (const d of items) arrivals.set(d, performance.now())
-    return push(...items)
-  }
-}
-
 /** The tab of simultaneous msgs: a lock-mode counter and an update-key counter, both shared by the runtimes. */
 function counterTab(prefix: string, rid: (id: string) => string, store: string): FlowNode[] {
   const tab = rid('counters')
@@ -242,8 +233,6 @@ export function fencingViolations(writes: readonly Accepted[]): string[] {
 export class NodeRedLocksWorkload {
   private readonly runtimes: NodeRedProcess[] = []
   private readonly comms: Comms[] = []
-  /** When each debug message reached the test (performance.now()), to judge a failure against the faults. */
-  private readonly arrivals = new WeakMap<DebugMessage, number>()
   private dir = ''
   /** Where each runtime's debug output of the current round starts. */
   private marks: number[] = []
@@ -267,7 +256,6 @@ export class NodeRedLocksWorkload {
           w.runtimes[i] = red
           await red.start(60_000)
           w.comms[i] = await red.comms()
-          stampArrivals(w.comms[i], w.arrivals)
         }),
       )
     } catch (err) {
@@ -393,7 +381,8 @@ export class NodeRedLocksWorkload {
             source: String(msg.error?.source?.type),
             text: `r${i}: ${JSON.stringify(msg.error)}`,
             ...(sentAt !== undefined ? { sentAt } : {}),
-            at: here(msg.seenAt) ?? this.arrivals.get(d) ?? performance.now(),
+            // Every failure's Debug node is behind a stamp (stampedDebug).
+            at: here(msg.seenAt)!,
           }
         }),
     )

@@ -21,9 +21,8 @@ export class TcpRelay {
   /** Added to each chunk's trip, each way. */
   delayMs = 0
   private rate = Infinity
-  /** Each lane's way to time its waiting chunks again, when the rate changes. */
-  private readonly lanes = new Set<() => void>()
-  private readonly waiting = new Set<() => number>()
+  /** Each direction of each connection: times its waiting chunks again, counts their bytes. */
+  private readonly lanes = new Set<{ retime(): void; held(): number }>()
 
   private constructor(
     private readonly server: Server,
@@ -51,13 +50,13 @@ export class TcpRelay {
 
   set bytesPerSec(rate: number) {
     this.rate = rate
-    for (const retime of this.lanes) retime()
+    for (const lane of this.lanes) lane.retime()
   }
 
   /** Bytes waiting in the relay for their delay or the throttle, both ways. */
   get held(): number {
     let bytes = 0
-    for (const count of this.waiting) bytes += count()
+    for (const lane of this.lanes) bytes += lane.held()
     return bytes
   }
 
@@ -156,12 +155,10 @@ export class TcpRelay {
       for (const item of queue) item.at = schedule(item.arrived, item.chunk.length)
       flush()
     }
-    const held = () => queue.reduce((n, item) => n + item.chunk.length, 0)
-    this.lanes.add(retime)
-    this.waiting.add(held)
+    const lane = { retime, held: () => queue.reduce((n, item) => n + item.chunk.length, 0) }
+    this.lanes.add(lane)
     to.once('close', () => {
-      this.lanes.delete(retime)
-      this.waiting.delete(held)
+      this.lanes.delete(lane)
       if (timer) clearTimeout(timer)
       queue.length = 0
     })
