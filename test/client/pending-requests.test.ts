@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import type { IPublishPacket } from 'mqtt'
 import { install } from '@sinonjs/fake-timers'
-import { PendingRequests, type Invocation } from '../../src/client/pending-requests'
+import { PendingRequests, QUEUED_REQUEST_BYTES, type Invocation } from '../../src/client/pending-requests'
 import type { PublishProperties, Transport } from '../../src/client/transport'
 import type { Envelope } from '../../src/client/envelope'
 import { resolveOptions } from '../../src/client/options'
@@ -66,7 +66,7 @@ describe('client: PendingRequests over a fake transport', function () {
   let clock: ReturnType<typeof install>
   let transport: FakeTransport
   let requests: PendingRequests
-  const setup = (options: { maxInFlight?: number; maxQueued?: number; requestTimeoutMs?: number; connectionWaitMs?: number } = {}) => {
+  const setup = (options: { maxInFlight?: number; maxQueued?: number; maxQueuedBytes?: number; requestTimeoutMs?: number; connectionWaitMs?: number } = {}) => {
     transport = new FakeTransport()
     requests = new PendingRequests(
       transport,
@@ -129,6 +129,41 @@ describe('client: PendingRequests over a fake transport', function () {
     )
     answer(requests, transport.published[1]!, 'ok')
     assert.equal(await second, 'second: ok')
+  })
+
+  it('queues a burst of 50,000 requests past maxInFlight by default (the bound is bytes, not a count tied to maxInFlight)', async () => {
+    const burst = Array.from({ length: 50_000 }, (_, i) => outcome(requests.invoke(request(`SET ${'x'.repeat(1024)} ${i}`))))
+    await clock.tickAsync(0)
+    assert.deepEqual(
+      burst.filter((o) => o.settled).map((o) => o.error?.message),
+      [],
+    )
+    assert.deepEqual(requests.size, { inFlight: 1000, queued: 49_000 })
+    assert.ok(requests.queuedBytes <= resolveOptions({ brokerUrl: 'mqtt://h', clientId: 'c' }).maxQueuedBytes, String(requests.queuedBytes))
+  })
+
+  it('refuses past maxQueuedBytes with OverloadedError naming the bound and its setting, and takes a request again once the queue drains', async () => {
+    const one = request('SET a').payload.length + QUEUED_REQUEST_BYTES
+    setup({ maxInFlight: 1, maxQueuedBytes: 2 * one })
+    const admitted = requests.invoke(request('SET a'))
+    const queued = [requests.invoke(request('SET b')), requests.invoke(request('SET c'))]
+    assert.equal(requests.queuedBytes, 2 * one)
+    const refused = outcome(requests.invoke(request('SET d')))
+    await clock.tickAsync(0)
+    assert.ok(refused.error instanceof OverloadedError, String(refused.error))
+    assert.equal(refused.error.bound, 'maxQueuedBytes')
+    assert.equal(refused.error.limit, 2 * one)
+    assert.match(refused.error.message, /maxQueuedBytes/)
+    answer(requests, transport.published[0]!, 'ok')
+    await admitted
+    assert.equal(requests.queuedBytes, one)
+    const again = requests.invoke(request('SET e'))
+    for (let i = 1; i <= 3; i++) {
+      await clock.tickAsync(0)
+      answer(requests, transport.published[i]!, 'ok')
+    }
+    assert.deepEqual(await Promise.all([...queued, again]), ['SET b: ok', 'SET c: ok', 'SET e: ok'])
+    assert.equal(requests.queuedBytes, 0)
   })
 
   it('holds a request while offline and sends it when the connection comes back', async () => {
