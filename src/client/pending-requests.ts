@@ -72,6 +72,9 @@ export function invokeBuilt<T>(invoke: Invoker, build: () => Invocation<T>): Pro
 const RESEND_MIN_MS = 100
 const RESEND_MAX_MS = 2000
 const MAX_TIMER_MS = 2 ** 31 - 1
+/** While requests are pending, the loop is looked at this often; a beat later than STALL_MS more found it blocked. */
+const HEARTBEAT_MS = 100
+const STALL_MS = 100
 /** What a request waiting for a free slot is counted at besides its payload: its record, correlation data, promise and closures. */
 export const QUEUED_REQUEST_BYTES = 512
 
@@ -83,8 +86,14 @@ interface Pending {
   readonly correlation: Buffer
   readonly invocation: Invocation
   readonly timeoutMs: number
-  /** performance.now() when the request times out. */
-  readonly deadline: number
+  /** performance.now() when the request was made. */
+  readonly startedAt: number
+  /**
+   * When the request times out, in loop time (now()): its timeout from when it got a slot (from when
+   * it was made, if at once). While it waits for a slot, the time the queue keeps moving does not
+   * count (sweep).
+   */
+  deadline: number
   phase: Phase
   settled: boolean
   properties?: PublishProperties
@@ -129,6 +138,16 @@ export class PendingRequests {
    */
   private sweepTimer: NodeJS.Timeout | undefined
   private sweepAt = Infinity
+  /** now() of the last answer (any response that matched a request): while answers come, the wait queue moves. */
+  private lastAnswerAt = -Infinity
+  /**
+   * The time the event loop was seen blocked (a burst handled in one turn, a starved process), by a
+   * heartbeat that runs while requests are pending: it counts for no request's timeout. now() is
+   * performance.now() less it.
+   */
+  private stalledMs = 0
+  private beatAt = 0
+  private heartbeat: NodeJS.Timeout | undefined
   /**
    * Correlation data is 16 bytes: 8 random bytes drawn once per client (two 32-bit halves), then a
    * 64-bit sequence number. Unique per request like 16 random bytes each, without a call into the
@@ -190,7 +209,8 @@ export class PendingRequests {
         correlation,
         invocation,
         timeoutMs,
-        deadline: performance.now() + timeoutMs,
+        startedAt: performance.now(),
+        deadline: this.now() + timeoutMs,
         phase: 'queued',
         settled: false,
         properties: undefined,
@@ -206,6 +226,11 @@ export class PendingRequests {
       }
       this.armSweep(p.deadline)
       this.sweepTimer?.ref()
+      if (!this.heartbeat) {
+        this.beatAt = performance.now()
+        this.heartbeat = setInterval(this.beat, HEARTBEAT_MS)
+        this.heartbeat.unref()
+      }
       const signal = invocation.signal
       if (signal) {
         const onAbort = () => this.settle(p, cancelledBy(signal, `the ${invocation.verb} request`))
@@ -259,6 +284,7 @@ export class PendingRequests {
       return
     }
     this.service.heard()
+    this.lastAnswerAt = this.now()
     let version: Hlc | null
     try {
       version = this.envelope.readVersion(packet.properties)
@@ -305,6 +331,8 @@ export class PendingRequests {
     clearTimeout(this.sweepTimer)
     this.sweepTimer = undefined
     this.sweepAt = Infinity
+    clearInterval(this.heartbeat)
+    this.heartbeat = undefined
   }
 
   private admit(p: Pending): void {
@@ -343,7 +371,7 @@ export class PendingRequests {
     if (p.settled) return
     clearTimeout(p.connectionWait)
     // The broker drops the request once our wait is over, so a late duplicate is not executed.
-    const expirySec = Math.ceil(Math.max(1, p.deadline - performance.now()) / 1000)
+    const expirySec = Math.ceil(Math.max(1, p.deadline - this.now()) / 1000)
     let properties: PublishProperties
     if (!p.properties) {
       try {
@@ -394,17 +422,40 @@ export class PendingRequests {
     clearTimeout(this.sweepTimer)
     this.sweepAt = deadline
     // Capped at Node's longest timer (a longer delay would fire after 1 ms); the sweep re-arms for the rest.
-    this.sweepTimer = setTimeout(this.sweep, Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(deadline - performance.now()))))
+    this.sweepTimer = setTimeout(this.sweep, Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(deadline - this.now()))))
   }
 
-  /** Times out every request whose deadline has passed, then waits for the next deadline. */
+  /** performance.now() less the time the event loop was seen blocked: the clock of the requests' deadlines. */
+  private now(): number {
+    return performance.now() - this.stalledMs
+  }
+
+  /**
+   * A gap between two beats longer than HEARTBEAT_MS + STALL_MS is a blocked loop: the whole gap is
+   * taken out of now(), so that what arrived meanwhile is read before any request times out.
+   */
+  private readonly beat = (): void => {
+    const at = performance.now()
+    const gap = at - this.beatAt
+    if (gap > HEARTBEAT_MS + STALL_MS) this.stalledMs += gap
+    this.beatAt = at
+  }
+
+  /**
+   * Times out every request whose deadline has passed, then waits for the next deadline. A request
+   * waiting for a slot times out only once no answer has come for its timeout (an outage, a silent
+   * service); while answers come, the queue moves and it waits on, bounded by maxQueuedBytes.
+   */
   private readonly sweep = (): void => {
     this.sweepTimer = undefined
     this.sweepAt = Infinity
-    const now = performance.now()
+    // The heartbeat may be due in the same turn, after this: a stall is counted first.
+    this.beat()
+    const now = this.now()
     let next = Infinity
     for (const p of [...this.queue, ...this.inFlight.values()]) {
       if (p.settled) continue
+      if (p.deadline <= now && p.phase === 'queued' && now - this.lastAnswerAt < p.timeoutMs) p.deadline = this.lastAnswerAt + p.timeoutMs
       if (p.deadline <= now) this.onTimeout(p)
       else if (p.deadline < next) next = p.deadline
     }
@@ -445,8 +496,7 @@ export class PendingRequests {
     p.detach?.()
     if (p.phase === 'queued') this.dequeue(p)
     else this.inFlight.delete(p.id)
-    // The deadline was set at invoke time: the request's start is its deadline less its timeout.
-    if (this.recorder) this.record(p.invocation, performance.now() - (p.deadline - p.timeoutMs), answered ? undefined : err)
+    if (this.recorder) this.record(p.invocation, performance.now() - p.startedAt, answered ? undefined : err)
     if (!err) p.resolve(result)
     else if (!p.invocation.written || !(err instanceof StateStoreError)) p.reject(err)
     else if (!this.outcomeUnknown(p, err, answered)) {
@@ -469,7 +519,11 @@ export class PendingRequests {
       )
     }
     this.promote()
-    if (this.inFlight.size === 0 && this.queue.size === 0) this.sweepTimer?.unref()
+    if (this.inFlight.size === 0 && this.queue.size === 0) {
+      this.sweepTimer?.unref()
+      clearInterval(this.heartbeat)
+      this.heartbeat = undefined
+    }
   }
 
   /**
@@ -493,6 +547,8 @@ export class PendingRequests {
     while (this.inFlight.size < this.options.maxInFlight && this.queue.size > 0) {
       const next = this.queue.values().next().value as Pending
       this.dequeue(next)
+      // Its timeout counts from now: for the connection and for the answer.
+      next.deadline = this.now() + next.timeoutMs
       this.admit(next)
     }
   }

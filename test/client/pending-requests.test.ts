@@ -77,7 +77,7 @@ describe('client: PendingRequests over a fake transport', function () {
   }
 
   beforeEach(() => {
-    clock = install({ toFake: ['setTimeout', 'clearTimeout', 'performance', 'Date'] })
+    clock = install({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance', 'Date'] })
     setup()
   })
   afterEach(() => {
@@ -140,6 +140,49 @@ describe('client: PendingRequests over a fake transport', function () {
     )
     assert.deepEqual(requests.size, { inFlight: 1000, queued: 49_000 })
     assert.ok(requests.queuedBytes <= resolveOptions({ brokerUrl: 'mqtt://h', clientId: 'c' }).maxQueuedBytes, String(requests.queuedBytes))
+  })
+
+  it('a request waiting for a free slot waits past its timeout while answers come, and times out once none came for its timeout', async () => {
+    setup({ maxInFlight: 1, requestTimeoutMs: 1000 })
+    const first = outcome(requests.invoke(request('first')))
+    const second = outcome(requests.invoke(request('second')))
+    const third = outcome(requests.invoke(request('third')))
+    await clock.tickAsync(900)
+    answer(requests, transport.published[0]!, 'ok')
+    await clock.tickAsync(900)
+    answer(requests, transport.published[1]!, 'ok')
+    // 1800 ms since the third was made, more than its timeout: the queue moved, so it waits on.
+    await clock.tickAsync(100)
+    assert.equal(first.value, 'first: ok')
+    assert.equal(second.value, 'second: ok')
+    assert.equal(third.settled, false)
+    assert.equal(transport.published[2]?.payload, 'third')
+    answer(requests, transport.published[2]!, 'ok')
+    await clock.tickAsync(0)
+    assert.equal(third.value, 'third: ok')
+
+    // Nobody answers: the waiting one times out a timeout after the last answer.
+    const stuck = outcome(requests.invoke(request('stuck')))
+    const waiting = outcome(requests.invoke(request('waiting')))
+    await clock.tickAsync(1000)
+    assert.ok(stuck.error instanceof TimeoutError, String(stuck.error))
+    assert.ok(waiting.error instanceof TimeoutError, String(waiting.error))
+    assert.match(waiting.error.message, /free slot/)
+  })
+
+  it('an event loop blocked past the deadlines (a burst handled in one turn) times out no request', async () => {
+    setup({ requestTimeoutMs: 1000 })
+    const sent = outcome(requests.invoke(request('sent')))
+    // The timers fire late, all at once: as after a turn of the loop that took 5 s.
+    clock.jump(5000)
+    await clock.tickAsync(0)
+    assert.equal(sent.settled, false)
+    answer(requests, transport.published[0]!, 'ok')
+    await clock.tickAsync(0)
+    assert.equal(sent.value, 'sent: ok')
+    const late = outcome(requests.invoke(request('late')))
+    await clock.tickAsync(1000)
+    assert.ok(late.error instanceof TimeoutError, 'a timeout still ends a request the loop had time for')
   })
 
   it('refuses past maxQueuedBytes with OverloadedError naming the bound and its setting, and takes a request again once the queue drains', async () => {
