@@ -32,7 +32,8 @@ export interface UpdateOptions {
  * A read-modify-write of `key` under its lock (`keyLockName`): Lock.edit, tried again while time is
  * left when the hold ran out before the write (the lease's time, or a fenced write refused because
  * a later holder had written). `fn` gets the current value (null: missing) and its version, and may
- * run once per attempt.
+ * run once per attempt; an attempt whose write may have landed (its failure's `written` is not
+ * false, read back by the client) is never tried again, so the update is applied at most once.
  */
 export async function updateKey(
   client: StateStoreClient,
@@ -72,5 +73,6 @@ export async function updateKey(
  */
 function lostHold(err: unknown): boolean {
   if (err instanceof ServiceError) return err.code === 'FencingTokenLowerVersion'
-  return err instanceof TimeoutError
+  // A write that timed out and was written, or may have been, ends the update: trying again would apply it twice.
+  return err instanceof TimeoutError && (err.written === undefined || err.written === false)
 }

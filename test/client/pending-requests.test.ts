@@ -157,7 +157,7 @@ describe('client: PendingRequests over a fake transport', function () {
     assert.equal(second.value, 'second: ok')
     assert.equal(third.settled, false)
     assert.equal(transport.published[2]?.payload, 'third')
-    answer(requests, transport.published[2]!, 'ok')
+    answer(requests, transport.published[2], 'ok')
     await clock.tickAsync(0)
     assert.equal(third.value, 'third: ok')
 
