@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict'
 import { ArgumentError, CancelledError, ConnectionError, OverloadedError, ProtocolError, ServiceError, TimeoutError } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
+import { updateKey } from '../../src/locks'
 import { notificationFilter, Prop, Reply, responseTopicFor } from '../../src/protocol'
 import { mqttBrokerUrl } from '../support/broker'
 import { ClientPool } from '../support/clients'
@@ -378,6 +379,41 @@ describe('client requests (scripted responder)', function () {
         ['SET w/a', 'GET w/c'],
       )
     })
+  })
+
+  it('updateKey whose fenced write landed but whose answer was lost fails saying written, and never applies its function twice', async function () {
+    const client = await pool.ready(url)
+    const store = new Map<string, Buffer>()
+    let dropped = 0
+    responder.handler = (r) => {
+      const [verb, key = '', value = ''] = r.words
+      if (verb === 'SET') {
+        store.set(key, Buffer.from(value))
+        // The update's own write (fenced, on the key itself): executed, its answer lost once.
+        if (key === 'u/counter' && r.user[Prop.fencingToken] !== undefined && dropped++ === 0) return null
+        return responder.answer(Reply.ok)
+      }
+      if (verb === 'GET') {
+        const held = store.get(key)
+        return responder.answer(held ? Reply.value(held) : Reply.nil)
+      }
+      if (verb === 'DEL' || verb === 'VDEL') return responder.answer(Reply.integer(store.delete(key) ? 1 : 0))
+      return standard(r, responder)
+    }
+    let applied = 0
+    const err = await updateKey(
+      client,
+      'u/counter',
+      (current) => {
+        applied++
+        return String(Number(current?.toString() ?? '0') + 1)
+      },
+      { holdValue: () => `h:${Math.random()}`, leaseMs: 500, timeoutMs: 5000 },
+    ).catch((e: unknown) => e)
+    assert.ok(err instanceof TimeoutError, String(err))
+    assert.equal(err.written, true)
+    assert.equal(applied, 1, 'the function ran once')
+    assert.equal(store.get('u/counter')?.toString(), '1')
   })
 
   it('times out a request still waiting in the queue', async function () {
