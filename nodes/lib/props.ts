@@ -82,9 +82,19 @@ export function parseKey(key: unknown, t: Translate): string {
   return key
 }
 
-/** A key to watch: its notification topic carries it hex-encoded, so the client id sets a lower limit. */
+/**
+ * Whether a key to watch reads as a glob (`*`, `?` or `[`, as get key's pattern reads). The state
+ * store notifies changes of single keys only (KEYNOTIFY has no pattern), so such a key would be
+ * registered as the literal key and never fire: the watch node refuses it instead.
+ */
+export function isKeyPattern(key: string): boolean {
+  return /[*?[]/.test(key)
+}
+
+/** A key to watch: its notification topic carries it hex-encoded, so the client id sets a lower limit; no pattern. */
 export function parseWatchedKey(key: unknown, clientId: string, t: Translate): string {
   const text = parseKey(key, t)
+  if (isKeyPattern(text)) throw new InputError('PatternNotWatchable', t('errors.patternNotWatchable', { key: preview(text) }))
   const bytes = Buffer.byteLength(text, 'utf8')
   const max = maxNotifiedKeyBytes(clientId)
   if (bytes > max) throw new InputError('KeyTooLong', t('errors.keyTooLongToWatch', { bytes, max }))
