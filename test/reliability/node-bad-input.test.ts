@@ -30,9 +30,7 @@ const keyCases: Case[] = [
 ]
 
 /** Get and delete take an array of keys: there an array is a list, and a bad entry in it is the error. */
-const keyListCases: Case[] = keyCases.map((c) =>
-  c[0] === 'an array key' ? ['a list with a number in it', { topic: ['a', 7] }, 'KeyNotString'] : c,
-)
+const keyListCases: Case[] = keyCases.map((c) => (c[0] === 'an array key' ? ['a list with a number in it', { topic: ['a', 7] }, 'KeyNotString'] : c))
 
 const writeCases: Case[] = [
   ['an object as fencing token', { fencingToken: { timestamp: 1 } }, 'FencingTokenInvalid'],
