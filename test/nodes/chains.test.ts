@@ -28,6 +28,9 @@ const FIRST: readonly Step[] = ['get', 'set', 'delete', 'acquire', 'release', 'u
 const SECOND: readonly Step[] = ['get', 'set', 'delete', 'acquire', 'release', 'update']
 const CONNECTORS: readonly Connector[] = ['change', 'function', 'split/join', 'link']
 
+/** The msg properties an override option reads (set key's, lock's, watch keys'): no state store node may leave one. */
+const OPTIONS = ['condition', 'expiry', 'persist', 'action'] as const
+
 const TYPE: Record<Step, keyof typeof SCHEMAS> = {
   get: 'ss-get',
   set: 'ss-set',
@@ -218,6 +221,12 @@ describe('nodes: chains of our nodes and core nodes, on default settings', funct
         const a = sent.get(`${ch.id}:A`)
         const b = sent.get(`${ch.id}:B`)
         if (!a || !b) continue
+        // Options: no node leaves a property that is another node's override or its default fencing token unasked.
+        for (const [node, m] of [['A', a] as const, ['B', b] as const]) {
+          const step = node === 'A' ? ch.first : ch.second
+          for (const option of OPTIONS) if (m[option] !== undefined) wrong.push(`${ch.id}: the ${step} node left msg.${option}`)
+          if (step === 'update' && m.fencingToken !== undefined && ch.first !== 'acquire') wrong.push(`${ch.id}: the update node left msg.fencingToken`)
+        }
         // Reads: the value a reading node sends is the value of the key it should have read.
         if (ch.first === 'get' && a.payload !== `value of ${ch.a}`) wrong.push(`${ch.id}: the first get read ${JSON.stringify(a.payload)}`)
         if (ch.second === 'get' && b.payload !== `value of ${ch.b}`) wrong.push(`${ch.id}: the second get read ${JSON.stringify(b.payload)}`)
