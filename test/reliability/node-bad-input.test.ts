@@ -82,6 +82,8 @@ const watchCases: Case[] = [
   ['a non-string key in a list', { action: 'watch', topic: ['good', 7] }, 'KeyNotString'],
   ['a 70,000-byte key', { action: 'watch', topic: KEY_70K }, 'KeyTooLong'],
   ['a list with a 70,000-byte key', { action: 'watch', topic: ['fine', KEY_70K] }, 'KeyTooLong'],
+  ['a key pattern to watch', { action: 'watch', topic: 't6/watch/*' }, 'PatternNotWatchable'],
+  ['a list with a pattern in it', { action: 'watch', topic: ['fine', 'line[12]/state'] }, 'PatternNotWatchable'],
   ['an action as a list', { action: ['watch'], topic: 'k' }, 'ActionUnknown'],
   ['an object as topic', { action: 'unwatch', topic: { key: 'k' } }, 'KeyNotString'],
 ]
