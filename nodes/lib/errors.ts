@@ -32,6 +32,7 @@ export const INPUT_ERROR_CODES = [
   'ActionUnknown',
   'ActionUnsupported',
   'ControlRefused',
+  'PatternNotWatchable',
   'PropertyFailed',
   'ExpressionInvalid',
   'ExpressionFailed',
