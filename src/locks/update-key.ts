@@ -1,5 +1,5 @@
 import type { StateStoreClient } from '../client'
-import { ServiceError, TimeoutError } from '../diagnostics/errors'
+import { ServiceError, StateStoreError, TimeoutError } from '../diagnostics/errors'
 import type { Hlc } from '../hlc'
 import type { Bytes } from '../protocol'
 import { keyLockName } from './key-lock'
@@ -62,6 +62,8 @@ export async function updateKey(
       if (!seen || !('applied' in result)) throw new TimeoutError(options.timeoutMs, 'update key')
       return { ...seen, version: result.version }
     } catch (err) {
+      // A write that timed out and was written, or may have been, ends the update: trying again would apply it twice.
+      if (seen && mayHaveWritten(err)) throw err
       if (!lostHold(err) || Date.now() >= deadline) throw err
     }
   }
@@ -73,6 +75,10 @@ export async function updateKey(
  */
 function lostHold(err: unknown): boolean {
   if (err instanceof ServiceError) return err.code === 'FencingTokenLowerVersion'
-  // A write that timed out and was written, or may have been, ends the update: trying again would apply it twice.
-  return err instanceof TimeoutError && (err.written === undefined || err.written === false)
+  return err instanceof TimeoutError
+}
+
+/** The failure of the update's own write, read back by the client: not known to have missed the store. */
+function mayHaveWritten(err: unknown): boolean {
+  return err instanceof StateStoreError && err.written !== undefined && err.written !== false
 }
