@@ -14,7 +14,7 @@ import { within } from '../within'
 import type { AccessPolicy, ConnectedClient, PublishPolicy } from './hooks'
 
 export type { BrokerAuth } from './authentication'
-export type { AccessPolicy, AccessVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from './hooks'
+export type { AccessPolicy, AccessVerdict, AnswerVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from './hooks'
 
 export interface BrokerOptions {
   /** Default 127.0.0.1. */
@@ -88,6 +88,8 @@ const TOPIC_NAME_INVALID = 0x90
 const ADMINISTRATIVE_ACTION = 0x98
 
 const STOP_TIMEOUT_MS = 2000
+/** How many refused answers' missing rules are remembered as told. */
+const TOLD_LIMIT = 10_000
 
 /**
  * The embedded MQTT 5 broker: aedes on a TCP port, TCP_NODELAY on every connection, optional
@@ -184,16 +186,8 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
 async function createAedes(options: BrokerOptions, admission: Admission, log: FilteredLogger): Promise<Aedes> {
   const { publishPolicy } = options
   const policy = options.accessPolicy ?? null
-  /** Why a service may not answer this client on `topic`, or null. */
-  const responseTopicRefusal = (principal: ConnectedClient, topic: string): string | null => {
-    // An answer goes where the requester could both read and write itself, or to a service's own topics,
-    // where no client writes: else a Response Topic publishes around the Publish rules (`telemetry/line-1`).
-    const reads = policy!.subscribe(principal, topic)
-    if (!reads.allowed) return `it may not subscribe to it: ${reads.reason}`
-    if (publishPolicy?.serviceOnly?.(topic) != null) return null
-    const writes = policy!.publish(principal, topic)
-    return writes.allowed ? null : `it may not publish to it: ${writes.reason}`
-  }
+  /** Each (client, Response Topic, missing rule) told once at warn; then at debug (bounded). */
+  const told = new Set<string>()
   // aedes 2 is ESM-only; this package is CommonJS.
   const { Aedes: AedesClass } = await loadAedes()
   const aedes: Aedes = await AedesClass.createBroker({
@@ -255,12 +249,15 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
         return done(new Error('not authorized'))
       }
       const responseTopic = packet.properties?.responseTopic
-      const refusal = responseTopic ? responseTopicRefusal(principal, responseTopic) : null
-      if (refusal !== null) {
-        log(
-          'info',
-          `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): ${refusal}`,
-        )
+      const answer = responseTopic && policy.answer ? policy.answer(principal, packet.topic, responseTopic) : null
+      if (answer && !answer.allowed) {
+        const line = `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): ${answer.reason}`
+        const once = `${client.id}\u0000${responseTopic}\u0000${answer.missing ?? ''}`
+        if (answer.missing && !told.has(once)) {
+          if (told.size >= TOLD_LIMIT) told.clear()
+          told.add(once)
+          log('warn', `${line}; to have it answered there, add to the client's rule: ${answer.missing}`)
+        } else log('debug', line)
         return done(new Error('not authorized'))
       }
       done(null)
