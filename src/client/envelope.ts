@@ -86,7 +86,11 @@ export function readTimestamp(properties: Properties, clock: HybridLogicalClock,
     clock.update(version)
     return version
   } catch (err) {
-    if (err instanceof HlcError) throw new ProtocolError(`bad ${name} ${JSON.stringify(text)}: ${err.message}`, { cause: err })
+    if (err instanceof HlcError)
+      throw new ProtocolError(`bad ${name} ${JSON.stringify(text)}: ${err.message}`, {
+        cause: err,
+        ...(err.reason === 'clock-drift' ? { code: 'ClockSkew' as const } : {}),
+      })
     throw err
   }
 }

@@ -78,7 +78,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const log = makeLogger(options.logLevel ?? 'warn', options.logger ?? stderrSink, options.logBurst)
   checkOptions(options)
   const seed = options.seedFile ? readSeedFile(options.seedFile) : null
-  const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
+  const offset = options.clockOffsetMs ?? 0
+  const clock = new HybridLogicalClock({
+    ...(options.nodeId !== undefined ? { nodeId: options.nodeId } : {}),
+    ...(offset !== 0 ? { now: () => Date.now() + offset } : {}),
+  })
+  if (offset !== 0) log('warn', `clock: the service's clock runs ${Math.abs(offset)} ms ${offset > 0 ? 'ahead of' : 'behind'} this machine's (--clock-offset)`)
   const memoryProfile = options.memoryProfile ?? DEFAULT_MEMORY_PROFILE
   const maxValueBytes = options.maxValueBytes ?? profileValueBytes(memoryProfile)
   const bounds = {

@@ -68,6 +68,12 @@ export interface EmulatorOptions {
   /** HLC node id of the service; a fresh UUID by default. */
   nodeId?: string
   /**
+   * Milliseconds the service's clock runs ahead of (negative: behind) this machine's: to rehearse
+   * the skew errors of a cluster whose clock is off (beyond 60 s a request is refused as
+   * TimestampSkew, or its answer's version is too far ahead for the client). Default 0.
+   */
+  clockOffsetMs?: number
+  /**
    * A BrokerAuthorization resource as applied to a cluster (YAML or JSON, several documents
    * allowed), or its bare `authorizationPolicies` object: who may connect, publish and subscribe
    * (embedded broker only) and read or write which keys. See docs/emulator.md.
@@ -126,6 +132,9 @@ export function checkOptions(options: EmulatorOptions): void {
   }
   if (options.memoryProfile !== undefined && !Object.hasOwn(MEMORY_PROFILES, options.memoryProfile)) {
     throw new Error(`memoryProfile must be one of ${Object.keys(MEMORY_PROFILES).join(', ')}, got ${JSON.stringify(options.memoryProfile)}`)
+  }
+  if (options.clockOffsetMs !== undefined && !Number.isSafeInteger(options.clockOffsetMs)) {
+    throw new Error(`clockOffsetMs must be a whole number of milliseconds, got ${options.clockOffsetMs}`)
   }
   if (options.scanPageKeys !== undefined && (!Number.isSafeInteger(options.scanPageKeys) || options.scanPageKeys < 1)) {
     throw new Error(`scanPageKeys must be a whole number >= 1, got ${options.scanPageKeys}`)

@@ -47,6 +47,10 @@ Options:
   --max-key-bytes <n>      The longest key a SET may store (default 65535; 0 for none); a longer one is
                            answered "-ERR the quota has been exceeded". Each quota refusal names its
                            flag in the log.
+  --clock-offset <ms>      Run the service's clock this many milliseconds ahead (negative: behind, written
+                           --clock-offset=-90000) of this machine's, to rehearse a cluster whose clock is
+                           off: beyond 60 s requests are refused as TimestampSkew, or their answers'
+                           versions are too far ahead for the client.
   --node-id <id>           The HLC node id of the service, in every version it mints (default: a random
                            UUID). Must not contain ":".
   --auth <file>            A BrokerAuthorization resource (YAML or JSON, several documents allowed, as
@@ -225,6 +229,7 @@ async function main(): Promise<void> {
         'memory-profile': { type: 'string' },
         'max-key-bytes': { type: 'string' },
         'node-id': { type: 'string' },
+        'clock-offset': { type: 'string' },
         auth: { type: 'string' },
         'broker-config': { type: 'string' },
         attributes: { type: 'string', multiple: true },
@@ -333,6 +338,12 @@ async function main(): Promise<void> {
   if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
   if (values['max-key-bytes'] !== undefined) options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
+  if (values['clock-offset'] !== undefined) {
+    const text = values['clock-offset']
+    if (!/^[+-]?\d+$/.test(text.trim()) || !Number.isSafeInteger(Number(text)))
+      fail(`--clock-offset ${JSON.stringify(text)}: expected whole milliseconds, e.g. --clock-offset=-90000`)
+    options.clockOffsetMs = Number(text)
+  }
   if (values.auth) options.authorizationFile = values.auth
   if (values['broker-config']) options.brokerConfigFile = values['broker-config']
   if (values.admin) options.adminOverMqtt = true
