@@ -14,6 +14,8 @@ export const CLIENT_DEFAULTS = {
   requestTimeoutMs: 10_000,
   maxInFlight: 1000,
   maxClockDriftMs: 60_000,
+  /** Observed keys are read again this often, to find a lost notification (a broker queue that drops the oldest). */
+  reconcileIntervalMs: 300_000,
   /** The Broker resource's default `dynamicSettings` (AIO docs, "Configure broker persistence"). */
   persistenceProperty: { key: 'aio-persistence', value: 'true' },
   /** Names this package in the broker's traffic metrics (the CONNECT user property `metriccategory`). */
@@ -49,6 +51,7 @@ export interface ResolvedOptions extends ClientOptions {
   dialect: Dialect
   persistenceProperty: PersistenceProperty
   metricCategory: string
+  reconcileIntervalMs: number
 }
 
 const PROTOCOLS = new Set(['mqtt:', 'mqtts:', 'ws:', 'wss:', 'tcp:', 'ssl:'])
@@ -90,6 +93,7 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     logger: options.logger ? rateLimited(options.logger, { burst: 20 }) : () => {},
     dialect: dialect(options.protocol),
     persistenceProperty: userPropertyOption(options.persistenceProperty),
+    reconcileIntervalMs: count(options.reconcileIntervalMs, CLIENT_DEFAULTS.reconcileIntervalMs, 'reconcileIntervalMs', 0),
     metricCategory: textOption(options.metricCategory, CLIENT_DEFAULTS.metricCategory, 'metricCategory'),
   }
   if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new ArgumentError('reconnectMaxMs must not be smaller than reconnectMinMs')

@@ -116,6 +116,12 @@ export interface ClientOptions {
    * property `metriccategory`. Default `node-red-contrib-aio-statestore`; '' sends none (uncategorized).
    */
   metricCategory?: string
+  /**
+   * How often every observed key is read again (one at a time) to find a change whose notification
+   * was lost while connected (an AIO broker whose subscriber queue limit drops the oldest: DropOldest);
+   * a change found is delivered as a notification with `reconciled: true`. Default 300000 (5 min); 0: never.
+   */
+  reconcileIntervalMs?: number
   /** Told of every request it settles, with its latency: for connection figures (see src/observe). */
   metrics?: RequestRecorder
   /** Diagnostics the client cannot report anywhere else: dropped late responses, re-registration failures. */

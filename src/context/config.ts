@@ -56,6 +56,11 @@ export interface ContextStoreConfig {
    * (`dynamicSettings`): `"name=value"` or `{ key, value }`. Default `aio-persistence=true`.
    */
   persistenceProperty?: string | { key: string; value: string }
+  /**
+   * Milliseconds between the reads of every cached key that find a change whose notification the
+   * broker dropped (a subscriber queue limit with DropOldest). Default 300000; 0: never.
+   */
+  reconcileInterval?: number
   /** The CONNECT user property `metriccategory` (the broker's traffic metrics). Default this package's name; '' for none. */
   metricCategory?: string
   /** Where diagnostics go; default Node-RED's log when it can be found, else the console. */
@@ -114,6 +119,8 @@ export function resolveConfig(config: ContextStoreConfig = {}, env: NodeJS.Proce
   if (persistence !== undefined)
     client.persistenceProperty = typeof persistence === 'string' ? settingOf(() => parsePersistenceProperty(persistence)) : persistence
   if (config.metricCategory !== undefined) client.metricCategory = config.metricCategory
+  if (config.reconcileInterval !== undefined)
+    client.reconcileIntervalMs = Number(config.reconcileInterval) === 0 ? 0 : positive(config.reconcileInterval, 'reconcileInterval', 0)
   if (config.username) client.username = config.username
   if (config.password) client.password = config.password
   if (config.satTokenFile) client.satTokenFile = config.satTokenFile

@@ -1,3 +1,4 @@
+import { SERVICE_CLIENTS_PREFIX } from '../protocol'
 import type { Duplex } from 'node:stream'
 import { shownUrl } from '../diagnostics/log'
 import { HybridLogicalClock } from '../hlc'
@@ -185,6 +186,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...(listen.host !== undefined ? { host: listen.host } : {}),
         ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
         ...(options.tlsListeners ? { tlsListeners: options.tlsListeners } : {}),
+        ...(options.subscriberQueue
+          ? { subscriberQueue: { ...options.subscriberQueue, applies: (topic: string) => topic.startsWith(`${SERVICE_CLIENTS_PREFIX}/`) } }
+          : {}),
         // A policy without broker resources checks state store requests only (the warning above says so).
         ...(authorization?.grantsBrokerResources ? { accessPolicy: stateStoreAccessPolicy(authorization) } : {}),
       })

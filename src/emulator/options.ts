@@ -65,6 +65,13 @@ export interface EmulatorOptions {
   maxValueBytes?: number
   /** The longest key a SET may store (default 65,535; Infinity for none); a longer one is answered as the quota error. */
   maxKeyBytes?: number
+  /**
+   * Embedded broker only: the AIO broker's subscriber queue limit for key notifications (Broker
+   * `spec.advanced.clients.subscriberQueueLimit`): a subscriber has at most `length` sent and not
+   * acknowledged, and at most `length` waiting; with `DropOldest` the oldest waiting one is dropped
+   * when another comes, and nothing tells the subscriber. Absent: none (every notification waits).
+   */
+  subscriberQueue?: { length: number; strategy: 'None' | 'DropOldest' }
   /** HLC node id of the service; a fresh UUID by default. */
   nodeId?: string
   /**
@@ -133,6 +140,11 @@ export function checkOptions(options: EmulatorOptions): void {
   if (options.memoryProfile !== undefined && !Object.hasOwn(MEMORY_PROFILES, options.memoryProfile)) {
     throw new Error(`memoryProfile must be one of ${Object.keys(MEMORY_PROFILES).join(', ')}, got ${JSON.stringify(options.memoryProfile)}`)
   }
+  const queue = options.subscriberQueue
+  if (queue !== undefined && (!Number.isSafeInteger(queue.length) || queue.length < 1 || (queue.strategy !== 'None' && queue.strategy !== 'DropOldest'))) {
+    throw new Error(`subscriberQueue must be { length: a whole number >= 1, strategy: None or DropOldest }, got ${JSON.stringify(queue)}`)
+  }
+  if (queue && options.brokerUrl) throw new Error('subscriberQueue applies to the embedded broker only; with brokerUrl your broker queues')
   if (options.clockOffsetMs !== undefined && !Number.isSafeInteger(options.clockOffsetMs)) {
     throw new Error(`clockOffsetMs must be a whole number of milliseconds, got ${options.clockOffsetMs}`)
   }

@@ -12,8 +12,10 @@ import type { TLSSocket } from 'node:tls'
 import { makeLogger, type FilteredLogger } from '../logger'
 import { within } from '../within'
 import type { AccessPolicy, ConnectedClient, PublishPolicy } from './hooks'
+import { SubscriberQueues, type SubscriberQueueLimit } from './subscriber-queue'
 
 export type { BrokerAuth } from './authentication'
+export type { SubscriberQueueLimit } from './subscriber-queue'
 export type { AccessPolicy, AccessVerdict, AnswerVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from './hooks'
 
 export interface BrokerOptions {
@@ -33,6 +35,8 @@ export interface BrokerOptions {
   publishPolicy?: PublishPolicy
   /** Without one, every authenticated client may connect, publish and subscribe. The broker's own service connections are never asked. */
   accessPolicy?: AccessPolicy
+  /** The AIO broker's subscriber queue limit, for the messages `applies` names (the emulator's: key notifications). */
+  subscriberQueue?: SubscriberQueueLimit & { applies: (topic: string) => boolean }
   /** More listeners, with TLS, each authenticating its clients its own way (X.509 or K8S-SAT), as a cluster's BrokerListener ports. */
   tlsListeners?: TlsListenerOptions[]
   log?: FilteredLogger
@@ -188,10 +192,19 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
   const policy = options.accessPolicy ?? null
   /** Each (client, Response Topic, missing rule) told once at warn; then at debug (bounded). */
   const told = new Set<string>()
+  const queues = options.subscriberQueue
+    ? new SubscriberQueues(options.subscriberQueue, options.subscriberQueue.applies, (clientId, topic, dropped) =>
+        log(
+          'warn',
+          `client ${JSON.stringify(clientId)}: its subscriber queue is full, the oldest message dropped (${JSON.stringify(topic.slice(0, 200))}; ${dropped} dropped so far)`,
+        ),
+      )
+    : null
   // aedes 2 is ESM-only; this package is CommonJS.
   const { Aedes: AedesClass } = await loadAedes()
   const aedes: Aedes = await AedesClass.createBroker({
     ...(options.maximumPacketSize !== undefined ? { maximumPacketSize: options.maximumPacketSize } : {}),
+    ...(queues ? { authorizeForward: (client: AedesClient, packet: Parameters<SubscriberQueues['forward']>[1]) => queues.forward(client, packet) } : {}),
     preConnect: (client, packet, done) => {
       admission.takeSatToken(client, packet.properties)
       done(null, true)
@@ -263,7 +276,11 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
       done(null)
     },
   })
-  aedes.on('clientDisconnect', (client) => admission.disconnected(client))
+  aedes.on('clientDisconnect', (client) => {
+    admission.disconnected(client)
+    queues?.disconnected(client.id)
+  })
+  if (queues) aedes.on('ack', (_packet, client) => queues.acknowledged(client))
   aedes.on('clientError', (client, err) => log('debug', `broker: client ${client?.id ?? '?'}: ${err.message}`))
   aedes.on('connectionError', (client, err) => log('debug', `broker: connection ${client?.id ?? '?'}: ${err.message}`))
   return aedes

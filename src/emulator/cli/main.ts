@@ -47,6 +47,11 @@ Options:
   --max-key-bytes <n>      The longest key a SET may store (default 65535; 0 for none); a longer one is
                            answered "-ERR the quota has been exceeded". Each quota refusal names its
                            flag in the log.
+  --subscriber-queue <length>[:DropOldest|None]
+                           Embedded broker: the AIO broker's subscriber queue limit for key notifications
+                           (Broker spec.advanced.clients.subscriberQueueLimit): at most <length> sent and
+                           unacknowledged and <length> waiting; DropOldest (the default here) drops the
+                           oldest waiting one, and nothing tells the subscriber.
   --clock-offset <ms>      Run the service's clock this many milliseconds ahead (negative: behind, written
                            --clock-offset=-90000) of this machine's, to rehearse a cluster whose clock is
                            off: beyond 60 s requests are refused as TimestampSkew, or their answers'
@@ -230,6 +235,7 @@ async function main(): Promise<void> {
         'max-key-bytes': { type: 'string' },
         'node-id': { type: 'string' },
         'clock-offset': { type: 'string' },
+        'subscriber-queue': { type: 'string' },
         auth: { type: 'string' },
         'broker-config': { type: 'string' },
         attributes: { type: 'string', multiple: true },
@@ -338,6 +344,12 @@ async function main(): Promise<void> {
   if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
   if (values['max-key-bytes'] !== undefined) options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
+  if (values['subscriber-queue'] !== undefined) {
+    const m = /^(\d+)(?::(None|DropOldest))?$/.exec(values['subscriber-queue'].trim())
+    if (!m || Number(m[1]) < 1)
+      fail(`--subscriber-queue ${JSON.stringify(values['subscriber-queue'])}: expected <length>[:DropOldest|None], e.g. 100:DropOldest`)
+    options.subscriberQueue = { length: Number(m[1]), strategy: (m[2] as 'None' | 'DropOldest' | undefined) ?? 'DropOldest' }
+  }
   if (values['clock-offset'] !== undefined) {
     const text = values['clock-offset']
     if (!/^[+-]?\d+$/.test(text.trim()) || !Number.isSafeInteger(Number(text)))
