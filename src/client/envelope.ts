@@ -89,7 +89,7 @@ export function readTimestamp(properties: Properties, clock: HybridLogicalClock,
     if (err instanceof HlcError)
       throw new ProtocolError(`bad ${name} ${JSON.stringify(text)}: ${err.message}`, {
         cause: err,
-        ...(err.reason === 'clock-drift' ? { code: 'ClockSkew' as const } : {}),
+        ...(err.reason === 'clockDrift' ? { code: 'ClockSkew' as const } : {}),
       })
     throw err
   }

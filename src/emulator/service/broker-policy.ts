@@ -1,5 +1,5 @@
 import { notificationFilter, Prop, REQUEST_TOPICS, responseTopicRefusal } from '../../protocol'
-import { ADMIN_REQUEST_TOPIC } from '../admin/wire'
+import { ADMIN_REQUEST_TOPIC } from '../core/admin-topics'
 import type { AccessPolicy, AccessVerdict, AnswerVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from '../broker/hooks'
 import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
 import { describePrincipal } from '../core/principal'
