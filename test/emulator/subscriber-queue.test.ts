@@ -13,6 +13,7 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { TcpRelay } from '../support/relay'
 import { scaled } from '../support/deadline'
 import { until } from '../support/wait'
+import { contextStore, uniquePrefix, type TestStore } from '../context/support'
 
 const KEYS = ['q/0', 'q/1', 'q/2', 'q/3', 'q/4']
 
@@ -22,6 +23,7 @@ describe('emulator: a subscriber queue limit with DropOldest, and watchers that 
   let relay: TcpRelay
   const lines: string[] = []
   const clients: StateStoreClient[] = []
+  const stores: TestStore[] = []
 
   before(async () => {
     emulator = await startEmulator({
@@ -34,6 +36,7 @@ describe('emulator: a subscriber queue limit with DropOldest, and watchers that 
     relay = await TcpRelay.start(emulator.brokerUrl)
   })
   after(async () => {
+    for (const s of stores) await s.close()
     for (const c of clients) await c.close()
     await relay?.stop()
     await emulator?.stop()
@@ -88,5 +91,24 @@ describe('emulator: a subscriber queue limit with DropOldest, and watchers that 
     await until(() => KEYS.filter((k) => !lost.includes(k)).every((k) => notReading.last.get(k) === 'v2'), 'the rest reached the other watcher')
     for (const key of lost) assert.equal(notReading.last.get(key), 'v1', `without the reads, the dropped last notification of ${key} leaves the watcher wrong`)
     assert.equal(notReading.client.lostNotifications, 0)
+  })
+
+  it("the context store's cache finds the change whose notification the broker dropped, and says so in its log", async () => {
+    const prefix = uniquePrefix()
+    const reading = contextStore({ broker: relay.url, prefix, clientId: 'ctx-queue-reader', reconcileInterval: scaled(300) })
+    const writing = contextStore({ broker: emulator.brokerUrl, prefix, clientId: 'ctx-queue-writer' })
+    stores.push(reading, writing)
+    await reading.open()
+    await writing.open()
+    const keys = ['c0', 'c1', 'c2', 'c3', 'c4', 'c5']
+    for (const k of keys) writing.set('global', k, 1)
+    await until(() => keys.every((k) => reading.get('global', k) === 1), 'the reader caches every key')
+    relay.freeze()
+    const before = lines.filter((l) => l.includes('client "ctx-queue-reader": its subscriber queue is full')).length
+    for (const k of keys) writing.set('global', k, 2)
+    await until(() => lines.filter((l) => l.includes('client "ctx-queue-reader": its subscriber queue is full')).length > before, 'a drop for the reader')
+    relay.thaw()
+    await until(() => keys.every((k) => reading.get('global', k) === 2), "the reader's cache has every change")
+    await until(() => reading.logs.some((l) => l.level === 'warn' && /changed without a notification while connected/.test(l.message)), 'the reads said so')
   })
 })
