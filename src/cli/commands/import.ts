@@ -1,4 +1,4 @@
-import { once } from 'node:events'
+import { once, setMaxListeners } from 'node:events'
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -53,6 +53,8 @@ export const importKeys: Command = {
     const isLive = (r: KeyRecord) => r.expiresAt === undefined || r.expiresAt > now
     // The first pass reads and checks every line, keeping none; stdin is kept in a file for the second.
     const source = await checkedSource(ctx, file, isLive)
+    // Every request in flight listens for the command's cancel (Ctrl-C) on the one signal.
+    setMaxListeners(BOUND.count + IN_FLIGHT, ctx.signal)
     try {
       const progress = new Progress(ctx.io.stderr, ctx.values['dry-run'] ? 'would import' : 'imported')
       const expired = source.records - source.live
