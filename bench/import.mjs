@@ -95,7 +95,8 @@ const r = await interleave({
   variants: ['bare', 'import', 'start'],
   reference: 'bare',
   rounds,
-  warmup: 1,
+  // 100,000 SETs are their own warm-up: five rounds of both take about a minute and a half here.
+  warmup: 0,
   measure: async (variant) => {
     if (variant === 'bare') return { seconds: await bareLoop(), peakRssMiB: NaN }
     if (variant === 'start') return { seconds: await startOnly(), peakRssMiB: NaN }
