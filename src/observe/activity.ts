@@ -257,6 +257,15 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
  */
 function numberIn(value: Buffer): number | null {
   if (value.length === 0 || value.length > 256) return null
+  // Every notification of a watched key comes here: text that cannot hold a number is told by its
+  // first byte, without JSON.parse throwing on it (a throw per msg was 1 % of a busy runtime). Only
+  // a digit, a minus, an object or a string can; a byte past ASCII may be Unicode blank space,
+  // which trim() removes, so it takes the whole path.
+  let i = 0
+  while (i < value.length && (value[i] === 0x20 || (value[i]! >= 0x09 && value[i]! <= 0x0d))) i++
+  const first = value[i]
+  if (first === undefined) return null
+  if (first < 0x80 && !(first >= 0x30 && first <= 0x39) && first !== 0x2d /* - */ && first !== 0x7b /* { */ && first !== 0x22 /* " */) return null
   const text = value.toString('utf8').trim()
   let parsed: unknown
   try {
