@@ -77,6 +77,12 @@ export const SCHEMAS = {
       maxInFlight: whole(1000),
       queueMemory: whole(80),
       protocol: { value: 'v1' },
+      // Blank: aio-persistence=true, the Broker resource's default dynamicSettings.
+      persistenceProperty: {
+        value: '',
+        validate: { editor: ['value: "",', 'validate: function (v) {', '  return !v || /^\\s*[^=\\s][^=]*=/.test(v);', '}'] },
+      },
+      metricCategory: { value: 'node-red-contrib-aio-statestore' },
     },
   },
   'ss-get': {
