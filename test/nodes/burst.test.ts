@@ -64,6 +64,8 @@ async function burst(config: Record<string, unknown>, reader: () => Promise<Stat
 }
 
 describe('nodes: a burst of 50,000 msgs from one Function call into set key (default settings)', function () {
+  // 50,000 msgs through Node-RED, the client, a broker and the emulator: seconds on a quiet machine, scaled on a busy one.
+  this.timeout(180_000)
   afterEach(() => helper.unload())
 
   it('on the embedded store: all written, none to Catch', async function () {
