@@ -13,7 +13,7 @@ import { DEFAULT_HOLD_MS, DEFAULT_QUEUE, DEFAULT_WAIT_MS, SCHEMAS } from './lib/
 
 const DEFAULTS = SCHEMAS['ss-lock'].defaults
 
-type Mode = 'lease' | 'lock' | 'leader'
+type Mode = 'lease' | 'lock' | 'leader' | 'gate'
 const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder']
 
 interface LockDef extends NodeDef {
@@ -43,7 +43,7 @@ export = function (RED: NodeAPI) {
   function SsLock(this: Node, def: LockDef) {
     RED.nodes.createNode(this, def)
     const node = this
-    const modeName: Mode = def.mode === 'lock' || def.mode === 'leader' ? def.mode : 'lease'
+    const modeName: Mode = def.mode === 'lock' || def.mode === 'leader' || def.mode === 'gate' ? def.mode : 'lease'
     const leaseMs = positiveInt(def.leaseMs, DEFAULT_LEASE_MS)
     const overrides = def.overrides !== false
     const keyProp = { value: def.key ?? '', type: def.keyType || DEFAULTS.keyType.value }
@@ -76,7 +76,7 @@ export = function (RED: NodeAPI) {
       queueSize: wholeOrZero(def.queue, DEFAULT_QUEUE),
       closing: () => closing,
     }
-    leader = modeName === 'leader' ? leaderMode(ctx) : null
+    leader = modeName === 'leader' || modeName === 'gate' ? leaderMode(ctx, { gate: modeName === 'gate' }) : null
     const modeOfNode: LockMode = leader ?? (modeName === 'lock' ? lockMode(ctx) : leaseMode(ctx))
     mode = modeOfNode
 
@@ -100,8 +100,9 @@ export = function (RED: NodeAPI) {
       if (typeof action !== 'string' || !ACTIONS.includes(action))
         throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const out = (name: string) => (ok: boolean, m: NodeMessage) => {
-        // The key it used stays on the msg, so a following node with a blank Key works on the same one.
-        ;(m as Record<string, unknown>).key = name
+        // The key it used stays on the msg, so a following node with a blank Key works on the same one;
+        // a gate passes the msg on as it came (its msg.key is the flow's, not the position's).
+        if (!(modeName === 'gate' && action === 'acquire')) (m as Record<string, unknown>).key = name
         send(ok ? [m, null] : [null, m])
       }
       // A msg that carries a hold is released (or renewed) by that hold, whatever this node's own settings.
