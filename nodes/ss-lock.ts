@@ -1,5 +1,5 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
-import { DEFAULT_LEASE_MS } from '../src/locks'
+import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS } from '../src/locks'
 import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
 import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
@@ -9,12 +9,15 @@ import type { Action, LockMode, ModeContext } from './lock/mode'
 import { leaseMode } from './lock/lease-mode'
 import { lockMode } from './lock/lock-mode'
 import { leaderMode } from './lock/leader-mode'
+import { onceMode } from './lock/once-mode'
+import { derivedClaimKey } from './lock/claim-id'
 import { DEFAULT_HOLD_MS, DEFAULT_QUEUE, DEFAULT_WAIT_MS, SCHEMAS } from './lib/schemas'
 
 const DEFAULTS = SCHEMAS['ss-lock'].defaults
 
-type Mode = 'lease' | 'lock' | 'leader' | 'gate'
-const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder']
+type Mode = 'lease' | 'lock' | 'leader' | 'gate' | 'once'
+const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder', 'complete']
+const MODES: readonly string[] = ['lease', 'lock', 'leader', 'gate', 'once']
 
 interface LockDef extends NodeDef {
   store: string
@@ -29,6 +32,7 @@ interface LockDef extends NodeDef {
   queue: string | number
   autoRenew: boolean
   campaign: boolean
+  keepMs: string | number
   overrides: boolean
 }
 
@@ -43,7 +47,7 @@ export = function (RED: NodeAPI) {
   function SsLock(this: Node, def: LockDef) {
     RED.nodes.createNode(this, def)
     const node = this
-    const modeName: Mode = def.mode === 'lock' || def.mode === 'leader' || def.mode === 'gate' ? def.mode : 'lease'
+    const modeName: Mode = MODES.includes(def.mode) ? def.mode : 'lease'
     const leaseMs = positiveInt(def.leaseMs, DEFAULT_LEASE_MS)
     const overrides = def.overrides !== false
     const keyProp = { value: def.key ?? '', type: def.keyType || DEFAULTS.keyType.value }
@@ -77,7 +81,9 @@ export = function (RED: NodeAPI) {
       closing: () => closing,
     }
     leader = modeName === 'leader' || modeName === 'gate' ? leaderMode(ctx, { gate: modeName === 'gate' }) : null
-    const modeOfNode: LockMode = leader ?? (modeName === 'lock' ? lockMode(ctx) : leaseMode(ctx))
+    const modeOfNode: LockMode =
+      leader ??
+      (modeName === 'lock' ? lockMode(ctx) : modeName === 'once' ? onceMode({ ...ctx, keepMs: positiveInt(def.keepMs, DEFAULT_KEEP_MS) }) : leaseMode(ctx))
     mode = modeOfNode
 
     /** Leader mode starts campaigning for its configured name when deployed (and again after a failed start). */
@@ -114,6 +120,14 @@ export = function (RED: NodeAPI) {
         else status.attention('node-red-contrib-aio-statestore/ss-lock:ss-lock.status.notReleased')
         return out(hold.name)(true, msg)
       }
+      if (hold && action === 'complete') {
+        // A run-once claim made in this runtime is completed where it was made; any other is not.
+        const completed = (await find(hold)?.complete?.()) ?? false
+        ;(msg as Record<string, unknown>).completed = completed
+        if (completed) status.outcome('node-red-contrib-aio-statestore/ss-lock:ss-lock.status.completed')
+        else status.attention('node-red-contrib-aio-statestore/ss-lock:ss-lock.status.notCompleted')
+        return out(hold.name)(completed, msg)
+      }
       if (hold && action === 'renew' && find(hold)) {
         const token = await find(hold)!.renew()
         const m = msg as Record<string, unknown>
@@ -126,7 +140,10 @@ export = function (RED: NodeAPI) {
         else status.attention('status.lost')
         return out(hold.name)(token !== null, msg)
       }
-      const name = await resolveKey(RED, node, msg, keyProp, overrides, t)
+      // Run once with a blank Key claims an id derived from the msg (claim-id.ts), never msg.key: a key
+      // an earlier node read is no msg's identity.
+      const derived = modeName === 'once' && keyProp.type === 'str' && keyProp.value === ''
+      const name = derived ? derivedClaimKey(msg) : await resolveKey(RED, node, msg, keyProp, overrides, t)
       // A lock wait rides through a connection that is down when the msg comes (the wait retries until
       // its own timeout); it must not give up after the config node's connection wait (chaos run, seed 20261125).
       const c = modeName === 'lock' && action === 'acquire' && store?.client ? await store.client : await client()

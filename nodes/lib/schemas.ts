@@ -1,4 +1,4 @@
-import { DEFAULT_LEASE_MS } from '../../src/locks'
+import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS } from '../../src/locks'
 import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from './key-list'
 
 /**
@@ -154,6 +154,8 @@ export const SCHEMAS = {
             '  // A release takes the lock from the hold the msg carries (msg.lock) or from msg.key: no name needed.',
             '  var action = $("#node-input-action").val() || this.action;',
             '  if (action === "release" && mode !== "leader" && mode !== "gate" && type === "str" && !v) return true;',
+            '  // Run once with a blank name claims an id derived from the msg; a completion takes the claim from msg.lock.',
+            '  if ((mode === "once" || action === "complete") && type === "str" && !v) return true;',
             '  return window.AioStateStore.requiredTyped("keyType").call(this, v, opt);',
             '}',
           ],
@@ -169,6 +171,7 @@ export const SCHEMAS = {
       queue: whole(DEFAULT_QUEUE),
       autoRenew: { value: true },
       campaign: { value: true },
+      keepMs: whole(DEFAULT_KEEP_MS),
       overrides,
     },
   },
