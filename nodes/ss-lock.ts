@@ -33,6 +33,7 @@ interface LockDef extends NodeDef {
   autoRenew: boolean
   campaign: boolean
   keepMs: string | number
+  limit: string | number
   overrides: boolean
 }
 
@@ -78,6 +79,7 @@ export = function (RED: NodeAPI) {
       timeoutMs: positiveInt(def.timeout, DEFAULT_WAIT_MS),
       holdMs: wholeOrZero(def.holdMs, DEFAULT_HOLD_MS),
       queueSize: wholeOrZero(def.queue, DEFAULT_QUEUE),
+      limit: positiveInt(def.limit, 1),
       closing: () => closing,
     }
     leader = modeName === 'leader' || modeName === 'gate' ? leaderMode(ctx, { gate: modeName === 'gate' }) : null

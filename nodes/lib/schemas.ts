@@ -169,6 +169,7 @@ export const SCHEMAS = {
       timeout: whole(DEFAULT_WAIT_MS),
       holdMs: whole(DEFAULT_HOLD_MS),
       queue: whole(DEFAULT_QUEUE),
+      limit: whole(1),
       autoRenew: { value: true },
       campaign: { value: true },
       keepMs: whole(DEFAULT_KEEP_MS),

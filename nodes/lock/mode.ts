@@ -26,6 +26,8 @@ export interface ModeContext {
   readonly holdMs: number
   /** Lock mode: how many msgs may wait for one lock name. */
   readonly queueSize: number
+  /** Lock mode: how many msgs may hold one lock name at once, across runtimes (a semaphore above 1); default 1. */
+  readonly limit?: number
   readonly closing: () => boolean
 }
 
