@@ -147,7 +147,7 @@ export = function (RED: NodeAPI) {
       const derived = modeName === 'once' && keyProp.type === 'str' && keyProp.value === ''
       const name = derived ? derivedClaimKey(msg) : await resolveKey(RED, node, msg, keyProp, overrides, t)
       // A lock wait rides through a connection that is down when the msg comes (the wait retries until
-      // its own timeout); it must not give up after the config node's connection wait (chaos run, seed 20261125).
+      // its own timeout); it must not give up after the config node's connection wait.
       const c = modeName === 'lock' && action === 'acquire' && store?.client ? await store.client : await client()
       await modeOfNode.act(c, action as Action, name, msg, out(name))
     })

@@ -211,7 +211,7 @@ export function lockMode(ctx: ModeContext): LockMode {
       // A slot's hold names the slot's key: a release from any node finds it by the key and value it carries.
       const info: HoldInfo = { name: slot === undefined ? l.name : l.semaphore!.slotKey(slot).toString('utf8'), holder, value, fencingToken: token }
       const hold = new MsgHold(info, held, (h, loss) => ended(c, l, h, w, loss))
-      held.lease.on('lost', ({ reason, deleted }) => hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: reason }))
+      held.lease.on('lost', ({ message, deleted }) => hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: message }))
       l.holds.push(hold)
       register(hold)
       if (holdMs > 0) hold.limit(holdMs, 'holdAtMost')
