@@ -52,6 +52,7 @@ export {
   Lock,
   updateKey,
   claimOnce,
+  parseClaim,
   Claim,
   Semaphore,
   Permit,
