@@ -80,7 +80,6 @@ export interface DirectMessage {
   properties: { contentType?: string; userProperties?: Record<string, string> }
 }
 
-
 /** MQTT 5 reason code 0x90: "The Topic Name is correctly formed, but is not accepted by this Client or Server". */
 const TOPIC_NAME_INVALID = 0x90
 /** MQTT 5 reason code 0x98: "Administrative action", the DISCONNECT of a policy update. */
