@@ -207,6 +207,65 @@ async function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   }
 }
 
+export interface ReplicaOptions {
+  overlay: 'ha' | 'active-active'
+  /** The folder the replica's user directory (node-red-<index>) goes in. */
+  root: string
+  index: number
+  /** The broker's port on 127.0.0.1 (the state store's). */
+  brokerPort: number
+  /** A folder with the Secret's two files (secretsFor). */
+  secrets: string
+  flows: unknown[]
+  termMs: number
+}
+
+/** The Secret's two files in `dir`: the admin password's hash (password `rehearsal`) and the credentials' key. */
+export function secretsFor(dir: string): string {
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'adminPasswordHash'), bcrypt.hashSync('rehearsal', 4))
+  writeFileSync(join(dir, 'credentialSecret'), 'rehearsal-secret')
+  return dir
+}
+
+/** The overlay's settings file in the repository. */
+export function overlaySettings(overlay: 'ha' | 'active-active'): string {
+  return join(repo, 'deploy', 'overlays', overlay, overlay === 'ha' ? 'settings-ha.js' : 'settings-active-active.js')
+}
+
+/**
+ * Replica `index` of an overlay as a pod runs it: the overlay's settings file as it stands (bound to
+ * the loopback interface for a laptop), a user directory holding only flows.json, the pod's environment.
+ */
+export async function startReplica(o: ReplicaOptions): Promise<NodeRedChild> {
+  const name = `node-red-${o.index}`
+  const userDir = join(o.root, name)
+  mkdirSync(userDir, { recursive: true })
+  writeFileSync(join(userDir, 'flows.json'), JSON.stringify(o.flows))
+  const settingsFile = join(userDir, 'loopback-settings.js')
+  writeFileSync(settingsFile, `module.exports = { ...require(${JSON.stringify(overlaySettings(o.overlay))}), uiHost: '127.0.0.1' }\n`)
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_RED_SECRETS_DIR: o.secrets,
+    NODE_RED_HA_TERM_MS: String(o.termMs),
+    AIO_MQTT_CLIENT_ID: name,
+    AIO_BROKER_HOSTNAME: '127.0.0.1',
+    AIO_BROKER_TCP_PORT: String(o.brokerPort),
+    AIO_MQTT_USE_TLS: 'false',
+  }
+  return startNodeRed({
+    redJs: RED_JS[5],
+    userDir,
+    port: await freePort(),
+    settingsFile,
+    env,
+    timeoutMs: 180_000,
+    // Listening (the HA standby answers too; its flows start once elected).
+    ready: async (url) => (await fetch(`${url}/`)).status < 500,
+  })
+}
+
 export async function rehearse(options: RehearsalOptions): Promise<RehearsalResult> {
   const log = options.log ?? ((line: string) => console.log(line))
   const root = mkdtempSync(join(tmpdir(), `aio-ss-rehearse-${options.overlay}-`))
@@ -239,41 +298,21 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
     emulator = await startEmulator({ brokerUrl, logLevel: 'error' })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const effects = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    const settings = join(repo, 'deploy', 'overlays', options.overlay, options.overlay === 'ha' ? 'settings-ha.js' : 'settings-active-active.js')
-    const secrets = join(root, 'secrets')
-    mkdirSync(secrets)
-    writeFileSync(join(secrets, 'adminPasswordHash'), bcrypt.hashSync('rehearsal', 4))
-    writeFileSync(join(secrets, 'credentialSecret'), 'rehearsal-secret')
+    const settings = overlaySettings(options.overlay)
+    const secrets = secretsFor(join(root, 'secrets'))
 
-    const start = async (i: number): Promise<NodeRedChild> => {
-      const name = `node-red-${i}`
-      const userDir = join(root, name)
-      mkdirSync(userDir, { recursive: true })
-      writeFileSync(join(userDir, 'flows.json'), JSON.stringify(flow(effects, options.termMs, options.tickMs)))
-      // The overlay's settings as they stand, bound to the loopback interface for a laptop.
-      const settingsFile = join(userDir, 'loopback-settings.js')
-      writeFileSync(settingsFile, `module.exports = { ...require(${JSON.stringify(settings)}), uiHost: '127.0.0.1' }\n`)
-      const env: NodeJS.ProcessEnv = {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        NODE_RED_SECRETS_DIR: secrets,
-        NODE_RED_HA_TERM_MS: String(options.termMs),
-        AIO_MQTT_CLIENT_ID: name,
-        AIO_BROKER_HOSTNAME: '127.0.0.1',
-        AIO_BROKER_TCP_PORT: String(m.port),
-        AIO_MQTT_USE_TLS: 'false',
-      }
-      return startNodeRed({
-        redJs: RED_JS[5],
-        userDir,
-        port: await freePort(),
-        settingsFile,
-        env,
-        timeoutMs: 180_000,
-        ready: async (url) => (await fetch(`${url}/`)).status < 500 || options.overlay === 'ha',
+    const start = (i: number) =>
+      startReplica({
+        overlay: options.overlay,
+        root,
+        index: i,
+        brokerPort: m.port,
+        secrets,
+        flows: flow(effects, options.termMs, options.tickMs),
+        termMs: options.termMs,
       })
-    }
     for (let i = 0; i < options.replicas; i++) runtimes.push(await start(i))
+    living.splice(0, living.length, ...runtimes)
     log(`${options.overlay}: ${options.replicas} replicas with ${settings.slice(repo.length + 1)}, mosquitto ${brokerUrl}, the emulator's state store on it`)
     // Ready: the tick runs (a leader's flows started and its gate elected).
     await until(() => ticks.length > 0, 'the first tick', 180_000)
@@ -295,6 +334,7 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
     const leader = ticks.at(-1)!.by
     const victim = runtimes[Number(leader.split('-').at(-1))]!
     const killedAt = Date.now()
+    living.splice(living.indexOf(victim), 1)
     await victim.kill()
     log(`killed ${leader} (kill -9) after ${handled.size} msgs handled`)
     // Redelivered as a broker redelivers: 100 msgs whose claims the store says are done; each must be a duplicate.
@@ -372,10 +412,15 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
   }
 }
 
-/** Resolves once `predicate` holds, polled every 50 ms; rejects after `ms`. */
+/** The replicas that must be running (all but the one killed): one that exits fails the rehearsal with its log. */
+const living: NodeRedChild[] = []
+
+/** Resolves once `predicate` holds, polled every 50 ms; rejects after `ms`, or when a replica that should run has exited. */
 async function until(predicate: () => boolean, what: string, ms: number): Promise<void> {
   const deadline = Date.now() + ms
   while (!predicate()) {
+    const dead = living.find((r) => !r.running)
+    if (dead) throw new Error(`rehearsal: a replica exited while waiting for ${what}:\n${dead.log.slice(-3000)}`)
     if (Date.now() > deadline) throw new Error(`rehearsal: no ${what} within ${ms} ms`)
     await new Promise((r) => setTimeout(r, 50))
   }
