@@ -11,7 +11,7 @@
  * in the killed replica's flow are not redelivered by the broker), and ends with
  * one line: msgs sent, handled once, lost, handled twice, ticks per period, take-over time.
  *
- *   --msgs N (10000)  --replicas N (3; ha: 2)  --term-ms N (the overlay's, 10000)  --tick-ms N (1000)
+ *   --msgs N (10000)  --rate N msgs/s (250)  --replicas N (3; ha: 2)  --term-ms N (the overlay's, 10000)  --tick-ms N (1000)
  *   --json            also print the figures as JSON on a line of their own
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -40,6 +40,8 @@ export interface RehearsalOptions {
   replicas: number
   termMs: number
   tickMs: number
+  /** Msgs per second the publisher sends. */
+  rate: number
   log?: (line: string) => void
 }
 
@@ -122,7 +124,8 @@ function flow(effects: string, termMs: number, tickMs: number): unknown[] {
       action: 'acquire',
       leaseMs: String(termMs),
       timeout: String(3 * termMs),
-      holdMs: '0',
+      // A msg whose work never completes (an error the Catch below missed): its claim lapses for a redelivery.
+      holdMs: String(6 * termMs),
       wires: [['rh00000000000020f'], ['rh00000000000030f']],
       x: 100,
       y: 100,
@@ -142,6 +145,30 @@ function flow(effects: string, termMs: number, tickMs: number): unknown[] {
       y: 100,
     },
     ...post('rh00000000000030', '/duplicate', []),
+    // The work failed (the POST refused, say): the claim is given up at once, so a redelivery works it.
+    {
+      id: 'rh00000000000060',
+      type: 'catch',
+      z,
+      scope: ['rh00000000000020h', 'rh00000000000021'],
+      uncaught: false,
+      wires: [['rh00000000000061']],
+      x: 100,
+      y: 100,
+    },
+    {
+      id: 'rh00000000000061',
+      type: 'ss-lock',
+      z,
+      store: 'rh00000000000002',
+      key: '',
+      keyType: 'str',
+      mode: 'lease',
+      action: 'release',
+      wires: [[], []],
+      x: 100,
+      y: 100,
+    },
     // The singleton: a tick in every replica, through the leader gate.
     {
       id: 'rh00000000000040',
@@ -318,14 +345,18 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
     await until(() => ticks.length > 0, 'the first tick', 180_000)
 
     const publisher = await mqtt.connectAsync(brokerUrl, { protocolVersion: 5, clientId: `rehearsal-publisher-${process.pid}` })
+    // A stream at `rate` msgs/s (a burst of 10,000 would only measure Node-RED's queue): a tenth of a second's worth at a time.
     const publish = async (numbers: number[]) => {
-      const window = 200
-      for (let i = 0; i < numbers.length; i += window)
+      const window = Math.max(1, Math.round(options.rate / 10))
+      for (let i = 0; i < numbers.length; i += window) {
+        const next = Date.now() + 100
         await Promise.all(
           numbers
             .slice(i, i + window)
             .map((n) => publisher.publishAsync(TOPIC, JSON.stringify({ n }), { qos: 1, properties: { userProperties: { id: String(n) } } })),
         )
+        await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())))
+      }
     }
     const all = Array.from({ length: options.msgs }, (_, n) => n)
     const publishing = publish(all)
@@ -445,6 +476,7 @@ if (require.main === module) {
     allowPositionals: true,
     options: {
       msgs: { type: 'string' },
+      rate: { type: 'string' },
       replicas: { type: 'string' },
       'term-ms': { type: 'string' },
       'tick-ms': { type: 'string' },
@@ -453,7 +485,7 @@ if (require.main === module) {
   })
   const overlay = positionals[0]
   if (overlay !== 'ha' && overlay !== 'active-active') {
-    console.error('usage: npm run rehearse -- ha|active-active [--msgs N] [--replicas N] [--term-ms N] [--tick-ms N] [--json]')
+    console.error('usage: npm run rehearse -- ha|active-active [--msgs N] [--rate N] [--replicas N] [--term-ms N] [--tick-ms N] [--json]')
     process.exit(2)
   }
   rehearse({
@@ -462,6 +494,7 @@ if (require.main === module) {
     replicas: Number(values.replicas ?? (overlay === 'ha' ? 2 : 3)),
     termMs: Number(values['term-ms'] ?? 10_000),
     tickMs: Number(values['tick-ms'] ?? 1000),
+    rate: Number(values.rate ?? 250),
   }).then(
     (r) => {
       if (values.json) console.log(JSON.stringify(r))
