@@ -375,7 +375,8 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
     const observer = new StateStoreClient({ brokerUrl, clientId: `rehearsal-observer-${process.pid}` })
     try {
       await observer.ready({ timeoutMs: 30_000 })
-      for (const n of [...handledAt.keys()].slice(-400)) {
+      // Newest first: a replica's completions may lag its work by a queue's length.
+      for (const n of [...handledAt.keys()].reverse()) {
         if (redelivered.length >= 100) break
         const { value } = await observer.get(`once/id/${n}`)
         if (value && parseClaim(value)?.state === 'done') redelivered.push(n)

@@ -52,7 +52,7 @@ describe('ss-lock semaphore (Holders at most) across two runtimes', function () 
     ]
   }
 
-  it('thirty msgs, fifteen into each runtime at once: all get a slot, never more than three work at once, each slot’s tokens increase', async () => {
+  it('thirty msgs, fifteen into each runtime at once: all get a slot in the order they came, never more than three work at once, each slot’s tokens increase', async () => {
     await helper.load(ALL, [TAB, ...runtime('a', store.url), ...runtime('b', store.url)])
     /** Each holder's own record: when its work began and ended (the release is sent after the end), its slot and token. */
     const records: Array<{ runtime: string; n: number; slot: number; token: string; start: number; end?: number }> = []
@@ -97,6 +97,14 @@ describe('ss-lock semaphore (Holders at most) across two runtimes', function () 
         .map((r) => Hlc.parse(r.token))
       for (let i = 1; i < tokens.length; i++)
         assert.ok(Hlc.compare(tokens[i]!, tokens[i - 1]!) > 0, `slot ${slot}: each holder's token is greater than the last`)
+    }
+    for (const r of ['a', 'b']) {
+      const order = records.filter((x) => x.runtime === r).map((x) => x.n)
+      assert.deepEqual(
+        order,
+        [...order].sort((x, y) => x - y),
+        `runtime ${r}'s msgs got their slots in the order they came`,
+      )
     }
     // Overlaps from the records themselves: at no record's start were more than three working.
     for (const r of records) {
