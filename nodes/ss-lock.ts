@@ -1,5 +1,5 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
-import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS } from '../src/locks'
+import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS, SLOT_SEPARATOR } from '../src/locks'
 import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
 import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
@@ -108,13 +108,23 @@ export = function (RED: NodeAPI) {
       if (typeof action !== 'string' || !ACTIONS.includes(action))
         throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const out = (name: string) => (ok: boolean, m: NodeMessage) => {
-        // The key it used stays on the msg, so a following node with a blank Key works on the same one;
+        // The lock name it used, told on the msg: no node reads msg.key unless its Key setting names it;
         // a gate passes the msg on as it came (its msg.key is the flow's, not the position's).
         if (!(modeName === 'gate' && action === 'acquire')) (m as Record<string, unknown>).key = name
         send(ok ? [m, null] : [null, m])
       }
-      // A msg that carries a hold is released (or renewed) by that hold, whatever this node's own settings.
-      const hold = leader ? null : carried((msg as Record<string, unknown>).lock)
+      // A msg that carries a hold is released (or renewed) by that hold when this node's Lock name is
+      // blank or names the same lock. A name of its own is that lock: a hold of another lock, left on
+      // the msg by a lock node upstream, does not move the node to it.
+      const carriedHold = leader ? null : carried((msg as Record<string, unknown>).lock)
+      const blank = keyProp.type === 'str' && keyProp.value.trim() === ''
+      const fromHold = blank && carriedHold !== null && (action === 'release' || action === 'renew' || action === 'complete')
+      // Run once with a blank Key claims an id derived from the msg (claim-id.ts), never msg.key: a key
+      // an earlier node read is no msg's identity.
+      const derived = modeName === 'once' && blank && action === 'acquire'
+      const name = fromHold ? carriedHold.name : derived ? derivedClaimKey(msg) : await resolveKey(RED, node, msg, keyProp, t)
+      // A semaphore's hold names its slot (`<name>/slot-<i>`): a node naming the semaphore releases it too.
+      const hold = carriedHold && (carriedHold.name === name || carriedHold.name.startsWith(name + SLOT_SEPARATOR)) ? carriedHold : null
       if (hold && action === 'release') {
         const released = await releaseCarried(await client(), hold)
         ;(msg as Record<string, unknown>).released = released
@@ -142,10 +152,6 @@ export = function (RED: NodeAPI) {
         else status.attention('status.lost')
         return out(hold.name)(token !== null, msg)
       }
-      // Run once with a blank Key claims an id derived from the msg (claim-id.ts), never msg.key: a key
-      // an earlier node read is no msg's identity.
-      const derived = modeName === 'once' && keyProp.type === 'str' && keyProp.value === ''
-      const name = derived ? derivedClaimKey(msg) : await resolveKey(RED, node, msg, keyProp, overrides, t)
       // A lock wait rides through a connection that is down when the msg comes (the wait retries until
       // its own timeout); it must not give up after the config node's connection wait.
       const c = modeName === 'lock' && action === 'acquire' && store?.client ? await store.client : await client()
