@@ -130,6 +130,32 @@ describe('ss-lock semaphore (Holders at most) across two runtimes', function () 
     relayA.restore()
   })
 
+  it('a release node named for the semaphore releases the slot the msg carries', async () => {
+    await helper.load(ALL, [
+      TAB,
+      ...runtime('a', store.url),
+      onTab({
+        id: 'named-free',
+        type: 'ss-lock',
+        store: 'cfg-a',
+        key: name,
+        keyType: 'str',
+        mode: 'lock',
+        limit: String(LIMIT),
+        action: 'release',
+        wires: [['named-freed'], []],
+      }),
+      onTab({ id: 'named-freed', type: 'helper' }),
+    ])
+    listen(helper.getNode('a-work'), helper.getNode('named-freed'))
+    helper.getNode('take-a').receive({ n: 1 })
+    const m = await nextMessage(helper.getNode('a-work'))
+    assert.equal((m.lock as Msg).name, `${name}/slot-${String(m.slot)}`)
+    helper.getNode('named-free').receive(m)
+    assert.equal((await nextMessage(helper.getNode('named-freed'))).released, true)
+    await withClient(store.url, async (c) => assert.equal((await c.get(`${name}/slot-${String(m.slot)}`)).value, null))
+  })
+
   it('a redeploy midway releases every slot held; the msgs waiting end quietly; the next deploy finds all slots free', async () => {
     const flow = [TAB, ...runtime('a', store.url)]
     await helper.load(ALL, flow)
