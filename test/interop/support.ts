@@ -4,18 +4,15 @@
  * emulator behind mosquitto, each with a relay in front to cut), and running one case of a program.
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { startEmulator, type Emulator } from '../../src/emulator'
+import { BUILD_CACHE } from '../support/go-build'
 import { Mosquitto, requireMosquitto } from '../support/mosquitto'
 import { TcpRelay } from '../support/relay'
 
-/**
- * Where the builds go: outside the clone, so that a second run on the same machine is warm
- * (INTEROP_CACHE overrides it).
- */
-export const CACHE = process.env.INTEROP_CACHE ?? join(homedir(), '.cache', 'aio-statestore-interop')
+/** Where the builds go: outside the clone, so that a second run on the same machine is warm. */
+const CACHE = BUILD_CACHE
 
 export interface Program {
   sdk: 'Go' | 'Rust'
