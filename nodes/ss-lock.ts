@@ -127,7 +127,7 @@ export = function (RED: NodeAPI) {
       }
       const name = await resolveKey(RED, node, msg, keyProp, overrides, t)
       // A lock wait rides through a connection that is down when the msg comes (the wait retries until
-      // its own timeout); it must not give up after the config node's connection wait (chaos run, seed 20261125).
+      // its own timeout); it must not give up after the config node's connection wait.
       const c = modeName === 'lock' && action === 'acquire' && store?.client ? await store.client : await client()
       await modeOfNode.act(c, action as Action, name, msg, out(name))
     })
