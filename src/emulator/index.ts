@@ -169,6 +169,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...(listen.host !== undefined ? { host: listen.host } : {}),
         ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
         ...(options.tlsListeners ? { tlsListeners: options.tlsListeners } : {}),
+        limits: {
+          ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
+          ...(options.tlsHandshakeTimeoutMs !== undefined ? { tlsHandshakeTimeoutMs: options.tlsHandshakeTimeoutMs } : {}),
+        },
         // A policy without broker resources checks state store requests only (the warning above says so).
         ...(authorization?.grantsBrokerResources ? { accessPolicy: stateStoreAccessPolicy(authorization) } : {}),
       })

@@ -38,6 +38,10 @@ export interface EmulatorOptions {
   maxValueBytes?: number
   /** The longest key a SET may store (default 65,535; Infinity for none); a longer one is answered as the quota error. */
   maxKeyBytes?: number
+  /** Embedded broker only: connections each listener holds at once (default 1024; Infinity for none); past it a new one is closed at once. */
+  maxConnections?: number
+  /** Embedded broker only: how long a TLS listener waits for a client's handshake (default 10,000 ms). */
+  tlsHandshakeTimeoutMs?: number
   /** HLC node id of the service; a fresh UUID by default. */
   nodeId?: string
   /**
@@ -99,6 +103,10 @@ export function checkOptions(options: EmulatorOptions): void {
   }
   if (options.scanPageKeys !== undefined && (!Number.isSafeInteger(options.scanPageKeys) || options.scanPageKeys < 1)) {
     throw new Error(`scanPageKeys must be a whole number >= 1, got ${options.scanPageKeys}`)
+  }
+  for (const name of ['maxConnections', 'tlsHandshakeTimeoutMs'] as const) {
+    const n = options[name]
+    if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 1)) throw new Error(`${name} must be a whole number >= 1, got ${n}`)
   }
   for (const name of ['maxBytes', 'maxValueBytes'] as const) {
     const n = options[name]

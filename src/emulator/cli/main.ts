@@ -43,6 +43,12 @@ Options:
   --max-key-bytes <n>      The longest key a SET may store (default 65535; 0 for none); a longer one is
                            answered "-ERR the quota has been exceeded". Each quota refusal names its
                            flag in the log.
+  --max-connections <n>    With the embedded broker: connections each listener holds at once (default 1024;
+                           0 for none), as mosquitto's max_connections; past it a new connection is closed
+                           at once, and the log names the flag.
+  --tls-handshake-timeout <seconds>
+                           With the embedded broker: how long a TLS listener waits for a client's handshake
+                           before it closes the socket (default 10).
   --node-id <id>           The HLC node id of the service, in every version it mints (default: a random
                            UUID). Must not contain ":".
   --auth <file>            A BrokerAuthorization resource (YAML or JSON, several documents allowed, as
@@ -219,6 +225,8 @@ async function main(): Promise<void> {
         'max-bytes': { type: 'string' },
         'max-value-bytes': { type: 'string' },
         'max-key-bytes': { type: 'string' },
+        'max-connections': { type: 'string' },
+        'tls-handshake-timeout': { type: 'string' },
         'node-id': { type: 'string' },
         auth: { type: 'string' },
         'broker-config': { type: 'string' },
@@ -322,6 +330,12 @@ async function main(): Promise<void> {
   if (values['max-bytes'] !== undefined) options.maxBytes = parseCount('--max-bytes', values['max-bytes']) || Infinity
   if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
   if (values['max-key-bytes'] !== undefined) options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
+  if (values['max-connections'] !== undefined) options.maxConnections = parseCount('--max-connections', values['max-connections']) || Infinity
+  if (values['tls-handshake-timeout'] !== undefined) {
+    const seconds = parseCount('--tls-handshake-timeout', values['tls-handshake-timeout'])
+    if (seconds < 1) fail('--tls-handshake-timeout takes a whole number of seconds >= 1')
+    options.tlsHandshakeTimeoutMs = seconds * 1000
+  }
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
   if (values.auth) options.authorizationFile = values.auth
   if (values['broker-config']) options.brokerConfigFile = values['broker-config']
