@@ -20,7 +20,8 @@ Options:
                            (127.0.0.1:1883) when --broker is not given.
   --broker <url>           Serve through an existing MQTT 5 broker (mqtt://, mqtts://, ws://, wss://), e.g.
                            mqtt://127.0.0.1:1883. The emulator connects as an ordinary client and subscribes
-                           to the state store request topic.
+                           to the state store request topic. A password in the URL (mqtt://user:pw@host)
+                           is taken, with a warning: every user of the machine sees it in ps.
   --username <name>        With --broker: the user name the emulator connects with.
   --password-file <file>   With --broker: its password, read from a file (or set
                            AIO_STATESTORE_BROKER_PASSWORD). --password <password> is still taken, with a
@@ -144,6 +145,15 @@ function parseListen(text: string): { host?: string; port: number } {
 /** A secret given on the command line is still taken, with a warning: ps shows every process's arguments. */
 function warnArgv(flag: string, instead: string): void {
   process.stderr.write(`aio-statestore-emulator: warning: ${flag} puts a password where every user of this machine sees it (ps); use ${instead}\n`)
+}
+
+/** Whether a URL carries a password in its user info (`mqtt://user:pw@host`). */
+function urlPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== ''
+  } catch {
+    return false
+  }
 }
 
 /** A secret read from a file, without its trailing newline. */
@@ -273,6 +283,7 @@ async function main(): Promise<void> {
   }
   if (values.broker) {
     options.brokerUrl = values.broker
+    if (urlPassword(values.broker)) warnArgv('--broker with a password in its URL', '--username with --password-file or AIO_STATESTORE_BROKER_PASSWORD')
     if (values.username !== undefined) options.brokerUsername = values.username
     if (values.password !== undefined) warnArgv('--password', '--password-file or AIO_STATESTORE_BROKER_PASSWORD')
     if (values.password !== undefined && values['password-file'] !== undefined) fail('give --password or --password-file, not both')
