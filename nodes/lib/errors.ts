@@ -31,6 +31,7 @@ export const INPUT_ERROR_CODES = [
   'ActionUnknown',
   'ActionUnsupported',
   'ControlRefused',
+  'PatternNotWatchable',
   'PropertyFailed',
   'ExpressionInvalid',
   'ExpressionFailed',

@@ -33,7 +33,7 @@ import { DEFAULT_SCAN_LIMITS } from './core/scan'
 
 export type { ListenerAuthentication, SatTokenFile, X509AttributeRule } from './broker/authentication'
 export type { TlsListenerOptions } from './broker/tls-listener'
-export { inProcessConnector, startBroker, SAT_AUTH_METHOD, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
+export { inProcessConnector, startBroker, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
 export type { LogThreshold as EmulatorLogLevel } from './logger'
 export { DEFAULT_MAX_BYTES, DEFAULT_MAX_KEY_BYTES, DEFAULT_MAX_KEYS, DEFAULT_MAX_VALUE_BYTES, type EmulatorOptions } from './options'
 export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin/key-browser'

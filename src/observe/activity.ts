@@ -146,13 +146,13 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
       record.expiresAt = this.now() + leaseMs
       changed()
     }
-    const onLost = ({ reason, deleted }: { reason: string; deleted?: boolean }) => {
+    const onLost = ({ message, deleted }: { message: string; deleted?: boolean }) => {
       record.held = false
       record.fencingToken = null
       record.expiresAt = null
       // Its key was deleted (released elsewhere, expired): the lock is free, not contested.
       record.currentHolder = deleted ? null : undefined
-      record.lastReason = reason
+      record.lastReason = message
       changed()
     }
     const onReleased = () => {

@@ -526,7 +526,7 @@ spec:
         await w.close()
         const unasked = emulator.admin!.inspect(Buffer.from('free'))!
         assert.equal(unasked.persisted, false)
-        assert.equal(unasked.notPersistedBecause, 'no-rule', 'the store persists; this write did not ask and no rule names the key')
+        assert.equal(unasked.notPersistedBecause, 'noRule', 'the store persists; this write did not ask and no rule names the key')
         await (async () => {
           const again = await RawClient.connect(emulator.brokerUrl, 'w')
           assert.equal((await again.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })).payload.toString(), Reply.ok.toString())

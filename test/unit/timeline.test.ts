@@ -61,7 +61,7 @@ describe('observe: the timeline of locks and values', () => {
     const lease = new EventEmitter() as unknown as Lease
     activity.trackLease('n1', 'line', 'lock', 'nodered-a/n1:0123456789ab', 10_000, lease)
     ;(lease as unknown as EventEmitter).emit('acquired', { fencingToken: { toString: () => '1:0:n' } })
-    ;(lease as unknown as EventEmitter).emit('lost', { reason: 'the key was deleted by someone else', deleted: true })
+    ;(lease as unknown as EventEmitter).emit('lost', { reason: 'deleted', message: 'the key was deleted by someone else', deleted: true })
     const record = [...activity.locks.values()][0]!
     assert.equal(record.currentHolder, null)
     assert.deepEqual(

@@ -2,7 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { capConnections, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connection-limits'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
-import { SAT_AUTH_METHOD, topicMatches } from '../../protocol'
+import { topicMatches } from '../../protocol'
 import { describeIdentity } from './client-id-owner'
 import { inProcessPair, inProcessUrl, servedHere } from './in-process'
 
@@ -82,8 +82,6 @@ export interface DirectMessage {
   payload: Buffer
   properties: { contentType?: string; userProperties?: Record<string, string> }
 }
-
-export { SAT_AUTH_METHOD }
 
 /** MQTT 5 reason code 0x90: "The Topic Name is correctly formed, but is not accepted by this Client or Server". */
 const TOPIC_NAME_INVALID = 0x90
