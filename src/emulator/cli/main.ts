@@ -85,8 +85,9 @@ Options:
                            the TLS + SAT listener, and serves the SDKs' dev ports: --listen 1883 (plain, no
                            authentication), --x509-listen 8883 (TLS + X.509) and --sat-listen 8884
                            (TLS + SAT); each can be changed with its flag. Files of <dir>/.session that
-                           others may write are refused (chmod go-w). A start that fails (a port taken)
-                           leaves no folder it made. See docs/cluster.md.
+                           others may write are refused (chmod go-w), and so is a <dir> everyone may
+                           write. A start that fails (a port taken) leaves no folder it made. See
+                           docs/cluster.md.
   --tls-cert <file>        The TLS listeners' certificate (PEM, with its chain); --tls-key its key.
   --tls-key <file>
   --x509-listen [host:]port
