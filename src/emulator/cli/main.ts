@@ -48,6 +48,8 @@ Options:
   --max-key-bytes <n>      The longest key a SET may store (default 65535; 0 for none); a longer one is
                            answered "-ERR the quota has been exceeded". Each quota refusal names its
                            flag in the log.
+  --max-registrations <n>  KEYNOTIFY registrations one client id may hold (default 10000; 0 for none); one
+                           more is answered "-ERR the quota has been exceeded", the log naming the flag.
   --max-connections <n>    With the embedded broker: connections each listener holds at once (default 1024;
                            0 for none), as mosquitto's max_connections; past it a new connection is closed
                            at once, and the log names the flag.
@@ -251,6 +253,7 @@ async function main(): Promise<void> {
         'memory-profile': { type: 'string' },
         'max-key-bytes': { type: 'string' },
         'max-connections': { type: 'string' },
+        'max-registrations': { type: 'string' },
         'tls-handshake-timeout': { type: 'string' },
         'node-id': { type: 'string' },
         'clock-offset': { type: 'string' },
@@ -363,6 +366,7 @@ async function main(): Promise<void> {
   }
   if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
   if (values['max-key-bytes'] !== undefined) options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
+  if (values['max-registrations'] !== undefined) options.maxRegistrations = parseCount('--max-registrations', values['max-registrations']) || Infinity
   if (values['max-connections'] !== undefined) options.maxConnections = parseCount('--max-connections', values['max-connections']) || Infinity
   if (values['tls-handshake-timeout'] !== undefined) {
     const seconds = parseCount('--tls-handshake-timeout', values['tls-handshake-timeout'])
