@@ -89,6 +89,12 @@ export class StatusView {
     this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text })
   }
 
+  /** An outcome with a count in it (`status.<key>_one`, `_other`, … as the language's plural forms go), in the connection's colour. */
+  counted(key: string, count: number): void {
+    const connected = this.connected
+    this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text: this.t(key, { count }) })
+  }
+
   /**
    * An outcome that did not do what was asked (not acquired, lost, a release that released nothing):
    * never green. `detail` (who holds a lock, since how long, already short) follows the text.
