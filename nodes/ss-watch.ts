@@ -32,7 +32,10 @@ export = function (RED: NodeAPI) {
 
     const { store, status, t, client } = attach(RED, node, def.store, {
       onConnection: (s) => {
-        if (s.state === 'connected') ensureAll()
+        if (s.state !== 'connected') return
+        ensureAll()
+        // The client registers the watched keys again by itself: back to "watching N", not "connected".
+        if (!s.problem && [...watched.values()].some((o) => typeof o !== 'string')) status.outcome('status.watching', String(watched.size))
       },
       beforeClose: async () => {
         closing = true
