@@ -17,7 +17,6 @@ interface DelDef extends NodeDef {
   valueType: string
   fencingToken: string
   fencingTokenType: string
-  overrides: boolean
   /** Several keys: one msg for all or one per key. */
   sendAs?: SendAs
   inFlight?: string | number
@@ -32,7 +31,6 @@ export = function (RED: NodeAPI) {
     const key = typedSetting(def, 'key')
     const value = typedSetting(def, 'value')
     const token = typedSetting(def, 'fencingToken')
-    const overrides = def.overrides !== false
     const onlyIfEqual = def.mode === 'vdel'
     const sendAs: SendAs = def.sendAs === 'key' ? 'key' : 'all'
     const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
@@ -40,7 +38,7 @@ export = function (RED: NodeAPI) {
     const outcome = (deleted: number) => status.outcome(deleted === 1 ? 'status.deleted' : deleted === 0 ? 'status.notFound' : 'status.mismatch')
 
     onInput(node, status, async (msg, send) => {
-      const input = await keyInput(RED, node, msg, key, overrides, t)
+      const input = await keyInput(RED, node, msg, key, t)
       const names = Array.isArray(input) ? parseKeyList(input, maxKeys, t) : null
       const name = names ? '' : parseKey(input, t)
       const expected = onlyIfEqual ? encodePayload(await evaluateInput(RED, node, value, msg, 'value', t), t) : null

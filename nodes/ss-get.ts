@@ -16,7 +16,6 @@ interface GetDef extends NodeDef {
   keyType: string
   decode: Decoding
   notFound: 'output' | 'payload'
-  overrides: boolean
   /** `value` reads the key (or keys); `keys` lists the keys the Key setting matches as a glob (SCAN); `values` reads them too. */
   mode?: 'value' | 'keys' | 'values'
   /** Several keys: one msg for all, one per key, or (pattern with values) one per page. */
@@ -32,7 +31,6 @@ export = function (RED: NodeAPI) {
     const { status, t, client } = attach(RED, node, def.store)
     const key = typedSetting(def, 'key')
     const decode: Decoding = isDecoding(def.decode) ? def.decode : 'auto'
-    const overrides = def.overrides !== false
     const secondOutput = def.notFound === 'output'
     const mode = def.mode ?? DEFAULTS.mode.value
     const sendAs: PatternSendAs = def.sendAs === 'key' || def.sendAs === 'page' ? def.sendAs : 'all'
@@ -46,7 +44,7 @@ export = function (RED: NodeAPI) {
     }
 
     onInput(node, status, async (msg, send) => {
-      const input = await keyInput(RED, node, msg, key, overrides, t)
+      const input = await keyInput(RED, node, msg, key, t)
       if (mode === 'keys') {
         const keys: string[] = []
         for await (const page of (await client()).scan(parseKey(input, t))) keys.push(...page)

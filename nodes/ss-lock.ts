@@ -100,12 +100,17 @@ export = function (RED: NodeAPI) {
       if (typeof action !== 'string' || !ACTIONS.includes(action))
         throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const out = (name: string) => (ok: boolean, m: NodeMessage) => {
-        // The key it used stays on the msg, so a following node with a blank Key works on the same one.
+        // The lock name it used, told on the msg: no node reads msg.key unless its Key setting names it.
         ;(m as Record<string, unknown>).key = name
         send(ok ? [m, null] : [null, m])
       }
-      // A msg that carries a hold is released (or renewed) by that hold, whatever this node's own settings.
-      const hold = leader ? null : carried((msg as Record<string, unknown>).lock)
+      // A msg that carries a hold is released (or renewed) by that hold when this node's Lock name is
+      // blank or names the same lock. A name of its own is that lock: a hold of another lock, left on
+      // the msg by a lock node upstream, does not move the node to it.
+      const carriedHold = leader ? null : carried((msg as Record<string, unknown>).lock)
+      const blank = keyProp.type === 'str' && keyProp.value.trim() === ''
+      const name = blank && carriedHold && (action === 'release' || action === 'renew') ? carriedHold.name : await resolveKey(RED, node, msg, keyProp, t)
+      const hold = carriedHold?.name === name ? carriedHold : null
       if (hold && action === 'release') {
         const released = await releaseCarried(await client(), hold)
         ;(msg as Record<string, unknown>).released = released
@@ -125,9 +130,8 @@ export = function (RED: NodeAPI) {
         else status.attention('status.lost')
         return out(hold.name)(token !== null, msg)
       }
-      const name = await resolveKey(RED, node, msg, keyProp, overrides, t)
       // A lock wait rides through a connection that is down when the msg comes (the wait retries until
-      // its own timeout); it must not give up after the config node's connection wait (chaos run, seed 20261125).
+      // its own timeout); it must not give up after the config node's connection wait.
       const c = modeName === 'lock' && action === 'acquire' && store?.client ? await store.client : await client()
       await modeOfNode.act(c, action as Action, name, msg, out(name))
     })

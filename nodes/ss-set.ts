@@ -53,7 +53,7 @@ export = function (RED: NodeAPI) {
     const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)
 
     onInput(node, status, async (msg, send) => {
-      const name = several ? '' : await resolveKey(RED, node, msg, key, overrides, t)
+      const name = several ? '' : await resolveKey(RED, node, msg, key, t)
       const input = await evaluateInput(RED, node, value, msg, 'value', t)
       const entries = several ? parseKeyValues(input, maxKeys, t) : null
       const bytes = entries ? Buffer.alloc(0) : encodeAs(input, encoding, t)

@@ -24,7 +24,6 @@ interface UpdateDef extends NodeDef {
   exprTimeout: string | number
   holder: string
   persist: boolean
-  overrides: boolean
 }
 
 const OWN = 'node-red-contrib-aio-statestore/ss-update:ss-update.'
@@ -38,7 +37,6 @@ export = function (RED: NodeAPI) {
     const node = this
     const { store, status, t, client } = attach(RED, node, def.store)
     const key = typedSetting(def, 'key')
-    const overrides = def.overrides !== false
     const timeoutMs = positiveInt(def.timeout, DEFAULT_LEASE_MS)
     const exprTimeoutMs = positiveInt(def.exprTimeout, DEFAULT_EXPRESSION_TIMEOUT_MS)
     const own = (k: string, s?: Record<string, string | number>) => RED._(OWN + k, s)
@@ -71,7 +69,7 @@ export = function (RED: NodeAPI) {
 
     onInput(node, status, async (msg, send) => {
       if (!expression) throw new InputError('ExpressionInvalid', RED._(`${OWN}errors.expression`, { error: expressionError }))
-      const name = await resolveKey(RED, node, msg, key, overrides, t)
+      const name = await resolveKey(RED, node, msg, key, t)
       const start = await evaluate(RED, node, initial, msg)
       // The decoded values of each attempt, by the bytes it wrote: an attempt given up on may still finish computing later.
       const decoded = new Map<unknown, { previous: unknown; value: unknown }>()
@@ -101,7 +99,9 @@ export = function (RED: NodeAPI) {
       msg.payload = written.value
       msg.previous = written.previous
       msg.version = updated.version.toString()
-      msg.fencingToken = updated.fencingToken.toString()
+      // The lock's fencing token stays inside the node: the lock is released by now, and on the msg a
+      // set or delete node next in the flow would carry it (its default), fencing a key it was never
+      // for, or in place of the token of a lock the msg holds.
       status.outcome('status.applied')
       send(msg)
     })

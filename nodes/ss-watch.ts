@@ -3,7 +3,7 @@ import type { KeyNotification, Observation } from '../src/client'
 import { decodePayload, isDecoding, type Decoding } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput, reportError } from './lib/handler'
-import { preview, parseKey, parseWatchedKey } from './lib/props'
+import { isKeyPattern, preview, parseKey, parseWatchedKey } from './lib/props'
 import { attach } from './lib/config-node'
 
 interface WatchDef extends NodeDef {
@@ -13,6 +13,9 @@ interface WatchDef extends NodeDef {
   initial: boolean
   overrides: boolean
 }
+
+/** A backlog of notifications this long (ms) or more is shown in the status, in whole seconds, instead of the key that changed. */
+const BEHIND_SHOWN_MS = 1000
 
 /** Configured keys: one per line (blank lines ignored). */
 function configuredKeys(keys: unknown): string[] {
@@ -29,13 +32,16 @@ export = function (RED: NodeAPI) {
     /** Each wanted key: 'wanted' (to observe when connected), 'pending' (request in flight), or its observation. */
     const watched = new Map<string, Observation | 'wanted' | 'pending'>()
     let closing = false
+    /** Set at deploy when a configured key is a pattern: the status keeps saying so over connection changes. */
+    let refusing = false
 
     const { store, status, t, client } = attach(RED, node, def.store, {
       onConnection: (s) => {
-        if (s.state !== 'connected') return
-        ensureAll()
+        if (s.state === 'connected') ensureAll()
+        if (refusing) status.misconfigured('status.patternRefused')
         // The client registers the watched keys again by itself: back to "watching N", not "connected".
-        if (!s.problem && [...watched.values()].some((o) => typeof o !== 'string')) status.outcome('status.watching', String(watched.size))
+        else if (s.state === 'connected' && !s.problem && [...watched.values()].some((o) => typeof o !== 'string'))
+          status.outcome('status.watching', String(watched.size))
       },
       beforeClose: async () => {
         closing = true
@@ -58,8 +64,9 @@ export = function (RED: NodeAPI) {
     }
 
     function notified(key: string, n: KeyNotification): void {
-      store?.activity.watchNotified(key, n)
-      status.outcome('status.changed', key)
+      const behindMs = store?.activity.watchNotified(key, n) ?? null
+      if (behindMs !== null && behindMs >= BEHIND_SHOWN_MS) status.attention('status.behind', `${Math.round(behindMs / 1000)} s`)
+      else status.outcome('status.changed', key)
       emit(key, n.value, { operation: n.operation, version: n.version?.toString(), reconciled: n.reconciled })
     }
 
@@ -117,7 +124,14 @@ export = function (RED: NodeAPI) {
       for (const key of keys) await (action === 'watch' ? observe(key, def.initial === true) : unobserve(key))
     })
 
-    for (const key of configuredKeys(def.keys)) watched.set(key, 'wanted')
+    const configured = configuredKeys(def.keys)
+    // A configured pattern is refused at deploy: the node watches none of its keys, and says why.
+    const patterns = configured.filter(isKeyPattern)
+    if (patterns.length > 0) {
+      refusing = true
+      node.warn(t('errors.patternNotWatchable', { key: patterns.map((k) => preview(k)).join(', ') }))
+      status.misconfigured('status.patternRefused')
+    } else for (const key of configured) watched.set(key, 'wanted')
     // Otherwise the next 'connected' starts them: waiting here could only time out on a slow broker.
     if (status.connected) ensureAll()
   }

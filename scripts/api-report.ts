@@ -6,7 +6,8 @@
  *
  *   npm run api:report      writes api/*.api.md (test/unit/api-report.test.ts compares them)
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import ts from 'typescript'
 
@@ -136,6 +137,36 @@ export function apiReports(): Record<string, string> {
     ].join('\n')
   }
   return reports
+}
+
+/** The files a report is made of: the sources, the compiler's settings and version, the dependencies' types, this script. */
+function inputsHash(): string {
+  const hash = createHash('sha256').update(ts.version)
+  const files = ['tsconfig.json', 'package-lock.json', relative(ROOT, __filename)]
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) walk(path)
+      else if (entry.name.endsWith('.ts')) files.push(path)
+    }
+  }
+  walk('src')
+  for (const file of files) hash.update(`\0${file}\0`).update(readFileSync(join(ROOT, file)))
+  return hash.digest('hex')
+}
+
+/** apiReports(), kept under node_modules/.cache by a hash of what they are made of: the same sources are reported once. */
+export function cachedApiReports(): Record<string, string> {
+  const dir = join(ROOT, 'node_modules', '.cache', 'aio-statestore-api-report')
+  const file = join(dir, `${inputsHash()}.json`)
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>
+  } catch {
+    const reports = apiReports()
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(file, JSON.stringify(reports))
+    return reports
+  }
 }
 
 if (require.main === module) {

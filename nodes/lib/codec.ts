@@ -27,7 +27,7 @@ export function encodeAs(value: unknown, encoding: Encoding, t: Translate): Buff
     return encodeNdjson(value)
   } catch (err) {
     if (!(err instanceof NdjsonError)) throw err
-    if (err.reason === 'not-an-array') throw new InputError('DatasetInvalid', t('errors.datasetNotArray', { type: typeName(value) }))
+    if (err.reason === 'notAnArray') throw new InputError('DatasetInvalid', t('errors.datasetNotArray', { type: typeName(value) }))
     throw new InputError('DatasetInvalid', t('errors.datasetRecord', { n: err.line ?? 0, type: typeName((value as unknown[])[err.line! - 1]) }))
   }
 }

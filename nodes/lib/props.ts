@@ -82,9 +82,19 @@ export function parseKey(key: unknown, t: Translate): string {
   return key
 }
 
-/** A key to watch: its notification topic carries it hex-encoded, so the client id sets a lower limit. */
+/**
+ * Whether a key to watch reads as a glob (`*`, `?` or `[`, as get key's pattern reads). The state
+ * store notifies changes of single keys only (KEYNOTIFY has no pattern), so such a key would be
+ * registered as the literal key and never fire: the watch node refuses it instead.
+ */
+export function isKeyPattern(key: string): boolean {
+  return /[*?[]/.test(key)
+}
+
+/** A key to watch: its notification topic carries it hex-encoded, so the client id sets a lower limit; no pattern. */
 export function parseWatchedKey(key: unknown, clientId: string, t: Translate): string {
   const text = parseKey(key, t)
+  if (isKeyPattern(text)) throw new InputError('PatternNotWatchable', t('errors.patternNotWatchable', { key: preview(text) }))
   const bytes = Buffer.byteLength(text, 'utf8')
   const max = maxNotifiedKeyBytes(clientId)
   if (bytes > max) throw new InputError('KeyTooLong', t('errors.keyTooLongToWatch', { bytes, max }))
@@ -92,19 +102,18 @@ export function parseWatchedKey(key: unknown, clientId: string, t: Translate): s
 }
 
 /**
- * The key a msg addresses. A fixed key typed in the node always applies, as a core node's own
- * setting beats a msg property: every state store node leaves the key it used in `msg.key`, so a
- * lock → set or set → set chain with keys of their own must not take the previous node's key.
- * Otherwise `msg.key`, when overrides are allowed, comes before the Key setting (`msg.topic`, …).
+ * The key a msg addresses: what the node's Key setting names, and nothing else (a fixed string, or
+ * `msg.topic`, a context value, `${ENV}`, JSONata, ...). No msg property outside the settings moves
+ * the key, the override option included: every state store node leaves the key it used in `msg.key`,
+ * so reading that would move a node whose Key is `msg.topic` to the previous node's key.
  */
-export async function resolveKey(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, overrides: boolean, t: Translate): Promise<string> {
-  return parseKey(await keyInput(RED, node, msg, key, overrides, t), t)
+export async function resolveKey(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, t: Translate): Promise<string> {
+  return parseKey(await keyInput(RED, node, msg, key, t), t)
 }
 
 /** What resolveKey reads, before it is checked to be one key (get and delete also take an array of keys). */
-export async function keyInput(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, overrides: boolean, t: Translate): Promise<unknown> {
-  const fixed = key.type === 'str' && key.value !== ''
-  const value = !fixed && overrides && msg.key !== undefined ? msg.key : await evaluateInput(RED, node, key, msg, 'key', t)
+export async function keyInput(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, t: Translate): Promise<unknown> {
+  const value = await evaluateInput(RED, node, key, msg, 'key', t)
   if (typeof value === 'string') rememberKey(msg, value)
   return value
 }

@@ -76,6 +76,12 @@ export const SCHEMAS = {
       connectionWait: whole(2000),
       maxInFlight: whole(1000),
       protocol: { value: 'v1' },
+      // Blank: aio-persistence=true, the Broker resource's default dynamicSettings.
+      persistenceProperty: {
+        value: '',
+        validate: { editor: ['value: "",', 'validate: function (v) {', '  return !v || /^\\s*[^=\\s][^=]*=/.test(v);', '}'] },
+      },
+      metricCategory: { value: 'node-red-contrib-aio-statestore' },
     },
   },
   'ss-get': {
@@ -87,7 +93,6 @@ export const SCHEMAS = {
       keyType,
       decode: { value: 'auto' },
       notFound: { value: 'payload' },
-      overrides,
       mode: { value: 'value' },
       sendAs: { value: 'all' },
       inFlight,
@@ -131,7 +136,6 @@ export const SCHEMAS = {
       valueType: { value: 'msg' },
       fencingToken: { value: 'fencingToken' },
       fencingTokenType: { value: 'msg' },
-      overrides,
       sendAs: { value: 'all' },
       inFlight,
       maxKeys,
@@ -151,7 +155,7 @@ export const SCHEMAS = {
             '  var type = $("#node-input-keyType").val() || this.keyType;',
             '  // A leader campaigns when the flow starts, before any msg exists to name the position.',
             '  if (mode === "leader" && type === "msg") return opt ? RED._("node-red:validator.errors.invalid-prop") : false;',
-            '  // A release takes the lock from the hold the msg carries (msg.lock) or from msg.key: no name needed.',
+            '  // A release takes the lock from the hold the msg carries (msg.lock): no name needed.',
             '  var action = $("#node-input-action").val() || this.action;',
             '  if (action === "release" && mode !== "leader" && type === "str" && !v) return true;',
             '  return window.AioStateStore.requiredTyped("keyType").call(this, v, opt);',
@@ -186,7 +190,6 @@ export const SCHEMAS = {
       exprTimeout: whole(DEFAULT_EXPRESSION_TIMEOUT_MS),
       holder: { value: '' },
       persist: { value: false },
-      overrides,
     },
   },
   'ss-watch': {

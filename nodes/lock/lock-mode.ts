@@ -216,7 +216,7 @@ export function lockMode(ctx: ModeContext): LockMode {
       }
       const info: HoldInfo = { name: l.name, holder, value, fencingToken: token }
       const hold = new MsgHold(info, lock, (h, loss) => ended(c, l, h, w, loss))
-      lock.lease.on('lost', ({ reason, deleted }) => hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: reason }))
+      lock.lease.on('lost', ({ message, deleted }) => hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: message }))
       l.current = hold
       register(hold)
       if (holdMs > 0) hold.limit(holdMs, 'holdAtMost')

@@ -46,7 +46,7 @@ export const text = (b: Buffer | null | undefined): string | null => (b ? b.toSt
 /**
  * Who holds it, told on a "not acquired" msg; undefined when the store cannot be reached to ask:
  * a lock wait that ran out during an outage is still "not acquired", not an error that would stop
- * a flow that waits again (chaos run, seed 20261125).
+ * a flow that waits again.
  */
 export async function holderIfReachable(client: StateStoreClient, name: string): Promise<string | null | undefined> {
   try {

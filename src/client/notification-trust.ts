@@ -60,7 +60,7 @@ export class NotificationTrust {
       else this.clock.validate(version)
     } catch (err) {
       // Any other refusal of the clock (its counter) leaves the notification as the service's.
-      if (!(err instanceof HlcError) || err.reason !== 'clock-drift') return { take: true }
+      if (!(err instanceof HlcError) || err.reason !== 'clockDrift') return { take: true }
       return this.drop(`its version is further ahead than the service accepts: ${err.message}`)
     }
     return known ? { take: true } : { take: false, confirm: true }

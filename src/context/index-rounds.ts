@@ -109,7 +109,7 @@ export class IndexRounds {
    * Queues a check of the key; resolves once a delta saying what it holds is written. `repair`: the
    * index and the cache were found to disagree, so a change the check makes is logged.
    */
-  check(scope: string, top: string, verify: boolean, repair = false): Promise<void> {
+  check({ scope, top, verify, repair }: { scope: string; top: string; verify: boolean; repair: boolean }): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const id = `${scope}/${top}`
       const waiter = (err?: Error) => (err ? reject(err) : resolve())

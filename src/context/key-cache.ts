@@ -76,7 +76,7 @@ export class KeyCache {
       if (entry.seen !== before || writing(entry)) return
     }
     this.apply(entry, read.value, read.version)
-    if (read.value === null) void this.session.index?.check(scope, top, false).catch(() => {}) // logged by the index
+    if (read.value === null) void this.session.index?.check({ scope, top, exists: false, verify: true }).catch(() => {}) // logged by the index
   }
 
   /**
@@ -114,7 +114,7 @@ export class KeyCache {
     }
     for (const { scope, top } of removed) {
       // the one race: they deleted it and checked it out while we wrote it again
-      if (Object.hasOwn(this.data.get(scope) ?? {}, top)) void this.session.index?.check(scope, top, true).catch(() => {}) // logged by the index
+      if (Object.hasOwn(this.data.get(scope) ?? {}, top)) void this.session.index?.check({ scope, top, exists: true, verify: true }).catch(() => {}) // logged by the index
     }
   }
 
@@ -209,7 +209,7 @@ export class KeyCache {
           : await limiter.run(() => client.set(entry.serviceKey, bytes, { persist: config.persist }), expired)
       entry.knowledge = afterWrite(entry.knowledge, bytes !== null, version)
       // the caller hears once the index agrees: keys, delete and clean anywhere then see the key
-      await this.session.index?.check(entry.scope, entry.top, bytes !== null, false)
+      await this.session.index?.check({ scope: entry.scope, top: entry.top, exists: bytes !== null, verify: false })
     } catch (err) {
       // the cache holds what failed to be written, and the service may hold it or not
       entry.knowledge = DOUBT
@@ -235,7 +235,7 @@ export class KeyCache {
    */
   private settled(entry: KeyEntry): void {
     const held = Object.hasOwn(this.data.get(entry.scope) ?? {}, entry.top)
-    void this.session.index?.check(entry.scope, entry.top, held, true).catch(() => {}) // logged by the index
+    void this.session.index?.check({ scope: entry.scope, top: entry.top, exists: held, verify: true }).catch(() => {}) // logged by the index
   }
 
   /**

@@ -168,9 +168,9 @@ export class KeyIndex {
    * with `exists`. Resolves once the index says what the key holds, for every runtime that reads it.
    * `verify`: read the key under the lock even if the runtime knows what it holds.
    */
-  check(scope: string, top: string, exists: boolean, verify = true): Promise<void> {
+  check({ scope, top, exists, verify }: { scope: string; top: string; exists: boolean; verify: boolean }): Promise<void> {
     if (this.config.cache && this.view.has(scope, top) === exists) return Promise.resolve()
-    return this.rounds.check(scope, top, verify)
+    return this.rounds.check({ scope, top, verify, repair: false })
   }
 
   flush(): Promise<void> {
@@ -208,13 +208,14 @@ export class KeyIndex {
     const checks: Array<Promise<void>> = []
     const loads: IndexEntry[] = []
     for (const [scope, tops] of held) {
-      for (const top of tops) if (!busy.has(`${scope}/${top}`) && !this.view.has(scope, top)) checks.push(this.rounds.check(scope, top, true, true))
+      for (const top of tops)
+        if (!busy.has(`${scope}/${top}`) && !this.view.has(scope, top)) checks.push(this.rounds.check({ scope, top, verify: true, repair: true }))
     }
     for (const [scope, tops] of this.view.current) {
       for (const top of tops) {
         if (held.get(scope)?.has(top) || busy.has(`${scope}/${top}`)) continue
         loads.push({ scope, top })
-        checks.push(this.rounds.check(scope, top, true, true))
+        checks.push(this.rounds.check({ scope, top, verify: true, repair: true }))
       }
     }
     if (loads.length > 0) this.onChange(loads, [])

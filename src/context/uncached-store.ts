@@ -100,7 +100,7 @@ export class UncachedStore {
       const expired = expiry(this.session, client)
       if (bytes === null) await limiter.run(() => client.del(key), expired)
       else await limiter.run(() => client.set(key, bytes, { persist: config.persist }), expired)
-      await this.session.index?.check(scope, top, bytes !== null, false)
+      await this.session.index?.check({ scope, top, exists: bytes !== null, verify: false })
     } catch (err) {
       throw named(this.session, err, `writing ${key}`)
     }

@@ -52,7 +52,7 @@ export function applySeed(store: Keyspace, records: Iterable<KeyRecord>, now = D
     }
     const outcome = store.set(r.key, r.value, { condition: 'NX', ...(expiryMs !== undefined ? { expiryMs } : {}), persist: r.persist === true })
     if (outcome.kind === 'applied') seeded.written++
-    else if (outcome.kind === 'not-applied') seeded.existing++
+    else if (outcome.kind === 'notApplied') seeded.existing++
     else if (outcome.quota) {
       const by = seeded.refused.find((r) => r.limit === outcome.quota!.limit)
       if (by) by.count++

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 export const MAX_HLC_COUNTER = Number.MAX_SAFE_INTEGER
 export const DEFAULT_MAX_CLOCK_DRIFT_MS = 60_000
 
-export type HlcErrorReason = 'malformed' | 'clock-drift' | 'counter-overflow'
+export type HlcErrorReason = 'malformed' | 'clockDrift' | 'counterOverflow'
 
 export class HlcError extends Error {
   override readonly name = 'HlcError'
@@ -177,13 +177,13 @@ export class HybridLogicalClock {
 
   private checked(next: Hlc, wall: number): Hlc {
     if (next.timestamp - wall > this.maxDriftMs) {
-      throw new HlcError('clock-drift', `HLC ${next} is ${next.timestamp - wall} ms ahead of the wall clock (maximum ${this.maxDriftMs} ms)`)
+      throw new HlcError('clockDrift', `HLC ${next} is ${next.timestamp - wall} ms ahead of the wall clock (maximum ${this.maxDriftMs} ms)`)
     }
     return next
   }
 }
 
 function increment(counter: number): number {
-  if (counter >= MAX_HLC_COUNTER) throw new HlcError('counter-overflow', 'integer overflow in HLC counter')
+  if (counter >= MAX_HLC_COUNTER) throw new HlcError('counterOverflow', 'integer overflow in HLC counter')
   return counter + 1
 }

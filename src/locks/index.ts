@@ -2,9 +2,10 @@
  * Leases, locks and leader election on top of the state store client's public API (as the Go
  * SDK's `leasedlock` sits on top of `statestore`).
  */
-export { Lease, DEFAULT_LEASE_MS, type HolderChange, type LeaseEvents, type LeaseOptions } from './lease'
+export { Lease, DEFAULT_LEASE_MS, type HolderChange, type LeaseEvents, type LeaseLoss, type LeaseOptions } from './lease'
+export type { LeaseLossReason } from './lease-state'
 export { Lock, type EditContext, type LockOptions } from './lock'
 export { keyLockName, KEY_LOCK_SUFFIX } from './key-lock'
 export { updateKey, type Updated, type UpdateOptions } from './update-key'
-export { LeaderElection, type LeaderElectionEvents, type LeaderElectionOptions, type StandOptions } from './leader'
+export { LeaderElection, type LeaderElectionEvents, type LeaderLoss, type LeaderLossReason, type LeaderElectionOptions, type StandOptions } from './leader'
 export type { WaitOptions } from './acquire'

@@ -5,6 +5,7 @@ import { acquireLease, type WaitOptions } from './acquire'
 import { pause } from './wait'
 import { requirePositive, requireValue } from '../checks/arguments'
 import { DEFAULT_LEASE_MS, Lease } from './lease'
+import type { LeaseLossReason } from './lease-state'
 import { TypedEmitter } from '../lang/typed-emitter'
 import type { Observation, RequestOptions, StateStoreClient } from '../client'
 
@@ -34,10 +35,20 @@ export type LeaderElectionEvents = {
   /** This candidate became the leader. */
   elected: [{ fencingToken: Hlc }]
   /** This candidate is no longer the leader: resigned, closed, or a renewal failed. */
-  lost: [{ reason: string; error?: Error }]
+  lost: [LeaderLoss]
   /** The position changed hands, as observed: the new leader's name, or null when nobody leads. */
   leader: [{ leader: Buffer | null }]
   error: [Error]
+}
+
+/** Why a term ended: as a lease ends, or resigned, or the election closed. */
+export type LeaderLossReason = LeaseLossReason | 'resigned' | 'closed'
+
+/** An ended term: `reason` to tell the cases apart, `message` to show a person. */
+export interface LeaderLoss {
+  reason: LeaderLossReason
+  message: string
+  error?: Error
 }
 
 /**
@@ -52,7 +63,7 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   private watching: Promise<Observation> | null = null
   private closed = false
   /** Why the last term ended, so that a candidacy can tell a resignation from a lost term. */
-  private lastLoss: string | null = null
+  private lastLoss: LeaderLossReason | null = null
 
   constructor(client: StateStoreClient, position: Bytes, options: LeaderElectionOptions = {}) {
     super()
@@ -120,7 +131,7 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   /** Gives up the position if we hold it; true when our term was ended. */
   async resign(options: RequestOptions = {}): Promise<boolean> {
     const released = this.lease.release(options)
-    this.lose({ reason: 'resigned' })
+    this.lose({ reason: 'resigned', message: 'resigned' })
     return released
   }
 
@@ -134,7 +145,7 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
     if (this.closed) return
     this.closed = true
     await this.lease.close()
-    this.lose({ reason: 'closed' })
+    this.lose({ reason: 'closed', message: 'the election was closed' })
     const watching = this.watching
     this.watching = null
     if (watching) await watching.then((o) => o.close()).catch(() => {})
@@ -159,17 +170,17 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   }
 
   /** Resolves with the reason our term ended, or null when `signal` aborts first. */
-  private termEnded(signal: AbortSignal): Promise<string | null> {
+  private termEnded(signal: AbortSignal): Promise<LeaderLossReason | null> {
     if (signal.aborted) return Promise.resolve(null)
     // The term may have ended already, between the election and this call.
     if (!this.elected) return Promise.resolve(this.lastLoss)
     return new Promise((resolve) => {
-      const finish = (reason: string | null) => {
+      const finish = (reason: LeaderLossReason | null) => {
         this.off('lost', onLost)
         signal.removeEventListener('abort', onAbort)
         resolve(reason)
       }
-      const onLost = ({ reason }: { reason: string }) => finish(reason)
+      const onLost = ({ reason }: LeaderLoss) => finish(reason)
       const onAbort = () => finish(null)
       this.on('lost', onLost)
       signal.addEventListener('abort', onAbort, { once: true })
@@ -182,7 +193,7 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
     this.emit('leader', { leader })
   }
 
-  private lose(lost: { reason: string; error?: Error }): void {
+  private lose(lost: LeaderLoss): void {
     if (!this.elected) return
     this.elected = false
     this.lastLoss = lost.reason

@@ -60,11 +60,11 @@ export type LeaseInput =
   /** Released or closed by us. */
   | { readonly kind: 'end' }
   /** The hold ends for a reason of our side (a renewal failed, the client closed). */
-  | { readonly kind: 'drop'; readonly reason: string; readonly error?: Error }
+  | { readonly kind: 'drop'; readonly reason: LeaseLossReason; readonly message: string; readonly error?: Error }
 
 export type LeaseEffect =
   | { readonly kind: 'acquired' | 'renewed'; readonly token: Hlc }
-  | { readonly kind: 'lost'; readonly reason: string; readonly deleted?: boolean; readonly error?: Error }
+  | { readonly kind: 'lost'; readonly reason: LeaseLossReason; readonly message: string; readonly deleted?: boolean; readonly error?: Error }
   /** Delete our value (VDEL) once the renewal in flight is answered: a renewal may have re-created the key someone else deleted. */
   | { readonly kind: 'undo' }
   /** Register the key's watch, then read the key, and tell the read. */
@@ -84,8 +84,11 @@ export interface LeaseRules {
 
 export const IDLE: LeasePhase = { kind: 'idle' }
 
-const ANOTHER_HOLDER = 'another holder has the lease'
-const DELETED = 'the key was deleted by someone else'
+/** Why a held lease ended: someone else holds it, someone deleted its key, its renewal failed, or its client closed. */
+export type LeaseLossReason = 'anotherHolder' | 'deleted' | 'renewalFailed' | 'clientClosed'
+
+const ANOTHER_HOLDER = { reason: 'anotherHolder', message: 'another holder has the lease' } as const
+const DELETED = { reason: 'deleted', message: 'the key was deleted by someone else' } as const
 
 /** The next phase of a lease and what it does on the way. */
 export function leaseStep(phase: LeasePhase, input: LeaseInput, rules: LeaseRules): LeaseStep {
@@ -98,7 +101,7 @@ export function leaseStep(phase: LeasePhase, input: LeaseInput, rules: LeaseRule
     case 'answer':
       if (phase.kind === 'acquiring' && phase.request === input.request) return acquired(phase, input.applied ? input.version : null, rules)
       if (phase.kind === 'held' && phase.renewal?.request === input.request) {
-        if (!input.applied || !input.version) return { phase: IDLE, effects: [{ kind: 'lost', reason: ANOTHER_HOLDER }] }
+        if (!input.applied || !input.version) return { phase: IDLE, effects: [{ kind: 'lost', ...ANOTHER_HOLDER }] }
         const renewed = { ...phase, token: input.version, heldUntil: phase.renewal.sentAt + rules.leaseMs, renewal: null }
         return { phase: renewed, effects: [{ kind: 'renewed', token: input.version }] }
       }
@@ -120,7 +123,7 @@ export function leaseStep(phase: LeasePhase, input: LeaseInput, rules: LeaseRule
       return { phase: IDLE, effects: [] }
     case 'drop':
       if (phase.kind !== 'held') return { phase: IDLE, effects: [] }
-      return { phase: IDLE, effects: [{ kind: 'lost', reason: input.reason, ...(input.error ? { error: input.error } : {}) }] }
+      return { phase: IDLE, effects: [{ kind: 'lost', reason: input.reason, message: input.message, ...(input.error ? { error: input.error } : {}) }] }
   }
 }
 
@@ -166,5 +169,5 @@ function ours(h: Heard, since: Hlc, rules: LeaseRules): boolean {
 
 /** Someone else deleted the key or wrote another value after our acquisition: the lease ends without writing. */
 function foreign(deleted: boolean): LeaseStep {
-  return { phase: IDLE, effects: [{ kind: 'lost', reason: deleted ? DELETED : ANOTHER_HOLDER, deleted }, { kind: 'undo' }] }
+  return { phase: IDLE, effects: [{ kind: 'lost', ...(deleted ? DELETED : ANOTHER_HOLDER), deleted }, { kind: 'undo' }] }
 }

@@ -5,7 +5,7 @@ import { requirePositive, requireValue } from '../checks/arguments'
 import { TypedEmitter } from '../lang/typed-emitter'
 import type { Observation, RequestOptions, SetResult, StateStoreClient } from '../client'
 import { KeyWatch } from './key-watch'
-import { IDLE, leaseStep, type LeaseInput, type LeasePhase, type LeaseRules } from './lease-state'
+import { IDLE, leaseStep, type LeaseInput, type LeaseLossReason, type LeasePhase, type LeaseRules } from './lease-state'
 import { wholeNumber } from '../checks/whole-number'
 
 /** How soon a renewal that met a connection loss tries again. */
@@ -39,10 +39,18 @@ export type LeaseEvents = {
   acquired: [{ fencingToken: Hlc }]
   renewed: [{ fencingToken: Hlc }]
   /** Automatic renewal stopped: another holder has it, or the renewal request failed. */
-  lost: [{ reason: string; error?: Error; deleted?: boolean }]
+  lost: [LeaseLoss]
   released: []
   holder: [{ holder: Buffer | null; version: Hlc | null }]
   error: [Error]
+}
+
+/** A lost lease: `reason` to tell the cases apart, `message` to show a person. */
+export interface LeaseLoss {
+  reason: LeaseLossReason
+  message: string
+  error?: Error
+  deleted?: boolean
 }
 
 export const DEFAULT_LEASE_MS = 10_000
@@ -73,7 +81,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   private unlisten: (() => void) | null = null
   /** While renewal is scheduled: a closing client ends it at once instead of at the next tick. */
   private readonly onClientStatus = (status: { state: string }) => {
-    if (status.state === 'closed') this.step({ kind: 'drop', reason: 'the client was closed' })
+    if (status.state === 'closed') this.step({ kind: 'drop', reason: 'clientClosed', message: 'the client was closed' })
   }
 
   constructor(
@@ -196,6 +204,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
         case 'lost':
           this.emit('lost', {
             reason: effect.reason,
+            message: effect.message,
             ...(effect.error ? { error: effect.error } : {}),
             ...(effect.deleted !== undefined ? { deleted: effect.deleted } : {}),
           })
@@ -278,7 +287,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
       } catch (err) {
         if (!stillHeld()) return
         if (!isTransient(err) || deadline - performance.now() <= RENEW_RETRY_MS) {
-          this.step({ kind: 'drop', reason: `renewal failed: ${(err as Error).message}`, error: err as Error })
+          this.step({ kind: 'drop', reason: 'renewalFailed', message: `renewal failed: ${(err as Error).message}`, error: err as Error })
           return
         }
       }

@@ -62,8 +62,7 @@ export class Lock {
       const fencingToken = this.lease.fencingToken ?? acquired
       const next = await fn(value, { version, fencingToken })
       // Fencing cannot refuse a write that lands between the next holder's read and its write: so
-      // write only while the lease surely holds, and answered only if it landed in time (found by
-      // the chaos run: a holder cut off past its lease wrote an increment the next holder then lost).
+      // write only while the lease surely holds, and answered only if it landed in time.
       const timeoutMs = this.leaseLeft()
       return next === null
         ? await this.client.del(key, { fencingToken, timeoutMs })

@@ -33,7 +33,7 @@ export function decodeExact(buf: Buffer, maxDepth?: number): RespValue {
   const reader = new Reader(buf, 0, maxDepth ?? DEFAULT_MAX_DEPTH)
   const value = reader.value(1)
   if (reader.at !== buf.length) {
-    throw new RespProtocolError('trailing-bytes', reader.at, `${buf.length - reader.at} byte(s) after the value`)
+    throw new RespProtocolError('trailingBytes', reader.at, `${buf.length - reader.at} byte(s) after the value`)
   }
   return value
 }
@@ -49,7 +49,7 @@ class Reader {
   }
 
   value(depth: number): RespValue {
-    if (depth > this.maxDepth) throw new RespProtocolError('too-deep', this.at, `nesting deeper than ${this.maxDepth}`)
+    if (depth > this.maxDepth) throw new RespProtocolError('tooDeep', this.at, `nesting deeper than ${this.maxDepth}`)
     const typeAt = this.at
     if (typeAt >= this.buf.length) throw new RespProtocolError('incomplete', typeAt, 'expected a type byte')
     const type = this.buf[typeAt]!

@@ -69,7 +69,7 @@ const noConfig = {
 const SPECS: Record<PaletteType, Spec> = {
   'ss-get': {
     typed: { key: KEY_TYPES },
-    shows: { key: { type: 'msg', value: 'topic' }, decode: 'auto', notFound: 'payload', overrides: true, name: '' },
+    shows: { key: { type: 'msg', value: 'topic' }, decode: 'auto', notFound: 'payload', name: '' },
     hints: [],
     invalid: [emptyKey, noConfig],
     edit: async (e) => {
@@ -111,7 +111,7 @@ const SPECS: Record<PaletteType, Spec> = {
   },
   'ss-del': {
     typed: { key: KEY_TYPES, value: VALUE_TYPES, fencingToken: TOKEN_TYPES },
-    shows: { key: { type: 'msg', value: 'topic' }, mode: 'delete', overrides: true, name: '' },
+    shows: { key: { type: 'msg', value: 'topic' }, mode: 'delete', name: '' },
     // The value to compare is asked for only when deleting on a match.
     reveal: async (e) => {
       assert.ok(!(await e.typedContainer(PREFIX, 'value').isVisible()), 'no value field when deleting always')
@@ -162,7 +162,6 @@ const SPECS: Record<PaletteType, Spec> = {
       timeout: '10000',
       holder: '',
       persist: false,
-      overrides: true,
       name: '',
     },
     hints: [],

@@ -222,7 +222,7 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     await editor.cancel()
   })
 
-  it('inject → set (a fixed key) → get → debug, every node as the palette drops it: Debug shows the value read back', async function () {
+  it('inject → set → get → debug, as the palette drops them with one fixed Key each: Debug shows the value read back', async function () {
     const page = editor.page
     await editor.addWorkspace()
     // Found as a user finds them, through the palette's search (it opens the categories with a match).
@@ -240,10 +240,13 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     const debugId = await drop('debug', 'debug', 720)
     await search.press('Control+a')
     await search.press('Backspace')
-    // The one setting changed: the set node's Key, a fixed string (its default reads msg.topic, which the inject leaves empty).
-    await editor.edit(setId)
-    await editor.setTyped('node-input', 'key', 'str', 'first-hour/e2e')
-    await editor.done()
+    // The settings changed: each node's Key, the same fixed string (their default reads msg.topic, which
+    // the inject leaves empty; the get reads only what its own Key names, never the key the set left in msg.key).
+    for (const id of [setId, getId2]) {
+      await editor.edit(id)
+      await editor.setTyped('node-input', 'key', 'str', 'first-hour/e2e')
+      await editor.done()
+    }
     await page.evaluate(
       (ids) => {
         const r = RED as unknown as { nodes: { node(id: string): unknown; addLink(l: unknown): void }; view: { redraw(b: boolean): void } }

@@ -1,5 +1,5 @@
 /**
- * npm run chaos -- --seed S --seconds N [--faults kind,kind] [--load N]
+ * npm run chaos -- [--seed S] [--seconds N] [--faults kind,kind] [--load N] | --help
  * Prints each round's fault schedule (replay a failure with its seed), every violation with the
  * history that shows it, the load average the run saw, and last `chaos: <ops> operations checked in
  * <n> fault schedules (<kinds>), <a> failures allowed, <i> indeterminate, <v> violations`.
@@ -22,17 +22,57 @@ interface CpuLoad {
   formatLoad(seen: LoadSeen): string
 }
 
-const { values } = parseArgs({ options: { seed: { type: 'string' }, seconds: { type: 'string' }, faults: { type: 'string' }, load: { type: 'string' } } })
+const USAGE = `usage: npm run chaos -- [--seed <integer>] [--seconds <n>] [--faults <kind,kind>] [--load <n>]
+
+Runs seeded fault schedules against the emulator, the client, the context store and Node-RED lock
+flows, checks every history, and prints each round's schedule (replay a failure with its seed) and
+every violation.
+
+  --seed <integer>    the schedule's seed (default: a random one, printed)
+  --seconds <n>       how long to run (default: 30)
+  --faults <kinds>    the faults to draw from, comma-separated (default: all): ${FAULT_KINDS.join(', ')}
+  --load <n>          busy processes of its own beside the run (default: 0)
+  -h, --help          this text`
+
+/** A command line error: its line, then the usage, on stderr, and exit code 2. */
+function refuse(problem: string): never {
+  console.error(`${problem}\n\n${USAGE}`)
+  process.exit(2)
+}
+
+function options(): ReturnType<typeof parse> {
+  try {
+    return parse()
+  } catch (err) {
+    // parseArgs names the option it does not know (ERR_PARSE_ARGS_UNKNOWN_OPTION) or the value it misses.
+    return refuse((err as Error).message)
+  }
+}
+function parse() {
+  return parseArgs({
+    options: {
+      seed: { type: 'string' },
+      seconds: { type: 'string' },
+      faults: { type: 'string' },
+      load: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  })
+}
+
+const { values } = options()
+if (values.help) {
+  console.log(USAGE)
+  process.exit(0)
+}
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed)
 const seconds = Number(values.seconds ?? 30)
 const load = Number(values.load ?? 0)
 const faults = values.faults ? values.faults.split(',').map((k) => k.trim()) : [...FAULT_KINDS]
 const unknown = faults.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k))
-if (!Number.isSafeInteger(seed) || !(seconds > 0) || !Number.isSafeInteger(load) || load < 0 || unknown.length > 0) {
-  console.error(
-    `usage: npm run chaos -- --seed <integer> --seconds <n> [--faults ${FAULT_KINDS.join(',')}] [--load <busy processes>]${unknown.length ? `\nunknown fault kinds: ${unknown.join(', ')}` : ''}`,
-  )
-  process.exit(2)
+if (unknown.length > 0) refuse(`unknown fault kinds: ${unknown.join(', ')}`)
+if (!Number.isSafeInteger(seed) || !(seconds > 0) || !Number.isSafeInteger(load) || load < 0) {
+  refuse('--seed takes an integer, --seconds a number above 0, --load a whole number')
 }
 
 async function main(): Promise<number> {

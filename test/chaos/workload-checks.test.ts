@@ -25,6 +25,14 @@ describe('chaos: the context and Node-RED lock checks', function () {
     assert.deepEqual(counterViolations('c', [counted(3, '2000:0:b', '2100:0:s'), counted(1, '1000:0:a', '1100:0:s'), counted(2, '1000:0:a', '1200:0:s')]), [])
   })
 
+  it('counters without tokens (update key keeps its own): a value written twice is still a lost increment', function () {
+    const untokened = (value: number, version: string): Counted => ({ runtime: 'r0', value, version })
+    assert.deepEqual(counterViolations('u', [untokened(2, '1200:0:s'), untokened(1, '1100:0:s')]), [])
+    const lost = counterViolations('u', [untokened(1, '1100:0:s'), untokened(1, '1200:0:s')])
+    assert.equal(lost.length, 1)
+    assert.match(lost[0]!, /an increment lost/)
+  })
+
   it('counters: one value written twice is a lost increment; a token going down is a fencing violation', function () {
     const lost = counterViolations('c', [counted(1, '1000:0:a', '1100:0:s'), counted(1, '2000:0:b', '2100:0:s')])
     assert.equal(lost.length, 1)

@@ -30,7 +30,7 @@ describe('aio-statestore export --admin: persist travels without a persistence f
         persistedBy: source.admin?.inspect(Buffer.from('recipe/a'))?.persistedBy,
         because: source.admin?.inspect(Buffer.from('recipe/a'))?.notPersistedBecause,
       },
-      { persistedBy: null, because: 'no-file' },
+      { persistedBy: null, because: 'noFile' },
     )
   })
 })

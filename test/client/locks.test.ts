@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import type { KeyNotification, SetResult, StateStoreClient } from '../../src/client'
-import { keyLockName, LeaderElection, Lease, Lock, updateKey } from '../../src/locks'
+import { keyLockName, LeaderElection, Lease, Lock, updateKey, type LeaseLoss } from '../../src/locks'
 import { ArgumentError, CancelledError, TimeoutError } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
 import { ClientPool, uniqueId } from '../support/clients'
@@ -74,11 +74,12 @@ onEveryBroker('leases', (t) => {
     // Six renewals at 200 ms cover more than the 1000 ms lease: still ours.
     assert.equal((await b.get(name)).value?.toString(), a.clientId)
 
-    const lost = new Promise<{ reason: string }>((resolve) => la.once('lost', resolve))
+    const lost = new Promise<LeaseLoss>((resolve) => la.once('lost', resolve))
     // Someone else takes the key (as if our lease had lapsed): the next renewal is refused.
     await b.set(name, 'usurper')
-    const { reason } = await lost
-    assert.match(reason, /another holder/)
+    const { reason, message } = await lost
+    assert.equal(reason, 'anotherHolder')
+    assert.match(message, /another holder/)
     assert.equal(la.fencingToken, null)
     const before = renewals
     await new Promise((r) => setTimeout(r, 250))
@@ -89,9 +90,10 @@ onEveryBroker('leases', (t) => {
     const a = await pool.ready(t.url)
     const la = lease(a, uniqueId('lease'), { leaseMs: 10_000, renewPeriodMs: 5000 })
     await la.tryAcquire()
-    const lost = new Promise<string>((resolve) => la.once('lost', ({ reason }) => resolve(reason)))
+    const lost = new Promise<LeaseLoss>((resolve) => la.once('lost', resolve))
     await a.close()
-    assert.match(await lost, /client was closed/)
+    assert.equal((await lost).reason, 'clientClosed')
+    assert.match((await lost).message, /client was closed/)
     assert.equal(la.fencingToken, null)
   })
 
@@ -108,13 +110,14 @@ onEveryBroker('leases', (t) => {
     let renewals = 0
     const renewed = new Promise<void>((resolve) => held.on('renewed', () => ++renewals === 2 && resolve()))
     await renewed
-    const lost = new Promise<{ reason: string; deleted?: boolean }>((resolve) => held.once('lost', resolve))
+    const lost = new Promise<LeaseLoss>((resolve) => held.once('lost', resolve))
     const waiting = new Lock(c, name, { holder: 'waiter', leaseMs: 1000, renewPeriodMs: 200 })
     const acquired = waiting.acquire({ timeoutMs: 10_000 })
     await b.del(name)
     const why = await lost
     assert.equal(why.deleted, true)
-    assert.match(why.reason, /deleted by someone else/)
+    assert.equal(why.reason, 'deleted')
+    assert.match(why.message, /deleted by someone else/)
     assert.equal(held.fencingToken, null)
     await acquired
     // The waiter renews twice: had the first holder renewed meanwhile, a renewal of the waiter would be refused.
@@ -139,11 +142,11 @@ onEveryBroker('leases', (t) => {
     const held = lease(a, name, { leaseMs: 10_000, renewPeriodMs: 5000, followKey: true })
     await held.tryAcquire()
     // Our own SET is heard before the overwrite (notifications of one key arrive in order).
-    const lost = new Promise<{ reason: string; deleted?: boolean }>((resolve) => held.once('lost', resolve))
+    const lost = new Promise<LeaseLoss>((resolve) => held.once('lost', resolve))
     await b.set(name, 'usurper')
     const why = await lost
     assert.equal(why.deleted, false)
-    assert.match(why.reason, /another holder/)
+    assert.equal(why.reason, 'anotherHolder')
     assert.equal((await b.get(name)).value?.toString(), 'usurper')
   })
 
@@ -409,7 +412,7 @@ onEveryBroker('leader election', (t) => {
     // B takes the key over: A's next renewal is refused, the term is lost, and A campaigns again.
     await b.set(position, 'usurper')
     await eventually(() => (campaigns === 2 ? true : undefined), 'a second campaign', 3000)
-    assert.match(losses[0] ?? '', /another holder/)
+    assert.equal(losses[0], 'anotherHolder')
     assert.equal(ea.isLeader, false)
     await b.del(position)
     await eventually(() => (ea.isLeader ? true : undefined), 'A elected again', 3000)

@@ -51,11 +51,11 @@ describe('context index: a check queued as a lock round ends', () => {
         // the release is answered now; the next check comes `hops` microtasks later
         let chain = Promise.resolve()
         for (let i = 0; i < hops; i++) chain = chain.then(() => {})
-        late = chain.then(() => rounds!.check('global', 'late', true))
+        late = chain.then(() => rounds!.check({ scope: 'global', top: 'late', verify: true, repair: false }))
       }
       const config = resolveConfig({ prefix: 'round-end/', logger: () => {} })
       rounds = new IndexRounds(fakeClient(onRelease), config, new Limiter(10), sink, () => null)
-      await rounds.check('global', 'first', true)
+      await rounds.check({ scope: 'global', top: 'first', verify: true, repair: false })
       await until(() => late !== null, 'the release')
       let served = false
       void late!.then(() => (served = true))

@@ -65,8 +65,8 @@ describe('emulator keyspace: compact records', () => {
       const other = Buffer.from(value)
       other[length - 1] = other[length - 1]! ^ 0x80 // differs only in the high bit of the last byte
       const shorter = value.subarray(0, length - 1)
-      assert.equal(store.set(key, other, { condition: 'NEX' }).kind, 'not-applied', `NEX, one byte differs, ${length}`)
-      assert.equal(store.set(key, shorter, { condition: 'NEX' }).kind, 'not-applied', `NEX, shorter, ${length}`)
+      assert.equal(store.set(key, other, { condition: 'NEX' }).kind, 'notApplied', `NEX, one byte differs, ${length}`)
+      assert.equal(store.set(key, shorter, { condition: 'NEX' }).kind, 'notApplied', `NEX, shorter, ${length}`)
       assert.equal(store.vdel(key, other).kind, 'mismatch', `VDEL, one byte differs, ${length}`)
       assert.equal(store.set(key, Buffer.from(value), { condition: 'NEX' }).kind, 'applied', `NEX, equal, ${length}`)
       assert.equal(store.vdel(key, Buffer.from(value)).kind, 'deleted', `VDEL, equal, ${length}`)

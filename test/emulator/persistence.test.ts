@@ -235,8 +235,8 @@ describe('emulator persistence', function () {
     assert.deepEqual(decodeLog(Buffer.concat([magic, n, stop, drop])), {
       records: [
         { type: 'keynotify', clientId: 'wätcher', key: Buffer.from([0, 0xff]) },
-        { type: 'keynotify-stop', clientId: 'wätcher', key: Buffer.from([0, 0xff]) },
-        { type: 'drop-client', clientId: 'wätcher' },
+        { type: 'keynotifyStop', clientId: 'wätcher', key: Buffer.from([0, 0xff]) },
+        { type: 'dropClient', clientId: 'wätcher' },
       ],
       discardedBytes: 0,
       discardedAt: 0,
@@ -307,7 +307,7 @@ describe('emulator persistence', function () {
     // The disconnect is recorded once the broker reports it; the next durable record follows it.
     const other = await RawClient.connect(emulator.brokerUrl)
     try {
-      for (let i = 0; !decodeLog(readFileSync(file)).records.some((r) => r.type === 'drop-client' && r.clientId === 'leaving'); i++) {
+      for (let i = 0; !decodeLog(readFileSync(file)).records.some((r) => r.type === 'dropClient' && r.clientId === 'leaving'); i++) {
         assert.ok(i < 100, 'the disconnect was recorded')
         await other.request(Request.set(`tick-${i}`, 'v'), persist)
       }
@@ -320,9 +320,9 @@ describe('emulator persistence', function () {
     )
     assert.deepEqual(registrations, [
       ['keynotify', 'ghost'],
-      ['drop-client', 'ghost'],
+      ['dropClient', 'ghost'],
       ['keynotify', 'leaving'],
-      ['drop-client', 'leaving'],
+      ['dropClient', 'leaving'],
     ])
   })
 
@@ -406,7 +406,7 @@ describe('emulator persistence', function () {
         'a compaction ran',
       )
       const records = decodeLog(readFileSync(file)).records
-      assert.ok(!records.some((r) => r.type === 'keynotify-stop'), 'the STOP is gone with the compaction')
+      assert.ok(!records.some((r) => r.type === 'keynotifyStop'), 'the STOP is gone with the compaction')
       await start(file)
       assert.deepEqual(await toldAtRestart(2), ['c1', 'marker'])
       assert.deepEqual(await notifiedOf(['c1', 'c2']), ['c1'])

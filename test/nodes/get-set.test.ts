@@ -3,7 +3,7 @@ import { StateStoreClient } from '../../src/client'
 import { startEmulator } from '../../src/emulator'
 import { Hlc } from '../../src/hlc'
 import type { StoreActivity } from '../../src/observe'
-import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, useStore } from './support'
+import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, useStore, withClient } from './support'
 import { until } from '../support/wait'
 
 /** ss-set → ss-get on one key, with the get's decoding. */
@@ -76,20 +76,26 @@ describe('nodes: ss-set and ss-get', function () {
     })
   }
 
-  it('leaves the key it wrote in msg.key, so a get with the default Key (msg.topic) reads the same key', async () => {
-    // inject (no topic) → set with a fixed key → get with its editor defaults → debug
+  it('leaves the key it wrote in msg.key; a get reads msg.topic with its default Key, and msg.key when its Key names it', async () => {
+    // inject (topic "the-topic") → set with a fixed key → get with its editor defaults, and a get whose Key is msg.key
+    await withClient(store.url, (c) => c.set('the-topic', Buffer.from('"what the topic names"')))
     await helper.load(ALL, [
-      ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'fixed-key', keyType: 'str', wires: [['get']] }),
+      ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'fixed-key', keyType: 'str', wires: [['get', 'getNamed']] }),
       onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['got']] }),
+      onTab({ id: 'getNamed', type: 'ss-get', store: 'cfg', key: 'key', keyType: 'msg', wires: [['gotNamed']] }),
       onTab({ id: 'got', type: 'helper' }),
+      onTab({ id: 'gotNamed', type: 'helper' }),
     ])
     const read = nextMessage(helper.getNode('got'))
-    helper.getNode('set').receive({ payload: 41 })
+    const named = nextMessage(helper.getNode('gotNamed'))
+    helper.getNode('set').receive({ topic: 'the-topic', payload: 41 })
     const r = await read
-    assert.equal(r.key, 'fixed-key')
-    assert.equal(r.found, true)
-    assert.equal(r.payload, 41)
-    assert.equal(r.topic, undefined, 'the msg is otherwise unchanged')
+    assert.equal(r.key, 'the-topic')
+    assert.equal(r.payload, 'what the topic names', 'the default Key reads msg.topic, not the msg.key the set left')
+    const n = await named
+    assert.equal(n.key, 'fixed-key')
+    assert.equal(n.payload, 41, 'a Key of msg.key reads the key the set wrote')
+    assert.equal(n.topic, 'the-topic', 'the msg is otherwise unchanged')
   })
 
   it('reports a missing key as msg.found = false on the same output by default', async () => {
@@ -189,7 +195,7 @@ describe('nodes: ss-set and ss-get', function () {
     }
   })
 
-  it('lets msg.key override a Key read from the msg, unless overrides are refused; a fixed Key always applies', async () => {
+  it('overrides replace options, never the key: msg.key moves no Key; refused overrides are ignored', async () => {
     const flow = [
       ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'topic', keyType: 'msg' }),
       onTab({ id: 'refusing', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', overrides: false, wires: [['refOut']] }),
@@ -200,9 +206,10 @@ describe('nodes: ss-set and ss-get', function () {
     ]
     await helper.load(ALL, flow)
     let w = nextMessage(helper.getNode('out1'))
-    helper.getNode('set').receive({ topic: 'configured', key: 'overridden', payload: 'via msg.key' })
-    assert.equal((await w).key, 'overridden')
+    helper.getNode('set').receive({ topic: 'configured', key: 'overridden', payload: 'via msg.topic', condition: 'NX' })
+    assert.equal((await w).key, 'configured')
     w = nextMessage(helper.getNode('refOut'))
+    // NX honoured: the key exists, so an override to NX would not write; refused, it writes.
     helper.getNode('refusing').receive({ topic: 'configured', key: 'overridden', payload: 'refused override', condition: 'NX', expiry: -5 })
     assert.equal((await w).applied, true, 'refused overrides are ignored, not errors')
     w = nextMessage(helper.getNode('refOut'))
@@ -214,7 +221,7 @@ describe('nodes: ss-set and ss-get', function () {
       helper.getNode('get').receive({ topic: key })
       return (await r).payload
     }
-    assert.equal(await read('overridden'), 'via msg.key')
+    assert.equal(await read('overridden'), undefined, 'msg.key wrote nothing')
     assert.equal(await read('configured'), 'refused override')
     assert.equal(await read('fixed'), 'fixed wins')
     assert.equal(await read('examples/counter/lock'), undefined)

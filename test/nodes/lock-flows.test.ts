@@ -164,7 +164,13 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('a release from another node ends the renewal where the hold was made: the key stays gone', async () => {
-    await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ leaseMs: '600' }), ...freeNodes()])
+    await helper.load(MODULES, [
+      TAB,
+      configNode(store.url),
+      ...takeNodes({ leaseMs: '600' }),
+      ...freeNodes(),
+      onTab({ id: 'freeByName', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+    ])
     listen(helper.getNode('lost'))
     helper.getNode('take').receive({ payload: 1 })
     const held = await nextMessage(helper.getNode('taken'))
@@ -180,10 +186,10 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     helper.getNode('free').receive(held)
     assert.equal((await nextMessage(helper.getNode('freed'))).released, false)
     assert.deepEqual(lastStatus(helper.getNode('free')), { fill: 'yellow', shape: 'dot', text: `${OWN}status.notReleased` })
-    // A msg that carries no hold: the release node's own holder holds nothing either.
-    helper.getNode('free').receive({ key: lockName })
+    // A msg that carries no hold, to a release node named for the lock: its own holder holds nothing either.
+    helper.getNode('freeByName').receive({})
     assert.equal((await nextMessage(helper.getNode('freed'))).released, false)
-    assert.ok(statuses(helper.getNode('free')).every((s) => s.fill !== 'green' || s.text !== `${OWN}status.notReleased`))
+    assert.ok(statuses(helper.getNode('freeByName')).every((s) => s.fill !== 'green' || s.text !== `${OWN}status.notReleased`))
   })
 
   it('a release in another runtime ends the hold where it was made: no renewal writes the key back, a waiter there gets it', async () => {

@@ -193,7 +193,7 @@ describe('nodes: ss-lock', function () {
     }
   })
 
-  it('lets msg.action and msg.key override the settings unless refused; unknown actions are errors', async () => {
+  it('lets msg.action override the Action unless refused, while msg.key never moves the lock name; unknown actions are errors', async () => {
     await helper.load(
       ALL,
       lockFlow(store.url, [
@@ -202,8 +202,8 @@ describe('nodes: ss-lock', function () {
       ]),
     )
     assert.equal((await act('a', { key: 'ov-other' })).acquired, true)
-    assert.equal((await act('a', { key: 'ov-other', action: 'holder' })).holder, 'A')
-    assert.equal((await act('a', { action: 'holder' })).holder, null, 'the configured name is still free')
+    assert.equal((await act('a', { key: 'ov-other', action: 'holder' })).holder, 'A', 'the configured name is held')
+    assert.equal((await other.get('ov-other')).value, null, 'the name in msg.key is free')
     assert.equal((await act('r', { action: 'release', key: 'elsewhere' })).acquired, true, 'refused overrides: the configured acquire runs')
     const caught = nextMessage(helper.getNode('caught'))
     helper.getNode('a').receive({ action: 'grab', payload: 'kept' })
@@ -211,6 +211,7 @@ describe('nodes: ss-lock', function () {
     assert.equal((c.error as { code: string }).code, 'ActionUnknown')
     assert.equal(c.payload, 'kept')
     assert.equal((await act('a', { action: 'release', key: 'ov-other' })).released, true, 'works after the bad msg')
+    assert.equal((await other.get('ov')).value, null, 'the configured name is released')
   })
 
   it('releases what it holds when the flow stops', async () => {

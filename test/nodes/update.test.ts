@@ -60,7 +60,7 @@ describe('nodes: ss-update', function () {
       assert.ok(out.every((m) => (m.previous === null ? m.payload === 1 : Number(m.payload) === Number(m.previous) + 1)))
       const byValue = [...out].sort((a, b) => Number(a.payload) - Number(b.payload))
       for (let i = 1; i < byValue.length; i++) {
-        assert.ok(Hlc.compare(Hlc.parse(String(byValue[i]!.fencingToken)), Hlc.parse(String(byValue[i - 1]!.fencingToken))) > 0, 'tokens grow with the count')
+        assert.ok(Hlc.compare(Hlc.parse(String(byValue[i]!.version)), Hlc.parse(String(byValue[i - 1]!.version))) > 0, 'versions grow with the count')
       }
       assert.equal((await code.get(keyLockName(key))).value, null, 'the lock is free afterwards')
       assert.equal(lastStatus(helper.getNode('u1')).text, `${COMMON}status.applied`)

@@ -75,7 +75,7 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.equal(body.version, (set.json as { version: string }).version)
       assert.equal(body.expiresAt, null)
       assert.equal(body.persisted, false)
-      assert.equal(body.notPersistedBecause, 'no-file', 'the embedded emulator has no persistence file')
+      assert.equal(body.notPersistedBecause, 'noFile', 'the embedded emulator has no persistence file')
       await eventually(
         async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === '<b>21</b>' ? true : undefined),
         'watch shows the value',

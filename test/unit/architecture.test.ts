@@ -165,6 +165,26 @@ describe('architecture: the import rules of docs/architecture.md', () => {
     assert.deepEqual(wrong, [])
   })
 
+  it('inside the emulator, a folder imports only the folders its picture in docs/architecture.md draws beside it as used: none upwards', () => {
+    const USES: Record<string, string[]> = {
+      core: [],
+      broker: [],
+      journal: ['core'],
+      service: ['core', 'broker', 'journal'],
+      admin: ['core', 'service'],
+    }
+    const folder = (file: string) => /^src\/emulator\/([^/]+)\//.exec(file)?.[1]
+    const wrong = local.filter((i) => {
+      const from = folder(i.from)
+      const to = folder(i.to)
+      return from !== undefined && from in USES && to !== undefined && to !== from && !USES[from]!.includes(to)
+    })
+    assert.deepEqual(
+      wrong.map((i) => `${i.from} imports ${i.to}`),
+      [],
+    )
+  })
+
   it('the embedded broker knows nothing of the state store: it imports no other emulator folder', () => {
     const wrong = local.filter(
       (i) =>

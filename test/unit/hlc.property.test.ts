@@ -38,8 +38,8 @@ function expectedUpdate(self: Hlc, other: Hlc, wall: number, maxDriftMs: number)
   else if (self.timestamp === other.timestamp) [ts, count] = [self.timestamp, Math.max(self.counter, other.counter) + 1]
   else if (self.timestamp > other.timestamp) [ts, count] = [self.timestamp, self.counter + 1]
   else [ts, count] = [other.timestamp, other.counter + 1]
-  if (count > MAX_HLC_COUNTER) return 'counter-overflow'
-  if (ts - wall > maxDriftMs) return 'clock-drift'
+  if (count > MAX_HLC_COUNTER) return 'counterOverflow'
+  if (ts - wall > maxDriftMs) return 'clockDrift'
   return new Hlc(ts, count, self.nodeId)
 }
 

@@ -173,7 +173,7 @@ describe('HybridLogicalClock', () => {
       const clock = new HybridLogicalClock({ nodeId: 'me', maxDriftMs: 1000, now: wall.now })
       assert.deepStrictEqual(clock.update(new Hlc(T + 1000, 0, 'other')), new Hlc(T + 1000, 1, 'me'))
       const before = clock.current
-      hlcError(() => clock.update(new Hlc(T + 1001, 0, 'other')), 'clock-drift', /1001 ms ahead of the wall clock \(maximum 1000 ms\)/)
+      hlcError(() => clock.update(new Hlc(T + 1001, 0, 'other')), 'clockDrift', /1001 ms ahead of the wall clock \(maximum 1000 ms\)/)
       assert.deepStrictEqual(clock.current, before)
       // A reading in the past is never a drift error.
       assert.deepStrictEqual(clock.update(new Hlc(0, 0, 'other')), new Hlc(T + 1000, 2, 'me'))
@@ -184,15 +184,15 @@ describe('HybridLogicalClock', () => {
       const clock = clockAt(wall, T, MAX_HLC_COUNTER - 1)
       assert.equal(clock.tick().counter, MAX_HLC_COUNTER)
       const before = clock.current
-      hlcError(() => clock.tick(), 'counter-overflow', /integer overflow in HLC counter/)
-      hlcError(() => clock.update(new Hlc(T, 0, 'other')), 'counter-overflow')
-      hlcError(() => clock.update(new Hlc(T - 1, MAX_HLC_COUNTER, 'other')), 'counter-overflow')
+      hlcError(() => clock.tick(), 'counterOverflow', /integer overflow in HLC counter/)
+      hlcError(() => clock.update(new Hlc(T, 0, 'other')), 'counterOverflow')
+      hlcError(() => clock.update(new Hlc(T - 1, MAX_HLC_COUNTER, 'other')), 'counterOverflow')
       assert.deepStrictEqual(clock.current, before)
       // The other's maximum counter in the past does not matter once the wall clock moves on.
       wall.ms = T + 1
       assert.deepStrictEqual(clock.update(new Hlc(T, MAX_HLC_COUNTER, 'other')), new Hlc(T + 1, 0, 'me'))
       const fresh = clockAt(new Wall(T), T, 0)
-      hlcError(() => fresh.update(new Hlc(T + 1, MAX_HLC_COUNTER, 'other')), 'counter-overflow')
+      hlcError(() => fresh.update(new Hlc(T + 1, MAX_HLC_COUNTER, 'other')), 'counterOverflow')
       assert.deepStrictEqual(fresh.current, new Hlc(T, 0, 'me'))
     })
   })
@@ -203,7 +203,7 @@ describe('HybridLogicalClock', () => {
     clock.update(new Hlc(T + 5000, 0, 'other'))
     wall.ms = T - 1
     const before = clock.current
-    hlcError(() => clock.tick(), 'clock-drift')
+    hlcError(() => clock.tick(), 'clockDrift')
     assert.deepStrictEqual(clock.current, before)
     wall.ms = T
     assert.deepStrictEqual(clock.tick(), new Hlc(T + 5000, 2, 'me'))
@@ -215,7 +215,7 @@ describe('HybridLogicalClock', () => {
     const before = clock.current
     clock.validate(new Hlc(T + 60_000, 0, 'x'))
     clock.validate(new Hlc(0, 0, 'x'))
-    hlcError(() => clock.validate(new Hlc(T + 60_001, 0, 'x')), 'clock-drift')
+    hlcError(() => clock.validate(new Hlc(T + 60_001, 0, 'x')), 'clockDrift')
     assert.deepStrictEqual(clock.current, before)
     const roomy = new HybridLogicalClock({ nodeId: 'me', maxDriftMs: 10 * 365 * 86_400_000, now: wall.now })
     roomy.validate(new Hlc(T + 9 * 365 * 86_400_000, 0, 'x'))

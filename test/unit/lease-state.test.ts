@@ -100,7 +100,7 @@ describe('lease machine: phases', () => {
   it('held ──renewal refused──► idle, lost to another holder', () => {
     const { phase, effects } = run(PLAIN, [send(2), answer(2, null)], held(true, PLAIN))
     assert.deepEqual(phase, IDLE)
-    assert.deepEqual(effects, [{ kind: 'lost', reason: 'another holder has the lease' }])
+    assert.deepEqual(effects, [{ kind: 'lost', reason: 'anotherHolder', message: 'another holder has the lease' }])
   })
 
   it('held ──renewal failed──► held, the renewal no longer in flight (the caller decides to retry or drop)', () => {
@@ -118,11 +118,11 @@ describe('lease machine: phases', () => {
 
   it('held ──drop──► idle, lost with its reason and error; drop while not held says nothing', () => {
     const error = new Error('gone')
-    const { phase, effects } = run(FOLLOW, [{ kind: 'drop', reason: 'renewal failed', error }], held(true))
+    const { phase, effects } = run(FOLLOW, [{ kind: 'drop', reason: 'renewalFailed', message: 'renewal failed', error }], held(true))
     assert.deepEqual(phase, IDLE)
-    assert.deepEqual(effects, [{ kind: 'lost', reason: 'renewal failed', error }])
-    assert.deepEqual(run(FOLLOW, [send(1), { kind: 'drop', reason: 'the client was closed' }]), { phase: IDLE, effects: [] })
-    assert.deepEqual(run(FOLLOW, [{ kind: 'drop', reason: 'x' }]), { phase: IDLE, effects: [] })
+    assert.deepEqual(effects, [{ kind: 'lost', reason: 'renewalFailed', message: 'renewal failed', error }])
+    assert.deepEqual(run(FOLLOW, [send(1), { kind: 'drop', reason: 'clientClosed', message: 'the client was closed' }]), { phase: IDLE, effects: [] })
+    assert.deepEqual(run(FOLLOW, [{ kind: 'drop', reason: 'renewalFailed', message: 'x' }]), { phase: IDLE, effects: [] })
   })
 })
 
@@ -160,12 +160,12 @@ describe('lease machine: following the key', () => {
   it('checking ──the key read missing──► idle, lost as deleted, and our value undone', () => {
     const { phase, effects } = run(FOLLOW, [{ kind: 'read', acquiredBy: 1, value: null }], held(false))
     assert.deepEqual(phase, IDLE)
-    assert.deepEqual(effects, [{ kind: 'lost', reason: 'the key was deleted by someone else', deleted: true }, { kind: 'undo' }])
+    assert.deepEqual(effects, [{ kind: 'lost', reason: 'deleted', message: 'the key was deleted by someone else', deleted: true }, { kind: 'undo' }])
   })
 
   it('checking ──another value read──► idle, lost to another holder', () => {
     const { effects } = run(FOLLOW, [{ kind: 'read', acquiredBy: 1, value: Buffer.from('other') }], held(false))
-    assert.deepEqual(effects, [{ kind: 'lost', reason: 'another holder has the lease', deleted: false }, { kind: 'undo' }])
+    assert.deepEqual(effects, [{ kind: 'lost', reason: 'anotherHolder', message: 'another holder has the lease', deleted: false }, { kind: 'undo' }])
   })
 
   it('a read for an earlier hold, or while not checking, changes nothing', () => {
@@ -181,13 +181,13 @@ describe('lease machine: following the key', () => {
     assert.deepEqual(run(FOLLOW, [heard(set('mine:1', 11)), heard(set('mine:1', 12))], armed).phase, armed)
     const { phase, effects } = run(FOLLOW, [heard(del(13))], armed)
     assert.deepEqual(phase, IDLE)
-    assert.deepEqual(effects, [{ kind: 'lost', reason: 'the key was deleted by someone else', deleted: true }, { kind: 'undo' }])
+    assert.deepEqual(effects, [{ kind: 'lost', reason: 'deleted', message: 'the key was deleted by someone else', deleted: true }, { kind: 'undo' }])
   })
 
   it('armed: another value written ──► idle, lost to another holder, undone (VDEL removes only our value)', () => {
     const armed = run(FOLLOW, [heard(set('mine:1', 10))], held(true)).phase
     assert.deepEqual(run(FOLLOW, [heard(set('usurper', 11))], armed).effects, [
-      { kind: 'lost', reason: 'another holder has the lease', deleted: false },
+      { kind: 'lost', reason: 'anotherHolder', message: 'another holder has the lease', deleted: false },
       { kind: 'undo' },
     ])
   })

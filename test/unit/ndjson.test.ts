@@ -29,10 +29,10 @@ describe('NDJSON datasets', () => {
   it('refuses what is not a dataset, naming the line or the record', () => {
     const refused = (fn: () => unknown, reason: string, line?: number) =>
       assert.throws(fn, (err: unknown) => err instanceof NdjsonError && err.reason === reason && err.line === line)
-    refused(() => encodeNdjson({ a: 1 }), 'not-an-array')
-    refused(() => encodeNdjson([{ a: 1 }, [1, 2]]), 'not-an-object', 2)
-    refused(() => encodeNdjson([null]), 'not-an-object', 1)
-    refused(() => decodeNdjson(Buffer.from('{"a":1}\n{broken\n')), 'not-json', 2)
-    refused(() => decodeNdjson(Buffer.from('{"a":1}\n\n42\n')), 'not-an-object', 3)
+    refused(() => encodeNdjson({ a: 1 }), 'notAnArray')
+    refused(() => encodeNdjson([{ a: 1 }, [1, 2]]), 'notAnObject', 2)
+    refused(() => encodeNdjson([null]), 'notAnObject', 1)
+    refused(() => decodeNdjson(Buffer.from('{"a":1}\n{broken\n')), 'notJson', 2)
+    refused(() => decodeNdjson(Buffer.from('{"a":1}\n\n42\n')), 'notAnObject', 3)
   })
 })

@@ -255,7 +255,7 @@ describe('protocol: response parsers', () => {
     for (const parse of parsers) {
       assert.match(throwsKind(() => parse(Buffer.alloc(0)), ProtocolError).message, /^empty .* payload$/)
       const err = throwsKind(() => parse(b('+OK\r\n+OK\r\n')), ProtocolError)
-      assert.ok(err.cause instanceof RespProtocolError && err.cause.reason === 'trailing-bytes')
+      assert.ok(err.cause instanceof RespProtocolError && err.cause.reason === 'trailingBytes')
       const bad = throwsKind(() => parse(b('$5\r\nab')), ProtocolError)
       assert.ok(bad.cause instanceof RespProtocolError && bad.cause.reason === 'incomplete')
       assert.match(bad.message, /RESP3 incomplete at offset 6/)

@@ -64,7 +64,7 @@ function decodeOrTypedError(buf: Buffer, offset = 0): RespValue | RespProtocolEr
       assert.ok(exact instanceof RespProtocolError, 'decodeExact refuses what decode refuses')
       assert.deepStrictEqual([exact.reason, exact.offset, exact.message], [outcome.reason, outcome.offset, outcome.message])
     } else if (leftOver > 0) {
-      assert.ok(exact instanceof RespProtocolError && exact.reason === 'trailing-bytes', String(exact))
+      assert.ok(exact instanceof RespProtocolError && exact.reason === 'trailingBytes', String(exact))
       assert.equal(exact.offset, buf.length - leftOver)
     } else {
       assert.deepStrictEqual(exact, outcome)
@@ -315,7 +315,7 @@ describe('RESP3 properties', function () {
         if (depth <= maxDepth) {
           assert.equal(thrown, undefined, String(thrown))
         } else {
-          assert.ok(thrown instanceof RespProtocolError && thrown.reason === 'too-deep', String(thrown))
+          assert.ok(thrown instanceof RespProtocolError && thrown.reason === 'tooDeep', String(thrown))
           const prefix = Buffer.from(openers.slice(0, maxDepth).join(''), 'latin1').length
           // An array's earlier items sit at its level too, so the offset is at or before the prefix.
           assert.ok(thrown.offset <= prefix, `${thrown.offset} <= ${prefix}`)

@@ -571,7 +571,7 @@ function hlcCompare(v: Vector): void {
 }
 
 function expectHlcError(fn: () => unknown, error: unknown): void {
-  const reason = { ClockDrift: 'clock-drift', OverflowWarning: 'counter-overflow' }[String(error)]
+  const reason = { ClockDrift: 'clockDrift', OverflowWarning: 'counterOverflow' }[String(error)]
   if (!reason) throw new Error(`unknown HLC error ${JSON.stringify(error)}`)
   eq(throwsTyped(fn, HlcError).reason, reason)
 }

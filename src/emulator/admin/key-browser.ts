@@ -56,11 +56,11 @@ export interface KeyDetails extends KeyEntry {
    */
   persistedBy: string | null
   /**
-   * Why a key that is not persisted is not: `no-file` (this emulator has no persistence file, so it
-   * keeps no key across restarts), `no-rule` (no key rule names it and it was not SET with the
+   * Why a key that is not persisted is not: `noFile` (this emulator has no persistence file, so it
+   * keeps no key across restarts), `noRule` (no key rule names it and it was not SET with the
    * dynamic property); null when it is persisted.
    */
-  notPersistedBecause: 'no-file' | 'no-rule' | null
+  notPersistedBecause: 'noFile' | 'noRule' | null
   /**
    * What the authorization rules let one client do with this key, and by which rule; null when no
    * policy is in force or no client was named.
@@ -209,7 +209,7 @@ export class EmulatorAdmin {
       ...entry(id, record, value.length),
       value,
       persistedBy: record.persisted && this.persistence ? this.whyPersisted(id) : null,
-      notPersistedBecause: record.persisted && this.persistence ? null : this.persistence ? 'no-rule' : 'no-file',
+      notPersistedBecause: record.persisted && this.persistence ? null : this.persistence ? 'noRule' : 'noFile',
       access: this.access(id, asClientId),
     }
   }

@@ -1,4 +1,5 @@
 import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
+import { ADMIN_REQUEST_TOPIC, ADMIN_RESPONSE_ROOT, ADMIN_TOPIC_ROOT } from '../core/admin-topics'
 
 /**
  * The admin channel over MQTT (what `--admin` serves): JSON request/response on topics of its own,
@@ -8,10 +9,7 @@ import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
  * The emulator's server and the sidebar's client both take their shapes from here.
  */
 
-export const ADMIN_TOPIC_ROOT = 'aio-statestore-emulator/admin/v1'
-export const ADMIN_REQUEST_TOPIC = `${ADMIN_TOPIC_ROOT}/request`
-/** Where answers go: the emulator alone publishes under it (the embedded broker refuses clients, service/service-topics.ts). */
-export const ADMIN_RESPONSE_ROOT = `${ADMIN_TOPIC_ROOT}/response`
+export { ADMIN_REQUEST_TOPIC, ADMIN_RESPONSE_ROOT, ADMIN_TOPIC_ROOT }
 
 /** Where a client with this id takes its answers. */
 export function adminResponseTopic(clientId: string): string {

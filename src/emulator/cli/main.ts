@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { shownUrl } from '../../diagnostics/log'
 import { parseArgs } from 'node:util'
 import { isLogThreshold, type LogThreshold } from '../logger'
-import { startEmulator, type EmulatorOptions, type TlsListenerOptions } from '../index'
+import { MEMORY_PROFILES, startEmulator, type EmulatorOptions, type MemoryProfile, type TlsListenerOptions } from '../index'
 import { DEV_PORTS, prepareDevLayout, writeDevEnv, type DevLayout } from '../dev-layout'
 import { readAuthenticationFile } from '../resource-file'
 import type { AuthenticationSources } from '../core/authentication-documents'
@@ -38,11 +38,24 @@ Options:
   --max-bytes <n>          Byte quota over every key and value held and each key's bookkeeping (160
                            bytes a key, 400 with an expiry or a fencing token; default 268435456, 256 MiB;
                            0 for none): a SET past it is answered "-ERR the quota has been exceeded".
-  --max-value-bytes <n>    The largest value a SET may store (default 16777216, 16 MiB; 0 for none); a
-                           larger one is answered "-ERR the quota has been exceeded".
+  --memory-profile <p>     The AIO broker's memory profile: tiny, low, medium (default) or high. It sets
+                           the largest message the embedded broker takes (4, 16, 64 or 256 MiB; a larger
+                           packet is refused, DISCONNECT 0x95) and the default of --max-value-bytes.
+  --max-value-bytes <n>    The largest value a SET may store (default: the profile's largest message less
+                           1 MiB, 66060288 for medium; 0 for none); a larger one is answered
+                           "-ERR the quota has been exceeded".
   --max-key-bytes <n>      The longest key a SET may store (default 65535; 0 for none); a longer one is
                            answered "-ERR the quota has been exceeded". Each quota refusal names its
                            flag in the log.
+  --subscriber-queue <length>[:DropOldest|None]
+                           Embedded broker: the AIO broker's subscriber queue limit for key notifications
+                           (Broker spec.advanced.clients.subscriberQueueLimit): at most <length> sent and
+                           unacknowledged and <length> waiting; DropOldest (the default here) drops the
+                           oldest waiting one, and nothing tells the subscriber.
+  --clock-offset <ms>      Run the service's clock this many milliseconds ahead (negative: behind, written
+                           --clock-offset=-90000) of this machine's, to rehearse a cluster whose clock is
+                           off: beyond 60 s requests are refused as TimestampSkew, or their answers'
+                           versions are too far ahead for the client.
   --node-id <id>           The HLC node id of the service, in every version it mints (default: a random
                            UUID). Must not contain ":".
   --auth <file>            A BrokerAuthorization resource (YAML or JSON, several documents allowed, as
@@ -218,8 +231,11 @@ async function main(): Promise<void> {
         'max-keys': { type: 'string' },
         'max-bytes': { type: 'string' },
         'max-value-bytes': { type: 'string' },
+        'memory-profile': { type: 'string' },
         'max-key-bytes': { type: 'string' },
         'node-id': { type: 'string' },
+        'clock-offset': { type: 'string' },
+        'subscriber-queue': { type: 'string' },
         auth: { type: 'string' },
         'broker-config': { type: 'string' },
         attributes: { type: 'string', multiple: true },
@@ -320,9 +336,26 @@ async function main(): Promise<void> {
   if (values.persist) options.persistFile = values.persist
   if (values['max-keys'] !== undefined) options.maxKeys = parseCount('--max-keys', values['max-keys']) || Infinity
   if (values['max-bytes'] !== undefined) options.maxBytes = parseCount('--max-bytes', values['max-bytes']) || Infinity
+  const profile = values['memory-profile']
+  if (profile !== undefined) {
+    if (!Object.hasOwn(MEMORY_PROFILES, profile)) fail(`--memory-profile ${JSON.stringify(profile)}: expected ${Object.keys(MEMORY_PROFILES).join(', ')}`)
+    options.memoryProfile = profile as MemoryProfile
+  }
   if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
   if (values['max-key-bytes'] !== undefined) options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
+  if (values['subscriber-queue'] !== undefined) {
+    const m = /^(\d+)(?::(None|DropOldest))?$/.exec(values['subscriber-queue'].trim())
+    if (!m || Number(m[1]) < 1)
+      fail(`--subscriber-queue ${JSON.stringify(values['subscriber-queue'])}: expected <length>[:DropOldest|None], e.g. 100:DropOldest`)
+    options.subscriberQueue = { length: Number(m[1]), strategy: (m[2] as 'None' | 'DropOldest' | undefined) ?? 'DropOldest' }
+  }
+  if (values['clock-offset'] !== undefined) {
+    const text = values['clock-offset']
+    if (!/^[+-]?\d+$/.test(text.trim()) || !Number.isSafeInteger(Number(text)))
+      fail(`--clock-offset ${JSON.stringify(text)}: expected whole milliseconds, e.g. --clock-offset=-90000`)
+    options.clockOffsetMs = Number(text)
+  }
   if (values.auth) options.authorizationFile = values.auth
   if (values['broker-config']) options.brokerConfigFile = values['broker-config']
   if (values.admin) options.adminOverMqtt = true

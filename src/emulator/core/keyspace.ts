@@ -59,7 +59,7 @@ export interface QuotaRefusal {
 /** `persistent`: the change is one persistence keeps (the key is, or was, persisted). */
 export type SetOutcome =
   | { kind: 'applied'; version: Hlc; persistent: boolean }
-  | { kind: 'not-applied'; version: Hlc }
+  | { kind: 'notApplied'; version: Hlc }
   | { kind: 'error'; code: ServiceErrorCode; quota?: QuotaRefusal }
 export type DeleteOutcome =
   { kind: 'deleted'; version: Hlc; persistent: boolean } | { kind: 'missing' } | { kind: 'mismatch'; version: Hlc } | { kind: 'error'; code: ServiceErrorCode }
@@ -258,8 +258,8 @@ export class Keyspace {
     if (fenced) return { kind: 'error', code: fenced }
     const condition = options.condition ?? 'always'
     if (existing) {
-      if (condition === 'NX') return { kind: 'not-applied', version: existing.version }
-      if (condition === 'NEX' && !existing.holds(value)) return { kind: 'not-applied', version: existing.version }
+      if (condition === 'NX') return { kind: 'notApplied', version: existing.version }
+      if (condition === 'NEX' && !existing.holds(value)) return { kind: 'notApplied', version: existing.version }
     } else if (this.records.size >= this.maxKeys) {
       // Keys past their deadline still count until collected; collect before refusing.
       this.expireDue()

@@ -7,7 +7,7 @@ export type RegistrationChange =
   /** KEYNOTIFY, or KEYNOTIFY STOP that removed a registration; a KEYNOTIFY is reported even when already registered. */
   | { kind: 'keynotify'; clientId: string; key: Buffer; stop: boolean }
   /** A client with registrations disconnected: all of them end. */
-  | { kind: 'drop-client'; clientId: string }
+  | { kind: 'dropClient'; clientId: string }
 
 export interface OutgoingNotification {
   clientId: string
@@ -69,7 +69,7 @@ export class Registrations {
     if (!keys) return 0
     this.byClient.delete(clientId)
     for (const id of keys) remove(this.byKey, id, clientId)
-    this.onChange({ kind: 'drop-client', clientId })
+    this.onChange({ kind: 'dropClient', clientId })
     return keys.size
   }
 

@@ -40,12 +40,12 @@ export interface ReplayedDelete {
   key: Buffer
 }
 export interface ReplayedKeyNotify {
-  type: 'keynotify' | 'keynotify-stop'
+  type: 'keynotify' | 'keynotifyStop'
   clientId: string
   key: Buffer
 }
 export interface ReplayedDropClient {
-  type: 'drop-client'
+  type: 'dropClient'
   clientId: string
 }
 /** The answer to a request that changed something persistent, so a re-send after a restart is answered from it, not executed again. */
@@ -175,9 +175,9 @@ function decodeRecord(data: Buffer, at: number): { value: Replayed; next: number
     }
     if (type === KEYNOTIFY || type === KEYNOTIFY_STOP || type === DROP_CLIENT) {
       const clientId = r.bytes(r.u32()).toString('utf8')
-      if (type === DROP_CLIENT) return r.done() ? { value: { type: 'drop-client', clientId }, next: end } : null
+      if (type === DROP_CLIENT) return r.done() ? { value: { type: 'dropClient', clientId }, next: end } : null
       const key = Buffer.from(r.bytes(r.u32()))
-      return r.done() ? { value: { type: type === KEYNOTIFY ? 'keynotify' : 'keynotify-stop', clientId, key }, next: end } : null
+      return r.done() ? { value: { type: type === KEYNOTIFY ? 'keynotify' : 'keynotifyStop', clientId, key }, next: end } : null
     }
     const key = Buffer.from(r.bytes(r.u32()))
     if (type === DEL) return r.done() ? { value: { type: 'delete', key }, next: end } : null

@@ -135,7 +135,7 @@ export class Journal {
       case 'keynotify':
         this.append(encodeKeyNotify(change.clientId, change.key, change.stop))
         break
-      case 'drop-client':
+      case 'dropClient':
         this.append(encodeDropClient(change.clientId))
         break
     }

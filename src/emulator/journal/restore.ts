@@ -70,10 +70,10 @@ export function replayJournal(
       case 'keynotify':
         registrations.register(r.clientId, r.key)
         break
-      case 'keynotify-stop':
+      case 'keynotifyStop':
         registrations.unregister(r.clientId, r.key)
         break
-      case 'drop-client':
+      case 'dropClient':
         registrations.dropClient(r.clientId)
         break
       case 'answer': {

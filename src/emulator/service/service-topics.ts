@@ -1,5 +1,5 @@
 import { dialect, PROTOCOL_NAMES, REQUEST_TOPIC, SERVICE_CLIENTS_PREFIX } from '../../protocol'
-import { ADMIN_RESPONSE_ROOT } from '../admin/wire'
+import { ADMIN_RESPONSE_ROOT } from '../core/admin-topics'
 
 /**
  * Topics only the state store service publishes to: its key notifications (everything under its

@@ -205,14 +205,12 @@ export class StateStoreService {
       const journal = this.options.journal
       answer = this.options.executor.execute(payload, { prop, clientId: caller, dialect } satisfies RequestContext)
       // A request that changed something persistent leaves its answer in the journal with the change,
-      // so that a re-send to the emulator restarted after a crash is answered, not executed again
-      // (found by the chaos run, seed 505: a SET NX re-sent after a restart answered "not applied").
+      // so that a re-send to the emulator restarted after a crash is answered as it was, not executed again.
       if (journal && answer.wrote) {
         journal.recordAnswer({ id: dedupId, request: request.serialize(), expiresAt, payload: answer.payload, timestamp: answer.timestamp })
       }
       // Any answer, a read's too, waits until every change it wrote or may have seen is on disk: an
-      // answer never shows a write that a crash then loses (found by the chaos run: a GET saw a
-      // value the restarted emulator did not have). Without a sync under way it goes at once.
+      // answer never shows a write that a crash then loses. Without a sync under way it goes at once.
       if (journal && journal.appendedSeq > journal.durableSeq) durableSeq = journal.appendedSeq
     } catch (err) {
       // A bug, not a bad request: say so loudly, answer nothing, keep serving.
