@@ -33,6 +33,7 @@ function errorOf(code: NodeErrorCode): unknown {
   const byCode: Record<string, () => unknown> = {
     Timeout: () => new TimeoutError(5000),
     ProtocolError: () => new ProtocolError('response without a correlation'),
+    ClockSkew: () => new ProtocolError('the answer is 90 s ahead of this clock', { code: 'ClockSkew' }),
     InvalidArgument: () => new ArgumentError('expiry must be a whole number'),
     Cancelled: () => new CancelledError('aborted'),
     Overloaded: () => new OverloadedError('100 requests in flight'),
