@@ -17,12 +17,13 @@ export const BENCHMARKS = {
   context: 'context store: cached sync get vs the memory store, set throughput vs localfilesystem and ss-set, a 10,000-set burst counted',
   sidebar: 'editor sidebar: messages/s and runtime CPU with the tab open at 2,000 SETs/s; key browser first page at 1M keys',
   lock: "the lock's hand-off vs its floor (one notification + one SET), Lock.edit vs the SDK's algorithm on the same client, at no load and --load 6",
+  import: 'aio-statestore import of 100,000 keys vs a bare mqtt.js pipelined SET loop on the same emulator; its peak RSS',
   scan: "SCAN of 1M keys (1 % matching) vs redis-server SCAN MATCH; the emulator's event-loop block per page",
 }
 
 const args = process.argv.slice(2)
 // Names are the words that are neither flags nor a flag's value (`--rounds 7`, `--rate 500`, `--baseline <dir>`).
-const names = args.filter((a, i) => !a.startsWith('--') && !/^\d+$/.test(a) && !(i > 0 && /^--(rounds|rate|baseline)$/.test(args[i - 1])))
+const names = args.filter((a, i) => !a.startsWith('--') && !/^\d+$/.test(a) && !(i > 0 && /^--(rounds|rate|baseline|keys)$/.test(args[i - 1])))
 const flags = args.filter((a) => !names.includes(a))
 const unknown = names.filter((n) => !(n in BENCHMARKS))
 if (unknown.length > 0) {

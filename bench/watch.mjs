@@ -200,6 +200,10 @@ const cpuNames = { baseline: 'state store, baseline emulator', statestore: 'stat
 const cpuRows = Object.keys(cpuNames)
   .filter((v) => r[v])
   .map((v) => [cpuNames[v], ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal'].map((m) => fmtRange(r[v][m])), fmtRange(r[v].coresBusy, 2)])
+cpuRows.push([
+  'ratio state store / two-hop relay, per round',
+  ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal', 'coresBusy'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'relay', m))),
+])
 if (baseBroker)
   cpuRows.push([
     'ratio state store / baseline',
@@ -224,6 +228,7 @@ const cpuTable = table(
   ['path', 'writer', 'mosquitto', 'emulator / relay', 'watcher', 'total', 'cores busy'],
   cpuRows,
 )
+const middleRatio = pairRatio(r, 'statestore', 'relay', 'cpuMiddle')
 const traceTables = trace ? traceReport({ dir: process.env.WATCH_TRACE_DIR, watcher: globalThis.__watchTrace.events, warmup: WARMUP }) : []
 const totalLost = s.lost.samples.reduce((a, b) => a + b, 0)
 writeResult('watch', {
@@ -247,8 +252,18 @@ writeResult('watch', {
       pass: s.p99.ratio.median <= 3,
     },
     { metric: 'notifications lost, all rounds', value: totalLost, unit: '', target: '0', pass: totalLost === 0 },
+    {
+      // Per round: the emulator's CPU per notification (it also answers the SET: two PUBLISHes and
+      // two PUBACKs in for each, where the relay sends one and gets one) against the relay's.
+      metric: `emulator CPU per notification / bare two-hop relay's, same rounds, ${RATE} SETs/s`,
+      value: Number(middleRatio.median.toFixed(3)),
+      min: middleRatio.min,
+      max: middleRatio.max,
+      target: '<= 1.3x',
+      pass: middleRatio.median <= 1.3,
+    },
   ],
-  data: { ...r, statestoreToRelay: toRelay },
+  data: { ...r, statestoreToRelay: toRelay, emulatorCpuToRelay: middleRatio },
   notes: [
     'latency clock: process.hrtime (CLOCK_MONOTONIC, shared by the writer and watcher processes)',
     'lost = SETs answered +OK minus distinct notifications received within 3 s after the last SET',

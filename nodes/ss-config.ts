@@ -1,5 +1,5 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red'
-import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
+import { CLIENT_DEFAULTS, parsePersistenceProperty, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError, type ConnectionErrorCode } from '../src/diagnostics/errors'
 import { LockFollower, StoreActivity } from '../src/observe'
@@ -33,6 +33,10 @@ interface ConfigDef extends NodeDef {
   maxInFlight: string | number
   /** 'v1' (default) or 'preview'; the client refuses anything else. */
   protocol?: string
+  /** `name=value`; blank: aio-persistence=true. */
+  persistenceProperty?: string
+  /** Absent (a flow from before the setting): this package's name; '' sends none. */
+  metricCategory?: string
 }
 
 type Credentials = StoreCredentials
@@ -97,6 +101,9 @@ export = function (RED: NodeAPI) {
         connectionWaitMs,
         maxInFlight: positiveInt(def.maxInFlight, CLIENT_DEFAULTS.maxInFlight),
         ...(def.protocol ? { protocol: def.protocol as ProtocolName } : {}),
+        // A malformed one fails the connection, said in the status: the editor refuses it before.
+        persistenceProperty: parsePersistenceProperty(def.persistenceProperty),
+        ...(def.metricCategory !== undefined ? { metricCategory: def.metricCategory.trim() } : {}),
         metrics: activity.metrics,
         logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),
       }

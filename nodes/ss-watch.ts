@@ -14,6 +14,9 @@ interface WatchDef extends NodeDef {
   overrides: boolean
 }
 
+/** A backlog of notifications this long (ms) or more is shown in the status, in whole seconds, instead of the key that changed. */
+const BEHIND_SHOWN_MS = 1000
+
 /** Configured keys: one per line (blank lines ignored). */
 function configuredKeys(keys: unknown): string[] {
   const list = Array.isArray(keys) ? keys : typeof keys === 'string' ? keys.split(/\r?\n/) : []
@@ -36,6 +39,9 @@ export = function (RED: NodeAPI) {
       onConnection: (s) => {
         if (s.state === 'connected') ensureAll()
         if (refusing) status.misconfigured('status.patternRefused')
+        // The client registers the watched keys again by itself: back to "watching N", not "connected".
+        else if (s.state === 'connected' && !s.problem && [...watched.values()].some((o) => typeof o !== 'string'))
+          status.outcome('status.watching', String(watched.size))
       },
       beforeClose: async () => {
         closing = true
@@ -58,8 +64,9 @@ export = function (RED: NodeAPI) {
     }
 
     function notified(key: string, n: KeyNotification): void {
-      store?.activity.watchNotified(key, n)
-      status.outcome('status.changed', key)
+      const behindMs = store?.activity.watchNotified(key, n) ?? null
+      if (behindMs !== null && behindMs >= BEHIND_SHOWN_MS) status.attention('status.behind', `${Math.round(behindMs / 1000)} s`)
+      else status.outcome('status.changed', key)
       emit(key, n.value, { operation: n.operation, version: n.version?.toString(), reconciled: n.reconciled })
     }
 

@@ -38,6 +38,7 @@ export {
   type LogLevel,
   type NotificationListener,
   type Observation,
+  type PersistenceProperty,
   type RequestOptions,
   type RequestRecorder,
   type SetOptions,

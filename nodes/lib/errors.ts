@@ -49,13 +49,14 @@ export const INPUT_ERROR_CODES = [
 export type InputErrorCode = (typeof INPUT_ERROR_CODES)[number]
 
 /** Every code a node hands a Catch node in `msg.error.code`, PascalCase as the service's own (CONTRIBUTING.md). */
-export type NodeErrorCode = InputErrorCode | ConnectionErrorCode | KindCode | ServiceErrorCode | 'Unknown' | 'Internal'
+export type NodeErrorCode = InputErrorCode | ConnectionErrorCode | KindCode | ServiceErrorCode | 'ClockSkew' | 'Unknown' | 'Internal'
 
 export const NODE_ERROR_CODES: readonly NodeErrorCode[] = [
   ...INPUT_ERROR_CODES,
   ...CONNECTION_ERROR_CODES,
   ...Object.values(CODE_BY_KIND),
   ...(Object.keys(SERVICE_ERROR_TEXT) as ServiceErrorCode[]),
+  'ClockSkew',
   'Unknown',
   'Internal',
 ]

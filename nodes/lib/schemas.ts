@@ -76,6 +76,12 @@ export const SCHEMAS = {
       connectionWait: whole(2000),
       maxInFlight: whole(1000),
       protocol: { value: 'v1' },
+      // Blank: aio-persistence=true, the Broker resource's default dynamicSettings.
+      persistenceProperty: {
+        value: '',
+        validate: { editor: ['value: "",', 'validate: function (v) {', '  return !v || /^\\s*[^=\\s][^=]*=/.test(v);', '}'] },
+      },
+      metricCategory: { value: 'node-red-contrib-aio-statestore' },
     },
   },
   'ss-get': {

@@ -23,6 +23,8 @@ interface Waiter {
   readonly deadline: number
   /** Whether the store was connected at any time while it waited: without, its wait says nothing of the lock. */
   sawConnection: boolean
+  /** Its take has waited a while (behind a hold elsewhere): it counts as waiting in the status. */
+  slow?: boolean
   timer?: NodeJS.Timeout
   settle(err?: unknown): void
 }
@@ -151,9 +153,35 @@ export function lockMode(ctx: ModeContext): LockMode {
     }
   }
 
-  /** The msgs waiting for a name (the one taking it included), for the sidebar's timeline. */
+  /** The msgs waiting for a name (the one taking it included), for the sidebar's timeline and the status. */
   function report(l: Line): void {
-    if (!closing.signal.aborted) store?.activity.waitingChanged(node.id, l.name, 'lock', l.waiting.length + (l.acquiring ? 1 : 0))
+    if (closing.signal.aborted) return
+    store?.activity.waitingChanged(node.id, l.name, 'lock', l.waiting.length + (l.acquiring ? 1 : 0))
+    if (waitingCount() !== shownWaiting) showHolds()
+  }
+
+  /** The msgs of this node waiting for a lock: queued, or taking one for a while (a quick take is not shown). */
+  function waitingCount(): number {
+    let n = 0
+    for (const l of lines.values()) n += l.waiting.length + (l.acquiring?.slow ? 1 : 0)
+    return n
+  }
+
+  /** The waiting count the status shows. */
+  let shownWaiting = 0
+
+  /**
+   * "acquired · 3 waiting" while a msg holds and others wait, "3 waiting" while they wait for a hold
+   * elsewhere; with none waiting, "acquired" or `idle` (the outcome that left nothing held).
+   */
+  function showHolds(idle?: string): void {
+    const waiting = waitingCount()
+    shownWaiting = waiting
+    if (holding()) {
+      if (waiting > 0) status.counted('status.acquiredWaiting', waiting)
+      else status.outcome('status.acquired')
+    } else if (waiting > 0) status.counted('status.waiting', waiting)
+    else if (idle) status.outcome(idle)
   }
 
   function next(c: StateStoreClient, l: Line): void {
@@ -181,6 +209,8 @@ export function lockMode(ctx: ModeContext): LockMode {
     // A take that waits a while asks once who holds the lock: how long a hold of another runtime has
     // lasted at least, should a msg give up behind it (an uncontended take costs no request more).
     const ask = setTimeout(() => {
+      w.slow = true
+      report(l)
       holderIfReachable(c, l.name).then(
         (h) => h && heldSince(l.name, h, Date.now()),
         () => {},
@@ -222,7 +252,8 @@ export function lockMode(ctx: ModeContext): LockMode {
       w.msg.holder = holder
       w.msg.lock = { ...info }
       if (slot !== undefined) w.msg.slot = slot
-      status.outcome('status.acquired')
+      l.acquiring = null
+      showHolds()
       w.out(true, w.msg)
     } catch (err) {
       if (err instanceof TimeoutError) await refuse(c, l.name, w).catch((e: unknown) => (failure = e))
@@ -245,7 +276,7 @@ export function lockMode(ctx: ModeContext): LockMode {
       const m = RED.util.cloneMessage(w.msg)
       Object.assign(m, { key: l.name, acquired: false, lost: true, reason: loss.reason, ...(loss.detail ? { detail: loss.detail } : {}) })
       node.send([null, m])
-    } else if (!closing.signal.aborted && !holding()) status.outcome('status.released')
+    } else if (!closing.signal.aborted) showHolds('status.released')
     next(c, l)
   }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { EnvironmentError, readAioEnvironment, type ClientOptions } from '../client'
+import { EnvironmentError, parsePersistenceProperty, readAioEnvironment, type ClientOptions } from '../client'
 import { UsageError } from './exit'
 import { wholeNumber as readWholeNumber } from '../checks/whole-number'
 
@@ -22,6 +22,8 @@ export const CONNECTION_FLAGS = {
   'key-password-file': { type: 'string' },
   'tls-server-name': { type: 'string' },
   timeout: { type: 'string' },
+  'persistence-property': { type: 'string' },
+  'metric-category': { type: 'string' },
 } as const
 
 export const CONNECTION_HELP = `Connection (before or after the command; flags win over the AIO SDKs' environment variables in brackets):
@@ -39,6 +41,10 @@ export const CONNECTION_HELP = `Connection (before or after the command; flags w
   --tls-server-name <name>    The name the broker's certificate is checked for, when the URL's host is
                               another (a port-forward to 127.0.0.1 of the cluster's aio-broker).
   --timeout <ms>              How long to wait for the connection and for each request (default 10000).
+  --persistence-property <name=value>  The user property --persist sends, as the cluster's Broker resource
+                              names it (spec.persistence.dynamicSettings; default aio-persistence=true).
+  --metric-category <name>    The CONNECT user property metriccategory the broker's metrics count the
+                              traffic under (default node-red-contrib-aio-statestore; "" for none).
   Also read: AIO_MQTT_KEEP_ALIVE (s), AIO_MQTT_SESSION_EXPIRY (s), AIO_MQTT_CLEAN_START (default true here).`
 
 export type ConnectionValues = { [K in keyof typeof CONNECTION_FLAGS]?: string | undefined }
@@ -72,6 +78,14 @@ export function connectionFrom(values: ConnectionValues, env: NodeJS.ProcessEnv 
     connectTimeoutMs: timeoutMs,
     cleanStart: aio.cleanStart ?? true,
   }
+  if (values['persistence-property'] !== undefined) {
+    try {
+      options.persistenceProperty = parsePersistenceProperty(values['persistence-property'])
+    } catch (err) {
+      throw new UsageError(`--persistence-property: ${(err as Error).message}`)
+    }
+  }
+  if (values['metric-category'] !== undefined) options.metricCategory = values['metric-category']
   if (aio.keepaliveSec !== undefined) options.keepaliveSec = aio.keepaliveSec
   if (aio.sessionExpirySec !== undefined) options.sessionExpirySec = aio.sessionExpirySec
   const username = values.username ?? aio.username

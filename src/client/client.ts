@@ -149,6 +149,11 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     return this.trust.dropped
   }
 
+  /** Changes of observed keys whose notification never came while connected, found by the periodic reads (reconcileIntervalMs). */
+  get lostNotifications(): number {
+    return this.notifications.lost
+  }
+
   /** Requests admitted (sent or waiting for the connection) and requests waiting for a free slot. */
   get load(): { inFlight: number; queued: number } {
     return this.requests.size

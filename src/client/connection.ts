@@ -4,6 +4,7 @@ import { publishPacketSize } from '../protocol'
 import { coalesceWrites } from '../transport/coalesce-writes'
 import { setNoDelay } from '../transport/mqtt-settings'
 import { storeWithoutCopy } from '../transport/store-without-copy'
+import { writeWholePackets } from '../transport/whole-packets'
 import { backoffDelay } from './backoff'
 import { mqttOptions } from './mqtt-options'
 import type { ResolvedOptions } from './options'
@@ -71,6 +72,8 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
     this.mqtt = stream ? new MqttClient(() => stream(), mqttOpts) : connect(options.brokerUrl, mqttOpts)
     // We send no Topic Alias, so mqtt.js's deep copy of every request for its replay store buys nothing.
     storeWithoutCopy(this.mqtt)
+    // One write per packet instead of one per field.
+    writeWholePackets(this.mqtt)
     this.wire()
     // mqtt.js opened the first stream and wrote CONNECT before 'packetsend' had a listener.
     if (this.mqtt.stream) this.checkPeer(this.mqtt.stream)

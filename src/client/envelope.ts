@@ -13,6 +13,8 @@ export interface RequestEnvelope {
   expirySec: number
   fencingToken?: Hlc
   persist?: boolean
+  /** The user property `persist` sends; aio-persistence: true when absent. */
+  persistenceProperty?: { key: string; value: string }
   /** v1 when absent. */
   dialect?: Dialect
 }
@@ -32,7 +34,10 @@ export function requestProperties(e: RequestEnvelope): PublishProperties {
         [Prop.highPriority]: '',
       }
   if (e.fencingToken) user[d.fencingTokenProperty] = d.formatHlc(e.fencingToken)
-  if (e.persist && d.statusHeaders) user[Prop.persist] = 'true'
+  if (e.persist && d.statusHeaders) {
+    const p = e.persistenceProperty
+    user[p?.key ?? Prop.persist] = p?.value ?? 'true'
+  }
   return {
     responseTopic: e.responseTopic,
     correlationData: e.correlation,
@@ -81,7 +86,11 @@ export function readTimestamp(properties: Properties, clock: HybridLogicalClock,
     clock.update(version)
     return version
   } catch (err) {
-    if (err instanceof HlcError) throw new ProtocolError(`bad ${name} ${JSON.stringify(text)}: ${err.message}`, { cause: err })
+    if (err instanceof HlcError)
+      throw new ProtocolError(`bad ${name} ${JSON.stringify(text)}: ${err.message}`, {
+        cause: err,
+        ...(err.reason === 'clockDrift' ? { code: 'ClockSkew' as const } : {}),
+      })
     throw err
   }
 }
@@ -109,7 +118,7 @@ export interface Envelope {
 
 /** The state store's envelope (protocol reference, section 2): the client's clock stamps each request. */
 export function stateStoreEnvelope(options: ResolvedOptions): Envelope {
-  const { clock, dialect, clientId } = options
+  const { clock, dialect, clientId, persistenceProperty } = options
   return {
     requestTopic: dialect.requestTopic,
     properties: (r) => {
@@ -128,6 +137,7 @@ export function stateStoreEnvelope(options: ResolvedOptions): Envelope {
         expirySec: r.expirySec,
         fencingToken: r.fencingToken,
         persist: r.persist,
+        persistenceProperty,
       })
     },
     readVersion: (properties) => readResponseVersion(properties, clock, dialect),

@@ -23,11 +23,12 @@ export type {
   Observation,
   RequestOptions,
   RequestRecorder,
+  PersistenceProperty,
   SetOptions,
   SetResult,
   TlsOptions,
 } from './types'
-export { CLIENT_DEFAULTS } from './options'
+export { CLIENT_DEFAULTS, parsePersistenceProperty } from './options'
 /** The AIO SDKs' connection environment (AIO_BROKER_HOSTNAME, AIO_SAT_FILE, …), read once for the CLI, the context store and the config node. */
 export {
   AIO_VARIABLES,

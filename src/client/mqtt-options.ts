@@ -1,7 +1,7 @@
 import type { IClientOptions } from 'mqtt'
 import { mqttLogOption } from '../transport/mqtt-settings'
 import { backoffDelay } from './backoff'
-import type { ResolvedOptions } from './options'
+import { METRIC_CATEGORY_PROPERTY, type ResolvedOptions } from './options'
 import { SAT_AUTH_METHOD } from './sat-token'
 
 /**
@@ -15,6 +15,7 @@ export function mqttOptions(
 ): IClientOptions & { passphrase?: string } {
   const properties: NonNullable<IClientOptions['properties']> = {}
   if (o.sessionExpirySec !== undefined) properties.sessionExpiryInterval = o.sessionExpirySec
+  if (o.metricCategory !== '') properties.userProperties = { [METRIC_CATEGORY_PROPERTY]: o.metricCategory }
   if (satToken) {
     properties.authenticationMethod = SAT_AUTH_METHOD
     properties.authenticationData = satToken

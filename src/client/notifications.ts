@@ -56,6 +56,9 @@ export class Notifications {
   /** Bumped on every disconnect; a registration made in an older epoch may have died with it. */
   private epoch = 0
   private closed = false
+  private sweepTimer: NodeJS.Timeout | null = null
+  /** Changes found by the periodic reads whose notification never came while connected. */
+  lost = 0
 
   constructor(
     private readonly invoke: Invoker,
@@ -64,7 +67,55 @@ export class Notifications {
     private readonly broadcast: (n: KeyNotification) => void,
     private readonly report: (err: Error) => void,
     private readonly trust: NotificationTrust = new NotificationTrust(options.clock),
-  ) {}
+  ) {
+    this.scheduleSweep()
+  }
+
+  /**
+   * Every reconcileIntervalMs, each observed key is read once more, one after the other: a broker
+   * whose subscriber queue drops the oldest (AIO's DropOldest) loses notifications without a word,
+   * and a read is the only way to learn it. What differs is delivered (`reconciled: true`), counted
+   * and logged; a notification that arrives while the read is out wins.
+   */
+  private scheduleSweep(): void {
+    if (this.options.reconcileIntervalMs === 0 || this.closed) return
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = null
+      void this.sweep().finally(() => this.scheduleSweep())
+    }, this.options.reconcileIntervalMs)
+    this.sweepTimer.unref()
+  }
+
+  private async sweep(): Promise<void> {
+    let found = 0
+    for (const entry of [...this.entries.values()]) {
+      if (this.closed || !this.isOnline()) return
+      if (entry.slots.size === 0 || !entry.registered || entry.stale || entry.confirming || !entry.known) continue
+      const epoch = this.epoch
+      entry.busy += 1
+      const step = entry.chain.then(async () => {
+        const seen = entry.seen
+        const current = await get(this.invoke, entry.key)
+        // A notification overtook the read, or the connection dropped (the reconnect reconciles).
+        if (entry.seen !== seen || epoch !== this.epoch || entry.slots.size === 0) return
+        const exists = current.value !== null
+        if (entry.exists === exists && (!exists || sameVersion(entry.version, current.version))) return
+        found += 1
+        this.lost += 1
+        this.reconcile(entry, current)
+      })
+      entry.chain = step.then(
+        () => this.done(entry),
+        () => this.done(entry),
+      )
+      await step.catch((err: Error) => this.options.logger('debug', `reading observed key ${entry.id} again failed: ${err.message}`))
+    }
+    if (found > 0)
+      this.options.logger(
+        'warn',
+        `${found} observed key(s) had changed without a notification while connected (${this.lost} so far): the broker dropped them (a subscriber queue limit with DropOldest?); told as reconciled notifications`,
+      )
+  }
 
   async observe(key: Bytes, listener: NotificationListener, options: RequestOptions = {}): Promise<Observation> {
     // Buffer.copyBytesFrom owns its memory: a pooled copy would keep a whole shared slab alive as long as the key is observed.
@@ -162,6 +213,8 @@ export class Notifications {
 
   close(): void {
     this.closed = true
+    if (this.sweepTimer) clearTimeout(this.sweepTimer)
+    this.sweepTimer = null
     for (const entry of this.entries.values()) {
       if (entry.retry) clearTimeout(entry.retry)
       entry.retry = null

@@ -2,19 +2,41 @@ import { ArgumentError } from '../diagnostics/errors'
 import { rateLimited, shownUrl } from '../diagnostics/log'
 import { HybridLogicalClock } from '../hlc'
 import { dialect, isProtocolName, PROTOCOL_NAMES, type Dialect } from '../protocol'
-import type { ClientOptions, Logger } from './types'
+import type { ClientOptions, Logger, PersistenceProperty } from './types'
 import { wholeNumber } from '../checks/whole-number'
 
 /** The defaults of the options ClientOptions leaves open; the config node and the context store show and use the same. */
 export const CLIENT_DEFAULTS = {
   keepaliveSec: 60,
   reconnectMinMs: 500,
-  reconnectMaxMs: 10_000,
+  // The cap on the backoff: a broker back after an outage is found again within 2 s (plus the connect).
+  reconnectMaxMs: 2000,
   connectTimeoutMs: 10_000,
   requestTimeoutMs: 10_000,
   maxInFlight: 1000,
   maxClockDriftMs: 60_000,
+  /** Observed keys are read again this often, to find a lost notification (a broker queue that drops the oldest). */
+  reconcileIntervalMs: 300_000,
+  /** The Broker resource's default `dynamicSettings` (AIO docs, "Configure broker persistence"). */
+  persistenceProperty: { key: 'aio-persistence', value: 'true' },
+  /** Names this package in the broker's traffic metrics (the CONNECT user property `metriccategory`). */
+  metricCategory: 'node-red-contrib-aio-statestore',
 } as const
+
+/** The CONNECT user property that names a client's traffic category in the AIO broker's metrics. */
+export const METRIC_CATEGORY_PROPERTY = 'metriccategory'
+
+/**
+ * `key=value` (as a setting writes it: the config node, the context store, the CLI) as a user
+ * property; blank for the default. ArgumentError says what is wrong.
+ */
+export function parsePersistenceProperty(text: string | undefined): PersistenceProperty {
+  if (text === undefined || text.trim() === '') return { ...CLIENT_DEFAULTS.persistenceProperty }
+  const i = text.indexOf('=')
+  const key = i < 0 ? '' : text.slice(0, i).trim()
+  if (i < 0 || key === '') throw new ArgumentError(`the persistence property must be written name=value (aio-persistence=true), got ${JSON.stringify(text)}`)
+  return { key, value: text.slice(i + 1).trim() }
+}
 
 export interface ResolvedOptions extends ClientOptions {
   keepaliveSec: number
@@ -28,6 +50,9 @@ export interface ResolvedOptions extends ClientOptions {
   clock: HybridLogicalClock
   logger: Logger
   dialect: Dialect
+  persistenceProperty: PersistenceProperty
+  metricCategory: string
+  reconcileIntervalMs: number
 }
 
 const PROTOCOLS = new Set(['mqtt:', 'mqtts:', 'ws:', 'wss:', 'tcp:', 'ssl:'])
@@ -68,6 +93,9 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     clock: options.clock ?? new HybridLogicalClock({ maxDriftMs: count(options.maxClockDriftMs, CLIENT_DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0) }),
     logger: options.logger ? rateLimited(options.logger, { burst: 20 }) : () => {},
     dialect: dialect(options.protocol),
+    persistenceProperty: userPropertyOption(options.persistenceProperty),
+    reconcileIntervalMs: count(options.reconcileIntervalMs, CLIENT_DEFAULTS.reconcileIntervalMs, 'reconcileIntervalMs', 0),
+    metricCategory: textOption(options.metricCategory, CLIENT_DEFAULTS.metricCategory, 'metricCategory'),
   }
   if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new ArgumentError('reconnectMaxMs must not be smaller than reconnectMinMs')
   if (options.sessionExpirySec !== undefined) count(options.sessionExpirySec, 0, 'sessionExpirySec', 0)
@@ -79,4 +107,17 @@ function count(value: number | undefined, fallback: number, name: string, min: n
   const n = typeof value === 'number' ? wholeNumber(value, min) : undefined
   if (n === undefined) throw new ArgumentError(`${name} must be a whole number of at least ${min}, got ${value}`)
   return n
+}
+
+function userPropertyOption(p: PersistenceProperty | undefined): PersistenceProperty {
+  if (p === undefined) return { ...CLIENT_DEFAULTS.persistenceProperty }
+  if (typeof p !== 'object' || p === null || typeof p.key !== 'string' || p.key === '' || typeof p.value !== 'string')
+    throw new ArgumentError('persistenceProperty must be { key, value }, two strings, the key not empty')
+  return { key: p.key, value: p.value }
+}
+
+function textOption(value: string | undefined, fallback: string, name: string): string {
+  if (value === undefined) return fallback
+  if (typeof value !== 'string') throw new ArgumentError(`${name} must be a string, got ${JSON.stringify(value)}`)
+  return value
 }

@@ -70,7 +70,7 @@ export interface ClientOptions {
   /** Default true. */
   cleanStart?: boolean
   sessionExpirySec?: number
-  /** Reconnect backoff start, default 500 ms; doubles (with jitter) up to reconnectMaxMs, default 10000 ms. */
+  /** Reconnect backoff start, default 500 ms; doubles (with jitter) up to reconnectMaxMs, default 2000 ms: a broker back after an outage is found within 2 s. */
   reconnectMinMs?: number
   reconnectMaxMs?: number
   /** How long the broker has to answer a CONNECT, default 10000 ms. */
@@ -105,6 +105,23 @@ export interface ClientOptions {
    * notifications). See docs/client.md.
    */
   protocol?: ProtocolName
+  /**
+   * The user property a SET with `persist: true` carries, as the cluster's Broker resource names it
+   * (`spec.persistence.dynamicSettings.userPropertyKey` / `userPropertyValue`); default
+   * `{ key: 'aio-persistence', value: 'true' }`.
+   */
+  persistenceProperty?: PersistenceProperty
+  /**
+   * The traffic category the broker's metrics count this client's traffic under: the CONNECT user
+   * property `metriccategory`. Default `node-red-contrib-aio-statestore`; '' sends none (uncategorized).
+   */
+  metricCategory?: string
+  /**
+   * How often every observed key is read again (one at a time) to find a change whose notification
+   * was lost while connected (an AIO broker whose subscriber queue limit drops the oldest: DropOldest);
+   * a change found is delivered as a notification with `reconciled: true`. Default 300000 (5 min); 0: never.
+   */
+  reconcileIntervalMs?: number
   /** Told of every request it settles, with its latency: for connection figures (see src/observe). */
   metrics?: RequestRecorder
   /** Diagnostics the client cannot report anywhere else: dropped late responses, re-registration failures. */
@@ -115,6 +132,12 @@ export interface RequestOptions {
   /** Overrides the client's requestTimeoutMs; also sent as the Message Expiry (rounded up to seconds). */
   timeoutMs?: number
   signal?: AbortSignal
+}
+
+/** A user property: its name and value. */
+export interface PersistenceProperty {
+  key: string
+  value: string
 }
 
 export interface GetResult {

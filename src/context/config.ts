@@ -5,6 +5,7 @@ import {
   CLIENT_DEFAULTS,
   defaultClientId,
   EnvironmentError,
+  parsePersistenceProperty,
   environmentAuth,
   environmentTls,
   readAioEnvironment,
@@ -50,6 +51,18 @@ export interface ContextStoreConfig {
   cache?: boolean
   /** Ask the service to persist every key written. Default true. */
   persist?: boolean
+  /**
+   * The user property that asks for it, as the cluster's Broker resource names it
+   * (`dynamicSettings`): `"name=value"` or `{ key, value }`. Default `aio-persistence=true`.
+   */
+  persistenceProperty?: string | { key: string; value: string }
+  /**
+   * Milliseconds between the reads of every cached key that find a change whose notification the
+   * broker dropped (a subscriber queue limit with DropOldest). Default 300000; 0: never.
+   */
+  reconcileInterval?: number
+  /** The CONNECT user property `metriccategory` (the broker's traffic metrics). Default this package's name; '' for none. */
+  metricCategory?: string
   /** Where diagnostics go; default Node-RED's log when it can be found, else the console. */
   logger?: Logger
   /** Set by Node-RED: `{ userDir }`. */
@@ -102,6 +115,12 @@ export function resolveConfig(config: ContextStoreConfig = {}, env: NodeJS.Proce
   if (!config.embedded) client.brokerUrl = config.broker || aio.brokerUrl || DEFAULT_BROKER
   if (config.sessionExpiry !== undefined && Number(config.sessionExpiry) !== 0) client.sessionExpirySec = positive(config.sessionExpiry, 'sessionExpiry', 0)
   else if (config.sessionExpiry === undefined && aio.sessionExpirySec) client.sessionExpirySec = aio.sessionExpirySec
+  const persistence = config.persistenceProperty
+  if (persistence !== undefined)
+    client.persistenceProperty = typeof persistence === 'string' ? settingOf(() => parsePersistenceProperty(persistence)) : persistence
+  if (config.metricCategory !== undefined) client.metricCategory = config.metricCategory
+  if (config.reconcileInterval !== undefined)
+    client.reconcileIntervalMs = Number(config.reconcileInterval) === 0 ? 0 : positive(config.reconcileInterval, 'reconcileInterval', 0)
   if (config.username) client.username = config.username
   if (config.password) client.password = config.password
   if (config.satTokenFile) client.satTokenFile = config.satTokenFile
@@ -114,6 +133,15 @@ export function resolveConfig(config: ContextStoreConfig = {}, env: NodeJS.Proce
   const tls = tlsOptions(config) ?? (config.embedded || config.ca || config.cert || config.key ? undefined : fromEnvironment(() => environmentTls(aio)))
   if (tls) client.tls = tls
   return { prefix, cache: config.cache !== false, persist: config.persist !== false, embedded: config.embedded === true, requestTimeoutMs, logger, client }
+}
+
+/** A setting the client refuses stops the store, said as the store's. */
+function settingOf<T>(read: () => T): T {
+  try {
+    return read()
+  } catch (err) {
+    throw new Error(`state store context: ${(err as Error).message}`, { cause: err })
+  }
 }
 
 /** A wrong AIO variable stops the store with its name, its value and why. */

@@ -93,10 +93,19 @@ export class NoServiceError extends ConnectionError {
   }
 }
 
-/** The peer broke the protocol: an unparseable payload, a missing or bad header, a drifted clock. */
+/**
+ * The peer broke the protocol: an unparseable payload, a missing or bad header, a drifted clock.
+ * `code` `ClockSkew`: the answer's version is further ahead of this machine's clock than the
+ * client accepts (a broker whose clock runs ahead), the other half of the service's TimestampSkew.
+ */
 export class ProtocolError extends StateStoreError {
   readonly kind = 'protocol'
   override readonly name = 'ProtocolError'
+  readonly code: 'ClockSkew' | undefined
+  constructor(message: string, options?: ErrorOptions & { code?: 'ClockSkew' }) {
+    super(message, options)
+    this.code = options?.code
+  }
 }
 
 /** Refused before anything was sent: empty key, negative expiry, and the like. */
@@ -142,7 +151,7 @@ export const CODE_BY_KIND = {
 export type KindCode = (typeof CODE_BY_KIND)[keyof typeof CODE_BY_KIND]
 
 /** Every code a state store error carries to a flow or a program, PascalCase (CONTRIBUTING.md). */
-export type FlowCode = ConnectionErrorCode | ServiceErrorCode | KindCode | 'Unknown'
+export type FlowCode = ConnectionErrorCode | ServiceErrorCode | KindCode | 'ClockSkew' | 'Unknown'
 
 /**
  * The code a flow sees for a state store error (the nodes' `msg.error.code`, the Function-node
@@ -150,5 +159,6 @@ export type FlowCode = ConnectionErrorCode | ServiceErrorCode | KindCode | 'Unkn
  */
 export function flowCode(err: StateStoreError): FlowCode {
   if (err instanceof ConnectionError || err instanceof ServiceError) return err.code
+  if (err instanceof ProtocolError && err.code) return err.code
   return (CODE_BY_KIND as Partial<Record<StateStoreErrorKind, KindCode>>)[err.kind] ?? 'Unknown'
 }

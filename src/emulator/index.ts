@@ -1,3 +1,4 @@
+import { SERVICE_CLIENTS_PREFIX } from '../protocol'
 import type { Duplex } from 'node:stream'
 import { shownUrl } from '../diagnostics/log'
 import { HybridLogicalClock } from '../hlc'
@@ -20,7 +21,10 @@ import {
   DEFAULT_MAX_BYTES,
   DEFAULT_MAX_KEY_BYTES,
   DEFAULT_MAX_KEYS,
-  DEFAULT_MAX_VALUE_BYTES,
+  DEFAULT_MAX_REGISTRATIONS,
+  DEFAULT_MEMORY_PROFILE,
+  MEMORY_PROFILES,
+  profileValueBytes,
   embeddedMaxPacketSize,
   type EmulatorOptions,
 } from './options'
@@ -35,7 +39,15 @@ export type { ListenerAuthentication, SatTokenFile, X509AttributeRule } from './
 export type { TlsListenerOptions } from './broker/tls-listener'
 export { inProcessConnector, startBroker, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
 export type { LogThreshold as EmulatorLogLevel } from './logger'
-export { DEFAULT_MAX_BYTES, DEFAULT_MAX_KEY_BYTES, DEFAULT_MAX_KEYS, DEFAULT_MAX_VALUE_BYTES, type EmulatorOptions } from './options'
+export {
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MAX_KEY_BYTES,
+  DEFAULT_MAX_KEYS,
+  DEFAULT_MAX_VALUE_BYTES,
+  MEMORY_PROFILES,
+  type EmulatorOptions,
+  type MemoryProfile,
+} from './options'
 export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin/key-browser'
 
 export interface Emulator {
@@ -68,8 +80,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const log = makeLogger(options.logLevel ?? 'warn', options.logger ?? stderrSink, options.logBurst)
   checkOptions(options)
   const seed = options.seedFile ? readSeedFile(options.seedFile) : null
-  const clock = new HybridLogicalClock(options.nodeId !== undefined ? { nodeId: options.nodeId } : {})
-  const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES
+  const offset = options.clockOffsetMs ?? 0
+  const clock = new HybridLogicalClock({
+    ...(options.nodeId !== undefined ? { nodeId: options.nodeId } : {}),
+    ...(offset !== 0 ? { now: () => Date.now() + offset } : {}),
+  })
+  if (offset !== 0) log('warn', `clock: the service's clock runs ${Math.abs(offset)} ms ${offset > 0 ? 'ahead of' : 'behind'} this machine's (--clock-offset)`)
+  const memoryProfile = options.memoryProfile ?? DEFAULT_MEMORY_PROFILE
+  const maxValueBytes = options.maxValueBytes ?? profileValueBytes(memoryProfile)
   const bounds = {
     maxKeys: options.maxKeys ?? DEFAULT_MAX_KEYS,
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
@@ -77,7 +95,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     maxKeyBytes: options.maxKeyBytes ?? DEFAULT_MAX_KEY_BYTES,
   }
   const store = new Keyspace({ clock, ...bounds })
-  log('info', `bounds: ${describeBounds(bounds)}`)
+  log('info', `bounds: ${describeBounds(bounds)}; memory profile ${memoryProfile}, largest message ${MEMORY_PROFILES[memoryProfile]} bytes`)
   const live = options.authorizationFile ? new LivePolicy(readAuthorizationFile(options.authorizationFile)) : null
   const authorization: AuthorizationPolicy | null = live?.view ?? null
   const persistencePolicy = options.brokerConfigFile ? readBrokerConfigFile(options.brokerConfigFile) : PersistencePolicy.dynamicOnly
@@ -158,7 +176,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       if (options.brokerPassword !== undefined) credentials.password = options.brokerPassword
     } else {
       const listen = options.listen ?? { port: 0 }
-      const maximumPacketSize = embeddedMaxPacketSize(maxValueBytes)
+      const maximumPacketSize = embeddedMaxPacketSize(options)
       broker = await startBroker({
         port: listen.port,
         log,
@@ -169,6 +187,13 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...(listen.host !== undefined ? { host: listen.host } : {}),
         ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
         ...(options.tlsListeners ? { tlsListeners: options.tlsListeners } : {}),
+        limits: {
+          ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
+          ...(options.tlsHandshakeTimeoutMs !== undefined ? { tlsHandshakeTimeoutMs: options.tlsHandshakeTimeoutMs } : {}),
+        },
+        ...(options.subscriberQueue
+          ? { subscriberQueue: { ...options.subscriberQueue, applies: (topic: string) => topic.startsWith(`${SERVICE_CLIENTS_PREFIX}/`) } }
+          : {}),
         // A policy without broker resources checks state store requests only (the warning above says so).
         ...(authorization?.grantsBrokerResources ? { accessPolicy: stateStoreAccessPolicy(authorization) } : {}),
       })
@@ -198,6 +223,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         persistencePolicy,
         ...(broker ? { principalOf: broker.principalOf.bind(broker) } : {}),
         ...(options.scan === false ? { scan: false } : {}),
+        maxRegistrations: options.maxRegistrations ?? DEFAULT_MAX_REGISTRATIONS,
         ...(options.scanPageKeys !== undefined ? { scanLimits: { ...DEFAULT_SCAN_LIMITS, maxKeys: options.scanPageKeys } } : {}),
       }),
       dedup,

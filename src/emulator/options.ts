@@ -6,13 +6,34 @@ import type { LogThreshold } from './logger'
 /** What the emulator holds at most by default: keys and values with their bookkeeping, keys, one value, one key. */
 export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 export const DEFAULT_MAX_KEYS = 1_000_000
-export const DEFAULT_MAX_VALUE_BYTES = 16 * 1024 * 1024
-/** Past any real key (the .NET SDK's integration test stores the longest seen, 6,500 bytes): the nodes' own bound on a key. */
-export const DEFAULT_MAX_KEY_BYTES = 65_535
-
 /** MQTT's largest packet, and the room a SET's key and properties get beside its value in the embedded broker's Maximum Packet Size. */
 const MQTT_MAX_PACKET = 268_435_455
 const PACKET_ROOM = 1024 * 1024
+const MiB = 1024 * 1024
+
+/**
+ * The AIO broker's memory profiles and the largest message each lets through (AIO docs, "Configure
+ * broker availability and scale": Tiny 4 MB, Low 16 MB, Medium 64 MB, the default, High 256 MB,
+ * which MQTT caps at 268,435,455 bytes). The embedded broker announces it as its Maximum Packet Size.
+ */
+export const MEMORY_PROFILES = {
+  tiny: 4 * MiB,
+  low: 16 * MiB,
+  medium: 64 * MiB,
+  high: MQTT_MAX_PACKET,
+} as const
+export type MemoryProfile = keyof typeof MEMORY_PROFILES
+export const DEFAULT_MEMORY_PROFILE: MemoryProfile = 'medium'
+
+/** The largest value a SET may store under a profile: its largest message, less room for the key and properties. */
+export function profileValueBytes(profile: MemoryProfile): number {
+  return MEMORY_PROFILES[profile] - PACKET_ROOM
+}
+export const DEFAULT_MAX_VALUE_BYTES = profileValueBytes(DEFAULT_MEMORY_PROFILE)
+/** Past any real key (the .NET SDK's integration test stores the longest seen, 6,500 bytes): the nodes' own bound on a key. */
+export const DEFAULT_MAX_KEY_BYTES = 65_535
+/** KEYNOTIFY registrations one client id may hold by default (`--max-registrations`). */
+export const DEFAULT_MAX_REGISTRATIONS = 10_000
 
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
@@ -34,12 +55,39 @@ export interface EmulatorOptions {
    * the quota error.
    */
   maxBytes?: number
-  /** The largest value a SET may store (default 16 MiB; Infinity for none); a larger one is answered as the quota error. */
+  /**
+   * The AIO broker's memory profile (default `medium`): the largest message the embedded broker
+   * takes (tiny 4 MiB, low 16 MiB, medium 64 MiB, high 256 MiB) and the default of maxValueBytes.
+   */
+  memoryProfile?: MemoryProfile
+  /**
+   * The largest value a SET may store (default: the memory profile's largest message less 1 MiB,
+   * 63 MiB for medium; Infinity for none); a larger one is answered as the quota error.
+   */
   maxValueBytes?: number
   /** The longest key a SET may store (default 65,535; Infinity for none); a longer one is answered as the quota error. */
   maxKeyBytes?: number
+  /** Embedded broker only: connections each listener holds at once (default 1024; Infinity for none); past it a new one is closed at once. */
+  maxConnections?: number
+  /** KEYNOTIFY registrations one client id may hold (default 10,000; Infinity for none); one more is answered as the quota error. */
+  maxRegistrations?: number
+  /** Embedded broker only: how long a TLS listener waits for a client's handshake (default 10,000 ms). */
+  tlsHandshakeTimeoutMs?: number
+  /**
+   * Embedded broker only: the AIO broker's subscriber queue limit for key notifications (Broker
+   * `spec.advanced.clients.subscriberQueueLimit`): a subscriber has at most `length` sent and not
+   * acknowledged, and at most `length` waiting; with `DropOldest` the oldest waiting one is dropped
+   * when another comes, and nothing tells the subscriber. Absent: none (every notification waits).
+   */
+  subscriberQueue?: { length: number; strategy: 'None' | 'DropOldest' }
   /** HLC node id of the service; a fresh UUID by default. */
   nodeId?: string
+  /**
+   * Milliseconds the service's clock runs ahead of (negative: behind) this machine's: to rehearse
+   * the skew errors of a cluster whose clock is off (beyond 60 s a request is refused as
+   * TimestampSkew, or its answer's version is too far ahead for the client). Default 0.
+   */
+  clockOffsetMs?: number
   /**
    * A BrokerAuthorization resource as applied to a cluster (YAML or JSON, several documents
    * allowed), or its bare `authorizationPolicies` object: who may connect, publish and subscribe
@@ -97,8 +145,23 @@ export function checkOptions(options: EmulatorOptions): void {
   if (options.maxKeyBytes !== undefined && options.maxKeyBytes !== Infinity && (!Number.isSafeInteger(options.maxKeyBytes) || options.maxKeyBytes < 1)) {
     throw new Error(`maxKeyBytes must be a whole number >= 1, got ${options.maxKeyBytes}`)
   }
+  if (options.memoryProfile !== undefined && !Object.hasOwn(MEMORY_PROFILES, options.memoryProfile)) {
+    throw new Error(`memoryProfile must be one of ${Object.keys(MEMORY_PROFILES).join(', ')}, got ${JSON.stringify(options.memoryProfile)}`)
+  }
+  const queue = options.subscriberQueue
+  if (queue !== undefined && (!Number.isSafeInteger(queue.length) || queue.length < 1 || (queue.strategy !== 'None' && queue.strategy !== 'DropOldest'))) {
+    throw new Error(`subscriberQueue must be { length: a whole number >= 1, strategy: None or DropOldest }, got ${JSON.stringify(queue)}`)
+  }
+  if (queue && options.brokerUrl) throw new Error('subscriberQueue applies to the embedded broker only; with brokerUrl your broker queues')
+  if (options.clockOffsetMs !== undefined && !Number.isSafeInteger(options.clockOffsetMs)) {
+    throw new Error(`clockOffsetMs must be a whole number of milliseconds, got ${options.clockOffsetMs}`)
+  }
   if (options.scanPageKeys !== undefined && (!Number.isSafeInteger(options.scanPageKeys) || options.scanPageKeys < 1)) {
     throw new Error(`scanPageKeys must be a whole number >= 1, got ${options.scanPageKeys}`)
+  }
+  for (const name of ['maxConnections', 'tlsHandshakeTimeoutMs', 'maxRegistrations'] as const) {
+    const n = options[name]
+    if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 1)) throw new Error(`${name} must be a whole number >= 1, got ${n}`)
   }
   for (const name of ['maxBytes', 'maxValueBytes'] as const) {
     const n = options[name]
@@ -117,7 +180,12 @@ export function checkOptions(options: EmulatorOptions): void {
   }
 }
 
-/** The embedded broker's Maximum Packet Size: a SET of the largest value, its key and properties fit. */
-export function embeddedMaxPacketSize(maxValueBytes: number): number | undefined {
+/**
+ * The embedded broker's Maximum Packet Size: the profile's largest message, or with a value limit
+ * of its own, what a SET of the largest value, its key and properties need (none without a limit).
+ */
+export function embeddedMaxPacketSize(options: Pick<EmulatorOptions, 'memoryProfile' | 'maxValueBytes'>): number | undefined {
+  const { maxValueBytes } = options
+  if (maxValueBytes === undefined) return MEMORY_PROFILES[options.memoryProfile ?? DEFAULT_MEMORY_PROFILE]
   return maxValueBytes !== Infinity ? Math.min(MQTT_MAX_PACKET, maxValueBytes + PACKET_ROOM) : undefined
 }

@@ -93,9 +93,9 @@ function utf8Text(bytes: Buffer): string {
 }
 
 /** Refuses nesting deeper than MAX_RECORD_DEPTH, naming the line where it goes deeper (brackets outside strings). */
-function checkDepth(content: string): void {
+export function checkDepth(content: string, firstLine = 1): void {
   let depth = 0
-  let line = 1
+  let line = firstLine
   let inString = false
   for (let i = 0; i < content.length; i++) {
     const c = content.charCodeAt(i)
@@ -133,17 +133,23 @@ function* exportRecords(content: string): Generator<KeyRecord> {
   for (let line = 1; start <= content.length; line++) {
     const newline = content.indexOf('\n', start)
     const end = newline === -1 ? content.length : newline
-    const text = content.slice(start, end).trim()
+    const record = exportLine(content.slice(start, end), line)
     start = end + 1
-    if (text === '') continue
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch (err) {
-      throw new KeyRecordError(line, `not JSON (${(err as Error).message})`)
-    }
-    yield exportRecord(parsed, line)
+    if (record) yield record
   }
+}
+
+/** One line of an export file as its record; null for a blank line. */
+export function exportLine(lineText: string, line: number): KeyRecord | null {
+  const text = lineText.trim()
+  if (text === '') return null
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (err) {
+    throw new KeyRecordError(line, `not JSON (${(err as Error).message})`)
+  }
+  return exportRecord(parsed, line)
 }
 
 function exportRecord(parsed: unknown, line: number): KeyRecord {

@@ -9,11 +9,32 @@ import { isUtf8 } from 'node:buffer'
 export function decodeAuto(bytes: Buffer): unknown {
   if (!isUtf8(bytes)) return bytes
   const text = bytes.toString('utf8')
+  // Text that is no JSON is told by its first character after JSON's blank space, without a throw
+  // of JSON.parse per value (each get and watch msg of text paid one).
+  if (!mayBeJson(bytes)) return text
   try {
     return JSON.parse(text)
   } catch {
     return text
   }
+}
+
+/** Whether the bytes' first character after JSON's blank space can start a JSON text: `{ [ " - 0-9 t f n`. */
+function mayBeJson(bytes: Buffer): boolean {
+  let i = 0
+  while (i < bytes.length && (bytes[i] === 0x20 || bytes[i] === 0x09 || bytes[i] === 0x0a || bytes[i] === 0x0d)) i++
+  const c = bytes[i]
+  if (c === undefined) return false
+  return (
+    c === 0x7b /* { */ ||
+    c === 0x5b /* [ */ ||
+    c === 0x22 /* " */ ||
+    c === 0x2d /* - */ ||
+    (c >= 0x30 && c <= 0x39) ||
+    c === 0x74 /* t */ ||
+    c === 0x66 /* f */ ||
+    c === 0x6e /* n */
+  )
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { ConnectionStatus, RequestRecorder } from '../client'
+import { NotificationLag, type LagFigures } from './notification-lag'
 
 export interface RecentError {
   /** Wall-clock ms. */
@@ -12,7 +13,7 @@ export interface RecentError {
   key?: string
 }
 
-export interface ConnectionFigures {
+export interface ConnectionFigures extends LagFigures {
   state: ConnectionStatus['state']
   reason: string | null
   authFailed: boolean
@@ -78,11 +79,15 @@ export class ConnectionMetrics implements RequestRecorder {
   /** The line of each recorded request failure, which the msg that failed with it then names. */
   private readonly listed = new WeakMap<Error, RecentError>()
   private status: ConnectionStatus = { state: 'disconnected' }
+  /** How far behind this connection's key notifications arrive (the backlog before they reach a node). */
+  readonly lag: NotificationLag
   private connectedSince: number | null = null
   private connections = 0
   private firstRequestAt: number | null = null
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = Date.now) {
+    this.lag = new NotificationLag(now)
+  }
 
   record(_verb: string, latencyMs: number, error?: Error): void {
     const now = this.now()
@@ -168,6 +173,7 @@ export class ConnectionMetrics implements RequestRecorder {
       p50Ms: quantile(merged, requests, 0.5),
       p99Ms: quantile(merged, requests, 0.99),
       lastErrors: this.errors.slice(),
+      ...this.lag.figures(),
     }
   }
 

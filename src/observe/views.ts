@@ -11,6 +11,8 @@ export interface WatchView {
   version: string | null
   at: number | null
   notifications: number
+  /** How far behind the last notification arrived, ms. */
+  behindMs: number | null
 }
 
 export interface LockView {
@@ -40,6 +42,7 @@ export function watchView(w: WatchRecord): WatchView {
     version: w.version,
     at: w.at,
     notifications: w.notifications,
+    behindMs: w.behindMs,
   }
 }
 

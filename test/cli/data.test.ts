@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
@@ -7,6 +7,11 @@ import { main } from '../../src/cli/main'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { parseKeyRecords } from '../../src/formats/key-records'
+import { scaled } from '../support/deadline'
+import { FROM_SOURCE, runCli } from './run'
+
+/** The V8 heap (old space, MiB) the command runs in for the memory test: tsx alone takes about 25. */
+const HEAP_MB = 48
 
 /** `aio-statestore ARGS` in this process; stdout as bytes, stderr as text. */
 async function cli(args: string[], stdin = ''): Promise<{ code: number; stdout: Buffer; stderr: string }> {
@@ -159,5 +164,69 @@ describe('data in and out: --seed, export and import', function () {
     assert.equal(r.code, 2)
     assert.match(r.stderr, /-:2: valueBase64 is not base64/)
     assert.equal((await contents(target.brokerUrl)).size, 0)
+  })
+
+  it('import reads a file as a stream and still refuses a bad line far into it before writing anything, from a file and from stdin', async () => {
+    const target = await start()
+    emulators.push(target)
+    // 5,000 good lines (about 300 KB, several chunks of the stream), then a bad one, then more.
+    const good = Array.from({ length: 5_000 }, (_, i) => `{"key":"bulk/${i}","value":"${'v'.repeat(32)}"}\n`).join('')
+    const text = `${good}{"key":"bad","value":7}\n{"key":"after","value":"1"}\n`
+    const file = join(dir, 'bad-far.ndjson')
+    writeFileSync(file, text)
+    const fromFile = await cli(['import', file, '--broker', target.brokerUrl])
+    assert.equal(fromFile.code, 2, fromFile.stderr)
+    assert.ok(fromFile.stderr.includes(`${file}:5001: value is text; bytes go in valueBase64`) || /:5001: /.test(fromFile.stderr), fromFile.stderr)
+    const fromStdin = await cli(['import', '-', '--broker', target.brokerUrl], text)
+    assert.equal(fromStdin.code, 2, fromStdin.stderr)
+    assert.match(fromStdin.stderr, /-:5001: /)
+    assert.equal((await contents(target.brokerUrl)).size, 0, 'nothing written')
+
+    // The same lines without the bad one: every key written, from stdin too (read twice: it is kept in a file).
+    const ok = await cli(['import', '-', '--broker', target.brokerUrl], good)
+    assert.equal(ok.code, 0, ok.stderr)
+    assert.match(ok.stderr, /imported 5000 key\(s\)/)
+    await withClient(target.brokerUrl, async (c) => {
+      for (const i of [0, 2_499, 4_999]) assert.equal((await c.get(`bulk/${i}`)).value!.toString(), 'v'.repeat(32))
+    })
+  })
+
+  it("import's peak memory does not grow with the file: four times the file, the same peak", async function () {
+    this.timeout(scaled(90_000))
+    const target = await start()
+    emulators.push(target)
+    const valueOf = (k: number) => String.fromCharCode(97 + (k % 26)).repeat(32 * 1024)
+    /** The peak RSS (bytes) of an import of `lines` lines of 32 KiB values over 60 keys, each key's value the same on every line. */
+    const peakOf = async (lines: number) => {
+      const file = join(dir, `large-${lines}.ndjson`)
+      const out = openSync(file, 'w')
+      for (let i = 0; i < lines; i++) writeSync(out, `{"key":"large/${i % 60}","value":"${valueOf(i % 60)}"}\n`)
+      closeSync(out)
+      const r = await runCli({ ...FROM_SOURCE, args: [`--max-old-space-size=${HEAP_MB}`, '--require', join(__dirname, 'peak-rss.cjs'), ...FROM_SOURCE.args] }, [
+        'import',
+        file,
+        '--broker',
+        target.brokerUrl,
+      ])
+      assert.equal(r.code, 0, r.stderr)
+      assert.match(r.stderr, new RegExp(`imported ${lines} key\\(s\\)`))
+      const held = await contents(target.brokerUrl)
+      assert.equal(held.size, 60)
+      for (const [k, v] of held) assert.equal(v.toString(), valueOf(Number(k.split('/')[1])), k)
+      return { bytes: statSync(file).size, peak: Number(/peak-rss-kib (\d+)/.exec(r.stderr)![1]) * 1024 }
+    }
+    // Both files are past the 64 MiB or so of garbage Buffers V8 lets pile up before it collects
+    // them (a 9 MiB file never reaches it: its peak is lower for that alone, at any file size).
+    const small = await peakOf(1_000)
+    const large = await peakOf(4_000)
+    // Holding the file (or its records) would add at least the 94 MiB more it holds, three times
+    // over as text, Buffers and records; streamed, the peak is the window of SETs in flight whatever
+    // the file's size. (The heap is bounded because V8 otherwise lets garbage grow the heap with the
+    // rate of allocation, the file's size or not.)
+    const grown = large.peak - small.peak
+    assert.ok(
+      grown < (large.bytes - small.bytes) / 2,
+      `peak ${(small.peak / 2 ** 20).toFixed(0)} MiB for ${(small.bytes / 2 ** 20).toFixed(0)} MiB, ${(large.peak / 2 ** 20).toFixed(0)} MiB for ${(large.bytes / 2 ** 20).toFixed(0)} MiB`,
+    )
   })
 })

@@ -11,6 +11,8 @@ import { FakeBroker } from './support/fake-broker'
 import { eventually } from '../support/wait'
 import { mosquittoUrl } from '../support/broker'
 import { storeWithoutCopy } from '../../src/transport/store-without-copy'
+import { writeWholePackets } from '../../src/transport/whole-packets'
+import { generate } from 'mqtt-packet'
 import { TrackingMessageIdProvider } from '../../src/client/connection'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -215,5 +217,29 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     assert.equal(stored[0]!.topic, 's/t')
     assert.equal(broker.publishes[0]?.topic, 's/t', 'the PUBLISH reaches the broker')
     assert.equal(broker.publishes[0]?.messageId, stored[0]!.messageId, 'with the stored message id')
+  })
+
+  it('_writePacket(packet, cb) writes with mqtt-packet and emits packetsend; with writeWholePackets each packet is one write of the same bytes (client and emulator)', async () => {
+    const client = await connected()
+    const internal = client as unknown as { _writePacket?: unknown; stream: { write(chunk: Buffer): boolean } }
+    assert.equal(typeof internal._writePacket, 'function', changed('or removed MqttClient#_writePacket', 'writeWholePackets (src/transport/whole-packets.ts)'))
+    writeWholePackets(client)
+    const writes: Buffer[] = []
+    const write = internal.stream.write.bind(internal.stream)
+    internal.stream.write = (chunk: Buffer) => {
+      writes.push(Buffer.from(chunk))
+      return write(chunk)
+    }
+    const sent: Packet[] = []
+    client.on('packetsend', (p) => sent.push(p))
+    const payload = Buffer.from('notification')
+    const properties = { contentType: 'application/octet-stream', userProperties: { __ts: '1:0:n', __protVer: '1.0' } }
+    await client.publishAsync('s/whole', payload, { qos: 1, properties })
+    const publish = sent.find((p) => p.cmd === 'publish') as IPublishPacket
+    assert.ok(publish, 'packetsend heard the PUBLISH')
+    assert.equal(writes.length, 1, 'one write for the whole PUBLISH')
+    assert.deepEqual(writes[0], generate(publish, { protocolVersion: 5 }), "the bytes are mqtt-packet's own")
+    assert.equal(broker.publishes.at(-1)?.topic, 's/whole', 'the broker reads the PUBLISH')
+    assert.equal(broker.publishes.at(-1)?.messageId, publish.messageId)
   })
 })

@@ -47,8 +47,8 @@ function referenceItems(pattern: string, p: Principal): Item[] | null {
             : name.startsWith('principal.attributes.')
               ? p.attributes?.[name.slice(21)]
               : undefined
-      // A value that could reach past its place (a `/`, a glob character, a brace) or is empty matches nothing.
-      if (value === undefined || value === '' || /[/*?[\]\\{}]/.test(value)) return null
+      // A value that could reach past its place (a `/`) or is empty matches nothing; glob characters match themselves (AIO 2606).
+      if (value === undefined || value === '' || value.includes('/')) return null
       literal(value)
       i = end + 1
     } else if (pattern[i] === '*') {

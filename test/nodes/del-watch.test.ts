@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
-import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, type Store, useStore } from './support'
+import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, statuses, type Store, useStore } from './support'
+import type { StoreActivity } from '../../src/observe'
+import { scaled } from '../support/deadline'
 import { until } from '../support/wait'
 
 describe('nodes: ss-del', function () {
@@ -100,6 +102,40 @@ describe('nodes: ss-watch', function () {
     await noMessage(out, 200)
   })
 
+  it('shows a backlog: a link to the runtime that stalls for 1.5 s makes the status say how far behind, the sidebar too, and it clears once caught up', async () => {
+    await helper.load(ALL, flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: 'lag/a', decode: 'utf8' }))
+    const out = helper.getNode('out1')
+    listen(out)
+    await watching('watch', 1)
+    // A first change on a free link: the delay every later one is measured against.
+    await other.set('lag/a', 'before')
+    assert.equal((await nextMessage(out)).payload, 'before')
+    const activity = (helper.getNode('cfg') as unknown as { activity: StoreActivity }).activity
+    assert.ok(activity.metrics.figures().behindMs! < 1000, 'nothing behind yet')
+    // The runtime's link stalls while the store goes on changing the key (a busy runtime, a slow
+    // network, a broker queue as the cluster holds it): the notifications wait on the way.
+    store.proxy.freeze()
+    const stalled = Date.now()
+    for (let i = 0; i < 5; i++) await other.set('lag/a', `during ${i}`)
+    await until(() => Date.now() - stalled >= 1500, 'the link stalled 1.5 s')
+    store.proxy.thaw()
+    for (let i = 0; i < 5; i++) assert.equal((await nextMessage(out, scaled(5000))).payload, `during ${i}`, 'every change arrives, in order')
+    const behind = statuses(helper.getNode('watch'))
+      .map((s) => /status\.behind (\d+) s$/.exec(s.text ?? ''))
+      .filter((m) => m !== null)
+    assert.ok(behind.length > 0, `a status said how far behind: ${JSON.stringify(statuses(helper.getNode('watch')).slice(-6))}`)
+    assert.ok(Number(behind[0]![1]) >= 1)
+    assert.equal(statuses(helper.getNode('watch')).find((s) => s.text?.includes('status.behind'))!.fill, 'yellow')
+    const figures = activity.metrics.figures()
+    assert.ok(figures.maxBehindMs! >= 1000, `the sidebar's figure: ${JSON.stringify(figures)}`)
+    assert.ok(activity.watches.get('lag/a')!.behindMs !== null)
+    // Caught up: the next change is on time again, and the status says what changed.
+    await other.set('lag/a', 'after')
+    assert.equal((await nextMessage(out)).payload, 'after')
+    assert.equal(lastStatus(helper.getNode('watch')).text, `${COMMON}status.changed lag/a`)
+    assert.ok(activity.metrics.figures().behindMs! < 1000)
+  })
+
   it('adds and removes keys at run time with msg.action and msg.topic (a key or a list)', async () => {
     await helper.load(ALL, flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: '', decode: 'utf8' }))
     const out = helper.getNode('out1')
@@ -137,6 +173,16 @@ describe('nodes: ss-watch', function () {
     const c = nextMessage(helper.getNode('caught'))
     helper.getNode('watch').receive({ action: 'watch', topic: 'y' })
     assert.equal(((await c).error as { code: string }).code, 'ControlRefused')
+  })
+
+  it('shows "watching N" again after a reconnect, not "connected"', async () => {
+    await helper.load(ALL, flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: 'rs/a\nrs/b\nrs/c' }))
+    await watching('watch', 3)
+    store.proxy.refusing = true
+    store.proxy.dropAll()
+    await until(() => lastStatus(helper.getNode('watch')).fill !== 'green', 'the node to show the lost connection')
+    store.proxy.refusing = false
+    await watching('watch', 3)
   })
 
   it('recovers changes made while disconnected, marked reconciled, and keeps watching', async () => {

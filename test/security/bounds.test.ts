@@ -58,7 +58,12 @@ describe('security: bounds count what they cost and name themselves', function (
 
     it('every bound is in force by default, --max-keys too, and the start says which', async () => {
       const { lines } = await start()
-      assert.ok(lines.includes('bounds: --max-keys 1000000, --max-bytes 268435456, --max-value-bytes 16777216, --max-key-bytes 65535'), lines.join('\n'))
+      assert.ok(
+        lines.includes(
+          'bounds: --max-keys 1000000, --max-bytes 268435456, --max-value-bytes 66060288, --max-key-bytes 65535; memory profile medium, largest message 67108864 bytes',
+        ),
+        lines.join('\n'),
+      )
     })
 
     it('refuses a 16 MiB key by default, naming --max-key-bytes in the log, and stores a key of 65,535 bytes', async () => {

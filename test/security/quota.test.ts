@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import mqtt from 'mqtt'
 import { StateStoreClient } from '../../src/client'
 import { ArgumentError } from '../../src/diagnostics/errors'
-import { startEmulator, DEFAULT_MAX_VALUE_BYTES, type Emulator } from '../../src/emulator'
+import { startEmulator, MEMORY_PROFILES, type Emulator, type MemoryProfile } from '../../src/emulator'
 import { CONTENT_TYPE, REQUEST_TOPIC } from '../../src/protocol'
 import { Keyspace, OWN_ATTRIBUTES_OVERHEAD_BYTES, RECORD_OVERHEAD_BYTES } from '../../src/emulator/core/keyspace'
 import { HybridLogicalClock } from '../../src/hlc'
@@ -49,12 +49,13 @@ describe('security: the bytes the emulator holds are bounded', () => {
     store.close()
   })
 
-  describe('through the service, with the defaults', function () {
+  describe('through the service, with the low memory profile (16 MiB messages, as the emulator had before profiles)', function () {
     this.timeout(20_000)
     let emulator: Emulator
     let raw: RawClient
+    const DEFAULT_MAX_VALUE_BYTES = MEMORY_PROFILES.low - 1024 * 1024
     before(async () => {
-      emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
+      emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, memoryProfile: 'low', logLevel: 'error' })
       raw = await RawClient.connect(emulator.brokerUrl)
     })
     after(async () => {
@@ -62,7 +63,7 @@ describe('security: the bytes the emulator holds are bounded', () => {
       await emulator?.stop()
     })
 
-    it('answers a value over 16 MiB with the quota error, keeps serving, and stores one at the limit', async () => {
+    it('answers a value over 15 MiB with the quota error, keeps serving, and stores one at the limit', async () => {
       const over = await raw.request(Request.set('big', Buffer.alloc(DEFAULT_MAX_VALUE_BYTES + 1)), { timeoutMs: 15_000 })
       assert.deepEqual(decodeExact(over.payload), { kind: 'error', value: 'ERR the quota has been exceeded' })
       assert.deepEqual((await raw.request(Request.get('big'))).payload, Reply.nil)
@@ -91,6 +92,52 @@ describe('security: the bytes the emulator holds are bounded', () => {
       assert.equal(await cut, 0x95, 'DISCONNECT Packet too large')
       await sender.endAsync(true)
       assert.deepEqual((await raw.request(Request.get('small'))).payload, Reply.value(Buffer.from('v')))
+    })
+  })
+
+  describe("the AIO broker's memory profiles", function () {
+    this.timeout(30_000)
+    const largest = async (memoryProfile: MemoryProfile | undefined) => {
+      const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, ...(memoryProfile ? { memoryProfile } : {}), logLevel: 'error' })
+      try {
+        const c = mqtt.connect(emulator.brokerUrl, { protocolVersion: 5, clientId: 'profile', reconnectPeriod: 0 })
+        const connack = await new Promise<mqtt.IConnackPacket>((resolve, reject) => c.once('connect', resolve).once('error', reject))
+        await c.endAsync(true)
+        return connack.properties?.maximumPacketSize
+      } finally {
+        await emulator.stop()
+      }
+    }
+
+    it('announces the largest message of each profile as the Maximum Packet Size: medium (64 MiB) by default, tiny 4 MiB, high 256 MiB', async () => {
+      assert.equal(await largest(undefined), 64 * 1024 * 1024)
+      assert.equal(await largest('tiny'), 4 * 1024 * 1024)
+      assert.equal(await largest('high'), 268_435_455)
+    })
+
+    it('stores a 20 MiB value by default (medium), as a cluster does, and refuses one over 3 MiB with tiny', async () => {
+      for (const [memoryProfile, size, answer] of [
+        [undefined, 20 * 1024 * 1024, Reply.ok],
+        ['tiny', 3 * 1024 * 1024 + 1, null],
+      ] as const) {
+        const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, ...(memoryProfile ? { memoryProfile } : {}), logLevel: 'error' })
+        try {
+          const raw = await RawClient.connect(emulator.brokerUrl)
+          const reply = await raw.request(Request.set('big', Buffer.alloc(size)), { timeoutMs: 15_000 })
+          if (answer) assert.deepEqual(reply.payload, answer)
+          else assert.deepEqual(decodeExact(reply.payload), { kind: 'error', value: 'ERR the quota has been exceeded' })
+          await raw.close()
+        } finally {
+          await emulator.stop()
+        }
+      }
+    })
+
+    it('refuses a profile it does not know', async () => {
+      await assert.rejects(
+        startEmulator({ memoryProfile: 'huge' as MemoryProfile, logLevel: 'silent' }),
+        /memoryProfile must be one of tiny, low, medium, high/,
+      )
     })
   })
 })

@@ -13,10 +13,10 @@ import { until } from '../support/wait'
  * The Response Topic was checked against the requester's Subscribe rules only: a user who may
  * subscribe to `telemetry/#` but not publish there had the service publish its answer to a GET
  * (bytes of the user's choosing: the value of a key it may write) on `telemetry/line-1`. An answer
- * now goes only where the requester may publish too, or to the state store's own answer space,
- * where no client may publish.
+ * now goes only where the requester may publish too, under its own `clients/<client id>/`, or to
+ * the state store's own answer space, where no client may publish (docs/security.md).
  */
-describe('security: an answer goes only where the requester may publish as well as subscribe', function () {
+describe('security: outside its own clients/<id>/, an answer goes only where the requester may publish as well as subscribe', function () {
   this.timeout(20_000)
   let dir: string
   let emulator: Emulator

@@ -10,12 +10,19 @@ describe('security: a substituted principal value cannot reach past its place in
     assert.equal(pattern.matches('dev/line-1/cfg/x', { clientId: 'line-1/cfg' }), false)
   })
 
-  it('a value holding a glob character, a backslash or a brace, or an empty one, matches nothing, not even itself', () => {
-    for (const clientId of ['a*', 'a?', 'a[b]', 'a]', 'a\\b', 'a{b', 'a}', '']) {
-      assert.equal(pattern.matches(`dev/${clientId}/k`, { clientId }), false, JSON.stringify(clientId))
+  it('a value holding a glob character, a backslash or a brace matches itself alone, as AIO 2606 escapes it; an empty one matches nothing', () => {
+    for (const clientId of ['a*', 'a?', 'a[b]', 'a]', 'a\\b', 'a{b', 'a}']) {
+      assert.ok(pattern.matches(`dev/${clientId}/k`, { clientId }), `${JSON.stringify(clientId)} reaches its own keys`)
     }
+    // The glob characters are not globs: `a*` does not reach `dev/ab/k`, `a?` not `dev/ax/k`, `a[b]` not `dev/ab/k`.
+    assert.equal(pattern.matches('dev/ab/k', { clientId: 'a*' }), false)
+    assert.equal(pattern.matches('dev/ax/k', { clientId: 'a?' }), false)
+    assert.equal(pattern.matches('dev/ab/k', { clientId: 'a[b]' }), false)
+    assert.equal(pattern.matches('dev/a\\b/k', { clientId: 'a\\\\b' }), false)
+    assert.equal(pattern.matches('dev//k', { clientId: '' }), false)
     const byUser = new KeyPattern('Pattern', 'u/{principal.username}', { substitutions: true })
-    assert.equal(byUser.matches('u/*', { clientId: 'c', username: '*' }), false)
+    assert.ok(byUser.matches('u/*', { clientId: 'c', username: '*' }))
+    assert.equal(byUser.matches('u/alice', { clientId: 'c', username: '*' }), false, 'a user name * is not every user')
     assert.ok(byUser.matches('u/alice', { clientId: 'c', username: 'alice' }))
   })
 })

@@ -48,11 +48,12 @@ describe('observe: the timeline of locks and values', () => {
       [2, 5, 3],
     )
     activity.watchStarted('w', 'temp')
-    for (const value of ['21.5', '{"celsius": 22}', '"23"', 'warm', '{"a": 1, "b": 2}'])
+    for (const value of ['21.5', '{"celsius": 22}', '"23"', 'warm', '{"a": 1, "b": 2}', '\n 24 ', '\u00a025', 'true', '[26]', '+27', '.5', 'null'])
       activity.watchNotified('temp', { key: Buffer.from('temp'), operation: 'SET', value: Buffer.from(value), version: null, reconciled: false } as never)
     assert.deepEqual(
       activity.timeline.view().values[0]!.points.map(([, v]) => v),
-      [21.5, 22, 23],
+      [21.5, 22, 23, 24, 25],
+      'blank space around a number too, as trim() removes it; JSON that is no number is none',
     )
   })
 

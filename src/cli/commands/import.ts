@@ -1,14 +1,26 @@
-import { readFileSync } from 'node:fs'
+import { once, setMaxListeners } from 'node:events'
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { settleEach } from '../../lang/bounded'
+import { settleEach, settleStream, type StreamBound } from '../../lang/bounded'
 import { ConnectionError, StateStoreError } from '../../diagnostics/errors'
-import { KeyRecordError, parseKeyRecords, type KeyRecord } from '../../formats/key-records'
+import { streamKeyRecords } from '../../formats/key-record-stream'
+import { KeyRecordError, type KeyRecord } from '../../formats/key-records'
 import type { Command, CommandContext } from '../command'
 import { Exit, UsageError } from '../exit'
 import { Progress } from './progress'
 
-/** SETs kept in flight at once. */
+/** Read-backs kept in flight at once. */
 const IN_FLIGHT = 16
+
+/**
+ * The SETs kept in flight at once: enough to keep the broker and the store busy (a window of 256 is
+ * where the throughput benchmark levels off), and at most 8 MiB of keys and values, so memory does
+ * not grow with the file or its values.
+ */
+const BOUND: StreamBound<KeyRecord> = { count: 256, maxWeight: 8 * 2 ** 20, weight: (r) => r.key.length + r.value.length }
 
 export const importKeys: Command = {
   name: 'import',
@@ -20,11 +32,13 @@ export const importKeys: Command = {
     'WASM graph development environment ([{"key": value}, ...]). Keys that exist are overwritten unless --nx',
     'is given. A record with expiresAt gets the time it has left (one already past is skipped); persist',
     'asks the broker to keep the key (aio-persistence). Each key is its own SET: nothing is atomic across',
-    'keys. The whole file is read and checked first: a bad line stops the import before anything is',
-    'written, naming the file and the line. A key whose write has no known outcome (its answer was lost with',
-    'the connection) is read back once the others are written, and counted as written or not by what the',
-    'store holds. Progress on a terminal, a summary line on stderr; exit 3 if a write failed or its',
-    'outcome could not be read back.',
+    'keys. The whole file is read and checked first, as a stream (stdin is kept in a temporary file): a',
+    'bad line stops the import before anything is written, naming the file and the line. The keys are',
+    'then written as the file is read again, at most 256 SETs (8 MiB) at once, so memory does not grow',
+    'with an export file (a statestore.json, one JSON document, is read whole). A key whose write has no',
+    'known outcome (its answer was lost with the connection) is read back once the others are written,',
+    'and counted as written or not by what the store holds. Progress on a terminal, a summary line on',
+    'stderr; exit 3 if a write failed or its outcome could not be read back.',
   ].join('\n'),
   flagsHelp: [
     '  --nx                    Only keys that do not exist (SET NX); the others are kept as they are.',
@@ -34,67 +48,82 @@ export const importKeys: Command = {
   positionals: [1, 1],
   async run(ctx) {
     const file = ctx.args[0]!
-    const records = await readRecords(ctx, file)
     const nx = ctx.values.nx === true
     const now = Date.now()
-    const live = records.filter((r) => r.expiresAt === undefined || r.expiresAt > now)
-    const expired = records.length - live.length
-    const progress = new Progress(ctx.io.stderr, ctx.values['dry-run'] ? 'would import' : 'imported')
-    let kept = 0
-    let failed = 0
-    let firstFailure = ''
-    let settled = 0
-    /** Writes whose answer was lost: read back at the end. */
-    const unsure: Array<{ record: KeyRecord; error: unknown }> = []
-    const fail = (r: KeyRecord, error: unknown, note = '') => {
-      failed++
-      firstFailure ||= `${JSON.stringify(r.key.toString('utf8'))}: ${(error as Error).message}${note}`
-    }
-    if (ctx.values['dry-run']) {
-      // With --nx, which keys exist decides what would be written.
-      const exists = nx ? await settleEach(live, IN_FLIGHT, async (r) => (await ctx.client.get(r.key, { signal: ctx.signal })).value !== null) : []
-      for (const e of exists) if (e.ok && e.value) kept++
-      progress.count = live.length - kept
-    } else {
-      await settleEach(
-        live,
-        IN_FLIGHT,
-        (r) => writeRecord(ctx, r, nx),
-        (r, o) => {
-          if (!o.ok) {
-            if (outcomeUnknown(o.error)) unsure.push({ record: r, error: o.error })
-            else fail(r, o.error)
-          } else if (o.value) progress.count++
-          else kept++
-          if (++settled % 500 === 0) void progress.show()
-        },
-      )
-    }
-    let confirmed = 0
-    let undetermined = 0
-    const readBack = await settleEach(unsure, IN_FLIGHT, ({ record }) => ctx.client.get(record.key, { signal: ctx.signal }))
-    readBack.forEach((o, i) => {
-      const { record, error } = unsure[i]!
-      if (!o.ok) {
-        undetermined++
-        return fail(record, error, `; read back: ${(o.error as Error).message}, so whether it was written is not known`)
+    const isLive = (r: KeyRecord) => r.expiresAt === undefined || r.expiresAt > now
+    // The first pass reads and checks every line, keeping none; stdin is kept in a file for the second.
+    const source = await checkedSource(ctx, file, isLive)
+    // Every request in flight listens for the command's cancel (Ctrl-C) on the one signal.
+    setMaxListeners(BOUND.count + IN_FLIGHT, ctx.signal)
+    try {
+      const progress = new Progress(ctx.io.stderr, ctx.values['dry-run'] ? 'would import' : 'imported')
+      const expired = source.records - source.live
+      let kept = 0
+      let failed = 0
+      let firstFailure = ''
+      let settled = 0
+      /** Writes whose answer was lost: read back at the end. */
+      const unsure: Array<{ record: KeyRecord; error: unknown }> = []
+      const fail = (r: KeyRecord, error: unknown, note = '') => {
+        failed++
+        firstFailure ||= `${JSON.stringify(r.key.toString('utf8'))}: ${(error as Error).message}${note}`
       }
-      const held = o.value.value
-      if (held !== null && held.equals(record.value)) {
-        confirmed++
-        progress.count++
-      } else if (nx && held !== null) kept++
-      else fail(record, error, '; read back: not written')
-    })
-    const notes = [
-      kept ? `${kept} kept (they exist, --nx)` : '',
-      expired ? `${expired} skipped (expired)` : '',
-      confirmed ? `${confirmed} of them found written when read back after a lost answer` : '',
-      failed ? `${failed} failed` : '',
-      undetermined ? `${undetermined} of them not known (the read-back failed)` : '',
-    ].filter(Boolean)
-    await progress.done(`${progress.count} key(s) from ${file}${notes.length ? `; ${notes.join(', ')}` : ''}`)
-    return failed ? { code: Exit.failed, message: `${failed} key(s) could not be written, first ${firstFailure}` } : { code: Exit.done }
+      const live = liveRecords(source.path, isLive)
+      if (ctx.values['dry-run']) {
+        // With --nx, which keys exist decides what would be written.
+        if (nx)
+          await settleStream(
+            live,
+            BOUND,
+            async (r) => (await ctx.client.get(r.key, { signal: ctx.signal })).value !== null,
+            (_r, o) => {
+              if (o.ok && o.value) kept++
+            },
+          )
+        progress.count = source.live - kept
+      } else {
+        await settleStream(
+          live,
+          BOUND,
+          (r) => writeRecord(ctx, r, nx),
+          (r, o) => {
+            if (!o.ok) {
+              if (outcomeUnknown(o.error)) unsure.push({ record: r, error: o.error })
+              else fail(r, o.error)
+            } else if (o.value) progress.count++
+            else kept++
+            if (++settled % 500 === 0) void progress.show()
+          },
+        )
+      }
+      let confirmed = 0
+      let undetermined = 0
+      const readBack = await settleEach(unsure, IN_FLIGHT, ({ record }) => ctx.client.get(record.key, { signal: ctx.signal }))
+      readBack.forEach((o, i) => {
+        const { record, error } = unsure[i]!
+        if (!o.ok) {
+          undetermined++
+          return fail(record, error, `; read back: ${(o.error as Error).message}, so whether it was written is not known`)
+        }
+        const held = o.value.value
+        if (held !== null && held.equals(record.value)) {
+          confirmed++
+          progress.count++
+        } else if (nx && held !== null) kept++
+        else fail(record, error, '; read back: not written')
+      })
+      const notes = [
+        kept ? `${kept} kept (they exist, --nx)` : '',
+        expired ? `${expired} skipped (expired)` : '',
+        confirmed ? `${confirmed} of them found written when read back after a lost answer` : '',
+        failed ? `${failed} failed` : '',
+        undetermined ? `${undetermined} of them not known (the read-back failed)` : '',
+      ].filter(Boolean)
+      await progress.done(`${progress.count} key(s) from ${file}${notes.length ? `; ${notes.join(', ')}` : ''}`)
+      return failed ? { code: Exit.failed, message: `${failed} key(s) could not be written, first ${firstFailure}` } : { code: Exit.done }
+    } finally {
+      await source.cleanup()
+    }
   },
 }
 
@@ -120,23 +149,64 @@ async function writeRecord(ctx: CommandContext, r: KeyRecord, nx: boolean): Prom
   return result.applied
 }
 
-async function readRecords(ctx: CommandContext, file: string): Promise<KeyRecord[]> {
-  let content: Buffer
-  try {
-    content = file === '-' ? await readAll(ctx.io.stdin) : readFileSync(file)
-  } catch (err) {
-    throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+/** A file that was read and checked whole: where to read it again, its records and those not expired. */
+interface CheckedSource {
+  path: string
+  records: number
+  live: number
+  cleanup: () => Promise<void>
+}
+
+/**
+ * Reads FILE (- for stdin) once, checking every record and keeping none of them: a bad line stops
+ * the import here, before anything is written, naming the file and the line. Stdin is copied to a
+ * file of its own as it is read, for the second pass.
+ */
+async function checkedSource(ctx: CommandContext, file: string, isLive: (r: KeyRecord) => boolean): Promise<CheckedSource> {
+  let path = file
+  let spool: WriteStream | undefined
+  let dir = ''
+  const cleanup = async () => {
+    if (dir) await rm(dir, { recursive: true, force: true })
   }
+  if (file === '-') {
+    dir = await mkdtemp(join(tmpdir(), 'aio-statestore-import-'))
+    path = join(dir, 'stdin')
+    spool = createWriteStream(path)
+  }
+  let records = 0
+  let live = 0
   try {
-    return parseKeyRecords(content)
+    try {
+      const bytes = spool ? copied(ctx.io.stdin, spool) : createReadStream(file)
+      for await (const r of streamKeyRecords(bytes)) {
+        records++
+        if (isLive(r)) live++
+      }
+    } catch (err) {
+      if (err instanceof KeyRecordError) throw new UsageError(`${file}:${err.line}: ${err.reason}`)
+      if (err instanceof UsageError) throw err
+      throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    } finally {
+      if (spool) await new Promise((resolve) => spool.end(resolve))
+    }
   } catch (err) {
-    if (err instanceof KeyRecordError) throw new UsageError(`${file}:${err.line}: ${err.reason}`)
+    await cleanup()
     throw err
+  }
+  return { path, records, live, cleanup }
+}
+
+/** The stream's chunks, each written to `spool` (waiting for it to drain) before it is passed on. */
+async function* copied(stream: Readable, spool: WriteStream): AsyncGenerator<Buffer> {
+  for await (const piece of stream) {
+    const chunk = Buffer.isBuffer(piece) ? piece : Buffer.from(piece as string)
+    if (!spool.write(chunk)) await once(spool, 'drain')
+    yield chunk
   }
 }
 
-async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string))
-  return Buffer.concat(chunks)
+/** The second pass: the checked file's records that are not expired, read as they are written. */
+async function* liveRecords(path: string, isLive: (r: KeyRecord) => boolean): AsyncGenerator<KeyRecord> {
+  for await (const r of streamKeyRecords(createReadStream(path))) if (isLive(r)) yield r
 }

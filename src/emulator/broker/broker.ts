@@ -1,4 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net'
+import { capConnections, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connection-limits'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { topicMatches } from '../../protocol'
@@ -12,9 +13,11 @@ import type { TLSSocket } from 'node:tls'
 import { makeLogger, type FilteredLogger } from '../logger'
 import { within } from '../within'
 import type { AccessPolicy, ConnectedClient, PublishPolicy } from './hooks'
+import { SubscriberQueues, type SubscriberQueueLimit } from './subscriber-queue'
 
 export type { BrokerAuth } from './authentication'
-export type { AccessPolicy, AccessVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from './hooks'
+export type { SubscriberQueueLimit } from './subscriber-queue'
+export type { AccessPolicy, AccessVerdict, AnswerVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from './hooks'
 
 export interface BrokerOptions {
   /** Default 127.0.0.1. */
@@ -33,8 +36,12 @@ export interface BrokerOptions {
   publishPolicy?: PublishPolicy
   /** Without one, every authenticated client may connect, publish and subscribe. The broker's own service connections are never asked. */
   accessPolicy?: AccessPolicy
+  /** The AIO broker's subscriber queue limit, for the messages `applies` names (the emulator's: key notifications). */
+  subscriberQueue?: SubscriberQueueLimit & { applies: (topic: string) => boolean }
   /** More listeners, with TLS, each authenticating its clients its own way (X.509 or K8S-SAT), as a cluster's BrokerListener ports. */
   tlsListeners?: TlsListenerOptions[]
+  /** Each listener's connection cap and the TLS handshake's time (connection-limits.ts has the defaults). */
+  limits?: Partial<ConnectionLimits>
   log?: FilteredLogger
 }
 
@@ -86,6 +93,8 @@ const TOPIC_NAME_INVALID = 0x90
 const ADMINISTRATIVE_ACTION = 0x98
 
 const STOP_TIMEOUT_MS = 2000
+/** How many refused answers' missing rules are remembered as told. */
+const TOLD_LIMIT = 10_000
 
 /**
  * The embedded MQTT 5 broker: aedes on a TCP port, TCP_NODELAY on every connection, optional
@@ -108,11 +117,13 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     socket.setNoDelay(true)
     handle(socket)
   })
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...options.limits }
+  capConnections(server, limits.maxConnections, `port ${options.port}`, log)
   let tlsListeners: RunningTlsListener[] = []
   try {
     if (!options.inProcessOnly) await listen(server, options.port, host)
     server.on('error', (err) => log('error', `broker: ${err.message}`))
-    tlsListeners = await startTlsListeners(options.tlsListeners ?? [], host, admission, handle, log)
+    tlsListeners = await startTlsListeners(options.tlsListeners ?? [], host, admission, handle, limits, log)
   } catch (err) {
     server.close()
     await new Promise<void>((resolve) => aedes.close(() => resolve()))
@@ -182,20 +193,21 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
 async function createAedes(options: BrokerOptions, admission: Admission, log: FilteredLogger): Promise<Aedes> {
   const { publishPolicy } = options
   const policy = options.accessPolicy ?? null
-  /** Why a service may not answer this client on `topic`, or null. */
-  const responseTopicRefusal = (principal: ConnectedClient, topic: string): string | null => {
-    // An answer goes where the requester could both read and write itself, or to a service's own topics,
-    // where no client writes: else a Response Topic publishes around the Publish rules (`telemetry/line-1`).
-    const reads = policy!.subscribe(principal, topic)
-    if (!reads.allowed) return `it may not subscribe to it: ${reads.reason}`
-    if (publishPolicy?.serviceOnly?.(topic) != null) return null
-    const writes = policy!.publish(principal, topic)
-    return writes.allowed ? null : `it may not publish to it: ${writes.reason}`
-  }
+  /** Each (client, Response Topic, missing rule) told once at warn; then at debug (bounded). */
+  const told = new Set<string>()
+  const queues = options.subscriberQueue
+    ? new SubscriberQueues(options.subscriberQueue, options.subscriberQueue.applies, (clientId, topic, dropped) =>
+        log(
+          'warn',
+          `client ${JSON.stringify(clientId)}: its subscriber queue is full, the oldest message dropped (${JSON.stringify(topic.slice(0, 200))}; ${dropped} dropped so far)`,
+        ),
+      )
+    : null
   // aedes 2 is ESM-only; this package is CommonJS.
   const { Aedes: AedesClass } = await loadAedes()
   const aedes: Aedes = await AedesClass.createBroker({
     ...(options.maximumPacketSize !== undefined ? { maximumPacketSize: options.maximumPacketSize } : {}),
+    ...(queues ? { authorizeForward: (client: AedesClient, packet: Parameters<SubscriberQueues['forward']>[1]) => queues.forward(client, packet) } : {}),
     preConnect: (client, packet, done) => {
       admission.takeSatToken(client, packet.properties)
       done(null, true)
@@ -253,18 +265,25 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
         return done(new Error('not authorized'))
       }
       const responseTopic = packet.properties?.responseTopic
-      const refusal = responseTopic ? responseTopicRefusal(principal, responseTopic) : null
-      if (refusal !== null) {
-        log(
-          'info',
-          `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): ${refusal}`,
-        )
+      const answer = responseTopic && policy.answer ? policy.answer(principal, packet.topic, responseTopic) : null
+      if (answer && !answer.allowed) {
+        const line = `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): ${answer.reason}`
+        const once = `${client.id}\u0000${responseTopic}\u0000${answer.missing ?? ''}`
+        if (answer.missing && !told.has(once)) {
+          if (told.size >= TOLD_LIMIT) told.clear()
+          told.add(once)
+          log('warn', `${line}; to have it answered there, add to the client's rule: ${answer.missing}`)
+        } else log('debug', line)
         return done(new Error('not authorized'))
       }
       done(null)
     },
   })
-  aedes.on('clientDisconnect', (client) => admission.disconnected(client))
+  aedes.on('clientDisconnect', (client) => {
+    admission.disconnected(client)
+    queues?.disconnected(client.id)
+  })
+  if (queues) aedes.on('ack', (_packet, client) => queues.acknowledged(client))
   aedes.on('clientError', (client, err) => log('debug', `broker: client ${client?.id ?? '?'}: ${err.message}`))
   aedes.on('connectionError', (client, err) => log('debug', `broker: connection ${client?.id ?? '?'}: ${err.message}`))
   return aedes
@@ -291,6 +310,7 @@ async function startTlsListeners(
   host: string,
   admission: Admission,
   handle: (socket: Duplex) => void,
+  limits: ConnectionLimits,
   log: FilteredLogger,
 ): Promise<RunningTlsListener[]> {
   const running: RunningTlsListener[] = []
@@ -300,7 +320,15 @@ async function startTlsListeners(
         admission.arrivedOn(socket, listener.authentication)
         handle(socket)
       }
-      running.push(await startTlsListener(listener, host, onSocket, (err) => log('error', `broker: TLS listener ${listener.port}: ${err.message}`)))
+      const started = await startTlsListener(
+        listener,
+        host,
+        onSocket,
+        (err) => log('error', `broker: TLS listener ${listener.port}: ${err.message}`),
+        limits.tlsHandshakeTimeoutMs,
+      )
+      capConnections(started.server, limits.maxConnections, `TLS port ${started.port}`, log)
+      running.push(started)
     }
   } catch (err) {
     for (const l of running) l.server.close()

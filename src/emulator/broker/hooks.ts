@@ -26,6 +26,18 @@ export interface AccessPolicy {
   connect(client: ConnectedClient): AccessVerdict
   publish(client: ConnectedClient, topic: string): AccessVerdict
   subscribe(client: ConnectedClient, filter: string): AccessVerdict
+  /**
+   * Whether a service that serves `topic` may answer this client's PUBLISH there on its Response
+   * Topic: the service publishes with its own rights, so it asks on the requester's behalf. Absent,
+   * or for a topic no service of the broker serves, the answer is no one's business but the
+   * responder's (an ordinary executor publishes its answers with its own rights).
+   */
+  answer?(client: ConnectedClient, topic: string, responseTopic: string): AnswerVerdict
+}
+
+/** An answer refused names, besides why, the rule the policy lacks (for the log, once). */
+export interface AnswerVerdict extends AccessVerdict {
+  missing?: string
 }
 
 /** A client's PUBLISH as a publish policy sees it: its properties may be amended in place. */

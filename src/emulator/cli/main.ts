@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { shownUrl } from '../../diagnostics/log'
 import { parseArgs } from 'node:util'
 import { isLogThreshold, type LogThreshold } from '../logger'
-import { startEmulator, type EmulatorOptions, type TlsListenerOptions } from '../index'
+import { MEMORY_PROFILES, startEmulator, type EmulatorOptions, type MemoryProfile, type TlsListenerOptions } from '../index'
 import { DEV_PORTS, prepareDevLayout, writeDevEnv, type DevLayout } from '../dev-layout'
 import { readAuthenticationFile } from '../resource-file'
 import type { AuthenticationSources } from '../core/authentication-documents'
@@ -20,7 +20,8 @@ Options:
                            (127.0.0.1:1883) when --broker is not given.
   --broker <url>           Serve through an existing MQTT 5 broker (mqtt://, mqtts://, ws://, wss://), e.g.
                            mqtt://127.0.0.1:1883. The emulator connects as an ordinary client and subscribes
-                           to the state store request topic.
+                           to the state store request topic. A password in the URL (mqtt://user:pw@host)
+                           is taken, with a warning: every user of the machine sees it in ps.
   --username <name>        With --broker: the user name the emulator connects with.
   --password-file <file>   With --broker: its password, read from a file (or set
                            AIO_STATESTORE_BROKER_PASSWORD). --password <password> is still taken, with a
@@ -38,11 +39,32 @@ Options:
   --max-bytes <n>          Byte quota over every key and value held and each key's bookkeeping (160
                            bytes a key, 400 with an expiry or a fencing token; default 268435456, 256 MiB;
                            0 for none): a SET past it is answered "-ERR the quota has been exceeded".
-  --max-value-bytes <n>    The largest value a SET may store (default 16777216, 16 MiB; 0 for none); a
-                           larger one is answered "-ERR the quota has been exceeded".
+  --memory-profile <p>     The AIO broker's memory profile: tiny, low, medium (default) or high. It sets
+                           the largest message the embedded broker takes (4, 16, 64 or 256 MiB; a larger
+                           packet is refused, DISCONNECT 0x95) and the default of --max-value-bytes.
+  --max-value-bytes <n>    The largest value a SET may store (default: the profile's largest message less
+                           1 MiB, 66060288 for medium; 0 for none); a larger one is answered
+                           "-ERR the quota has been exceeded".
   --max-key-bytes <n>      The longest key a SET may store (default 65535; 0 for none); a longer one is
                            answered "-ERR the quota has been exceeded". Each quota refusal names its
                            flag in the log.
+  --max-registrations <n>  KEYNOTIFY registrations one client id may hold (default 10000; 0 for none); one
+                           more is answered "-ERR the quota has been exceeded", the log naming the flag.
+  --max-connections <n>    With the embedded broker: connections each listener holds at once (default 1024;
+                           0 for none), as mosquitto's max_connections; past it a new connection is closed
+                           at once, and the log names the flag.
+  --tls-handshake-timeout <seconds>
+                           With the embedded broker: how long a TLS listener waits for a client's handshake
+                           before it closes the socket (default 10).
+  --subscriber-queue <length>[:DropOldest|None]
+                           Embedded broker: the AIO broker's subscriber queue limit for key notifications
+                           (Broker spec.advanced.clients.subscriberQueueLimit): at most <length> sent and
+                           unacknowledged and <length> waiting; DropOldest (the default here) drops the
+                           oldest waiting one, and nothing tells the subscriber.
+  --clock-offset <ms>      Run the service's clock this many milliseconds ahead (negative: behind, written
+                           --clock-offset=-90000) of this machine's, to rehearse a cluster whose clock is
+                           off: beyond 60 s requests are refused as TimestampSkew, or their answers'
+                           versions are too far ahead for the client.
   --node-id <id>           The HLC node id of the service, in every version it mints (default: a random
                            UUID). Must not contain ":".
   --auth <file>            A BrokerAuthorization resource (YAML or JSON, several documents allowed, as
@@ -78,8 +100,9 @@ Options:
                            the TLS + SAT listener, and serves the SDKs' dev ports: --listen 1883 (plain, no
                            authentication), --x509-listen 8883 (TLS + X.509) and --sat-listen 8884
                            (TLS + SAT); each can be changed with its flag. Files of <dir>/.session that
-                           others may write are refused (chmod go-w). A start that fails (a port taken)
-                           leaves no folder it made. See docs/cluster.md.
+                           others may write are refused (chmod go-w), and so is a <dir> everyone may
+                           write. A start that fails (a port taken) leaves no folder it made. See
+                           docs/cluster.md.
   --tls-cert <file>        The TLS listeners' certificate (PEM, with its chain); --tls-key its key.
   --tls-key <file>
   --x509-listen [host:]port
@@ -138,6 +161,15 @@ function parseListen(text: string): { host?: string; port: number } {
 /** A secret given on the command line is still taken, with a warning: ps shows every process's arguments. */
 function warnArgv(flag: string, instead: string): void {
   process.stderr.write(`aio-statestore-emulator: warning: ${flag} puts a password where every user of this machine sees it (ps); use ${instead}\n`)
+}
+
+/** Whether a URL carries a password in its user info (`mqtt://user:pw@host`). */
+function urlPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== ''
+  } catch {
+    return false
+  }
 }
 
 /** A secret read from a file, without its trailing newline. */
@@ -218,8 +250,14 @@ async function main(): Promise<void> {
         'max-keys': { type: 'string' },
         'max-bytes': { type: 'string' },
         'max-value-bytes': { type: 'string' },
+        'memory-profile': { type: 'string' },
         'max-key-bytes': { type: 'string' },
+        'max-connections': { type: 'string' },
+        'max-registrations': { type: 'string' },
+        'tls-handshake-timeout': { type: 'string' },
         'node-id': { type: 'string' },
+        'clock-offset': { type: 'string' },
+        'subscriber-queue': { type: 'string' },
         auth: { type: 'string' },
         'broker-config': { type: 'string' },
         attributes: { type: 'string', multiple: true },
@@ -265,6 +303,7 @@ async function main(): Promise<void> {
   }
   if (values.broker) {
     options.brokerUrl = values.broker
+    if (urlPassword(values.broker)) warnArgv('--broker with a password in its URL', '--username with --password-file or AIO_STATESTORE_BROKER_PASSWORD')
     if (values.username !== undefined) options.brokerUsername = values.username
     if (values.password !== undefined) warnArgv('--password', '--password-file or AIO_STATESTORE_BROKER_PASSWORD')
     if (values.password !== undefined && values['password-file'] !== undefined) fail('give --password or --password-file, not both')
@@ -320,9 +359,33 @@ async function main(): Promise<void> {
   if (values.persist) options.persistFile = values.persist
   if (values['max-keys'] !== undefined) options.maxKeys = parseCount('--max-keys', values['max-keys']) || Infinity
   if (values['max-bytes'] !== undefined) options.maxBytes = parseCount('--max-bytes', values['max-bytes']) || Infinity
+  const profile = values['memory-profile']
+  if (profile !== undefined) {
+    if (!Object.hasOwn(MEMORY_PROFILES, profile)) fail(`--memory-profile ${JSON.stringify(profile)}: expected ${Object.keys(MEMORY_PROFILES).join(', ')}`)
+    options.memoryProfile = profile as MemoryProfile
+  }
   if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
   if (values['max-key-bytes'] !== undefined) options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
+  if (values['max-registrations'] !== undefined) options.maxRegistrations = parseCount('--max-registrations', values['max-registrations']) || Infinity
+  if (values['max-connections'] !== undefined) options.maxConnections = parseCount('--max-connections', values['max-connections']) || Infinity
+  if (values['tls-handshake-timeout'] !== undefined) {
+    const seconds = parseCount('--tls-handshake-timeout', values['tls-handshake-timeout'])
+    if (seconds < 1) fail('--tls-handshake-timeout takes a whole number of seconds >= 1')
+    options.tlsHandshakeTimeoutMs = seconds * 1000
+  }
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
+  if (values['subscriber-queue'] !== undefined) {
+    const m = /^(\d+)(?::(None|DropOldest))?$/.exec(values['subscriber-queue'].trim())
+    if (!m || Number(m[1]) < 1)
+      fail(`--subscriber-queue ${JSON.stringify(values['subscriber-queue'])}: expected <length>[:DropOldest|None], e.g. 100:DropOldest`)
+    options.subscriberQueue = { length: Number(m[1]), strategy: (m[2] as 'None' | 'DropOldest' | undefined) ?? 'DropOldest' }
+  }
+  if (values['clock-offset'] !== undefined) {
+    const text = values['clock-offset']
+    if (!/^[+-]?\d+$/.test(text.trim()) || !Number.isSafeInteger(Number(text)))
+      fail(`--clock-offset ${JSON.stringify(text)}: expected whole milliseconds, e.g. --clock-offset=-90000`)
+    options.clockOffsetMs = Number(text)
+  }
   if (values.auth) options.authorizationFile = values.auth
   if (values['broker-config']) options.brokerConfigFile = values['broker-config']
   if (values.admin) options.adminOverMqtt = true

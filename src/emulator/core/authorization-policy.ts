@@ -1,6 +1,6 @@
 import { Fields } from './resource-error'
 import { KeyPattern, keyTypeOf } from './key-pattern'
-import type { Principal } from './principal'
+import { parseTemplate, substituteParts, type Principal } from './principal'
 import { TopicTemplate } from './topic-filter'
 
 /**
@@ -31,6 +31,8 @@ interface CompiledBrokerResource {
   where: string
   method: BrokerMethod
   topics: TopicTemplate[]
+  /** The resource's own `clientIds` (AIO: "further limit access based on client ID"); empty: any. */
+  clientIds: ClientIdTemplate[]
 }
 
 interface CompiledRule {
@@ -97,6 +99,7 @@ export class AuthorizationPolicy {
       if (!appliesTo(rule, principal)) continue
       for (const resource of rule.broker) {
         if (resource.method !== method) continue
+        if (resource.clientIds.length > 0 && !resource.clientIds.some((c) => c(principal))) continue
         if (method === 'Connect') return { allowed: true, rule: resource.where }
         const hit = resource.topics.find(topicAllows)
         if (hit) return { allowed: true, rule: `${resource.where} (${JSON.stringify(hit.source)})` }
@@ -119,7 +122,7 @@ const POLICY_FIELDS = ['cache', 'rules'] as const
 const RULE_FIELDS = ['principals', 'brokerResources', 'stateStoreResources'] as const
 const PRINCIPAL_FIELDS = ['clientIds', 'usernames', 'attributes'] as const
 const STATE_STORE_FIELDS = ['method', 'keyType', 'keys'] as const
-const BROKER_FIELDS = ['method', 'topics'] as const
+const BROKER_FIELDS = ['method', 'topics', 'clientIds'] as const
 
 function compilePolicy(source: PolicySource): CompiledRule[] {
   const f = source.fields
@@ -172,9 +175,17 @@ function compileRule(value: unknown, f: Fields, where: string): CompiledRule {
 function compileBrokerResource(value: unknown, f: Fields, where: string): CompiledBrokerResource {
   const r = f.object(value, BROKER_FIELDS)
   const method = f.at('method').oneOf(r.method, ['Connect', 'Publish', 'Subscribe'] as const)
+  const clientIds =
+    r.clientIds === undefined
+      ? []
+      : f
+          .at('clientIds')
+          .strings(r.clientIds)
+          .map((c, k) => f.at('clientIds', k).pattern(() => clientIdTemplate(c)))
   if (method === 'Connect') {
-    if (r.topics !== undefined) f.at('topics').fail('Connect takes no topics')
-    return { where: `${where} Connect`, method, topics: [] }
+    // The portal's JSON writes `"topics": []` on Connect.
+    if (r.topics !== undefined && f.at('topics').strings(r.topics).length > 0) f.at('topics').fail('Connect takes no topics')
+    return { where: `${where} Connect`, method, topics: [], clientIds }
   }
   const topics = f.at('topics').strings(r.topics ?? f.at('topics').fail(`is missing: ${method} needs the topics it allows`))
   if (topics.length === 0) f.at('topics').fail('is empty')
@@ -182,6 +193,7 @@ function compileBrokerResource(value: unknown, f: Fields, where: string): Compil
     where: `${where} ${method}`,
     method,
     topics: topics.map((t, k) => f.at('topics', k).pattern(() => new TopicTemplate(t))),
+    clientIds,
   }
 }
 
@@ -202,6 +214,26 @@ function compileStateStoreResource(value: unknown, f: Fields, where: string): Co
 }
 
 type NameMatcher = (name: string) => boolean
+type ClientIdTemplate = (principal: Principal) => boolean
+
+/**
+ * A resource's `clientIds` entry: a client id glob (as in principals) after the principal's values
+ * are put in, literally (`{principal.attributes.building}*`: ids that begin with the building).
+ */
+function clientIdTemplate(source: string): ClientIdTemplate {
+  const parts = parseTemplate(source)
+  if (parts.every((p) => p.kind === 'text')) {
+    const matches = nameGlob(source)
+    return (principal) => matches(principal.clientId)
+  }
+  return (principal) => {
+    const texts = substituteParts(parts, principal, globSource, literalSource)
+    return texts !== null && new RegExp(`^${texts.join('')}$`, 'u').test(principal.clientId)
+  }
+}
+
+const literalSource = (text: string) => text.replace(/[\\^$.|?*+()[\]{}/]/g, '\\$&')
+const globSource = (text: string) => [...text].map((ch) => (ch === '*' ? '[^]*' : ch === '?' ? '[^]' : literalSource(ch))).join('')
 
 /**
  * Client ids and user names in principals: exact, or a glob with `*` and `?` (the emulator's
@@ -215,7 +247,6 @@ function nameGlob(name: string): NameMatcher {
     const prefix = name.slice(0, -1)
     return (n) => n.startsWith(prefix)
   }
-  const source = [...name].map((ch) => (ch === '*' ? '[^]*' : ch === '?' ? '[^]' : ch.replace(/[\\^$.|?*+()[\]{}/]/g, '\\$&'))).join('')
-  const re = new RegExp(`^${source}$`, 'u')
+  const re = new RegExp(`^${globSource(name)}$`, 'u')
   return (n) => re.test(n)
 }

@@ -32,11 +32,12 @@ export function keyTypeOf(text: unknown): KeyType | null {
 
 const latin1 = (utf8Text: string) => Buffer.from(utf8Text, 'utf8').toString('latin1')
 /**
- * A substituted value is literal, and one that holds a `/`, a glob character or a brace makes the
- * rule not match: a client id `line-1/cfg` must not reach into `dev/line-1/…`, nor `a*` stand for
- * every key (as topic rules refuse `/`, `+` and `#`).
+ * A substituted value is literal: its glob characters match themselves, as AIO 2606 escapes them
+ * (a client id `a*` reaches its own keys under `dev/{principal.clientId}`, not every key). One
+ * that is empty or holds a `/` makes the rule not match: a client id `line-1/cfg` must not reach
+ * into `dev/line-1/…` (as topic rules refuse `/`, `+` and `#`).
  */
-export const UNSAFE_SUBSTITUTION = /[/*?[\]\\{}]/
+export const UNSAFE_SUBSTITUTION = /\//
 
 /** How many compiled patterns one substituted key pattern keeps (one per principal seen, bounded). */
 const CACHE_LIMIT = 1024

@@ -42,7 +42,8 @@ export function authorizationSources(documents: unknown[]): PolicySource[] {
       checkApiVersion(doc)
       const spec = (value as { spec?: unknown }).spec
       const f = new Fields(index, ['spec'])
-      const s = f.object(spec, ['authorizationPolicies'])
+      // `listenerRef` (the SDK's mRPC guide, v2beta1) names the listeners it applies to: the emulator has one policy for all.
+      const s = f.object(spec, ['authorizationPolicies', 'listenerRef'])
       if (s.authorizationPolicies === undefined) f.at('authorizationPolicies').fail('is missing')
       const name = nameOf(value)
       sources.push({ ...(name !== undefined ? { name } : {}), value: s.authorizationPolicies, fields: f.at('authorizationPolicies') })

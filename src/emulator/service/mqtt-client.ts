@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream'
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import { mqttLogOption, setNoDelay } from '../../transport/mqtt-settings'
 import { storeWithoutCopy } from '../../transport/store-without-copy'
+import { writeWholePackets } from '../../transport/whole-packets'
 
 /** How the emulator's own MQTT clients (the service's, the admin channel's) reach the broker. */
 export interface EmulatorBrokerOptions {
@@ -38,6 +39,7 @@ export function emulatorMqttClient(options: EmulatorBrokerOptions, clientIdPrefi
   const client = connectStream ? new mqtt.MqttClient(() => connectStream(), clientOptions) : mqtt.connect(options.brokerUrl, clientOptions)
   client.on('connect', () => setNoDelay(client.stream))
   storeWithoutCopy(client)
+  writeWholePackets(client)
   return client
 }
 
