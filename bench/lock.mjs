@@ -10,10 +10,19 @@
 //   same client class (KEYNOTIFY before each Lock, SET NEX, wait for a DELETE, GET, fenced SET, VDEL,
 //   KEYNOTIFY STOP), all on one counter; each edit's time from its start (lock wait included) to its
 //   write answered; our median beside theirs, and the share of the edits each side made.
+// - Beside the real Go SDK: two Lock.edit loops here and two processes of the interop lane's Go
+//   program (test/interop/go, `-case bench`: the official SDK's Lock.Edit) on one counter; each
+//   side's median turn, its share of the turns, and the cost of a turn against four bare round
+//   trips (SET NEX, GET, SET, VDEL, one after another, on a free lock) measured in the same round.
+//   Left out, and said so, where Go is not installed (--no-go leaves it out too).
 //
-// Processes: the emulator (embedded broker) in its own; the clients in this one.
+// Processes: the emulator (embedded broker) in its own; our clients in this one; the Go SDK's in
+// their own.
+import { spawn, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
+import { homedir } from 'node:os'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { benchArgs, fmtNum, fmtRange, fmtRatio, percentiles, ROOT, sleep, summarize, table, writeResult } from './lib/harness.mjs'
 import { connectClient } from './lib/load.mjs'
 import { startEmulatorProcess } from './lib/procs.mjs'
@@ -35,6 +44,10 @@ const THINK_MS = 1
 /** How long the busy processes run before measuring, so the load average has risen. */
 const SETTLE_MS = quick ? 3000 : 6000
 
+/** Four bare round trips, timed this many times a round (the figure is their median). */
+const BARE = quick ? 20 : 40
+
+const goContender = argv.includes('--no-go') ? null : buildGoContender()
 const emulator = await startEmulatorProcess({})
 const tables = []
 const headline = []
@@ -48,6 +61,7 @@ try {
     if (load > 0) await sleep(SETTLE_MS)
     const handoff = { floor: [], ours: [], ratio: [], follow: [], followRatio: [], free: [], freeSet: [], freeRatio: [] }
     const edit = { ours: [], sdk: [], ratio: [], oursShare: [] }
+    const real = { ours: [], go: [], ratio: [], oursShare: [], bare: [], oursPerBare: [], goPerBare: [] }
     try {
       // The hand-offs' rounds, then the contests': each figure is a ratio within its own round.
       for (let round = -1; round < rounds; round++) {
@@ -76,6 +90,20 @@ try {
           `load ${load}, round ${round + 1}: edit median ours ${e.ours.toFixed(2)} ms / SDK algorithm ${e.sdk.toFixed(2)} ms, ours made ${(e.oursShare * 100).toFixed(0)} %`,
         )
       }
+      for (let round = -1; goContender && round < rounds; round++) {
+        const g = await goContest(`bench-lock-${process.pid}-${++run}`)
+        if (round < 0) continue
+        real.ours.push(g.ours)
+        real.go.push(g.go)
+        real.ratio.push(g.ours / g.go)
+        real.oursShare.push(g.oursShare)
+        real.bare.push(g.bare)
+        real.oursPerBare.push(g.ours / g.bare)
+        real.goPerBare.push(g.go / g.bare)
+        console.log(
+          `load ${load}, round ${round + 1}: beside the Go SDK, edit median ours ${g.ours.toFixed(2)} ms / Go SDK ${g.go.toFixed(2)} ms, four bare round trips ${g.bare.toFixed(2)} ms, ours made ${(g.oursShare * 100).toFixed(0)} %`,
+        )
+      }
     } finally {
       const seen = await cpu.stop()
       const shown = load > 0 ? formatLoad(seen) : `load ${seen.first.toFixed(2)}–${seen.last.toFixed(2)}`
@@ -92,6 +120,17 @@ try {
         editSdk: summarize(edit.sdk),
         editRatio: summarize(edit.ratio),
         share: summarize(edit.oursShare),
+        ...(goContender
+          ? {
+              realOurs: summarize(real.ours),
+              realGo: summarize(real.go),
+              realRatio: summarize(real.ratio),
+              realShare: summarize(real.oursShare),
+              bare: summarize(real.bare),
+              oursPerBare: summarize(real.oursPerBare),
+              goPerBare: summarize(real.goPerBare),
+            }
+          : {}),
       }
       data[`load ${load}`] = { busyProcesses: load, load: seen, ...s }
       tables.push(
@@ -114,6 +153,29 @@ try {
             ],
             ['edit, median (lock wait included)', fmtRange(s.editOurs, 2, ' ms'), `SDK algorithm ${fmtRange(s.editSdk, 2, ' ms')}`, fmtRatio(s.editRatio)],
             ['share of the edits made by ours', `${fmtNum(s.share.median * 100)} %`, '', ''],
+            ...(goContender
+              ? [
+                  [
+                    'edit beside the real Go SDK, median (2 + 2 processes)',
+                    fmtRange(s.realOurs, 2, ' ms'),
+                    `Go SDK ${fmtRange(s.realGo, 2, ' ms')}`,
+                    fmtRatio(s.realRatio),
+                  ],
+                  [
+                    'our turn / four bare round trips (same round)',
+                    fmtRange(s.realOurs, 2, ' ms'),
+                    `4 round trips ${fmtRange(s.bare, 2, ' ms')}`,
+                    fmtRatio(s.oursPerBare),
+                  ],
+                  ["the Go SDK's turn / four bare round trips", fmtRange(s.realGo, 2, ' ms'), 'the same', fmtRatio(s.goPerBare)],
+                  [
+                    'share of the edits made by ours beside the Go SDK',
+                    `${fmtNum(s.realShare.median * 100)} % (${fmtNum(s.realShare.min * 100)}–${fmtNum(s.realShare.max * 100)})`,
+                    '',
+                    '',
+                  ],
+                ]
+              : []),
           ],
         ),
       )
@@ -149,12 +211,31 @@ try {
         target: '<= 1.2x',
         pass: s.editRatio.median <= 1.2,
       })
+      if (goContender) {
+        headline.push({
+          metric: `--load ${load} (${shown}): our share of the edits beside the real Go SDK (2 + 2)`,
+          value: Number(s.realShare.median.toFixed(3)),
+          min: s.realShare.min,
+          max: s.realShare.max,
+          target: 'report (an even share: 0.5)',
+          pass: true,
+        })
+        headline.push({
+          metric: `--load ${load} (${shown}): our turn beside the Go SDK / four bare round trips`,
+          value: Number(s.oursPerBare.median.toFixed(3)),
+          min: s.oursPerBare.min,
+          max: s.oursPerBare.max,
+          target: 'report (no target)',
+          pass: true,
+        })
+      }
     }
   }
 } finally {
   await emulator.stop()
 }
 notes.push(`${HANDOFFS} hand-offs per variant and round, ${EDITS} edits per contest, ${rounds} rounds after one warm-up, at --load ${LOADS.join(' and ')}`)
+notes.push(goContender ? `the real Go SDK: ${goContender}, built from test/interop/go` : 'the real Go SDK left out (--no-go, or Go not installed)')
 writeResult('lock', { tables, headline, data, notes })
 
 /** One round of hand-offs: the floor and ours, alternately, on fresh clients; the median of each. */
@@ -340,5 +421,102 @@ async function sdkLoop(c, lockName, key, times) {
     if (current >= EDITS) return
     times.push(performance.now() - started)
     await sleep(THINK_MS)
+  }
+}
+
+/** The interop lane's Go program, built into its cache (as the lane builds it); null without Go. */
+function buildGoContender() {
+  const cache = process.env.INTEROP_CACHE ?? join(homedir(), '.cache', 'aio-statestore-interop')
+  const out = join(cache, 'go', 'interop')
+  const built = spawnSync('go', ['build', '-mod=readonly', '-trimpath', '-o', out, '.'], {
+    cwd: join(ROOT, 'test', 'interop', 'go'),
+    env: { ...process.env, GOCACHE: process.env.GOCACHE ?? join(cache, 'go-build') },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  })
+  if (built.error || built.status !== 0) {
+    console.warn('(the real Go SDK is left out: Go is not installed, or go build failed)')
+    return null
+  }
+  return out
+}
+
+/** One Go SDK contender: connected, it waits for `go()`; `done` settles with its turns' times. */
+function startGoContender(lockName, key, prefix) {
+  const child = spawn(
+    goContender,
+    [
+      '-case',
+      'bench',
+      '-url',
+      emulator.url,
+      '-prefix',
+      prefix,
+      '-n',
+      String(EDITS),
+      '-lock',
+      lockName,
+      '-key',
+      key,
+      '-lease-ms',
+      String(LEASE_MS),
+      '-timeout',
+      '600s',
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  )
+  const times = []
+  let output = ''
+  let onReady
+  const ready = new Promise((resolve) => (onReady = resolve))
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    output += `${line}\n`
+    if (line.startsWith('STEP connected')) onReady()
+    else if (line.startsWith('TURN ')) times.push(Number(line.slice(5)))
+  })
+  const done = new Promise((resolve, reject) =>
+    child.once('exit', (code) => (code === 0 ? resolve(times) : reject(new Error(`the Go SDK contender exited ${code}:\n${output}`)))),
+  )
+  return { ready, done, go: () => child.stdin.write('\n') }
+}
+
+/** A turn's least: SET NEX, GET, SET, VDEL, one after another, on a free lock and its key. */
+async function bareTurns(c, name) {
+  const lockSet = { condition: 'NEX', expiryMs: LEASE_MS }
+  const times = []
+  for (let i = 0; i < BARE; i++) {
+    const t0 = performance.now()
+    await c.set(`${name}.bare-lock`, c.clientId, lockSet)
+    const { value } = await c.get(`${name}.bare`)
+    await c.set(`${name}.bare`, String(Number(value?.toString() ?? '0') + 1))
+    await c.vdel(`${name}.bare-lock`, c.clientId)
+    times.push(performance.now() - t0)
+  }
+  return percentiles(times).p50
+}
+
+/** Two Lock.edit loops here and two Go SDK processes on one counter until EDITS, and the bare turn. */
+async function goContest(name) {
+  const clients = await Promise.all([0, 1].map(() => connectClient(emulator.url)))
+  const key = `${name}-counter`
+  const lockName = `${name}.lock`
+  const times = { ours: [], go: [] }
+  try {
+    const bare = await bareTurns(clients[0], name)
+    const goes = [0, 1].map((i) => startGoContender(lockName, key, `${name}-go${i}`))
+    await Promise.all(goes.map((g) => g.ready))
+    for (const g of goes) g.go()
+    const [goA, goB] = await Promise.all([
+      ...goes.map((g) => g.done),
+      ourLoop(clients[0], lockName, key, times.ours),
+      ourLoop(clients[1], lockName, key, times.ours),
+    ])
+    times.go.push(...goA, ...goB)
+    const counted = Number((await clients[0].get(key)).value?.toString())
+    if (counted !== EDITS || times.ours.length + times.go.length !== EDITS)
+      throw new Error(`beside the Go SDK the counter says ${counted}, ${times.ours.length + times.go.length} edits made`)
+    const median = (t) => (t.length > 0 ? percentiles(t).p50 : Infinity)
+    return { ours: median(times.ours), go: median(times.go), bare, oursShare: times.ours.length / EDITS }
+  } finally {
+    await Promise.all(clients.map((c) => c.close()))
   }
 }

@@ -1,11 +1,15 @@
 // Node-RED settings for `npm start` (scripts/start.mjs), also usable on their own:
 //   npx node-red --settings dev/settings.js
-// The package is loaded from this working tree (nodesDir), user data stays in the git-ignored
-// .node-red/ folder, and nothing phones home: this is a local sandbox, not a deployment.
+// The package is loaded from this working tree, linked into the user directory as an installed
+// package (dev/user-dir.js), so a Function node's Setup → Modules finds it too. User data stays in
+// the git-ignored .node-red/ folder, and nothing phones home: this is a local sandbox, not a deployment.
 'use strict'
 const path = require('node:path')
+const { linkPackage } = require('./user-dir.js')
 
 const root = path.join(__dirname, '..')
+const userDir = process.env.NODE_RED_USER_DIR ? path.resolve(process.env.NODE_RED_USER_DIR) : path.join(root, '.node-red')
+linkPackage(userDir, root)
 
 function port(value, fallback) {
   if (value === undefined || value === '') return fallback
@@ -20,7 +24,7 @@ module.exports = {
   httpAdminRoot: '/',
   httpNodeRoot: '/',
 
-  userDir: process.env.NODE_RED_USER_DIR ? path.resolve(process.env.NODE_RED_USER_DIR) : path.join(root, '.node-red'),
+  userDir,
   // Relative to userDir. Deploying rewrites this file, so it must never be a tracked example.
   flowFile: 'flows.json',
   flowFilePretty: true,
@@ -28,9 +32,8 @@ module.exports = {
   // secret in .config.runtime.json. Fine for a local sandbox; never reuse it in production.
   credentialSecret: 'aio-statestore-dev',
 
-  // Since Node-RED 3 a nodesDir entry whose package.json has a `node-red` section is loaded as a
-  // module: nodes, icons, locales and examples (Import > Examples), straight from dist/.
-  nodesDir: [root],
+  // No nodesDir: the link in the user directory's node_modules loads the package (nodes, icons,
+  // locales, examples), straight from dist/; a nodesDir entry too would load it twice.
   // Node-RED also loads every node module it finds in the repository's node_modules; the benchmarks
   // install node-red-contrib-redis there. Only this package (and the core nodes) belong in the palette.
   externalModules: { palette: { allowList: ['node-red-contrib-aio-statestore'] } },

@@ -5,7 +5,7 @@ import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulato
 import type { StateStoreClient } from '../src/client'
 import { LiveFeed, lockView, ScanKeyBrowser, viewValue, watchView, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/config-node'
-import { ExportTooLarge, MAX_EXPORT_BYTES, MAX_EXPORT_KEYS, responseSink, streamExport, type ExportLimits } from './lib/export-keys'
+import { EXPORT_IDLE_MS, ExportTooLarge, MAX_EXPORT_BYTES, MAX_EXPORT_KEYS, responseSink, streamExport, type ExportLimits } from './lib/export-keys'
 import { asksForInternalKeys, isContextInternalKey } from './lib/internal-keys'
 
 /**
@@ -288,7 +288,7 @@ export = function (RED: NodeAPI) {
         // An emulator in this process tells expiry and persistence; otherwise SCAN lists the keys, or a standalone emulator's admin channel.
         const a = (n.brokerUrl ? adminFor(n.brokerUrl) : null) ?? ((await scanBrowser(n)) ? null : await admin(n))
         const start = () => res.status(200).type('application/x-ndjson')
-        await streamExport(c, a, pattern, responseSink(res, start, abort.signal), exportLimits(), abort.signal)
+        await streamExport(c, a, pattern, responseSink(res, start, abort.signal, exportIdleMs()), exportLimits(), abort.signal)
         if (!res.headersSent) start()
         res.end()
       } catch (err) {
@@ -301,10 +301,15 @@ export = function (RED: NodeAPI) {
       }
     }),
   )
-  /** settings.js may set `aioStateStore: { exportMaxBytes, exportMaxKeys }`. */
+  /** settings.js may set `aioStateStore: { exportMaxBytes, exportMaxKeys, exportIdleMs }`. */
+  function exportSetting(name: 'exportMaxBytes' | 'exportMaxKeys' | 'exportIdleMs', fallback: number): number {
+    const v = ((RED.settings as unknown as { aioStateStore?: Record<string, unknown> }).aioStateStore ?? {})[name]
+    return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : fallback
+  }
   function exportLimits(): ExportLimits {
-    const own = (RED.settings as unknown as { aioStateStore?: { exportMaxBytes?: unknown; exportMaxKeys?: unknown } }).aioStateStore ?? {}
-    const limit = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : fallback)
-    return { maxBytes: limit(own.exportMaxBytes, MAX_EXPORT_BYTES), maxKeys: limit(own.exportMaxKeys, MAX_EXPORT_KEYS) }
+    return { maxBytes: exportSetting('exportMaxBytes', MAX_EXPORT_BYTES), maxKeys: exportSetting('exportMaxKeys', MAX_EXPORT_KEYS) }
+  }
+  function exportIdleMs(): number {
+    return exportSetting('exportIdleMs', EXPORT_IDLE_MS)
   }
 }

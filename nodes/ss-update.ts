@@ -30,6 +30,8 @@ const OWN = 'node-red-contrib-aio-statestore/ss-update:ss-update.'
 
 /** The largest value the node writes: the service's default value limit (the emulator's --max-value-bytes). */
 const MAX_VALUE_BYTES = 16 * 1024 * 1024
+/** The largest value the expression is given: a larger one fails with ValueTooLarge before it is decoded. */
+const MAX_INPUT_BYTES = 1024 * 1024
 
 export = function (RED: NodeAPI) {
   function SsUpdate(this: Node, def: UpdateDef) {
@@ -77,6 +79,9 @@ export = function (RED: NodeAPI) {
         await client(),
         name,
         async (current, version) => {
+          // Before anything reads it: one built-in call over a huge value ($split of 40 MB) is one step the time bound cannot stop.
+          if (current !== null && current.length > MAX_INPUT_BYTES)
+            throw new InputError('ValueTooLarge', own('errors.inputTooLarge', { bytes: current.length, max: MAX_INPUT_BYTES }))
           const previous = current === null ? null : decodePayload(current, 'auto', t)
           const value = await compute(current === null ? start : previous, version, msg)
           // A copy of its own: encodePayload hands back a Buffer value as it is, which two attempts may share.

@@ -39,6 +39,9 @@ export = function (RED: NodeAPI) {
       onConnection: (s) => {
         if (s.state === 'connected') ensureAll()
         if (refusing) status.misconfigured('status.patternRefused')
+        // The client registers the watched keys again by itself: back to "watching N", not "connected".
+        else if (s.state === 'connected' && !s.problem && [...watched.values()].some((o) => typeof o !== 'string'))
+          status.outcome('status.watching', String(watched.size))
       },
       beforeClose: async () => {
         closing = true

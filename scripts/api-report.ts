@@ -18,6 +18,7 @@ export const ENTRIES: Record<string, string> = {
   index: 'src/index.ts',
   emulator: 'src/emulator/index.ts',
   context: 'src/context/index.ts',
+  nodes: 'nodes/index.ts',
 }
 
 export function reportPath(name: string): string {

@@ -1,6 +1,7 @@
 import type { NodeAPI, NodeMessage } from 'node-red'
 import { CancelledError } from '../../src/diagnostics/errors'
 import { InputError } from './errors'
+import { LinearRegex } from './linear-regex'
 
 /** A prepared JSONata expression, as RED.util.prepareJSONataExpression returns it. */
 export type Expression = ReturnType<NodeAPI['util']['prepareJSONataExpression']>
@@ -35,6 +36,8 @@ type Assign = (name: string | symbol, value: unknown) => void
 
 interface Frame {
   lookup(name: string | symbol): unknown
+  /** The evaluation's own frame, in the jsonata of Node-RED 4.1 and later: its RegexEngine makes the regex literals. */
+  base?: { RegexEngine?: unknown }
 }
 
 function budgetOf(environment: Frame): Budget | undefined {
@@ -52,7 +55,8 @@ export interface Limits {
  * Makes an expression's evaluations bounded: each step counts against the evaluation's time and
  * depth, and every SLICE_MS the evaluation waits for one turn of the event loop, so that a runaway
  * expression (JSONata's tail calls never overflow the stack) neither holds the runtime nor outlives
- * its time. An expression that names the hooks itself is refused: in jsonata 2.0 it could unbind them.
+ * its time. Its regular expressions match in linear time (linear-regex.ts), since one match is one
+ * step. An expression that names the hooks itself is refused: in jsonata 2.0 it could unbind them.
  */
 export function bound(expression: Expression, source: string, limits: Limits): Expression {
   if (source.includes('__evaluate_')) throw new Error('the names $__evaluate_entry and $__evaluate_exit are reserved')
@@ -60,6 +64,8 @@ export function bound(expression: Expression, source: string, limits: Limits): E
   const entry = (_expr: unknown, _input: unknown, environment: Frame) => {
     const budget = budgetOf(environment)
     if (!budget) return undefined
+    // Before the first regex literal is made: each evaluation sets RegexEngine to RegExp at its start.
+    if (environment.base && environment.base.RegexEngine !== LinearRegex) environment.base.RegexEngine = LinearRegex
     budget.depth += 1
     if (budget.cancelled) throw new CancelledError('the node closed during the expression')
     if (budget.depth > MAX_EXPRESSION_DEPTH) {

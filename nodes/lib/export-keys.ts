@@ -10,6 +10,9 @@ export const MAX_EXPORT_KEYS = 100_000
 /** Bytes one export from the sidebar may write unless settings.js says otherwise (`aioStateStore.exportMaxBytes`). */
 export const MAX_EXPORT_BYTES = 64 * 1024 * 1024
 
+/** How long an export waits for its reader to take more before it gives up its slot (`aioStateStore.exportIdleMs`). */
+export const EXPORT_IDLE_MS = 30_000
+
 /** Values read at once: few keys, about 1 MiB where the listing tells sizes, so that no burst of answers holds the runtime long. */
 const BATCH = { keys: 4, bytes: 1024 * 1024 }
 
@@ -61,12 +64,21 @@ export async function streamExport(
   return count
 }
 
-/** A sink over an HTTP response: headers go with the first chunk; a full socket buffer is waited out. */
-export function responseSink(res: NodeJS.WritableStream & { headersSent: boolean }, start: () => void, signal: AbortSignal): ExportSink {
+/**
+ * A sink over an HTTP response: headers go with the first chunk; a full socket buffer is waited out
+ * for at most `idleMs`, after which the write fails: a reader who stops reading must not hold the
+ * store's one export slot.
+ */
+export function responseSink(
+  res: NodeJS.WritableStream & { headersSent: boolean },
+  start: () => void,
+  signal: AbortSignal,
+  idleMs = EXPORT_IDLE_MS,
+): ExportSink {
   return {
     async write(chunk) {
       if (!res.headersSent) start()
-      if (!res.write(chunk)) await once(res, 'drain', { signal })
+      if (!res.write(chunk)) await once(res, 'drain', { signal: AbortSignal.any([signal, AbortSignal.timeout(idleMs)]) })
     },
   }
 }

@@ -24,8 +24,9 @@ export function onInput(node: Node, status: StatusView, handler: InputHandler): 
       }
       try {
         if (failed) {
-          const explained = status.explain(failure)
-          status.failure(explained, keyUsedBy(msg))
+          const key = keyUsedBy(msg)
+          const explained = status.explain(failure, key)
+          status.failure(explained, key)
           done(toFailure(explained))
         } else {
           done()
@@ -40,7 +41,8 @@ export function onInput(node: Node, status: StatusView, handler: InputHandler): 
 
 /** For work outside an input (watch notifications, leadership changes): report with the msg so Catch still sees it. */
 export function reportError(node: Node, status: StatusView, err: unknown, msg: NodeMessage = {}): void {
-  const explained = status.explain(err)
-  status.failure(explained, keyUsedBy(msg))
+  const key = keyUsedBy(msg)
+  const explained = status.explain(err, key)
+  status.failure(explained, key)
   node.error(toFailure(explained), msg)
 }

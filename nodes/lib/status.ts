@@ -3,6 +3,7 @@ import type { ConnectionStatus } from '../../src/client'
 import type { Translate } from './i18n'
 import { describeError } from './errors'
 import { notAuthorized } from './connection-log'
+import { worded } from './error-text'
 
 /** Status texts are short by convention (under 20 characters); longer details go to the log and to Catch. */
 export function clip(text: string, max: number): string {
@@ -55,14 +56,17 @@ export class StatusView {
   private shown: NodeStatus | undefined
 
   /**
-   * `onFailure` hears of every failure shown, for the connection's last errors in the sidebar;
-   * `explain` puts a failure in the catalogue's words (the config node's, for connection errors).
+   * A failure in the catalogue's words, naming `key` (the msg's) when given and saying what to do
+   * (nodes/lib/error-text.ts); a connection error first gets the config node's words (`explainConnection`).
    */
+  readonly explain = (err: unknown, key?: string): unknown => worded(this.explainConnection(err), key, this.t)
+
+  /** `onFailure` hears of every failure shown, for the connection's last errors in the sidebar. */
   constructor(
     private readonly node: Node,
     private readonly t: Translate,
     private readonly onFailure?: (err: unknown, key?: string) => void,
-    readonly explain: (err: unknown) => unknown = (err) => err,
+    private readonly explainConnection: (err: unknown) => unknown = (err) => err,
   ) {
     this.cachedT = (key, substitutions) => (substitutions === undefined ? this.text(key) : t(key, substitutions))
   }
@@ -83,6 +87,12 @@ export class StatusView {
     // Catalogue texts are short by design; only the variable detail (a key name) is cut to fit.
     const text = this.text(key) + (detail === undefined ? '' : ` ${clip(detail, 12)}`)
     this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text })
+  }
+
+  /** An outcome with a count in it (`status.<key>_one`, `_other`, … as the language's plural forms go), in the connection's colour. */
+  counted(key: string, count: number): void {
+    const connected = this.connected
+    this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text: this.t(key, { count }) })
   }
 
   /**

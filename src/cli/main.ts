@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { getMaxListeners, setMaxListeners } from 'node:events'
 import { parseArgs } from 'node:util'
 import { shownUrl } from '../diagnostics/log'
 import { StateStoreClient } from '../client'
@@ -21,6 +22,9 @@ import { firstConnect } from './first-connect'
  * get, set and delete). Exit codes: 0 done, 1 not found / not applied, 2 usage, 3 connection or
  * service error, with one line on stderr saying which.
  */
+
+/** How many listeners the Ctrl-C signal may have before Node.js warns of a leak. */
+const SIGNAL_LISTENERS = 64
 
 const COMMANDS: Command[] = [get, set, del, vdel, watch, keys, lock, exportKeys, importKeys]
 const NAME = 'aio-statestore'
@@ -61,6 +65,13 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     await write(name === undefined ? io.stderr : io.stdout, overview())
     return name === undefined ? Exit.usage : Exit.done
   }
+  if (name.startsWith('-'))
+    return report(io, {
+      code: Exit.usage,
+      message: `unknown flag ${JSON.stringify(name)}; the flags before a command are ${Object.keys(CONNECTION_FLAGS)
+        .map((f) => `--${f}`)
+        .join(', ')} (${NAME} --help)`,
+    })
   const command = COMMANDS.find((c) => c.name === name)
   if (!command) return report(io, { code: Exit.usage, message: `unknown command ${JSON.stringify(name)}; one of ${COMMANDS.map((c) => c.name).join(', ')}` })
   // Everything after `--` belongs to the command `lock` runs, flags included.
@@ -86,6 +97,9 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
   const n = parsed.positionals.length
   if (n < min || n > max) return report(io, { code: Exit.usage, message: `usage: ${command.usage.split('\n')[0]}` })
 
+  // Every request in flight listens to the one Ctrl-C signal (import and export keep 16 in flight):
+  // Node.js 20 warns from 11 on. The bound stays low enough that a listener left behind still shows.
+  setMaxListeners(Math.max(getMaxListeners(signal), SIGNAL_LISTENERS), signal)
   let client: StateStoreClient | null = null
   try {
     const connection = connectionFrom(parsed.values)

@@ -22,6 +22,8 @@ export class NotificationTrust {
   dropped = 0
   /** Node ids the service answered with, oldest first. */
   private readonly nodeIds = new Set<string>()
+  /** The latest time (ms) an answer's `__ts` carried. */
+  private answeredMs = 0
 
   constructor(private readonly clock: HybridLogicalClock) {}
 
@@ -31,6 +33,8 @@ export class NotificationTrust {
     // `%015d:%05d:<nodeId>`: the node id is what follows the second colon.
     const at = timestamp.indexOf(':', timestamp.indexOf(':') + 1)
     if (at < 0) return
+    const ms = Number(timestamp.slice(0, timestamp.indexOf(':')))
+    if (Number.isSafeInteger(ms) && ms > this.answeredMs) this.answeredMs = ms
     const nodeId = timestamp.slice(at + 1)
     if (nodeId === '' || this.nodeIds.has(nodeId)) return
     if (this.nodeIds.size >= MAX_NODE_IDS) this.nodeIds.delete(this.nodeIds.values().next().value!)
@@ -41,7 +45,7 @@ export class NotificationTrust {
   knows(version: Hlc): boolean {
     if (!this.nodeIds.has(version.nodeId)) return false
     try {
-      this.clock.update(version)
+      this.merge(version)
     } catch {
       // Past the drift limit now: still the service's node id; the clock stays as it was.
     }
@@ -56,7 +60,7 @@ export class NotificationTrust {
     const known = this.nodeIds.size === 0 || this.nodeIds.has(version.nodeId)
     try {
       // A version from an unknown node id is not merged: a forged one would carry the clock ahead.
-      if (known) this.clock.update(version)
+      if (known) this.merge(version)
       else this.clock.validate(version)
     } catch (err) {
       // Any other refusal of the clock (its counter) leaves the notification as the service's.
@@ -64,6 +68,17 @@ export class NotificationTrust {
       return this.drop(`its version is further ahead than the service accepts: ${err.message}`)
     }
     return known ? { take: true } : { take: false, confirm: true }
+  }
+
+  /**
+   * A notification's version moves the clock no further than an answer of the service or the wall
+   * clock has: anyone who may publish to the notification topic can stamp the service's node id
+   * (an ACL-less broker), and a clock carried ahead goes into every request after.
+   */
+  private merge(version: Hlc): void {
+    const wall = this.clock.tick().timestamp
+    if (version.timestamp > Math.max(wall, this.answeredMs)) this.clock.validate(version)
+    else this.clock.update(version)
   }
 
   /** A notification left unconfirmed: nobody observes its key, so no read confirms it. */

@@ -9,7 +9,8 @@ import { wholeNumber } from '../checks/whole-number'
 export const CLIENT_DEFAULTS = {
   keepaliveSec: 60,
   reconnectMinMs: 500,
-  reconnectMaxMs: 10_000,
+  // The cap on the backoff: a broker back after an outage is found again within 2 s (plus the connect).
+  reconnectMaxMs: 2000,
   connectTimeoutMs: 10_000,
   requestTimeoutMs: 10_000,
   maxInFlight: 1000,

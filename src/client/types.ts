@@ -70,7 +70,7 @@ export interface ClientOptions {
   /** Default true. */
   cleanStart?: boolean
   sessionExpirySec?: number
-  /** Reconnect backoff start, default 500 ms; doubles (with jitter) up to reconnectMaxMs, default 10000 ms. */
+  /** Reconnect backoff start, default 500 ms; doubles (with jitter) up to reconnectMaxMs, default 2000 ms: a broker back after an outage is found within 2 s. */
   reconnectMinMs?: number
   reconnectMaxMs?: number
   /** How long the broker has to answer a CONNECT, default 10000 ms. */

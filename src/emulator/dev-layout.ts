@@ -48,7 +48,9 @@ export function devLayout(dir: string): DevLayout {
 
 /**
  * Files and folders of the layout that others than their owner may write: whoever can write the
- * token file chooses the token the SAT listener accepts, and whoever can write `.session` can swap it.
+ * token file chooses the token the SAT listener accepts, whoever can write `.session` can swap it,
+ * and anyone who can write the folder itself (world-writable, sticky or not; a group's write, as
+ * user private groups give, is left) can put a `.session` of their own there.
  */
 export function writableByOthers(layout: DevLayout): string[] {
   const found: string[] = []
@@ -59,9 +61,19 @@ export function writableByOthers(layout: DevLayout): string[] {
     } catch {
       continue
     }
-    if ((mode & 0o022) !== 0) found.push(`${path} (mode ${(mode & 0o777).toString(8).padStart(3, '0')})`)
+    if ((mode & 0o022) !== 0) found.push(shownMode(path, mode))
+  }
+  try {
+    const mode = statSync(layout.dir).mode
+    if ((mode & 0o002) !== 0) found.unshift(shownMode(layout.dir, mode))
+  } catch {
+    // Not there yet: made below, 0700.
   }
   return found
+}
+
+function shownMode(path: string, mode: number): string {
+  return `${path} (mode ${(mode & 0o777).toString(8).padStart(3, '0')})`
 }
 
 /**

@@ -21,6 +21,7 @@ import {
   DEFAULT_MAX_BYTES,
   DEFAULT_MAX_KEY_BYTES,
   DEFAULT_MAX_KEYS,
+  DEFAULT_MAX_REGISTRATIONS,
   DEFAULT_MEMORY_PROFILE,
   MEMORY_PROFILES,
   profileValueBytes,
@@ -186,6 +187,10 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...(listen.host !== undefined ? { host: listen.host } : {}),
         ...(options.brokerAuth ? { auth: options.brokerAuth } : {}),
         ...(options.tlsListeners ? { tlsListeners: options.tlsListeners } : {}),
+        limits: {
+          ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
+          ...(options.tlsHandshakeTimeoutMs !== undefined ? { tlsHandshakeTimeoutMs: options.tlsHandshakeTimeoutMs } : {}),
+        },
         ...(options.subscriberQueue
           ? { subscriberQueue: { ...options.subscriberQueue, applies: (topic: string) => topic.startsWith(`${SERVICE_CLIENTS_PREFIX}/`) } }
           : {}),
@@ -218,6 +223,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         persistencePolicy,
         ...(broker ? { principalOf: broker.principalOf.bind(broker) } : {}),
         ...(options.scan === false ? { scan: false } : {}),
+        maxRegistrations: options.maxRegistrations ?? DEFAULT_MAX_REGISTRATIONS,
         ...(options.scanPageKeys !== undefined ? { scanLimits: { ...DEFAULT_SCAN_LIMITS, maxKeys: options.scanPageKeys } } : {}),
       }),
       dedup,

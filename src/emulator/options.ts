@@ -32,6 +32,8 @@ export function profileValueBytes(profile: MemoryProfile): number {
 export const DEFAULT_MAX_VALUE_BYTES = profileValueBytes(DEFAULT_MEMORY_PROFILE)
 /** Past any real key (the .NET SDK's integration test stores the longest seen, 6,500 bytes): the nodes' own bound on a key. */
 export const DEFAULT_MAX_KEY_BYTES = 65_535
+/** KEYNOTIFY registrations one client id may hold by default (`--max-registrations`). */
+export const DEFAULT_MAX_REGISTRATIONS = 10_000
 
 export interface EmulatorOptions {
   /** Serve through an existing MQTT 5 broker. */
@@ -65,6 +67,12 @@ export interface EmulatorOptions {
   maxValueBytes?: number
   /** The longest key a SET may store (default 65,535; Infinity for none); a longer one is answered as the quota error. */
   maxKeyBytes?: number
+  /** Embedded broker only: connections each listener holds at once (default 1024; Infinity for none); past it a new one is closed at once. */
+  maxConnections?: number
+  /** KEYNOTIFY registrations one client id may hold (default 10,000; Infinity for none); one more is answered as the quota error. */
+  maxRegistrations?: number
+  /** Embedded broker only: how long a TLS listener waits for a client's handshake (default 10,000 ms). */
+  tlsHandshakeTimeoutMs?: number
   /**
    * Embedded broker only: the AIO broker's subscriber queue limit for key notifications (Broker
    * `spec.advanced.clients.subscriberQueueLimit`): a subscriber has at most `length` sent and not
@@ -150,6 +158,10 @@ export function checkOptions(options: EmulatorOptions): void {
   }
   if (options.scanPageKeys !== undefined && (!Number.isSafeInteger(options.scanPageKeys) || options.scanPageKeys < 1)) {
     throw new Error(`scanPageKeys must be a whole number >= 1, got ${options.scanPageKeys}`)
+  }
+  for (const name of ['maxConnections', 'tlsHandshakeTimeoutMs', 'maxRegistrations'] as const) {
+    const n = options[name]
+    if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 1)) throw new Error(`${name} must be a whole number >= 1, got ${n}`)
   }
   for (const name of ['maxBytes', 'maxValueBytes'] as const) {
     const n = options[name]

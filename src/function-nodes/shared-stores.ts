@@ -20,24 +20,37 @@ export interface SharedConnection {
 /** The flows a Function node sits in (its tab, then any subflow instances), by the node's id; undefined for no such node. */
 export type FlowsOf = (functionNodeId: string) => readonly string[] | undefined
 
-/**
- * One registry per process, whatever copy of the package loads it: Node-RED loads the nodes from the
- * package it installed, a Function node's Modules from the user directory's node_modules, which
- * are the same files in the usual install but need not be.
- */
-const KEY = Symbol.for('node-red-contrib-aio-statestore/shared-connections')
 interface Registry {
   connections: Map<string, SharedConnection>
   flowsOf: FlowsOf
 }
-function registry(): Registry {
-  const holder = globalThis as { [KEY]?: Registry }
-  return (holder[KEY] ??= { connections: new Map<string, SharedConnection>(), flowsOf: () => undefined })
+
+/**
+ * This copy's registry, in a module variable: nothing a flow can read leads to it. Node-RED loads
+ * the nodes from the package it installed, a Function node's Modules from the user directory's
+ * node_modules (or its externalModules), which are the same files in the usual install but need
+ * not be; so the copy that shares connections puts its `stateStore` (never the registry) on a
+ * global symbol, fixed once set, and `stateStore()` of any other copy calls that. Code that finds
+ * the symbol gets what `stateStore()` gives: a store of its own flow's.
+ */
+const registry: Registry = { connections: new Map<string, SharedConnection>(), flowsOf: () => undefined }
+const DOOR = Symbol.for('node-red-contrib-aio-statestore/state-store')
+type Door = (nameOrId: string) => StoreAccess
+
+function door(): Door | undefined {
+  return (globalThis as { [DOOR]?: Door })[DOOR]
+}
+
+/** Makes this copy the one every copy's `stateStore()` calls, unless one already is. */
+function claimDoor(): void {
+  if (door()) return
+  Object.defineProperty(globalThis, DOOR, { value: Object.freeze(openStore), enumerable: false, writable: false, configurable: false })
 }
 
 /** Offers a connection to Function nodes until the returned function withdraws it. */
 export function shareConnection(connection: SharedConnection): () => void {
-  const { connections } = registry()
+  claimDoor()
+  const { connections } = registry
   connections.set(connection.id, connection)
   return () => {
     if (connections.get(connection.id) === connection) connections.delete(connection.id)
@@ -46,7 +59,8 @@ export function shareConnection(connection: SharedConnection): () => void {
 
 /** How the runtime's glue tells which flows a Function node is in. */
 export function setFlowsOf(flowsOf: FlowsOf): void {
-  registry().flowsOf = flowsOf
+  claimDoor()
+  registry.flowsOf = flowsOf
 }
 
 /** Node-RED names a Function node's scripts `Function node:<id>`, `Function node setup:<id>`, `Function node cleanup:<id>`. */
@@ -62,11 +76,11 @@ function callerFlows(): ReadonlySet<string> {
   const holder: { stack?: string } = {}
   const limit = Error.stackTraceLimit
   Error.stackTraceLimit = 64
-  Error.captureStackTrace(holder, stateStore)
+  Error.captureStackTrace(holder, openStore)
   Error.stackTraceLimit = limit
   const ids = new Set([...(holder.stack ?? '').matchAll(FUNCTION_FRAME)].map((m) => m[1]!))
   if (ids.size !== 1) return new Set()
-  return new Set(registry().flowsOf([...ids][0]!) ?? [])
+  return new Set(registry.flowsOf([...ids][0]!) ?? [])
 }
 
 function visibleFrom(flows: ReadonlySet<string>): (c: SharedConnection) => boolean {
@@ -75,7 +89,7 @@ function visibleFrom(flows: ReadonlySet<string>): (c: SharedConnection) => boole
 
 function find(nameOrId: string, visible: (c: SharedConnection) => boolean): SharedConnection {
   if (typeof nameOrId !== 'string' || nameOrId === '') throw new ArgumentError('stateStore() takes the name or the id of a state store config node')
-  const all = [...registry().connections.values()].filter(visible)
+  const all = [...registry.connections.values()].filter(visible)
   const byId = all.find((c) => c.id === nameOrId)
   if (byId) return byId
   const named = all.filter((c) => c.name === nameOrId)
@@ -152,6 +166,12 @@ export const MAX_LISTED_KEYS = 100_000
  * holds only closures: a walk over its properties reaches no client, password or broker.
  */
 export function stateStore(nameOrId: string): StoreAccess {
+  const shared = door()
+  return shared && shared !== openStore ? shared(nameOrId) : openStore(nameOrId)
+}
+
+/** `stateStore()` over this copy's registry. */
+function openStore(nameOrId: string): StoreAccess {
   const visible = visibleFrom(callerFlows())
   let id: string
   try {

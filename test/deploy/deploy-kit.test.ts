@@ -1,6 +1,7 @@
 /**
- * deploy/, the kit to apply: the Kubernetes base rendered as `kubectl apply -k` renders it (its
- * resources, the settings ConfigMap it generates, the namespace) and every object validated offline
+ * deploy/, the kit to apply: the Kubernetes base rendered by the real kustomize (built from the Go
+ * module proxy at the version test/deploy/tools/go.mod pins), as `kubectl apply -k` renders it, and
+ * every object validated offline
  * against the Kubernetes API schemas (kubernetes-models); the Helm values' pod parts likewise; the
  * wiring a cluster needs (the projected SAT for aio-internal, the trust bundle, /data on a claim,
  * the client id from the pod name, the AIO_* environment the SDKs read); every pod held to the
@@ -11,10 +12,10 @@
 import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { AIO_VARIABLES, readAioEnvironment } from '../../src/client'
 import { readAuthenticationFile, readAuthorizationFile } from '../../src/emulator/resource-file'
-import { DEPLOY, readDockerfile, renderBase, renderHa, renderOverlay, yamlDocuments, type K8sObject } from '../support/deploy-kit'
+import { DEPLOY, readDockerfile, renderBase, renderHa, renderKustomization, renderOverlay, yamlDocuments, type K8sObject } from '../support/deploy-kit'
 import { podSpecOf, restrictedProfileViolations } from '../support/restricted-profile'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -185,6 +186,43 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
         c.env.find((x: { name: string }) => x.name === e.name),
         e,
       )
+  })
+
+  it("renders with the real kustomize: a user's overlay of the base with images, replicas, labels and a JSON 6902 patch comes out as kubectl apply -k makes it, each object valid", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'overlay-'))
+    try {
+      writeFileSync(
+        join(dir, 'kustomization.yaml'),
+        [
+          'apiVersion: kustomize.config.k8s.io/v1beta1',
+          'kind: Kustomization',
+          `resources: [${JSON.stringify(relative(dir, join(DEPLOY, 'base')))}]`,
+          'images: [{ name: node-red-aio-statestore, newName: registry.example/node-red-aio-statestore, newTag: "9.9.9" }]',
+          'replicas: [{ name: node-red, count: 3 }]',
+          'labels: [{ pairs: { team: edge } }]',
+          'patches:',
+          '  - target: { kind: StatefulSet, name: node-red }',
+          '    patch: |-',
+          '      - op: add',
+          '        path: /spec/template/spec/priorityClassName',
+          '        value: edge-critical',
+          '',
+        ].join('\n'),
+      )
+      const rendered = renderKustomization(dir)
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML
+      const set = rendered.find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
+      assert.equal(set.spec.template.spec.containers[0].image, 'registry.example/node-red-aio-statestore:9.9.9')
+      assert.equal(set.spec.replicas, 3)
+      assert.equal(set.spec.template.spec.priorityClassName, 'edge-critical')
+      for (const o of rendered) {
+        assert.equal(o.metadata.labels?.team, 'edge', `${o.kind} labelled`)
+        assert.equal(o.metadata.namespace, 'azure-iot-operations')
+        validate(o)
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('the X.509 overlay: the certificate from a Secret instead of the token, the X.509 port in and out, each object valid and restricted', () => {

@@ -175,6 +175,16 @@ describe('nodes: ss-watch', function () {
     assert.equal(((await c).error as { code: string }).code, 'ControlRefused')
   })
 
+  it('shows "watching N" again after a reconnect, not "connected"', async () => {
+    await helper.load(ALL, flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: 'rs/a\nrs/b\nrs/c' }))
+    await watching('watch', 3)
+    store.proxy.refusing = true
+    store.proxy.dropAll()
+    await until(() => lastStatus(helper.getNode('watch')).fill !== 'green', 'the node to show the lost connection')
+    store.proxy.refusing = false
+    await watching('watch', 3)
+  })
+
   it('recovers changes made while disconnected, marked reconciled, and keeps watching', async () => {
     await helper.load(ALL, flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: 'rc/key', decode: 'utf8' }))
     const out = helper.getNode('out1')

@@ -2,11 +2,13 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { get, type IncomingMessage } from 'node:http'
 import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { StateStoreClient } from '../../src/client'
 import { settleEach } from '../../src/lang/bounded'
 import { scaled } from '../support/deadline'
+import { eventually } from '../support/wait'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
@@ -14,6 +16,7 @@ const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: numbe
 const KEYS = 150
 const VALUE_BYTES = 1024 * 1024
 const CAP_BYTES = 48 * 1024 * 1024
+const IDLE_MS = 1000
 
 /**
  * The runtime's own measure of how long its event loop was held, read over the admin API: the
@@ -47,6 +50,8 @@ interface Probe {
  * against its embedded emulator: exports run one at a time per store (the others are answered 429),
  * an export past `aioStateStore.exportMaxBytes` is cut off rather than ending short, and the runtime's
  * longest event-loop delay during the attack stays near the one measured in the same run without it.
+ * A reader who stopped reading held the slot for ever (the others got 429): an export now gives it
+ * up once its reader has taken nothing for `aioStateStore.exportIdleMs`.
  */
 describe('security: the sidebar export cannot stall or bloat Node-RED', function () {
   this.timeout(240_000)
@@ -61,7 +66,7 @@ describe('security: the sidebar export cannot stall or bloat Node-RED', function
       ...FROM_WORKING_TREE,
       credentialSecret: 'export-test',
       adminAuth: { type: 'credentials', users: [{ username: 'reader', password: bcrypt.hashSync('reader-password', 4), permissions: 'read' }] },
-      aioStateStore: { exportMaxBytes: CAP_BYTES },
+      aioStateStore: { exportMaxBytes: CAP_BYTES, exportIdleMs: IDLE_MS },
     })
     writeSettings(settingsFile, settings, PROBE)
     writeFileSync(
@@ -133,6 +138,34 @@ describe('security: the sidebar export cannot stall or bloat Node-RED', function
     }
     return answers
   }
+
+  it('a reader who stops reading frees the export slot after aioStateStore.exportIdleMs', async () => {
+    // Reads the headers, then nothing: the socket's buffers fill and the export waits.
+    const stalled = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = get(`${red.url}/aio-statestore/stores/cfg1/export?pattern=flood/*`, { headers: { Authorization: `Bearer ${reader}` } }, (res) => {
+        res.pause()
+        resolve(res)
+      })
+      req.on('error', reject)
+    })
+    stalled.on('error', () => {})
+    try {
+      assert.equal(stalled.statusCode, 200)
+      const next = await eventually(
+        async () => {
+          const out = await exportOnce('small/*')
+          return out.status === 429 ? undefined : out
+        },
+        'another export once the stalled one gave up its slot',
+        30_000,
+        200,
+      )
+      assert.equal(next.status, 200)
+      assert.match(next.body, /small\/one/)
+    } finally {
+      stalled.destroy()
+    }
+  })
 
   it('a small export is whole and names its keys', async () => {
     const out = await exportOnce('small/*')

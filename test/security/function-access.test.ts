@@ -2,9 +2,10 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { spawnSync } from 'node:child_process'
 import { freePort } from '../../dev/ports'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { Comms, debugValue, NodeRedProcess, RED_JS, repoRoot, writeSettings } from '../smoke/node-red'
+import { Comms, debugValue, nodeBinary, NodeRedProcess, RED_JS, repoRoot, writeSettings } from '../smoke/node-red'
 
 const PASSWORDS = { global: 'global-store-password-1', tabA: 'tab-a-store-password-2' }
 
@@ -42,6 +43,66 @@ while (queue.length > 0 && seen.size < 50000) {
   queue.push([proto, path + '.__proto__']);
 }
 return { payload: { found: found.slice(0, 20), walked: seen.size } };
+`
+
+/** The names on a bare Node.js's global object, in the Node.js the runtime runs on. */
+function nodeGlobals(): string[] {
+  const listed = spawnSync(nodeBinary(), ['-e', 'console.log(JSON.stringify(Reflect.ownKeys(globalThis).map(String)))'], { encoding: 'utf8' })
+  return JSON.parse(listed.stdout) as string[]
+}
+
+/**
+ * The same walk, deeper: from the package's exports too, through Map and Set entries, and through
+ * every other realm's Function constructor a function of ours leads to (`f.constructor('return
+ * globalThis')()`, the host's global object). It reports where tab A's connection (its config
+ * node's id), its password or a broker turns up. Node.js's `process` is not walked: it leads to
+ * every loaded module, Node-RED's included, which is Node-RED's Function node's own boundary.
+ */
+const ESCAPE = `
+const NODE_GLOBALS = ${JSON.stringify(nodeGlobals())};
+const store = aio.stateStore('global store');
+const roots = { aio, store, lock: await store.lock('walk/lock'), got: await store.get('walk/k') };
+try { aio.stateStore('nothing by this name'); } catch (err) { roots.error = err; }
+const secrets = ${JSON.stringify(Object.values(PASSWORDS))};
+const seen = new Set();
+const found = [];
+const globals = new Set();
+const queue = [[roots, 'roots']];
+for (let next = 0; next < queue.length && seen.size < 50000; next++) {
+  const [value, path] = queue[next];
+  if (typeof value === 'string') { if (secrets.some((s) => value.includes(s))) found.push(path); continue; }
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function') || seen.has(value)) continue;
+  seen.add(value);
+  let probe = {};
+  try { probe = { id: value.id, scope: value.scope, publish: value.publish, subscribe: value.subscribe, versions: value.versions, binding: value.binding }; } catch {}
+  if (typeof probe.binding === 'function' && probe.versions) continue;
+  if (probe.id === 'cfg-a' || probe.scope === 'tab-a') found.push(path + ' (the connection of tab A)');
+  if (typeof probe.publish === 'function' && typeof probe.subscribe === 'function') found.push(path + ' (a broker or MQTT client)');
+  if (typeof value === 'function' && value !== Function) {
+    let isConstructor = false;
+    try { isConstructor = value.constructor === value; } catch {}
+    if (isConstructor) {
+      try { const g = value('return globalThis')(); globals.add(g); queue.push([g, path + '("return globalThis")()']); } catch {}
+    }
+  }
+  try { if (value instanceof Map || Object.prototype.toString.call(value) === '[object Map]') for (const [k, v] of Map.prototype.entries.call(value)) { queue.push([k, path + '.key']); queue.push([v, path + '.get(' + String(k) + ')']); } } catch {}
+  try { if (Object.prototype.toString.call(value) === '[object Set]') for (const v of Set.prototype.values.call(value)) queue.push([v, path + '.has']); } catch {}
+  let names = [];
+  try { names = Reflect.ownKeys(value); } catch {}
+  for (const name of names) {
+    let child;
+    // Node.js's own globals are not walked: some are lazy, and reading them from a vm context aborts the process (DOMException).
+    if (globals.has(value) && NODE_GLOBALS.includes(String(name))) continue;
+    try { child = value[name]; } catch { continue; }
+    // A getter read off its prototype may give a rejected promise: handled, so it cannot stop the runtime.
+    try { if (Object.prototype.toString.call(child) === '[object Promise]') Promise.prototype.catch.call(child, () => {}); } catch {}
+    queue.push([child, path + '.' + String(name)]);
+  }
+  let proto = null;
+  try { proto = Object.getPrototypeOf(value); } catch {}
+  queue.push([proto, path + '.__proto__']);
+}
+return { payload: { found: found.slice(0, 20), walked: seen.size, realms: globals.size } };
 `
 
 const LOOKUPS = `
@@ -105,6 +166,13 @@ describe('security: a Function node gets the store and nothing more', function (
     assert.ok(walked > 10, `the walk went somewhere (${walked} objects)`)
   })
 
+  it("from tab B, nothing reachable through the package, even by a Function constructor's global, leads to tab A's connection", async () => {
+    const { found, walked, realms } = (await run('go-escape', 'dbg-b')) as { found: string[]; walked: number; realms: number }
+    assert.deepEqual(found, [])
+    assert.ok(realms > 0, 'the walk reached the host realm through a constructor')
+    assert.ok(walked > 100, `the walk went somewhere (${walked} objects)`)
+  })
+
   it('a Function node on another tab does not see a tab-scoped config node, and an unknown name’s error lists none', async () => {
     const onB = (await run('go-lookups-b', 'dbg-b')) as Record<string, { code: string; message: string } | string>
     assert.equal(onB['global store'], 'found')
@@ -155,6 +223,8 @@ function flows(broker: string): unknown[] {
     { id: 'cfg-dead', type: 'ss-config', name: 'dead store', broker: 'mqtt://127.0.0.1:1', clientId: 'facade-dead', connectionWait: '200' },
     inject('go-walk', 'tab-b', 'fn-walk'),
     fn('fn-walk', 'tab-b', WALK, 'dbg-b'),
+    inject('go-escape', 'tab-b', 'fn-escape'),
+    fn('fn-escape', 'tab-b', ESCAPE, 'dbg-b'),
     inject('go-lookups-b', 'tab-b', 'fn-lookups-b', names),
     fn('fn-lookups-b', 'tab-b', LOOKUPS, 'dbg-b'),
     inject('go-lookups-a', 'tab-a', 'fn-lookups-a', names),

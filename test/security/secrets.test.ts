@@ -38,6 +38,13 @@ describe('security: secrets stay out of logs, ready lines and the sidebar', func
     assert.equal(shownUrl(`mqtt://alice:${SECRET}@bad host`), 'mqtt://bad host')
   })
 
+  it('the emulator CLI warns of a password in a --broker URL, as of --password: ps shows both', async () => {
+    const withUrl = await EmulatorProcess.start(['--broker', `mqtt://alice:${SECRET}@127.0.0.1:${broker.port}`])
+    await withUrl.kill('SIGTERM')
+    assert.match(withUrl.stderr, /warning: --broker with a password in its URL puts a password where every user of this machine sees it \(ps\)/)
+    assert.ok(!withUrl.stderr.includes(SECRET), withUrl.stderr)
+  })
+
   it('the emulator CLI: its ready line has no password; --password-file and --users-file work; --password and --user warn', async () => {
     const passwordFile = join(dir, 'password')
     writeFileSync(passwordFile, `${SECRET}\n`)

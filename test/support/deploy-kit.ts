@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { parseAllDocuments } from 'yaml'
+import { BUILD_CACHE, goBuild } from './go-build'
 
 /** deploy/, the kit. */
 export const DEPLOY = join(__dirname, '..', '..', 'deploy')
@@ -20,80 +22,24 @@ export function yamlDocuments(file: string): unknown[] {
   })
 }
 
-interface Kustomization {
-  namespace?: string
-  resources?: string[]
-  patches?: Array<{ path: string }>
-  configMapGenerator?: Array<{ name: string; files: string[]; behavior?: 'create' | 'merge' }>
-  generatorOptions?: { disableNameSuffixHash?: boolean }
+/** The cluster tools' module: kustomize at the version its go.mod pins. */
+const TOOLS = join(__dirname, '..', 'deploy', 'tools')
+
+/** The kustomize binary of the pinned version, built from the Go module proxy on first use. */
+export function kustomize(): string {
+  const pinned = /sigs\.k8s\.io\/kustomize\/kustomize\/v5 (v[\w.-]+)/.exec(readFileSync(join(TOOLS, 'go.mod'), 'utf8'))
+  assert.ok(pinned, 'test/deploy/tools/go.mod pins kustomize')
+  return goBuild(TOOLS, 'sigs.k8s.io/kustomize/kustomize/v5', join(BUILD_CACHE, 'bin', `kustomize-${pinned[1]}`))
 }
 
-/** The list fields a strategic merge patch merges item by item, and the key it matches them by (Kubernetes' patchMergeKey). */
-const MERGE_KEYS: Record<string, string> = {
-  containers: 'name',
-  initContainers: 'name',
-  env: 'name',
-  volumes: 'name',
-  volumeMounts: 'mountPath',
-  ports: 'containerPort',
-}
-
-/** A strategic merge, as kustomize applies a patch: maps merged, keyed lists merged by key (`$patch: delete` removes an item), other values replaced. */
-export function strategicMerge(target: unknown, patch: unknown, field = ''): unknown {
-  if (Array.isArray(patch)) {
-    const key = MERGE_KEYS[field]
-    if (!key || !Array.isArray(target)) return structuredClone(patch)
-    const out = structuredClone(target) as Array<Record<string, unknown>>
-    for (const item of patch as Array<Record<string, unknown>>) {
-      const at = out.findIndex((t) => t[key] === item[key])
-      if (item.$patch === 'delete') {
-        assert.ok(at >= 0, `$patch: delete of ${field} ${String(item[key])}, which is not there`)
-        out.splice(at, 1)
-      } else if (at < 0) out.push(structuredClone(item))
-      else out[at] = strategicMerge(out[at], item) as Record<string, unknown>
-    }
-    return out
-  }
-  if (patch !== null && typeof patch === 'object') {
-    const out: Record<string, unknown> =
-      target !== null && typeof target === 'object' && !Array.isArray(target) ? structuredClone(target as Record<string, unknown>) : {}
-    for (const [k, v] of Object.entries(patch)) out[k] = strategicMerge(out[k], v, k)
-    return out
-  }
-  return patch
-}
-
-/**
- * What `kubectl apply -k DIR` sends, for the features the kit uses: resources (files, or folders
- * rendered the same way), strategic merge patches, ConfigMap generators (create, or merge into a
- * base's), generator options and the namespace.
- */
+/** What `kubectl apply -k DIR` sends: the real kustomize's `build`, parsed. */
 export function renderKustomization(dir: string): K8sObject[] {
-  const [k] = yamlDocuments(join(dir, 'kustomization.yaml')) as Kustomization[]
-  assert.ok(k, `${dir}/kustomization.yaml`)
-  const objects: K8sObject[] = []
-  for (const r of k.resources ?? []) {
-    const path = join(dir, r)
-    if (existsSync(join(path, 'kustomization.yaml'))) objects.push(...renderKustomization(path))
-    else objects.push(...(yamlDocuments(path) as K8sObject[]))
-  }
-  for (const g of k.configMapGenerator ?? []) {
-    assert.ok(k.generatorOptions?.disableNameSuffixHash, 'the StatefulSet names the settings ConfigMap as it is')
-    const data = Object.fromEntries(g.files.map((f) => [basename(f), readFileSync(join(dir, f), 'utf8')]))
-    const existing = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === g.name) as (K8sObject & { data: Record<string, string> }) | undefined
-    if (g.behavior === 'merge') {
-      assert.ok(existing, `${dir}: no ConfigMap ${g.name} to merge into`)
-      Object.assign(existing.data, data)
-    } else objects.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: g.name }, data })
-  }
-  for (const p of k.patches ?? []) {
-    for (const patch of yamlDocuments(join(dir, p.path)) as K8sObject[]) {
-      const at = objects.findIndex((o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name)
-      assert.ok(at >= 0, `${dir}/${p.path}: no ${patch.kind} ${patch.metadata.name} to patch`)
-      objects[at] = strategicMerge(objects[at], patch) as K8sObject
-    }
-  }
-  return k.namespace ? objects.map((o) => ({ ...o, metadata: { ...o.metadata, namespace: k.namespace } })) : objects
+  const run = spawnSync(kustomize(), ['build', dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  assert.equal(run.status, 0, `kustomize build ${dir}:\n${run.stderr}`)
+  return parseAllDocuments(run.stdout).map((d) => {
+    assert.deepEqual(d.errors, [], `kustomize build ${dir}`)
+    return d.toJS() as K8sObject
+  })
 }
 
 /** What `kubectl apply -k deploy/base` sends. */
@@ -101,8 +47,8 @@ export function renderBase(): K8sObject[] {
   return renderKustomization(join(DEPLOY, 'base'))
 }
 
-/** What `kubectl apply -k deploy/overlays/<name>` sends. */
-export function renderOverlay(name: 'ha' | 'x509'): K8sObject[] {
+/** What `kubectl apply -k deploy/overlays/<name>` sends, for any overlay there. */
+export function renderOverlay(name: string): K8sObject[] {
   return renderKustomization(join(DEPLOY, 'overlays', name))
 }
 

@@ -39,6 +39,26 @@ function leaves(catalogue: Catalogue, prefix = ''): Map<string, string> {
   return out
 }
 
+/**
+ * A plural form beside its key (i18next's `_one`, `_few`, `_many`; the key itself is the `other`
+ * form and every language's fallback): each language has the forms its own plural rules use.
+ */
+const PLURAL_FORM = /_(zero|one|two|few|many)$/
+
+/** The keys to compare across languages: a plural form counts as its key. */
+function withoutPluralForms(keys: Iterable<string>): Set<string> {
+  return new Set([...keys].map((k) => k.replace(PLURAL_FORM, '')))
+}
+
+/** The plural categories a language's counts of 0 to 1000 fall in, `other` aside (it is the key itself). */
+function pluralForms(lang: string): string[] {
+  const rules = new Intl.PluralRules(lang)
+  const used = new Set<string>()
+  for (let n = 0; n <= 1000; n++) used.add(rules.select(n))
+  used.delete('other')
+  return [...used].sort()
+}
+
 function placeholders(text: string): string[] {
   return [...text.matchAll(/__\w+__/g)].map((m) => m[0]).sort()
 }
@@ -84,20 +104,31 @@ describe('locales: every language has every English text', function () {
           if (!existsSync(join(LOCALES, lang, file))) assert.fail(`${lang}/${file} is missing`)
           const english = leaves(JSON.parse(read(ENGLISH, file)) as Catalogue)
           const translated = leaves(JSON.parse(read(lang, file)) as Catalogue)
+          const englishKeys = withoutPluralForms(english.keys())
+          const translatedKeys = withoutPluralForms(translated.keys())
           assert.deepEqual(
-            [...english.keys()].filter((k) => !translated.has(k)),
+            [...englishKeys].filter((k) => !translatedKeys.has(k)),
             [],
             `${lang}/${file}: keys en-US has and this file misses`,
           )
           assert.deepEqual(
-            [...translated.keys()].filter((k) => !english.has(k)),
+            [...translatedKeys].filter((k) => !englishKeys.has(k)),
             [],
             `${lang}/${file}: keys en-US no longer has`,
           )
-          for (const [key, text] of english) {
-            const t = translated.get(key)!
-            assert.notEqual(t.trim(), '', `${lang}/${file} ${key} is empty`)
-            assert.deepEqual(placeholders(t), placeholders(text), `${lang}/${file} ${key}: placeholders changed`)
+          const counted = new Set([...english.keys()].filter((k) => PLURAL_FORM.test(k)).map((k) => k.replace(PLURAL_FORM, '')))
+          for (const key of counted) {
+            const forms = pluralForms(lang).map((form) => `${key}_${form}`)
+            assert.deepEqual(
+              forms.filter((k) => !translated.has(k)),
+              [],
+              `${lang}/${file} ${key}: the plural forms ${lang} counts with`,
+            )
+          }
+          for (const [key, text] of translated) {
+            const base = english.get(key) ?? english.get(key.replace(PLURAL_FORM, ''))!
+            assert.notEqual(text.trim(), '', `${lang}/${file} ${key} is empty`)
+            assert.deepEqual(placeholders(text), placeholders(base), `${lang}/${file} ${key}: placeholders changed`)
           }
         })
       }

@@ -1,4 +1,5 @@
 import { createServer, type Server, type Socket } from 'node:net'
+import { capConnections, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connection-limits'
 import type { Duplex } from 'node:stream'
 import type { Aedes, AuthenticateError, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
 import { topicMatches } from '../../protocol'
@@ -39,6 +40,8 @@ export interface BrokerOptions {
   subscriberQueue?: SubscriberQueueLimit & { applies: (topic: string) => boolean }
   /** More listeners, with TLS, each authenticating its clients its own way (X.509 or K8S-SAT), as a cluster's BrokerListener ports. */
   tlsListeners?: TlsListenerOptions[]
+  /** Each listener's connection cap and the TLS handshake's time (connection-limits.ts has the defaults). */
+  limits?: Partial<ConnectionLimits>
   log?: FilteredLogger
 }
 
@@ -114,11 +117,13 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     socket.setNoDelay(true)
     handle(socket)
   })
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...options.limits }
+  capConnections(server, limits.maxConnections, `port ${options.port}`, log)
   let tlsListeners: RunningTlsListener[] = []
   try {
     if (!options.inProcessOnly) await listen(server, options.port, host)
     server.on('error', (err) => log('error', `broker: ${err.message}`))
-    tlsListeners = await startTlsListeners(options.tlsListeners ?? [], host, admission, handle, log)
+    tlsListeners = await startTlsListeners(options.tlsListeners ?? [], host, admission, handle, limits, log)
   } catch (err) {
     server.close()
     await new Promise<void>((resolve) => aedes.close(() => resolve()))
@@ -305,6 +310,7 @@ async function startTlsListeners(
   host: string,
   admission: Admission,
   handle: (socket: Duplex) => void,
+  limits: ConnectionLimits,
   log: FilteredLogger,
 ): Promise<RunningTlsListener[]> {
   const running: RunningTlsListener[] = []
@@ -314,7 +320,15 @@ async function startTlsListeners(
         admission.arrivedOn(socket, listener.authentication)
         handle(socket)
       }
-      running.push(await startTlsListener(listener, host, onSocket, (err) => log('error', `broker: TLS listener ${listener.port}: ${err.message}`)))
+      const started = await startTlsListener(
+        listener,
+        host,
+        onSocket,
+        (err) => log('error', `broker: TLS listener ${listener.port}: ${err.message}`),
+        limits.tlsHandshakeTimeoutMs,
+      )
+      capConnections(started.server, limits.maxConnections, `TLS port ${started.port}`, log)
+      running.push(started)
     }
   } catch (err) {
     for (const l of running) l.server.close()

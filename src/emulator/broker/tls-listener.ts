@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { createServer, type Server, type TLSSocket } from 'node:tls'
 import type { ListenerAuthentication } from './authentication'
+import { DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS } from './connection-limits'
 
 /** A TLS listener of the embedded broker, as a BrokerListener port: its certificate, and how its clients authenticate. */
 export interface TlsListenerOptions {
@@ -32,6 +33,7 @@ export async function startTlsListener(
   defaultHost: string,
   handle: (socket: TLSSocket) => void,
   onError: (err: Error) => void,
+  handshakeTimeoutMs = DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS,
 ): Promise<RunningTlsListener> {
   const read = (what: string, file: string) => {
     try {
@@ -51,13 +53,16 @@ export async function startTlsListener(
     ...(options.clientCaFile ? { ca: read('client CA', options.clientCaFile) } : {}),
     requestCert: x509,
     rejectUnauthorized: x509,
+    // A socket that never completes its handshake is closed after this (Node.js waits 120 s).
+    handshakeTimeout: handshakeTimeoutMs,
   })
   server.on('secureConnection', (socket) => {
     socket.setNoDelay(true)
     handle(socket)
   })
-  // A client's failed handshake (wrong CA, no certificate) is its own problem, not the broker's.
-  server.on('tlsClientError', () => {})
+  // A client's failed handshake (wrong CA, no certificate, none within the timeout) is its own
+  // problem, not the broker's: its socket is closed (with a listener, Node.js leaves that to us).
+  server.on('tlsClientError', (_err, socket) => socket.destroy())
   const host = options.host ?? defaultHost
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)

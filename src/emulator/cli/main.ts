@@ -20,7 +20,8 @@ Options:
                            (127.0.0.1:1883) when --broker is not given.
   --broker <url>           Serve through an existing MQTT 5 broker (mqtt://, mqtts://, ws://, wss://), e.g.
                            mqtt://127.0.0.1:1883. The emulator connects as an ordinary client and subscribes
-                           to the state store request topic.
+                           to the state store request topic. A password in the URL (mqtt://user:pw@host)
+                           is taken, with a warning: every user of the machine sees it in ps.
   --username <name>        With --broker: the user name the emulator connects with.
   --password-file <file>   With --broker: its password, read from a file (or set
                            AIO_STATESTORE_BROKER_PASSWORD). --password <password> is still taken, with a
@@ -47,6 +48,14 @@ Options:
   --max-key-bytes <n>      The longest key a SET may store (default 65535; 0 for none); a longer one is
                            answered "-ERR the quota has been exceeded". Each quota refusal names its
                            flag in the log.
+  --max-registrations <n>  KEYNOTIFY registrations one client id may hold (default 10000; 0 for none); one
+                           more is answered "-ERR the quota has been exceeded", the log naming the flag.
+  --max-connections <n>    With the embedded broker: connections each listener holds at once (default 1024;
+                           0 for none), as mosquitto's max_connections; past it a new connection is closed
+                           at once, and the log names the flag.
+  --tls-handshake-timeout <seconds>
+                           With the embedded broker: how long a TLS listener waits for a client's handshake
+                           before it closes the socket (default 10).
   --subscriber-queue <length>[:DropOldest|None]
                            Embedded broker: the AIO broker's subscriber queue limit for key notifications
                            (Broker spec.advanced.clients.subscriberQueueLimit): at most <length> sent and
@@ -91,8 +100,9 @@ Options:
                            the TLS + SAT listener, and serves the SDKs' dev ports: --listen 1883 (plain, no
                            authentication), --x509-listen 8883 (TLS + X.509) and --sat-listen 8884
                            (TLS + SAT); each can be changed with its flag. Files of <dir>/.session that
-                           others may write are refused (chmod go-w). A start that fails (a port taken)
-                           leaves no folder it made. See docs/cluster.md.
+                           others may write are refused (chmod go-w), and so is a <dir> everyone may
+                           write. A start that fails (a port taken) leaves no folder it made. See
+                           docs/cluster.md.
   --tls-cert <file>        The TLS listeners' certificate (PEM, with its chain); --tls-key its key.
   --tls-key <file>
   --x509-listen [host:]port
@@ -151,6 +161,15 @@ function parseListen(text: string): { host?: string; port: number } {
 /** A secret given on the command line is still taken, with a warning: ps shows every process's arguments. */
 function warnArgv(flag: string, instead: string): void {
   process.stderr.write(`aio-statestore-emulator: warning: ${flag} puts a password where every user of this machine sees it (ps); use ${instead}\n`)
+}
+
+/** Whether a URL carries a password in its user info (`mqtt://user:pw@host`). */
+function urlPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== ''
+  } catch {
+    return false
+  }
 }
 
 /** A secret read from a file, without its trailing newline. */
@@ -233,6 +252,9 @@ async function main(): Promise<void> {
         'max-value-bytes': { type: 'string' },
         'memory-profile': { type: 'string' },
         'max-key-bytes': { type: 'string' },
+        'max-connections': { type: 'string' },
+        'max-registrations': { type: 'string' },
+        'tls-handshake-timeout': { type: 'string' },
         'node-id': { type: 'string' },
         'clock-offset': { type: 'string' },
         'subscriber-queue': { type: 'string' },
@@ -281,6 +303,7 @@ async function main(): Promise<void> {
   }
   if (values.broker) {
     options.brokerUrl = values.broker
+    if (urlPassword(values.broker)) warnArgv('--broker with a password in its URL', '--username with --password-file or AIO_STATESTORE_BROKER_PASSWORD')
     if (values.username !== undefined) options.brokerUsername = values.username
     if (values.password !== undefined) warnArgv('--password', '--password-file or AIO_STATESTORE_BROKER_PASSWORD')
     if (values.password !== undefined && values['password-file'] !== undefined) fail('give --password or --password-file, not both')
@@ -343,6 +366,13 @@ async function main(): Promise<void> {
   }
   if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
   if (values['max-key-bytes'] !== undefined) options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
+  if (values['max-registrations'] !== undefined) options.maxRegistrations = parseCount('--max-registrations', values['max-registrations']) || Infinity
+  if (values['max-connections'] !== undefined) options.maxConnections = parseCount('--max-connections', values['max-connections']) || Infinity
+  if (values['tls-handshake-timeout'] !== undefined) {
+    const seconds = parseCount('--tls-handshake-timeout', values['tls-handshake-timeout'])
+    if (seconds < 1) fail('--tls-handshake-timeout takes a whole number of seconds >= 1')
+    options.tlsHandshakeTimeoutMs = seconds * 1000
+  }
   if (values['node-id'] !== undefined) options.nodeId = values['node-id']
   if (values['subscriber-queue'] !== undefined) {
     const m = /^(\d+)(?::(None|DropOldest))?$/.exec(values['subscriber-queue'].trim())

@@ -38,7 +38,7 @@ export interface Answer {
    */
   wrote?: true
   /** Set when the answer is `-ERR`: which error and why, for the log. */
-  error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string; quota?: QuotaLimit }
+  error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string; quota?: QuotaLimit | 'maxRegistrations' }
   command?: Command
 }
 
@@ -58,6 +58,8 @@ export interface ExecutorOptions {
   scanLimits?: ScanLimits
   /** false: answer SCAN `unknown command`, as the released broker does. Default true. */
   scan?: boolean
+  /** KEYNOTIFY registrations one client id may hold (`--max-registrations`); Infinity or absent for none. */
+  maxRegistrations?: number
 }
 
 /**
@@ -221,6 +223,16 @@ export class Executor {
           // Not in the service's catalogue: registering would promise notifications no MQTT topic can carry.
           const text = `the key is too long to be notified: at most ${max} bytes for this client id`
           return { payload: Reply.error(text), error: { code: 'KeyTooLongToNotify', detail: `a ${command.key.length}-byte key` }, command }
+        }
+        const maxRegistrations = this.options.maxRegistrations ?? Infinity
+        if (registrations.countOf(clientId) >= maxRegistrations && !registrations.has(clientId, command.key)) {
+          const answer = refuse(
+            'QuotaExceeded',
+            `KEYNOTIFY refused: the client id holds ${maxRegistrations} registrations, as many as --max-registrations allows`,
+            command,
+          )
+          answer.error!.quota = 'maxRegistrations'
+          return answer
         }
         // Recorded even when already registered: the earlier record may not be on disk yet.
         registrations.register(clientId, command.key)

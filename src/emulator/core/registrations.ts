@@ -42,6 +42,15 @@ export class Registrations {
     return n
   }
 
+  /** The keys a client is registered for. */
+  countOf(clientId: string): number {
+    return this.byClient.get(clientId)?.size ?? 0
+  }
+
+  has(clientId: string, key: Buffer): boolean {
+    return this.byClient.get(clientId)?.has(key.toString('latin1')) ?? false
+  }
+
   /** Registering twice is the same as once. */
   register(clientId: string, key: Buffer): void {
     const id = key.toString('latin1')

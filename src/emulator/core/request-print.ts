@@ -63,13 +63,9 @@ function propertiesKey(props: UserProperties | undefined): string {
   if (!props) return ''
   const names = Object.keys(props)
   if (names.length === 0) return ''
-  // A handful of names: sorted in place (Array#sort allocates a work array per call, per request here).
-  for (let i = 1; i < names.length; i++) {
-    const name = names[i]!
-    let j = i - 1
-    for (; j >= 0 && names[j]! > name; j--) names[j + 1] = names[j]!
-    names[j + 1] = name
-  }
+  // Array#sort, n log n: a request chooses how many names it carries (200,000 in 2.6 MB), so no
+  // quadratic sort, however few names a request usually has.
+  names.sort()
   const pairs: Array<string | string[]> = []
   for (const name of names) pairs.push(name, props[name]!)
   return JSON.stringify(pairs)
