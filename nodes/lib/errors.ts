@@ -33,6 +33,7 @@ export const INPUT_ERROR_CODES = [
   'ActionUnsupported',
   'ControlRefused',
   'PatternNotWatchable',
+  'WatchLimit',
   'PropertyFailed',
   'ExpressionInvalid',
   'ExpressionFailed',
