@@ -5,7 +5,10 @@ import js from '@eslint/js'
 import globals from 'globals'
 import tseslint from 'typescript-eslint'
 
-const unusedVars = ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' }]
+const unusedVars = [
+  'error',
+  { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', caughtErrors: 'none' },
+]
 
 // The editor's JavaScript inside the nodes' and the sidebar's .html files: the text/javascript
 // script blocks, linted in place (every other line blanked, so line numbers stay the file's).

@@ -30,9 +30,13 @@ export const decodeCases = {
 }
 // A reply stream as a client sees it under a read-mostly load: GET hits and misses, SET acks, a DEL,
 // a notification, in this proportion, round-robin.
-const MIX = [...Array(4).fill('bulk 100 B'), ...Array(2).fill('$-1'), ...Array(2).fill('+OK'), ':1', 'NOTIFY SET VALUE <100 B>'].map(
-  (name) => decodeCases[name],
-)
+const MIX = [
+  ...Array(4).fill('bulk 100 B'),
+  ...Array(2).fill('$-1'),
+  ...Array(2).fill('+OK'),
+  ':1',
+  'NOTIFY SET VALUE <100 B>',
+].map((name) => decodeCases[name])
 
 // The client hands keys and values to the encoder as Buffers (`requireKey`/`toBytes`).
 export const encodeCases = {
@@ -65,7 +69,12 @@ function decoderFor(variant) {
     case '@redis/client': {
       const { Decoder, RESP_TYPES } = require('@redis/client/dist/lib/RESP/decoder')
       const typeMapping = { [RESP_TYPES.BLOB_STRING]: Buffer }
-      const decoder = new Decoder({ onReply: keep, onErrorReply: keep, onPush: keep, getTypeMapping: () => typeMapping })
+      const decoder = new Decoder({
+        onReply: keep,
+        onErrorReply: keep,
+        onPush: keep,
+        getTypeMapping: () => typeMapping,
+      })
       return (payload) => {
         decoder.write(payload)
         return last
@@ -77,7 +86,8 @@ function decoderFor(variant) {
 
 // @redis/client's encoder returns the chunks to write to a socket (strings and Buffers); an MQTT
 // payload must be one Buffer, so it is measured both as it is and joined into one Buffer.
-export const joinChunks = (chunks) => Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c, 'latin1') : c)))
+export const joinChunks = (chunks) =>
+  Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c, 'latin1') : c)))
 
 function encoderFor(variant) {
   switch (variant) {
@@ -111,7 +121,12 @@ function timeSlice(fn, ms) {
     // The comment makes each source text unique: V8 caches compiled `new Function` sources, and
     // functions from one cached source share their type feedback, so every case would see every
     // callee and none would be inlined.
-    const batchOf = new Function('fn', 'batch', 'keep', `for (let i = 0; i < batch; i++) keep[i & 7] = fn(i) // ${batchRunners.size}`)
+    const batchOf = new Function(
+      'fn',
+      'batch',
+      'keep',
+      `for (let i = 0; i < batch; i++) keep[i & 7] = fn(i) // ${batchRunners.size}`,
+    )
     const keep = new Array(8)
     let batch = 1
     for (;;) {
@@ -150,7 +165,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1
     const encode = encoderFor(variant)
     fns = Object.fromEntries(Object.entries(encodeCases).map(([name, args]) => [name, () => encode(args)]))
     for (const [name, args] of Object.entries(encodeCases)) {
-      if (!joinChunks([].concat(encode(args))).equals(ours.encodeCommand(args))) throw new Error(`${variant} encodes ${name} differently`)
+      if (!joinChunks([].concat(encode(args))).equals(ours.encodeCommand(args)))
+        throw new Error(`${variant} encodes ${name} differently`)
     }
   }
   // Every shape first, twice, so the measured code has seen all of them, as a client's has.

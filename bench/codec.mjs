@@ -20,7 +20,9 @@ const SLICE_MS = 6
 
 /** A forked codec worker; `slice(name, ms)` times one slice in it. */
 async function startWorker(side, variant) {
-  const child = fork(join(BENCH_DIR, 'codec-worker.mjs'), [side, variant], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child = fork(join(BENCH_DIR, 'codec-worker.mjs'), [side, variant], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
   let waiting = null
   child.on('message', (m) => waiting?.(m))
   const next = () => new Promise((resolve) => (waiting = resolve))
@@ -58,7 +60,9 @@ async function measureSide(side, variants, cases) {
     }
     for (const w of Object.values(workers)) w.stop()
   }
-  return Object.fromEntries(variants.map((v) => [v, Object.fromEntries(cases.map((c) => [c, summarize(samples[v][c])]))]))
+  return Object.fromEntries(
+    variants.map((v) => [v, Object.fromEntries(cases.map((c) => [c, summarize(samples[v][c])]))]),
+  )
 }
 
 const dec = await measureSide('decode', DECODERS, [...Object.keys(decodeCases), 'mix'])
@@ -74,7 +78,14 @@ function altVsOurs(r, metric) {
   const ratios = r.alt[metric].samples.map((x, i) => x / r.ours[metric].samples[i]).sort((a, b) => a - b)
   return { median: ratios[Math.floor(ratios.length / 2)], min: ratios[0], max: ratios[ratios.length - 1] }
 }
-const target = (metric, s) => ({ metric, value: Number(s.median.toFixed(3)), min: s.min, max: s.max, target: '>= 1.0x', pass: s.median >= 1.0 })
+const target = (metric, s) => ({
+  metric,
+  value: Number(s.median.toFixed(3)),
+  min: s.min,
+  max: s.max,
+  target: '>= 1.0x',
+  pass: s.median >= 1.0,
+})
 
 const rows = []
 const headline = []
@@ -116,7 +127,11 @@ const t = table(
   rows,
 )
 const missed = headline.filter((h) => !h.pass)
-console.log(missed.length === 0 ? 'codec: every case >= 1.0x' : `codec: below 1.0x: ${missed.map((m) => `${m.metric} ${m.value}x`).join('; ')}`)
+console.log(
+  missed.length === 0
+    ? 'codec: every case >= 1.0x'
+    : `codec: below 1.0x: ${missed.map((m) => `${m.metric} ${m.value}x`).join('; ')}`,
+)
 writeResult('codec', {
   tables: [t],
   headline,

@@ -21,7 +21,18 @@ import { createRequire } from 'node:module'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ROOT, benchArgs, fmtRange, fmtRatio, interleave, interleaveOps, summarize, table, windowed, writeResult } from './lib/harness.mjs'
+import {
+  ROOT,
+  benchArgs,
+  fmtRange,
+  fmtRatio,
+  interleave,
+  interleaveOps,
+  summarize,
+  table,
+  windowed,
+  writeResult,
+} from './lib/harness.mjs'
 import { startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
 import { measureOpen } from './lib/context-open.mjs'
 import { formatLoad, startCpuLoad } from '../scripts/cpu-load.mjs'
@@ -32,7 +43,9 @@ const SETS = quick ? 1000 : 2000
 const WINDOW = 100
 const BURST = 10_000
 // --keys 1000,10000 to stop earlier (filling 100,000 keys through a store takes minutes; --quick stops at 10,000)
-const SCALES = (argv.includes('--keys') ? argv[argv.indexOf('--keys') + 1] : quick ? '1000,10000' : '1000,10000,100000').split(',').map(Number)
+const SCALES = (argv.includes('--keys') ? argv[argv.indexOf('--keys') + 1] : quick ? '1000,10000' : '1000,10000,100000')
+  .split(',')
+  .map(Number)
 // --open-keys N: the keys a store opens against the bare client's KEYNOTIFY + GET pairs
 const OPEN_KEYS = Number(argv.includes('--open-keys') ? argv[argv.indexOf('--open-keys') + 1] : 100_000)
 const OPEN_ROUNDS = quick ? 1 : 3
@@ -52,7 +65,12 @@ const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0] })
 const quiet = (level, message) => level === 'error' && console.error(message)
 let run = 0
 const open = async (extra = {}) => {
-  const store = contextStore({ broker: broker.urls[0], prefix: `bench/${process.pid}/${run++}/`, logger: quiet, ...extra })
+  const store = contextStore({
+    broker: broker.urls[0],
+    prefix: `bench/${process.pid}/${run++}/`,
+    logger: quiet,
+    ...extra,
+  })
   await store.open()
   return store
 }
@@ -66,7 +84,10 @@ const busy = startCpuLoad(LOAD)
  */
 async function crossRuntimeKeys() {
   const prefix = `bench/${process.pid}/cross/`
-  const stores = [await open({ prefix, clientId: `bench-cross-a-${process.pid}` }), await open({ prefix, clientId: `bench-cross-b-${process.pid}` })]
+  const stores = [
+    await open({ prefix, clientId: `bench-cross-a-${process.pid}` }),
+    await open({ prefix, clientId: `bench-cross-b-${process.pid}` }),
+  ]
   const lags = []
   let missing = 0
   for (let r = 0; r < CROSS_ROUNDS; r++) {
@@ -96,25 +117,38 @@ async function crossRuntimeKeys() {
       ),
     )
     const deadline = performance.now() + 30_000
-    while (seen.size < keys.length && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+    while (seen.size < keys.length && performance.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 10))
     clearInterval(poll)
     for (const key of keys) {
       if (seen.has(key)) lags.push(Math.max(0, seen.get(key)))
       else missing += 1
     }
-    await Promise.all(keys.map((key, i) => new Promise((resolve) => stores[i % 2].set('global', key, undefined, () => resolve()))))
-    while (stores.some((s) => s.keys('global').length > 0) && performance.now() < deadline + 30_000) await new Promise((resolve) => setTimeout(resolve, 10))
+    await Promise.all(
+      keys.map((key, i) => new Promise((resolve) => stores[i % 2].set('global', key, undefined, () => resolve()))),
+    )
+    while (stores.some((s) => s.keys('global').length > 0) && performance.now() < deadline + 30_000)
+      await new Promise((resolve) => setTimeout(resolve, 10))
   }
   await Promise.all(stores.map((s) => s.close()))
   lags.sort((a, b) => a - b)
   const at = (q) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))] ?? Infinity
-  return { samples: lags.length, missing, p50: at(0.5), p99: at(0.99), max: lags.at(-1) ?? Infinity, load: busy.loadAverage() }
+  return {
+    samples: lags.length,
+    missing,
+    p50: at(0.5),
+    p99: at(0.99),
+    max: lags.at(-1) ?? Infinity,
+    load: busy.loadAverage(),
+  }
 }
 
 /** The keys of `scope` in the store's index, as any client reads it: every bucket merged, the delta applied. */
 async function indexed(client, prefix, scope) {
   const { BUCKETS } = require(join(ROOT, 'dist/src/context/index-format.js'))
-  const answers = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
+  const answers = await Promise.all(
+    Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)),
+  )
   const keys = new Set(answers.flatMap((a) => (a.value === null ? [] : (JSON.parse(a.value.toString())[scope] ?? []))))
   const delta = (await client.get(`${prefix}#keys/delta`)).value
   for (const [top, exists] of Object.entries(delta === null ? {} : (JSON.parse(delta.toString())[scope] ?? {}))) {
@@ -132,7 +166,15 @@ try {
   const crossTable = table(
     `keys() across runtimes: ${CROSS_ROUNDS} rounds of ${CROSS_KEYS} new keys set at once, half in each of two runtimes (${busy.count} busy processes, ${crossLoad})`,
     ['samples', 'not listed within 30 s', 'p50', 'p99', 'max'],
-    [[String(cross.samples), String(cross.missing), `${cross.p50.toFixed(0)} ms`, `${cross.p99.toFixed(0)} ms`, `${cross.max.toFixed(0)} ms`]],
+    [
+      [
+        String(cross.samples),
+        String(cross.missing),
+        `${cross.p50.toFixed(0)} ms`,
+        `${cross.p99.toFixed(0)} ms`,
+        `${cross.max.toFixed(0)} ms`,
+      ],
+    ],
   )
   const crossHeadline = {
     metric: `context: a key set in one runtime is in the other's keys() (p99, ${busy.count} busy processes, ${crossLoad})`,
@@ -164,9 +206,21 @@ try {
     await ours.close()
     const getRows = [
       ['memory store, plain key (reference)', fmtRange(gets.memory.value, 0, ' ops/s'), '1.00x'],
-      ['state store context, plain key', fmtRange(gets.statestore.value, 0, ' ops/s'), fmtRatio(gets.statestore.value.ratio)],
-      ['memory store, nested path', fmtRange(gets['memory nested'].value, 0, ' ops/s'), fmtRatio(gets['memory nested'].value.ratio)],
-      ['state store context, nested path', fmtRange(gets['statestore nested'].value, 0, ' ops/s'), fmtRatio(gets['statestore nested'].value.ratio)],
+      [
+        'state store context, plain key',
+        fmtRange(gets.statestore.value, 0, ' ops/s'),
+        fmtRatio(gets.statestore.value.ratio),
+      ],
+      [
+        'memory store, nested path',
+        fmtRange(gets['memory nested'].value, 0, ' ops/s'),
+        fmtRatio(gets['memory nested'].value.ratio),
+      ],
+      [
+        'state store context, nested path',
+        fmtRange(gets['statestore nested'].value, 0, ' ops/s'),
+        fmtRatio(gets['statestore nested'].value.ratio),
+      ],
     ]
     const nestedRatio = gets['statestore nested'].value.median / gets['memory nested'].value.median
 
@@ -179,7 +233,14 @@ try {
       [configNode, setNode],
       [
         { id: 'tab', type: 'tab' },
-        { id: 'cfg', type: 'ss-config', broker: broker.urls[0], clientId: 'bench-context-ss-set', requestTimeout: '10000', maxInFlight: '1000' },
+        {
+          id: 'cfg',
+          type: 'ss-config',
+          broker: broker.urls[0],
+          clientId: 'bench-context-ss-set',
+          requestTimeout: '10000',
+          maxInFlight: '1000',
+        },
         {
           id: 'set',
           type: 'ss-set',
@@ -213,7 +274,8 @@ try {
         if (v === 'statestore' || v === 'statestore rewrite') {
           const store = await open()
           // a rewrite finds the keys known (observed, indexed): only the SET and its notification remain
-          if (v === 'statestore rewrite') await windowed(SETS, WINDOW, (i, done) => store.set(`f${r}`, `k${i}`, payload(-i), done))
+          if (v === 'statestore rewrite')
+            await windowed(SETS, WINDOW, (i, done) => store.set(`f${r}`, `k${i}`, payload(-i), done))
           const rate = await windowed(SETS, WINDOW, (i, done) => store.set(`f${r}`, `k${i}`, payload(i), done))
           await store.close()
           return rate
@@ -241,7 +303,12 @@ try {
     await helper.unload()
     const vsLfs = (v) => `${(sets[v].value.median / sets.localfilesystem.value.median).toFixed(3)}x`
     const setRows = [
-      ['ss-set node, same emulator (reference)', fmtRange(sets['ss-set'].value, 0, ' msgs/s'), '1.00x', vsLfs('ss-set')],
+      [
+        'ss-set node, same emulator (reference)',
+        fmtRange(sets['ss-set'].value, 0, ' msgs/s'),
+        '1.00x',
+        vsLfs('ss-set'),
+      ],
       [
         'state store context, new keys (KEYNOTIFY + SET + index)',
         fmtRange(sets.statestore.value, 0, ' sets/s'),
@@ -274,7 +341,9 @@ try {
     let found = 0
     let wrong = 0
     for (let from = 0; from < BURST; from += 500) {
-      const answers = await Promise.all(Array.from({ length: Math.min(500, BURST - from) }, (_, j) => reader.get(`${burstPrefix}global/b${from + j}`)))
+      const answers = await Promise.all(
+        Array.from({ length: Math.min(500, BURST - from) }, (_, j) => reader.get(`${burstPrefix}global/b${from + j}`)),
+      )
       answers.forEach((a, j) => {
         if (a.value === null) return
         found += 1
@@ -301,7 +370,9 @@ try {
     const scale = {}
     let held = 0
     for (const n of SCALES) {
-      await windowed(n - held, 200, (i, done) => store.set(`f${(held + i) % 10}`, `k${held + i}`, { i: held + i }, done))
+      await windowed(n - held, 200, (i, done) =>
+        store.set(`f${(held + i) % 10}`, `k${held + i}`, { i: held + i }, done),
+      )
       held = n
       const openStarted = performance.now()
       const opened = await open({ prefix: scalePrefix, clientId: `bench-scale-open-${n}-${process.pid}` })
@@ -309,7 +380,10 @@ try {
       await opened.close()
       // The floor: what the protocol makes any cached new key cost, with no index and no context
       // store on the path: a bare client's KEYNOTIFY then SET of a fresh key, on the same broker.
-      const floorClient = new StateStoreClient({ brokerUrl: broker.urls[0], clientId: `bench-floor-${n}-${process.pid}` })
+      const floorClient = new StateStoreClient({
+        brokerUrl: broker.urls[0],
+        clientId: `bench-floor-${n}-${process.pid}`,
+      })
       await floorClient.ready({ timeoutMs: 10_000 })
       const result = await interleave({
         variants: ['existing', 'new', 'floor'],
@@ -317,7 +391,8 @@ try {
         rounds,
         warmup: 1,
         measure: async (v, r) => {
-          if (v === 'existing') return windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `k${i}`, { i, r }, done))
+          if (v === 'existing')
+            return windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `k${i}`, { i, r }, done))
           if (v === 'floor') {
             return windowed(SCALE_SETS, WINDOW, (i, done) =>
               floorClient
@@ -327,15 +402,25 @@ try {
             )
           }
           // names never used before at any level: a new key is registered for notifications too
-          const rate = await windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `new${n}-${r}-${i}`, { i }, done))
+          const rate = await windowed(SCALE_SETS, WINDOW, (i, done) =>
+            store.set(`f${i % 10}`, `new${n}-${r}-${i}`, { i }, done),
+          )
           await windowed(SCALE_SETS, WINDOW, (i, done) => store.set(`f${i % 10}`, `new${n}-${r}-${i}`, undefined, done))
           return rate
         },
       })
       await floorClient.close()
       // cost = 1 / rate: how many existing-key sets one new-key set costs
-      const cost = { median: 1 / result.new.value.ratio.median, min: 1 / result.new.value.ratio.max, max: 1 / result.new.value.ratio.min }
-      const floor = { median: 1 / result.floor.value.ratio.median, min: 1 / result.floor.value.ratio.max, max: 1 / result.floor.value.ratio.min }
+      const cost = {
+        median: 1 / result.new.value.ratio.median,
+        min: 1 / result.new.value.ratio.max,
+        max: 1 / result.new.value.ratio.min,
+      }
+      const floor = {
+        median: 1 / result.floor.value.ratio.median,
+        min: 1 / result.floor.value.ratio.max,
+        max: 1 / result.floor.value.ratio.min,
+      }
       // paired by round: what the context store adds to the floor (the index, the cache)
       const overFloor = summarize(result.floor.value.samples.map((f, i) => f / result.new.value.samples[i]))
       scale[n] = { openMs, result, cost, floor, overFloor }
@@ -354,7 +439,14 @@ try {
     // ---- open: the store's load vs the bare client's KEYNOTIFY + GET pairs ----
     // Last: in a process that has just handled 100,000 keys, the cached get above measured 0.78x
     // instead of 0.93x (its property reads had seen the big store's objects; the memory store's had not).
-    const opening = await measureOpen({ StateStoreClient, contextStore, brokerUrl: broker.urls[0], count: OPEN_KEYS, rounds: OPEN_ROUNDS, logger: quiet })
+    const opening = await measureOpen({
+      StateStoreClient,
+      contextStore,
+      brokerUrl: broker.urls[0],
+      count: OPEN_KEYS,
+      rounds: OPEN_ROUNDS,
+      logger: quiet,
+    })
     const openRows = [
       [
         `bare client: KEYNOTIFY + GET of every key and index key, 1,000 outstanding (reference)`,
@@ -374,7 +466,11 @@ try {
         ['variant', 'time', 'vs bare'],
         openRows,
       ),
-      table('cached synchronous get vs the memory store (interleaved slices)', ['variant', 'ops/s', 'vs memory'], getRows),
+      table(
+        'cached synchronous get vs the memory store (interleaved slices)',
+        ['variant', 'ops/s', 'vs memory'],
+        getRows,
+      ),
       table(
         `set throughput, ${SETS} keys, ${WINDOW} outstanding, until acknowledged (localfilesystem: until written)`,
         ['variant', 'rate', 'vs ss-set', 'vs localfilesystem'],
@@ -383,7 +479,15 @@ try {
       table('write-through burst', ['what', 'time', 'in the store afterwards'], burstRows),
       table(
         `scale: ${SCALE_SETS} sets with a callback, ${WINDOW} outstanding, at each number of keys under one prefix`,
-        ['keys', 'existing key', 'new key', 'a new key costs', 'floor: KEYNOTIFY + SET, bare client', 'new key / floor', 'open (load every key)'],
+        [
+          'keys',
+          'existing key',
+          'new key',
+          'a new key costs',
+          'floor: KEYNOTIFY + SET, bare client',
+          'new key / floor',
+          'open (load every key)',
+        ],
         scaleRows,
       ),
     ]
@@ -394,7 +498,12 @@ try {
         target: '>= 0.9x',
         pass: gets.statestore.value.ratio.median >= 0.9,
       },
-      { metric: 'context: cached sync get vs memory store (nested path)', value: `${nestedRatio.toFixed(2)}x`, target: '>= 0.9x', pass: nestedRatio >= 0.9 },
+      {
+        metric: 'context: cached sync get vs memory store (nested path)',
+        value: `${nestedRatio.toFixed(2)}x`,
+        target: '>= 0.9x',
+        pass: nestedRatio >= 0.9,
+      },
       {
         metric: `context: ${BURST} write-through sets, none lost`,
         value: `${found}/${BURST}`,
@@ -430,7 +539,15 @@ try {
     writeResult('context', {
       tables,
       headline,
-      data: { opening, gets, sets, burst: { ms: burstMs, found, wrong, indexed: index.global?.length ?? 0 }, scale, cross, load: seen },
+      data: {
+        opening,
+        gets,
+        sets,
+        burst: { ms: burstMs, found, wrong, indexed: index.global?.length ?? 0 },
+        scale,
+        cross,
+        load: seen,
+      },
     })
     console.log(`context: ${busy.count} busy processes beside it, ${formatLoad(seen)}`)
     if (found !== BURST || wrong !== 0) process.exitCode = 1

@@ -69,14 +69,23 @@ function bareLoop() {
 function importCommand() {
   return new Promise((resolve, reject) => {
     const t0 = performance.now()
-    const args = ['--require', join(ROOT, 'test/cli/peak-rss.cjs'), join(ROOT, 'dist/src/cli/main.js'), 'import', file, '--broker', mosquitto.urls[0]]
+    const args = [
+      '--require',
+      join(ROOT, 'test/cli/peak-rss.cjs'),
+      join(ROOT, 'dist/src/cli/main.js'),
+      'import',
+      file,
+      '--broker',
+      mosquitto.urls[0],
+    ]
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] })
     let stderr = ''
     child.stderr.on('data', (d) => (stderr += d))
     child.once('error', reject)
     child.once('close', (code) => {
       const seconds = (performance.now() - t0) / 1000
-      if (code !== 0 || !stderr.includes(`imported ${KEYS} key(s)`)) return reject(new Error(`import exited ${code}: ${stderr}`))
+      if (code !== 0 || !stderr.includes(`imported ${KEYS} key(s)`))
+        return reject(new Error(`import exited ${code}: ${stderr}`))
       resolve({ seconds, peakRssMiB: Number(/peak-rss-kib (\d+)/.exec(stderr)[1]) / 1024 })
     })
   })
@@ -127,7 +136,13 @@ const t = table(
       fmtRange(r.import.peakRssMiB, 0, ' MiB'),
       fmtRatio(ratio),
     ],
-    ['aio-statestore --help (Node.js start and the command loaded, for scale)', fmtRange(r.start.seconds, 2, ' s'), '', '', fmtRatio(r.start.seconds.ratio)],
+    [
+      'aio-statestore --help (Node.js start and the command loaded, for scale)',
+      fmtRange(r.start.seconds, 2, ' s'),
+      '',
+      '',
+      fmtRatio(r.start.seconds.ratio),
+    ],
   ],
 )
 writeResult('import', {

@@ -23,7 +23,18 @@ import { createRequire } from 'node:module'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
-import { benchArgs, fmtNum, fmtRange, fmtRatio, percentiles, ROOT, sleep, summarize, table, writeResult } from './lib/harness.mjs'
+import {
+  benchArgs,
+  fmtNum,
+  fmtRange,
+  fmtRatio,
+  percentiles,
+  ROOT,
+  sleep,
+  summarize,
+  table,
+  writeResult,
+} from './lib/harness.mjs'
 import { connectClient } from './lib/load.mjs'
 import { startEmulatorProcess } from './lib/procs.mjs'
 import { formatLoad, startCpuLoad } from '../scripts/cpu-load.mjs'
@@ -59,7 +70,16 @@ try {
   for (const load of LOADS) {
     const cpu = startCpuLoad(load)
     if (load > 0) await sleep(SETTLE_MS)
-    const handoff = { floor: [], ours: [], ratio: [], follow: [], followRatio: [], free: [], freeSet: [], freeRatio: [] }
+    const handoff = {
+      floor: [],
+      ours: [],
+      ratio: [],
+      follow: [],
+      followRatio: [],
+      free: [],
+      freeSet: [],
+      freeRatio: [],
+    }
     const edit = { ours: [], sdk: [], ratio: [], oursShare: [] }
     const real = { ours: [], go: [], ratio: [], oursShare: [], bare: [], oursPerBare: [], goPerBare: [] }
     try {
@@ -144,14 +164,24 @@ try {
               `floor ${fmtRange(s.floor, 2, ' ms')}`,
               fmtRatio(s.ratio),
             ],
-            ['hand-off with followKey (as the lock node: the holder follows its key)', fmtRange(s.follow, 2, ' ms'), 'the same floor', fmtRatio(s.followRatio)],
+            [
+              'hand-off with followKey (as the lock node: the holder follows its key)',
+              fmtRange(s.follow, 2, ' ms'),
+              'the same floor',
+              fmtRatio(s.followRatio),
+            ],
             [
               'a free lock taken with followKey (as the lock node)',
               fmtRange(s.free, 2, ' ms'),
               `one SET NEX ${fmtRange(s.freeSet, 2, ' ms')}`,
               fmtRatio(s.freeRatio),
             ],
-            ['edit, median (lock wait included)', fmtRange(s.editOurs, 2, ' ms'), `SDK algorithm ${fmtRange(s.editSdk, 2, ' ms')}`, fmtRatio(s.editRatio)],
+            [
+              'edit, median (lock wait included)',
+              fmtRange(s.editOurs, 2, ' ms'),
+              `SDK algorithm ${fmtRange(s.editSdk, 2, ' ms')}`,
+              fmtRatio(s.editRatio),
+            ],
             ['share of the edits made by ours', `${fmtNum(s.share.median * 100)} %`, '', ''],
             ...(goContender
               ? [
@@ -167,7 +197,12 @@ try {
                     `4 round trips ${fmtRange(s.bare, 2, ' ms')}`,
                     fmtRatio(s.oursPerBare),
                   ],
-                  ["the Go SDK's turn / four bare round trips", fmtRange(s.realGo, 2, ' ms'), 'the same', fmtRatio(s.goPerBare)],
+                  [
+                    "the Go SDK's turn / four bare round trips",
+                    fmtRange(s.realGo, 2, ' ms'),
+                    'the same',
+                    fmtRatio(s.goPerBare),
+                  ],
                   [
                     'share of the edits made by ours beside the Go SDK',
                     `${fmtNum(s.realShare.median * 100)} % (${fmtNum(s.realShare.min * 100)}–${fmtNum(s.realShare.max * 100)})`,
@@ -234,8 +269,14 @@ try {
 } finally {
   await emulator.stop()
 }
-notes.push(`${HANDOFFS} hand-offs per variant and round, ${EDITS} edits per contest, ${rounds} rounds after one warm-up, at --load ${LOADS.join(' and ')}`)
-notes.push(goContender ? `the real Go SDK: ${goContender}, built from test/interop/go` : 'the real Go SDK left out (--no-go, or Go not installed)')
+notes.push(
+  `${HANDOFFS} hand-offs per variant and round, ${EDITS} edits per contest, ${rounds} rounds after one warm-up, at --load ${LOADS.join(' and ')}`,
+)
+notes.push(
+  goContender
+    ? `the real Go SDK: ${goContender}, built from test/interop/go`
+    : 'the real Go SDK left out (--no-go, or Go not installed)',
+)
 writeResult('lock', { tables, headline, data, notes })
 
 /** One round of hand-offs: the floor and ours, alternately, on fresh clients; the median of each. */
@@ -474,7 +515,9 @@ function startGoContender(lockName, key, prefix) {
     else if (line.startsWith('TURN ')) times.push(Number(line.slice(5)))
   })
   const done = new Promise((resolve, reject) =>
-    child.once('exit', (code) => (code === 0 ? resolve(times) : reject(new Error(`the Go SDK contender exited ${code}:\n${output}`)))),
+    child.once('exit', (code) =>
+      code === 0 ? resolve(times) : reject(new Error(`the Go SDK contender exited ${code}:\n${output}`)),
+    ),
   )
   return { ready, done, go: () => child.stdin.write('\n') }
 }
@@ -513,7 +556,9 @@ async function goContest(name) {
     times.go.push(...goA, ...goB)
     const counted = Number((await clients[0].get(key)).value?.toString())
     if (counted !== EDITS || times.ours.length + times.go.length !== EDITS)
-      throw new Error(`beside the Go SDK the counter says ${counted}, ${times.ours.length + times.go.length} edits made`)
+      throw new Error(
+        `beside the Go SDK the counter says ${counted}, ${times.ours.length + times.go.length} edits made`,
+      )
     const median = (t) => (t.length > 0 ? percentiles(t).p50 : Infinity)
     return { ours: median(times.ours), go: median(times.go), bare, oursShare: times.ours.length / EDITS }
   } finally {

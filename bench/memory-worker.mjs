@@ -63,7 +63,8 @@ if (mode === 'store') {
     const shared = { nodeId: clock.nodeId, version: null, fencingToken: null, expiresAt: 0, persisted: false }
     for (let i = 0; i < n; i++) {
       // A Slot: value, version timestamp (a ms count, so a boxed double) and counter, shared attributes.
-      if (name === 'record') keep[i] = { data: null, timestamp: clock.tick().timestamp + i, counter: 0, attributes: shared }
+      if (name === 'record')
+        keep[i] = { data: null, timestamp: clock.tick().timestamp + i, counter: 0, attributes: shared }
       else if (name === 'string') keep[i] = Buffer.from(value).toString('latin1')
       else if (name === 'buffer') keep[i] = Buffer.allocUnsafeSlow(100)
       else throw new Error(`unknown part ${name}`)

@@ -23,10 +23,14 @@ const REQUEST_PATH_SIZES = quick ? [10_000] : [100_000]
 const MB = 2 ** 20
 
 function storeRun(n) {
-  const out = execFileSync(process.execPath, ['--expose-gc', join(BENCH_DIR, 'memory-worker.mjs'), 'store', String(n)], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-  })
+  const out = execFileSync(
+    process.execPath,
+    ['--expose-gc', join(BENCH_DIR, 'memory-worker.mjs'), 'store', String(n)],
+    {
+      encoding: 'utf8',
+      maxBuffer: 1 << 20,
+    },
+  )
   const { before, after } = JSON.parse(out)
   return {
     heap: (after.heapUsed - before.heapUsed) / n,
@@ -71,14 +75,22 @@ async function redisRun(redis, n) {
     const key = keyOf(i)
     lines.push(`*3\r\n$3\r\nSET\r\n$${key.length}\r\n${key}\r\n$100\r\n${value}\r\n`)
   }
-  const r = spawnSync('redis-cli', ['-p', String(redis.port), '--pipe'], { input: lines.join(''), encoding: 'utf8', maxBuffer: 1 << 24 })
-  if (r.status !== 0 || !/errors: 0, replies: (\d+)/.test(r.stdout)) throw new Error(`redis-cli --pipe: ${r.stdout}${r.stderr}`)
+  const r = spawnSync('redis-cli', ['-p', String(redis.port), '--pipe'], {
+    input: lines.join(''),
+    encoding: 'utf8',
+    maxBuffer: 1 << 24,
+  })
+  if (r.status !== 0 || !/errors: 0, replies: (\d+)/.test(r.stdout))
+    throw new Error(`redis-cli --pipe: ${r.stdout}${r.stderr}`)
   const after = await redisMemory(redis.port)
   return { used: (after.used - before.used) / n }
 }
 
 async function requestPathRun(brokerUrl, n) {
-  const child = fork(join(BENCH_DIR, 'memory-worker.mjs'), ['serve', brokerUrl], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child = fork(join(BENCH_DIR, 'memory-worker.mjs'), ['serve', brokerUrl], {
+    execArgv: ['--expose-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
   const next = () => new Promise((resolve) => child.once('message', resolve))
   await next()
   child.send('measure')
@@ -188,9 +200,13 @@ const PARTS = {
 const partRows = []
 data.parts = {}
 for (const [part, label] of Object.entries(PARTS)) {
-  const out = execFileSync(process.execPath, ['--expose-gc', join(BENCH_DIR, 'memory-worker.mjs'), 'part', part, String(quick ? 100_000 : 1_000_000)], {
-    encoding: 'utf8',
-  })
+  const out = execFileSync(
+    process.execPath,
+    ['--expose-gc', join(BENCH_DIR, 'memory-worker.mjs'), 'part', part, String(quick ? 100_000 : 1_000_000)],
+    {
+      encoding: 'utf8',
+    },
+  )
   const m = JSON.parse(out)
   data.parts[part] = m
   partRows.push([label, m.heap.toFixed(0), m.external.toFixed(0), m.rss.toFixed(0)])
@@ -200,7 +216,16 @@ partRows.push(["sum of a key's parts", sum('heap').toFixed(0), sum('external').t
 
 const t = table(
   `Memory, bytes per key, median (min–max) over ${rounds} rounds; 16-byte keys, 100-byte values`,
-  ['keys', 'emulator heap+ext', 'heap + ext', 'emulator RSS', 'redis used_memory', 'heap+ext / used', 'RSS / used', 'request path heap+ext / RSS'],
+  [
+    'keys',
+    'emulator heap+ext',
+    'heap + ext',
+    'emulator RSS',
+    'redis used_memory',
+    'heap+ext / used',
+    'RSS / used',
+    'request path heap+ext / RSS',
+  ],
   rows,
 )
 const tParts = table(

@@ -90,7 +90,11 @@ function runBare({ bare: where, count, window }) {
 async function drivePairs(bare, count, window) {
   const setBytes = fixedRequest('SET')
   const getBytes = fixedRequest('GET')
-  return { msgsPerSec: await windowed(count, window, (_i, done) => bare.send(setBytes, () => bare.send(getBytes, () => done()))) }
+  return {
+    msgsPerSec: await windowed(count, window, (_i, done) =>
+      bare.send(setBytes, () => bare.send(getBytes, () => done())),
+    ),
+  }
 }
 
 /** Our client alone (the config node's, no palette node on the path): SET then GET per msg, like the flow. */
@@ -111,14 +115,20 @@ let latencies = []
 let oneHop = []
 // The one-hop reference: the same bytes published straight to a topic, received with no node and no client of ours.
 const mqtt = require('mqtt')
-const subscriber = mqtt.connect(process.argv[4], { protocolVersion: 5, clientId: `bench-one-hop-${process.pid}`, reconnectPeriod: 0 })
+const subscriber = mqtt.connect(process.argv[4], {
+  protocolVersion: 5,
+  clientId: `bench-one-hop-${process.pid}`,
+  reconnectPeriod: 0,
+})
 subscriber.on('connect', () => subscriber.stream.setNoDelay?.(true))
 await new Promise((resolve, reject) => {
   subscriber.once('connect', resolve)
   subscriber.once('error', reject)
 })
 await subscriber.subscribeAsync('bench/watch/#', { qos: 1 })
-subscriber.on('message', (_topic, payload) => oneHop.push(Number(process.hrtime.bigint() - payload.readBigUInt64LE(0)) / 1e6))
+subscriber.on('message', (_topic, payload) =>
+  oneHop.push(Number(process.hrtime.bigint() - payload.readBigUInt64LE(0)) / 1e6),
+)
 process.on('message', async (m) => {
   if (m === 'stop') {
     await bare.close()

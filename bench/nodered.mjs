@@ -60,7 +60,10 @@ const clearPayload = (id, next) => ({
   wires: [[next]],
 })
 /** A change node that sets `msg.mark`: a hop of Node-RED's own, in place of one of ours. */
-const mark = (id, next) => ({ ...clearPayload(id, next), rules: [{ t: 'set', p: 'mark', pt: 'msg', to: '', tot: 'str' }] })
+const mark = (id, next) => ({
+  ...clearPayload(id, next),
+  rules: [{ t: 'set', p: 'mark', pt: 'msg', to: '', tot: 'str' }],
+})
 /** An ss-config node with the bench's connection settings; `fields` names its broker and client. */
 const ssConfig = (id, name, fields) => ({
   id,
@@ -148,7 +151,14 @@ const flows = [
   mark('hop-2', 'hop-3'),
   mark('hop-3', 'hop-sink'),
   sink('hops', 'hop-sink', 0),
-  { id: 'rdconf', type: 'redis-config', name: 'bench', options: JSON.stringify({ host: '127.0.0.1', port: redis.port }), cluster: false, optionsType: 'json' },
+  {
+    id: 'rdconf',
+    type: 'redis-config',
+    name: 'bench',
+    options: JSON.stringify({ host: '127.0.0.1', port: redis.port }),
+    cluster: false,
+    optionsType: 'json',
+  },
   redisCommand('rd-set', 'set', 'rd-clear'),
   clearPayload('rd-clear', 'rd-get'),
   redisCommand('rd-get', 'get', 'rd-sink'),
@@ -221,9 +231,13 @@ try {
   // reference: the same bytes published at the same rate straight to a topic that a plain mqtt.js
   // subscriber in the Node-RED process receives.
   const startWriter = async (mode) => {
-    const child = fork(join(BENCH_DIR, 'lib/watch-writer.mjs'), [broker.urls[0], mode, String(WATCH_RATE), String(WATCH_MS), String(WATCH_KEYS)], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    })
+    const child = fork(
+      join(BENCH_DIR, 'lib/watch-writer.mjs'),
+      [broker.urls[0], mode, String(WATCH_RATE), String(WATCH_MS), String(WATCH_KEYS)],
+      {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      },
+    )
     const nextMessage = () => new Promise((resolve) => child.once('message', resolve))
     await nextMessage()
     return { child, nextMessage }
@@ -251,7 +265,14 @@ try {
     const p = percentiles(ss.lat)
     const q = percentiles(raw.lat)
     if (i >= 0)
-      watchRounds.push({ p50: p.p50, p99: p.p99, max: p.max, lost: ss.acked - ss.lat.length, acked: ss.acked, oneHop: { p50: q.p50, p99: q.p99, max: q.max } })
+      watchRounds.push({
+        p50: p.p50,
+        p99: p.p99,
+        max: p.max,
+        lost: ss.acked - ss.lat.length,
+        acked: ss.acked,
+        oneHop: { p50: q.p50, p99: q.p99, max: q.max },
+      })
     console.log(
       `node-red ss-watch: ${ss.acked} SETs, ${ss.lat.length} msgs, p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms; one hop: p50 ${q.p50.toFixed(2)} ms, p99 ${q.p99.toFixed(2)} ms`,
     )
@@ -277,7 +298,13 @@ try {
       "ratio to bare MQTT plus Node-RED's own four hops, time per msg added (one process)",
     ],
     [
-      ['ss-set -> ss-get (emulator via mosquitto)', fmtRange(r.ss.value), fmtRatio(r.ss.value.ratio), fmtRatio(vsEcho), fmtRatio(ssToItsBare)],
+      [
+        'ss-set -> ss-get (emulator via mosquitto)',
+        fmtRange(r.ss.value),
+        fmtRatio(r.ss.value.ratio),
+        fmtRatio(vsEcho),
+        fmtRatio(ssToItsBare),
+      ],
       [
         'bare mqtt.js SET then GET per msg (emulator via mosquitto, in the Node-RED process)',
         fmtRange(r.emubare.value),
@@ -322,16 +349,42 @@ try {
         '',
         '1 (reference)',
       ],
-      ['change -> change -> change -> sink (Node-RED alone, no request)', fmtRange(r.hops.value), fmtRatio(r.hops.value.ratio), '', '', ''],
-      ['redis-command set -> get (node-red-contrib-redis, redis-server)', fmtRange(r.redis.value), '1 (reference)', '', '', ''],
+      [
+        'change -> change -> change -> sink (Node-RED alone, no request)',
+        fmtRange(r.hops.value),
+        fmtRatio(r.hops.value.ratio),
+        '',
+        '',
+        '',
+      ],
+      [
+        'redis-command set -> get (node-red-contrib-redis, redis-server)',
+        fmtRange(r.redis.value),
+        '1 (reference)',
+        '',
+        '',
+        '',
+      ],
     ],
   )
   const t2 = table(
     `Node-RED ss-watch: ${WATCH_KEYS} keys, ${WATCH_RATE} SETs/s for ${WATCH_MS} ms from another process; SET sent -> msg after ss-watch, against the same bytes published straight to a topic (one broker hop, a plain mqtt.js subscriber in the Node-RED process), rounds alternated; median (min–max) over ${rounds} rounds`,
     ['path', 'p50', 'p99', 'max', 'lost (all rounds)'],
     [
-      ['SET -> key notification -> msg after ss-watch', fmtRange(wp50, 2, ' ms'), fmtRange(wp99, 2, ' ms'), fmtRange(wmax, 1, ' ms'), lost],
-      ['publish -> subscriber, one hop (reference)', fmtRange(hop50, 2, ' ms'), fmtRange(hop99, 2, ' ms'), fmtRange(hopMax, 1, ' ms'), ''],
+      [
+        'SET -> key notification -> msg after ss-watch',
+        fmtRange(wp50, 2, ' ms'),
+        fmtRange(wp99, 2, ' ms'),
+        fmtRange(wmax, 1, ' ms'),
+        lost,
+      ],
+      [
+        'publish -> subscriber, one hop (reference)',
+        fmtRange(hop50, 2, ' ms'),
+        fmtRange(hop99, 2, ' ms'),
+        fmtRange(hopMax, 1, ' ms'),
+        '',
+      ],
       ['ratio, per round', '', fmtRatio(p99Ratio), '', ''],
     ],
   )
@@ -339,12 +392,29 @@ try {
     tables: [t1, t2],
     headline: [
       ratioFigure('Node-RED set->get flow: ss / node-red-contrib-redis', r.ss.value.ratio),
-      ratioFigure('Node-RED set->get flow: ss on the embedded emulator (in-process) / node-red-contrib-redis', r.emb.value.ratio, 0.5),
-      ratioFigure('Node-RED set->get flow: bare mqtt.js on the embedded emulator (the embedded MQTT ceiling) / node-red-contrib-redis', r.embbare.value.ratio),
-      ratioFigure('Node-RED set->get flow: ss on the embedded emulator / bare mqtt.js on the embedded emulator', embToItsBare, 0.9),
-      ratioFigure("Node-RED set->get flow: ss on the embedded emulator / its floor (bare mqtt.js on it plus Node-RED's own four hops)", embToFloor),
+      ratioFigure(
+        'Node-RED set->get flow: ss on the embedded emulator (in-process) / node-red-contrib-redis',
+        r.emb.value.ratio,
+        0.5,
+      ),
+      ratioFigure(
+        'Node-RED set->get flow: bare mqtt.js on the embedded emulator (the embedded MQTT ceiling) / node-red-contrib-redis',
+        r.embbare.value.ratio,
+      ),
+      ratioFigure(
+        'Node-RED set->get flow: ss on the embedded emulator / bare mqtt.js on the embedded emulator',
+        embToItsBare,
+        0.9,
+      ),
+      ratioFigure(
+        "Node-RED set->get flow: ss on the embedded emulator / its floor (bare mqtt.js on it plus Node-RED's own four hops)",
+        embToFloor,
+      ),
       ratioFigure('Node-RED set->get flow: ss / bare mqtt.js, both on the emulator via mosquitto', ssToItsBare, 0.9),
-      ratioFigure('Node-RED set->get flow: ss on the echo responder / bare mqtt.js on the echo responder', toBare('echo')),
+      ratioFigure(
+        'Node-RED set->get flow: ss on the echo responder / bare mqtt.js on the echo responder',
+        toBare('echo'),
+      ),
       ratioFigure('Node-RED set->get flow: ss on the emulator / ss on the echo responder', vsEcho),
       {
         metric: 'ss-watch p99 (SET sent -> msg after ss-watch)',

@@ -14,16 +14,21 @@ export const BENCHMARKS = {
   scale: 'throughput as connections and keys grow (measurement 7)',
   watch: 'notification latency and fan-out, 1,000 watched keys at 2,000 SETs/s (measurement 4)',
   nodered: 'Node-RED flow throughput vs node-red-contrib-redis, and ss-watch latency (measurements 3, 4)',
-  context: 'context store: cached sync get vs the memory store, set throughput vs localfilesystem and ss-set, a 10,000-set burst counted',
-  sidebar: 'editor sidebar: messages/s and runtime CPU with the tab open at 2,000 SETs/s; key browser first page at 1M keys',
+  context:
+    'context store: cached sync get vs the memory store, set throughput vs localfilesystem and ss-set, a 10,000-set burst counted',
+  sidebar:
+    'editor sidebar: messages/s and runtime CPU with the tab open at 2,000 SETs/s; key browser first page at 1M keys',
   lock: "the lock's hand-off vs its floor (one notification + one SET), Lock.edit vs the SDK's algorithm on the same client, at no load and --load 6",
-  import: 'aio-statestore import of 100,000 keys vs a bare mqtt.js pipelined SET loop on the same emulator; its peak RSS',
+  import:
+    'aio-statestore import of 100,000 keys vs a bare mqtt.js pipelined SET loop on the same emulator; its peak RSS',
   scan: "SCAN of 1M keys (1 % matching) vs redis-server SCAN MATCH; the emulator's event-loop block per page",
 }
 
 const args = process.argv.slice(2)
 // Names are the words that are neither flags nor a flag's value (`--rounds 7`, `--rate 500`, `--baseline <dir>`).
-const names = args.filter((a, i) => !a.startsWith('--') && !/^\d+$/.test(a) && !(i > 0 && /^--(rounds|rate|baseline|keys)$/.test(args[i - 1])))
+const names = args.filter(
+  (a, i) => !a.startsWith('--') && !/^\d+$/.test(a) && !(i > 0 && /^--(rounds|rate|baseline|keys)$/.test(args[i - 1])),
+)
 const flags = args.filter((a) => !names.includes(a))
 const unknown = names.filter((n) => !(n in BENCHMARKS))
 if (unknown.length > 0) {
@@ -51,14 +56,20 @@ for (const name of reportOnly ? [] : selected) {
   const started = Date.now()
   // Bounded: no single benchmark may run away with the machine (context opens 100,000 keys twice over).
   const minutes = name === 'context' ? 12 : 5
-  const r = spawnSync(process.execPath, ['--expose-gc', script, ...flags], { stdio: 'inherit', timeout: minutes * 60_000, killSignal: 'SIGKILL' })
+  const r = spawnSync(process.execPath, ['--expose-gc', script, ...flags], {
+    stdio: 'inherit',
+    timeout: minutes * 60_000,
+    killSignal: 'SIGKILL',
+  })
   const seconds = (Date.now() - started) / 1000
   const status = r.status === 0 ? 'ok' : r.signal ? `killed (${r.signal})` : `exit ${r.status}`
   console.log(`## ${name}: ${status} in ${seconds.toFixed(0)} s`)
   ran.push({ name, status, seconds })
 }
 
-if (reportOnly) for (const name of selected) ran.push({ name, status: existsSync(join(RESULTS_DIR, `${name}.json`)) ? 'ok' : 'missing' })
+if (reportOnly)
+  for (const name of selected)
+    ran.push({ name, status: existsSync(join(RESULTS_DIR, `${name}.json`)) ? 'ok' : 'missing' })
 
 // Summary of the figures with a target, from each benchmark's JSON.
 const rows = []
@@ -75,11 +86,17 @@ for (const { name, status } of ran) {
     rows.push([name, h.metric, shownValue(h), h.target, h.pass ? 'yes' : 'NO', loadOf(result)])
   }
 }
-table('Summary: figures with a target (median of the rounds, min–max of the rounds)', ['benchmark', 'figure', 'value', 'target', 'met', 'load'], rows)
+table(
+  'Summary: figures with a target (median of the rounds, min–max of the rounds)',
+  ['benchmark', 'figure', 'value', 'target', 'met', 'load'],
+  rows,
+)
 mkdirSync(RESULTS_DIR, { recursive: true })
 writeFileSync(join(RESULTS_DIR, 'summary.json'), JSON.stringify({ machine, ran, results }, null, 2))
 writeFileSync(join(RESULTS_DIR, 'summary.md'), markdown(machine, ran, results))
-console.log(`\nresults: ${RESULTS_DIR}/<name>.json, summary.json, summary.md (the tables in Markdown, for bench/README.md)`)
+console.log(
+  `\nresults: ${RESULTS_DIR}/<name>.json, summary.json, summary.md (the tables in Markdown, for bench/README.md)`,
+)
 
 /** The 1-minute load average over the benchmark that measured a figure: at its start – at its end. */
 function loadOf(result) {
@@ -92,7 +109,8 @@ function loadOf(result) {
 function shownValue(h) {
   if (typeof h.value !== 'number') return h.value
   const unit = h.unit ?? 'x'
-  const range = typeof h.min === 'number' && typeof h.max === 'number' ? ` (${+h.min.toFixed(3)}–${+h.max.toFixed(3)})` : ''
+  const range =
+    typeof h.min === 'number' && typeof h.max === 'number' ? ` (${+h.min.toFixed(3)}–${+h.max.toFixed(3)})` : ''
   return `${h.value}${unit}${range}`
 }
 
@@ -113,7 +131,9 @@ function markdown(m, runs, all) {
   )
   for (const [name, result] of Object.entries(all)) {
     for (const h of result.headline ?? [])
-      out.push(`| ${name} | ${h.metric} | ${shownValue(h)} | ${h.target} | ${h.pass ? 'yes' : '**no**'} | ${loadOf(result)} |`)
+      out.push(
+        `| ${name} | ${h.metric} | ${shownValue(h)} | ${h.target} | ${h.pass ? 'yes' : '**no**'} | ${loadOf(result)} |`,
+      )
   }
   for (const [name, result] of Object.entries(all)) {
     const rm = result.machine

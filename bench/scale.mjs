@@ -11,7 +11,17 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BENCH_DIR, benchArgs, fmtNum, fmtRange, fmtRatio, interleave, pairRatio, table, writeResult } from './lib/harness.mjs'
+import {
+  BENCH_DIR,
+  benchArgs,
+  fmtNum,
+  fmtRange,
+  fmtRatio,
+  interleave,
+  pairRatio,
+  table,
+  writeResult,
+} from './lib/harness.mjs'
 import { connectClient, keyOf, VALUE_100 } from './lib/load.mjs'
 import { startEchoProcess, startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
 import { connectBare } from './lib/bare-requester.mjs'
@@ -59,7 +69,10 @@ if (!argv.includes('--keys-only')) {
   }
   // The bare-MQTT reference: the same number of plain mqtt.js requesters on the echo responder.
   const driveBare = async (set, ms) =>
-    (await Promise.all(set.map((b) => b.drive({ op: 'GET', window: PER_CLIENT_WINDOW, ms })))).reduce((a, r) => a + r.opsPerSec, 0)
+    (await Promise.all(set.map((b) => b.drive({ op: 'GET', window: PER_CLIENT_WINDOW, ms })))).reduce(
+      (a, r) => a + r.opsPerSec,
+      0,
+    )
   await Promise.all(Array.from({ length: 1000 }, (_, i) => clients.emulator[0].set(keyOf(i), VALUE_100)))
   const rows = []
   data.connections = {}
@@ -119,12 +132,15 @@ if (!argv.includes('--connections-only')) {
     for (const n of KEY_SIZES) {
       const file = join(dir, `store-${n}.log`)
       const t0 = Date.now()
-      execFileSync(process.execPath, [join(BENCH_DIR, 'lib/make-store-file.mjs'), file, String(n)], { stdio: 'inherit' })
+      execFileSync(process.execPath, [join(BENCH_DIR, 'lib/make-store-file.mjs'), file, String(n)], {
+        stdio: 'inherit',
+      })
       const broker = await startMosquitto()
       const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0], persistFile: file })
       const client = await connectClient(broker.urls[0])
       const probe = await client.get(keyOf(n - 1))
-      if (!probe.value || probe.value.length !== 100) throw new Error(`the emulator restored from ${file} does not hold key ${n - 1}`)
+      if (!probe.value || probe.value.length !== 100)
+        throw new Error(`the emulator restored from ${file} does not hold key ${n - 1}`)
       envs[n] = { broker, emu, client }
       console.log(`scale: emulator with ${fmtNum(n)} keys ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
     }
@@ -149,7 +165,12 @@ if (!argv.includes('--connections-only')) {
       })
       data.keys[op] = r
       for (const v of variants) {
-        rows.push([op, fmtNum(Number(v)), fmtRange(r[v].value), v === variants[0] ? '1 (reference)' : fmtRatio(r[v].value.ratio)])
+        rows.push([
+          op,
+          fmtNum(Number(v)),
+          fmtRange(r[v].value),
+          v === variants[0] ? '1 (reference)' : fmtRatio(r[v].value.ratio),
+        ])
       }
       const biggest = variants[variants.length - 1]
       const ratio = r[biggest].value.ratio

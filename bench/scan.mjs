@@ -17,7 +17,17 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient } from '@redis/client'
-import { benchArgs, fmtNum, fmtRange, fmtRatio, interleave, ROOT, summarize, table, writeResult } from './lib/harness.mjs'
+import {
+  benchArgs,
+  fmtNum,
+  fmtRange,
+  fmtRatio,
+  interleave,
+  ROOT,
+  summarize,
+  table,
+  writeResult,
+} from './lib/harness.mjs'
 import { connectClient, keyOf, VALUE_100 } from './lib/load.mjs'
 import { startEmulatorProcess, startMosquitto, startRedis } from './lib/procs.mjs'
 
@@ -39,13 +49,20 @@ const COUNT = DEFAULT_SCAN_LIMITS.maxVisited
 const tables = []
 const headline = []
 const data = { keys: KEYS, pattern: PATTERN, matching: MATCHING, count: COUNT }
-const figure = (summary, unit, digits = 2) => ({ value: Number(summary.median.toFixed(digits)), unit, min: summary.min, max: summary.max })
+const figure = (summary, unit, digits = 2) => ({
+  value: Number(summary.median.toFixed(digits)),
+  unit,
+  min: summary.min,
+  max: summary.max,
+})
 
 // ---------- a) a whole scan: emulator through MQTT vs redis-server ----------
 
 const work = mkdtempSync(join(tmpdir(), 'aio-ss-bench-scan-'))
 const storeFile = join(work, 'store.aof')
-const made = spawnSync(process.execPath, [join(ROOT, 'bench/lib/make-store-file.mjs'), storeFile, String(KEYS)], { stdio: 'inherit' })
+const made = spawnSync(process.execPath, [join(ROOT, 'bench/lib/make-store-file.mjs'), storeFile, String(KEYS)], {
+  stdio: 'inherit',
+})
 if (made.status !== 0) throw new Error('make-store-file failed')
 const mosquitto = await startMosquitto()
 const emulator = await startEmulatorProcess({ brokerUrl: mosquitto.urls[0], persistFile: storeFile })
@@ -57,8 +74,13 @@ if (redis) {
   const value = 'v'.repeat(100)
   const lines = []
   for (let i = 0; i < KEYS; i++) lines.push(`*3\r\n$3\r\nSET\r\n$16\r\n${keyOf(i)}\r\n$100\r\n${value}\r\n`)
-  const piped = spawnSync('redis-cli', ['-p', String(redis.port), '--pipe'], { input: lines.join(''), encoding: 'utf8', maxBuffer: 1 << 26 })
-  if (piped.status !== 0 || !/errors: 0/.test(piped.stdout)) throw new Error(`redis-cli --pipe: ${piped.stdout}${piped.stderr}`)
+  const piped = spawnSync('redis-cli', ['-p', String(redis.port), '--pipe'], {
+    input: lines.join(''),
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  })
+  if (piped.status !== 0 || !/errors: 0/.test(piped.stdout))
+    throw new Error(`redis-cli --pipe: ${piped.stdout}${piped.stderr}`)
   rc = createClient({ url: redis.url, socket: { noDelay: true } })
   rc.on('error', () => {})
   await rc.connect()
@@ -193,4 +215,5 @@ try {
 }
 
 writeResult('scan', { tables, headline, data })
-for (const h of headline) console.log(`${h.pass ? 'met' : 'NOT MET'}: ${h.metric}: ${h.value}${h.unit} (target ${h.target})`)
+for (const h of headline)
+  console.log(`${h.pass ? 'met' : 'NOT MET'}: ${h.metric}: ${h.value}${h.unit} (target ${h.target})`)

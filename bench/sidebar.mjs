@@ -29,7 +29,12 @@ const KEYS = 1_000_000
 const tables = []
 const headline = []
 /** A headline figure as bench/run.mjs shows it: the median (rounded) with its unit and the rounds' min–max. */
-const figure = (summary, unit, digits = 2) => ({ value: Number(summary.median.toFixed(digits)), unit, min: summary.min, max: summary.max })
+const figure = (summary, unit, digits = 2) => ({
+  value: Number(summary.median.toFixed(digits)),
+  unit,
+  min: summary.min,
+  max: summary.max,
+})
 
 // ---------- 1. live updates under 2,000 SETs/s ----------
 
@@ -40,7 +45,11 @@ async function startRuntime() {
   const settingsFile = join(dir, 'settings.js')
   writeSettings(
     settingsFile,
-    runtimeSettings({ ...FROM_WORKING_TREE, credentialSecret: 'bench', logging: { console: { level: 'warn', metrics: false, audit: false } } }),
+    runtimeSettings({
+      ...FROM_WORKING_TREE,
+      credentialSecret: 'bench',
+      logging: { console: { level: 'warn', metrics: false, audit: false } },
+    }),
   )
   const keys = Array.from({ length: WATCHED }, (_, i) => `bench/watched/${i}`)
   writeFileSync(
@@ -104,14 +113,20 @@ function writer(client) {
   const start = performance.now()
   const timer = setInterval(() => {
     const due = Math.floor(((performance.now() - start) * RATE) / 1000)
-    for (; n < due; n++) client.set(`bench/watched/${n % WATCHED}`, JSON.stringify({ n, t: Date.now() })).catch(() => (failed += 1))
+    for (; n < due; n++)
+      client.set(`bench/watched/${n % WATCHED}`, JSON.stringify({ n, t: Date.now() })).catch(() => (failed += 1))
   }, 10)
   return { stop: () => clearInterval(timer), sent: () => n, failed: () => failed }
 }
 
 async function liveUpdates() {
   const rt = await startRuntime()
-  const client = new StateStoreClient({ brokerUrl: rt.broker, clientId: `bench-writer-${process.pid}`, maxInFlight: 5000, maxQueued: 5000 })
+  const client = new StateStoreClient({
+    brokerUrl: rt.broker,
+    clientId: `bench-writer-${process.pid}`,
+    maxInFlight: 5000,
+    maxQueued: 5000,
+  })
   await client.ready({ timeoutMs: 10000 })
   const comms = await openComms(rt.url)
   const w = writer(client)
@@ -181,7 +196,12 @@ async function liveUpdates() {
       target: '<= 1.2',
       pass: open.cpu.ratio.median <= 1.2,
     })
-    headline.push({ metric: 'sidebar editor messages/s with the tab closed', ...figure(closed.messages, ''), target: '0', pass: closed.messages.max === 0 })
+    headline.push({
+      metric: 'sidebar editor messages/s with the tab closed',
+      ...figure(closed.messages, ''),
+      target: '0',
+      pass: closed.messages.max === 0,
+    })
     return { closed, open, failedSets: w.failed() }
   } finally {
     w.stop()
@@ -243,13 +263,19 @@ async function keyBrowser() {
       measure: async (variant) => {
         // 'idle': the same timer with nothing to do for 300 ms, the machine's own stalls (GC, other processes).
         const r = await stall(async () =>
-          variant === 'idle' ? sleep(300) : variant === 'sorted copy' ? naive(pattern) : (await admin.listKeys({ pattern, limit: 100 })).keys.map((k) => k.key),
+          variant === 'idle'
+            ? sleep(300)
+            : variant === 'sorted copy'
+              ? naive(pattern)
+              : (await admin.listKeys({ pattern, limit: 100 })).keys.map((k) => k.key),
         )
         return { ms: r.ms, stallMs: r.stallMs }
       },
     })
     // Same page from both.
-    const ours = (await admin.listKeys({ pattern, limit: 100 })).keys.map((k) => Buffer.from(k.keyHex, 'hex').toString('latin1'))
+    const ours = (await admin.listKeys({ pattern, limit: 100 })).keys.map((k) =>
+      Buffer.from(k.keyHex, 'hex').toString('latin1'),
+    )
     if (JSON.stringify(ours) !== JSON.stringify(naive(pattern))) throw new Error(`${label}: the pages differ`)
     const ref = results['sorted copy']
     const adm = results['admin channel']
@@ -264,7 +290,12 @@ async function keyBrowser() {
     ])
     data[label] = results
     if (!pattern) {
-      headline.push({ metric: 'key browser first page at 1M keys (ms)', ...figure(adm.ms, ' ms', 0), target: '<= 2000', pass: adm.ms.median <= 2000 })
+      headline.push({
+        metric: 'key browser first page at 1M keys (ms)',
+        ...figure(adm.ms, ' ms', 0),
+        target: '<= 2000',
+        pass: adm.ms.median <= 2000,
+      })
       headline.push({
         metric: 'key browser longest event-loop stall at 1M keys (ms)',
         ...figure(adm.stallMs, ' ms', 0),
@@ -276,7 +307,15 @@ async function keyBrowser() {
   tables.push(
     table(
       `Key browser, first page of 100 at ${fmtNum(KEYS)} keys (median, min–max over ${rounds} rounds)`,
-      ['query', 'sorted copy (reference)', 'admin channel', 'time ratio', 'stall, sorted copy', 'stall, admin channel', 'stall, idle'],
+      [
+        'query',
+        'sorted copy (reference)',
+        'admin channel',
+        'time ratio',
+        'stall, sorted copy',
+        'stall, admin channel',
+        'stall, idle',
+      ],
       rows,
     ),
   )
@@ -286,5 +325,7 @@ async function keyBrowser() {
 const live = await liveUpdates()
 const browser = await keyBrowser()
 for (const h of headline)
-  console.log(`${h.pass ? 'PASS' : 'FAIL'}  ${h.metric}: ${typeof h.value === 'number' ? h.value.toFixed(2) : h.value} (target ${h.target})`)
+  console.log(
+    `${h.pass ? 'PASS' : 'FAIL'}  ${h.metric}: ${typeof h.value === 'number' ? h.value.toFixed(2) : h.value} (target ${h.target})`,
+  )
 writeResult('sidebar', { tables, headline, data: { live, browser } })

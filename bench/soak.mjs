@@ -22,7 +22,8 @@ import { startMosquitto } from './lib/procs.mjs'
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const require = createRequire(import.meta.url)
 
-const mosquittoInstalled = () => ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].some((b) => spawnSync(b, ['-h']).error === undefined)
+const mosquittoInstalled = () =>
+  ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].some((b) => spawnSync(b, ['-h']).error === undefined)
 const MB = (bytes) => Math.round((bytes / 1048576) * 10) / 10
 
 const { values: opts } = parseArgs({
@@ -48,7 +49,9 @@ async function emulatorChild() {
   const gc = runInNewContext('gc')
   const { startEmulator } = require(join(ROOT, 'dist', 'src', 'emulator'))
   const emulator = await startEmulator(
-    opts.broker ? { brokerUrl: opts.broker, logLevel: 'error' } : { listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' },
+    opts.broker
+      ? { brokerUrl: opts.broker, logLevel: 'error' }
+      : { listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' },
   )
   const report = (extra = {}) => {
     gc()
@@ -142,7 +145,8 @@ async function main() {
     await (await entry.observation).close()
     counts['KEYNOTIFY STOP'] += 1
   }
-  for (let ci = 0; ci < clientCount; ci++) for (let j = 0; j < 4; j++) await watch(ci, keys[(ci * 7 + j * 61) % keyCount])
+  for (let ci = 0; ci < clientCount; ci++)
+    for (let j = 0; j < 4; j++) await watch(ci, keys[(ci * 7 + j * 61) % keyCount])
 
   const baseline = { emulator: await emulator.sample(), self: selfMemory() }
 
@@ -173,7 +177,8 @@ async function main() {
     } else {
       // Move one watch to another key: KEYNOTIFY STOP, then KEYNOTIFY.
       const watched = [...watches[ci].keys()]
-      const next = keys.find((k) => !watches[ci].has(k) && Math.random() < 0.05) ?? keys.find((k) => !watches[ci].has(k))
+      const next =
+        keys.find((k) => !watches[ci].has(k) && Math.random() < 0.05) ?? keys.find((k) => !watches[ci].has(k))
       if (watched.length > 0) await unwatch(ci, pick(watched))
       if (next) await watch(ci, next)
     }
@@ -200,7 +205,12 @@ async function main() {
   const sampler = (async () => {
     await sleep(warmupMs)
     while (Date.now() < deadline) {
-      samples.push({ t: Math.round((Date.now() - (deadline - seconds * 1000)) / 1000), emulator: await emulator.sample(), self: selfMemory(), ops: totalOps })
+      samples.push({
+        t: Math.round((Date.now() - (deadline - seconds * 1000)) / 1000),
+        emulator: await emulator.sample(),
+        self: selfMemory(),
+        ops: totalOps,
+      })
       const s = samples.at(-1)
       log(
         `  ${s.t}s  ops ${s.ops}  errors ${errors.length}  emulator: rss ${MB(s.emulator.rss)} MB, heap ${MB(s.emulator.heapUsed)} MB, buffers ${MB(s.emulator.arrayBuffers)} MB  clients: rss ${MB(s.self.rss)} MB, heap ${MB(s.self.heapUsed)} MB, buffers ${MB(s.self.arrayBuffers)} MB`,
@@ -218,7 +228,8 @@ async function main() {
     const expected = model.get(key)
     const got = await clients[0].get(key)
     const want = expected?.value ?? null
-    if ((got.value?.toString() ?? null) !== want) mismatches.push(`${key}: store has ${got.value?.toString() ?? 'nothing'}, model ${want ?? 'nothing'}`)
+    if ((got.value?.toString() ?? null) !== want)
+      mismatches.push(`${key}: store has ${got.value?.toString() ?? 'nothing'}, model ${want ?? 'nothing'}`)
     else if (want !== null && !got.version?.equals(expected.version))
       mismatches.push(`${key}: version ${got.version} in the store, ${expected.version} acknowledged`)
   }
@@ -231,9 +242,13 @@ async function main() {
       const expected = model.get(key)
       const exists = expected?.value != null
       const n = entry.last
-      const ok = exists ? n.operation === 'SET' && n.value === expected.value && n.version?.equals(expected.version) : n.operation === 'DELETE'
+      const ok = exists
+        ? n.operation === 'SET' && n.value === expected.value && n.version?.equals(expected.version)
+        : n.operation === 'DELETE'
       if (!ok)
-        watchMismatches.push(`client ${ci} ${key}: last notification ${n.operation} ${n.version}, final ${exists ? `SET ${expected.version}` : 'absent'}`)
+        watchMismatches.push(
+          `client ${ci} ${key}: last notification ${n.operation} ${n.version}, final ${exists ? `SET ${expected.version}` : 'absent'}`,
+        )
     }
   }
   const finalEmulator = await emulator.sample()
@@ -271,8 +286,17 @@ async function main() {
     latencyMs: { p50: q(0.5), p99: q(0.99), max: q(1) },
     errors: errors.length,
     firstErrors: errors.slice(0, 5),
-    finalState: { keysInStore: finalEmulator.keys, keysInModel: modelKeys, mismatches: mismatches.length, firstMismatches: mismatches.slice(0, 5) },
-    watches: { checked: watchChecked, mismatches: watchMismatches.length, firstMismatches: watchMismatches.slice(0, 5) },
+    finalState: {
+      keysInStore: finalEmulator.keys,
+      keysInModel: modelKeys,
+      mismatches: mismatches.length,
+      firstMismatches: mismatches.slice(0, 5),
+    },
+    watches: {
+      checked: watchChecked,
+      mismatches: watchMismatches.length,
+      firstMismatches: watchMismatches.slice(0, 5),
+    },
     memory: first
       ? {
           sampledFromSecond: first.t,
@@ -280,7 +304,10 @@ async function main() {
           emulator: {
             rssMB: [MB(first.emulator.rss), MB(last.emulator.rss)],
             heapMB: [MB(first.emulator.heapUsed), MB(last.emulator.heapUsed)],
-            heapRangeMB: [MB(Math.min(...samples.map((x) => x.emulator.heapUsed))), MB(Math.max(...samples.map((x) => x.emulator.heapUsed)))],
+            heapRangeMB: [
+              MB(Math.min(...samples.map((x) => x.emulator.heapUsed))),
+              MB(Math.max(...samples.map((x) => x.emulator.heapUsed))),
+            ],
             rssDriftMB: MB(last.emulator.rss - first.emulator.rss),
             heapDriftMB: MB(last.emulator.heapUsed - first.emulator.heapUsed),
           },
@@ -305,16 +332,21 @@ async function main() {
       },
     },
   }
-  const ok = errors.length === 0 && mismatches.length === 0 && watchMismatches.length === 0 && finalEmulator.keys === modelKeys
+  const ok =
+    errors.length === 0 && mismatches.length === 0 && watchMismatches.length === 0 && finalEmulator.keys === modelKeys
   if (opts.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`)
   else {
-    log(`\n${totalOps} operations in ${seconds} s (${result.opsPerSecond}/s), latency p50 ${result.latencyMs.p50} ms p99 ${result.latencyMs.p99} ms`)
+    log(
+      `\n${totalOps} operations in ${seconds} s (${result.opsPerSecond}/s), latency p50 ${result.latencyMs.p50} ms p99 ${result.latencyMs.p99} ms`,
+    )
     log(`  ${JSON.stringify(counts)}`)
     log(`errors: ${errors.length}${errors.length ? ` (${errors.slice(0, 3).join('; ')})` : ''}`)
     log(
       `final state: ${keyCount} keys compared with the model, ${mismatches.length} mismatches; ${finalEmulator.keys} keys in the store, ${modelKeys} in the model`,
     )
-    log(`watches: ${watchChecked} last notifications compared with the final state, ${watchMismatches.length} mismatches`)
+    log(
+      `watches: ${watchChecked} last notifications compared with the final state, ${watchMismatches.length} mismatches`,
+    )
     if (result.memory) {
       const m = result.memory
       log(
@@ -334,9 +366,13 @@ async function main() {
 
 /** The emulator in a child process that reports its own memory after a full GC on request. */
 async function startEmulatorChild(brokerUrl) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--role', 'emulator', ...(brokerUrl ? ['--broker', brokerUrl] : [])], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  })
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(import.meta.url), '--role', 'emulator', ...(brokerUrl ? ['--broker', brokerUrl] : [])],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  )
   process.on('exit', () => child.kill('SIGKILL'))
   const waiting = []
   let buffered = ''

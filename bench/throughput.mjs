@@ -11,7 +11,16 @@
 // responder each have a mosquitto of their own (same configuration; only one pair is busy at a
 // time). With aedes, each serves through its own embedded broker, in its own process, as the
 // emulator's `--listen` does.
-import { benchArgs, fmtRange, fmtRatio, interleave, pairRatio, percentiles, table, writeResult } from './lib/harness.mjs'
+import {
+  benchArgs,
+  fmtRange,
+  fmtRatio,
+  interleave,
+  pairRatio,
+  percentiles,
+  table,
+  writeResult,
+} from './lib/harness.mjs'
 import { connectBare } from './lib/bare-requester.mjs'
 import { connectClient, drive, preload } from './lib/load.mjs'
 import { startEchoProcess, startEmulatorProcess, startMosquitto } from './lib/procs.mjs'
@@ -22,14 +31,21 @@ const LEAD_IN_MS = 150
 const WINDOWS = [1, 16, 64, 256]
 const OPS = ['GET', 'SET']
 const KEYS = 1000
-const brokers = argv.includes('--aedes-only') ? ['aedes'] : argv.includes('--mosquitto-only') ? ['mosquitto'] : ['mosquitto', 'aedes']
+const brokers = argv.includes('--aedes-only')
+  ? ['aedes']
+  : argv.includes('--mosquitto-only')
+    ? ['mosquitto']
+    : ['mosquitto', 'aedes']
 
 async function setup(broker) {
   if (broker === 'mosquitto') {
     const [m1, m2] = [await startMosquitto(), await startMosquitto()]
     const emu = await startEmulatorProcess({ brokerUrl: m1.urls[0] })
     const echo = await startEchoProcess({ brokerUrl: m2.urls[0] })
-    return { urls: { emulator: m1.urls[0], echo: m2.urls[0] }, stop: () => Promise.all([emu.stop(), echo.stop(), m1.stop(), m2.stop()]) }
+    return {
+      urls: { emulator: m1.urls[0], echo: m2.urls[0] },
+      stop: () => Promise.all([emu.stop(), echo.stop(), m1.stop(), m2.stop()]),
+    }
   }
   const emu = await startEmulatorProcess({})
   const echo = await startEchoProcess({})
@@ -43,7 +59,11 @@ const headline = []
 const data = {}
 for (const broker of brokers) {
   const env = await setup(broker)
-  const clients = { emulator: await connectClient(env.urls.emulator), echo: await connectClient(env.urls.echo), bare: await connectBare(env.urls.echo) }
+  const clients = {
+    emulator: await connectClient(env.urls.emulator),
+    echo: await connectClient(env.urls.echo),
+    bare: await connectBare(env.urls.echo),
+  }
   // GETs find a 100-byte value, as the echo responder answers.
   await preload(clients.emulator, KEYS)
   data[broker] = {}
@@ -76,7 +96,14 @@ for (const broker of brokers) {
       const oursBare = pairRatio(r, 'emulator', 'bare', 'opsPerSec')
       // bare's CPU per request / the client's: the share of the requester's CPU that is mqtt.js and the socket.
       const cpuShare = pairRatio(r, 'bare', 'echo', 'cpuUsPerOp')
-      cpuRows.push([broker, op, window, fmtRange(r.echo.cpuUsPerOp, 1, ' µs'), fmtRange(r.bare.cpuUsPerOp, 1, ' µs'), fmtRatio(cpuShare)])
+      cpuRows.push([
+        broker,
+        op,
+        window,
+        fmtRange(r.echo.cpuUsPerOp, 1, ' µs'),
+        fmtRange(r.bare.cpuUsPerOp, 1, ' µs'),
+        fmtRatio(cpuShare),
+      ])
       if (window === 64)
         headline.push({
           metric: `${broker} ${op} window 64: requester CPU per request, bare mqtt.js / client`,
@@ -150,7 +177,17 @@ for (const broker of brokers) {
 
 const t1 = table(
   `Pipelined throughput, ops/s median (min–max) over ${rounds} interleaved rounds of ${MS} ms; ratios per round: emulator / echo limit (both through StateStoreClient), client / bare (StateStoreClient and a bare mqtt.js requester on the same echo responder: the client's own cost), ours / bare (client + emulator against bare mqtt.js + echo)`,
-  ['broker', 'op', 'window', 'emulator', 'client on echo', 'bare mqtt.js on echo', 'emulator / echo', 'client / bare', 'ours / bare'],
+  [
+    'broker',
+    'op',
+    'window',
+    'emulator',
+    'client on echo',
+    'bare mqtt.js on echo',
+    'emulator / echo',
+    'client / bare',
+    'ours / bare',
+  ],
   tpRows,
 )
 const t2 = table(

@@ -20,7 +20,18 @@ import { mkdtempSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BENCH_DIR, benchArgs, fmtRange, fmtRatio, interleave, pairRatio, percentiles, sleep, table, writeResult } from './lib/harness.mjs'
+import {
+  BENCH_DIR,
+  benchArgs,
+  fmtRange,
+  fmtRatio,
+  interleave,
+  pairRatio,
+  percentiles,
+  sleep,
+  table,
+  writeResult,
+} from './lib/harness.mjs'
 import { connectClient, keyOf } from './lib/load.mjs'
 import { cpuMsOf, launch, startEmulatorProcess, startMosquitto, waitForOutput } from './lib/procs.mjs'
 import { traceReport } from './lib/watch-trace-report.mjs'
@@ -51,13 +62,19 @@ const broker = await startMosquitto()
 const emu = await startEmulatorProcess({ brokerUrl: broker.urls[0], nodeArgs: traceArgs, env: traceRole('emulator') })
 const baseBroker = baselineDir ? await startMosquitto() : null
 const baseEmu = baselineDir
-  ? await startEmulatorProcess({ brokerUrl: baseBroker.urls[0], cli: join(baselineDir, 'dist/src/emulator/cli/main.js'), env: traceRole('baseline-emulator') })
+  ? await startEmulatorProcess({
+      brokerUrl: baseBroker.urls[0],
+      cli: join(baselineDir, 'dist/src/emulator/cli/main.js'),
+      env: traceRole('baseline-emulator'),
+    })
   : null
 // The processes each variant's messages go through besides the writer and this one (the watcher):
 // their CPU per message is measured round by round.
 const middleOf = { statestore: emu, baseline: baseEmu }
 const brokerOf = { statestore: broker, raw: broker, relay: broker, baseline: baseBroker }
-const relay = launch(process.execPath, [...traceArgs, join(BENCH_DIR, 'lib/watch-relay.mjs'), broker.urls[0]], { env: traceRole('relay') })
+const relay = launch(process.execPath, [...traceArgs, join(BENCH_DIR, 'lib/watch-relay.mjs'), broker.urls[0]], {
+  env: traceRole('relay'),
+})
 await waitForOutput(relay, /relay ready/, 15000, 'relay')
 middleOf.relay = { child: relay }
 
@@ -83,9 +100,16 @@ const listener = (n) => {
 const observations = await Promise.all(Array.from({ length: KEYS }, (_, i) => watcher.observe(keyOf(i), listener)))
 console.log(`watch: ${observations.length} keys observed in ${Date.now() - t0} ms`)
 const baseWatcher = baseBroker ? await connectClient(baseBroker.urls[0]) : null
-if (baseWatcher) observations.push(...(await Promise.all(Array.from({ length: KEYS }, (_, i) => baseWatcher.observe(keyOf(i), listener)))))
+if (baseWatcher)
+  observations.push(
+    ...(await Promise.all(Array.from({ length: KEYS }, (_, i) => baseWatcher.observe(keyOf(i), listener)))),
+  )
 
-const raw = mqtt.connect(broker.urls[0], { protocolVersion: 5, clientId: `watch-raw-${process.pid}`, reconnectPeriod: 0 })
+const raw = mqtt.connect(broker.urls[0], {
+  protocolVersion: 5,
+  clientId: `watch-raw-${process.pid}`,
+  reconnectPeriod: 0,
+})
 raw.on('connect', () => raw.stream.setNoDelay?.(true))
 await new Promise((resolve) => raw.once('connect', resolve))
 await raw.subscribeAsync('bench/watch/#', { qos: 1 })
@@ -112,7 +136,11 @@ async function startWriter(mode, url = broker.urls[0], role = `writer-${mode}`) 
     },
   }
 }
-const writers = { statestore: await startWriter('statestore'), raw: await startWriter('raw'), relay: await startWriter('relay') }
+const writers = {
+  statestore: await startWriter('statestore'),
+  raw: await startWriter('raw'),
+  relay: await startWriter('relay'),
+}
 if (baseBroker) writers.baseline = await startWriter('statestore', baseBroker.urls[0], 'baseline-writer')
 
 const r = await interleave({
@@ -126,12 +154,19 @@ const r = await interleave({
     seen = new Set()
     duplicates = 0
     // CPU (user + system) of every process on the path, from /proc (the watcher: this process).
-    const pids = { writer: writers[variant].pid, broker: brokerOf[variant].child.pid, middle: middleOf[variant]?.child.pid }
+    const pids = {
+      writer: writers[variant].pid,
+      broker: brokerOf[variant].child.pid,
+      middle: middleOf[variant]?.child.pid,
+    }
     const ownCpuMs = () => {
       const u = process.cpuUsage()
       return (u.user + u.system) / 1000
     }
-    const cpuBefore = { ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuMsOf(pid) : 0])), watcher: ownCpuMs() }
+    const cpuBefore = {
+      ...Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuMsOf(pid) : 0])),
+      watcher: ownCpuMs(),
+    }
     const wallStart = performance.now()
     const { sent, acked, failed } = await writers[variant].run()
     const deadline = Date.now() + DRAIN_MS
@@ -193,29 +228,72 @@ const toRelay = Object.fromEntries(['p50', 'p99', 'max'].map((m) => [m, pairRati
 const baseRows = baseBroker
   ? [
       row('state store, baseline emulator (before)', r.baseline),
-      ['ratio state store / baseline (after / before)', ...['p50', 'p99', 'max'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m))), '', '', ''],
+      [
+        'ratio state store / baseline (after / before)',
+        ...['p50', 'p99', 'max'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m))),
+        '',
+        '',
+        '',
+      ],
     ]
   : []
-const cpuNames = { baseline: 'state store, baseline emulator', statestore: 'state store', relay: 'two-hop bare relay', raw: 'one-hop publish' }
+const cpuNames = {
+  baseline: 'state store, baseline emulator',
+  statestore: 'state store',
+  relay: 'two-hop bare relay',
+  raw: 'one-hop publish',
+}
 const cpuRows = Object.keys(cpuNames)
   .filter((v) => r[v])
-  .map((v) => [cpuNames[v], ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal'].map((m) => fmtRange(r[v][m])), fmtRange(r[v].coresBusy, 2)])
+  .map((v) => [
+    cpuNames[v],
+    ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal'].map((m) => fmtRange(r[v][m])),
+    fmtRange(r[v].coresBusy, 2),
+  ])
 cpuRows.push([
   'ratio state store / two-hop relay, per round',
-  ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal', 'coresBusy'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'relay', m))),
+  ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal', 'coresBusy'].map((m) =>
+    fmtRatio(pairRatio(r, 'statestore', 'relay', m)),
+  ),
 ])
 if (baseBroker)
   cpuRows.push([
     'ratio state store / baseline',
-    ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal', 'coresBusy'].map((m) => fmtRatio(pairRatio(r, 'statestore', 'baseline', m))),
+    ...['cpuWriter', 'cpuBroker', 'cpuMiddle', 'cpuWatcher', 'cpuTotal', 'coresBusy'].map((m) =>
+      fmtRatio(pairRatio(r, 'statestore', 'baseline', m)),
+    ),
   ])
 const rows = [
   row('state store (SET -> notification)', s),
   row('raw MQTT publish, one hop (reference)', r.raw),
   row('bare relay, two hops (second reference)', r.relay),
-  ['ratio state store / one hop (target)', fmtRatio(s.p50.ratio), fmtRatio(s.p99.ratio), fmtRatio(s.max.ratio), '', '', ''],
-  ['ratio two-hop relay / one hop', fmtRatio(r.relay.p50.ratio), fmtRatio(r.relay.p99.ratio), fmtRatio(r.relay.max.ratio), '', '', ''],
-  ['ratio state store / two-hop relay', fmtRatio(toRelay.p50), fmtRatio(toRelay.p99), fmtRatio(toRelay.max), '', '', ''],
+  [
+    'ratio state store / one hop (target)',
+    fmtRatio(s.p50.ratio),
+    fmtRatio(s.p99.ratio),
+    fmtRatio(s.max.ratio),
+    '',
+    '',
+    '',
+  ],
+  [
+    'ratio two-hop relay / one hop',
+    fmtRatio(r.relay.p50.ratio),
+    fmtRatio(r.relay.p99.ratio),
+    fmtRatio(r.relay.max.ratio),
+    '',
+    '',
+    '',
+  ],
+  [
+    'ratio state store / two-hop relay',
+    fmtRatio(toRelay.p50),
+    fmtRatio(toRelay.p99),
+    fmtRatio(toRelay.max),
+    '',
+    '',
+    '',
+  ],
   ...baseRows,
 ]
 const t = table(
@@ -229,7 +307,9 @@ const cpuTable = table(
   cpuRows,
 )
 const middleRatio = pairRatio(r, 'statestore', 'relay', 'cpuMiddle')
-const traceTables = trace ? traceReport({ dir: process.env.WATCH_TRACE_DIR, watcher: globalThis.__watchTrace.events, warmup: WARMUP }) : []
+const traceTables = trace
+  ? traceReport({ dir: process.env.WATCH_TRACE_DIR, watcher: globalThis.__watchTrace.events, warmup: WARMUP })
+  : []
 const totalLost = s.lost.samples.reduce((a, b) => a + b, 0)
 writeResult('watch', {
   tables: [t, cpuTable, ...traceTables],

@@ -14,7 +14,10 @@ function readExamples(examplesDir) {
   return readdirSync(examplesDir)
     .filter((f) => f.endsWith('.json'))
     .sort()
-    .map((f) => ({ name: f.slice(0, -'.json'.length), nodes: JSON.parse(readFileSync(path.join(examplesDir, f), 'utf8')) }))
+    .map((f) => ({
+      name: f.slice(0, -'.json'.length),
+      nodes: JSON.parse(readFileSync(path.join(examplesDir, f), 'utf8')),
+    }))
 }
 
 // Ids derived from the file and the old id, so seeding the same examples twice gives the same flow file.
@@ -70,7 +73,9 @@ function mergeExamples(examples) {
         const same =
           existing && isDeepStrictEqual(existing, node)
             ? existing
-            : merged.find((m) => isConfigNode(m) && m.type === node.type && isDeepStrictEqual(withoutId(m), withoutId(node)))
+            : merged.find(
+                (m) => isConfigNode(m) && m.type === node.type && isDeepStrictEqual(withoutId(m), withoutId(node)),
+              )
         if (same) {
           if (same.id !== node.id) renames.set(node.id, same.id)
           continue

@@ -54,7 +54,16 @@ function writeSettings(file, settings, moreSource = '') {
  * not yet). Rejects, with the runtime's output, when it exits first or is not ready in timeoutMs;
  * the child is killed then, so a failed start leaves nothing running.
  */
-async function startNodeRed({ redJs = RED_JS[5], userDir, port, settingsFile, env = process.env, ready, timeoutMs = 30000, onOutput }) {
+async function startNodeRed({
+  redJs = RED_JS[5],
+  userDir,
+  port,
+  settingsFile,
+  env = process.env,
+  ready,
+  timeoutMs = 30000,
+  onOutput,
+}) {
   // Node-RED 4 runs on this Node.js (CI's Node.js 20 run tests it there); 5 needs 22.9.
   const node = redJs === RED_JS[4] ? process.execPath : nodeBinary()
   const child = spawn(node, [redJs, '--userDir', userDir, '--port', String(port), '--settings', settingsFile], {

@@ -8,7 +8,9 @@ const path = require('node:path')
 const { linkPackage } = require('./user-dir.js')
 
 const root = path.join(__dirname, '..')
-const userDir = process.env.NODE_RED_USER_DIR ? path.resolve(process.env.NODE_RED_USER_DIR) : path.join(root, '.node-red')
+const userDir = process.env.NODE_RED_USER_DIR
+  ? path.resolve(process.env.NODE_RED_USER_DIR)
+  : path.join(root, '.node-red')
 linkPackage(userDir, root)
 
 function port(value, fallback) {

@@ -1,5 +1,11 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red'
-import { CLIENT_DEFAULTS, parsePersistenceProperty, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
+import {
+  CLIENT_DEFAULTS,
+  parsePersistenceProperty,
+  StateStoreClient,
+  type ClientOptions,
+  type ConnectionStatus,
+} from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError, OverloadedError, type ConnectionErrorCode } from '../src/diagnostics/errors'
 import { LockFollower, StoreActivity } from '../src/observe'
@@ -57,15 +63,20 @@ export = function (RED: NodeAPI) {
     let environment: FromEnvironment = {}
     let environmentError: unknown = null
     try {
-      environment = def.embedded ? {} : fromEnvironment({ ...def, credentials: node.credentials ?? {}, hasTls: Boolean(def.tls) })
+      environment = def.embedded
+        ? {}
+        : fromEnvironment({ ...def, credentials: node.credentials ?? {}, hasTls: Boolean(def.tls) })
     } catch (err) {
       environmentError = err
     }
-    const claimed = !def.clientId?.trim() && environment.clientId ? claimEnvironmentClientId(environment.clientId, node.id) : null
-    if (claimed?.shared) node.warn(RED._('ss-config.log.environmentClientId', { id: environment.clientId!, client: claimed.clientId }))
+    const claimed =
+      !def.clientId?.trim() && environment.clientId ? claimEnvironmentClientId(environment.clientId, node.id) : null
+    if (claimed?.shared)
+      node.warn(RED._('ss-config.log.environmentClientId', { id: environment.clientId!, client: claimed.clientId }))
     const clientId = def.clientId?.trim() || claimed?.clientId || configClientId(RED.settings.userDir, node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, CLIENT_DEFAULTS.requestTimeoutMs)
-    // Blank: a msg waits for a connection that is down as long as for its answer, its request timeout; 0 fails it at once.
+    // Blank: a msg waits for a connection that is down as long as for its answer, its request timeout; 0 fails it at
+    // once.
     const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, requestTimeoutMs), requestTimeoutMs)
     const maxQueuedBytes = wholeNumber(def.queueMemory, CLIENT_DEFAULTS.maxQueuedBytes / MIB) * MIB
     let connection: ConnectionStatus = { state: 'disconnected' }
@@ -85,7 +96,10 @@ export = function (RED: NodeAPI) {
       activity.connectionChanged()
       const line = log.next(status)
       if (line) {
-        const text = RED._(`ss-config.log.${line.key}`, { client: clientId, reason: shownReason(status, (key) => RED._(key)) ?? '' })
+        const text = RED._(`ss-config.log.${line.key}`, {
+          client: clientId,
+          reason: shownReason(status, (key) => RED._(key)) ?? '',
+        })
         if (line.warn) node.warn(text)
         else node.log(text)
       }
@@ -109,10 +123,12 @@ export = function (RED: NodeAPI) {
         persistenceProperty: parsePersistenceProperty(def.persistenceProperty),
         ...(def.metricCategory !== undefined ? { metricCategory: def.metricCategory.trim() } : {}),
         metrics: activity.metrics,
-        logger: (level, message) => (level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message)),
+        logger: (level, message) =>
+          level === 'info' ? node.log(message) : level === 'debug' ? node.debug(message) : node.warn(message),
       }
       const expiry = Number(def.sessionExpiry)
-      if (String(def.sessionExpiry ?? '').trim() !== '' && Number.isSafeInteger(expiry) && expiry >= 0) opts.sessionExpirySec = expiry
+      if (String(def.sessionExpiry ?? '').trim() !== '' && Number.isSafeInteger(expiry) && expiry >= 0)
+        opts.sessionExpirySec = expiry
       else if (environment.sessionExpirySec !== undefined) opts.sessionExpirySec = environment.sessionExpirySec
       const tlsNode = def.tls ? (RED.nodes.getNode(def.tls) as unknown as TlsConfigNode | null) : null
       const { username, password, satTokenFile, tls } = environment
@@ -135,7 +151,8 @@ export = function (RED: NodeAPI) {
       }
       // A broker in this process (the embedded emulator, `npm start`'s) is reached without loopback TCP.
       const connectStream = inProcessConnector(brokerUrl) ?? undefined
-      // Checks after every connect that a state store answers: the status says so when none does, and msgs fail at once.
+      // Checks after every connect that a state store answers: the status says so when none does, and msgs fail at
+      // once.
       const created = new StateStoreClient({ ...options(brokerUrl, connectStream), checkService: true })
       created.on('status', publish)
       created.on('error', (err) => {
@@ -213,15 +230,24 @@ export = function (RED: NodeAPI) {
         return await client
       } catch (err) {
         // A client that did not start (bad options) is as good as closed: waiting longer does not help.
-        throw notConnected('ConnectionClosed', shownReason(connection, (key) => RED._(key)) ?? (err instanceof Error ? err.message : String(err)), err)
+        throw notConnected(
+          'ConnectionClosed',
+          shownReason(connection, (key) => RED._(key)) ?? (err instanceof Error ? err.message : String(err)),
+          err,
+        )
       }
     }
 
-    // A missing service keeps the client's message (status.noService says what to check); the other codes say "not connected" and why.
+    // A missing service keeps the client's message (status.noService says what to check); the other codes say "not
+    // connected" and why.
     // A full wait queue names this node's setting. A write's failure keeps whether it was written.
     node.explain = (err) => {
       if (err instanceof OverloadedError && err.bound === 'maxQueuedBytes') {
-        const own = new OverloadedError(RED._('ss-config.errors.overloaded', { mb: String(maxQueuedBytes / MIB) }), err.bound, err.limit)
+        const own = new OverloadedError(
+          RED._('ss-config.errors.overloaded', { mb: String(maxQueuedBytes / MIB) }),
+          err.bound,
+          err.limit,
+        )
         if (err.written !== undefined) own.written = err.written
         return own
       }

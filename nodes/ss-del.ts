@@ -35,7 +35,8 @@ export = function (RED: NodeAPI) {
     const sendAs: SendAs = def.sendAs === 'key' ? 'key' : 'all'
     const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
     const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)
-    const outcome = (deleted: number) => status.outcome(deleted === 1 ? 'status.deleted' : deleted === 0 ? 'status.notFound' : 'status.mismatch')
+    const outcome = (deleted: number) =>
+      status.outcome(deleted === 1 ? 'status.deleted' : deleted === 0 ? 'status.notFound' : 'status.mismatch')
 
     onInput(node, status, async (msg, send) => {
       const input = await keyInput(RED, node, msg, key, t)

@@ -16,7 +16,10 @@ interface GetDef extends NodeDef {
   keyType: string
   decode: Decoding
   notFound: 'output' | 'payload'
-  /** `value` reads the key (or keys); `keys` lists the keys the Key setting matches as a glob (SCAN); `values` reads them too. */
+  /**
+   * `value` reads the key (or keys); `keys` lists the keys the Key setting matches as a glob (SCAN); `values` reads
+   * them too.
+   */
   mode?: 'value' | 'keys' | 'values'
   /** Several keys: one msg for all, one per key, or (pattern with values) one per page. */
   sendAs?: PatternSendAs
@@ -37,10 +40,13 @@ export = function (RED: NodeAPI) {
     const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
     const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)
     const ctx = { RED, node, status, t }
-    const route = (msg: NodeMessage, found: boolean): Output => (secondOutput ? (found ? [msg, null] : [null, msg]) : msg)
+    const route = (msg: NodeMessage, found: boolean): Output =>
+      secondOutput ? (found ? [msg, null] : [null, msg]) : msg
     const read = async (name: string): Promise<ReadValue | null> => {
       const result = await (await client()).get(name)
-      return result.value === null ? null : { value: decodePayload(result.value, decode, t), version: result.version?.toString() }
+      return result.value === null
+        ? null
+        : { value: decodePayload(result.value, decode, t), version: result.version?.toString() }
     }
 
     onInput(node, status, async (msg, send) => {
@@ -57,7 +63,15 @@ export = function (RED: NodeAPI) {
       }
       if (mode === 'values') {
         const scan = (await client()).scan(parseKey(input, t))
-        await readPattern(ctx, msg, send, { scan, sendAs, inFlight, maxKeys, read, route, progress: (n) => status.outcome('status.read', String(n)) })
+        await readPattern(ctx, msg, send, {
+          scan,
+          sendAs,
+          inFlight,
+          maxKeys,
+          read,
+          route,
+          progress: (n) => status.outcome('status.read', String(n)),
+        })
         return
       }
       if (Array.isArray(input)) {

@@ -85,7 +85,11 @@ export = function (RED: NodeAPI) {
     leader = modeName === 'leader' || modeName === 'gate' ? leaderMode(ctx, { gate: modeName === 'gate' }) : null
     const modeOfNode: LockMode =
       leader ??
-      (modeName === 'lock' ? lockMode(ctx) : modeName === 'once' ? onceMode({ ...ctx, keepMs: positiveInt(def.keepMs, DEFAULT_KEEP_MS) }) : leaseMode(ctx))
+      (modeName === 'lock'
+        ? lockMode(ctx)
+        : modeName === 'once'
+          ? onceMode({ ...ctx, keepMs: positiveInt(def.keepMs, DEFAULT_KEEP_MS) })
+          : leaseMode(ctx))
     mode = modeOfNode
 
     /** Leader mode starts campaigning for its configured name when deployed (and again after a failed start). */
@@ -106,7 +110,10 @@ export = function (RED: NodeAPI) {
     onInput(node, status, async (msg, send: Send) => {
       const action = override(msg, 'action', overrides, def.action || DEFAULTS.action.value)
       if (typeof action !== 'string' || !ACTIONS.includes(action))
-        throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
+        throw new InputError(
+          'ActionUnknown',
+          t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }),
+        )
       const out = (name: string) => (ok: boolean, m: NodeMessage) => {
         // The lock name it used, told on the msg: no node reads msg.key unless its Key setting names it;
         // a gate passes the msg on as it came (its msg.key is the flow's, not the position's).
@@ -118,13 +125,21 @@ export = function (RED: NodeAPI) {
       // the msg by a lock node upstream, does not move the node to it.
       const carriedHold = leader ? null : carried((msg as Record<string, unknown>).lock)
       const blank = keyProp.type === 'str' && keyProp.value.trim() === ''
-      const fromHold = blank && carriedHold !== null && (action === 'release' || action === 'renew' || action === 'complete')
+      const fromHold =
+        blank && carriedHold !== null && (action === 'release' || action === 'renew' || action === 'complete')
       // Run once with a blank Key claims an id derived from the msg (claim-id.ts), never msg.key: a key
       // an earlier node read is no msg's identity.
       const derived = modeName === 'once' && blank && action === 'acquire'
-      const name = fromHold ? carriedHold.name : derived ? derivedClaimKey(msg) : await resolveKey(RED, node, msg, keyProp, t)
+      const name = fromHold
+        ? carriedHold.name
+        : derived
+          ? derivedClaimKey(msg)
+          : await resolveKey(RED, node, msg, keyProp, t)
       // A semaphore's hold names its slot (`<name>/slot-<i>`): a node naming the semaphore releases it too.
-      const hold = carriedHold && (carriedHold.name === name || carriedHold.name.startsWith(name + SLOT_SEPARATOR)) ? carriedHold : null
+      const hold =
+        carriedHold && (carriedHold.name === name || carriedHold.name.startsWith(name + SLOT_SEPARATOR))
+          ? carriedHold
+          : null
       if (hold && action === 'release') {
         const released = await releaseCarried(await client(), hold)
         ;(msg as Record<string, unknown>).released = released

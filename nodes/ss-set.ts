@@ -5,7 +5,16 @@ import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
 import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS, parseKeyValues } from './lib/key-list'
 import { runKeys, type SendAs } from './lib/many-keys'
-import { evaluateInput, override, parseExpiry, positiveInt, preview, resolveFencingToken, resolveKey, typedSetting } from './lib/props'
+import {
+  evaluateInput,
+  override,
+  parseExpiry,
+  positiveInt,
+  preview,
+  resolveFencingToken,
+  resolveKey,
+  typedSetting,
+} from './lib/props'
 import { attach } from './lib/config-node'
 import { writeTimeUnderHold } from './lock/write-guard'
 import { SCHEMAS } from './lib/schemas'
@@ -26,7 +35,9 @@ interface SetDef extends NodeDef {
   notApplied: 'output' | 'same'
   overrides: boolean
   encode?: Encoding
-  /** `object`: the Value is an object of key → value, each property written to its key (the Key setting is not used). */
+  /**
+   * `object`: the Value is an object of key → value, each property written to its key (the Key setting is not used).
+   */
   multi?: 'key' | 'object'
   /** Several keys: one msg for all or one per key. */
   sendAs?: SendAs
@@ -74,7 +85,8 @@ export = function (RED: NodeAPI) {
           keys: entries.map(([k]) => k),
           inFlight,
           sendAs,
-          run: (k) => c.set(k, encodeAs(values.get(k), encoding, t), { ...options, ...writeTimeUnderHold(msg.lock, k, t) }),
+          run: (k) =>
+            c.set(k, encodeAs(values.get(k), encoding, t), { ...options, ...writeTimeUnderHold(msg.lock, k, t) }),
           one(copy, k, result) {
             copy.payload = values.get(k)
             copy.applied = result.applied
@@ -85,7 +97,10 @@ export = function (RED: NodeAPI) {
           all(whole, results) {
             whole.applied = Object.fromEntries([...results].map(([k, r]) => [k, r.applied]))
             whole.version = Object.fromEntries([...results].map(([k, r]) => [k, r.version.toString()]))
-            status.outcome('status.applied', `${[...results.values()].filter((r) => r.applied).length}/${entries.length}`)
+            status.outcome(
+              'status.applied',
+              `${[...results.values()].filter((r) => r.applied).length}/${entries.length}`,
+            )
             return whole
           },
         })

@@ -5,7 +5,15 @@ import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulato
 import type { StateStoreClient } from '../src/client'
 import { LiveFeed, lockView, ScanKeyBrowser, viewValue, watchView, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/config-node'
-import { EXPORT_IDLE_MS, ExportTooLarge, MAX_EXPORT_BYTES, MAX_EXPORT_KEYS, responseSink, streamExport, type ExportLimits } from './lib/export-keys'
+import {
+  EXPORT_IDLE_MS,
+  ExportTooLarge,
+  MAX_EXPORT_BYTES,
+  MAX_EXPORT_KEYS,
+  responseSink,
+  streamExport,
+  type ExportLimits,
+} from './lib/export-keys'
 import { asksForInternalKeys, isContextInternalKey } from './lib/internal-keys'
 
 /**
@@ -79,7 +87,10 @@ export = function (RED: NodeAPI) {
     return (await browser.answersScan(SCAN_PROBE_MS)) ? browser : null
   }
 
-  /** The emulator's admin channel, where the store has no SCAN: in this process, else a standalone emulator's over MQTT (its `--admin`). */
+  /**
+   * The emulator's admin channel, where the store has no SCAN: in this process, else a standalone emulator's over MQTT
+   * (its `--admin`).
+   */
   async function admin(n: StoreConfigNode): Promise<AdminChannel | null> {
     if (!n.brokerUrl) return null
     const local = adminFor(n.brokerUrl)
@@ -252,7 +263,9 @@ export = function (RED: NodeAPI) {
         const kept = keys.filter((k) => k.key === null || !isContextInternalKey(k.key))
         return { keys: kept, hidden: keys.length - kept.length }
       }
-      const scanned = await (await scanBrowser(n))?.page({ ...(pattern !== undefined ? { pattern } : {}), ...(after ? { cursor: after } : {}), limit })
+      const scanned = await (
+        await scanBrowser(n)
+      )?.page({ ...(pattern !== undefined ? { pattern } : {}), ...(after ? { cursor: after } : {}), limit })
       if (scanned) {
         // The shape of an admin page; what SCAN does not tell (counts, expiry, fencing, persistence) is null.
         const keys = scanned.keys.map((k) => ({ ...k, expiresAt: null, fencingToken: null, persisted: false }))
@@ -286,16 +299,25 @@ export = function (RED: NodeAPI) {
         const c = await client(n, res)
         if (!c) return
         const pattern = typeof req.query.pattern === 'string' && req.query.pattern !== '' ? req.query.pattern : '*'
-        // An emulator in this process tells expiry and persistence; otherwise SCAN lists the keys, or a standalone emulator's admin channel.
+        // An emulator in this process tells expiry and persistence; otherwise SCAN lists the keys, or a standalone
+        // emulator's admin channel.
         const a = (n.brokerUrl ? adminFor(n.brokerUrl) : null) ?? ((await scanBrowser(n)) ? null : await admin(n))
         const start = () => res.status(200).type('application/x-ndjson')
-        await streamExport(c, a, pattern, responseSink(res, start, abort.signal, exportIdleMs()), exportLimits(), abort.signal)
+        await streamExport(
+          c,
+          a,
+          pattern,
+          responseSink(res, start, abort.signal, exportIdleMs()),
+          exportLimits(),
+          abort.signal,
+        )
         if (!res.headersSent) start()
         res.end()
       } catch (err) {
         // Once the file has begun, a failure cuts the download: an export that ends short must not look whole.
         if (res.headersSent || abort.signal.aborted) return void res.destroy()
-        if (err instanceof ExportTooLarge) return fail(res, 413, err.limit === 'keys' ? 'exportTooLarge' : 'exportTooManyBytes')
+        if (err instanceof ExportTooLarge)
+          return fail(res, 413, err.limit === 'keys' ? 'exportTooLarge' : 'exportTooManyBytes')
         throw err
       } finally {
         exporting.delete(n.id)
@@ -308,7 +330,10 @@ export = function (RED: NodeAPI) {
     return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : fallback
   }
   function exportLimits(): ExportLimits {
-    return { maxBytes: exportSetting('exportMaxBytes', MAX_EXPORT_BYTES), maxKeys: exportSetting('exportMaxKeys', MAX_EXPORT_KEYS) }
+    return {
+      maxBytes: exportSetting('exportMaxBytes', MAX_EXPORT_BYTES),
+      maxKeys: exportSetting('exportMaxKeys', MAX_EXPORT_KEYS),
+    }
   }
   function exportIdleMs(): number {
     return exportSetting('exportIdleMs', EXPORT_IDLE_MS)

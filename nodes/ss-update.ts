@@ -43,7 +43,10 @@ export = function (RED: NodeAPI) {
     const exprTimeoutMs = positiveInt(def.exprTimeout, DEFAULT_EXPRESSION_TIMEOUT_MS)
     const own = (k: string, s?: Record<string, string | number>) => RED._(OWN + k, s)
     const running: Running = new Set()
-    const initial = { value: def.initial ?? DEFAULTS.initial.value, type: def.initialType || DEFAULTS.initialType.value }
+    const initial = {
+      value: def.initial ?? DEFAULTS.initial.value,
+      type: def.initialType || DEFAULTS.initialType.value,
+    }
     const holder = holderName(def.holder, store?.clientId, node.id)
     let expression: Expression | null = null
     let expressionError = ''
@@ -61,7 +64,13 @@ export = function (RED: NodeAPI) {
     /** The expression over `value`, `version` and `msg` (the whole input msg), within its time and depth. */
     async function compute(value: unknown, version: Hlc | null, msg: NodeMessage): Promise<unknown> {
       try {
-        return await evaluateBounded(RED, expression!, { value, version: version?.toString() ?? null, msg }, exprTimeoutMs, running)
+        return await evaluateBounded(
+          RED,
+          expression!,
+          { value, version: version?.toString() ?? null, msg },
+          exprTimeoutMs,
+          running,
+        )
       } catch (err) {
         if (err instanceof InputError || err instanceof StateStoreError) throw err
         throw new InputError('ExpressionFailed', own('errors.expression', { error: (err as Error).message }))
@@ -70,23 +79,33 @@ export = function (RED: NodeAPI) {
     node.on('close', () => cancelAll(running))
 
     onInput(node, status, async (msg, send) => {
-      if (!expression) throw new InputError('ExpressionInvalid', RED._(`${OWN}errors.expression`, { error: expressionError }))
+      if (!expression)
+        throw new InputError('ExpressionInvalid', RED._(`${OWN}errors.expression`, { error: expressionError }))
       const name = await resolveKey(RED, node, msg, key, t)
       const start = await evaluate(RED, node, initial, msg)
-      // The decoded values of each attempt, by the bytes it wrote: an attempt given up on may still finish computing later.
+      // The decoded values of each attempt, by the bytes it wrote: an attempt given up on may still finish computing
+      // later.
       const decoded = new Map<unknown, { previous: unknown; value: unknown }>()
       const updated = await updateKey(
         await client(),
         name,
         async (current, version) => {
-          // Before anything reads it: one built-in call over a huge value ($split of 40 MB) is one step the time bound cannot stop.
+          // Before anything reads it: one built-in call over a huge value ($split of 40 MB) is one step the time bound
+          // cannot stop.
           if (current !== null && current.length > MAX_INPUT_BYTES)
-            throw new InputError('ValueTooLarge', own('errors.inputTooLarge', { bytes: current.length, max: MAX_INPUT_BYTES }))
+            throw new InputError(
+              'ValueTooLarge',
+              own('errors.inputTooLarge', { bytes: current.length, max: MAX_INPUT_BYTES }),
+            )
           const previous = current === null ? null : decodePayload(current, 'auto', t)
           const value = await compute(current === null ? start : previous, version, msg)
           // A copy of its own: encodePayload hands back a Buffer value as it is, which two attempts may share.
           const bytes = Buffer.from(encodePayload(value, t))
-          if (bytes.length > MAX_VALUE_BYTES) throw new InputError('ValueTooLarge', own('errors.valueTooLarge', { bytes: bytes.length, max: MAX_VALUE_BYTES }))
+          if (bytes.length > MAX_VALUE_BYTES)
+            throw new InputError(
+              'ValueTooLarge',
+              own('errors.valueTooLarge', { bytes: bytes.length, max: MAX_VALUE_BYTES }),
+            )
           decoded.set(bytes, { previous, value })
           return bytes
         },
@@ -96,7 +115,15 @@ export = function (RED: NodeAPI) {
           leaseMs: DEFAULT_LEASE_MS,
           timeoutMs,
           persist: def.persist === true,
-          onLock: (lock) => store?.activity.trackLease(node.id, String(keyLockName(name)), 'lock', holder, DEFAULT_LEASE_MS, lock.lease),
+          onLock: (lock) =>
+            store?.activity.trackLease(
+              node.id,
+              String(keyLockName(name)),
+              'lock',
+              holder,
+              DEFAULT_LEASE_MS,
+              lock.lease,
+            ),
         },
       )
       const written = decoded.get(updated.value)!

@@ -14,7 +14,10 @@ interface WatchDef extends NodeDef {
   overrides: boolean
 }
 
-/** A backlog of notifications this long (ms) or more is shown in the status, in whole seconds, instead of the key that changed. */
+/**
+ * A backlog of notifications this long (ms) or more is shown in the status, in whole seconds, instead of the key that
+ * changed.
+ */
 const BEHIND_SHOWN_MS = 1000
 
 /** Configured keys: one per line (blank lines ignored). */
@@ -60,7 +63,9 @@ export = function (RED: NodeAPI) {
         const observations = [...watched.values()]
         watched.clear()
         recount()
-        await Promise.all(observations.flatMap((o) => (typeof o === 'string' ? [] : [o.close().catch(() => undefined)])))
+        await Promise.all(
+          observations.flatMap((o) => (typeof o === 'string' ? [] : [o.close().catch(() => undefined)])),
+        )
       },
     })
 
@@ -78,13 +83,16 @@ export = function (RED: NodeAPI) {
 
     function notified(key: string, n: KeyNotification): void {
       const behindMs = store?.activity.watchNotified(key, n) ?? null
-      if (behindMs !== null && behindMs >= BEHIND_SHOWN_MS) status.attention('status.behind', `${Math.round(behindMs / 1000)} s`)
+      if (behindMs !== null && behindMs >= BEHIND_SHOWN_MS)
+        status.attention('status.behind', `${Math.round(behindMs / 1000)} s`)
       else status.outcome('status.changed', key)
       emit(key, n.value, { operation: n.operation, version: n.version?.toString(), reconciled: n.reconciled })
     }
 
     // This node's share of its connection's watched keys, counted as they are asked for (before the request).
-    const tally = store ? (connectionTallies.get(store) ?? connectionTallies.set(store, { count: 0 }).get(store)!) : { count: 0 }
+    const tally = store
+      ? (connectionTallies.get(store) ?? connectionTallies.set(store, { count: 0 }).get(store)!)
+      : { count: 0 }
     let mine = 0
     function recount(): void {
       tally.count += watched.size - mine
@@ -116,14 +124,18 @@ export = function (RED: NodeAPI) {
       status.outcome('status.watching', String(watched.size))
       if (initial) {
         const current = await c.get(key)
-        if (current.value !== null) emit(key, current.value, { operation: 'SET', version: current.version?.toString(), initial: true })
+        if (current.value !== null)
+          emit(key, current.value, { operation: 'SET', version: current.version?.toString(), initial: true })
       }
     }
 
     function ensureAll(): void {
       for (const [key, state] of watched) {
         // A registration cut short by the node closing (a deploy, a stop) is no error of the flow's.
-        if (state === 'wanted') observe(key, def.initial === true).catch((err: unknown) => closing || reportError(node, status, err, { topic: key }))
+        if (state === 'wanted')
+          observe(key, def.initial === true).catch(
+            (err: unknown) => closing || reportError(node, status, err, { topic: key }),
+          )
       }
     }
 
@@ -137,10 +149,20 @@ export = function (RED: NodeAPI) {
       if (fresh.size === 0) return
       const perNode = watchSetting(RED, 'maxWatchesPerNode', MAX_WATCHES_PER_NODE)
       if (watched.size + fresh.size > perNode)
-        throw new InputError('WatchLimit', t('errors.watchLimit', { count: watched.size, max: perNode, setting: 'aioStateStore.maxWatchesPerNode' }))
+        throw new InputError(
+          'WatchLimit',
+          t('errors.watchLimit', { count: watched.size, max: perNode, setting: 'aioStateStore.maxWatchesPerNode' }),
+        )
       const perConnection = watchSetting(RED, 'maxWatchesPerConnection', MAX_WATCHES_PER_CONNECTION)
       if (tally.count + fresh.size > perConnection)
-        throw new InputError('WatchLimit', t('errors.watchLimit', { count: tally.count, max: perConnection, setting: 'aioStateStore.maxWatchesPerConnection' }))
+        throw new InputError(
+          'WatchLimit',
+          t('errors.watchLimit', {
+            count: tally.count,
+            max: perConnection,
+            setting: 'aioStateStore.maxWatchesPerConnection',
+          }),
+        )
     }
 
     async function unobserve(key: string): Promise<void> {
@@ -159,7 +181,9 @@ export = function (RED: NodeAPI) {
         throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: 'watch, unwatch' }))
       const topics: unknown[] = Array.isArray(msg.topic) ? msg.topic : [msg.topic]
       // Without a config node there is no client id to size the limit by; the watch then fails with NoConfig.
-      const keys = topics.map((k) => (action === 'watch' && store ? parseWatchedKey(k, store.clientId, t) : parseKey(k, t)))
+      const keys = topics.map((k) =>
+        action === 'watch' && store ? parseWatchedKey(k, store.clientId, t) : parseKey(k, t),
+      )
       if (action === 'watch') admit(keys)
       for (const key of keys) await (action === 'watch' ? observe(key, def.initial === true) : unobserve(key))
     })

@@ -16,7 +16,15 @@ window.AioStateStore =
     return {
       t: t,
       KEY_TYPES: KEY_TYPES,
-      TOKEN_TYPES: [{ value: 'none', label: t('label.none'), hasValue: false }, 'msg', 'flow', 'global', 'str', 'env', 'jsonata'],
+      TOKEN_TYPES: [
+        { value: 'none', label: t('label.none'), hasValue: false },
+        'msg',
+        'flow',
+        'global',
+        'str',
+        'env',
+        'jsonata',
+      ],
       VALUE_TYPES: ['msg', 'flow', 'global', 'str', 'num', 'bool', 'json', 'bin', 'env', 'jsonata'],
       /** How a key shows in a node label: the literal, msg.x, flow.x, ${X} or (JSONata) "expression". */
       keyLabel: function (value, type) {

@@ -30,7 +30,8 @@ function withoutPrivates(node: ts.Declaration): ts.Node {
   if (!ts.isClassDeclaration(node)) return node
   const hidden = (m: ts.ClassElement) =>
     !ts.isConstructorDeclaration(m) &&
-    ((m.name !== undefined && ts.isPrivateIdentifier(m.name)) || (ts.getCombinedModifierFlags(m) & ts.ModifierFlags.Private) !== 0)
+    ((m.name !== undefined && ts.isPrivateIdentifier(m.name)) ||
+      (ts.getCombinedModifierFlags(m) & ts.ModifierFlags.Private) !== 0)
   return ts.factory.updateClassDeclaration(
     node,
     node.modifiers,
@@ -43,7 +44,11 @@ function withoutPrivates(node: ts.Declaration): ts.Node {
 
 /** The reports of every entry, by report name. */
 export function apiReports(): Record<string, string> {
-  const parsed = ts.getParsedCommandLineOfConfigFile(join(ROOT, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, 'tsconfig.json'),
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
+  )!
   const options: ts.CompilerOptions = {
     ...parsed.options,
     declaration: true,
@@ -63,13 +68,23 @@ export function apiReports(): Record<string, string> {
   host.fileExists = (file) => emitted.has(resolve(file)) || ts.sys.fileExists(file)
   // The emitted folders exist in memory only: without a build there is no dist/ to find them in.
   const emittedDirs = new Set<string>()
-  for (const file of emitted.keys()) for (let dir = dirname(file); !emittedDirs.has(dir) && dir !== dirname(dir); dir = dirname(dir)) emittedDirs.add(dir)
+  for (const file of emitted.keys())
+    for (let dir = dirname(file); !emittedDirs.has(dir) && dir !== dirname(dir); dir = dirname(dir))
+      emittedDirs.add(dir)
   host.directoryExists = (dir) => emittedDirs.has(resolve(dir)) || ts.sys.directoryExists(dir)
   const outDir = resolve(options.outDir!)
   const declarationOf = (file: string) => join(outDir, file.replace(/\.ts$/, '.d.ts'))
   const program = ts.createProgram(
     Object.values(ENTRIES).map(declarationOf),
-    { ...options, noEmit: true, skipLibCheck: true, rootDir: outDir, outDir: undefined, declaration: false, emitDeclarationOnly: false },
+    {
+      ...options,
+      noEmit: true,
+      skipLibCheck: true,
+      rootDir: outDir,
+      outDir: undefined,
+      declaration: false,
+      emitDeclarationOnly: false,
+    },
     host,
   )
   const checker = program.getTypeChecker()
@@ -90,13 +105,19 @@ export function apiReports(): Record<string, string> {
         // A type parameter is printed with what declares it.
         if (!ours(declaration) || printed.has(declaration) || ts.isTypeParameterDeclaration(declaration)) continue
         printed.add(declaration)
-        const text = printer.printNode(ts.EmitHint.Unspecified, withoutPrivates(declaration), declaration.getSourceFile()).trim()
+        const text = printer
+          .printNode(ts.EmitHint.Unspecified, withoutPrivates(declaration), declaration.getSourceFile())
+          .trim()
         texts.push(ts.isVariableDeclaration(declaration) ? `declare const ${text};` : text)
         // Follow what it refers to: a type, a `typeof` value, a base class.
         const visit = (n: ts.Node): void => {
           if (ts.isTypeReferenceNode(n) || ts.isTypeQueryNode(n) || ts.isExpressionWithTypeArguments(n)) {
             const target = ts.isTypeReferenceNode(n) ? n.typeName : ts.isTypeQueryNode(n) ? n.exprName : n.expression
-            const name = ts.isQualifiedName(target) ? target.right : ts.isPropertyAccessExpression(target) ? target.name : target
+            const name = ts.isQualifiedName(target)
+              ? target.right
+              : ts.isPropertyAccessExpression(target)
+                ? target.name
+                : target
             const referred = checker.getSymbolAtLocation(name)
             if (referred) queue.push(referred)
           }
@@ -144,7 +165,9 @@ function inputsHash(): string {
   const hash = createHash('sha256').update(ts.version)
   const files = ['tsconfig.json', 'package-lock.json', relative(ROOT, __filename)]
   const walk = (dir: string): void => {
-    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true }).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    )) {
       const path = join(dir, entry.name)
       if (entry.isDirectory()) walk(path)
       else if (entry.name.endsWith('.ts')) files.push(path)

@@ -23,7 +23,8 @@ function expandRows(file, html) {
 // A node's registration header (category, palette look, defaults) comes from its schema, declared
 // once in nodes/lib/schemas.ts (compiled before this runs), where the editor file says so.
 const { SCHEMAS, registrationHeader } = createRequire(import.meta.url)(join(out, 'lib', 'schemas.js'))
-const REGISTRATION = /^( {2}RED\.nodes\.registerType\("([a-z-]+)", \{\n) {4}\/\/ registration: nodes\/lib\/schemas\.ts\n/m
+const REGISTRATION =
+  /^( {2}RED\.nodes\.registerType\("([a-z-]+)", \{\n) {4}\/\/ registration: nodes\/lib\/schemas\.ts\n/m
 function expandRegistration(file, html) {
   return html.replace(REGISTRATION, (_, line, type) => {
     if (!(type in SCHEMAS)) throw new Error(`${file}: no schema for ${type} in nodes/lib/schemas.ts`)
@@ -32,7 +33,11 @@ function expandRegistration(file, html) {
 }
 
 for (const file of readdirSync(join(root, 'nodes'))) {
-  if (file.endsWith('.html')) writeFileSync(join(out, file), expandRegistration(file, expandRows(file, readFileSync(join(root, 'nodes', file), 'utf8'))))
+  if (file.endsWith('.html'))
+    writeFileSync(
+      join(out, file),
+      expandRegistration(file, expandRows(file, readFileSync(join(root, 'nodes', file), 'utf8'))),
+    )
 }
 for (const dir of ['locales']) {
   if (existsSync(join(root, 'nodes', dir))) cpSync(join(root, 'nodes', dir), join(out, dir), { recursive: true })
@@ -41,6 +46,9 @@ for (const dir of ['locales']) {
 cpSync(join(root, 'icons'), join(out, 'icons'), { recursive: true, filter: (src) => !src.endsWith('.keep') })
 
 // The package's bin entries, runnable from dist/ as they are once installed.
-for (const cli of [join(root, 'dist', 'src', 'emulator', 'cli', 'main.js'), join(root, 'dist', 'src', 'cli', 'main.js')]) {
+for (const cli of [
+  join(root, 'dist', 'src', 'emulator', 'cli', 'main.js'),
+  join(root, 'dist', 'src', 'cli', 'main.js'),
+]) {
   if (existsSync(cli)) chmodSync(cli, 0o755)
 }

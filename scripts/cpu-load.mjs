@@ -46,7 +46,11 @@ export function startCpuLoad(n) {
       killAll()
       process.removeListener('exit', killAll)
       await Promise.all(
-        children.map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => child.once('exit', resolve)))),
+        children.map((child) =>
+          child.exitCode !== null || child.signalCode !== null
+            ? undefined
+            : new Promise((resolve) => child.once('exit', resolve)),
+        ),
       )
       return { first, highest, last }
     },

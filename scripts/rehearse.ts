@@ -208,7 +208,14 @@ async function startMosquitto(dir: string): Promise<{ port: number; child: Child
   const conf = join(dir, 'mosquitto.conf')
   writeFileSync(
     conf,
-    [`listener ${port} 127.0.0.1`, 'allow_anonymous true', 'max_queued_messages 0', 'max_inflight_messages 100', 'set_tcp_nodelay true', ''].join('\n'),
+    [
+      `listener ${port} 127.0.0.1`,
+      'allow_anonymous true',
+      'max_queued_messages 0',
+      'max_inflight_messages 100',
+      'set_tcp_nodelay true',
+      '',
+    ].join('\n'),
   )
   const binary = ['/usr/sbin/mosquitto', '/usr/bin/mosquitto'].find((b) => {
     try {
@@ -218,7 +225,10 @@ async function startMosquitto(dir: string): Promise<{ port: number; child: Child
       return false
     }
   })
-  if (!binary) throw new Error('mosquitto is not installed (apt-get install mosquitto): the rehearsal needs its shared subscriptions')
+  if (!binary)
+    throw new Error(
+      'mosquitto is not installed (apt-get install mosquitto): the rehearsal needs its shared subscriptions',
+    )
   const child = spawn(binary, ['-c', conf], { stdio: 'ignore' })
   await waitForPort(port, 10_000, 'mosquitto')
   return { port, child }
@@ -270,7 +280,10 @@ export async function startReplica(o: ReplicaOptions): Promise<NodeRedChild> {
   mkdirSync(userDir, { recursive: true })
   writeFileSync(join(userDir, 'flows.json'), JSON.stringify(o.flows))
   const settingsFile = join(userDir, 'loopback-settings.js')
-  writeFileSync(settingsFile, `module.exports = { ...require(${JSON.stringify(overlaySettings(o.overlay))}), uiHost: '127.0.0.1' }\n`)
+  writeFileSync(
+    settingsFile,
+    `module.exports = { ...require(${JSON.stringify(overlaySettings(o.overlay))}), uiHost: '127.0.0.1' }\n`,
+  )
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -340,20 +353,28 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
       })
     for (let i = 0; i < options.replicas; i++) runtimes.push(await start(i))
     living.splice(0, living.length, ...runtimes)
-    log(`${options.overlay}: ${options.replicas} replicas with ${settings.slice(repo.length + 1)}, mosquitto ${brokerUrl}, the emulator's state store on it`)
+    log(
+      `${options.overlay}: ${options.replicas} replicas with ${settings.slice(repo.length + 1)}, mosquitto ${brokerUrl}, the emulator's state store on it`,
+    )
     // Ready: the tick runs (a leader's flows started and its gate elected).
     await until(() => ticks.length > 0, 'the first tick', 180_000)
 
-    const publisher = await mqtt.connectAsync(brokerUrl, { protocolVersion: 5, clientId: `rehearsal-publisher-${process.pid}` })
+    const publisher = await mqtt.connectAsync(brokerUrl, {
+      protocolVersion: 5,
+      clientId: `rehearsal-publisher-${process.pid}`,
+    })
     // A stream at `rate` msgs/s (a burst of 10,000 would only measure Node-RED's queue): a tenth of a second's worth at a time.
     const publish = async (numbers: number[]) => {
       const window = Math.max(1, Math.round(options.rate / 10))
       for (let i = 0; i < numbers.length; i += window) {
         const next = Date.now() + 100
         await Promise.all(
-          numbers
-            .slice(i, i + window)
-            .map((n) => publisher.publishAsync(TOPIC, JSON.stringify({ n }), { qos: 1, properties: { userProperties: { id: String(n) } } })),
+          numbers.slice(i, i + window).map((n) =>
+            publisher.publishAsync(TOPIC, JSON.stringify({ n }), {
+              qos: 1,
+              properties: { userProperties: { id: String(n) } },
+            }),
+          ),
         )
         await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())))
       }
@@ -385,7 +406,11 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
       await observer.close()
     }
     await publishing
-    await until(() => ticks.some((t) => t.at > killedAt && t.by !== leader), 'a tick by another replica', 10 * options.termMs + 60_000)
+    await until(
+      () => ticks.some((t) => t.at > killedAt && t.by !== leader),
+      'a tick by another replica',
+      10 * options.termMs + 60_000,
+    )
     const takeoverMs = ticks.find((t) => t.at > killedAt && t.by !== leader)!.at - killedAt
     // After the take-over (a shared subscription with no member left drops what it gets).
     await publish(redelivered)
@@ -408,7 +433,9 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
     // The ticks' spacing: two by two replicas within half a period doubled one; a gap of k periods missed k - 1
     // (one replica's own ticks closer than that are its timer's lateness under load, not a double).
     const gaps = ticks.slice(1).map((t, i) => t.at - ticks[i]!.at)
-    const periodsDoubled = ticks.slice(1).filter((t, i) => t.by !== ticks[i]!.by && gaps[i]! < options.tickMs / 2).length
+    const periodsDoubled = ticks
+      .slice(1)
+      .filter((t, i) => t.by !== ticks[i]!.by && gaps[i]! < options.tickMs / 2).length
     const periodsWithout = gaps.reduce((sum, g) => sum + Math.max(0, Math.round(g / options.tickMs) - 1), 0)
     const periods = Math.max(1, Math.round((ticks.at(-1)!.at - ticks[0]!.at) / options.tickMs))
     const perPeriod = (ticks.length - 1) / periods
@@ -486,7 +513,9 @@ if (require.main === module) {
   })
   const overlay = positionals[0]
   if (overlay !== 'ha' && overlay !== 'active-active') {
-    console.error('usage: npm run rehearse -- ha|active-active [--msgs N] [--rate N] [--replicas N] [--term-ms N] [--tick-ms N] [--json]')
+    console.error(
+      'usage: npm run rehearse -- ha|active-active [--msgs N] [--rate N] [--replicas N] [--term-ms N] [--tick-ms N] [--json]',
+    )
     process.exit(2)
   }
   rehearse({

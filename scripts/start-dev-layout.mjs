@@ -18,7 +18,12 @@ export function devLayoutFromArgs(root, argv, port) {
   const require = createRequire(import.meta.url)
   const { DEV_PORTS, prepareDevLayout, writeDevEnv } = require(join(root, 'dist', 'src', 'emulator', 'dev-layout.js'))
   const layout = prepareDevLayout(dir)
-  const listener = (port, authentication) => ({ port, certFile: layout.brokerCertFile, keyFile: layout.brokerKeyFile, authentication })
+  const listener = (port, authentication) => ({
+    port,
+    certFile: layout.brokerCertFile,
+    keyFile: layout.brokerKeyFile,
+    authentication,
+  })
   // As MQTT_PORT for the plain one: MQTT_X509_PORT and MQTT_SAT_PORT move the TLS listeners (0 picks a free port).
   return {
     layout,

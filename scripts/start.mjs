@@ -61,7 +61,8 @@ port('PORT', 1880) // checked here for a clear message; dev/settings.js reads it
 const mqttPort = port('MQTT_PORT', 1883)
 const settings = require('../dev/settings.js')
 const emulatorEntry = join(root, 'dist', 'src', 'emulator', 'index.js')
-if (!existsSync(emulatorEntry)) fail(`${shown(emulatorEntry)} is missing: run \`npm run build\` (npm start does it first)`)
+if (!existsSync(emulatorEntry))
+  fail(`${shown(emulatorEntry)} is missing: run \`npm run build\` (npm start does it first)`)
 const { startEmulator } = require(emulatorEntry)
 const { readExamples, mergeExamples, pointAtBroker, quietExamples } = require('../dev/flows.js')
 let devLayout = null
@@ -186,7 +187,8 @@ async function main() {
       ...(devLayout ? { tlsListeners: devLayout.tlsListeners } : {}),
     })
   } catch (err) {
-    if (err?.code === 'EADDRINUSE') fail(`MQTT port ${mqttPort} is in use on 127.0.0.1: stop what uses it, or set MQTT_PORT`)
+    if (err?.code === 'EADDRINUSE')
+      fail(`MQTT port ${mqttPort} is in use on 127.0.0.1: stop what uses it, or set MQTT_PORT`)
     throw err
   }
   if (stopping) return
@@ -226,7 +228,8 @@ async function main() {
   try {
     editorPort = await listen(server, settings.uiPort, settings.uiHost)
   } catch (err) {
-    if (err?.code === 'EADDRINUSE') fail(`editor port ${settings.uiPort} is in use on 127.0.0.1: stop what uses it, or set PORT`)
+    if (err?.code === 'EADDRINUSE')
+      fail(`editor port ${settings.uiPort} is in use on 127.0.0.1: stop what uses it, or set PORT`)
     throw err
   }
 
@@ -242,7 +245,10 @@ async function main() {
   runtimeReady()
   const url = `http://${settings.uiHost}:${editorPort}`
   say(`Node-RED ${RED.version()} on Node.js ${process.version}, user data in ${shown(settings.userDir)}/`)
-  if (problem) say(`WARNING: the flows did not start (${problem.error}${problem.types ? ': ' + problem.types.join(', ') : ''}); see the log above`)
+  if (problem)
+    say(
+      `WARNING: the flows did not start (${problem.error}${problem.types ? ': ' + problem.types.join(', ') : ''}); see the log above`,
+    )
   say('Ctrl-C stops Node-RED, the emulator and the broker')
   say(`editor ready at ${url}`)
 }

@@ -82,5 +82,12 @@ export {
 } from './locks'
 /** The AIO SDKs' connection environment, for settings.js files that make a client of their own (deploy/overlays/ha). */
 export { environmentAuth, environmentTls, readAioEnvironment, EnvironmentError, type AioEnvironment } from './client'
-export { stateStore, StoreAccessError, MAX_LISTED_KEYS, type StoreAccess, type StoreLock, type UpdateAccessOptions } from './function-nodes/shared-stores'
+export {
+  stateStore,
+  StoreAccessError,
+  MAX_LISTED_KEYS,
+  type StoreAccess,
+  type StoreLock,
+  type UpdateAccessOptions,
+} from './function-nodes/shared-stores'
 export type { Bytes, SetCondition } from './protocol'

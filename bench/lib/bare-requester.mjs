@@ -21,7 +21,11 @@ let count = 0
 export function fixedRequest(op) {
   const key = 'key-000000000001'
   if (op === 'GET') return Buffer.from(`*2\r\n$3\r\nGET\r\n$${key.length}\r\n${key}\r\n`)
-  return Buffer.concat([Buffer.from(`*3\r\n$3\r\nSET\r\n$${key.length}\r\n${key}\r\n$100\r\n`), Buffer.alloc(100, 0x76), Buffer.from('\r\n')])
+  return Buffer.concat([
+    Buffer.from(`*3\r\n$3\r\nSET\r\n$${key.length}\r\n${key}\r\n$100\r\n`),
+    Buffer.alloc(100, 0x76),
+    Buffer.from('\r\n'),
+  ])
 }
 
 /**

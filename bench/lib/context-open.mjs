@@ -88,7 +88,11 @@ export async function measureOpen({ StateStoreClient, contextStore, brokerUrl, c
     store.push((performance.now() - started) / 1000)
     const keys = (
       await Promise.all(
-        Array.from({ length: 10 }, (_, s) => new Promise((resolve, reject) => opened.keys(`f${s}`, (err, k) => (err ? reject(err) : resolve(k.length))))),
+        Array.from(
+          { length: 10 },
+          (_, s) =>
+            new Promise((resolve, reject) => opened.keys(`f${s}`, (err, k) => (err ? reject(err) : resolve(k.length)))),
+        ),
       )
     ).reduce((a, b) => a + b, 0)
     await opened.close()

@@ -36,7 +36,13 @@ const okReply = Reply.ok
 // One fixed version for every answer: a real HLC, parseable, minted once.
 const version = new HybridLogicalClock({ nodeId: 'echo' }).tick().toString()
 
-const client = mqtt.connect(url, { protocolVersion: 5, clientId: `echo-${process.pid}`, clean: true, keepalive: 30, reconnectPeriod: 0 })
+const client = mqtt.connect(url, {
+  protocolVersion: 5,
+  clientId: `echo-${process.pid}`,
+  clean: true,
+  keepalive: 30,
+  reconnectPeriod: 0,
+})
 client.on('connect', () => client.stream.setNoDelay?.(true))
 client.on('error', (err) => console.error(`echo: ${err.message}`))
 client.on('message', (topic, payload, packet) => {

@@ -172,7 +172,9 @@ export function table(title, header, rows) {
       .map((c, i) => String(c ?? '').padEnd(widths[i]))
       .join('  ')
       .trimEnd()
-  const text = [`\n== ${title}`, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n')
+  const text = [`\n== ${title}`, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join(
+    '\n',
+  )
   const md = [
     `| ${header.join(' | ')} |`,
     `| ${header.map(() => '---').join(' | ')} |`,
@@ -204,7 +206,14 @@ export function machineInfo() {
  */
 export function writeResult(name, { tables = [], headline = [], data = {}, notes = [] }) {
   mkdirSync(RESULTS_DIR, { recursive: true })
-  const result = { name, machine: { ...machineInfo(), loadAvg: START_LOAD, loadAvgEnd: os.loadavg() }, headline, notes, tables, data }
+  const result = {
+    name,
+    machine: { ...machineInfo(), loadAvg: START_LOAD, loadAvgEnd: os.loadavg() },
+    headline,
+    notes,
+    tables,
+    data,
+  }
   writeFileSync(join(RESULTS_DIR, `${name}.json`), JSON.stringify(result, null, 2))
   for (const n of notes) console.log(`note: ${n}`)
   return result

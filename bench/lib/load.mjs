@@ -8,7 +8,13 @@ export const { StateStoreClient } = require(join(ROOT, 'dist/src/client'))
 
 let clientCount = 0
 export async function connectClient(brokerUrl, extra = {}) {
-  const client = new StateStoreClient({ brokerUrl, clientId: `bench-${process.pid}-${++clientCount}`, requestTimeoutMs: 10_000, maxInFlight: 2000, ...extra })
+  const client = new StateStoreClient({
+    brokerUrl,
+    clientId: `bench-${process.pid}-${++clientCount}`,
+    requestTimeoutMs: 10_000,
+    maxInFlight: 2000,
+    ...extra,
+  })
   client.on('error', () => {})
   await client.ready({ timeoutMs: 10_000 })
   return client

@@ -14,7 +14,10 @@ const { HybridLogicalClock } = require(join(ROOT, 'dist/src/hlc'))
 
 const [file, count] = process.argv.slice(2)
 const store = new Keyspace({ clock: new HybridLogicalClock() })
-const { journal } = await Journal.open(file, { snapshot: () => store.entries(), compactMinBytes: Number.MAX_SAFE_INTEGER })
+const { journal } = await Journal.open(file, {
+  snapshot: () => store.entries(),
+  compactMinBytes: Number.MAX_SAFE_INTEGER,
+})
 store.setListener((change) => journal.record(change))
 for (let i = 0; i < Number(count); i++) store.set(Buffer.from(keyOf(i)), VALUE_100, { persist: true })
 await journal.whenDurable(journal.appendedSeq)

@@ -107,11 +107,21 @@ export async function startMosquitto({ listeners = [{}] } = {}) {
  * or `--trace-gc`) is added to its node flags, and with BENCH_EMULATOR_OUTPUT=<file> what it printed is
  * written there when it stops.
  */
-export async function startEmulatorProcess({ brokerUrl, nodeArgs = [], persistFile, env, cli = join(ROOT, 'dist/src/emulator/cli/main.js') } = {}) {
+export async function startEmulatorProcess({
+  brokerUrl,
+  nodeArgs = [],
+  persistFile,
+  env,
+  cli = join(ROOT, 'dist/src/emulator/cli/main.js'),
+} = {}) {
   const args = brokerUrl ? ['--broker', brokerUrl] : ['--listen', '127.0.0.1:0']
   if (persistFile) args.push('--persist', persistFile)
   const extra = (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean)
-  const child = launch(process.execPath, [...extra, ...nodeArgs, cli, ...args, '--log-level', 'warn'], env ? { env } : {})
+  const child = launch(
+    process.execPath,
+    [...extra, ...nodeArgs, cli, ...args, '--log-level', 'warn'],
+    env ? { env } : {},
+  )
   const m = await waitForOutput(child, /ready on (mqtt:\/\/\S+)/, 60000, 'emulator')
   const output = process.env.BENCH_EMULATOR_OUTPUT
   return {
@@ -134,10 +144,23 @@ export async function startEchoProcess({ brokerUrl, nodeArgs = [] } = {}) {
 
 /** redis-server on a free loopback port, nothing saved; null when it is not installed. */
 export async function startRedis() {
-  const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => spawnSync(p, ['--version']).error === undefined)
+  const binary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find(
+    (p) => spawnSync(p, ['--version']).error === undefined,
+  )
   if (!binary) return null
   const port = await freePort()
-  const child = launch(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'])
+  const child = launch(binary, [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--protected-mode',
+    'no',
+  ])
   await waitForPort(port, 5000, 'redis-server')
   return { child, port, url: `redis://127.0.0.1:${port}`, stop: () => child.stop() }
 }

@@ -10,9 +10,15 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const mqtt = require('mqtt')
 
-const client = mqtt.connect(process.argv[2], { protocolVersion: 5, clientId: `watch-relay-${process.pid}`, reconnectPeriod: 0 })
+const client = mqtt.connect(process.argv[2], {
+  protocolVersion: 5,
+  clientId: `watch-relay-${process.pid}`,
+  reconnectPeriod: 0,
+})
 client.on('connect', () => client.stream.setNoDelay?.(true))
-client.on('message', (topic, payload) => client.publish(`bench/watch/${topic.slice('bench/relay/'.length)}`, payload, { qos: 1 }))
+client.on('message', (topic, payload) =>
+  client.publish(`bench/watch/${topic.slice('bench/relay/'.length)}`, payload, { qos: 1 }),
+)
 await new Promise((resolve, reject) => {
   client.once('connect', resolve)
   client.once('error', reject)

@@ -10,7 +10,14 @@ import { quantile, table } from './harness.mjs'
 function eventsOf(raw) {
   const out = []
   for (let i = 0; i < raw.type.length; i++)
-    out.push({ type: raw.type[i], topic: raw.topic[i], seq: raw.seq[i], stamp: raw.stamp[i], t: raw.t[i], extra: raw.extra[i] })
+    out.push({
+      type: raw.type[i],
+      topic: raw.topic[i],
+      seq: raw.seq[i],
+      stamp: raw.stamp[i],
+      t: raw.t[i],
+      extra: raw.extra[i],
+    })
   return out
 }
 
@@ -89,7 +96,13 @@ function stageTable(title, chain, roundCount, warmup, seqs) {
   }
   const sortedTotals = Float64Array.from(totals).sort()
   const slowTotal = slow.reduce((a, i) => a + totals[i], 0) / slow.length
-  lines.push(['total', ms(quantile(sortedTotals, 0.5)).toFixed(3), ms(quantile(sortedTotals, 0.99)).toFixed(3), ms(slowTotal).toFixed(3), ''])
+  lines.push([
+    'total',
+    ms(quantile(sortedTotals, 0.5)).toFixed(3),
+    ms(quantile(sortedTotals, 0.99)).toFixed(3),
+    ms(slowTotal).toFixed(3),
+    '',
+  ])
   return table(
     `${title}: stages of ${rows.length} messages, ms (a stage's p50/p99 do not add up to the total's)`,
     ['stage', 'p50', 'p99', 'mean of slowest 1%', 'of it in GC'],
@@ -187,13 +200,22 @@ export function traceReport({ dir, watcher, warmup }) {
   const gcRows = []
   for (const [name, events] of [
     ['watcher (benchmark process)', w],
-    ...['emulator-', 'relay-', 'writer-statestore-', 'writer-raw-', 'writer-relay-'].map((p) => [p.replace(/-$/, ''), load(p)]),
+    ...['emulator-', 'relay-', 'writer-statestore-', 'writer-raw-', 'writer-relay-'].map((p) => [
+      p.replace(/-$/, ''),
+      load(p),
+    ]),
   ]) {
     const g = events.filter((e) => e.type === 'G')
     if (g.length === 0) continue
     const kinds = {}
     for (const e of g) kinds[e.topic] = (kinds[e.topic] ?? 0) + 1
-    gcRows.push([name, g.length, ms(g.reduce((a, e) => a + e.extra, 0)).toFixed(1), ms(Math.max(...g.map((e) => e.extra))).toFixed(2), JSON.stringify(kinds)])
+    gcRows.push([
+      name,
+      g.length,
+      ms(g.reduce((a, e) => a + e.extra, 0)).toFixed(1),
+      ms(Math.max(...g.map((e) => e.extra))).toFixed(2),
+      JSON.stringify(kinds),
+    ])
   }
   tables.push(
     table(

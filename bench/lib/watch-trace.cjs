@@ -37,7 +37,8 @@ function valueOf(payload) {
   if (!Buffer.isBuffer(payload)) return null
   const n = payload.length
   if (n === 100 && payload[99] === 0x76) return payload
-  if (n >= 102 && payload[n - 1] === 0x0a && payload[n - 3] === 0x76 && payload[n - 102 + 12] === 0x76) return payload.subarray(n - 102, n - 2)
+  if (n >= 102 && payload[n - 1] === 0x0a && payload[n - 3] === 0x76 && payload[n - 102 + 12] === 0x76)
+    return payload.subarray(n - 102, n - 2)
   return null
 }
 

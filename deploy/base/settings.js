@@ -16,7 +16,9 @@ const { homedir } = require('node:os')
 function resolveModule(request) {
   const argv = process.argv
   const flag = argv.findIndex((a) => a === '-u' || a === '--userDir')
-  const userDir = (flag >= 0 ? argv[flag + 1] : argv.find((a) => a.startsWith('--userDir='))?.slice('--userDir='.length)) || process.env.NODE_RED_USER_DIR
+  const userDir =
+    (flag >= 0 ? argv[flag + 1] : argv.find((a) => a.startsWith('--userDir='))?.slice('--userDir='.length)) ||
+    process.env.NODE_RED_USER_DIR
   const red = require.main?.filename ? dirname(require.main.filename) : null
   const paths = [userDir, join(homedir(), '.node-red'), '/data', red, process.cwd(), __dirname].filter(Boolean)
   return require.resolve(request, { paths })
@@ -28,7 +30,8 @@ const contextStore = require(resolveModule('node-red-contrib-aio-statestore/cont
 function ownPackage() {
   for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
     try {
-      if (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name === 'node-red-contrib-aio-statestore') return dir
+      if (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name === 'node-red-contrib-aio-statestore')
+        return dir
     } catch {
       // no package.json here: one folder up
     }
@@ -45,9 +48,12 @@ function secret(key) {
   try {
     return readFileSync(file, 'utf8').trim()
   } catch (err) {
-    throw new Error(`settings.js: cannot read ${file} (${err.code}): create the Secret node-red-secrets as docs/cluster.md shows`, {
-      cause: err,
-    })
+    throw new Error(
+      `settings.js: cannot read ${file} (${err.code}): create the Secret node-red-secrets as docs/cluster.md shows`,
+      {
+        cause: err,
+      },
+    )
   }
 }
 
@@ -56,7 +62,9 @@ function secret(key) {
 const BCRYPT = /^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$/
 const adminPasswordHash = secret('adminPasswordHash')
 if (!BCRYPT.test(adminPasswordHash)) {
-  throw new Error(`settings.js: ${join(SECRETS, 'adminPasswordHash')} holds no bcrypt hash alone: make it as docs/cluster.md shows`)
+  throw new Error(
+    `settings.js: ${join(SECRETS, 'adminPasswordHash')} holds no bcrypt hash alone: make it as docs/cluster.md shows`,
+  )
 }
 
 module.exports = {

@@ -6,7 +6,9 @@ import { LinearRegex } from './linear-regex'
 /** A prepared JSONata expression, as RED.util.prepareJSONataExpression returns it. */
 export type Expression = ReturnType<NodeAPI['util']['prepareJSONataExpression']>
 
-/** JSONata evaluation steps nested inside one another that one evaluation may reach (a non-tail recursion ends here). */
+/**
+ * JSONata evaluation steps nested inside one another that one evaluation may reach (a non-tail recursion ends here).
+ */
 export const MAX_EXPRESSION_DEPTH = 10_000
 /** How long an evaluation runs before it lets the runtime's other work (HTTP, timers, signals) in. */
 const SLICE_MS = 10
@@ -94,8 +96,16 @@ export function bound(expression: Expression, source: string, limits: Limits): E
   return expression
 }
 
-/** One evaluation of a bounded expression over `input`; `running` holds it while it runs, so that a close can stop it. */
-export function evaluateBounded(RED: NodeAPI, expression: Expression, input: object, timeoutMs: number, running: Set<Budget>): Promise<unknown> {
+/**
+ * One evaluation of a bounded expression over `input`; `running` holds it while it runs, so that a close can stop it.
+ */
+export function evaluateBounded(
+  RED: NodeAPI,
+  expression: Expression,
+  input: object,
+  timeoutMs: number,
+  running: Set<Budget>,
+): Promise<unknown> {
   const start = performance.now()
   const budget: Budget = { timeoutMs, start, sliceStart: start, depth: 0, steps: 0, cancelled: false }
   Object.defineProperty(input, BUDGET, { value: budget, enumerable: false })

@@ -36,7 +36,10 @@ export function configClientId(userDir: string | undefined, nodeId: string): str
  * The credentials and TLS settings of a connection, as the deployed config node and the dialog's
  * Test connection both give them to the client: one place, so a test connects as the node would.
  */
-export function authOptions(creds: StoreCredentials, tlsNode: TlsConfigNode | null): Pick<ClientOptions, 'username' | 'password' | 'satTokenFile' | 'tls'> {
+export function authOptions(
+  creds: StoreCredentials,
+  tlsNode: TlsConfigNode | null,
+): Pick<ClientOptions, 'username' | 'password' | 'satTokenFile' | 'tls'> {
   const opts: Pick<ClientOptions, 'username' | 'password' | 'satTokenFile' | 'tls'> = {}
   if (creds.username) opts.username = creds.username
   if (creds.password) opts.password = creds.password

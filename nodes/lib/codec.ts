@@ -27,8 +27,12 @@ export function encodeAs(value: unknown, encoding: Encoding, t: Translate): Buff
     return encodeNdjson(value)
   } catch (err) {
     if (!(err instanceof NdjsonError)) throw err
-    if (err.reason === 'notAnArray') throw new InputError('DatasetInvalid', t('errors.datasetNotArray', { type: typeName(value) }))
-    throw new InputError('DatasetInvalid', t('errors.datasetRecord', { n: err.line ?? 0, type: typeName((value as unknown[])[err.line! - 1]) }))
+    if (err.reason === 'notAnArray')
+      throw new InputError('DatasetInvalid', t('errors.datasetNotArray', { type: typeName(value) }))
+    throw new InputError(
+      'DatasetInvalid',
+      t('errors.datasetRecord', { n: err.line ?? 0, type: typeName((value as unknown[])[err.line! - 1]) }),
+    )
   }
 }
 
@@ -36,17 +40,23 @@ export function encodePayload(value: unknown, t: Translate): Buffer {
   if (Buffer.isBuffer(value)) return value
   if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
   if (typeof value === 'string') return Buffer.from(value, 'utf8')
-  if (value === undefined || value === null) throw new InputError('ValueMissing', t('errors.valueMissing', { type: typeName(value) }))
-  if (typeof value === 'number' && !Number.isFinite(value)) throw new InputError('ValueInvalid', t('errors.valueNotFinite', { value: String(value) }))
+  if (value === undefined || value === null)
+    throw new InputError('ValueMissing', t('errors.valueMissing', { type: typeName(value) }))
+  if (typeof value === 'number' && !Number.isFinite(value))
+    throw new InputError('ValueInvalid', t('errors.valueNotFinite', { value: String(value) }))
   // JSON.stringify writes a Map or a Set as {}: refuse it rather than store something else than was given.
-  if (value instanceof Map || value instanceof Set) throw new InputError('ValueInvalid', t('errors.valueType', { type: value.constructor.name }))
+  if (value instanceof Map || value instanceof Set)
+    throw new InputError('ValueInvalid', t('errors.valueType', { type: value.constructor.name }))
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'object') {
     let json: string | undefined
     try {
       json = JSON.stringify(value)
     } catch (err) {
       // circular structures and BigInts
-      throw new InputError('ValueInvalid', t('errors.valueNotJson', { error: err instanceof Error ? err.message : String(err) }))
+      throw new InputError(
+        'ValueInvalid',
+        t('errors.valueNotJson', { error: err instanceof Error ? err.message : String(err) }),
+      )
     }
     if (json !== undefined) return Buffer.from(json, 'utf8')
   }
@@ -76,7 +86,8 @@ export function decodePayload(bytes: Buffer, decoding: Decoding, t: Translate): 
       try {
         return decodeNdjson(bytes)
       } catch (err) {
-        if (err instanceof NdjsonError) throw new InputError('ValueNotNdjson', t('errors.decodeNdjson', { line: err.line ?? 0 }))
+        if (err instanceof NdjsonError)
+          throw new InputError('ValueNotNdjson', t('errors.decodeNdjson', { line: err.line ?? 0 }))
         throw err
       }
   }

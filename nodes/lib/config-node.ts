@@ -63,7 +63,10 @@ export function attach(RED: NodeAPI, node: Node, storeId: string | undefined, op
   const status = new StatusView(
     node,
     t,
-    store ? (err, key) => store.activity.metrics.msgFailed(label, err, { nodeId: node.id, ...(key !== undefined ? { key } : {}) }) : undefined,
+    store
+      ? (err, key) =>
+          store.activity.metrics.msgFailed(label, err, { nodeId: node.id, ...(key !== undefined ? { key } : {}) })
+      : undefined,
     store ? (err) => store.explain(err) : undefined,
   )
   const user: StoreUser = {

@@ -22,7 +22,8 @@ export function shownReason(status: ConnectionStatus, t: (key: string) => string
 }
 
 /** The catalogue key of a log line under `ss-config.log.` */
-export type ConnectionLogKey = 'connected' | 'disconnected' | 'authFailed' | 'notAuthorized' | 'connectFailed' | 'takenOver' | 'noService'
+export type ConnectionLogKey =
+  'connected' | 'disconnected' | 'authFailed' | 'notAuthorized' | 'connectFailed' | 'takenOver' | 'noService'
 
 /**
  * A refusal with CONNACK 0x87 Not authorized: an authorization policy that lets no rule match the
@@ -54,7 +55,13 @@ export class ConnectionLog {
       return { key: problem, warn: true }
     }
     const shown: Shown | null =
-      status.state === 'connected' ? 'connected' : status.problem === 'authFailed' ? 'authFailed' : status.state === 'disconnected' ? 'disconnected' : null
+      status.state === 'connected'
+        ? 'connected'
+        : status.problem === 'authFailed'
+          ? 'authFailed'
+          : status.state === 'disconnected'
+            ? 'disconnected'
+            : null
     if (shown === null || shown === this.last) return null
     const first = shown === 'disconnected' && this.last === null
     this.last = shown

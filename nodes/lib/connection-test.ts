@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import { CLIENT_DEFAULTS, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../../src/client'
-import { authOptions, configClientId, defaultBrokerUrl, type StoreCredentials, type TlsConfigNode } from './client-options'
+import {
+  authOptions,
+  configClientId,
+  defaultBrokerUrl,
+  type StoreCredentials,
+  type TlsConfigNode,
+} from './client-options'
 import type { StoreConfigNode } from './config-node'
 import { environmentText, fromEnvironment, LOCAL_BROKER, type FromEnvironment } from './environment'
 import { positiveInt } from './props'
@@ -26,7 +32,10 @@ export interface ConnectionTestOutcome {
   result: ConnectionTestResult
   /** The broker's or the socket's own words (never a credential: neither mqtt.js nor the broker repeats them). */
   reason?: string
-  /** Not authorized: the client id the broker refused, or (notAuthorizedTestId) the deployed connection's, which it lets in. */
+  /**
+   * Not authorized: the client id the broker refused, or (notAuthorizedTestId) the deployed connection's, which it lets
+   * in.
+   */
   clientId?: string
   /** notAuthorizedTestId: Test connection's own client id, which the broker refused. */
   testClientId?: string
@@ -43,7 +52,8 @@ function classify(status: ConnectionStatus): ConnectionTestOutcome {
   // The catalogue text of these says all there is to say, and what to change.
   if (problem === 'notMqtt' || problem === 'tlsExpected' || problem === 'tlsUnexpected') return { result: problem }
   const reason = status.reason
-  // A Node.js error's code is a string, an MQTT refusal's (mqtt.js ErrorWithReasonCode) the number: 135 is compared as '135'.
+  // A Node.js error's code is a string, an MQTT refusal's (mqtt.js ErrorWithReasonCode) the number: 135 is compared as
+  // '135'.
   const code = String((status.error as { code?: string | number } | undefined)?.code ?? '')
   const result: ConnectionTestResult =
     problem === 'authFailed'
@@ -70,7 +80,11 @@ function classify(status: ConnectionStatus): ConnectionTestOutcome {
  * else tries once more with that id itself (nothing is taken over, as that connection is down),
  * and names the id the broker refused.
  */
-export async function testConnection(options: ClientOptions, timeoutMs: number, deployedConnected = false): Promise<ConnectionTestOutcome> {
+export async function testConnection(
+  options: ClientOptions,
+  timeoutMs: number,
+  deployedConnected = false,
+): Promise<ConnectionTestOutcome> {
   const testClientId = `${options.clientId}-test-${randomBytes(3).toString('hex')}`
   const started = performance.now()
   const first = await attempt(options, testClientId, timeoutMs)
@@ -94,7 +108,10 @@ async function attempt(options: ClientOptions, clientId: string, timeoutMs: numb
   const deadline = performance.now() + timeoutMs
   try {
     const outcome = await new Promise<ConnectionTestOutcome>((resolve) => {
-      const timer = setTimeout(() => resolve({ result: 'timeout', ...(client.status.reason ? { reason: client.status.reason } : {}) }), timeoutMs)
+      const timer = setTimeout(
+        () => resolve({ result: 'timeout', ...(client.status.reason ? { reason: client.status.reason } : {}) }),
+        timeoutMs,
+      )
       const settle = (outcome: ConnectionTestOutcome) => {
         clearTimeout(timer)
         resolve(outcome)
@@ -169,7 +186,11 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
         res.json({ result: 'tlsNotDeployed' })
         return
       }
-      const resolved = { username: resolveEnv(creds.username), password: resolveEnv(creds.password), satTokenFile: resolveEnv(creds.satTokenFile) }
+      const resolved = {
+        username: resolveEnv(creds.username),
+        password: resolveEnv(creds.password),
+        satTokenFile: resolveEnv(creds.satTokenFile),
+      }
       // Blank fields stand for this Node-RED's AIO environment, as in the deployed node.
       let environment: FromEnvironment
       try {
@@ -199,15 +220,27 @@ export function registerConnectionTest(RED: import('node-red').NodeAPI): void {
       // The deployed connection with this very client id and broker, up now: proof that the broker lets that id in.
       const deployed = body.id ? (RED.nodes.getNode(body.id) as unknown as StoreConfigNode | null) : null
       const deployedConnected =
-        deployed !== null && deployed.clientId === options.clientId && deployed.brokerUrl === options.brokerUrl && deployed.connection?.state === 'connected'
+        deployed !== null &&
+        deployed.clientId === options.clientId &&
+        deployed.brokerUrl === options.brokerUrl &&
+        deployed.connection?.state === 'connected'
       res.json(
-        await testConnection({ ...options, ...fromEnv, brokerUrl: options.brokerUrl, ...authOptions(resolved, tlsNode) }, TEST_TIMEOUT_MS, deployedConnected),
+        await testConnection(
+          { ...options, ...fromEnv, brokerUrl: options.brokerUrl, ...authOptions(resolved, tlsNode) },
+          TEST_TIMEOUT_MS,
+          deployedConnected,
+        ),
       )
-    })().catch((err: unknown) => res.json({ result: 'failed', reason: err instanceof Error ? err.message : String(err) }))
+    })().catch((err: unknown) =>
+      res.json({ result: 'failed', reason: err instanceof Error ? err.message : String(err) }),
+    )
   })
   admin.get('/ss-config/broker', RED.auth.needsPermission('ss-config.read'), (req, res) => {
     const value = typeof req.query.value === 'string' ? req.query.value.trim() : ''
     // Blank: where a blank field connects (npm start's broker under npm start), for the field's placeholder.
-    res.json({ resolved: value === '' ? shownBrokerUrl(defaultBrokerUrl()) : ENV.test(value) ? shownBrokerUrl(resolveEnv(value)) : null })
+    res.json({
+      resolved:
+        value === '' ? shownBrokerUrl(defaultBrokerUrl()) : ENV.test(value) ? shownBrokerUrl(resolveEnv(value)) : null,
+    })
   })
 }

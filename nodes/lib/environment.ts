@@ -25,7 +25,10 @@ export interface ConnectionFields {
 }
 
 export type FromEnvironment = Partial<
-  Pick<ClientOptions, 'brokerUrl' | 'keepaliveSec' | 'sessionExpirySec' | 'username' | 'password' | 'satTokenFile' | 'tls'>
+  Pick<
+    ClientOptions,
+    'brokerUrl' | 'keepaliveSec' | 'sessionExpirySec' | 'username' | 'password' | 'satTokenFile' | 'tls'
+  >
 > & { clientId?: string }
 
 const blank = (v: string | number | undefined) => v === undefined || String(v).trim() === ''
@@ -76,7 +79,11 @@ export function releaseEnvironmentClientId(id: string, nodeId: string): void {
 /** The error's variable, value and problem in the catalogue's words; any other error's message. */
 export function environmentText(RED: NodeAPI, err: unknown): string {
   if (!(err instanceof EnvironmentError)) return err instanceof Error ? err.message : String(err)
-  return RED._('ss-config.errors.environment', { variable: err.variable, value: err.value, problem: RED._(`ss-config.environment.${err.problem}`) })
+  return RED._('ss-config.errors.environment', {
+    variable: err.variable,
+    value: err.value,
+    problem: RED._(`ss-config.environment.${err.problem}`),
+  })
 }
 
 /**
@@ -104,7 +111,10 @@ export function environmentView(RED: NodeAPI, env: NodeJS.ProcessEnv = process.e
   } catch (err) {
     return { broker: LOCAL_BROKER, keepalive: CLIENT_DEFAULTS.keepaliveSec, error: environmentText(RED, err) }
   }
-  const view: EnvironmentView = { broker: shownUrl(aio.brokerUrl) ?? LOCAL_BROKER, keepalive: aio.keepaliveSec ?? CLIENT_DEFAULTS.keepaliveSec }
+  const view: EnvironmentView = {
+    broker: shownUrl(aio.brokerUrl) ?? LOCAL_BROKER,
+    keepalive: aio.keepaliveSec ?? CLIENT_DEFAULTS.keepaliveSec,
+  }
   const put = <K extends keyof EnvironmentView>(key: K, value: EnvironmentView[K] | undefined) => {
     if (value !== undefined) view[key] = value
   }

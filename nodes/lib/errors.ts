@@ -51,7 +51,8 @@ export const INPUT_ERROR_CODES = [
 export type InputErrorCode = (typeof INPUT_ERROR_CODES)[number]
 
 /** Every code a node hands a Catch node in `msg.error.code`, PascalCase as the service's own (CONTRIBUTING.md). */
-export type NodeErrorCode = InputErrorCode | ConnectionErrorCode | KindCode | ServiceErrorCode | 'ClockSkew' | 'Unknown' | 'Internal'
+export type NodeErrorCode =
+  InputErrorCode | ConnectionErrorCode | KindCode | ServiceErrorCode | 'ClockSkew' | 'Unknown' | 'Internal'
 
 export const NODE_ERROR_CODES: readonly NodeErrorCode[] = [
   ...INPUT_ERROR_CODES,
@@ -68,9 +69,15 @@ export const NODE_ERROR_CODES: readonly NodeErrorCode[] = [
  * `message`, `code`, `stack` and `cause` from the error handed to `done`).
  */
 export interface ErrorInfo {
-  /** `service`, `timeout`, `connection`, `protocol`, `argument`, `cancelled`, `overloaded`, `notSupported`, `input` for a bad msg, or `internal`. */
+  /**
+   * `service`, `timeout`, `connection`, `protocol`, `argument`, `cancelled`, `overloaded`, `notSupported`, `input` for
+   * a bad msg, or `internal`.
+   */
   kind: StateStoreErrorKind | 'input' | 'internal'
-  /** A service error's catalogue name (`FencingTokenLowerVersion`, ...), or a name for the problem (`KeyEmpty`, `Timeout`, ...). */
+  /**
+   * A service error's catalogue name (`FencingTokenLowerVersion`, ...), or a name for the problem (`KeyEmpty`,
+   * `Timeout`, ...).
+   */
   code: NodeErrorCode
   message: string
   /**
@@ -94,7 +101,8 @@ export class InputError extends Error {
 export function describeError(err: unknown): ErrorInfo {
   if (err instanceof NodeFailure) return { kind: err.cause.kind, code: err.code, message: err.message }
   if (err instanceof InputError) return { kind: 'input', code: err.code, message: err.message }
-  // The client's codes are the nodes' codes: a flow tells a wait that ran out (`NotConnected`) from a closed client or refused credentials.
+  // The client's codes are the nodes' codes: a flow tells a wait that ran out (`NotConnected`) from a closed client or
+  // refused credentials.
   if (err instanceof StateStoreError) {
     const info: ErrorInfo = { kind: err.kind, code: flowCode(err), message: err.message }
     if (err.written !== undefined) info.written = err.written
@@ -112,7 +120,10 @@ export function describeError(err: unknown): ErrorInfo {
  * which reads "[object Object]"); any other object is shown through `toString()`, as one line.
  */
 export class NodeFailure {
-  /** An own property, so `done(err)` takes it as an Error-shaped value; not on the prototype, where the runtime looks for "Error". */
+  /**
+   * An own property, so `done(err)` takes it as an Error-shaped value; not on the prototype, where the runtime looks
+   * for "Error".
+   */
   readonly name = 'NodeFailure'
   readonly message: string
   readonly code: NodeErrorCode
@@ -121,7 +132,10 @@ export class NodeFailure {
     this.message = info.message
     this.code = info.code
     // A copy with a readable String(): where something stringifies the cause it says what it is.
-    this.cause = Object.defineProperty({ ...info }, 'toString', { value: () => `${info.kind} ${info.code}: ${info.message}`, enumerable: false })
+    this.cause = Object.defineProperty({ ...info }, 'toString', {
+      value: () => `${info.kind} ${info.code}: ${info.message}`,
+      enumerable: false,
+    })
   }
 
   toString(): string {

@@ -13,7 +13,10 @@ export const MAX_EXPORT_BYTES = 64 * 1024 * 1024
 /** How long an export waits for its reader to take more before it gives up its slot (`aioStateStore.exportIdleMs`). */
 export const EXPORT_IDLE_MS = 30_000
 
-/** Values read at once: few keys, about 1 MiB where the listing tells sizes, so that no burst of answers holds the runtime long. */
+/**
+ * Values read at once: few keys, about 1 MiB where the listing tells sizes, so that no burst of answers holds the
+ * runtime long.
+ */
 const BATCH = { keys: 4, bytes: 1024 * 1024 }
 
 export interface ExportLimits {
@@ -78,7 +81,8 @@ export function responseSink(
   return {
     async write(chunk) {
       if (!res.headersSent) start()
-      if (!res.write(chunk)) await once(res, 'drain', { signal: AbortSignal.any([signal, AbortSignal.timeout(idleMs)]) })
+      if (!res.write(chunk))
+        await once(res, 'drain', { signal: AbortSignal.any([signal, AbortSignal.timeout(idleMs)]) })
     },
   }
 }

@@ -38,5 +38,9 @@ export class KeyFailures {
 
 /** A failure naming the key it happened to (`failed` of `total` keys of the msg). */
 export function oneKeyFailure(key: string, info: ErrorInfo, t: Translate, failed = 1, total = 1): NodeFailure {
-  return new NodeFailure({ kind: info.kind, code: info.code, message: t('errors.keyFailed', { key: JSON.stringify(key), error: info.message, failed, total }) })
+  return new NodeFailure({
+    kind: info.kind,
+    code: info.code,
+    message: t('errors.keyFailed', { key: JSON.stringify(key), error: info.message, failed, total }),
+  })
 }

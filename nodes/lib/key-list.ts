@@ -6,7 +6,10 @@ import { parseKey, typeName } from './props'
 export const DEFAULT_MAX_KEYS = 10_000
 /** Requests one msg keeps in flight at once unless the node says otherwise. */
 export const DEFAULT_IN_FLIGHT = 8
-/** Bytes of key names one msg may name in all: with the count alone, 10,000 keys of 60,000 bytes were 600 MB of requests. */
+/**
+ * Bytes of key names one msg may name in all: with the count alone, 10,000 keys of 60,000 bytes were 600 MB of
+ * requests.
+ */
 export const MAX_KEY_LIST_BYTES = 4 * 1024 * 1024
 
 /**
@@ -33,12 +36,16 @@ export function parseKeyValues(value: unknown, maxKeys: number, t: Translate): A
   return entries
 }
 
-/** Counts the bytes of the keys it is given and refuses, naming the limit, the one that takes them past MAX_KEY_LIST_BYTES. */
+/**
+ * Counts the bytes of the keys it is given and refuses, naming the limit, the one that takes them past
+ * MAX_KEY_LIST_BYTES.
+ */
 function byteBound(t: Translate): (key: string) => string {
   let total = 0
   return (key) => {
     total += Buffer.byteLength(key)
-    if (total > MAX_KEY_LIST_BYTES) throw new InputError('TooManyKeyBytes', t('errors.tooManyKeyBytes', { max: MAX_KEY_LIST_BYTES }))
+    if (total > MAX_KEY_LIST_BYTES)
+      throw new InputError('TooManyKeyBytes', t('errors.tooManyKeyBytes', { max: MAX_KEY_LIST_BYTES }))
     return key
   }
 }

@@ -12,7 +12,10 @@ import { wholeNumber as readWholeNumber } from '../../src/checks/whole-number'
  */
 export const MAX_KEY_BYTES = 65_535
 
-/** A typedInput value as stored in the flow: the value and its type (`str`, `msg`, `flow`, `global`, `env`, `jsonata`, ...). */
+/**
+ * A typedInput value as stored in the flow: the value and its type (`str`, `msg`, `flow`, `global`, `env`, `jsonata`,
+ * ...).
+ */
 export interface TypedProperty {
   value: string
   type: string
@@ -36,11 +39,16 @@ export function typedSetting(def: object, name: keyof typeof TYPED_DEFAULTS): Ty
   }
 }
 
-/** `RED.util.evaluateNodeProperty` in its callback form: the only form that evaluates JSONata (async since Node-RED 4) and async context stores. */
+/**
+ * `RED.util.evaluateNodeProperty` in its callback form: the only form that evaluates JSONata (async since Node-RED 4)
+ * and async context stores.
+ */
 export function evaluate(RED: NodeAPI, node: Node, prop: TypedProperty, msg: NodeMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
     try {
-      RED.util.evaluateNodeProperty(prop.value, prop.type, node, msg, (err, result) => (err ? reject(err) : resolve(result)))
+      RED.util.evaluateNodeProperty(prop.value, prop.type, node, msg, (err, result) =>
+        err ? reject(err) : resolve(result),
+      )
     } catch (err) {
       // `json` and `bin` parse synchronously and throw even in the callback form.
       reject(err)
@@ -48,7 +56,10 @@ export function evaluate(RED: NodeAPI, node: Node, prop: TypedProperty, msg: Nod
   })
 }
 
-/** Reads a typedInput; a failure (bad JSONata, unreadable context) becomes an input error naming the property by its label in the edit dialog. */
+/**
+ * Reads a typedInput; a failure (bad JSONata, unreadable context) becomes an input error naming the property by its
+ * label in the edit dialog.
+ */
 export async function evaluateInput(
   RED: NodeAPI,
   node: Node,
@@ -60,7 +71,10 @@ export async function evaluateInput(
   try {
     return await evaluate(RED, node, prop, msg)
   } catch (err) {
-    throw new InputError('PropertyFailed', t('errors.property', { property: t(`label.${what}`), error: err instanceof Error ? err.message : String(err) }))
+    throw new InputError(
+      'PropertyFailed',
+      t('errors.property', { property: t(`label.${what}`), error: err instanceof Error ? err.message : String(err) }),
+    )
   }
 }
 
@@ -94,7 +108,8 @@ export function isKeyPattern(key: string): boolean {
 /** A key to watch: its notification topic carries it hex-encoded, so the client id sets a lower limit; no pattern. */
 export function parseWatchedKey(key: unknown, clientId: string, t: Translate): string {
   const text = parseKey(key, t)
-  if (isKeyPattern(text)) throw new InputError('PatternNotWatchable', t('errors.patternNotWatchable', { key: preview(text) }))
+  if (isKeyPattern(text))
+    throw new InputError('PatternNotWatchable', t('errors.patternNotWatchable', { key: preview(text) }))
   const bytes = Buffer.byteLength(text, 'utf8')
   const max = maxNotifiedKeyBytes(clientId)
   if (bytes > max) throw new InputError('KeyTooLong', t('errors.keyTooLongToWatch', { bytes, max }))
@@ -107,12 +122,24 @@ export function parseWatchedKey(key: unknown, clientId: string, t: Translate): s
  * the key, the override option included: every state store node leaves the key it used in `msg.key`,
  * so reading that would move a node whose Key is `msg.topic` to the previous node's key.
  */
-export async function resolveKey(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, t: Translate): Promise<string> {
+export async function resolveKey(
+  RED: NodeAPI,
+  node: Node,
+  msg: NodeMessage,
+  key: TypedProperty,
+  t: Translate,
+): Promise<string> {
   return parseKey(await keyInput(RED, node, msg, key, t), t)
 }
 
 /** What resolveKey reads, before it is checked to be one key (get and delete also take an array of keys). */
-export async function keyInput(RED: NodeAPI, node: Node, msg: NodeMessage, key: TypedProperty, t: Translate): Promise<unknown> {
+export async function keyInput(
+  RED: NodeAPI,
+  node: Node,
+  msg: NodeMessage,
+  key: TypedProperty,
+  t: Translate,
+): Promise<unknown> {
   const value = await evaluateInput(RED, node, key, msg, 'key', t)
   if (typeof value === 'string') rememberKey(msg, value)
   return value
@@ -133,11 +160,21 @@ export function parseFencingToken(value: unknown, t: Translate): Hlc | undefined
 }
 
 /** The fencing token a msg carries per the node's setting; the typed-input type `none` never sends one. */
-export async function resolveFencingToken(RED: NodeAPI, node: Node, msg: NodeMessage, token: TypedProperty, t: Translate): Promise<Hlc | undefined> {
-  return token.type === 'none' ? undefined : parseFencingToken(await evaluateInput(RED, node, token, msg, 'fencingToken', t), t)
+export async function resolveFencingToken(
+  RED: NodeAPI,
+  node: Node,
+  msg: NodeMessage,
+  token: TypedProperty,
+  t: Translate,
+): Promise<Hlc | undefined> {
+  return token.type === 'none'
+    ? undefined
+    : parseFencingToken(await evaluateInput(RED, node, token, msg, 'fencingToken', t), t)
 }
 
-/** Expiry in whole milliseconds; 0, empty or absent means none. Numeric strings are accepted (`${ENV}`, form fields). */
+/**
+ * Expiry in whole milliseconds; 0, empty or absent means none. Numeric strings are accepted (`${ENV}`, form fields).
+ */
 export function parseExpiry(value: unknown, t: Translate): number | undefined {
   if (value === undefined || value === null || value === '' || value === 0 || value === '0') return undefined
   const n = readWholeNumber(value)

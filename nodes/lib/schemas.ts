@@ -9,7 +9,10 @@ import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from './key-list'
  * its catalogue texts are the editor file's and the locales'.
  */
 
-/** How the editor checks a setting: a whole number, a required typed input, a typed input, or an editor function of its own. */
+/**
+ * How the editor checks a setting: a whole number, a required typed input, a typed input, or an editor function of its
+ * own.
+ */
 export type Validate = 'wholeNumber' | { requiredTyped: string } | { typedInput: string } | { editor: string[] }
 
 export interface Setting {
@@ -57,10 +60,12 @@ export const SCHEMAS = {
       broker: {
         validate: {
           editor: [
-            '// Blank: $AIO_STATESTORE_URL when set (npm start sets it), else mqtt://127.0.0.1:1883; the placeholder shows which.',
+            '// Blank: $AIO_STATESTORE_URL when set (npm start sets it), else mqtt://127.0.0.1:1883; the ' +
+              'placeholder shows which.',
             'value: "",',
             'validate: function (v, opt) {',
-            '  var embedded = $("#node-config-input-embedded").length ? $("#node-config-input-embedded").is(":checked") : this.embedded;',
+            '  var embedded = $("#node-config-input-embedded").length ? ' +
+              '$("#node-config-input-embedded").is(":checked") : this.embedded;',
             '  return embedded ? true : window.AioStateStore.brokerUrl(v, opt);',
             '}',
           ],
@@ -80,7 +85,9 @@ export const SCHEMAS = {
       // Blank: aio-persistence=true, the Broker resource's default dynamicSettings.
       persistenceProperty: {
         value: '',
-        validate: { editor: ['value: "",', 'validate: function (v) {', '  return !v || /^\\s*[^=\\s][^=]*=/.test(v);', '}'] },
+        validate: {
+          editor: ['value: "",', 'validate: function (v) {', '  return !v || /^\\s*[^=\\s][^=]*=/.test(v);', '}'],
+        },
       },
       metricCategory: { value: 'node-red-contrib-aio-statestore' },
     },
@@ -155,11 +162,13 @@ export const SCHEMAS = {
             '  var mode = $("#node-input-mode").val() || this.mode;',
             '  var type = $("#node-input-keyType").val() || this.keyType;',
             '  // A leader campaigns when the flow starts, before any msg exists to name the position.',
-            '  if ((mode === "leader" || mode === "gate") && type === "msg") return opt ? RED._("node-red:validator.errors.invalid-prop") : false;',
+            '  if ((mode === "leader" || mode === "gate") && type === "msg") return opt ? ' +
+              'RED._("node-red:validator.errors.invalid-prop") : false;',
             '  // A release takes the lock from the hold the msg carries (msg.lock): no name needed.',
             '  var action = $("#node-input-action").val() || this.action;',
             '  if (action === "release" && mode !== "leader" && mode !== "gate" && type === "str" && !v) return true;',
-            '  // Run once with a blank name claims an id derived from the msg; a completion takes the claim from msg.lock.',
+            '  // Run once with a blank name claims an id derived from the msg; a completion takes the claim from ' +
+              'msg.lock.',
             '  if ((mode === "once" || action === "complete") && type === "str" && !v) return true;',
             '  return window.AioStateStore.requiredTyped("keyType").call(this, v, opt);',
             '}',
@@ -217,8 +226,15 @@ const COLOR = '#7fb2e5'
 function validator(validate: Validate): string {
   if (validate === 'wholeNumber') return 'function (v, opt) { return window.AioStateStore.wholeNumber(v, opt); }'
   if ('requiredTyped' in validate)
-    return `function (v, opt) { return window.AioStateStore.requiredTyped(${JSON.stringify(validate.requiredTyped)}).call(this, v, opt); }`
-  if ('typedInput' in validate) return `function (v, opt) { return RED.validators.typedInput(${JSON.stringify(validate.typedInput)}).call(this, v, opt); }`
+    return (
+      `function (v, opt) { return ` +
+      `window.AioStateStore.requiredTyped(${JSON.stringify(validate.requiredTyped)}).call(this, v, opt); }`
+    )
+  if ('typedInput' in validate)
+    return (
+      `function (v, opt) { return RED.validators.typedInput(${JSON.stringify(validate.typedInput)}).call(this, ` +
+      `v, opt); }`
+    )
   throw new Error('an editor function is written out in full')
 }
 
@@ -243,7 +259,8 @@ export function registrationHeader(type: NodeType): string {
   lines.push(`    paletteLabel: function () { return this._("${type}.paletteLabel"); },`)
   if (schema.category !== 'config') {
     lines.push(
-      `    onpaletteadd: function () { if (window.AioStateStore) window.AioStateStore.paletteSearchWords("${type}"); },`,
+      `    onpaletteadd: function () { if (window.AioStateStore) ` +
+        `window.AioStateStore.paletteSearchWords("${type}"); },`,
       '    onadd: function () { window.AioStateStore.onadd.call(this); },',
     )
   }

@@ -27,7 +27,12 @@ export function connectionStatus(status: ConnectionStatus, t: Translate): NodeSt
       return { fill: 'yellow', shape: 'ring', text: t('node-red:common.status.connecting') }
     case 'disconnected':
     case 'closed':
-      if (status.problem === 'authFailed') return { fill: 'red', shape: 'ring', text: t(notAuthorized(status) ? 'status.notAuthorized' : 'status.authFailed') }
+      if (status.problem === 'authFailed')
+        return {
+          fill: 'red',
+          shape: 'ring',
+          text: t(notAuthorized(status) ? 'status.notAuthorized' : 'status.authFailed'),
+        }
       // A problem the client named has a catalogue text that says what to change, shown in full.
       if (status.problem) return { fill: 'red', shape: 'ring', text: t(`status.${status.problem}`) }
       return {
@@ -94,7 +99,10 @@ export class StatusView {
     this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text })
   }
 
-  /** An outcome with a count in it (`status.<key>_one`, `_other`, … as the language's plural forms go), in the connection's colour. */
+  /**
+   * An outcome with a count in it (`status.<key>_one`, `_other`, … as the language's plural forms go), in the
+   * connection's colour.
+   */
   counted(key: string, count: number): void {
     // A count may change with every msg: it is translated and shown at most once per COUNT_EVERY_MS,
     // the latest count last, so a burst of msgs costs one status, not one per msg.
@@ -112,7 +120,11 @@ export class StatusView {
     const pending = this.pendingCount
     if (!pending) return
     const connected = this.connected
-    this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text: this.t(pending.key, { count: pending.count }) })
+    this.show({
+      fill: connected ? 'green' : 'red',
+      shape: connected ? 'dot' : 'ring',
+      text: this.t(pending.key, { count: pending.count }),
+    })
   }
 
   /**
@@ -124,7 +136,10 @@ export class StatusView {
     this.show({ fill: 'yellow', shape: this.connected ? 'dot' : 'ring', text })
   }
 
-  /** `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind; `msgKey`: the msg's key, when it had one. */
+  /**
+   * `error: key is empty`: the failure's short name from the catalogue (`failure.<code>`), else its kind; `msgKey`: the
+   * msg's key, when it had one.
+   */
   failure(err: unknown, msgKey?: string): void {
     this.onFailure?.(err, msgKey)
     const { kind, code } = describeError(err)
@@ -134,7 +149,11 @@ export class StatusView {
       name = this.t(key, { defaultValue: kind })
       this.texts.set(key, name)
     }
-    this.show({ fill: 'red', shape: this.connected ? 'dot' : 'ring', text: `${this.text('node-red:common.status.error')}: ${name}` })
+    this.show({
+      fill: 'red',
+      shape: this.connected ? 'dot' : 'ring',
+      text: `${this.text('node-red:common.status.error')}: ${name}`,
+    })
   }
 
   /** A problem with the node's own configuration: shown until the node is redeployed. */
@@ -155,7 +174,8 @@ export class StatusView {
     // Whatever comes after a count replaces it: a count still waiting is not shown over it.
     this.pendingCount = undefined
     const shown = this.shown
-    if (shown !== undefined && shown.fill === status.fill && shown.shape === status.shape && shown.text === status.text) return
+    if (shown !== undefined && shown.fill === status.fill && shown.shape === status.shape && shown.text === status.text)
+      return
     this.shown = status
     this.node.status(status)
   }

@@ -1,7 +1,10 @@
 import type { ConnectionStatus } from '../../src/client'
 import type { StoreUser } from './config-node'
 
-/** The nodes that use one config node: each hears of every connection change, and a closing config node can wait for them to leave. */
+/**
+ * The nodes that use one config node: each hears of every connection change, and a closing config node can wait for
+ * them to leave.
+ */
 export class StoreUsers {
   private readonly users = new Map<string, StoreUser>()
   private allGone: (() => void) | null = null

@@ -9,7 +9,9 @@ const OWN = 'node-red-contrib-aio-statestore/ss-lock:ss-lock.'
 /** Holds named in the log, per node; the oldest is forgotten past this many. */
 const LOGGED_KEPT = 1000
 
-/** What a msg that gives up needs told: itself, where it goes, and whether the store was ever connected while it waited. */
+/**
+ * What a msg that gives up needs told: itself, where it goes, and whether the store was ever connected while it waited.
+ */
 export interface GivingUp {
   readonly msg: NodeMessage & Record<string, unknown>
   readonly out: Out
@@ -26,7 +28,8 @@ export function givingUp(ctx: ModeContext): (c: StateStoreClient, name: string, 
   const { RED, node, status, timeoutMs, holdMs } = ctx
   const logged = new Set<string>()
   return async (c, name, w) => {
-    if (!w.sawConnection && !status.connected) throw new ConnectionError('NotConnected', `not connected (waited ${timeoutMs} ms for the lock "${name}")`)
+    if (!w.sawConnection && !status.connected)
+      throw new ConnectionError('NotConnected', `not connected (waited ${timeoutMs} ms for the lock "${name}")`)
     const current = await holderIfReachable(c, name)
     w.msg.acquired = false
     if (current !== undefined) w.msg.holder = current
@@ -44,7 +47,16 @@ export function givingUp(ctx: ModeContext): (c: StateStoreClient, name: string, 
     if (!logged.has(hold)) {
       logged.add(hold)
       if (logged.size > LOGGED_KEPT) logged.delete(logged.values().next().value as string)
-      node.warn(RED._(`${OWN}warn.gaveUp`, { node: node.name || node.id, name, holder: current, s: seconds, wait: timeoutMs, hold: holdMs }))
+      node.warn(
+        RED._(`${OWN}warn.gaveUp`, {
+          node: node.name || node.id,
+          name,
+          holder: current,
+          s: seconds,
+          wait: timeoutMs,
+          hold: holdMs,
+        }),
+      )
     }
     w.out(false, w.msg)
   }

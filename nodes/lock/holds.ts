@@ -68,7 +68,10 @@ export function find(info: Pick<HoldInfo, 'name' | 'value'>): Hold | undefined {
   return holds.get(id(info.name, info.value))
 }
 
-/** Holders seen by a waiting msg, by lock name, with when they were first seen: how long a hold of another runtime has lasted at least. */
+/**
+ * Holders seen by a waiting msg, by lock name, with when they were first seen: how long a hold of another runtime has
+ * lasted at least.
+ */
 const sightings = new Map<string, { value: string; since: number }>()
 const SIGHTINGS_KEPT = 10_000
 
@@ -105,7 +108,12 @@ export function carried(lock: unknown): HoldInfo | null {
   if (typeof lock !== 'object' || lock === null) return null
   const { name, holder, value, fencingToken } = lock as Record<string, unknown>
   if (typeof name !== 'string' || name === '' || typeof value !== 'string' || value === '') return null
-  return { name, value, holder: typeof holder === 'string' ? holder : value, fencingToken: typeof fencingToken === 'string' ? fencingToken : '' }
+  return {
+    name,
+    value,
+    holder: typeof holder === 'string' ? holder : value,
+    fencingToken: typeof fencingToken === 'string' ? fencingToken : '',
+  }
 }
 
 /**

@@ -19,7 +19,10 @@ interface Held {
  * surely leads (elected, and its term not yet run out as this runtime measures it from the last
  * renewal sent), with the term's fencing token, and by output 2 otherwise.
  */
-export function leaderMode(ctx: ModeContext, options: { gate?: boolean } = {}): LockMode & { start(client: StateStoreClient, name: string): void } {
+export function leaderMode(
+  ctx: ModeContext,
+  options: { gate?: boolean } = {},
+): LockMode & { start(client: StateStoreClient, name: string): void } {
   const { node, store, status, t, holder, leaseMs } = ctx
   const gate = options.gate === true
   const held = new Map<string, Held>()
@@ -32,7 +35,10 @@ export function leaderMode(ctx: ModeContext, options: { gate?: boolean } = {}): 
     election.on('elected', ({ fencingToken }) => {
       status.outcome('status.leader')
       if (gate) return
-      node.send([{ topic: name, key: name, payload: true, leader: true, holder, fencingToken: fencingToken.toString() }, null])
+      node.send([
+        { topic: name, key: name, payload: true, leader: true, holder, fencingToken: fencingToken.toString() },
+        null,
+      ])
     })
     election.on('lost', ({ reason }) => {
       if (ctx.closing()) return

@@ -29,7 +29,10 @@ interface Waiter {
   settle(err?: unknown): void
 }
 
-/** One lock name at this node: the msgs holding it (one, or up to *Holders at most*), the one acquiring it, and the msgs waiting, in order. */
+/**
+ * One lock name at this node: the msgs holding it (one, or up to *Holders at most*), the one acquiring it, and the msgs
+ * waiting, in order.
+ */
 interface Line {
   readonly name: string
   readonly waiting: Waiter[]
@@ -213,7 +216,8 @@ export function lockMode(ctx: ModeContext): LockMode {
     // The hold follows its key: released in another runtime, deleted or expired, it ends there and
     // then, and no renewal writes the key back.
     // Up to *Holders at most* msgs at once: each takes one slot of the name's semaphore.
-    if (limit > 1 && !l.semaphore) l.semaphore = new Semaphore(c, l.name, { limit, leaseMs, ...(renewPeriodMs ? { renewPeriodMs } : {}) })
+    if (limit > 1 && !l.semaphore)
+      l.semaphore = new Semaphore(c, l.name, { limit, leaseMs, ...(renewPeriodMs ? { renewPeriodMs } : {}) })
     const lock = limit > 1 ? null : new Lock(c, l.name, { holder: value, leaseMs, renewPeriodMs, followKey: true })
     lock?.lease.on('error', (err) => node.warn(err.message))
     // A take that waits a while asks once who holds the lock: how long a hold of another runtime has
@@ -249,9 +253,18 @@ export function lockMode(ctx: ModeContext): LockMode {
         return
       }
       // A slot's hold names the slot's key: a release from any node finds it by the key and value it carries.
-      const info: HoldInfo = { name: slot === undefined ? l.name : l.semaphore!.slotKey(slot).toString('utf8'), holder, value, fencingToken: token }
+      const info: HoldInfo = {
+        name: slot === undefined ? l.name : l.semaphore!.slotKey(slot).toString('utf8'),
+        holder,
+        value,
+        fencingToken: token,
+      }
       const hold = new MsgHold(info, held, (h, loss) => ended(c, l, h, w, loss))
-      held.lease.on('lost', ({ message, deleted }) => hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: message }))
+      held.lease.on(
+        'lost',
+        ({ message, deleted }) =>
+          hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: message }),
+      )
       l.holds.push(hold)
       holdingLines.add(l)
       register(hold)
@@ -279,15 +292,28 @@ export function lockMode(ctx: ModeContext): LockMode {
   }
 
   /** A hold ended: a loss while its msg is in the flow goes to output 2; the next msg's turn comes. */
-  function ended(c: StateStoreClient, l: Line, h: MsgHold, w: Waiter, loss: { reason: LossReason; detail?: string } | null): void {
+  function ended(
+    c: StateStoreClient,
+    l: Line,
+    h: MsgHold,
+    w: Waiter,
+    loss: { reason: LossReason; detail?: string } | null,
+  ): void {
     const i = l.holds.indexOf(h)
     if (i >= 0) l.holds.splice(i, 1)
     if (l.holds.length === 0) holdingLines.delete(l)
     if (loss && !closing.signal.aborted) {
-      if (loss.reason === 'holdAtMost') node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
+      if (loss.reason === 'holdAtMost')
+        node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
       status.attention(loss.reason === 'released' ? `${OWN}status.releasedElsewhere` : 'status.lost')
       const m = RED.util.cloneMessage(w.msg)
-      Object.assign(m, { key: l.name, acquired: false, lost: true, reason: loss.reason, ...(loss.detail ? { detail: loss.detail } : {}) })
+      Object.assign(m, {
+        key: l.name,
+        acquired: false,
+        lost: true,
+        reason: loss.reason,
+        ...(loss.detail ? { detail: loss.detail } : {}),
+      })
       node.send([null, m])
     } else if (!closing.signal.aborted) showHolds('status.released')
     next(c, l)

@@ -38,7 +38,12 @@ export function onceMode(ctx: ModeContext & { keepMs: number }): LockMode {
     const h: ClaimHold = {
       claim,
       since,
-      info: { name: claim.key.toString('utf8'), holder, value: claim.value, fencingToken: claim.fencingToken.toString() },
+      info: {
+        name: claim.key.toString('utf8'),
+        holder,
+        value: claim.value,
+        fencingToken: claim.fencingToken.toString(),
+      },
       release: async (options) => {
         end()
         return claim.release(options)
@@ -47,10 +52,12 @@ export function onceMode(ctx: ModeContext & { keepMs: number }): LockMode {
         end()
         return claim.complete()
       },
-      renew: async () => ((await claim.lease.renew()) && claim.lease.fencingToken ? claim.lease.fencingToken.toString() : null),
+      renew: async () =>
+        (await claim.lease.renew()) && claim.lease.fencingToken ? claim.lease.fencingToken.toString() : null,
       remainingMs: () => (claim.isEnded ? 0 : claim.lease.remainingMs),
     }
-    // A msg that never reaches a completion: its claim stops renewing and runs out, so a later delivery claims it again.
+    // A msg that never reaches a completion: its claim stops renewing and runs out, so a later delivery claims it
+    // again.
     if (holdMs > 0)
       timer = setTimeout(() => {
         end()
@@ -83,7 +90,14 @@ export function onceMode(ctx: ModeContext & { keepMs: number }): LockMode {
       }
       let outcome
       try {
-        outcome = await claimOnce(c, name, { holder, leaseMs, keepMs, timeoutMs, signal: closing.signal, ...(renewPeriodMs ? { renewPeriodMs } : {}) })
+        outcome = await claimOnce(c, name, {
+          holder,
+          leaseMs,
+          keepMs,
+          timeoutMs,
+          signal: closing.signal,
+          ...(renewPeriodMs ? { renewPeriodMs } : {}),
+        })
       } catch (err) {
         if (err instanceof CancelledError && closing.signal.aborted) return
         throw err

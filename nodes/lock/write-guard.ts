@@ -10,6 +10,7 @@ import { holdTimeLeft } from './holds'
 export function writeTimeUnderHold(lock: unknown, key: string, t: Translate): { timeoutMs?: number } {
   const left = holdTimeLeft(lock)
   if (left === undefined) return {}
-  if (left < 1) throw new InputError('HoldEnded', t('node-red-contrib-aio-statestore/ss-lock:ss-lock.errors.holdEnded', { key }))
+  if (left < 1)
+    throw new InputError('HoldEnded', t('node-red-contrib-aio-statestore/ss-lock:ss-lock.errors.holdEnded', { key }))
   return { timeoutMs: left }
 }

@@ -7,9 +7,12 @@ export function requireValue(value: Bytes, what = 'value'): Buffer {
   return toBytes(requireBytes(value, what))
 }
 
-/** requireValue without the conversion, for a value that goes straight into a request (which encodes strings itself). */
+/**
+ * requireValue without the conversion, for a value that goes straight into a request (which encodes strings itself).
+ */
 export function requireBytes(value: Bytes, what = 'value'): Bytes {
-  if (typeof value !== 'string' && !Buffer.isBuffer(value)) throw new ArgumentError(`the ${what} must be a Buffer or a string`)
+  if (typeof value !== 'string' && !Buffer.isBuffer(value))
+    throw new ArgumentError(`the ${what} must be a Buffer or a string`)
   return value
 }
 
@@ -21,7 +24,9 @@ export function requireNotifiableKey(key: Buffer, clientId: string): Buffer {
   const max = maxNotifiedKeyBytes(clientId)
   if (key.length > max) {
     throw new ArgumentError(
-      `the key is ${key.length} bytes long; a watched key can be at most ${max} bytes for client id ${JSON.stringify(clientId)} (the notification topic carries it in hex, and an MQTT topic is at most 65,535 bytes)`,
+      `the key is ${key.length} bytes long; a watched key can be at most ${max} bytes for client id ` +
+        `${JSON.stringify(clientId)} (the notification topic carries it in hex, and an MQTT topic is at most 65,535 ` +
+        `bytes)`,
     )
   }
   return key
@@ -35,7 +40,8 @@ export function requireFencingToken(token: Hlc | string | undefined): Hlc | unde
   try {
     return Hlc.parse(token)
   } catch (err) {
-    if (err instanceof HlcError) throw new ArgumentError(`bad fencing token ${JSON.stringify(token)}: ${err.message}`, { cause: err })
+    if (err instanceof HlcError)
+      throw new ArgumentError(`bad fencing token ${JSON.stringify(token)}: ${err.message}`, { cause: err })
     throw err
   }
 }
@@ -49,7 +55,8 @@ export function requireOptions(options: unknown): void {
 /** Milliseconds that must be a positive whole number when given. */
 export function requirePositive(value: number | undefined, name: string): number | undefined {
   if (value === undefined) return undefined
-  if (!Number.isFinite(value) || value <= 0) throw new ArgumentError(`${name} must be a positive number of milliseconds, got ${value}`)
+  if (!Number.isFinite(value) || value <= 0)
+    throw new ArgumentError(`${name} must be a positive number of milliseconds, got ${value}`)
   return value
 }
 

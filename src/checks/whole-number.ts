@@ -5,6 +5,11 @@
  * caller turns that into its own typed error or default.
  */
 export function wholeNumber(value: unknown, min = 0): number | undefined {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d{1,16}\s*$/.test(value) ? Number(value) : NaN
+  const n =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\s*\d{1,16}\s*$/.test(value)
+        ? Number(value)
+        : NaN
   return Number.isSafeInteger(n) && n >= min ? n : undefined
 }

@@ -47,7 +47,8 @@ export function write(out: Writable, data: Buffer | string): Promise<void> {
 /** A value from the argument, `--file`, or stdin, in that order; bytes as they are. */
 export async function readValue(ctx: CommandContext, positional: string | undefined): Promise<Buffer> {
   const file = ctx.values.file as string | undefined
-  if (positional !== undefined && file !== undefined) throw new UsageError('give the value as an argument or with --file, not both')
+  if (positional !== undefined && file !== undefined)
+    throw new UsageError('give the value as an argument or with --file, not both')
   if (positional !== undefined) return Buffer.from(positional, 'utf8')
   if (file !== undefined) {
     try {
@@ -67,4 +68,5 @@ async function readAll(stream: Readable): Promise<Buffer> {
 }
 
 export const FENCING_FLAG = { 'fencing-token': { type: 'string' } } as const
-export const FENCING_HELP = '  --fencing-token <hlc>   Send this fencing token (__ft): the write fails if the key is protected by a newer one.'
+export const FENCING_HELP =
+  '  --fencing-token <hlc>   Send this fencing token (__ft): the write fails if the key is protected by a newer one.'

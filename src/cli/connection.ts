@@ -26,7 +26,9 @@ export const CONNECTION_FLAGS = {
   'metric-category': { type: 'string' },
 } as const
 
-export const CONNECTION_HELP = `Connection (before or after the command; flags win over the AIO SDKs' environment variables in brackets):
+export const CONNECTION_HELP =
+  `Connection (before or after the command; flags win over the AIO SDKs' environment ` +
+  `variables in brackets):
   --broker <url>              mqtt://, mqtts://, ws:// or wss:// URL [AIO_STATESTORE_URL]. Default: from
                               AIO_BROKER_HOSTNAME, AIO_BROKER_TCP_PORT (8883) and AIO_MQTT_USE_TLS (true)
                               when set, else mqtt://127.0.0.1:1883 (the emulator's default).
@@ -65,11 +67,13 @@ export function connectionFrom(values: ConnectionValues, env: NodeJS.ProcessEnv 
   // A flag replaces its variable; the SDKs' pairing and exclusion rules then apply to the result.
   const passwordFile = values['password-file'] ?? aio.passwordFile
   const satFile = values['sat-file'] ?? aio.satFile
-  if (passwordFile !== undefined && satFile !== undefined) throw new UsageError('give a password file or a SAT file, not both')
+  if (passwordFile !== undefined && satFile !== undefined)
+    throw new UsageError('give a password file or a SAT file, not both')
   const cert = values['cert-file'] ?? aio.certFile
   const key = values['key-file'] ?? aio.keyFile
   const keyPassword = values['key-password-file'] ?? aio.keyPasswordFile
-  if ((cert === undefined) !== (key === undefined)) throw new UsageError('a client certificate and its key go together: give both --cert-file and --key-file')
+  if ((cert === undefined) !== (key === undefined))
+    throw new UsageError('a client certificate and its key go together: give both --cert-file and --key-file')
   if (keyPassword !== undefined && key === undefined) throw new UsageError('a key password file without a key file')
   const options: ClientOptions = {
     brokerUrl: values.broker ?? aio.brokerUrl ?? 'mqtt://127.0.0.1:1883',
@@ -91,8 +95,10 @@ export function connectionFrom(values: ConnectionValues, env: NodeJS.ProcessEnv 
   const username = values.username ?? aio.username
   if (username !== undefined) options.username = username
   // A file that cannot be read is named by where it came from: the flag, or the SDKs' variable.
-  const from = (flag: keyof ConnectionValues, variable: string, what: string) => (values[flag] !== undefined ? `${what} (--${flag})` : `${what} (${variable})`)
-  if (passwordFile !== undefined) options.password = readText(from('password-file', 'AIO_MQTT_PASSWORD_FILE', 'password file'), passwordFile)
+  const from = (flag: keyof ConnectionValues, variable: string, what: string) =>
+    values[flag] !== undefined ? `${what} (--${flag})` : `${what} (${variable})`
+  if (passwordFile !== undefined)
+    options.password = readText(from('password-file', 'AIO_MQTT_PASSWORD_FILE', 'password file'), passwordFile)
   if (satFile !== undefined) {
     readBytes(from('sat-file', 'AIO_SAT_FILE', 'SAT file'), satFile)
     options.satTokenFile = satFile
@@ -108,7 +114,14 @@ export function connectionFrom(values: ConnectionValues, env: NodeJS.ProcessEnv 
             key: readBytes(from('key-file', 'AIO_TLS_KEY_FILE', 'key file'), key!),
           }
         : {}),
-      ...(keyPassword !== undefined ? { passphrase: readText(from('key-password-file', 'AIO_TLS_KEY_PASSWORD_FILE', 'key password file'), keyPassword) } : {}),
+      ...(keyPassword !== undefined
+        ? {
+            passphrase: readText(
+              from('key-password-file', 'AIO_TLS_KEY_PASSWORD_FILE', 'key password file'),
+              keyPassword,
+            ),
+          }
+        : {}),
       ...(serverName !== undefined ? { servername: serverName } : {}),
     }
   }
@@ -117,7 +130,8 @@ export function connectionFrom(values: ConnectionValues, env: NodeJS.ProcessEnv 
 
 export function wholeNumber(name: string, text: string, min: number): number {
   const n = readWholeNumber(text, min)
-  if (n === undefined) throw new UsageError(`${name} ${JSON.stringify(text)}: expected a whole number of at least ${min}`)
+  if (n === undefined)
+    throw new UsageError(`${name} ${JSON.stringify(text)}: expected a whole number of at least ${min}`)
   return n
 }
 
@@ -125,7 +139,9 @@ function readBytes(what: string, file: string): Buffer {
   try {
     return readFileSync(file)
   } catch (err) {
-    throw new UsageError(`cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    throw new UsageError(
+      `cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    )
   }
 }
 

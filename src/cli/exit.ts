@@ -37,8 +37,10 @@ const KEY_COMMANDS = new Set(['get', 'set', 'del', 'vdel', 'watch'])
 /** An error as the CLI reports it: a wrong argument is usage, anything the store or the network did is a failure. */
 export function outcomeOf(err: unknown, invocation?: Invocation): Outcome {
   if (err instanceof UsageError) return { code: Exit.usage, message: err.message }
-  if (err instanceof ServiceError && invocation) return { code: Exit.failed, message: `${err.message}${serviceHint(err, invocation)}` }
-  if (err instanceof StateStoreError) return { code: err.kind === 'argument' ? Exit.usage : Exit.failed, message: err.message }
+  if (err instanceof ServiceError && invocation)
+    return { code: Exit.failed, message: `${err.message}${serviceHint(err, invocation)}` }
+  if (err instanceof StateStoreError)
+    return { code: err.kind === 'argument' ? Exit.usage : Exit.failed, message: err.message }
   return { code: Exit.failed, message: err instanceof Error ? err.message : String(err) }
 }
 
@@ -51,9 +53,14 @@ function serviceHint(err: ServiceError, { command, args }: Invocation): string {
       : ` for the key ${JSON.stringify(key)} (the broker's policy for this client refuses it)`
   if (err.code === 'MissingFencingToken' && key !== undefined) {
     // The token is the lock's child's: `sh -c '…'` expands it there, not in the shell that starts the lock.
-    const inner = [...['aio-statestore', command, ...args].map(shellWord), '--fencing-token', '"$AIO_STATESTORE_FENCING_TOKEN"'].join(' ')
+    const inner = [
+      ...['aio-statestore', command, ...args].map(shellWord),
+      '--fencing-token',
+      '"$AIO_STATESTORE_FENCING_TOKEN"',
+    ].join(' ')
     return (
-      `\n${JSON.stringify(key)} is protected by a lock's fencing token: write it while holding a lock (the key's own, as the` +
+      `\n${JSON.stringify(key)} is protected by a lock's fencing token: write it while holding a lock (the key's ` +
+      `own, as the` +
       ` update key node and Lock.edit take it, or the one your flow uses), e.g.` +
       `\n  aio-statestore lock ${shellWord(String(keyLockName(key)))} -- sh -c ${singleQuoted(inner)}`
     )

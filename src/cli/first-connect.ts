@@ -32,7 +32,13 @@ export function firstConnect(client: StateStoreClient, timeoutMs: number, signal
 }
 
 function final(status: ConnectionStatus): boolean {
-  if (status.problem === 'authFailed' || status.problem === 'notMqtt' || status.problem === 'tlsExpected' || status.problem === 'tlsUnexpected') return true
+  if (
+    status.problem === 'authFailed' ||
+    status.problem === 'notMqtt' ||
+    status.problem === 'tlsExpected' ||
+    status.problem === 'tlsUnexpected'
+  )
+    return true
   const code = (status.error as { code?: unknown } | undefined)?.code
   return typeof code === 'string' && FINAL_CODES.has(code)
 }

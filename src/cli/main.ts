@@ -73,7 +73,11 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
         .join(', ')} (${NAME} --help)`,
     })
   const command = COMMANDS.find((c) => c.name === name)
-  if (!command) return report(io, { code: Exit.usage, message: `unknown command ${JSON.stringify(name)}; one of ${COMMANDS.map((c) => c.name).join(', ')}` })
+  if (!command)
+    return report(io, {
+      code: Exit.usage,
+      message: `unknown command ${JSON.stringify(name)}; one of ${COMMANDS.map((c) => c.name).join(', ')}`,
+    })
   // Everything after `--` belongs to the command `lock` runs, flags included.
   const dashes = command === lock ? rest.indexOf('--') : -1
   const own = dashes === -1 ? rest : rest.slice(0, dashes)
@@ -121,7 +125,12 @@ export async function main(argv: string[], io: Io, signal: AbortSignal): Promise
     })
     return report(io, outcome)
   } catch (err) {
-    return report(io, err instanceof ConnectFailed ? { code: Exit.failed, message: err.message } : outcomeOf(err, { command: name, args: parsed.positionals }))
+    return report(
+      io,
+      err instanceof ConnectFailed
+        ? { code: Exit.failed, message: err.message }
+        : outcomeOf(err, { command: name, args: parsed.positionals }),
+    )
   } finally {
     await client?.close()
   }
@@ -154,7 +163,11 @@ async function report(io: Io, outcome: Outcome): Promise<number> {
 if (require.main === module) {
   const controller = new AbortController()
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => controller.abort(sig))
-  main(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr }, controller.signal).then(
+  main(
+    process.argv.slice(2),
+    { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr },
+    controller.signal,
+  ).then(
     (code) => process.exit(code),
     (err: unknown) => {
       process.stderr.write(`${NAME}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)

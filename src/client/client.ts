@@ -33,7 +33,10 @@ export type ClientEvents = {
   status: [ConnectionStatus]
   /** Every notification this client receives, including reconciled ones. */
   notification: [KeyNotification]
-  /** Problems with no caller to report to: a listener that threw, a failed re-registration. Never emitted without a listener. */
+  /**
+   * Problems with no caller to report to: a listener that threw, a failed re-registration. Never emitted without a
+   * listener.
+   */
   error: [Error]
 }
 
@@ -64,7 +67,10 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     this.clock = this.options.clock
     const { dialect } = this.options
     const responseTopic = dialect.responseTopic(this.clientId)
-    this.connection = new Connection(this.options, dialect.notifications ? [responseTopic, notificationFilter(this.clientId)] : [responseTopic])
+    this.connection = new Connection(
+      this.options,
+      dialect.notifications ? [responseTopic, notificationFilter(this.clientId)] : [responseTopic],
+    )
     this.requests = new PendingRequests(this.connection, this.options, responseTopic, undefined, options.metrics)
     this.invoke = this.requests.invoke
     this.trust = new NotificationTrust(this.clock)
@@ -118,7 +124,10 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
    * timeout, default the request timeout).
    */
   checkService(options: { timeoutMs?: number } = {}): Promise<ServiceCheck> {
-    return checkService(this.requests.invoke, requirePositive(options.timeoutMs, 'timeoutMs') ?? this.options.requestTimeoutMs)
+    return checkService(
+      this.requests.invoke,
+      requirePositive(options.timeoutMs, 'timeoutMs') ?? this.options.requestTimeoutMs,
+    )
   }
 
   /** The dialect this client speaks (ClientOptions.protocol). */
@@ -137,7 +146,9 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     return {
       ...status,
       problem: 'noService',
-      reason: 'connected, but no state store service is subscribed to the request topic: is this the broker with the state store?',
+      reason:
+        'connected, but no state store service is subscribed to the request topic: is this the broker with the ' +
+        'state store?',
     }
   }
 
@@ -149,7 +160,10 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     return this.trust.dropped
   }
 
-  /** Changes of observed keys whose notification never came while connected, found by the periodic reads (reconcileIntervalMs). */
+  /**
+   * Changes of observed keys whose notification never came while connected, found by the periodic reads
+   * (reconcileIntervalMs).
+   */
   get lostNotifications(): number {
     return this.notifications.lost
   }
@@ -159,7 +173,9 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     return this.requests.size
   }
 
-  /** What the requests waiting for a free slot are counted at: each its payload and 512 bytes, against maxQueuedBytes. */
+  /**
+   * What the requests waiting for a free slot are counted at: each its payload and 512 bytes, against maxQueuedBytes.
+   */
   get queuedBytes(): number {
     return this.requests.queuedBytes
   }
@@ -190,7 +206,8 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
           : setTimeout(() => {
               const err = new TimeoutError(timeoutMs, 'connecting')
               const s = this.connection.status
-              if (s.reason) err.message += ` (${s.problem === 'authFailed' ? 'authentication failed: ' : ''}${s.reason})`
+              if (s.reason)
+                err.message += ` (${s.problem === 'authFailed' ? 'authentication failed: ' : ''}${s.reason})`
               finish(err)
             }, timeoutMs)
       this.connection.on('online', onOnline)
@@ -233,7 +250,11 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
    */
   observe(key: Bytes, listener: NotificationListener, options?: RequestOptions): Promise<Observation> {
     if (!this.canObserve)
-      return Promise.reject(new ArgumentError(`key notifications do not exist in the ${this.protocol} protocol (it has no KEYNOTIFY); use protocol v1`))
+      return Promise.reject(
+        new ArgumentError(
+          `key notifications do not exist in the ${this.protocol} protocol (it has no KEYNOTIFY); use protocol v1`,
+        ),
+      )
     return this.notifications.observe(key, listener, options)
   }
 

@@ -1,4 +1,11 @@
-import { connect, DefaultMessageIdProvider, MqttClient, ReasonCodes, type IConnackPacket, type IPublishPacket } from 'mqtt'
+import {
+  connect,
+  DefaultMessageIdProvider,
+  MqttClient,
+  ReasonCodes,
+  type IConnackPacket,
+  type IPublishPacket,
+} from 'mqtt'
 import { ArgumentError, ConnectionError } from '../diagnostics/errors'
 import { publishPacketSize } from '../protocol'
 import { coalesceWrites } from '../transport/coalesce-writes'
@@ -34,13 +41,16 @@ const CLOSE_BOUND_MS = 2000
  * One mqtt.js v5 connection: its reconnect state machine (exponential backoff), K8S-SAT
  * authentication, TCP_NODELAY, the subscriptions the client needs (acknowledged before it reports
  * itself online), and an observable status. The mqtt.js options come from mqtt-options.ts, the
- * takeover backoff from session-takeover.ts, what is wrong with the peer from peer-diagnosis.ts. What it relies on beyond mqtt.js's documented API is checked, one
+ * takeover backoff from session-takeover.ts, what is wrong with the peer from peer-diagnosis.ts. What it relies on
+ * beyond mqtt.js's documented API is checked, one
  * behaviour per test, in test/client/mqtt-internals.test.ts.
  */
 export class Connection extends TypedEmitter<ConnectionEvents> implements Transport {
   private readonly mqtt: MqttClient
   private readonly ids = new TrackingMessageIdProvider()
-  /** Packet ids of publishes the broker acknowledged with 0x10 (no matching subscribers), until publish() reads them. */
+  /**
+   * Packet ids of publishes the broker acknowledged with 0x10 (no matching subscribers), until publish() reads them.
+   */
   private readonly unheard = new Set<number>()
   private readonly token: SatToken | null
   private current: ConnectionStatus = { state: 'connecting' }
@@ -112,7 +122,12 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
       const size = publishPacketSize(topic, payload.length, properties)
       if (size > max) {
         // The broker would disconnect us, and mqtt.js would send it again after every reconnect.
-        onAck({ error: new ArgumentError(`the request is ${size} bytes as an MQTT packet; the broker accepts at most ${max} (its Maximum Packet Size)`) })
+        onAck({
+          error: new ArgumentError(
+            `the request is ${size} bytes as an MQTT packet; the broker accepts at most ${max} (its Maximum Packet ` +
+              `Size)`,
+          ),
+        })
         return undefined
       }
     }
@@ -123,9 +138,13 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
         const refused = typeof (err as { code?: unknown }).code === 'number'
         const code = refused ? 'BrokerRefused' : this.closing ? 'ConnectionClosed' : 'ConnectionLost'
         onAck({
-          error: new ConnectionError(code, refused ? `the broker refused the request: ${err.message}` : `the request was given up: ${err.message}`, {
-            cause: err,
-          }),
+          error: new ConnectionError(
+            code,
+            refused ? `the broker refused the request: ${err.message}` : `the request was given up: ${err.message}`,
+            {
+              cause: err,
+            },
+          ),
         })
         return
       }
@@ -171,7 +190,8 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
     })
     // Emitted before mqtt.js settles the publish, so publish() can tell "nobody subscribed" from a delivery.
     client.on('packetreceive', (packet) => {
-      if (packet.cmd === 'puback' && packet.reasonCode === NO_MATCHING_SUBSCRIBERS && packet.messageId !== undefined) this.unheard.add(packet.messageId)
+      if (packet.cmd === 'puback' && packet.reasonCode === NO_MATCHING_SUBSCRIBERS && packet.messageId !== undefined)
+        this.unheard.add(packet.messageId)
     })
     client.on('connect', (connack) => this.onConnect(connack))
     client.on('message', (topic, payload, packet) => {
@@ -228,7 +248,9 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
     this.mqtt.subscribe(map, (err, granted) => {
       const refused = granted?.find((g) => (g.qos & 0x80) !== 0)
       if (err || refused) {
-        this.lastReason = `the broker refused the subscription to ${refused?.topic ?? this.subscriptions.join(', ')}: ${err?.message ?? reasonText(refused!.qos)}`
+        this.lastReason =
+          `the broker refused the subscription to ` +
+          `${refused?.topic ?? this.subscriptions.join(', ')}: ${err?.message ?? reasonText(refused!.qos)}`
         this.lastError = err ?? undefined
         this.options.logger('error', this.lastReason)
         // Without its subscriptions the client cannot receive anything: drop the connection and retry with backoff.
@@ -275,7 +297,9 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
   }
 
   private problem(): { problem?: ConnectionProblem } {
-    const problem = this.authFailed ? 'authFailed' : (this.peer.problem ?? (this.takeover.takenOver ? 'takenOver' : undefined))
+    const problem = this.authFailed
+      ? 'authFailed'
+      : (this.peer.problem ?? (this.takeover.takenOver ? 'takenOver' : undefined))
     return problem ? { problem } : {}
   }
 
@@ -291,7 +315,11 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
     this.lastReason = takeoverReason(this.options.clientId, said ? undefined : this.takeover.times)
     // Read by mqtt.js when the socket closes, which follows (mqtt.js's own close handler arms the reconnect first).
     this.mqtt.options.reconnectPeriod = this.takeover.delay(this.attempt)
-    this.options.logger('debug', `session taken over ${this.takeover.times} time(s) in a row: reconnecting in ${this.mqtt.options.reconnectPeriod} ms`)
+    this.options.logger(
+      'debug',
+      `session taken over ${this.takeover.times} time(s) in a row: reconnecting in ` +
+        `${this.mqtt.options.reconnectPeriod} ms`,
+    )
   }
 
   private checkPeer(stream: MqttClient['stream']): void {
@@ -302,7 +330,9 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
     )
   }
 
-  /** MQTT 5 re-authentication (AUTH 0x19) with a rotated token, so the broker does not drop us when the old one expires. */
+  /**
+   * MQTT 5 re-authentication (AUTH 0x19) with a rotated token, so the broker does not drop us when the old one expires.
+   */
   private reauthenticate(token: Buffer): void {
     if (this.closing) return
     if (this.mqtt.options.properties) this.mqtt.options.properties.authenticationData = token
@@ -310,7 +340,11 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
     this.options.logger('info', 'the service account token changed: re-authenticating')
     // mqtt.js has no public call for an AUTH packet; _sendPacket writes it as is while connected.
     const client = this.mqtt as unknown as { _sendPacket(packet: object): void }
-    client._sendPacket({ cmd: 'auth', reasonCode: REAUTHENTICATE, properties: { authenticationMethod: SAT_AUTH_METHOD, authenticationData: token } })
+    client._sendPacket({
+      cmd: 'auth',
+      reasonCode: REAUTHENTICATE,
+      properties: { authenticationMethod: SAT_AUTH_METHOD, authenticationData: token },
+    })
   }
 
   private setStatus(status: ConnectionStatus): void {
@@ -331,7 +365,8 @@ export class Connection extends TypedEmitter<ConnectionEvents> implements Transp
         client.stream?.destroy()
         resolve()
       }, CLOSE_BOUND_MS)
-      // A graceful DISCONNECT only when it can go out at once; otherwise mqtt.js would wait for acks that may never come.
+      // A graceful DISCONNECT only when it can go out at once; otherwise mqtt.js would wait for acks that may never
+      // come.
       const force = !client.connected || Object.keys(client.outgoing).length > 0
       client.end(force, {}, () => {
         clearTimeout(timer)

@@ -10,7 +10,15 @@ export function del(invoke: Invoker, key: Bytes, options: DeleteOptions = {}): P
     requireOptions(options)
     const fencingToken = requireFencingToken(options.fencingToken)
     const payload = Request.del(requireBytes(key, 'key'))
-    return { verb: 'DEL', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken, persist: undefined, parse: delResult }
+    return {
+      verb: 'DEL',
+      payload,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      fencingToken,
+      persist: undefined,
+      parse: delResult,
+    }
   })
 }
 

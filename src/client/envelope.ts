@@ -78,7 +78,11 @@ export function readResponseVersion(properties: Properties, clock: HybridLogical
 }
 
 /** `__ts` of a response or notification, merged into the clock. */
-export function readTimestamp(properties: Properties, clock: HybridLogicalClock, name: string = Prop.timestamp): Hlc | null {
+export function readTimestamp(
+  properties: Properties,
+  clock: HybridLogicalClock,
+  name: string = Prop.timestamp,
+): Hlc | null {
   const text = userProperty(properties, name)
   if (text === undefined) return null
   try {
@@ -100,7 +104,9 @@ export function checkVersion(properties: Properties): void {
   if (version === undefined || version === PROTOCOL_VERSION) return
   const major = version.split('.')[0]
   if (major !== PROTOCOL_VERSION.split('.')[0])
-    throw new ProtocolError(`unsupported protocol version ${JSON.stringify(version)} (this client speaks ${PROTOCOL_VERSION})`)
+    throw new ProtocolError(
+      `unsupported protocol version ${JSON.stringify(version)} (this client speaks ${PROTOCOL_VERSION})`,
+    )
 }
 
 /**
@@ -111,7 +117,13 @@ export function checkVersion(properties: Properties): void {
 export interface Envelope {
   readonly requestTopic: string
   /** The properties of a request's first send; what it throws (a clock that cannot stamp) fails the request. */
-  properties(request: { correlation: Buffer; responseTopic: string; expirySec: number; fencingToken?: Hlc; persist?: boolean }): PublishProperties
+  properties(request: {
+    correlation: Buffer
+    responseTopic: string
+    expirySec: number
+    fencingToken?: Hlc
+    persist?: boolean
+  }): PublishProperties
   /** Checks a response's headers; returns its version, or null. What it throws fails the request. */
   readVersion(properties: IPublishPacket['properties']): Hlc | null
 }
@@ -126,7 +138,9 @@ export function stateStoreEnvelope(options: ResolvedOptions): Envelope {
       try {
         timestamp = clock.tick()
       } catch (err) {
-        throw err instanceof HlcError ? new ProtocolError(`the clock cannot stamp the request: ${err.message}`, { cause: err }) : err
+        throw err instanceof HlcError
+          ? new ProtocolError(`the clock cannot stamp the request: ${err.message}`, { cause: err })
+          : err
       }
       return requestProperties({
         clientId,

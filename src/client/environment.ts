@@ -30,7 +30,13 @@ export const AIO_VARIABLES = [
 export type AioVariable = (typeof AIO_VARIABLES)[number] | 'AIO_STATESTORE_URL'
 
 /** The SDKs' defaults for what a variable left unset means (keep alive and session expiry in seconds). */
-export const AIO_DEFAULTS = { tcpPort: 8883, useTls: true, keepAliveSec: 60, sessionExpirySec: 3600, cleanStart: false } as const
+export const AIO_DEFAULTS = {
+  tcpPort: 8883,
+  useTls: true,
+  keepAliveSec: 60,
+  sessionExpirySec: 3600,
+  cleanStart: false,
+} as const
 
 /**
  * Why a variable cannot be used:
@@ -84,14 +90,16 @@ export function readAioEnvironment(env: NodeJS.ProcessEnv = process.env): AioEnv
   const useTls = bool('AIO_MQTT_USE_TLS', text('AIO_MQTT_USE_TLS'))
   if (port !== undefined) whole('AIO_BROKER_TCP_PORT', port, 1, 65535)
   if (url !== undefined) {
-    if (!isBrokerUrl(url)) throw new EnvironmentError('AIO_STATESTORE_URL', url, 'url', 'expected an mqtt://, mqtts://, ws:// or wss:// URL')
+    if (!isBrokerUrl(url))
+      throw new EnvironmentError('AIO_STATESTORE_URL', url, 'url', 'expected an mqtt://, mqtts://, ws:// or wss:// URL')
     out.brokerUrl = url
     out.brokerVariable = 'AIO_STATESTORE_URL'
   } else if (host !== undefined) {
     const scheme = (useTls ?? AIO_DEFAULTS.useTls) ? 'mqtts' : 'mqtt'
     const name = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
     out.brokerUrl = `${scheme}://${name}:${port ?? AIO_DEFAULTS.tcpPort}`
-    if (!isBrokerUrl(out.brokerUrl)) throw new EnvironmentError('AIO_BROKER_HOSTNAME', host, 'url', 'expected a host name or an IP address')
+    if (!isBrokerUrl(out.brokerUrl))
+      throw new EnvironmentError('AIO_BROKER_HOSTNAME', host, 'url', 'expected a host name or an IP address')
     out.brokerVariable = 'AIO_BROKER_HOSTNAME'
   }
   const set = <K extends keyof AioEnvironment>(key: K, value: AioEnvironment[K] | undefined) => {
@@ -111,14 +119,24 @@ export function readAioEnvironment(env: NodeJS.ProcessEnv = process.env): AioEnv
   set('keyFile', text('AIO_TLS_KEY_FILE'))
   set('keyPasswordFile', text('AIO_TLS_KEY_PASSWORD_FILE'))
   if (out.satFile !== undefined && out.passwordFile !== undefined) {
-    throw new EnvironmentError('AIO_SAT_FILE', out.satFile, 'exclusive', 'a SAT file and AIO_MQTT_PASSWORD_FILE exclude each other: set one of them')
+    throw new EnvironmentError(
+      'AIO_SAT_FILE',
+      out.satFile,
+      'exclusive',
+      'a SAT file and AIO_MQTT_PASSWORD_FILE exclude each other: set one of them',
+    )
   }
   if (out.keyFile !== undefined && out.certFile === undefined)
     throw new EnvironmentError('AIO_TLS_KEY_FILE', out.keyFile, 'pair', 'a key file needs AIO_TLS_CERT_FILE')
   if (out.certFile !== undefined && out.keyFile === undefined)
     throw new EnvironmentError('AIO_TLS_CERT_FILE', out.certFile, 'pair', 'a certificate file needs AIO_TLS_KEY_FILE')
   if (out.keyPasswordFile !== undefined && out.keyFile === undefined) {
-    throw new EnvironmentError('AIO_TLS_KEY_PASSWORD_FILE', out.keyPasswordFile, 'pair', 'a key password file needs AIO_TLS_KEY_FILE')
+    throw new EnvironmentError(
+      'AIO_TLS_KEY_PASSWORD_FILE',
+      out.keyPasswordFile,
+      'pair',
+      'a key password file needs AIO_TLS_KEY_FILE',
+    )
   }
   return out
 }
@@ -168,7 +186,8 @@ function readVariableFile(variable: AioVariable, file: string): Buffer {
 
 function whole(variable: AioVariable, value: string, min: number, max: number): number {
   const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN
-  if (!(n >= min && n <= max)) throw new EnvironmentError(variable, value, 'number', `expected a whole number from ${min} to ${max}`)
+  if (!(n >= min && n <= max))
+    throw new EnvironmentError(variable, value, 'number', `expected a whole number from ${min} to ${max}`)
   return n
 }
 

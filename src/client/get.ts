@@ -9,7 +9,15 @@ export function get(invoke: Invoker, key: Bytes, options: RequestOptions = {}): 
   return invokeBuilt(invoke, () => {
     requireOptions(options)
     const payload = Request.get(requireBytes(key, 'key'))
-    return { verb: 'GET', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken: undefined, persist: undefined, parse: getResult }
+    return {
+      verb: 'GET',
+      payload,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      fencingToken: undefined,
+      persist: undefined,
+      parse: getResult,
+    }
   })
 }
 

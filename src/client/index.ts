@@ -29,7 +29,10 @@ export type {
   TlsOptions,
 } from './types'
 export { CLIENT_DEFAULTS, parsePersistenceProperty } from './options'
-/** The AIO SDKs' connection environment (AIO_BROKER_HOSTNAME, AIO_SAT_FILE, …), read once for the CLI, the context store and the config node. */
+/**
+ * The AIO SDKs' connection environment (AIO_BROKER_HOSTNAME, AIO_SAT_FILE, …), read once for the CLI, the context store
+ * and the config node.
+ */
 export {
   AIO_VARIABLES,
   EnvironmentError,

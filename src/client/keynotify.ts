@@ -5,7 +5,13 @@ import type { RequestOptions } from './types'
 /** KEYNOTIFY: register this client for the key's notifications. */
 export async function keyNotify(invoke: Invoker, key: Buffer, options: RequestOptions = {}): Promise<void> {
   // `:0` (said to mean "already registered") is as good as `+OK` for us.
-  await invoke({ verb: 'KEYNOTIFY', payload: Request.keyNotify(key), timeoutMs: options.timeoutMs, signal: options.signal, parse: parseKeyNotifyResponse })
+  await invoke({
+    verb: 'KEYNOTIFY',
+    payload: Request.keyNotify(key),
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+    parse: parseKeyNotifyResponse,
+  })
 }
 
 /** KEYNOTIFY STOP: false when the service had no registration (`:0`). */

@@ -40,7 +40,9 @@ export function mqttOptions(
     // tls.connect takes a mixed array of CAs; mqtt.js types it more narrowly than it passes it on.
     ...(o.tls?.ca !== undefined ? { ca: o.tls.ca as IClientOptions['ca'] } : {}),
     // mqtt.js hands ca/cert/key/passphrase to the wss socket but not the server name.
-    ...(o.tls?.servername !== undefined ? { wsOptions: { servername: o.tls.servername } as IClientOptions['wsOptions'] } : {}),
+    ...(o.tls?.servername !== undefined
+      ? { wsOptions: { servername: o.tls.servername } as IClientOptions['wsOptions'] }
+      : {}),
   }
 }
 

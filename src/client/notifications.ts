@@ -36,12 +36,16 @@ interface Entry {
   busy: number
   retry: NodeJS.Timeout | null
   attempts: number
-  /** A read confirming a notification from an unknown node id is on its way; the notifications waiting for it, in order. */
+  /**
+   * A read confirming a notification from an unknown node id is on its way; the notifications waiting for it, in order.
+   */
   confirming: boolean
   held: KeyNotification[]
 }
 
-/** Notifications of one key held while a read confirms them; past this the oldest go (the read still tells what holds). */
+/**
+ * Notifications of one key held while a read confirms them; past this the oldest go (the read still tells what holds).
+ */
 const MAX_HELD = 10_000
 const RETRY_MIN_MS = 200
 const RETRY_MAX_MS = 5000
@@ -108,18 +112,24 @@ export class Notifications {
         () => this.done(entry),
         () => this.done(entry),
       )
-      await step.catch((err: Error) => this.options.logger('debug', `reading observed key ${entry.id} again failed: ${err.message}`))
+      await step.catch((err: Error) =>
+        this.options.logger('debug', `reading observed key ${entry.id} again failed: ${err.message}`),
+      )
     }
     if (found > 0)
       this.options.logger(
         'warn',
-        `${found} observed key(s) had changed without a notification while connected (${this.lost} so far): the broker dropped them (a subscriber queue limit with DropOldest?); told as reconciled notifications`,
+        `${found} observed key(s) had changed without a notification while connected (${this.lost} so far): the ` +
+          `broker dropped them (a subscriber queue limit with DropOldest?); told as reconciled notifications`,
       )
   }
 
   async observe(key: Bytes, listener: NotificationListener, options: RequestOptions = {}): Promise<Observation> {
-    // Buffer.copyBytesFrom owns its memory: a pooled copy would keep a whole shared slab alive as long as the key is observed.
-    const bytes = Buffer.copyBytesFrom(requireNotifiableKey(requireKey(requireValue(key, 'key')), this.options.clientId))
+    // Buffer.copyBytesFrom owns its memory: a pooled copy would keep a whole shared slab alive as long as the key is
+    // observed.
+    const bytes = Buffer.copyBytesFrom(
+      requireNotifiableKey(requireKey(requireValue(key, 'key')), this.options.clientId),
+    )
     if (typeof listener !== 'function') throw new ArgumentError('the listener must be a function')
     if (this.closed) throw new ConnectionError('ConnectionClosed', 'the client was closed')
     const entry = this.entryFor(bytes)
@@ -158,7 +168,10 @@ export class Notifications {
       checkVersion(packet.properties)
       operation = parseNotification(payload)
     } catch (err) {
-      this.options.logger('warn', `dropped a malformed notification for key ${parsed.key.toString('hex')}: ${(err as Error).message}`)
+      this.options.logger(
+        'warn',
+        `dropped a malformed notification for key ${parsed.key.toString('hex')}: ${(err as Error).message}`,
+      )
       return
     }
     const version = this.notificationVersion(packet)
@@ -170,12 +183,23 @@ export class Notifications {
       return this.confirm(entry, { key: parsed.key, operation: operation.operation, value, version, reconciled: false })
     }
     if (!verdict.take) {
-      // From a node id no answer carried: a read of the key says what holds, and teaches the node id if it is the service's.
+      // From a node id no answer carried: a read of the key says what holds, and teaches the node id if it is the
+      // service's.
       if (verdict.confirm && entry && entry.slots.size > 0 && version) {
-        return this.confirm(entry, { key: parsed.key, operation: operation.operation, value, version, reconciled: false })
+        return this.confirm(entry, {
+          key: parsed.key,
+          operation: operation.operation,
+          value,
+          version,
+          reconciled: false,
+        })
       }
       const reason = verdict.confirm ? this.trust.unconfirmed() : verdict.reason
-      this.options.logger('warn', `dropped a notification for key ${parsed.key.toString('hex').slice(0, 64)}: ${reason} (${this.trust.dropped} dropped so far)`)
+      this.options.logger(
+        'warn',
+        `dropped a notification for key ${parsed.key.toString('hex').slice(0, 64)}: ${reason} ` +
+          `(${this.trust.dropped} dropped so far)`,
+      )
       return
     }
     const n: KeyNotification = {
@@ -322,7 +346,9 @@ export class Notifications {
     return { value: current.value, version: current.version }
   }
 
-  /** Delivers what a read found as a notification (`reconciled: true`) when it differs from what the observers last had. */
+  /**
+   * Delivers what a read found as a notification (`reconciled: true`) when it differs from what the observers last had.
+   */
   private reconcile(entry: Entry, current: { value: Buffer | null; version: Hlc | null }): void {
     const exists = current.value !== null
     const changed = !entry.known || entry.exists !== exists || (exists && !sameVersion(entry.version, current.version))
@@ -375,14 +401,22 @@ export class Notifications {
       () => this.done(entry),
       () => this.done(entry),
     )
-    step.catch((err: Error) => this.options.logger('warn', `reading observed key ${entry.id} to confirm a notification failed: ${err.message}`))
+    step.catch((err: Error) =>
+      this.options.logger('warn', `reading observed key ${entry.id} to confirm a notification failed: ${err.message}`),
+    )
   }
 
   /** After the confirming read: what it confirmed is delivered, the rest dropped, or held for another read. */
-  private settleHeld(entry: Entry, held: KeyNotification[], answered: number, current: { value: Buffer | null; version: Hlc | null } | null): void {
+  private settleHeld(
+    entry: Entry,
+    held: KeyNotification[],
+    answered: number,
+    current: { value: Buffer | null; version: Hlc | null } | null,
+  ): void {
     // A DELETE the read confirms (the key is gone; a missing key's answer carries no node id to learn).
     const lastAnswered = held[Math.min(answered, held.length) - 1]
-    const confirmedDelete = current !== null && current.value === null && lastAnswered?.operation === 'DELETE' ? lastAnswered : null
+    const confirmedDelete =
+      current !== null && current.value === null && lastAnswered?.operation === 'DELETE' ? lastAnswered : null
     let delivered = 0
     let i = 0
     for (; i < held.length; i++) {
@@ -397,7 +431,10 @@ export class Notifications {
       } else if (i >= answered && entry.slots.size > 0 && !this.closed) break
       else if (h !== confirmedDelete) {
         const reason = this.trust.unconfirmed()
-        this.options.logger('warn', `dropped a notification for key ${entry.id.slice(0, 64)}: ${reason} (${this.trust.dropped} dropped so far)`)
+        this.options.logger(
+          'warn',
+          `dropped a notification for key ${entry.id.slice(0, 64)}: ${reason} (${this.trust.dropped} dropped so far)`,
+        )
       }
     }
     if (delivered === 0 && confirmedDelete) {

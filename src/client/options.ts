@@ -5,7 +5,9 @@ import { dialect, isProtocolName, PROTOCOL_NAMES, type Dialect } from '../protoc
 import type { ClientOptions, Logger, PersistenceProperty } from './types'
 import { wholeNumber } from '../checks/whole-number'
 
-/** The defaults of the options ClientOptions leaves open; the config node and the context store show and use the same. */
+/**
+ * The defaults of the options ClientOptions leaves open; the config node and the context store show and use the same.
+ */
 export const CLIENT_DEFAULTS = {
   keepaliveSec: 60,
   reconnectMinMs: 500,
@@ -36,7 +38,10 @@ export function parsePersistenceProperty(text: string | undefined): PersistenceP
   if (text === undefined || text.trim() === '') return { ...CLIENT_DEFAULTS.persistenceProperty }
   const i = text.indexOf('=')
   const key = i < 0 ? '' : text.slice(0, i).trim()
-  if (i < 0 || key === '') throw new ArgumentError(`the persistence property must be written name=value (aio-persistence=true), got ${JSON.stringify(text)}`)
+  if (i < 0 || key === '')
+    throw new ArgumentError(
+      `the persistence property must be written name=value (aio-persistence=true), got ${JSON.stringify(text)}`,
+    )
   return { key, value: text.slice(i + 1).trim() }
 }
 
@@ -71,7 +76,10 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     throw new ArgumentError(`the broker URL ${JSON.stringify(shownUrl(String(options.brokerUrl)))} is not a URL`)
   }
   if (!PROTOCOLS.has(url.protocol)) {
-    throw new ArgumentError(`the broker URL must start with mqtt://, mqtts://, ws:// or wss://, got ${JSON.stringify(shownUrl(options.brokerUrl))}`)
+    throw new ArgumentError(
+      `the broker URL must start with mqtt://, mqtts://, ws:// or wss://, got ` +
+        `${JSON.stringify(shownUrl(options.brokerUrl))}`,
+    )
   }
   if (typeof options.clientId !== 'string' || options.clientId.length === 0) {
     throw new ArgumentError('a client id is required: the service addresses notifications to it')
@@ -81,7 +89,9 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     throw new ArgumentError(`the client id ${JSON.stringify(options.clientId)} must not contain "+", "#" or "/"`)
   }
   if (options.protocol !== undefined && !isProtocolName(options.protocol)) {
-    throw new ArgumentError(`protocol must be one of ${PROTOCOL_NAMES.join(', ')}, got ${JSON.stringify(options.protocol)}`)
+    throw new ArgumentError(
+      `protocol must be one of ${PROTOCOL_NAMES.join(', ')}, got ${JSON.stringify(options.protocol)}`,
+    )
   }
   const resolved: ResolvedOptions = {
     ...options,
@@ -91,18 +101,30 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     reconnectMaxMs: count(options.reconnectMaxMs, CLIENT_DEFAULTS.reconnectMaxMs, 'reconnectMaxMs', 1),
     connectTimeoutMs: count(options.connectTimeoutMs, CLIENT_DEFAULTS.connectTimeoutMs, 'connectTimeoutMs', 1),
     requestTimeoutMs: count(options.requestTimeoutMs, CLIENT_DEFAULTS.requestTimeoutMs, 'requestTimeoutMs', 1),
-    ...(options.connectionWaitMs !== undefined ? { connectionWaitMs: count(options.connectionWaitMs, 0, 'connectionWaitMs', 0) } : {}),
+    ...(options.connectionWaitMs !== undefined
+      ? { connectionWaitMs: count(options.connectionWaitMs, 0, 'connectionWaitMs', 0) }
+      : {}),
     maxInFlight: count(options.maxInFlight, CLIENT_DEFAULTS.maxInFlight, 'maxInFlight', 1),
     maxQueued: options.maxQueued === undefined ? undefined : count(options.maxQueued, 0, 'maxQueued', 0),
     maxQueuedBytes: count(options.maxQueuedBytes, CLIENT_DEFAULTS.maxQueuedBytes, 'maxQueuedBytes', 0),
-    clock: options.clock ?? new HybridLogicalClock({ maxDriftMs: count(options.maxClockDriftMs, CLIENT_DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0) }),
+    clock:
+      options.clock ??
+      new HybridLogicalClock({
+        maxDriftMs: count(options.maxClockDriftMs, CLIENT_DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0),
+      }),
     logger: options.logger ? rateLimited(options.logger, { burst: 20 }) : () => {},
     dialect: dialect(options.protocol),
     persistenceProperty: userPropertyOption(options.persistenceProperty),
-    reconcileIntervalMs: count(options.reconcileIntervalMs, CLIENT_DEFAULTS.reconcileIntervalMs, 'reconcileIntervalMs', 0),
+    reconcileIntervalMs: count(
+      options.reconcileIntervalMs,
+      CLIENT_DEFAULTS.reconcileIntervalMs,
+      'reconcileIntervalMs',
+      0,
+    ),
     metricCategory: textOption(options.metricCategory, CLIENT_DEFAULTS.metricCategory, 'metricCategory'),
   }
-  if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new ArgumentError('reconnectMaxMs must not be smaller than reconnectMinMs')
+  if (resolved.reconnectMaxMs < resolved.reconnectMinMs)
+    throw new ArgumentError('reconnectMaxMs must not be smaller than reconnectMinMs')
   if (options.sessionExpirySec !== undefined) count(options.sessionExpirySec, 0, 'sessionExpirySec', 0)
   return resolved
 }

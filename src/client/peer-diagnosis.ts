@@ -9,7 +9,12 @@ const FIRST_PACKET_TYPES = new Set([2, 14, 15])
 /** TLS record content types (change cipher spec, alert, handshake, application data): a TLS peer's first byte. */
 const TLS_RECORD_TYPES = new Set([0x14, 0x15, 0x16, 0x17])
 /** Socket errors of a TLS client whose peer does not speak TLS (it closed, or answered plain bytes). */
-const NOT_TLS_CODES = new Set(['ECONNRESET', 'ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG', 'EPROTO'])
+const NOT_TLS_CODES = new Set([
+  'ECONNRESET',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+  'ERR_SSL_PACKET_LENGTH_TOO_LONG',
+  'EPROTO',
+])
 
 /**
  * Tells a peer that is not an MQTT broker, or that speaks TLS when we do not (or the other way
@@ -35,7 +40,11 @@ export class PeerDiagnosis {
    */
   watch(stream: MqttClient['stream'], ended: () => void, found: (reason: string) => void): void {
     this.problem = undefined
-    const socket = stream as unknown as { encrypted?: boolean; connecting?: boolean; once(event: string, listener: (...args: unknown[]) => void): void }
+    const socket = stream as unknown as {
+      encrypted?: boolean
+      connecting?: boolean
+      once(event: string, listener: (...args: unknown[]) => void): void
+    }
     this.tlsPending = socket.encrypted === true
     if (this.tlsPending) socket.once('secureConnect', () => (this.tlsPending = false))
     this.reached = socket.connecting === false
@@ -55,14 +64,22 @@ export class PeerDiagnosis {
   onError(code: unknown, everOnline: boolean): string | undefined {
     // A reset during the handshake is what a plain port does to a TLS hello, but also what a proxy
     // does while the broker behind it restarts: named only before this client ever connected.
-    if (typeof code === 'string' && NOT_TLS_CODES.has(code) && this.tlsPending && !everOnline) this.problem = 'tlsUnexpected'
+    if (typeof code === 'string' && NOT_TLS_CODES.has(code) && this.tlsPending && !everOnline)
+      this.problem = 'tlsUnexpected'
     // mqtt.js's parser error (`Invalid header flag bits…`) says less than what watch() found.
     return this.problem ? this.reason(this.problem, code) : undefined
   }
 
   /** The connection closed: the reason when the close itself names a problem. */
   onClose(everOnline: boolean): string | undefined {
-    if (everOnline || !this.reached || this.answered || this.problem || !/^(mqtt|tcp):$/.test(new URL(this.brokerUrl).protocol)) return undefined
+    if (
+      everOnline ||
+      !this.reached ||
+      this.answered ||
+      this.problem ||
+      !/^(mqtt|tcp):$/.test(new URL(this.brokerUrl).protocol)
+    )
+      return undefined
     // Accepted, then closed (or timed out) without a byte in answer to CONNECT: what a TLS listener
     // (mosquitto's, Node's) does with plain bytes, and what a port of some other silent protocol
     // does. A proxy whose broker is restarting does it too: named only before this client ever
@@ -77,11 +94,17 @@ export class PeerDiagnosis {
     const peer = `${url.hostname}:${url.port || '(default port)'}`
     switch (problem) {
       case 'notMqtt':
-        return `${peer} gave no MQTT answer: check the broker URL's port (MQTT is usually 1883, MQTT over TLS 8883), or use mqtts:// if the port expects TLS`
+        return (
+          `${peer} gave no MQTT answer: check the broker URL's port (MQTT is usually 1883, MQTT over TLS ` +
+          `8883), or use mqtts:// if the port expects TLS`
+        )
       case 'tlsExpected':
         return `${peer} speaks TLS: use mqtts:// (or wss://) for this port, or the broker's plain MQTT port`
       case 'tlsUnexpected':
-        return `${peer} closed the TLS handshake${typeof code === 'string' ? ` (${code})` : ''}: the port may not speak TLS; use mqtt:// for it, or the broker's TLS port (usually 8883)`
+        return (
+          `${peer} closed the TLS handshake${typeof code === 'string' ? ` (${code})` : ''}: the port may not ` +
+          `speak TLS; use mqtt:// for it, or the broker's TLS port (usually 8883)`
+        )
     }
   }
 }

@@ -27,7 +27,10 @@ export interface Invocation<T = unknown> {
   signal?: AbortSignal
   fencingToken?: Hlc
   persist?: boolean
-  /** A check for a service (service-check.ts): with no subscriber on the request topic it fails at once instead of being sent again. */
+  /**
+   * A check for a service (service-check.ts): with no subscriber on the request topic it fails at once instead of being
+   * sent again.
+   */
   probe?: boolean
   /**
    * Turns the answer (its payload and `__ts`, the headers already checked) into the caller's
@@ -48,7 +51,10 @@ export interface Invocation<T = unknown> {
 export interface SentWrite {
   /** The client clock's reading when the write was made: every version the write (or a later one) makes is above it. */
   before: Hlc
-  /** performance.now() when the broker drops the last send unexecuted (its Message Expiry): after it nothing executes it. */
+  /**
+   * performance.now() when the broker drops the last send unexecuted (its Message Expiry): after it nothing executes
+   * it.
+   */
   expiresAt: number
 }
 
@@ -75,7 +81,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 /** While requests are pending, the loop is looked at this often; a beat later than STALL_MS more found it blocked. */
 const HEARTBEAT_MS = 100
 const STALL_MS = 100
-/** What a request waiting for a free slot is counted at besides its payload: its record, correlation data, promise and closures. */
+/**
+ * What a request waiting for a free slot is counted at besides its payload: its record, correlation data, promise and
+ * closures.
+ */
 export const QUEUED_REQUEST_BYTES = 512
 
 type Phase = 'queued' | 'waiting' | 'sent'
@@ -244,28 +253,41 @@ export class PendingRequests {
       }
     })
 
-  /** Why a request cannot be taken at all (a bad timeout, a closed client, a cancelled signal, a full queue); undefined when it can. */
+  /**
+   * Why a request cannot be taken at all (a bad timeout, a closed client, a cancelled signal, a full queue); undefined
+   * when it can.
+   */
   private refusal(invocation: Invocation, timeoutMs: number): Error | undefined {
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) return new ArgumentError(`the timeout must be a positive number of milliseconds, got ${timeoutMs}`)
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      return new ArgumentError(`the timeout must be a positive number of milliseconds, got ${timeoutMs}`)
     if (this.closedWith) return ownCopy(this.closedWith)
     if (invocation.signal?.aborted) return cancelledBy(invocation.signal, `the ${invocation.verb} request`)
     if (this.inFlight.size < this.options.maxInFlight) return undefined
     const { maxQueued, maxQueuedBytes } = this.options
-    const waiting = `${this.inFlight.size} requests in flight (maxInFlight) and ${this.queue.size} waiting for a free slot`
+    const waiting =
+      `${this.inFlight.size} requests in flight (maxInFlight) and ${this.queue.size} waiting for a ` + `free slot`
     if (this.queued + queuedCost(invocation) > maxQueuedBytes) {
       return new OverloadedError(
-        `${waiting}, taking ${this.queued} bytes: this request would go past the wait queue's memory bound, maxQueuedBytes ${maxQueuedBytes}`,
+        `${waiting}, taking ${this.queued} bytes: this request would go past the wait queue's memory bound, ` +
+          `maxQueuedBytes ${maxQueuedBytes}`,
         'maxQueuedBytes',
         maxQueuedBytes,
       )
     }
     if (maxQueued !== undefined && this.queue.size >= maxQueued) {
-      return new OverloadedError(`${waiting}: the wait queue's bound, maxQueued ${maxQueued}, is reached`, 'maxQueued', maxQueued)
+      return new OverloadedError(
+        `${waiting}: the wait queue's bound, maxQueued ${maxQueued}, is reached`,
+        'maxQueued',
+        maxQueued,
+      )
     }
     return undefined
   }
 
-  /** Tells the recorder of a request that ended; `failure` only when the request itself failed. A service check is not counted. */
+  /**
+   * Tells the recorder of a request that ended; `failure` only when the request itself failed. A service check is not
+   * counted.
+   */
   private record(invocation: Invocation, latencyMs: number, failure: Error | undefined): void {
     if (!this.recorder || invocation.probe) return
     if (failure) this.recorder.record(invocation.verb, latencyMs, failure)
@@ -279,7 +301,9 @@ export class PendingRequests {
     if (!p || p.phase !== 'sent') {
       this.options.logger(
         'debug',
-        `dropped a response with ${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, duplicate or foreign)`,
+        `dropped a response with ` +
+          `${correlation ? `unknown correlation ${correlation.toString('hex')}` : 'no correlation data'} (late, ` +
+          `duplicate or foreign)`,
       )
       return
     }
@@ -289,7 +313,8 @@ export class PendingRequests {
     try {
       version = this.envelope.readVersion(packet.properties)
     } catch (err) {
-      // A response the protocol refuses (a bad status, a malformed `__ts`) is a failed request, of an outcome no read can tell better.
+      // A response the protocol refuses (a bad status, a malformed `__ts`) is a failed request, of an outcome no read
+      // can tell better.
       this.settle(p, err as Error, undefined, false, true)
       return
     }
@@ -363,7 +388,8 @@ export class PendingRequests {
     const waited = waitedMs > 0 ? ` after waiting ${waitedMs} ms` : ''
     return new ConnectionError(
       downCode(status),
-      `the ${p.invocation.verb} request failed: not connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`,
+      `the ${p.invocation.verb} request failed: not ` +
+        `connected${waited}${reason ? ` (${authFailed ? 'authentication failed: ' : ''}${reason})` : ''}`,
     )
   }
 
@@ -392,29 +418,35 @@ export class PendingRequests {
     }
     p.phase = 'sent'
     p.expiresAt = performance.now() + expirySec * 1000
-    p.messageId = this.transport.publish(this.envelope.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
-      if (error) this.settle(p, error)
-      else if (!noSubscribers) this.service.heard()
-      else if (p.settled) return
-      else if (this.service.unheard(p.id, p.invocation.probe === true) === 'fail') {
-        this.settle(
-          p,
-          new NoServiceError(
-            `the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic (is the broker the one with the state store?)`,
-          ),
-        )
-      } else {
-        // Nobody received it, so sending it again cannot execute it twice.
-        clearTimeout(p.resend)
-        p.resend = setTimeout(
-          () => {
-            if (this.transport.online) this.send(p)
-            else p.phase = 'waiting'
-          },
-          backoffDelay(p.unheard++, RESEND_MIN_MS, RESEND_MAX_MS),
-        )
-      }
-    })
+    p.messageId = this.transport.publish(
+      this.envelope.requestTopic,
+      p.invocation.payload,
+      properties,
+      ({ error, noSubscribers }) => {
+        if (error) this.settle(p, error)
+        else if (!noSubscribers) this.service.heard()
+        else if (p.settled) return
+        else if (this.service.unheard(p.id, p.invocation.probe === true) === 'fail') {
+          this.settle(
+            p,
+            new NoServiceError(
+              `the ${p.invocation.verb} request failed: no state store service is subscribed to the request topic ` +
+                `(is the broker the one with the state store?)`,
+            ),
+          )
+        } else {
+          // Nobody received it, so sending it again cannot execute it twice.
+          clearTimeout(p.resend)
+          p.resend = setTimeout(
+            () => {
+              if (this.transport.online) this.send(p)
+              else p.phase = 'waiting'
+            },
+            backoffDelay(p.unheard++, RESEND_MIN_MS, RESEND_MAX_MS),
+          )
+        }
+      },
+    )
   }
 
   private armSweep(deadline: number): void {
@@ -455,7 +487,8 @@ export class PendingRequests {
     let next = Infinity
     for (const p of [...this.queue, ...this.inFlight.values()]) {
       if (p.settled) continue
-      if (p.deadline <= now && p.phase === 'queued' && now - this.lastAnswerAt < p.timeoutMs) p.deadline = this.lastAnswerAt + p.timeoutMs
+      if (p.deadline <= now && p.phase === 'queued' && now - this.lastAnswerAt < p.timeoutMs)
+        p.deadline = this.lastAnswerAt + p.timeoutMs
       if (p.deadline <= now) this.onTimeout(p)
       else if (p.deadline < next) next = p.deadline
     }
@@ -464,7 +497,12 @@ export class PendingRequests {
 
   private onTimeout(p: Pending): void {
     // Its whole time spent waiting for the connection, with a connection wait set: a connection failure, not a timeout.
-    if (p.phase === 'waiting' && p.unheard === 0 && this.options.connectionWaitMs !== undefined && !this.transport.online) {
+    if (
+      p.phase === 'waiting' &&
+      p.unheard === 0 &&
+      this.options.connectionWaitMs !== undefined &&
+      !this.transport.online
+    ) {
       this.settle(p, this.notConnected(p, p.timeoutMs))
       return
     }

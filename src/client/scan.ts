@@ -29,7 +29,10 @@ export class KeyScan implements AsyncIterable<string[]> {
   /** The next page of keys, or null when there are no more. One page at a time: pages depend on each other. */
   async next(): Promise<string[] | null> {
     if (this.done) return null
-    if (this.busy) throw new ArgumentError('KeyScan.next() was called before the previous call finished; pages are requested one after another')
+    if (this.busy)
+      throw new ArgumentError(
+        'KeyScan.next() was called before the previous call finished; pages are requested one after another',
+      )
     this.busy = true
     try {
       const page = await scanPage(this.invoke, this.pattern, this.token, this.options)
@@ -50,7 +53,15 @@ function scanPage(invoke: Invoker, pattern: Bytes, token: Buffer | null, options
   return invokeBuilt(invoke, () => {
     requireOptions(options)
     const payload = Request.scan(requireBytes(pattern, 'pattern'), token)
-    return { verb: 'SCAN', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken: undefined, persist: undefined, parse: scanResult }
+    return {
+      verb: 'SCAN',
+      payload,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      fencingToken: undefined,
+      persist: undefined,
+      parse: scanResult,
+    }
   })
 }
 
@@ -58,7 +69,8 @@ function scanResult(payload: Buffer): ScanPage {
   try {
     return parseScanResponse(payload)
   } catch (err) {
-    if (err instanceof ServiceError && err.code === 'UnknownCommand') throw new NotSupportedError('SCAN', { cause: err })
+    if (err instanceof ServiceError && err.code === 'UnknownCommand')
+      throw new NotSupportedError('SCAN', { cause: err })
     throw err
   }
 }

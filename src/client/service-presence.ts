@@ -29,7 +29,10 @@ export class ServicePresence {
     this.become('present')
   }
 
-  /** The broker said nobody is subscribed to request `id` (a probe: a service check): whether it fails now or is sent again. */
+  /**
+   * The broker said nobody is subscribed to request `id` (a probe: a service check): whether it fails now or is sent
+   * again.
+   */
   unheard(id: number, probe: boolean): 'fail' | 'resend' {
     if (this.state !== 'absent') this.absentFoundBy = probe ? 0 : id
     this.become('absent')

@@ -61,7 +61,9 @@ export class SessionTakeover {
     this.closeCounted = false
   }
 
-  /** The broker closed a connection it had accepted without a word: whether that was soon enough to count as a takeover. */
+  /**
+   * The broker closed a connection it had accepted without a word: whether that was soon enough to count as a takeover.
+   */
   droppedSoon(): boolean {
     return this.firstTry && performance.now() - this.onlineAt < DROPPED_SOON_MS
   }
@@ -87,9 +89,14 @@ export class SessionTakeover {
   }
 }
 
-/** The client's plain words for a takeover: `times` when it was inferred from closes in a row, undefined when announced. */
+/**
+ * The client's plain words for a takeover: `times` when it was inferred from closes in a row, undefined when announced.
+ */
 export function takeoverReason(clientId: string, times: number | undefined): string {
   return times !== undefined
-    ? `the broker closed the connection right after accepting it, ${times} times in a row: another connection with client id ${JSON.stringify(clientId)} is most likely taking the session over; give each client its own client id`
-    : `another connection with client id ${JSON.stringify(clientId)} took the session over (DISCONNECT 0x8E): give each client its own client id`
+    ? `the broker closed the connection right after accepting it, ${times} times in a row: another connection with ` +
+        `client id ${JSON.stringify(clientId)} is most likely taking the session over; ` +
+        'give each client its own client id'
+    : `another connection with client id ${JSON.stringify(clientId)} took the session over (DISCONNECT 0x8E): give ` +
+        `each client its own client id`
 }

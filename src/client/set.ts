@@ -15,7 +15,8 @@ export function set(invoke: Invoker, key: Bytes, value: Bytes, options: SetOptio
   return invokeBuilt(invoke, () => {
     requireOptions(options)
     const fencingToken = requireFencingToken(options.fencingToken)
-    if (options.persist !== undefined && typeof options.persist !== 'boolean') throw new ArgumentError('persist must be true or false')
+    if (options.persist !== undefined && typeof options.persist !== 'boolean')
+      throw new ArgumentError('persist must be true or false')
     const payload = Request.set(requireBytes(key, 'key'), requireBytes(value), options)
     const timeoutMs = options.timeoutMs
     return {
@@ -26,7 +27,11 @@ export function set(invoke: Invoker, key: Bytes, value: Bytes, options: SetOptio
       fencingToken,
       persist: options.persist === true || undefined,
       parse: setResult,
-      written: (sent) => readBackWrite({ read: () => get(invoke, key, { timeoutMs }), value: toBytes(value), expiring: (options.expiryMs ?? 0) > 0 }, sent),
+      written: (sent) =>
+        readBackWrite(
+          { read: () => get(invoke, key, { timeoutMs }), value: toBytes(value), expiring: (options.expiryMs ?? 0) > 0 },
+          sent,
+        ),
     }
   })
 }

@@ -22,5 +22,9 @@ export type PublishProperties = NonNullable<IPublishPacket['properties']>
 
 /** The code of a ConnectionError for a caller that gave up waiting while the connection was in this state. */
 export function downCode(status: ConnectionStatus): ConnectionErrorCode {
-  return status.state === 'closed' ? 'ConnectionClosed' : status.problem === 'authFailed' ? 'NotAuthenticated' : 'NotConnected'
+  return status.state === 'closed'
+    ? 'ConnectionClosed'
+    : status.problem === 'authFailed'
+      ? 'NotAuthenticated'
+      : 'NotConnected'
 }

@@ -63,14 +63,20 @@ export interface ClientOptions {
   username?: string
   password?: string | Buffer
   tls?: TlsOptions
-  /** K8S-SAT enhanced authentication: the token is read from this file at every connect, and re-sent when the file changes. */
+  /**
+   * K8S-SAT enhanced authentication: the token is read from this file at every connect, and re-sent when the file
+   * changes.
+   */
   satTokenFile?: string
   /** Default 60. */
   keepaliveSec?: number
   /** Default true. */
   cleanStart?: boolean
   sessionExpirySec?: number
-  /** Reconnect backoff start, default 500 ms; doubles (with jitter) up to reconnectMaxMs, default 2000 ms: a broker back after an outage is found within 2 s. */
+  /**
+   * Reconnect backoff start, default 500 ms; doubles (with jitter) up to reconnectMaxMs, default 2000 ms: a broker back
+   * after an outage is found within 2 s.
+   */
   reconnectMinMs?: number
   reconnectMaxMs?: number
   /** How long the broker has to answer a CONNECT, default 10000 ms. */
@@ -91,7 +97,9 @@ export interface ClientOptions {
    * never wait for it. Default false.
    */
   checkService?: boolean
-  /** Requests admitted at once (sent, or waiting for the connection), default 1000. Beyond it requests wait in a queue. */
+  /**
+   * Requests admitted at once (sent, or waiting for the connection), default 1000. Beyond it requests wait in a queue.
+   */
   maxInFlight?: number
   /**
    * The memory the requests waiting for a free slot may take, in bytes: each counts its payload

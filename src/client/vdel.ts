@@ -10,7 +10,15 @@ export function vdel(invoke: Invoker, key: Bytes, value: Bytes, options: DeleteO
     requireOptions(options)
     const fencingToken = requireFencingToken(options.fencingToken)
     const payload = Request.vdel(requireBytes(key, 'key'), requireBytes(value))
-    return { verb: 'VDEL', payload, timeoutMs: options.timeoutMs, signal: options.signal, fencingToken, persist: undefined, parse: vdelResult }
+    return {
+      verb: 'VDEL',
+      payload,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      fencingToken,
+      persist: undefined,
+      parse: vdelResult,
+    }
   })
 }
 

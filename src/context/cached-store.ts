@@ -42,7 +42,9 @@ export class CachedStore {
     return keys.map((k) => read(data, k))
   }
 
-  /** Changes the cache and queues the writes of the top-level keys touched. `log`: nobody waits, a failure is logged. */
+  /**
+   * Changes the cache and queues the writes of the top-level keys touched. `log`: nobody waits, a failure is logged.
+   */
   set(scope: string, paths: Array<readonly Segment[]>, values: unknown[], log: boolean): Array<Promise<void>> {
     const data = this.cache.scopeData(scope)
     const touched = new Set<string>()

@@ -61,7 +61,10 @@ export interface ContextStoreConfig {
    * broker dropped (a subscriber queue limit with DropOldest). Default 300000; 0: never.
    */
   reconcileInterval?: number
-  /** The CONNECT user property `metriccategory` (the broker's traffic metrics). Default this package's name; '' for none. */
+  /**
+   * The CONNECT user property `metriccategory` (the broker's traffic metrics). Default this package's name; '' for
+   * none.
+   */
   metricCategory?: string
   /** Where diagnostics go; default Node-RED's log when it can be found, else the console. */
   logger?: Logger
@@ -85,7 +88,8 @@ const DEFAULT_BROKER = 'mqtt://127.0.0.1:1883'
 function positive(value: unknown, name: string, fallback: number): number {
   if (value === undefined || value === null || value === '') return fallback
   const n = Number(value)
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`state store context: ${name} must be a positive number, not ${JSON.stringify(value)}`)
+  if (!Number.isFinite(n) || n <= 0)
+    throw new Error(`state store context: ${name} must be a positive number, not ${JSON.stringify(value)}`)
   return n
 }
 
@@ -101,7 +105,8 @@ export function resolveConfig(config: ContextStoreConfig = {}, env: NodeJS.Proce
   const prefix = config.prefix ?? `nodered/${basename(userDir) || 'node-red'}/`
   if (typeof prefix !== 'string') throw new Error('state store context: prefix must be a string')
   const requestTimeoutMs = positive(config.requestTimeout, 'requestTimeout', CLIENT_DEFAULTS.requestTimeoutMs)
-  const clientId = config.clientId?.trim() || (aio.clientId ? `${aio.clientId}-context` : defaultClientId(userDir, prefix, 'context'))
+  const clientId =
+    config.clientId?.trim() || (aio.clientId ? `${aio.clientId}-context` : defaultClientId(userDir, prefix, 'context'))
   // A context store whose broker has no state store retries every second, for ever: one line a minute says so.
   const logger = rateLimited(config.logger ?? nodeRedLogger(), { burst: 3, windowMs: 60_000 })
   const client: ResolvedConfig['client'] = {
@@ -113,26 +118,40 @@ export function resolveConfig(config: ContextStoreConfig = {}, env: NodeJS.Proce
     logger,
   }
   if (!config.embedded) client.brokerUrl = config.broker || aio.brokerUrl || DEFAULT_BROKER
-  if (config.sessionExpiry !== undefined && Number(config.sessionExpiry) !== 0) client.sessionExpirySec = positive(config.sessionExpiry, 'sessionExpiry', 0)
+  if (config.sessionExpiry !== undefined && Number(config.sessionExpiry) !== 0)
+    client.sessionExpirySec = positive(config.sessionExpiry, 'sessionExpiry', 0)
   else if (config.sessionExpiry === undefined && aio.sessionExpirySec) client.sessionExpirySec = aio.sessionExpirySec
   const persistence = config.persistenceProperty
   if (persistence !== undefined)
-    client.persistenceProperty = typeof persistence === 'string' ? settingOf(() => parsePersistenceProperty(persistence)) : persistence
+    client.persistenceProperty =
+      typeof persistence === 'string' ? settingOf(() => parsePersistenceProperty(persistence)) : persistence
   if (config.metricCategory !== undefined) client.metricCategory = config.metricCategory
   if (config.reconcileInterval !== undefined)
-    client.reconcileIntervalMs = Number(config.reconcileInterval) === 0 ? 0 : positive(config.reconcileInterval, 'reconcileInterval', 0)
+    client.reconcileIntervalMs =
+      Number(config.reconcileInterval) === 0 ? 0 : positive(config.reconcileInterval, 'reconcileInterval', 0)
   if (config.username) client.username = config.username
   if (config.password) client.password = config.password
   if (config.satTokenFile) client.satTokenFile = config.satTokenFile
-  // The environment's authentication and TLS only when the config gives none of its own (one source, one way of authenticating).
+  // The environment's authentication and TLS only when the config gives none of its own (one source, one way of
+  // authenticating).
   if (!config.embedded && !config.username && !config.password && !config.satTokenFile)
     Object.assign(
       client,
       fromEnvironment(() => environmentAuth(aio)),
     )
-  const tls = tlsOptions(config) ?? (config.embedded || config.ca || config.cert || config.key ? undefined : fromEnvironment(() => environmentTls(aio)))
+  const tls =
+    tlsOptions(config) ??
+    (config.embedded || config.ca || config.cert || config.key ? undefined : fromEnvironment(() => environmentTls(aio)))
   if (tls) client.tls = tls
-  return { prefix, cache: config.cache !== false, persist: config.persist !== false, embedded: config.embedded === true, requestTimeoutMs, logger, client }
+  return {
+    prefix,
+    cache: config.cache !== false,
+    persist: config.persist !== false,
+    embedded: config.embedded === true,
+    requestTimeoutMs,
+    logger,
+    client,
+  }
 }
 
 /** A setting the client refuses stops the store, said as the store's. */

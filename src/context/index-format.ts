@@ -55,7 +55,9 @@ export function lockKey(prefix: string): string {
   return `${prefix}#lock`
 }
 
-/** A bucket's stored bytes (null: absent, empty). Throws on anything but a JSON object; non-string entries are skipped. */
+/**
+ * A bucket's stored bytes (null: absent, empty). Throws on anything but a JSON object; non-string entries are skipped.
+ */
 export function parseBucket(value: Buffer | null): IndexState {
   const state: IndexState = new Map()
   if (value === null) return state
@@ -74,7 +76,10 @@ export function serializeBucket(state: IndexState): string | null {
   return JSON.stringify(out)
 }
 
-/** The delta's stored bytes (null: absent, empty). Throws on anything but a JSON object; non-boolean entries are skipped. */
+/**
+ * The delta's stored bytes (null: absent, empty). Throws on anything but a JSON object; non-boolean entries are
+ * skipped.
+ */
 export function parseDelta(value: Buffer | null): Delta {
   const delta: Delta = new Map()
   if (value === null) return delta

@@ -109,7 +109,17 @@ export class IndexRounds {
    * Queues a check of the key; resolves once a delta saying what it holds is written. `repair`: the
    * index and the cache were found to disagree, so a change the check makes is logged.
    */
-  check({ scope, top, verify, repair }: { scope: string; top: string; verify: boolean; repair: boolean }): Promise<void> {
+  check({
+    scope,
+    top,
+    verify,
+    repair,
+  }: {
+    scope: string
+    top: string
+    verify: boolean
+    repair: boolean
+  }): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const id = `${scope}/${top}`
       const waiter = (err?: Error) => (err ? reject(err) : resolve())
@@ -201,16 +211,28 @@ export class IndexRounds {
         } catch (err) {
           const keys = batch.map((b) => `${b.scope}/${b.top}`)
           const message = err instanceof Error ? err.message : String(err)
-          const error = new Error(`state store context ${this.config.prefix}: the key index could not be updated: ${message}`, { cause: err })
+          const error = new Error(
+            `state store context ${this.config.prefix}: the key index could not be updated: ${message}`,
+            { cause: err },
+          )
           // those waiting hear now; the entries are retried without them
           for (const entry of batch) for (const waiter of entry.waiters.splice(0)) waiter(error)
           if (this.closing || this.client.status.state === 'closed') {
-            this.config.logger('error', `state store context ${this.config.prefix}: the key index could not be updated for ${keys.join(', ')}: ${message}`)
+            this.config.logger(
+              'error',
+              `state store context ${this.config.prefix}: the key index could not be updated for ` +
+                `${keys.join(', ')}: ${message}`,
+            )
             continue
           }
           this.failed = true
-          this.config.logger('warn', `state store context ${this.config.prefix}: updating the key index failed (${message}); retrying`)
-          for (const b of batch) if (!this.pending.has(`${b.scope}/${b.top}`)) this.pending.set(`${b.scope}/${b.top}`, { ...b, verify: true, waiters: [] })
+          this.config.logger(
+            'warn',
+            `state store context ${this.config.prefix}: updating the key index failed (${message}); retrying`,
+          )
+          for (const b of batch)
+            if (!this.pending.has(`${b.scope}/${b.top}`))
+              this.pending.set(`${b.scope}/${b.top}`, { ...b, verify: true, waiters: [] })
           this.timer = setTimeout(() => {
             this.timer = null
             void this.flush()
@@ -280,7 +302,10 @@ export class IndexRounds {
       Promise.all(
         batch.map(
           async ({ scope, top }, i) =>
-            knowledge[i]?.exists ?? this.limiter.run(() => this.client.get(`${this.config.prefix}${scope}/${top}`)).then((r) => r.value !== null),
+            knowledge[i]?.exists ??
+            this.limiter
+              .run(() => this.client.get(`${this.config.prefix}${scope}/${top}`))
+              .then((r) => r.value !== null),
         ),
       ),
     ])
@@ -328,8 +353,12 @@ export class IndexRounds {
 
   private async writeDelta(after: Buffer | null, fencingToken: Hlc): Promise<void> {
     const key = deltaKey(this.config.prefix)
-    if (after === null) await this.limiter.run(() => this.client.del(key, { fencingToken, timeoutMs: this.leaseLeft() }))
-    else await this.limiter.run(() => this.client.set(key, after, { fencingToken, persist: this.config.persist, timeoutMs: this.leaseLeft() }))
+    if (after === null)
+      await this.limiter.run(() => this.client.del(key, { fencingToken, timeoutMs: this.leaseLeft() }))
+    else
+      await this.limiter.run(() =>
+        this.client.set(key, after, { fencingToken, persist: this.config.persist, timeoutMs: this.leaseLeft() }),
+      )
   }
 
   /**
@@ -355,8 +384,12 @@ export class IndexRounds {
         for (const [scope, top, exists] of entries) mark(state, scope, top, exists)
         const after = serializeBucket(state)
         if (after !== (value?.toString('utf8') ?? null)) {
-          if (after === null) await this.limiter.run(() => this.client.del(key, { fencingToken, timeoutMs: this.leaseLeft() }))
-          else await this.limiter.run(() => this.client.set(key, after, { fencingToken, persist: this.config.persist, timeoutMs: this.leaseLeft() }))
+          if (after === null)
+            await this.limiter.run(() => this.client.del(key, { fencingToken, timeoutMs: this.leaseLeft() }))
+          else
+            await this.limiter.run(() =>
+              this.client.set(key, after, { fencingToken, persist: this.config.persist, timeoutMs: this.leaseLeft() }),
+            )
         }
         this.sink.wroteBucket(bucket, state)
       }),
@@ -384,7 +417,10 @@ export class IndexRounds {
   }
 }
 
-/** The log line for a check that found the index wrong about a key (written by another writer, an older version, or left by a fault). */
+/**
+ * The log line for a check that found the index wrong about a key (written by another writer, an older version, or left
+ * by a fault).
+ */
 function repaired(prefix: string, scope: string, top: string, exists: boolean): string {
   return exists
     ? `state store context ${prefix}: the key index did not list ${scope}/${top}, which exists; listed it`
@@ -393,5 +429,8 @@ function repaired(prefix: string, scope: string, top: string, exists: boolean): 
 
 /** The log line for an index key that is not what the format says: it is taken as empty. */
 export function invalid(prefix: string, key: string, err: unknown): string {
-  return `state store context ${prefix}: the key index ${key} is not valid JSON (${(err as Error).message}); treating it as empty`
+  return (
+    `state store context ${prefix}: the key index ${key} is not valid JSON (${(err as Error).message}); ` +
+    `treating it as empty`
+  )
 }

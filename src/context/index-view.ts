@@ -1,4 +1,13 @@
-import { BUCKETS, bucketOf, mark, markDelta, type Delta, type DeltaChange, type IndexEntry, type IndexState } from './index-format'
+import {
+  BUCKETS,
+  bucketOf,
+  mark,
+  markDelta,
+  type Delta,
+  type DeltaChange,
+  type IndexEntry,
+  type IndexState,
+} from './index-format'
 
 /** What a change to a bucket or the delta did to the merged list. */
 export interface ViewChange {
@@ -23,8 +32,10 @@ export class IndexView {
     const before = this.buckets[i]!
     this.buckets[i] = next
     const changed: IndexEntry[] = []
-    for (const [scope, tops] of next) for (const top of tops) if (!before.get(scope)?.has(top)) changed.push({ scope, top })
-    for (const [scope, tops] of before) for (const top of tops) if (!next.get(scope)?.has(top)) changed.push({ scope, top })
+    for (const [scope, tops] of next)
+      for (const top of tops) if (!before.get(scope)?.has(top)) changed.push({ scope, top })
+    for (const [scope, tops] of before)
+      for (const top of tops) if (!next.get(scope)?.has(top)) changed.push({ scope, top })
     return this.refresh(changed)
   }
 
@@ -33,8 +44,10 @@ export class IndexView {
     const before = this.delta
     this.delta = next
     const changed: IndexEntry[] = []
-    for (const [scope, tops] of next) for (const [top, exists] of tops) if (before.get(scope)?.get(top) !== exists) changed.push({ scope, top })
-    for (const [scope, tops] of before) for (const top of tops.keys()) if (!next.get(scope)?.has(top)) changed.push({ scope, top })
+    for (const [scope, tops] of next)
+      for (const [top, exists] of tops) if (before.get(scope)?.get(top) !== exists) changed.push({ scope, top })
+    for (const [scope, tops] of before)
+      for (const top of tops.keys()) if (!next.get(scope)?.has(top)) changed.push({ scope, top })
     return this.refresh(changed)
   }
 
@@ -55,7 +68,8 @@ export class IndexView {
     const removed: IndexEntry[] = []
     for (const entry of changed) {
       const { scope, top } = entry
-      const listed = this.delta.get(scope)?.get(top) ?? this.buckets[bucketOf(scope, top)]!.get(scope)?.has(top) ?? false
+      const listed =
+        this.delta.get(scope)?.get(top) ?? this.buckets[bucketOf(scope, top)]!.get(scope)?.has(top) ?? false
       if (listed === this.has(scope, top)) continue
       mark(this.current, scope, top, listed)
       ;(listed ? added : removed).push(entry)

@@ -43,7 +43,10 @@ export class KeyCache {
   async loadAll(entries: ReadonlyArray<readonly [string, string]>): Promise<void> {
     const { prefix, logger } = this.session.config
     const progress = new LoadProgress(entries.length, (loaded, total) =>
-      logger('info', `state store context ${prefix}: loading: ${loaded.toLocaleString('en')} of ${total.toLocaleString('en')} keys`),
+      logger(
+        'info',
+        `state store context ${prefix}: loading: ${loaded.toLocaleString('en')} of ${total.toLocaleString('en')} keys`,
+      ),
     )
     this.loading = progress
     try {
@@ -76,7 +79,8 @@ export class KeyCache {
       if (entry.seen !== before || writing(entry)) return
     }
     this.apply(entry, read.value, read.version)
-    if (read.value === null) void this.session.index?.check({ scope, top, exists: false, verify: true }).catch(() => {}) // logged by the index
+    // a failed check is logged by the index
+    if (read.value === null) void this.session.index?.check({ scope, top, exists: false, verify: true }).catch(() => {})
   }
 
   /**
@@ -89,16 +93,20 @@ export class KeyCache {
     const k = entry.knowledge
     if (k.kind !== 'known' || k.exists === null) return null
     const held = entry.held
-    if (held && newer(held.version, k.version)) return held.version ? { exists: held.bytes !== null, version: held.version } : null
+    if (held && newer(held.version, k.version))
+      return held.version ? { exists: held.bytes !== null, version: held.version } : null
     return { exists: k.exists, version: k.version }
   }
 
-  /** The keys the cache holds, and those with a write in flight (`<scope>/<key>`): for the index's look after a fault. */
+  /**
+   * The keys the cache holds, and those with a write in flight (`<scope>/<key>`): for the index's look after a fault.
+   */
   held(): { held: Map<string, Set<string>>; busy: Set<string> } {
     const held = new Map<string, Set<string>>()
     for (const [scope, data] of this.data) if (Object.keys(data).length > 0) held.set(scope, new Set(Object.keys(data)))
     const busy = new Set<string>()
-    for (const entry of this.entries.values()) if (writing(entry) || entry.knowledge.kind === 'doubt') busy.add(`${entry.scope}/${entry.top}`)
+    for (const entry of this.entries.values())
+      if (writing(entry) || entry.knowledge.kind === 'doubt') busy.add(`${entry.scope}/${entry.top}`)
     return { held, busy }
   }
 
@@ -110,11 +118,14 @@ export class KeyCache {
       if (data && Object.hasOwn(data, top)) continue
       const entry = this.entries.get(serviceKey(this.session, scope, top))
       if (entry && writing(entry)) continue
-      this.load(scope, top).catch((err: unknown) => this.session.config.logger('warn', `${named(this.session, err, `loading ${scope}/${top}`).message}`))
+      this.load(scope, top).catch((err: unknown) =>
+        this.session.config.logger('warn', `${named(this.session, err, `loading ${scope}/${top}`).message}`),
+      )
     }
     for (const { scope, top } of removed) {
-      // the one race: they deleted it and checked it out while we wrote it again
-      if (Object.hasOwn(this.data.get(scope) ?? {}, top)) void this.session.index?.check({ scope, top, exists: true, verify: true }).catch(() => {}) // logged by the index
+      // the one race: they deleted it and checked it out while we wrote it again (a failed check is logged by index)
+      if (Object.hasOwn(this.data.get(scope) ?? {}, top))
+        void this.session.index?.check({ scope, top, exists: true, verify: true }).catch(() => {})
     }
   }
 
@@ -129,7 +140,10 @@ export class KeyCache {
       () => this.idle(entry),
     )
     const done = entry.writes.push(bytes)
-    if (log) done.catch((err: unknown) => this.session.config.logger('error', err instanceof Error ? err.message : String(err)))
+    if (log)
+      done.catch((err: unknown) =>
+        this.session.config.logger('error', err instanceof Error ? err.message : String(err)),
+      )
     return done
   }
 
@@ -224,7 +238,8 @@ export class KeyCache {
     const doubted = entry.knowledge.kind === 'doubt'
     if (held) this.apply(entry, held.bytes, held.version)
     if (entry.knowledge.kind === 'doubt') entry.rereading ??= this.reread(entry).finally(() => (entry.rereading = null))
-    // a notification settled it: the failed write may have been executed, so the index checks the key as the write would have
+    // a notification settled it: the failed write may have been executed, so the index checks the key as the write
+    // would have
     else if (doubted) this.settled(entry)
   }
 
@@ -235,7 +250,8 @@ export class KeyCache {
    */
   private settled(entry: KeyEntry): void {
     const held = Object.hasOwn(this.data.get(entry.scope) ?? {}, entry.top)
-    void this.session.index?.check({ scope: entry.scope, top: entry.top, exists: held, verify: true }).catch(() => {}) // logged by the index
+    // a failed check is logged by the index
+    void this.session.index?.check({ scope: entry.scope, top: entry.top, exists: held, verify: true }).catch(() => {})
   }
 
   /**
@@ -253,7 +269,11 @@ export class KeyCache {
         if (session.closing) return
         // while the broker is away the failed write itself was reported; a read that fails while connected is news
         if (session.client?.status.state === 'connected')
-          session.config.logger('warn', `${named(session, err, `reading ${entry.scope}/${entry.top} again after a failed write`).message}; retrying`)
+          session.config.logger(
+            'warn',
+            `${named(session, err, `reading ${entry.scope}/${entry.top} again after a failed write`).message}; ` +
+              `retrying`,
+          )
         await new Promise((resolve) => setTimeout(resolve, REREAD_MS))
         continue
       }

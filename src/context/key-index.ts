@@ -1,6 +1,15 @@
 import type { KeyNotification, Observation, StateStoreClient } from '../client'
 import type { ResolvedConfig } from './config'
-import { BUCKETS, bucketKey, deltaKey, parseBucket, parseDelta, type DeltaChange, type IndexEntry, type IndexState } from './index-format'
+import {
+  BUCKETS,
+  bucketKey,
+  deltaKey,
+  parseBucket,
+  parseDelta,
+  type DeltaChange,
+  type IndexEntry,
+  type IndexState,
+} from './index-format'
 import { IndexRounds, invalid, type Known } from './index-rounds'
 import { IndexView, type ViewChange } from './index-view'
 import type { Limiter } from './limiter'
@@ -19,7 +28,9 @@ export type { Known } from './index-rounds'
 export class KeyIndex {
   private readonly view = new IndexView()
   private readonly rounds: IndexRounds
-  /** Our delta write in flight, recognised by its bytes when its notification comes back; `base`: the delta it changed. */
+  /**
+   * Our delta write in flight, recognised by its bytes when its notification comes back; `base`: the delta it changed.
+   */
   private ownDelta: { bytes: Buffer; changes: DeltaChange[]; base: Buffer | null } | null = null
   /** The bytes of the delta the view holds (null: none). */
   private deltaBytes: Buffer | null = null
@@ -46,7 +57,10 @@ export class KeyIndex {
     /** With the cache: what the runtime knows of a key it follows (null: not known, read it). */
     known: (scope: string, top: string) => Known | null = () => null,
     /** With the cache: the keys it holds, and those with a write in flight (`<scope>/<key>`, left alone). */
-    private readonly cached: () => { held: IndexState; busy: ReadonlySet<string> } = () => ({ held: new Map(), busy: new Set() }),
+    private readonly cached: () => { held: IndexState; busy: ReadonlySet<string> } = () => ({
+      held: new Map(),
+      busy: new Set(),
+    }),
   ) {
     const cache = config.cache
     this.rounds = new IndexRounds(
@@ -89,7 +103,8 @@ export class KeyIndex {
       if (this.wasConnected === null) {
         this.wasConnected = this.client.status.state === 'connected'
         // notifications missed while away are reconciled by the client; the index rounds cut short are looked at here
-        // reachable: connected, and a service answers (an emulator restarted behind a broker that stayed up comes back so)
+        // reachable: connected, and a service answers (an emulator restarted behind a broker that stayed up comes back
+        // so)
         this.client.on('status', (status) => {
           if (status.state !== 'connected' || status.problem === 'noService') this.wasConnected = false
           else if (!this.wasConnected) {
@@ -103,7 +118,9 @@ export class KeyIndex {
       // keeps the registration it made.)
       if (!this.observation) {
         const seen = this.seen[BUCKETS]
-        const observation = await this.limiter.run(() => this.client.observe(deltaKey(this.config.prefix), (n) => this.onDelta(n)))
+        const observation = await this.limiter.run(() =>
+          this.client.observe(deltaKey(this.config.prefix), (n) => this.onDelta(n)),
+        )
         this.observation = observation
         // the registration's own read, unless a notification came since (it is newer)
         if (observation.initial && this.seen[BUCKETS] === seen) {
@@ -115,7 +132,9 @@ export class KeyIndex {
     await this.readKeys((i) => !read.has(i), false)
   }
 
-  /** A change of the delta, in the service's order; its deletion (a fold's end) waits for the buckets to be read again. */
+  /**
+   * A change of the delta, in the service's order; its deletion (a fold's end) waits for the buckets to be read again.
+   */
   private onDelta(n: KeyNotification): void {
     this.seen[BUCKETS]! += 1
     const value = n.operation === 'SET' ? n.value : null
@@ -168,7 +187,17 @@ export class KeyIndex {
    * with `exists`. Resolves once the index says what the key holds, for every runtime that reads it.
    * `verify`: read the key under the lock even if the runtime knows what it holds.
    */
-  check({ scope, top, exists, verify }: { scope: string; top: string; exists: boolean; verify: boolean }): Promise<void> {
+  check({
+    scope,
+    top,
+    exists,
+    verify,
+  }: {
+    scope: string
+    top: string
+    exists: boolean
+    verify: boolean
+  }): Promise<void> {
     if (this.config.cache && this.view.has(scope, top) === exists) return Promise.resolve()
     return this.rounds.check({ scope, top, verify, repair: false })
   }
@@ -209,7 +238,8 @@ export class KeyIndex {
     const loads: IndexEntry[] = []
     for (const [scope, tops] of held) {
       for (const top of tops)
-        if (!busy.has(`${scope}/${top}`) && !this.view.has(scope, top)) checks.push(this.rounds.check({ scope, top, verify: true, repair: true }))
+        if (!busy.has(`${scope}/${top}`) && !this.view.has(scope, top))
+          checks.push(this.rounds.check({ scope, top, verify: true, repair: true }))
     }
     for (const [scope, tops] of this.view.current) {
       for (const top of tops) {
@@ -237,12 +267,19 @@ export class KeyIndex {
 
   /** The buckets' keys, then the delta's: position i is what `seen[i]` counts. */
   private indexKeys(): string[] {
-    return [...Array.from({ length: BUCKETS }, (_, i) => bucketKey(this.config.prefix, i)), deltaKey(this.config.prefix)]
+    return [
+      ...Array.from({ length: BUCKETS }, (_, i) => bucketKey(this.config.prefix, i)),
+      deltaKey(this.config.prefix),
+    ]
   }
 
   /** What index key `i` (a bucket, or at BUCKETS the delta) now holds, read or notified. */
   private received(i: number, value: Buffer | null, notify: boolean): void {
-    if (i < BUCKETS) return this.tell(this.view.replaceBucket(i, this.parsed(i, value, parseBucket) ?? new Map<string, Set<string>>()), notify)
+    if (i < BUCKETS)
+      return this.tell(
+        this.view.replaceBucket(i, this.parsed(i, value, parseBucket) ?? new Map<string, Set<string>>()),
+        notify,
+      )
     const own = this.ownDelta
     const before = this.deltaBytes
     this.ownDelta = null
@@ -250,8 +287,13 @@ export class KeyIndex {
     // Our own write comes back onto the delta it changed: apply the batch's changes instead of parsing
     // the whole delta again. Onto any other (a notification missed, a reconcile after a reconnect
     // bringing our write over someone else's), only the whole delta says what is listed.
-    if (own && value?.equals(own.bytes) && sameBytes(before, own.base)) this.tell(this.view.applyDelta(own.changes), notify)
-    else this.tell(this.view.replaceDelta(this.parsed(i, value, parseDelta) ?? new Map<string, Map<string, boolean>>()), notify)
+    if (own && value?.equals(own.bytes) && sameBytes(before, own.base))
+      this.tell(this.view.applyDelta(own.changes), notify)
+    else
+      this.tell(
+        this.view.replaceDelta(this.parsed(i, value, parseDelta) ?? new Map<string, Map<string, boolean>>()),
+        notify,
+      )
   }
 
   private parsed<T>(i: number, value: Buffer | null, parse: (value: Buffer | null) => T): T | null {

@@ -14,7 +14,9 @@ import type { WriteQueue } from './write-queue'
  * exists at `version` is not known (a delete of nothing answers without a version).
  */
 export type Knowledge =
-  { readonly kind: 'unknown' } | { readonly kind: 'doubt' } | { readonly kind: 'known'; readonly version: Hlc; readonly exists: boolean | null }
+  | { readonly kind: 'unknown' }
+  | { readonly kind: 'doubt' }
+  | { readonly kind: 'known'; readonly version: Hlc; readonly exists: boolean | null }
 
 export const UNKNOWN: Knowledge = { kind: 'unknown' }
 export const DOUBT: Knowledge = { kind: 'doubt' }
@@ -39,7 +41,9 @@ export interface KeyEntry {
   readonly scope: string
   readonly top: string
   readonly serviceKey: string
-  registration: { readonly kind: 'none' } | { readonly kind: 'registering' | 'watching'; readonly observed: Promise<Observation | null> }
+  registration:
+    | { readonly kind: 'none' }
+    | { readonly kind: 'registering' | 'watching'; readonly observed: Promise<Observation | null> }
   knowledge: Knowledge
   writes: WriteQueue | null
   held: Remote | null
@@ -49,7 +53,17 @@ export interface KeyEntry {
 }
 
 export function newEntry(scope: string, top: string, serviceKey: string): KeyEntry {
-  return { scope, top, serviceKey, registration: { kind: 'none' }, knowledge: UNKNOWN, writes: null, held: null, seen: 0, rereading: null }
+  return {
+    scope,
+    top,
+    serviceKey,
+    registration: { kind: 'none' },
+    knowledge: UNKNOWN,
+    writes: null,
+    held: null,
+    seen: 0,
+    rereading: null,
+  }
 }
 
 export function versionOf(k: Knowledge): Hlc | null {

@@ -5,7 +5,10 @@
  */
 export class Limiter {
   private active = 0
-  /** Waiting in order from `head` on: shift() on an array moves every element, and opening a large store queues one entry per key. */
+  /**
+   * Waiting in order from `head` on: shift() on an array moves every element, and opening a large store queues one
+   * entry per key.
+   */
   private waiting: Array<() => void> = []
   private head = 0
 

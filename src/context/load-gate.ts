@@ -1,6 +1,9 @@
 import { ContextNotLoadedError } from './not-loaded'
 
-/** A call made before the store loaded: run once it has, in order; one with a callback gives up after the request timeout. */
+/**
+ * A call made before the store loaded: run once it has, in order; one with a callback gives up after the request
+ * timeout.
+ */
 interface Held {
   run: () => void
   settled: boolean
@@ -69,7 +72,10 @@ export class LoadGate {
     this.held.push(op)
   }
 
-  /** The store closes before it loaded: those with a callback hear `err`; returns how many changes without one are dropped. */
+  /**
+   * The store closes before it loaded: those with a callback hear `err`; returns how many changes without one are
+   * dropped.
+   */
   drop(err: Error): number {
     const held = this.held.splice(0).filter((op) => !op.settled)
     for (const op of held) {

@@ -10,7 +10,9 @@ export class ContextNotLoadedError extends Error {
 }
 
 /** Why the store is not loaded: waiting for its broker, or loading (how far, when the keys are being read). */
-export type NotLoadedWhy = { waiting: { brokerUrl: string; reason?: string | undefined } } | { loading: { loaded: number; total: number } | null }
+export type NotLoadedWhy =
+  | { waiting: { brokerUrl: string; reason?: string | undefined } }
+  | { loading: { loaded: number; total: number } | null }
 
 /** The text a flow's author meets (a Function node's error): what is missing, why, and what to do. */
 export function notLoadedMessage(prefix: string, why: NotLoadedWhy, timeoutMs: number): string {
@@ -22,7 +24,8 @@ export function notLoadedMessage(prefix: string, why: NotLoadedWhy, timeoutMs: n
         : 'loading'
   return (
     `state store context ${prefix}: not loaded yet: ${state}. ` +
-    `Until its stored values are read, a get without a callback cannot answer (undefined could be written back over a stored value); ` +
+    `Until its stored values are read, a get without a callback cannot answer (undefined could be written back over ` +
+    `a stored value); ` +
     `a get with a callback waits up to ${timeoutMs} ms, and writes are held and applied once loaded`
   )
 }

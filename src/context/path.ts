@@ -53,7 +53,8 @@ function parse(expr: string): Segment[] {
       if (i === 0) throw unexpected(0)
       if (start !== i) parts.push(expr.slice(start, i))
       if (i === expr.length - 1) throw new PathError('unterminated expression')
-      if (expr.startsWith('msg.', i + 1) || expr.startsWith('msg[', i + 1)) throw new PathError(`msg reference at position ${i + 1} in a context key`)
+      if (expr.startsWith('msg.', i + 1) || expr.startsWith('msg[', i + 1))
+        throw new PathError(`msg reference at position ${i + 1} in a context key`)
       const close = boxed(expr, i + 1, parts)
       // Node-RED lets a name follow a ']' directly (`a[0]b` is a, 0, b)
       i = start = close + 1
@@ -64,7 +65,8 @@ function parse(expr: string): Segment[] {
       if (end === i + 1) throw new PathError(`zero-length string at position ${i + 1}`)
       parts.push(expr.slice(i + 1, end))
       i = start = end + 1
-      if (i < expr.length && expr[i] !== '.' && expr[i] !== '[') throw new PathError(`unexpected ${expr[i]} expression at position ${i}`)
+      if (i < expr.length && expr[i] !== '.' && expr[i] !== '[')
+        throw new PathError(`unexpected ${expr[i]} expression at position ${i}`)
     } else if (c === ']' || c === '"' || c === "'") {
       throw unexpected(i)
     } else if (c === ' ') {

@@ -23,7 +23,8 @@ export function encode(session: Session, scope: string, value: unknown): Buffer 
     session.warnedCircular.add(scope)
     session.config.logger(
       'warn',
-      `context ${scope} contains a circular reference that cannot be persisted; the property that refers back is left out, as localfilesystem does`,
+      `context ${scope} contains a circular reference that cannot be persisted; the property that refers back is ` +
+        `left out, as localfilesystem does`,
     )
   })
 }

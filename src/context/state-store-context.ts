@@ -38,7 +38,14 @@ export class StateStoreContext {
     this.config = resolveConfig(config)
     // requests of this store at once: half the client's limit, the rest of a burst waits in the limiter
     const limiter = new Limiter(Math.max(1, Math.floor((this.config.client.maxInFlight ?? 1000) / 2)))
-    this.session = { config: this.config, limiter, client: null, index: null, closing: false, warnedCircular: new Set() }
+    this.session = {
+      config: this.config,
+      limiter,
+      client: null,
+      index: null,
+      closing: false,
+      warnedCircular: new Set(),
+    }
     this.cached = this.config.cache ? new CachedStore(this.session) : null
     this.uncached = this.config.cache ? null : new UncachedStore(this.session)
     this.gate = new LoadGate(this.config.requestTimeoutMs, () => this.notLoaded())
@@ -64,15 +71,20 @@ export class StateStoreContext {
     let connectStream: ClientOptions['connectStream']
     if (this.config.embedded) {
       // The emulator's module graph (aedes among it) is loaded only by a store that embeds one.
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { acquireEmbedded, releaseEmbedded, inProcessConnector } = require('../emulator/embedded') as typeof import('../emulator/embedded')
+      const { acquireEmbedded, releaseEmbedded, inProcessConnector } =
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        require('../emulator/embedded') as typeof import('../emulator/embedded')
       const emulator = await acquireEmbedded(logger)
       this.releaseEmbedded = releaseEmbedded
       brokerUrl = emulator.brokerUrl
       connectStream = inProcessConnector(brokerUrl) ?? undefined
     }
     this.brokerUrl = shownUrl(brokerUrl!)
-    const client = new StateStoreClient({ ...options, brokerUrl: brokerUrl!, ...(connectStream ? { connectStream } : {}) })
+    const client = new StateStoreClient({
+      ...options,
+      brokerUrl: brokerUrl!,
+      ...(connectStream ? { connectStream } : {}),
+    })
     client.on('error', (err) => logger('warn', err.message))
     this.session.client = client
     const cache = this.cached?.cache
@@ -102,7 +114,8 @@ export class StateStoreContext {
       const reason = client.status.reason ? ` (${client.status.reason})` : ''
       logger(
         'warn',
-        `state store context ${this.config.prefix}: waiting for its broker ${this.brokerUrl}${reason}; until it connects and the context is loaded, reads wait or fail and writes are held`,
+        `state store context ${this.config.prefix}: waiting for its broker ${this.brokerUrl}${reason}; until it ` +
+          `connects and the context is loaded, reads wait or fail and writes are held`,
       )
     }
     void this.loadInBackground()
@@ -113,7 +126,9 @@ export class StateStoreContext {
     const index = this.session.index!
     await index.open()
     if (!this.cached) return
-    await this.cached.cache.loadAll([...index.current].flatMap(([scope, tops]) => [...tops].map((top) => [scope, top] as const)))
+    await this.cached.cache.loadAll(
+      [...index.current].flatMap(([scope, tops]) => [...tops].map((top) => [scope, top] as const)),
+    )
   }
 
   private async loadInBackground(): Promise<void> {
@@ -127,7 +142,10 @@ export class StateStoreContext {
       try {
         await this.loadAll()
         if (this.session.closing) return
-        this.config.logger('info', `state store context ${this.config.prefix}: connected to ${this.brokerUrl}; ${this.loadedLine(false)}`)
+        this.config.logger(
+          'info',
+          `state store context ${this.config.prefix}: connected to ${this.brokerUrl}; ${this.loadedLine(false)}`,
+        )
         this.gate.open()
         return
       } catch (err) {
@@ -142,7 +160,8 @@ export class StateStoreContext {
   private loadedLine(named = true): string {
     const keys = [...this.session.index!.current.values()].reduce((n, tops) => n + tops.size, 0)
     const what = this.cached
-      ? `the context is loaded: ${keys} key(s), ${keys + 1} registration(s) (the index's and one per key), ${BUCKETS + 1 + keys} read(s)`
+      ? `the context is loaded: ${keys} key(s), ${keys + 1} registration(s) (the index's and one per key), ` +
+        `${BUCKETS + 1 + keys} read(s)`
       : `the context is loaded: ${keys} key(s) listed (without the cache, values are read when asked)`
     return named ? `state store context ${this.config.prefix}: ${what}` : what
   }
@@ -150,7 +169,9 @@ export class StateStoreContext {
   private notLoaded(): ContextNotLoadedError {
     const status = this.session.client?.status
     const why =
-      status?.state === 'connected' ? { loading: this.cached?.cache.progress ?? null } : { waiting: { brokerUrl: this.brokerUrl, reason: status?.reason } }
+      status?.state === 'connected'
+        ? { loading: this.cached?.cache.progress ?? null }
+        : { waiting: { brokerUrl: this.brokerUrl, reason: status?.reason } }
     return new ContextNotLoadedError(notLoadedMessage(this.config.prefix, why, this.config.requestTimeoutMs))
   }
 
@@ -162,11 +183,14 @@ export class StateStoreContext {
 
   private async shutdown(): Promise<void> {
     this.session.closing = true
-    const dropped = this.gate.drop(new ContextNotLoadedError(`state store context ${this.config.prefix}: closed before its context was loaded`))
+    const dropped = this.gate.drop(
+      new ContextNotLoadedError(`state store context ${this.config.prefix}: closed before its context was loaded`),
+    )
     if (dropped > 0)
       this.config.logger(
         'error',
-        `state store context ${this.config.prefix}: closed before its context was loaded; ${dropped} change(s) made meanwhile were not applied`,
+        `state store context ${this.config.prefix}: closed before its context was loaded; ${dropped} change(s) made ` +
+          `meanwhile were not applied`,
       )
     this.session.index?.stopping()
     await this.opening?.catch(() => {})
@@ -181,7 +205,8 @@ export class StateStoreContext {
 
   get(scope: string, key: string | string[], callback?: Callback): unknown {
     // The hot path, a Function node's global.get('key'): one key, no callback, from the cache.
-    if (callback === undefined && typeof key === 'string' && this.cached && this.gate.loaded) return this.cached.get(scope, key)
+    if (callback === undefined && typeof key === 'string' && this.cached && this.gate.loaded)
+      return this.cached.get(scope, key)
     const cb = checkCallback(callback)
     if (!this.cached) {
       if (!cb) throw new Error('State store context cache disabled - only asynchronous access supported')
@@ -250,7 +275,10 @@ export class StateStoreContext {
           () => cb(),
           (err: Error) => cb(err),
         )
-      else done.catch((err: unknown) => this.config.logger('error', named(this.session, err, `setting ${scope}/${String(key)}`).message))
+      else
+        done.catch((err: unknown) =>
+          this.config.logger('error', named(this.session, err, `setting ${scope}/${String(key)}`).message),
+        )
       return
     }
     let writes: Array<Promise<void>>
@@ -278,7 +306,8 @@ export class StateStoreContext {
         .then(() => this.uncached!.keys(scope))
         .then(
           (keys) => cb(null, keys),
-          (err: Error) => cb(err instanceof ContextNotLoadedError ? err : named(this.session, err, 'reading the key index')),
+          (err: Error) =>
+            cb(err instanceof ContextNotLoadedError ? err : named(this.session, err, 'reading the key index')),
         )
       return undefined
     }
@@ -296,15 +325,26 @@ export class StateStoreContext {
     return undefined
   }
 
-  /** Deletes every key of the scope. Before the store has loaded, it is held and applied after, in order with the writes. */
+  /**
+   * Deletes every key of the scope. Before the store has loaded, it is held and applied after, in order with the
+   * writes.
+   */
   async delete(scope: string): Promise<void> {
-    if (!this.gate.loaded) return this.gate.hold(() => void this.delete(scope).catch((err: Error) => this.config.logger('error', err.message)))
+    if (!this.gate.loaded)
+      return this.gate.hold(
+        () => void this.delete(scope).catch((err: Error) => this.config.logger('error', err.message)),
+      )
     return (this.cached ?? this.uncached!).delete(scope)
   }
 
-  /** Deletes the context of every node (and flow) not in `activeNodes`; global stays. Held until loaded, as delete is. */
+  /**
+   * Deletes the context of every node (and flow) not in `activeNodes`; global stays. Held until loaded, as delete is.
+   */
   async clean(activeNodes: string[]): Promise<void> {
-    if (!this.gate.loaded) return this.gate.hold(() => void this.clean(activeNodes).catch((err: Error) => this.config.logger('error', err.message)))
+    if (!this.gate.loaded)
+      return this.gate.hold(
+        () => void this.clean(activeNodes).catch((err: Error) => this.config.logger('error', err.message)),
+      )
     return (this.cached ?? this.uncached!).clean(activeNodes)
   }
 }

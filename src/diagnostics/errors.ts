@@ -2,7 +2,8 @@
  * Typed errors of the state store core. A program tells them apart by `kind` (or `instanceof`);
  * `code` narrows a service error to one entry of the catalogue.
  */
-export type StateStoreErrorKind = 'service' | 'timeout' | 'connection' | 'protocol' | 'argument' | 'cancelled' | 'overloaded' | 'notSupported'
+export type StateStoreErrorKind =
+  'service' | 'timeout' | 'connection' | 'protocol' | 'argument' | 'cancelled' | 'overloaded' | 'notSupported'
 
 /**
  * Whether a failed write took effect: `true` (the store holds what it wrote), `false` (it was
@@ -19,12 +20,16 @@ export abstract class StateStoreError extends Error {
   written?: Written
 }
 
+const CLOCKS_SYNCHRONIZED = 'ensure that the client and broker system clocks are synchronized'
+
 /** The service's `-ERR <text>` catalogue, with the names the official clients give each text. */
 export const SERVICE_ERROR_TEXT = {
-  TimestampSkew: 'the request timestamp is too far in the future; ensure that the client and broker system clocks are synchronized',
+  TimestampSkew:
+    'the request timestamp is too far in the future; ensure that the client and broker system clocks are synchronized',
   MissingFencingToken: 'a fencing token is required for this request',
-  FencingTokenSkew: 'the request fencing token timestamp is too far in the future; ensure that the client and broker system clocks are synchronized',
-  FencingTokenLowerVersion: 'the request fencing token is a lower version than the fencing token protecting the resource',
+  FencingTokenSkew: `the request fencing token timestamp is too far in the future; ${CLOCKS_SYNCHRONIZED}`,
+  FencingTokenLowerVersion:
+    'the request fencing token is a lower version than the fencing token protecting the resource',
   QuotaExceeded: 'the quota has been exceeded',
   SyntaxError: 'syntax error',
   NotAuthorized: 'not authorized',
@@ -37,7 +42,9 @@ export const SERVICE_ERROR_TEXT = {
 
 export type ServiceErrorCode = keyof typeof SERVICE_ERROR_TEXT
 
-const CODE_BY_TEXT = new Map<string, ServiceErrorCode>(Object.entries(SERVICE_ERROR_TEXT).map(([code, text]) => [text, code as ServiceErrorCode]))
+const CODE_BY_TEXT = new Map<string, ServiceErrorCode>(
+  Object.entries(SERVICE_ERROR_TEXT).map(([code, text]) => [text, code as ServiceErrorCode]),
+)
 
 /** An error the service answered with; `code` is `Unknown` for text outside the catalogue, kept verbatim. */
 export class ServiceError extends StateStoreError {
@@ -72,7 +79,14 @@ export class TimeoutError extends StateStoreError {
  * - `NotAuthenticated`: the broker refused our credentials; the client keeps retrying with backoff.
  * - `NoService`: connected, but no state store service is behind the broker (NoServiceError).
  */
-export const CONNECTION_ERROR_CODES = ['ConnectionClosed', 'ConnectionLost', 'NotConnected', 'BrokerRefused', 'NotAuthenticated', 'NoService'] as const
+export const CONNECTION_ERROR_CODES = [
+  'ConnectionClosed',
+  'ConnectionLost',
+  'NotConnected',
+  'BrokerRefused',
+  'NotAuthenticated',
+  'NoService',
+] as const
 
 export type ConnectionErrorCode = (typeof CONNECTION_ERROR_CODES)[number]
 
@@ -133,7 +147,9 @@ export class CancelledError extends StateStoreError {
 /** The client option whose bound refused a request: the wait queue's memory, or its count when one is set. */
 export type OverloadBound = 'maxQueuedBytes' | 'maxQueued'
 
-/** maxInFlight requests are in flight and the wait queue behind them is full: `bound` names the option that bounds it. */
+/**
+ * maxInFlight requests are in flight and the wait queue behind them is full: `bound` names the option that bounds it.
+ */
 export class OverloadedError extends StateStoreError {
   readonly kind = 'overloaded'
   override readonly name = 'OverloadedError'
@@ -156,7 +172,11 @@ export class NotSupportedError extends StateStoreError {
     readonly verb: string,
     options?: ErrorOptions,
   ) {
-    super(`this state store does not support ${verb} (it answered "unknown command"); the released AIO broker has no ${verb} yet, the emulator has`, options)
+    super(
+      `this state store does not support ${verb} (it answered "unknown command"); the released AIO broker has no ` +
+        `${verb} yet, the emulator has`,
+      options,
+    )
   }
 }
 

@@ -32,7 +32,10 @@ export interface RateLimitOptions {
   now?: () => number
   /** Arms the timer that reports what a window held back; default an unref'd setTimeout. */
   schedule?: (fn: () => void, ms: number) => void
-  /** Kinds counted at once; beyond, lines of a new kind share one count (text a peer chose cannot grow the map). Default 1000. */
+  /**
+   * Kinds counted at once; beyond, lines of a new kind share one count (text a peer chose cannot grow the map). Default
+   * 1000.
+   */
   maxKinds?: number
 }
 
@@ -88,7 +91,11 @@ export function rateLimited(logger: Logger, options: RateLimitOptions = {}): Log
       const window = k
       schedule(
         () => {
-          if (window.held > 0) logger(window.level, cut(`… ${window.held} more like it in ${Math.round(windowMs / 1000)} s; the last: ${window.last}`))
+          if (window.held > 0)
+            logger(
+              window.level,
+              cut(`… ${window.held} more like it in ${Math.round(windowMs / 1000)} s; the last: ${window.last}`),
+            )
           window.held = 0
           if (kinds.get(kind) === window) kinds.delete(kind)
         },
@@ -116,10 +123,15 @@ function cut(message: string): string {
     if (close >= message.length) break
     out += message.slice(i, open + 1)
     const inner = close - open - 1
-    out += inner <= MAX_QUOTED ? message.slice(open + 1, close) : `${message.slice(open + 1, open + 1 + MAX_QUOTED)}…(${inner} characters)`
+    out +=
+      inner <= MAX_QUOTED
+        ? message.slice(open + 1, close)
+        : `${message.slice(open + 1, open + 1 + MAX_QUOTED)}…(${inner} characters)`
     out += '"'
     i = close + 1
   }
   out += message.slice(i)
-  return out.length <= MAX_LOG_LINE ? out : `${out.slice(0, MAX_LOG_LINE)}… (${out.length - MAX_LOG_LINE} more characters)`
+  return out.length <= MAX_LOG_LINE
+    ? out
+    : `${out.slice(0, MAX_LOG_LINE)}… (${out.length - MAX_LOG_LINE} more characters)`
 }

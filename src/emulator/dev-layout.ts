@@ -84,7 +84,10 @@ function shownMode(path: string, mode: number): string {
 export function prepareDevLayout(dir: string): DevLayout & { undo(): void } {
   const layout = devLayout(dir)
   const loose = writableByOthers(layout)
-  if (loose.length > 0) throw new Error(`refusing files that others may write (chmod go-w, or remove them to have them made anew): ${loose.join(', ')}`)
+  if (loose.length > 0)
+    throw new Error(
+      `refusing files that others may write (chmod go-w, or remove them to have them made anew): ${loose.join(', ')}`,
+    )
   const broker = join(layout.dir, '.broker')
   // The first of the layout's folders that does not exist yet: removing it undoes all that is made below it.
   const created = [layout.dir, layout.session, broker].filter((path) => !existsSync(path))
@@ -152,9 +155,16 @@ export function prepareDevLayout(dir: string): DevLayout & { undo(): void } {
     layout.brokerKeyFile,
     'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n',
   )
-  sign('client', '/CN=aio-statestore-dev-client', layout.clientCertFile, layout.clientKeyFile, 'extendedKeyUsage=clientAuth\n')
+  sign(
+    'client',
+    '/CN=aio-statestore-dev-client',
+    layout.clientCertFile,
+    layout.clientKeyFile,
+    'extendedKeyUsage=clientAuth\n',
+  )
   // A stand-in for a projected service account token: the SAT listener accepts what this file holds.
-  if (!existsSync(layout.tokenFile)) writeFileSync(layout.tokenFile, `dev.${randomBytes(24).toString('base64url')}\n`, { mode: 0o600 })
+  if (!existsSync(layout.tokenFile))
+    writeFileSync(layout.tokenFile, `dev.${randomBytes(24).toString('base64url')}\n`, { mode: 0o600 })
   return { ...layout, undo }
 }
 
@@ -174,7 +184,8 @@ export function writeDevEnv(layout: DevLayout, satPort: number): Record<string, 
     layout.envFile,
     [
       "# The AIO SDKs' connection settings for the emulator's TLS + SAT listener (aio-statestore-emulator --dev).",
-      '# Export them (set -a; . ./.env; set +a) and the SDK samples, aio-statestore and a config node with blank fields connect.',
+      '# Export them (set -a; . ./.env; set +a) and the SDK samples, aio-statestore and a config node with blank ' +
+        'fields connect.',
       ...Object.entries(settings).map(([name, value]) => `${name}=${value}`),
       '',
     ].join('\n'),

@@ -29,14 +29,16 @@ function embeddedPort(): number | null {
   const text = process.env.AIO_STATESTORE_EMBEDDED_PORT?.trim()
   if (!text) return null
   const port = wholeNumber(text)
-  if (port === undefined || port > 65535) throw new Error(`AIO_STATESTORE_EMBEDDED_PORT ${JSON.stringify(text)} is not a port number`)
+  if (port === undefined || port > 65535)
+    throw new Error(`AIO_STATESTORE_EMBEDDED_PORT ${JSON.stringify(text)} is not a port number`)
   return port
 }
 
 export async function acquireEmbedded(logger: Logger): Promise<Emulator> {
   if (!shared) {
     const port = embeddedPort()
-    // Only this process reaches it, unless a port is asked for: any local user could otherwise SCAN, SET and SUBSCRIBE #.
+    // Only this process reaches it, unless a port is asked for: any local user could otherwise SCAN, SET and SUBSCRIBE
+    // #.
     const reach = port === null ? { inProcessOnly: true } : { listen: { host: '127.0.0.1', port } }
     shared = { emulator: startEmulator({ ...reach, logger, logLevel: 'warn', admin: true }), refs: 0 }
   }

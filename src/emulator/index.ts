@@ -37,7 +37,13 @@ import { DEFAULT_SCAN_LIMITS } from './core/scan'
 
 export type { ListenerAuthentication, SatTokenFile, X509AttributeRule } from './broker/authentication'
 export type { TlsListenerOptions } from './broker/tls-listener'
-export { inProcessConnector, startBroker, type BrokerAuth, type BrokerOptions, type EmbeddedBroker } from './broker/broker'
+export {
+  inProcessConnector,
+  startBroker,
+  type BrokerAuth,
+  type BrokerOptions,
+  type EmbeddedBroker,
+} from './broker/broker'
 export type { LogThreshold as EmulatorLogLevel } from './logger'
 export {
   DEFAULT_MAX_BYTES,
@@ -48,7 +54,14 @@ export {
   type EmulatorOptions,
   type MemoryProfile,
 } from './options'
-export { adminFor, EmulatorAdmin, type KeyDetails, type KeyEntry, type KeyPage, type KeyQuery } from './admin/key-browser'
+export {
+  adminFor,
+  EmulatorAdmin,
+  type KeyDetails,
+  type KeyEntry,
+  type KeyPage,
+  type KeyQuery,
+} from './admin/key-browser'
 
 export interface Emulator {
   /** The URL clients should connect to (the embedded broker's, or `brokerUrl`). */
@@ -85,7 +98,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     ...(options.nodeId !== undefined ? { nodeId: options.nodeId } : {}),
     ...(offset !== 0 ? { now: () => Date.now() + offset } : {}),
   })
-  if (offset !== 0) log('warn', `clock: the service's clock runs ${Math.abs(offset)} ms ${offset > 0 ? 'ahead of' : 'behind'} this machine's (--clock-offset)`)
+  if (offset !== 0)
+    log(
+      'warn',
+      `clock: the service's clock runs ${Math.abs(offset)} ms ${offset > 0 ? 'ahead of' : 'behind'} this machine's ` +
+        `(--clock-offset)`,
+    )
   const memoryProfile = options.memoryProfile ?? DEFAULT_MEMORY_PROFILE
   const maxValueBytes = options.maxValueBytes ?? profileValueBytes(memoryProfile)
   const bounds = {
@@ -95,28 +113,38 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     maxKeyBytes: options.maxKeyBytes ?? DEFAULT_MAX_KEY_BYTES,
   }
   const store = new Keyspace({ clock, ...bounds })
-  log('info', `bounds: ${describeBounds(bounds)}; memory profile ${memoryProfile}, largest message ${MEMORY_PROFILES[memoryProfile]} bytes`)
+  log(
+    'info',
+    `bounds: ${describeBounds(bounds)}; memory profile ${memoryProfile}, largest message ` +
+      `${MEMORY_PROFILES[memoryProfile]} bytes`,
+  )
   const live = options.authorizationFile ? new LivePolicy(readAuthorizationFile(options.authorizationFile)) : null
   const authorization: AuthorizationPolicy | null = live?.view ?? null
-  const persistencePolicy = options.brokerConfigFile ? readBrokerConfigFile(options.brokerConfigFile) : PersistencePolicy.dynamicOnly
+  const persistencePolicy = options.brokerConfigFile
+    ? readBrokerConfigFile(options.brokerConfigFile)
+    : PersistencePolicy.dynamicOnly
   if (authorization) {
     log('info', `authorization: ${authorization.ruleCount} rule(s) from ${options.authorizationFile}`)
     if (options.brokerUrl) {
       log(
         'warn',
-        `authorization: behind an external broker only the state store rules (stateStoreResources) apply; Connect, Publish and Subscribe are that broker's to enforce`,
+        `authorization: behind an external broker only the state store rules (stateStoreResources) apply; Connect, ` +
+          `Publish and Subscribe are that broker's to enforce`,
       )
     } else if (!authorization.grantsBrokerResources) {
       log(
         'warn',
-        `authorization: no rule has brokerResources, so the embedded broker lets every client connect, publish and subscribe and only state store requests are checked; an AIO broker would let no client connect with this policy`,
+        `authorization: no rule has brokerResources, so the embedded broker lets every client connect, publish and ` +
+          `subscribe and only state store requests are checked; an AIO broker would let no client connect with this ` +
+          `policy`,
       )
     }
   }
   if (options.brokerConfigFile) {
     log(
       'info',
-      `persistence: ${persistencePolicy.describe()} (from ${options.brokerConfigFile})${options.persistFile ? '' : '; without a persistence file nothing is kept across restarts'}`,
+      `persistence: ${persistencePolicy.describe()} (from ${options.brokerConfigFile})` +
+        (options.persistFile ? '' : '; without a persistence file nothing is kept across restarts'),
     )
   }
   const registrations = new Registrations()
@@ -147,10 +175,15 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       if (opened.replay.discardedBytes > 0) {
         log(
           'warn',
-          `persistence: ignored ${opened.replay.discardedBytes} byte(s) at offset ${opened.replay.discardedAt} of ${options.persistFile} (a record cut short by a crash, or corrupt)`,
+          `persistence: ignored ${opened.replay.discardedBytes} byte(s) at offset ${opened.replay.discardedAt} of ` +
+            `${options.persistFile} (a record cut short by a crash, or corrupt)`,
         )
       }
-      log('info', `persistence: ${store.size} key(s) and ${registrations.size} KEYNOTIFY registration(s) restored from ${options.persistFile}`)
+      log(
+        'info',
+        `persistence: ${store.size} key(s) and ${registrations.size} KEYNOTIFY registration(s) restored from ` +
+          `${options.persistFile}`,
+      )
     }
     // The journal is written from here alone: from the changes the core reports.
     const persisted = journal
@@ -164,7 +197,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       const seeded = applySeed(store, seed)
       log(
         'info',
-        `seed: ${seeded.written} key(s) from ${options.seedFile}${seeded.existing ? `, ${seeded.existing} kept as restored` : ''}${seeded.expired ? `, ${seeded.expired} expired` : ''}`,
+        `seed: ${seeded.written} key(s) from ${options.seedFile}` +
+          (seeded.existing ? `, ${seeded.existing} kept as restored` : '') +
+          (seeded.expired ? `, ${seeded.expired} expired` : ''),
       )
       if (seeded.refused.length > 0) log('warn', `seed: ${seedRefusals(seeded.refused)} of ${options.seedFile}`)
     }
@@ -189,10 +224,17 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...(options.tlsListeners ? { tlsListeners: options.tlsListeners } : {}),
         limits: {
           ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
-          ...(options.tlsHandshakeTimeoutMs !== undefined ? { tlsHandshakeTimeoutMs: options.tlsHandshakeTimeoutMs } : {}),
+          ...(options.tlsHandshakeTimeoutMs !== undefined
+            ? { tlsHandshakeTimeoutMs: options.tlsHandshakeTimeoutMs }
+            : {}),
         },
         ...(options.subscriberQueue
-          ? { subscriberQueue: { ...options.subscriberQueue, applies: (topic: string) => topic.startsWith(`${SERVICE_CLIENTS_PREFIX}/`) } }
+          ? {
+              subscriberQueue: {
+                ...options.subscriberQueue,
+                applies: (topic: string) => topic.startsWith(`${SERVICE_CLIENTS_PREFIX}/`),
+              },
+            }
           : {}),
         // A policy without broker resources checks state store requests only (the warning above says so).
         ...(authorization?.grantsBrokerResources ? { accessPolicy: stateStoreAccessPolicy(authorization) } : {}),
@@ -202,13 +244,19 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       // The service forgets a client's registrations when its connection ends; only a broker in this process can tell.
       broker.onClientDisconnect((clientId) => {
         const n = registrations.dropClient(clientId)
-        if (n > 0) log('debug', `client ${JSON.stringify(clientId)} disconnected; ${n} KEYNOTIFY registration(s) dropped`)
+        if (n > 0)
+          log('debug', `client ${JSON.stringify(clientId)} disconnected; ${n} KEYNOTIFY registration(s) dropped`)
       })
       // A broker that just started has no clients: whoever registered before was disconnected when
       // the previous one stopped (e.g. the file was last used behind an external broker).
       const stale = registrations.clients()
       for (const clientId of stale) registrations.dropClient(clientId)
-      if (stale.length > 0) log('info', `persistence: KEYNOTIFY registrations of ${stale.length} client(s) dropped; the embedded broker starts without clients`)
+      if (stale.length > 0)
+        log(
+          'info',
+          `persistence: KEYNOTIFY registrations of ${stale.length} client(s) dropped; the embedded broker starts ` +
+            `without clients`,
+        )
     }
 
     service = await StateStoreService.start({
@@ -224,12 +272,19 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
         ...(broker ? { principalOf: broker.principalOf.bind(broker) } : {}),
         ...(options.scan === false ? { scan: false } : {}),
         maxRegistrations: options.maxRegistrations ?? DEFAULT_MAX_REGISTRATIONS,
-        ...(options.scanPageKeys !== undefined ? { scanLimits: { ...DEFAULT_SCAN_LIMITS, maxKeys: options.scanPageKeys } } : {}),
+        ...(options.scanPageKeys !== undefined
+          ? { scanLimits: { ...DEFAULT_SCAN_LIMITS, maxKeys: options.scanPageKeys } }
+          : {}),
       }),
       dedup,
       journal,
       log,
-      ...(broker ? { deliverDirect: broker.deliverUnsubscribed.bind(broker), connectStream: broker.connectInProcess.bind(broker) } : {}),
+      ...(broker
+        ? {
+            deliverDirect: broker.deliverUnsubscribed.bind(broker),
+            connectStream: broker.connectInProcess.bind(broker),
+          }
+        : {}),
       ...(options.maxInFlight !== undefined ? { maxInFlight: options.maxInFlight } : {}),
     })
     log('info', `state store emulator serving on ${shownUrl(brokerUrl)} (node id ${clock.nodeId})`)
@@ -261,12 +316,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       brokerUrl: url,
       tlsUrls: broker?.tlsUrls ?? [],
       async updateAuthorization() {
-        if (!live || !options.authorizationFile) throw new Error('no authorization file to read again: start with authorizationFile')
+        if (!live || !options.authorizationFile)
+          throw new Error('no authorization file to read again: start with authorizationFile')
         live.replace(readAuthorizationFile(options.authorizationFile))
         const n = broker?.disconnectClients() ?? 0
         log(
           'info',
-          `authorization: ${authorization!.ruleCount} rule(s) from ${options.authorizationFile} in force; ${n} client(s) disconnected, as a cluster's policy update does`,
+          `authorization: ${authorization!.ruleCount} rule(s) from ${options.authorizationFile} in force; ${n} ` +
+            `client(s) disconnected, as a cluster's policy update does`,
         )
         return n
       },

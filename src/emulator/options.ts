@@ -6,7 +6,10 @@ import type { LogThreshold } from './logger'
 /** What the emulator holds at most by default: keys and values with their bookkeeping, keys, one value, one key. */
 export const DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 export const DEFAULT_MAX_KEYS = 1_000_000
-/** MQTT's largest packet, and the room a SET's key and properties get beside its value in the embedded broker's Maximum Packet Size. */
+/**
+ * MQTT's largest packet, and the room a SET's key and properties get beside its value in the embedded broker's Maximum
+ * Packet Size.
+ */
 const MQTT_MAX_PACKET = 268_435_455
 const PACKET_ROOM = 1024 * 1024
 const MiB = 1024 * 1024
@@ -30,7 +33,10 @@ export function profileValueBytes(profile: MemoryProfile): number {
   return MEMORY_PROFILES[profile] - PACKET_ROOM
 }
 export const DEFAULT_MAX_VALUE_BYTES = profileValueBytes(DEFAULT_MEMORY_PROFILE)
-/** Past any real key (the .NET SDK's integration test stores the longest seen, 6,500 bytes): the nodes' own bound on a key. */
+/**
+ * Past any real key (the .NET SDK's integration test stores the longest seen, 6,500 bytes): the nodes' own bound on a
+ * key.
+ */
 export const DEFAULT_MAX_KEY_BYTES = 65_535
 /** KEYNOTIFY registrations one client id may hold by default (`--max-registrations`). */
 export const DEFAULT_MAX_REGISTRATIONS = 10_000
@@ -41,11 +47,17 @@ export interface EmulatorOptions {
   /** Credentials for `brokerUrl`. */
   brokerUsername?: string
   brokerPassword?: string
-  /** Start the embedded aedes broker (port 0 = any free port) and serve through it. The default when `brokerUrl` is absent. */
+  /**
+   * Start the embedded aedes broker (port 0 = any free port) and serve through it. The default when `brokerUrl` is
+   * absent.
+   */
   listen?: { host?: string; port: number }
   /** With the embedded broker: no TCP port, only this process reaches it (`listen` is then ignored). */
   inProcessOnly?: boolean
-  /** Append-only file for the keys the persistence policy persists (see `brokerConfigFile`) and for KEYNOTIFY registrations. */
+  /**
+   * Append-only file for the keys the persistence policy persists (see `brokerConfigFile`) and for KEYNOTIFY
+   * registrations.
+   */
   persistFile?: string
   /** Key quota (default 1,000,000; Infinity for none). */
   maxKeys?: number
@@ -65,11 +77,19 @@ export interface EmulatorOptions {
    * 63 MiB for medium; Infinity for none); a larger one is answered as the quota error.
    */
   maxValueBytes?: number
-  /** The longest key a SET may store (default 65,535; Infinity for none); a longer one is answered as the quota error. */
+  /**
+   * The longest key a SET may store (default 65,535; Infinity for none); a longer one is answered as the quota error.
+   */
   maxKeyBytes?: number
-  /** Embedded broker only: connections each listener holds at once (default 1024; Infinity for none); past it a new one is closed at once. */
+  /**
+   * Embedded broker only: connections each listener holds at once (default 1024; Infinity for none); past it a new one
+   * is closed at once.
+   */
   maxConnections?: number
-  /** KEYNOTIFY registrations one client id may hold (default 10,000; Infinity for none); one more is answered as the quota error. */
+  /**
+   * KEYNOTIFY registrations one client id may hold (default 10,000; Infinity for none); one more is answered as the
+   * quota error.
+   */
   maxRegistrations?: number
   /** Embedded broker only: how long a TLS listener waits for a client's handshake (default 10,000 ms). */
   tlsHandshakeTimeoutMs?: number
@@ -112,7 +132,10 @@ export interface EmulatorOptions {
   logBurst?: number
   /** Rewrite the persistence file only once it reaches this size (default 8 MiB). */
   persistCompactMinBytes?: number
-  /** Requests waiting for the disk at once (default 10000); beyond it the emulator stops reading from the broker until they drain. */
+  /**
+   * Requests waiting for the disk at once (default 10000); beyond it the emulator stops reading from the broker until
+   * they drain.
+   */
   maxInFlight?: number
   /** Open the admin channel (a key browser for tools in this process, see admin/key-browser.ts). Off by default. */
   admin?: boolean
@@ -139,20 +162,40 @@ export interface EmulatorOptions {
 /** Refuses options that do not go together or are out of range, before anything starts. */
 export function checkOptions(options: EmulatorOptions): void {
   if (options.brokerUrl && options.listen) throw new Error('give either brokerUrl or listen, not both')
-  if (options.maxKeys !== undefined && options.maxKeys !== Infinity && (!Number.isSafeInteger(options.maxKeys) || options.maxKeys < 0)) {
+  if (
+    options.maxKeys !== undefined &&
+    options.maxKeys !== Infinity &&
+    (!Number.isSafeInteger(options.maxKeys) || options.maxKeys < 0)
+  ) {
     throw new Error(`maxKeys must be a whole number >= 0, got ${options.maxKeys}`)
   }
-  if (options.maxKeyBytes !== undefined && options.maxKeyBytes !== Infinity && (!Number.isSafeInteger(options.maxKeyBytes) || options.maxKeyBytes < 1)) {
+  if (
+    options.maxKeyBytes !== undefined &&
+    options.maxKeyBytes !== Infinity &&
+    (!Number.isSafeInteger(options.maxKeyBytes) || options.maxKeyBytes < 1)
+  ) {
     throw new Error(`maxKeyBytes must be a whole number >= 1, got ${options.maxKeyBytes}`)
   }
   if (options.memoryProfile !== undefined && !Object.hasOwn(MEMORY_PROFILES, options.memoryProfile)) {
-    throw new Error(`memoryProfile must be one of ${Object.keys(MEMORY_PROFILES).join(', ')}, got ${JSON.stringify(options.memoryProfile)}`)
+    throw new Error(
+      `memoryProfile must be one of ${Object.keys(MEMORY_PROFILES).join(', ')}, got ` +
+        `${JSON.stringify(options.memoryProfile)}`,
+    )
   }
   const queue = options.subscriberQueue
-  if (queue !== undefined && (!Number.isSafeInteger(queue.length) || queue.length < 1 || (queue.strategy !== 'None' && queue.strategy !== 'DropOldest'))) {
-    throw new Error(`subscriberQueue must be { length: a whole number >= 1, strategy: None or DropOldest }, got ${JSON.stringify(queue)}`)
+  if (
+    queue !== undefined &&
+    (!Number.isSafeInteger(queue.length) ||
+      queue.length < 1 ||
+      (queue.strategy !== 'None' && queue.strategy !== 'DropOldest'))
+  ) {
+    throw new Error(
+      `subscriberQueue must be { length: a whole number >= 1, strategy: None or DropOldest }, got ` +
+        `${JSON.stringify(queue)}`,
+    )
   }
-  if (queue && options.brokerUrl) throw new Error('subscriberQueue applies to the embedded broker only; with brokerUrl your broker queues')
+  if (queue && options.brokerUrl)
+    throw new Error('subscriberQueue applies to the embedded broker only; with brokerUrl your broker queues')
   if (options.clockOffsetMs !== undefined && !Number.isSafeInteger(options.clockOffsetMs)) {
     throw new Error(`clockOffsetMs must be a whole number of milliseconds, got ${options.clockOffsetMs}`)
   }
@@ -161,22 +204,30 @@ export function checkOptions(options: EmulatorOptions): void {
   }
   for (const name of ['maxConnections', 'tlsHandshakeTimeoutMs', 'maxRegistrations'] as const) {
     const n = options[name]
-    if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 1)) throw new Error(`${name} must be a whole number >= 1, got ${n}`)
+    if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 1))
+      throw new Error(`${name} must be a whole number >= 1, got ${n}`)
   }
   for (const name of ['maxBytes', 'maxValueBytes'] as const) {
     const n = options[name]
-    if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 0)) throw new Error(`${name} must be a whole number >= 0, got ${n}`)
+    if (n !== undefined && n !== Infinity && (!Number.isSafeInteger(n) || n < 0))
+      throw new Error(`${name} must be a whole number >= 0, got ${n}`)
   }
   // Only these reach a broker; a URL is shown without its user info (`user:pass@host` has no scheme and is no URL).
   if (options.brokerUrl !== undefined && !/^(?:mqtts?|wss?):\/\//i.test(options.brokerUrl)) {
-    throw new Error(`brokerUrl must start with mqtt://, mqtts://, ws:// or wss://, got ${JSON.stringify(shownUrl(options.brokerUrl))}`)
+    throw new Error(
+      `brokerUrl must start with mqtt://, mqtts://, ws:// or wss://, got ` +
+        `${JSON.stringify(shownUrl(options.brokerUrl))}`,
+    )
   }
   for (const [name, password] of Object.entries(options.brokerAuth?.users ?? {})) {
-    if (password.trim() === '') throw new Error(`brokerAuth: the password of user ${JSON.stringify(name)} is empty; a user needs one`)
+    if (password.trim() === '')
+      throw new Error(`brokerAuth: the password of user ${JSON.stringify(name)} is empty; a user needs one`)
   }
   if (options.brokerUrl) {
-    if (options.brokerAuth) throw new Error('brokerAuth applies to the embedded broker only; it cannot be used with brokerUrl')
-    if (options.tlsListeners) throw new Error('tlsListeners apply to the embedded broker only; they cannot be used with brokerUrl')
+    if (options.brokerAuth)
+      throw new Error('brokerAuth applies to the embedded broker only; it cannot be used with brokerUrl')
+    if (options.tlsListeners)
+      throw new Error('tlsListeners apply to the embedded broker only; they cannot be used with brokerUrl')
   }
 }
 
@@ -184,7 +235,9 @@ export function checkOptions(options: EmulatorOptions): void {
  * The embedded broker's Maximum Packet Size: the profile's largest message, or with a value limit
  * of its own, what a SET of the largest value, its key and properties need (none without a limit).
  */
-export function embeddedMaxPacketSize(options: Pick<EmulatorOptions, 'memoryProfile' | 'maxValueBytes'>): number | undefined {
+export function embeddedMaxPacketSize(
+  options: Pick<EmulatorOptions, 'memoryProfile' | 'maxValueBytes'>,
+): number | undefined {
   const { maxValueBytes } = options
   if (maxValueBytes === undefined) return MEMORY_PROFILES[options.memoryProfile ?? DEFAULT_MEMORY_PROFILE]
   return maxValueBytes !== Infinity ? Math.min(MQTT_MAX_PACKET, maxValueBytes + PACKET_ROOM) : undefined

@@ -35,21 +35,32 @@ function parseFile(file: string): Parsed {
   try {
     text = readFileSync(file, 'utf8')
   } catch (err) {
-    throw new ResourceFileError(file, null, `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+    throw new ResourceFileError(
+      file,
+      null,
+      `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    )
   }
   const lines = new LineCounter()
   const documents = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false })
   if (!Array.isArray(documents)) return { documents: [], lines }
   for (const doc of documents) {
     const problem = doc.errors[0]
-    if (problem) throw new ResourceFileError(file, lines.linePos(problem.pos[0]).line, `is not valid YAML or JSON: ${problem.message.split('\n')[0]}`)
+    if (problem)
+      throw new ResourceFileError(
+        file,
+        lines.linePos(problem.pos[0]).line,
+        `is not valid YAML or JSON: ${problem.message.split('\n')[0]}`,
+      )
   }
   return { documents, lines }
 }
 
 function compile<T>(file: string, build: (values: unknown[]) => T): T {
   const { documents, lines } = parseFile(file)
-  const values = documents.map((d) => d.toJS({ maxAliasCount: 100 }) as unknown).filter((v) => v !== null && v !== undefined)
+  const values = documents
+    .map((d) => d.toJS({ maxAliasCount: 100 }) as unknown)
+    .filter((v) => v !== null && v !== undefined)
   // Documents that are empty (a trailing `---`) are skipped; indices below are of the kept ones.
   const kept = documents.filter((d) => {
     const v = d.contents
@@ -86,7 +97,10 @@ export function readBrokerConfigFile(file: string): PersistencePolicy {
   })
 }
 
-/** `--authn`: BrokerAuthentication X.509 attributes and ServiceAccount `aio-broker-auth/` annotations (see core/authentication-documents.ts). */
+/**
+ * `--authn`: BrokerAuthentication X.509 attributes and ServiceAccount `aio-broker-auth/` annotations (see
+ * core/authentication-documents.ts).
+ */
 export function readAuthenticationFile(file: string): AuthenticationSources {
   return compile(file, (values) => authenticationSources(values))
 }

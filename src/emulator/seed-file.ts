@@ -14,7 +14,9 @@ export function readSeedFile(file: string): Iterable<KeyRecord> {
   try {
     content = readFileSync(file)
   } catch (err) {
-    throw new Error(`seed: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
+    throw new Error(`seed: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      cause: err,
+    })
   }
   try {
     // A checking pass that keeps nothing.
@@ -50,7 +52,11 @@ export function applySeed(store: Keyspace, records: Iterable<KeyRecord>, now = D
       seeded.expired++
       continue
     }
-    const outcome = store.set(r.key, r.value, { condition: 'NX', ...(expiryMs !== undefined ? { expiryMs } : {}), persist: r.persist === true })
+    const outcome = store.set(r.key, r.value, {
+      condition: 'NX',
+      ...(expiryMs !== undefined ? { expiryMs } : {}),
+      persist: r.persist === true,
+    })
     if (outcome.kind === 'applied') seeded.written++
     else if (outcome.kind === 'notApplied') seeded.existing++
     else if (outcome.quota) {

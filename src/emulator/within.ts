@@ -2,7 +2,10 @@
 export async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined
   try {
-    await Promise.race([promise.then(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))])
+    await Promise.race([
+      promise.then(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+    ])
   } finally {
     clearTimeout(timer)
   }

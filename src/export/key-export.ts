@@ -41,26 +41,40 @@ export async function* exportPages(
     outcomes.forEach((o, i) => {
       if (!o.ok) unread.push({ key: keys[i]!, error: o.error })
       else if (o.value.value !== null)
-        records.push({ key: keys[i]!, value: o.value.value, ...(o.value.version ? { version: o.value.version.toString() } : {}), ...facts(i) })
+        records.push({
+          key: keys[i]!,
+          value: o.value.value,
+          ...(o.value.version ? { version: o.value.version.toString() } : {}),
+          ...facts(i),
+        })
     })
     return { records, unread }
   }
   if (admin) {
     let after: string | undefined
     do {
-      const page = await admin.listKeys({ pattern, limit: 1000, ...(after ? { after } : {}), ...(signal ? { signal } : {}) })
+      const page = await admin.listKeys({
+        pattern,
+        limit: 1000,
+        ...(after ? { after } : {}),
+        ...(signal ? { signal } : {}),
+      })
       for (let start = 0; start < page.keys.length;) {
         // The listing tells each value's size: a batch holds up to `bytes` of values (one key at least).
         let end = start + 1
         let bytes = page.keys[start]!.size
-        while (end < page.keys.length && end - start < inFlight && bytes + page.keys[end]!.size <= batchBytes) bytes += page.keys[end++]!.size
+        while (end < page.keys.length && end - start < inFlight && bytes + page.keys[end]!.size <= batchBytes)
+          bytes += page.keys[end++]!.size
         const entries = page.keys.slice(start, end)
         start = end
         yield await read(
           entries.map((k) => Buffer.from(k.keyHex, 'hex')),
           (i) => {
             const entry = entries[i]!
-            return { ...(entry.expiresAt ? { expiresAt: entry.expiresAt } : {}), ...(entry.persisted ? { persist: true } : {}) }
+            return {
+              ...(entry.expiresAt ? { expiresAt: entry.expiresAt } : {}),
+              ...(entry.persisted ? { persist: true } : {}),
+            }
           },
         )
       }

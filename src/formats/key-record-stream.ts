@@ -33,13 +33,15 @@ export async function* streamKeyRecords(source: AsyncIterable<Buffer | string>):
     }
     let start = 0
     for (let newline = chunk.indexOf(NEWLINE); newline !== -1; newline = chunk.indexOf(NEWLINE, start)) {
-      const bytes = rest.length > 0 ? Buffer.concat([rest, chunk.subarray(start, newline)]) : chunk.subarray(start, newline)
+      const bytes =
+        rest.length > 0 ? Buffer.concat([rest, chunk.subarray(start, newline)]) : chunk.subarray(start, newline)
       rest = EMPTY
       const record = lineRecord(bytes, line++)
       if (record) yield record
       start = newline + 1
     }
-    if (start < chunk.length) rest = rest.length > 0 ? Buffer.concat([rest, chunk.subarray(start)]) : Buffer.from(chunk.subarray(start))
+    if (start < chunk.length)
+      rest = rest.length > 0 ? Buffer.concat([rest, chunk.subarray(start)]) : Buffer.from(chunk.subarray(start))
   }
   if (format === 'statestore.json') {
     yield* keyRecords(Buffer.concat(whole))
@@ -51,7 +53,10 @@ export async function* streamKeyRecords(source: AsyncIterable<Buffer | string>):
   }
 }
 
-/** Which format the file's first bytes make it (a JSON array is a statestore.json); undefined while there is only a BOM and blank space. */
+/**
+ * Which format the file's first bytes make it (a JSON array is a statestore.json); undefined while there is only a BOM
+ * and blank space.
+ */
 function formatOf(head: Buffer): 'export' | 'statestore.json' | undefined {
   let i = head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf ? 3 : 0
   while (i < head.length && (head[i] === 0x20 || head[i] === 0x09 || head[i] === 0x0d || head[i] === NEWLINE)) i++

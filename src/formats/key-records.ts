@@ -76,7 +76,10 @@ export function* keyRecords(content: string | Buffer): Generator<KeyRecord> {
   yield* body.trimStart().startsWith('[') ? statestoreJsonRecords(body) : exportRecords(body)
 }
 
-/** A file's bytes as text; a line that is not UTF-8 is a KeyRecordError (a newline byte is never inside a UTF-8 character). */
+/**
+ * A file's bytes as text; a line that is not UTF-8 is a KeyRecordError (a newline byte is never inside a UTF-8
+ * character).
+ */
 function utf8Text(bytes: Buffer): string {
   try {
     return utf8.decode(bytes)
@@ -85,7 +88,8 @@ function utf8Text(bytes: Buffer): string {
     for (let line = 1; ; line++) {
       const end = bytes.indexOf(0x0a, start)
       const slice = bytes.subarray(start, end === -1 ? bytes.length : end)
-      if (text(slice) === null) throw new KeyRecordError(line, 'the line is not UTF-8 (bytes that are not text go in keyBase64 or valueBase64)')
+      if (text(slice) === null)
+        throw new KeyRecordError(line, 'the line is not UTF-8 (bytes that are not text go in keyBase64 or valueBase64)')
       if (end === -1) throw new KeyRecordError(line, 'the file is not UTF-8')
       start = end + 1
     }
@@ -105,7 +109,8 @@ export function checkDepth(content: string, firstLine = 1): void {
       else if (c === 0x22 /* " */) inString = false
     } else if (c === 0x22) inString = true
     else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
-      if (++depth > MAX_RECORD_DEPTH) throw new KeyRecordError(line, `JSON nested deeper than ${MAX_RECORD_DEPTH} levels`)
+      if (++depth > MAX_RECORD_DEPTH)
+        throw new KeyRecordError(line, `JSON nested deeper than ${MAX_RECORD_DEPTH} levels`)
     } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) depth--
   }
 }
@@ -115,7 +120,10 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 
 function utf8Of(textValue: string, line: number, what: string): Buffer {
   if (LONE_SURROGATE.test(textValue))
-    throw new KeyRecordError(line, `${what} holds a lone UTF-16 surrogate, which is not text (bytes go in keyBase64 or valueBase64)`)
+    throw new KeyRecordError(
+      line,
+      `${what} holds a lone UTF-16 surrogate, which is not text (bytes go in keyBase64 or valueBase64)`,
+    )
   return Buffer.from(textValue, 'utf8')
 }
 
@@ -153,7 +161,8 @@ export function exportLine(lineText: string, line: number): KeyRecord | null {
 }
 
 function exportRecord(parsed: unknown, line: number): KeyRecord {
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new KeyRecordError(line, 'a record is a JSON object with key and value')
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new KeyRecordError(line, 'a record is a JSON object with key and value')
   const r = parsed as Record<string, unknown>
   const key = bytes(r, 'key', line)
   if (key.length === 0) throw new KeyRecordError(line, 'the key is empty')
@@ -163,7 +172,8 @@ function exportRecord(parsed: unknown, line: number): KeyRecord {
       throw new KeyRecordError(line, 'expiresAt is wall-clock milliseconds, a whole number')
     record.expiresAt = r.expiresAt
   }
-  if (r.persist !== undefined && typeof r.persist !== 'boolean') throw new KeyRecordError(line, 'persist is true or false')
+  if (r.persist !== undefined && typeof r.persist !== 'boolean')
+    throw new KeyRecordError(line, 'persist is true or false')
   if (r.persist === true) record.persist = true
   if (typeof r.version === 'string') record.version = r.version
   return record
@@ -172,12 +182,16 @@ function exportRecord(parsed: unknown, line: number): KeyRecord {
 function bytes(r: Record<string, unknown>, name: 'key' | 'value', line: number): Buffer {
   const plain = r[name]
   const encoded = r[`${name}Base64`]
-  if (plain !== undefined && encoded !== undefined) throw new KeyRecordError(line, `give ${name} or ${name}Base64, not both`)
+  if (plain !== undefined && encoded !== undefined)
+    throw new KeyRecordError(line, `give ${name} or ${name}Base64, not both`)
   if (typeof plain === 'string') return utf8Of(plain, line, name)
   const decoded = typeof encoded === 'string' ? strictBase64(encoded) : null
   if (decoded) return decoded
   if (encoded !== undefined) throw new KeyRecordError(line, `${name}Base64 is not base64`)
-  throw new KeyRecordError(line, plain === undefined ? `no ${name} (or ${name}Base64)` : `${name} is text; bytes go in ${name}Base64`)
+  throw new KeyRecordError(
+    line,
+    plain === undefined ? `no ${name} (or ${name}Base64)` : `${name} is text; bytes go in ${name}Base64`,
+  )
 }
 
 function* statestoreJsonRecords(content: string): Generator<KeyRecord> {
@@ -187,13 +201,17 @@ function* statestoreJsonRecords(content: string): Generator<KeyRecord> {
   } catch (err) {
     const message = (err as Error).message
     const at = /position (\d+)/.exec(message)
-    throw new KeyRecordError(at ? lineAt(content, Number(at[1])) : (firstUnparsable(content) ?? 1), `not JSON (${message})`)
+    throw new KeyRecordError(
+      at ? lineAt(content, Number(at[1])) : (firstUnparsable(content) ?? 1),
+      `not JSON (${message})`,
+    )
   }
   if (!Array.isArray(parsed)) throw new KeyRecordError(1, 'a statestore.json is an array of objects')
   const elements = topLevelElements(content)
   for (const [i, entry] of (parsed as unknown[]).entries()) {
     const line = elements[i]?.line ?? 1
-    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) throw new KeyRecordError(line, `entry ${i + 1} is not an object of key → value`)
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry))
+      throw new KeyRecordError(line, `entry ${i + 1} is not an object of key → value`)
     for (const [key, value] of Object.entries(entry)) {
       if (key === '') throw new KeyRecordError(line, `entry ${i + 1} has an empty key`)
       yield {

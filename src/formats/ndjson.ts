@@ -19,11 +19,17 @@ export class NdjsonError extends Error {
 
 /** An array of plain objects as NDJSON: one line each, every line ended by `\n`. */
 export function encodeNdjson(records: unknown): Buffer {
-  if (!Array.isArray(records)) throw new NdjsonError('notAnArray', `a dataset is an array of objects, not ${describe(records)}`)
+  if (!Array.isArray(records))
+    throw new NdjsonError('notAnArray', `a dataset is an array of objects, not ${describe(records)}`)
   let text = ''
   for (let i = 0; i < records.length; i++) {
     const record: unknown = records[i]
-    if (!isRecord(record)) throw new NdjsonError('notAnObject', `record ${i + 1} of the dataset is ${describe(record)}, not an object`, i + 1)
+    if (!isRecord(record))
+      throw new NdjsonError(
+        'notAnObject',
+        `record ${i + 1} of the dataset is ${describe(record)}, not an object`,
+        i + 1,
+      )
     // JSON.stringify escapes every newline inside strings, so a record is always one line.
     text += `${JSON.stringify(record)}\n`
   }
@@ -43,7 +49,8 @@ export function decodeNdjson(bytes: Buffer): Array<Record<string, unknown>> {
     } catch (err) {
       throw new NdjsonError('notJson', `line ${i + 1} is not JSON: ${(err as Error).message}`, i + 1)
     }
-    if (!isRecord(record)) throw new NdjsonError('notAnObject', `line ${i + 1} is ${describe(record)}, not a JSON object`, i + 1)
+    if (!isRecord(record))
+      throw new NdjsonError('notAnObject', `line ${i + 1} is ${describe(record)}, not a JSON object`, i + 1)
     records.push(record)
   }
   return records

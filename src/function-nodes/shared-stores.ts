@@ -1,8 +1,25 @@
 import { randomUUID } from 'node:crypto'
 import { ArgumentError, flowCode, StateStoreError, type StateStoreErrorKind } from '../diagnostics/errors'
-import type { ConnectionStatus, DeleteOptions, DeleteResult, GetResult, RequestOptions, SetOptions, SetResult, StateStoreClient } from '../client'
+import type {
+  ConnectionStatus,
+  DeleteOptions,
+  DeleteResult,
+  GetResult,
+  RequestOptions,
+  SetOptions,
+  SetResult,
+  StateStoreClient,
+} from '../client'
 import type { Hlc } from '../hlc'
-import { DEFAULT_LEASE_MS, Lock, updateKey, type EditContext, type LockOptions, type Updated, type WaitOptions } from '../locks'
+import {
+  DEFAULT_LEASE_MS,
+  Lock,
+  updateKey,
+  type EditContext,
+  type LockOptions,
+  type Updated,
+  type WaitOptions,
+} from '../locks'
 import type { Bytes } from '../protocol'
 
 /** A connection Node-RED's state store config node shares with Function nodes (nodes/lib/function-access.ts). */
@@ -12,12 +29,18 @@ export interface SharedConnection {
   readonly name: string
   /** The tab the config node is scoped to; empty (or absent) for a global one. */
   readonly scope?: string
-  /** The config node's client, started (created on first use); fails with a ConnectionError once the config node has closed. */
+  /**
+   * The config node's client, started (created on first use); fails with a ConnectionError once the config node has
+   * closed.
+   */
   client(): Promise<StateStoreClient>
   readonly status: ConnectionStatus
 }
 
-/** The flows a Function node sits in (its tab, then any subflow instances), by the node's id; undefined for no such node. */
+/**
+ * The flows a Function node sits in (its tab, then any subflow instances), by the node's id; undefined for no such
+ * node.
+ */
 export type FlowsOf = (functionNodeId: string) => readonly string[] | undefined
 
 interface Registry {
@@ -44,7 +67,12 @@ function door(): Door | undefined {
 /** Makes this copy the one every copy's `stateStore()` calls, unless one already is. */
 function claimDoor(): void {
   if (door()) return
-  Object.defineProperty(globalThis, DOOR, { value: Object.freeze(openStore), enumerable: false, writable: false, configurable: false })
+  Object.defineProperty(globalThis, DOOR, {
+    value: Object.freeze(openStore),
+    enumerable: false,
+    writable: false,
+    configurable: false,
+  })
 }
 
 /** Offers a connection to Function nodes until the returned function withdraws it. */
@@ -63,7 +91,10 @@ export function setFlowsOf(flowsOf: FlowsOf): void {
   registry.flowsOf = flowsOf
 }
 
-/** Node-RED names a Function node's scripts `Function node:<id>`, `Function node setup:<id>`, `Function node cleanup:<id>`. */
+/**
+ * Node-RED names a Function node's scripts `Function node:<id>`, `Function node setup:<id>`, `Function node
+ * cleanup:<id>`.
+ */
 const FUNCTION_FRAME = /\(?Function node(?: setup| cleanup)?:([^\s:[\]()]+)/g
 
 /**
@@ -88,7 +119,8 @@ function visibleFrom(flows: ReadonlySet<string>): (c: SharedConnection) => boole
 }
 
 function find(nameOrId: string, visible: (c: SharedConnection) => boolean): SharedConnection {
-  if (typeof nameOrId !== 'string' || nameOrId === '') throw new ArgumentError('stateStore() takes the name or the id of a state store config node')
+  if (typeof nameOrId !== 'string' || nameOrId === '')
+    throw new ArgumentError('stateStore() takes the name or the id of a state store config node')
   const all = [...registry.connections.values()].filter(visible)
   const byId = all.find((c) => c.id === nameOrId)
   if (byId) return byId
@@ -96,13 +128,19 @@ function find(nameOrId: string, visible: (c: SharedConnection) => boolean): Shar
   if (named.length === 1) return named[0]!
   if (named.length > 1)
     throw new ArgumentError(
-      `${named.length} state store config nodes are named ${JSON.stringify(nameOrId)}: use the id of one (${named.map((c) => c.id).join(', ')})`,
+      `${named.length} state store config nodes are named ${JSON.stringify(nameOrId)}: use the id of one ` +
+        `(${named.map((c) => c.id).join(', ')})`,
     )
   // Names no other config node: the ones other flows use are not this flow's to learn.
-  throw new ArgumentError(`no state store config node named ${JSON.stringify(nameOrId)} is deployed for this flow (global or on its tab)`)
+  throw new ArgumentError(
+    `no state store config node named ${JSON.stringify(nameOrId)} is deployed for this flow (global or on its tab)`,
+  )
 }
 
-/** An error as a flow sees it: the client's error with its code spelled as the nodes spell it (`NotConnected`), the original as `cause`. */
+/**
+ * An error as a flow sees it: the client's error with its code spelled as the nodes spell it (`NotConnected`), the
+ * original as `cause`.
+ */
 export class StoreAccessError extends StateStoreError {
   readonly kind: StateStoreErrorKind
   readonly code: string
@@ -128,7 +166,10 @@ export interface StoreLock {
   /** Waits until the lock is this one's; the fencing token. */
   acquire(options?: WaitOptions): Promise<Hlc>
   release(options?: RequestOptions): Promise<boolean>
-  /** Read-modify-write under the lock (see Lock.edit): `fn` gets the current value, returns the new one (null deletes the key). */
+  /**
+   * Read-modify-write under the lock (see Lock.edit): `fn` gets the current value, returns the new one (null deletes
+   * the key).
+   */
   edit(
     key: Bytes,
     fn: (current: Buffer | null, context: EditContext) => Bytes | null | Promise<Bytes | null>,
@@ -152,7 +193,11 @@ export interface StoreAccess {
   keys(pattern: Bytes, options?: RequestOptions): Promise<string[]>
   lock(name: Bytes, options?: LockOptions): Promise<StoreLock>
   /** Read-modify-write of `key` under its lock `<key>.lock`, as the *update key* node does it. */
-  update(key: string, fn: (current: Buffer | null, version: Hlc | null) => Bytes | Promise<Bytes>, options?: UpdateAccessOptions): Promise<Updated>
+  update(
+    key: string,
+    fn: (current: Buffer | null, version: Hlc | null) => Bytes | Promise<Bytes>,
+    options?: UpdateAccessOptions,
+  ): Promise<Updated>
 }
 
 /** The most keys `keys()` gathers: a listing bigger than that belongs in `aio-statestore export`. */
@@ -190,7 +235,9 @@ function openStore(nameOrId: string): StoreAccess {
         for await (const page of (await client()).scan(pattern, options)) {
           keys.push(...page)
           if (keys.length > MAX_LISTED_KEYS)
-            throw new ArgumentError(`more than ${MAX_LISTED_KEYS} keys match: narrow the pattern, or use aio-statestore export`)
+            throw new ArgumentError(
+              `more than ${MAX_LISTED_KEYS} keys match: narrow the pattern, or use aio-statestore export`,
+            )
         }
         return keys
       }),
@@ -212,6 +259,7 @@ function lockAccess(lock: Lock): StoreLock {
   return Object.freeze({
     acquire: (options?: WaitOptions) => flowErrors(() => lock.acquire(options)),
     release: (options?: RequestOptions) => flowErrors(() => lock.release(options)),
-    edit: (key: Bytes, fn: Parameters<StoreLock['edit']>[1], options?: WaitOptions) => flowErrors(() => lock.edit(key, fn, options)),
+    edit: (key: Bytes, fn: Parameters<StoreLock['edit']>[1], options?: WaitOptions) =>
+      flowErrors(() => lock.edit(key, fn, options)),
   })
 }

@@ -49,7 +49,14 @@ export class Hlc {
     // (including fields too long to be summed exactly) takes the general path with its errors.
     const first = text.indexOf(':')
     const second = first < 0 ? -1 : text.indexOf(':', first + 1)
-    if (second > first + 1 && first > 0 && first <= 15 && second - first - 1 <= 15 && second < text.length - 1 && text.indexOf(':', second + 1) < 0) {
+    if (
+      second > first + 1 &&
+      first > 0 &&
+      first <= 15 &&
+      second - first - 1 <= 15 &&
+      second < text.length - 1 &&
+      text.indexOf(':', second + 1) < 0
+    ) {
       const timestamp = shortDecimal(text, 0, first)
       const counter = shortDecimal(text, first + 1, second)
       if (timestamp >= 0 && counter >= 0) return new Hlc(timestamp, counter, text.slice(second + 1))
@@ -60,7 +67,10 @@ export class Hlc {
   private static parseFields(text: string): Hlc {
     const fields = text.split(':')
     if (fields.length !== 3) {
-      throw new HlcError('malformed', `HLC ${JSON.stringify(text)} must have three fields separated by ":", it has ${fields.length}`)
+      throw new HlcError(
+        'malformed',
+        `HLC ${JSON.stringify(text)} must have three fields separated by ":", it has ${fields.length}`,
+      )
     }
     const [ts, counter, nodeId] = fields as [string, string, string]
     const timestamp = decimal(ts, 'timestamp', text)
@@ -151,7 +161,10 @@ export class HybridLogicalClock {
   tick(): Hlc {
     const wall = Math.trunc(this.now())
     const self = this.reading
-    const next = wall > self.timestamp ? new Hlc(wall, 0, this.nodeId) : new Hlc(self.timestamp, increment(self.counter), this.nodeId)
+    const next =
+      wall > self.timestamp
+        ? new Hlc(wall, 0, this.nodeId)
+        : new Hlc(self.timestamp, increment(self.counter), this.nodeId)
     this.reading = this.checked(next, wall)
     return this.reading
   }
@@ -163,7 +176,8 @@ export class HybridLogicalClock {
     const self = this.reading
     let next: Hlc
     if (wall > self.timestamp && wall > other.timestamp) next = new Hlc(wall, 0, this.nodeId)
-    else if (self.timestamp === other.timestamp) next = new Hlc(self.timestamp, increment(Math.max(self.counter, other.counter)), this.nodeId)
+    else if (self.timestamp === other.timestamp)
+      next = new Hlc(self.timestamp, increment(Math.max(self.counter, other.counter)), this.nodeId)
     else if (self.timestamp > other.timestamp) next = new Hlc(self.timestamp, increment(self.counter), this.nodeId)
     else next = new Hlc(other.timestamp, increment(other.counter), this.nodeId)
     this.reading = this.checked(next, wall)
@@ -177,7 +191,10 @@ export class HybridLogicalClock {
 
   private checked(next: Hlc, wall: number): Hlc {
     if (next.timestamp - wall > this.maxDriftMs) {
-      throw new HlcError('clockDrift', `HLC ${next} is ${next.timestamp - wall} ms ahead of the wall clock (maximum ${this.maxDriftMs} ms)`)
+      throw new HlcError(
+        'clockDrift',
+        `HLC ${next} is ${next.timestamp - wall} ms ahead of the wall clock (maximum ${this.maxDriftMs} ms)`,
+      )
     }
     return next
   }

@@ -17,7 +17,9 @@ export const DEFAULT_KEEP_MS = 24 * 60 * 60 * 1000
 export interface ClaimOptions extends WaitOptions {
   /** Who claims, stored in the claim (with a session of its own); default the client id. */
   holder?: string
-  /** How long a claim lasts without renewal; a claim whose runtime died is claimable again after it. Default 10000 ms. */
+  /**
+   * How long a claim lasts without renewal; a claim whose runtime died is claimable again after it. Default 10000 ms.
+   */
   leaseMs?: number
   /** Renew the claim at this period while the work runs; default a third of leaseMs. */
   renewPeriodMs?: number
@@ -36,10 +38,14 @@ export interface ClaimRecord {
 
 export type ClaimOutcome =
   | { readonly claimed: true; readonly claim: Claim }
-  /** Someone claimed it first: its record (null when the key holds something that is not a claim), and the raw value. */
+  /**
+   * Someone claimed it first: its record (null when the key holds something that is not a claim), and the raw value.
+   */
   | { readonly claimed: false; readonly record: ClaimRecord | null; readonly value: Buffer }
 
-/** A claim's value: a record with a session of its own, so no other claim, not even a restarted runtime's, equals it. */
+/**
+ * A claim's value: a record with a session of its own, so no other claim, not even a restarted runtime's, equals it.
+ */
 function claimValue(record: ClaimRecord, session: string): string {
   return JSON.stringify({ ...record, session })
 }
@@ -48,7 +54,8 @@ function claimValue(record: ClaimRecord, session: string): string {
 export function parseClaim(value: Buffer): ClaimRecord | null {
   try {
     const v = JSON.parse(value.toString('utf8')) as Record<string, unknown>
-    if ((v.state !== 'claimed' && v.state !== 'done') || typeof v.by !== 'string' || typeof v.at !== 'number') return null
+    if ((v.state !== 'claimed' && v.state !== 'done') || typeof v.by !== 'string' || typeof v.at !== 'number')
+      return null
     return { state: v.state, by: v.by, at: v.at, ...(typeof v.doneAt === 'number' ? { doneAt: v.doneAt } : {}) }
   } catch {
     return null
@@ -122,11 +129,16 @@ export class Claim {
  * In work elsewhere: waits (up to timeoutMs; 0 or none: not at all) for that claim to complete (a
  * duplicate) or to run out (a runtime that died mid-work: claimed again here), on the key's watch.
  */
-export async function claimOnce(client: StateStoreClient, key: Bytes, options: ClaimOptions = {}): Promise<ClaimOutcome> {
+export async function claimOnce(
+  client: StateStoreClient,
+  key: Bytes,
+  options: ClaimOptions = {},
+): Promise<ClaimOutcome> {
   const name = Buffer.from(requireValue(key, 'claim key'))
   const leaseMs = requirePositive(options.leaseMs, 'leaseMs') ?? DEFAULT_LEASE_MS
   const keepMs = requirePositive(options.keepMs, 'keepMs') ?? DEFAULT_KEEP_MS
-  if (wholeNumber(keepMs, 1) === undefined) throw new ArgumentError(`keepMs must be a whole number of milliseconds, got ${keepMs}`)
+  if (wholeNumber(keepMs, 1) === undefined)
+    throw new ArgumentError(`keepMs must be a whole number of milliseconds, got ${keepMs}`)
   const waitMs = options.timeoutMs ?? 0
   const deadline = Date.now() + waitMs
   const record: ClaimRecord = { state: 'claimed', by: options.holder ?? client.clientId, at: Date.now() }
@@ -158,7 +170,12 @@ export async function claimOnce(client: StateStoreClient, key: Bytes, options: C
         await watch.ready({ timeoutMs: remaining, ...(signal ? { signal } : {}) })
         continue
       }
-      await pause(Math.min(watch ? leaseMs : 100, remaining), { latch: changed, client, what: 'claim', ...(signal ? { signal } : {}) })
+      await pause(Math.min(watch ? leaseMs : 100, remaining), {
+        latch: changed,
+        client,
+        what: 'claim',
+        ...(signal ? { signal } : {}),
+      })
     }
   } finally {
     unlisten?.()

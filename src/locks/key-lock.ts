@@ -9,5 +9,7 @@ export const KEY_LOCK_SUFFIX = '.lock'
  * code and the CLI's `lock counter.lock` exclude it and each other.
  */
 export function keyLockName(key: Bytes): Bytes {
-  return typeof key === 'string' ? key + KEY_LOCK_SUFFIX : Buffer.concat([Buffer.from(key), Buffer.from(KEY_LOCK_SUFFIX)])
+  return typeof key === 'string'
+    ? key + KEY_LOCK_SUFFIX
+    : Buffer.concat([Buffer.from(key), Buffer.from(KEY_LOCK_SUFFIX)])
 }

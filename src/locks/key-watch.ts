@@ -39,7 +39,10 @@ export class KeyWatch {
     return watch
   }
 
-  /** The service has our registration: every later change of the key reaches the listeners, in order (after a reconnect, reconciled). */
+  /**
+   * The service has our registration: every later change of the key reaches the listeners, in order (after a reconnect,
+   * reconciled).
+   */
   get registered(): boolean {
     return this.isRegistered
   }

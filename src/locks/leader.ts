@@ -69,7 +69,11 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
     super()
     const termMs = requirePositive(options.termMs, 'termMs') ?? DEFAULT_LEASE_MS
     const renewPeriodMs = options.renewPeriodMs ?? Math.max(1, Math.floor(termMs / 3))
-    this.lease = new Lease(client, position, { holder: requireValue(options.candidate ?? client.clientId, 'candidate'), leaseMs: termMs, renewPeriodMs })
+    this.lease = new Lease(client, position, {
+      holder: requireValue(options.candidate ?? client.clientId, 'candidate'),
+      leaseMs: termMs,
+      renewPeriodMs,
+    })
     this.lease.on('acquired', ({ fencingToken }) => {
       if (this.elected) return
       this.elected = true
@@ -188,7 +192,11 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   }
 
   private seen(leader: Buffer | null): void {
-    if (this.known !== undefined && (this.known === null ? leader === null : leader !== null && this.known.equals(leader))) return
+    if (
+      this.known !== undefined &&
+      (this.known === null ? leader === null : leader !== null && this.known.equals(leader))
+    )
+      return
     this.known = leader
     this.emit('leader', { leader })
   }

@@ -22,13 +22,22 @@ import { Hlc } from '../hlc'
  */
 export type LeasePhase =
   | { readonly kind: 'idle' }
-  | { readonly kind: 'acquiring'; readonly request: number; readonly sentAt: number; readonly watched: boolean; readonly heard: readonly Heard[] }
+  | {
+      readonly kind: 'acquiring'
+      readonly request: number
+      readonly sentAt: number
+      readonly watched: boolean
+      readonly heard: readonly Heard[]
+    }
   | {
       readonly kind: 'held'
       /** The request that acquired it: names this hold to the work it started (renewals, the check's read). */
       readonly acquiredBy: number
       readonly token: Hlc
-      /** performance.now() by which it surely still holds: when the request that took or renewed it was sent, plus leaseMs. */
+      /**
+       * performance.now() by which it surely still holds: when the request that took or renewed it was sent, plus
+       * leaseMs.
+       */
       readonly heldUntil: number
       readonly follow: Follow
       readonly renewal: { readonly request: number; readonly sentAt: number } | null
@@ -49,7 +58,10 @@ export interface Heard {
 }
 
 export type LeaseInput =
-  /** A SET of our value (NEX, PX) sent: an acquisition from idle, a renewal while held. `watched`: the key's watch was registered when it was sent. */
+  /**
+   * A SET of our value (NEX, PX) sent: an acquisition from idle, a renewal while held. `watched`: the key's watch was
+   * registered when it was sent.
+   */
   | { readonly kind: 'send'; readonly request: number; readonly sentAt: number; readonly watched: boolean }
   | { readonly kind: 'answer'; readonly request: number; readonly applied: boolean; readonly version: Hlc | null }
   /** The SET failed; whether it was executed is not known. */
@@ -64,8 +76,17 @@ export type LeaseInput =
 
 export type LeaseEffect =
   | { readonly kind: 'acquired' | 'renewed'; readonly token: Hlc }
-  | { readonly kind: 'lost'; readonly reason: LeaseLossReason; readonly message: string; readonly deleted?: boolean; readonly error?: Error }
-  /** Delete our value (VDEL) once the renewal in flight is answered: a renewal may have re-created the key someone else deleted. */
+  | {
+      readonly kind: 'lost'
+      readonly reason: LeaseLossReason
+      readonly message: string
+      readonly deleted?: boolean
+      readonly error?: Error
+    }
+  /**
+   * Delete our value (VDEL) once the renewal in flight is answered: a renewal may have re-created the key someone else
+   * deleted.
+   */
   | { readonly kind: 'undo' }
   /** Register the key's watch, then read the key, and tell the read. */
   | { readonly kind: 'check' }
@@ -95,20 +116,31 @@ export function leaseStep(phase: LeasePhase, input: LeaseInput, rules: LeaseRule
   const stay: LeaseStep = { phase, effects: [] }
   switch (input.kind) {
     case 'send':
-      if (phase.kind === 'held') return { phase: { ...phase, renewal: { request: input.request, sentAt: input.sentAt } }, effects: [] }
+      if (phase.kind === 'held')
+        return { phase: { ...phase, renewal: { request: input.request, sentAt: input.sentAt } }, effects: [] }
       // A second acquiring SET supersedes the first: the first one's answer is stale.
-      return { phase: { kind: 'acquiring', request: input.request, sentAt: input.sentAt, watched: input.watched, heard: [] }, effects: [] }
+      return {
+        phase: { kind: 'acquiring', request: input.request, sentAt: input.sentAt, watched: input.watched, heard: [] },
+        effects: [],
+      }
     case 'answer':
-      if (phase.kind === 'acquiring' && phase.request === input.request) return acquired(phase, input.applied ? input.version : null, rules)
+      if (phase.kind === 'acquiring' && phase.request === input.request)
+        return acquired(phase, input.applied ? input.version : null, rules)
       if (phase.kind === 'held' && phase.renewal?.request === input.request) {
         if (!input.applied || !input.version) return { phase: IDLE, effects: [{ kind: 'lost', ...ANOTHER_HOLDER }] }
-        const renewed = { ...phase, token: input.version, heldUntil: phase.renewal.sentAt + rules.leaseMs, renewal: null }
+        const renewed = {
+          ...phase,
+          token: input.version,
+          heldUntil: phase.renewal.sentAt + rules.leaseMs,
+          renewal: null,
+        }
         return { phase: renewed, effects: [{ kind: 'renewed', token: input.version }] }
       }
       return stay
     case 'failed':
       if (phase.kind === 'acquiring' && phase.request === input.request) return { phase: IDLE, effects: [] }
-      if (phase.kind === 'held' && phase.renewal?.request === input.request) return { phase: { ...phase, renewal: null }, effects: [] }
+      if (phase.kind === 'held' && phase.renewal?.request === input.request)
+        return { phase: { ...phase, renewal: null }, effects: [] }
       return stay
     case 'heard':
       if (!rules.followKey) return stay
@@ -116,19 +148,34 @@ export function leaseStep(phase: LeasePhase, input: LeaseInput, rules: LeaseRule
       if (phase.kind === 'held') return heardWhileHeld(phase, input.change, rules)
       return stay
     case 'read':
-      if (phase.kind !== 'held' || phase.acquiredBy !== input.acquiredBy || phase.follow.kind !== 'checking') return stay
+      if (phase.kind !== 'held' || phase.acquiredBy !== input.acquiredBy || phase.follow.kind !== 'checking')
+        return stay
       if (input.value?.equals(rules.holder)) return { phase: { ...phase, follow: { kind: 'armed' } }, effects: [] }
       return foreign(input.value === null)
     case 'end':
       return { phase: IDLE, effects: [] }
     case 'drop':
       if (phase.kind !== 'held') return { phase: IDLE, effects: [] }
-      return { phase: IDLE, effects: [{ kind: 'lost', reason: input.reason, message: input.message, ...(input.error ? { error: input.error } : {}) }] }
+      return {
+        phase: IDLE,
+        effects: [
+          {
+            kind: 'lost',
+            reason: input.reason,
+            message: input.message,
+            ...(input.error ? { error: input.error } : {}),
+          },
+        ],
+      }
   }
 }
 
 /** The acquiring SET's answer: `version` null when it was refused. */
-function acquired(phase: Extract<LeasePhase, { kind: 'acquiring' }>, version: Hlc | null, rules: LeaseRules): LeaseStep {
+function acquired(
+  phase: Extract<LeasePhase, { kind: 'acquiring' }>,
+  version: Hlc | null,
+  rules: LeaseRules,
+): LeaseStep {
   if (!version) return { phase: IDLE, effects: [] }
   const held = (follow: Follow): LeasePhase => ({
     kind: 'held',
@@ -143,7 +190,8 @@ function acquired(phase: Extract<LeasePhase, { kind: 'acquiring' }>, version: Hl
   const own = phase.heard.findIndex((h) => ours(h, version, rules))
   if (own >= 0) {
     // Ours, and already deleted or taken by someone else before the answer came: not acquired.
-    if (phase.heard.slice(own + 1).some((h) => !ours(h, version, rules))) return { phase: IDLE, effects: [{ kind: 'undo' }] }
+    if (phase.heard.slice(own + 1).some((h) => !ours(h, version, rules)))
+      return { phase: IDLE, effects: [{ kind: 'undo' }] }
     return { phase: held({ kind: 'armed' }), effects }
   }
   if (phase.watched) return { phase: held({ kind: 'awaiting', since: version }), effects }
@@ -154,7 +202,9 @@ function heardWhileHeld(phase: Extract<LeasePhase, { kind: 'held' }>, change: He
   const { follow } = phase
   if (follow.kind === 'off') return { phase, effects: [] }
   if (follow.kind === 'armed')
-    return change.operation === 'SET' && change.value?.equals(rules.holder) ? { phase, effects: [] } : foreign(change.operation === 'DELETE')
+    return change.operation === 'SET' && change.value?.equals(rules.holder)
+      ? { phase, effects: [] }
+      : foreign(change.operation === 'DELETE')
   // Awaiting or checking: our own SET arms the follow; after a reconnect the change heard is the key's state now.
   if (ours(change, follow.since, rules) || (change.reconciled && change.value?.equals(rules.holder)))
     return { phase: { ...phase, follow: { kind: 'armed' } }, effects: [] }
@@ -164,10 +214,19 @@ function heardWhileHeld(phase: Extract<LeasePhase, { kind: 'held' }>, change: He
 
 /** Our own SET of this acquisition or a later renewal: our value, at its version or after. */
 function ours(h: Heard, since: Hlc, rules: LeaseRules): boolean {
-  return h.operation === 'SET' && h.value !== null && h.value.equals(rules.holder) && h.version !== null && Hlc.compare(h.version, since) >= 0
+  return (
+    h.operation === 'SET' &&
+    h.value !== null &&
+    h.value.equals(rules.holder) &&
+    h.version !== null &&
+    Hlc.compare(h.version, since) >= 0
+  )
 }
 
 /** Someone else deleted the key or wrote another value after our acquisition: the lease ends without writing. */
 function foreign(deleted: boolean): LeaseStep {
-  return { phase: IDLE, effects: [{ kind: 'lost', ...(deleted ? DELETED : ANOTHER_HOLDER), deleted }, { kind: 'undo' }] }
+  return {
+    phase: IDLE,
+    effects: [{ kind: 'lost', ...(deleted ? DELETED : ANOTHER_HOLDER), deleted }, { kind: 'undo' }],
+  }
 }

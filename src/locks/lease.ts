@@ -18,7 +18,10 @@ export interface LeaseOptions {
   leaseMs?: number
   /** Renew automatically at this period after acquiring; must be shorter than leaseMs. */
   renewPeriodMs?: number
-  /** Ask the service to persist the lease (`aio-persistence`), so it outlives an emulator restart with `--persist`; Lock.edit's write too. */
+  /**
+   * Ask the service to persist the lease (`aio-persistence`), so it outlives an emulator restart with `--persist`;
+   * Lock.edit's write too.
+   */
   persist?: boolean
   /**
    * Follow the key while held (KEYNOTIFY, shared per key by the client): when someone else deletes it
@@ -96,7 +99,8 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     this.leaseMs = requireWholeMs(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs')
     this.persist = options.persist === true
     this.followKey = options.followKey === true
-    this.renewPeriodMs = options.renewPeriodMs === undefined ? undefined : requireWholeMs(options.renewPeriodMs, 'renewPeriodMs')
+    this.renewPeriodMs =
+      options.renewPeriodMs === undefined ? undefined : requireWholeMs(options.renewPeriodMs, 'renewPeriodMs')
     if (this.renewPeriodMs !== undefined && this.renewPeriodMs >= this.leaseMs) {
       throw new ArgumentError(`renewPeriodMs (${this.renewPeriodMs}) must be shorter than leaseMs (${this.leaseMs})`)
     }
@@ -108,7 +112,10 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     return this.phase.kind === 'held' ? this.phase.token : null
   }
 
-  /** How long the lease surely still holds, as this client measures it (the service may keep it longer); 0 when not held. */
+  /**
+   * How long the lease surely still holds, as this client measures it (the service may keep it longer); 0 when not
+   * held.
+   */
   get remainingMs(): number {
     return this.phase.kind === 'held' ? Math.max(0, this.phase.heldUntil - performance.now()) : 0
   }
@@ -135,8 +142,18 @@ export class Lease extends TypedEmitter<LeaseEvents> {
   private async write(options: RequestOptions): Promise<{ result: SetResult; waited: boolean; taken: Hlc | null }> {
     const request = ++this.requests
     this.follow()
-    this.step({ kind: 'send', request, sentAt: performance.now(), watched: this.rules.followKey && KeyWatch.of(this.client, this.name).registered })
-    const sending = this.client.set(this.name, this.holderValue, { ...options, condition: 'NEX', expiryMs: this.leaseMs, persist: this.persist })
+    this.step({
+      kind: 'send',
+      request,
+      sentAt: performance.now(),
+      watched: this.rules.followKey && KeyWatch.of(this.client, this.name).registered,
+    })
+    const sending = this.client.set(this.name, this.holderValue, {
+      ...options,
+      condition: 'NEX',
+      expiryMs: this.leaseMs,
+      persist: this.persist,
+    })
     this.inFlight = sending
     let result: SetResult
     try {
@@ -148,7 +165,8 @@ export class Lease extends TypedEmitter<LeaseEvents> {
       if (this.inFlight === sending) this.inFlight = null
     }
     const waited =
-      (this.phase.kind === 'acquiring' && this.phase.request === request) || (this.phase.kind === 'held' && this.phase.renewal?.request === request)
+      (this.phase.kind === 'acquiring' && this.phase.request === request) ||
+      (this.phase.kind === 'held' && this.phase.renewal?.request === request)
     this.step({ kind: 'answer', request, applied: result.applied, version: result.version })
     const taken = waited && this.phase.kind === 'held' && this.phase.token === result.version ? result.version : null
     return { result, waited, taken }
@@ -172,7 +190,11 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     return this.client.observe(
       this.name,
       (n) => {
-        const change: HolderChange = { holder: n.operation === 'SET' ? n.value : null, version: n.version, reconciled: n.reconciled }
+        const change: HolderChange = {
+          holder: n.operation === 'SET' ? n.value : null,
+          version: n.version,
+          reconciled: n.reconciled,
+        }
         this.emit('holder', { holder: change.holder, version: change.version })
         listener(change)
       },
@@ -219,7 +241,9 @@ export class Lease extends TypedEmitter<LeaseEvents> {
     }
   }
 
-  /** followKey: listens to the key's watch (shared by the client's leases and waiters of this name) from before our SET. */
+  /**
+   * followKey: listens to the key's watch (shared by the client's leases and waiters of this name) from before our SET.
+   */
   private follow(): void {
     if (!this.rules.followKey || this.unlisten) return
     this.unlisten = KeyWatch.of(this.client, this.name).listen((n) => this.step({ kind: 'heard', change: n }))
@@ -287,7 +311,12 @@ export class Lease extends TypedEmitter<LeaseEvents> {
       } catch (err) {
         if (!stillHeld()) return
         if (!isTransient(err) || deadline - performance.now() <= RENEW_RETRY_MS) {
-          this.step({ kind: 'drop', reason: 'renewalFailed', message: `renewal failed: ${(err as Error).message}`, error: err as Error })
+          this.step({
+            kind: 'drop',
+            reason: 'renewalFailed',
+            message: `renewal failed: ${(err as Error).message}`,
+            error: err as Error,
+          })
           return
         }
       }
@@ -304,6 +333,7 @@ export class Lease extends TypedEmitter<LeaseEvents> {
 
 function requireWholeMs(value: number, name: string): number {
   requirePositive(value, name)
-  if (wholeNumber(value, 1) === undefined) throw new ArgumentError(`${name} must be a whole number of milliseconds, got ${value}`)
+  if (wholeNumber(value, 1) === undefined)
+    throw new ArgumentError(`${name} must be a whole number of milliseconds, got ${value}`)
   return value
 }

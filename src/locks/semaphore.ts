@@ -8,7 +8,14 @@ import type { RequestOptions, StateStoreClient } from '../client'
 import type { WaitOptions } from './acquire'
 import { KeyWatch } from './key-watch'
 import { DEFAULT_LEASE_MS, Lease } from './lease'
-import { head, initialSemaphore, semaphoreStep, slotsToTry, type SemaphoreInput, type SemaphoreState } from './semaphore-state'
+import {
+  head,
+  initialSemaphore,
+  semaphoreStep,
+  slotsToTry,
+  type SemaphoreInput,
+  type SemaphoreState,
+} from './semaphore-state'
 import { Latch, pause } from './wait'
 
 /** What follows a semaphore's name to name its slot i: `<name>/slot-<i>`. */
@@ -81,7 +88,8 @@ export class Semaphore {
     options: SemaphoreOptions,
   ) {
     this.name = Buffer.from(requireValue(name, 'semaphore name'))
-    if (wholeNumber(options.limit, 1) === undefined) throw new ArgumentError(`limit must be a whole number of 1 or more, got ${options.limit}`)
+    if (wholeNumber(options.limit, 1) === undefined)
+      throw new ArgumentError(`limit must be a whole number of 1 or more, got ${options.limit}`)
     this.limit = options.limit
     this.leaseMs = requirePositive(options.leaseMs, 'leaseMs') ?? DEFAULT_LEASE_MS
     this.renewPeriodMs = options.renewPeriodMs
@@ -95,7 +103,9 @@ export class Semaphore {
   }
 
   /** Who holds each slot now (null: free). */
-  async holders(options: RequestOptions = {}): Promise<Array<{ slot: number; holder: Buffer | null; version: Hlc | null }>> {
+  async holders(
+    options: RequestOptions = {},
+  ): Promise<Array<{ slot: number; holder: Buffer | null; version: Hlc | null }>> {
     return Promise.all(
       Array.from({ length: this.limit }, async (_, slot) => {
         const { value, version } = await this.client.get(this.slotKey(slot), options)
@@ -104,7 +114,9 @@ export class Semaphore {
     )
   }
 
-  /** Waits for a slot, in turn behind this runtime's earlier waiters; TimeoutError / CancelledError / ConnectionError. */
+  /**
+   * Waits for a slot, in turn behind this runtime's earlier waiters; TimeoutError / CancelledError / ConnectionError.
+   */
   async acquire(options: PermitOptions = {}): Promise<Permit> {
     const timeoutMs = requirePositive(options.timeoutMs, 'timeoutMs')
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
@@ -145,7 +157,10 @@ export class Semaphore {
       const onAbort = () => finish(cancelledBy(signal!, 'semaphore acquire'))
       if (signal?.aborted) return onAbort()
       const timer = Number.isFinite(deadline)
-        ? setTimeout(() => finish(new TimeoutError(Math.max(0, deadline - Date.now()), 'semaphore acquire')), Math.max(0, deadline - Date.now()))
+        ? setTimeout(
+            () => finish(new TimeoutError(Math.max(0, deadline - Date.now()), 'semaphore acquire')),
+            Math.max(0, deadline - Date.now()),
+          )
         : undefined
       signal?.addEventListener('abort', onAbort, { once: true })
       this.turns.set(waiter, () => finish())
@@ -160,7 +175,9 @@ export class Semaphore {
     const remaining = () => deadline - Date.now()
     const expired = () => new TimeoutError(timeoutMs, 'semaphore acquire')
     const freed = new Latch()
-    const watches = client.canObserve ? Array.from({ length: this.limit }, (_, slot) => KeyWatch.of(client, this.slotKey(slot))) : []
+    const watches = client.canObserve
+      ? Array.from({ length: this.limit }, (_, slot) => KeyWatch.of(client, this.slotKey(slot)))
+      : []
     const unlisten = watches.map((w, slot) =>
       w.listen((n) => {
         if (n.operation === 'DELETE') {
@@ -202,11 +219,20 @@ export class Semaphore {
         }
         if (!failed && watches.length > 0 && !watched) {
           // A DELETE between those tries and the registrations would be missed: register, then try again.
-          await Promise.all(watches.map((w) => w.ready({ timeoutMs: Math.max(1, Math.min(remaining(), this.leaseMs)), ...(signal ? { signal } : {}) })))
+          await Promise.all(
+            watches.map((w) =>
+              w.ready({ timeoutMs: Math.max(1, Math.min(remaining(), this.leaseMs)), ...(signal ? { signal } : {}) }),
+            ),
+          )
           continue
         }
         if (!failed) {
-          await pause(Math.min(watches.length > 0 ? this.leaseMs : POLL_MS, remaining()), { signal, latch: freed, client, what: 'semaphore acquire' })
+          await pause(Math.min(watches.length > 0 ? this.leaseMs : POLL_MS, remaining()), {
+            signal,
+            latch: freed,
+            client,
+            what: 'semaphore acquire',
+          })
           if (freed.value) continue
         }
         if (remaining() <= 0) throw expired()

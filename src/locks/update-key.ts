@@ -5,7 +5,9 @@ import type { Bytes } from '../protocol'
 import { keyLockName } from './key-lock'
 import { Lock } from './lock'
 
-/** What an update did: the value before (null for a missing key), the value written, and the write's version and token. */
+/**
+ * What an update did: the value before (null for a missing key), the value written, and the write's version and token.
+ */
 export interface Updated {
   previous: Buffer | null
   value: Bytes
@@ -45,7 +47,11 @@ export async function updateKey(
   for (;;) {
     const remaining = deadline - Date.now()
     if (remaining <= 0) throw new TimeoutError(options.timeoutMs, 'update key')
-    const lock = new Lock(client, keyLockName(key), { holder: options.holdValue(), leaseMs: options.leaseMs, persist: options.persist === true })
+    const lock = new Lock(client, keyLockName(key), {
+      holder: options.holdValue(),
+      leaseMs: options.leaseMs,
+      persist: options.persist === true,
+    })
     options.onLock?.(lock)
     // Filled in by the edit's function, which runs before the write.
     let seen: { previous: Buffer | null; value: Bytes; fencingToken: Hlc } | undefined

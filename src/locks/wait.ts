@@ -30,11 +30,15 @@ export class Latch {
  * Waits `ms`, or less when the latch is set; rejects with CancelledError on abort and with
  * ConnectionError when the client closes, so no waiter outlives its client.
  */
-export function pause(ms: number, options: { signal?: AbortSignal; latch?: Latch; client?: StateStoreClient; what?: string } = {}): Promise<void> {
+export function pause(
+  ms: number,
+  options: { signal?: AbortSignal; latch?: Latch; client?: StateStoreClient; what?: string } = {},
+): Promise<void> {
   const { signal, latch, client } = options
   return new Promise<void>((resolve, reject) => {
     if (signal?.aborted) return reject(cancelledBy(signal, options.what ?? 'waiting'))
-    if (client?.status.state === 'closed') return reject(new ConnectionError('ConnectionClosed', 'the client was closed'))
+    if (client?.status.state === 'closed')
+      return reject(new ConnectionError('ConnectionClosed', 'the client was closed'))
     if (latch?.value) return resolve()
     const finish = (err?: Error) => {
       clearTimeout(timer)

@@ -17,7 +17,10 @@ export interface WatchRecord {
   /** Wall-clock ms of the last notification. */
   at: number | null
   notifications: number
-  /** How far behind the last notification arrived, ms (see NotificationLag); null before one, or for one a reconnect's read made. */
+  /**
+   * How far behind the last notification arrived, ms (see NotificationLag); null before one, or for one a reconnect's
+   * read made.
+   */
   behindMs: number | null
 }
 
@@ -45,7 +48,8 @@ export interface LockRecord {
   at: number
 }
 
-export type ActivityChange = { kind: 'watch'; key: string } | { kind: 'lock'; id: string; name: string } | { kind: 'connection' }
+export type ActivityChange =
+  { kind: 'watch'; key: string } | { kind: 'lock'; id: string; name: string } | { kind: 'connection' }
 
 /**
  * How many lock entries the registry keeps, and how long one that is not held stays without a
@@ -101,7 +105,16 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
   watchStarted(owner: string, key: string): void {
     let w = this.watches.get(key)
     if (!w) {
-      w = { key, observers: new Set(), operation: null, value: null, version: null, at: null, notifications: 0, behindMs: null }
+      w = {
+        key,
+        observers: new Set(),
+        operation: null,
+        value: null,
+        version: null,
+        at: null,
+        notifications: 0,
+        behindMs: null,
+      }
       this.watches.set(key, w)
     }
     w.observers.add(owner)
@@ -135,7 +148,15 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
   }
 
   /** Follows a lease (of a lock node, a lock, or an election's position) until the owner forgets it. */
-  trackLease(owner: string, name: string, kind: LockKind, holder: string, leaseMs: number, lease: Lease, election?: LeaderElection): void {
+  trackLease(
+    owner: string,
+    name: string,
+    kind: LockKind,
+    holder: string,
+    leaseMs: number,
+    lease: Lease,
+    election?: LeaderElection,
+  ): void {
     const id = `${owner}/${name}`
     this.detachers.get(id)?.()
     const record: LockRecord = {
@@ -199,10 +220,20 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
       changed()
     }
     const onLeader = ({ leader }: { leader: Buffer | null }) => onHolder({ holder: leader })
-    lease.on('acquired', onAcquired).on('renewed', onRenewed).on('lost', onLost).on('released', onReleased).on('holder', onHolder)
+    lease
+      .on('acquired', onAcquired)
+      .on('renewed', onRenewed)
+      .on('lost', onLost)
+      .on('released', onReleased)
+      .on('holder', onHolder)
     election?.on('leader', onLeader)
     this.detachers.set(id, () => {
-      lease.off('acquired', onAcquired).off('renewed', onRenewed).off('lost', onLost).off('released', onReleased).off('holder', onHolder)
+      lease
+        .off('acquired', onAcquired)
+        .off('renewed', onRenewed)
+        .off('lost', onLost)
+        .off('released', onReleased)
+        .off('holder', onHolder)
       election?.off('leader', onLeader)
     })
     changed()
@@ -307,7 +338,10 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
     this.emit('change', { kind: 'lock', id: record.id, name: record.name })
   }
 
-  /** Who holds `name` as this runtime knows it: one of our holds, else what the store or a reader told; unknown is not drawn. */
+  /**
+   * Who holds `name` as this runtime knows it: one of our holds, else what the store or a reader told; unknown is not
+   * drawn.
+   */
   private noteHolder(name: string, kind: LockKind): void {
     let told: string | null | undefined = undefined
     for (const record of this.byName.get(name)?.values() ?? []) {
@@ -345,7 +379,14 @@ function numberIn(value: Buffer): number | null {
   while (i < value.length && (value[i] === 0x20 || (value[i]! >= 0x09 && value[i]! <= 0x0d))) i++
   const first = value[i]
   if (first === undefined) return null
-  if (first < 0x80 && !(first >= 0x30 && first <= 0x39) && first !== 0x2d /* - */ && first !== 0x7b /* { */ && first !== 0x22 /* " */) return null
+  if (
+    first < 0x80 &&
+    !(first >= 0x30 && first <= 0x39) &&
+    first !== 0x2d /* - */ &&
+    first !== 0x7b /* { */ &&
+    first !== 0x22 /* " */
+  )
+    return null
   const text = value.toString('utf8').trim()
   let parsed: unknown
   try {

@@ -98,7 +98,8 @@ export class LiveFeed {
     for (const [id, activity] of this.stores) {
       if (this.followed.has(id)) continue
       const coalescer = new Coalescer<string>(this.intervalMs, (changed) => this.push(id, activity, changed), this.now)
-      const listener = (change: ActivityChange) => coalescer.mark(change.kind === 'watch' ? `w${change.key}` : change.kind === 'lock' ? `l${change.id}` : 'c')
+      const listener = (change: ActivityChange) =>
+        coalescer.mark(change.kind === 'watch' ? `w${change.key}` : change.kind === 'lock' ? `l${change.id}` : 'c')
       activity.on('change', listener)
       this.followed.set(id, { activity, listener, coalescer })
     }

@@ -138,7 +138,12 @@ export class ConnectionMetrics implements RequestRecorder {
   }
 
   /** An error with no request to blame (a failed re-registration, a broker refusal). */
-  addError(message: string, at = this.now(), node?: string, about: { nodeId?: string; key?: string } = {}): RecentError {
+  addError(
+    message: string,
+    at = this.now(),
+    node?: string,
+    about: { nodeId?: string; key?: string } = {},
+  ): RecentError {
     const entry: RecentError = { at, message: clip(message, ERROR_CHARS) }
     if (node !== undefined) entry.node = node
     if (about.nodeId !== undefined) entry.nodeId = about.nodeId
@@ -160,7 +165,8 @@ export class ConnectionMetrics implements RequestRecorder {
       failures += s.failures
       for (let i = 0; i < BUCKETS; i++) merged[i]! += s.histogram[i]!
     }
-    const spanS = this.firstRequestAt === null ? WINDOW_S : Math.min(WINDOW_S, Math.max(1, (now - this.firstRequestAt) / 1000))
+    const spanS =
+      this.firstRequestAt === null ? WINDOW_S : Math.min(WINDOW_S, Math.max(1, (now - this.firstRequestAt) / 1000))
     return {
       state: this.status.state,
       reason: this.status.reason ?? null,

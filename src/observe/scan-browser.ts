@@ -30,7 +30,10 @@ interface Browse {
   usedAt: number
 }
 
-/** A page already given out under a cursor: asked for again (the editor re-reads it after a Set or Delete), it is the same keys, read again. */
+/**
+ * A page already given out under a cursor: asked for again (the editor re-reads it after a Set or Delete), it is the
+ * same keys, read again.
+ */
 interface Served {
   readonly names: string[]
   readonly next: string | null
@@ -76,7 +79,12 @@ export class ScanKeyBrowser {
    * `next` of an earlier page); null when the store has no SCAN. Asking for a cursor again gives
    * the same keys (those still there), read again; a cursor forgotten starts over.
    */
-  async page(query: { pattern?: string; cursor?: string; limit?: number; timeoutMs?: number }): Promise<ScannedPage | null> {
+  async page(query: {
+    pattern?: string
+    cursor?: string
+    limit?: number
+    timeoutMs?: number
+  }): Promise<ScannedPage | null> {
     const limit = Math.min(MAX_LIMIT, Math.max(1, Math.floor(query.limit ?? 50)))
     const now = this.now()
     this.forgetIdle(now)
@@ -90,7 +98,10 @@ export class ScanKeyBrowser {
     if (browse) this.browses.delete(cursor!)
     else
       browse = {
-        pager: this.client.scan(query.pattern || '*', query.timeoutMs !== undefined ? { timeoutMs: query.timeoutMs } : {}),
+        pager: this.client.scan(
+          query.pattern || '*',
+          query.timeoutMs !== undefined ? { timeoutMs: query.timeoutMs } : {},
+        ),
         buffered: [],
         done: false,
         usedAt: now,
@@ -130,11 +141,17 @@ export class ScanKeyBrowser {
   private async describe(key: string, timeoutMs: number | undefined): Promise<ScannedKey | null> {
     const { value, version } = await this.client.get(key, timeoutMs !== undefined ? { timeoutMs } : {})
     if (value === null) return null
-    return { keyHex: Buffer.from(key, 'utf8').toString('hex'), key, size: value.length, version: version?.toString() ?? null }
+    return {
+      keyHex: Buffer.from(key, 'utf8').toString('hex'),
+      key,
+      size: value.length,
+      version: version?.toString() ?? null,
+    }
   }
 
   private forgetIdle(now: number): void {
-    for (const map of [this.browses, this.served]) for (const [id, entry] of map) if (now - entry.usedAt >= IDLE_MS) map.delete(id)
+    for (const map of [this.browses, this.served])
+      for (const [id, entry] of map) if (now - entry.usedAt >= IDLE_MS) map.delete(id)
   }
 }
 

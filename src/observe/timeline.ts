@@ -71,7 +71,9 @@ export class Timeline {
     private readonly windowMs = TIMELINE_WINDOW_MS,
   ) {}
 
-  /** Who holds `name` now, as far as this runtime knows. A change of holder name (not only of session) is a hand-over. */
+  /**
+   * Who holds `name` now, as far as this runtime knows. A change of holder name (not only of session) is a hand-over.
+   */
   holder(name: string, kind: LockKind, holder: string | null, ours: boolean): void {
     const at = this.now()
     const line = this.line(name, kind)
@@ -116,7 +118,10 @@ export class Timeline {
       if (spans.length === 0 && line.waiting.every(([at]) => at < start)) continue
       // The waiting count in force at the start of the window, then its changes.
       const before = line.waiting.filter(([at]) => at < start).pop()
-      const waiting = [...(before ? [[start, before[1]] as [number, number]] : []), ...line.waiting.filter(([at]) => at >= start)]
+      const waiting = [
+        ...(before ? [[start, before[1]] as [number, number]] : []),
+        ...line.waiting.filter(([at]) => at >= start),
+      ]
       locks.push({ name, kind: line.kind, spans, handovers: line.handovers.filter((at) => at >= start), waiting })
     }
     const values: ValueTimelineView[] = []

@@ -77,9 +77,14 @@ export function dialectPropertyName(d: Dialect, v1Name: string): string {
   return v1Name
 }
 
-/** The user properties of a successful response: its version (written the dialect's way) and, in v1, status and protocol version. */
+/**
+ * The user properties of a successful response: its version (written the dialect's way) and, in v1, status and protocol
+ * version.
+ */
 export function responseUserProperties(d: Dialect, version: string | undefined): Record<string, string> {
-  const user: Record<string, string> = d.statusHeaders ? { [Prop.status]: '200', [Prop.protocolVersion]: PROTOCOL_VERSION } : {}
+  const user: Record<string, string> = d.statusHeaders
+    ? { [Prop.status]: '200', [Prop.protocolVersion]: PROTOCOL_VERSION }
+    : {}
   if (version !== undefined) user[d.timestampProperty] = d === V1 ? version : d.formatHlc(Hlc.parse(version))
   return user
 }

@@ -26,7 +26,11 @@ function field(text: string | Buffer): number {
   return 2 + (typeof text === 'string' ? Buffer.byteLength(text, 'utf8') : text.length)
 }
 
-export function publishPacketSize(topic: string, payloadBytes: number, properties: PublishPropertiesForSize = {}): number {
+export function publishPacketSize(
+  topic: string,
+  payloadBytes: number,
+  properties: PublishPropertiesForSize = {},
+): number {
   let props = 0
   if (properties.payloadFormatIndicator !== undefined) props += 1 + 1
   if (properties.messageExpiryInterval !== undefined) props += 1 + 4

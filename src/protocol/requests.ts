@@ -47,7 +47,8 @@ export const Request = {
     const args: Array<Buffer | string> = ['SET', keyArgument(key), value]
     const condition = options.condition ?? 'always'
     if (condition !== 'always') {
-      if (condition !== 'NX' && condition !== 'NEX') throw new ArgumentError(`unknown SET condition ${JSON.stringify(condition)}`)
+      if (condition !== 'NX' && condition !== 'NEX')
+        throw new ArgumentError(`unknown SET condition ${JSON.stringify(condition)}`)
       args.push(condition)
     }
     const expiry = requireExpiry(options.expiryMs)
@@ -59,7 +60,10 @@ export const Request = {
   vdel: (key: Bytes, value: Bytes): Buffer => encodeCommand(['VDEL', keyArgument(key), value]),
   keyNotify: (key: Bytes): Buffer => encodeCommand(['KEYNOTIFY', keyArgument(key)]),
   keyNotifyStop: (key: Bytes): Buffer => encodeCommand(['KEYNOTIFY', keyArgument(key), 'STOP']),
-  /** SCAN (designed in the SDKs, ADR 34; not in a released broker): the pattern, and the token of the previous page after the first. */
+  /**
+   * SCAN (designed in the SDKs, ADR 34; not in a released broker): the pattern, and the token of the previous page
+   * after the first.
+   */
   scan(pattern: Bytes, token?: Buffer | null): Buffer {
     if (pattern.length === 0) throw new ArgumentError('the SCAN pattern must not be empty')
     return encodeCommand(token ? ['SCAN', pattern, token] : ['SCAN', pattern])

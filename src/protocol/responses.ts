@@ -51,7 +51,11 @@ export function parseScanResponse(payload: Buffer): ScanPage {
   const v = reply(payload, 'SCAN')
   if (v.kind === 'array' && (v.value.length === 1 || v.value.length === 2)) {
     const [page, token] = v.value
-    if (page!.kind === 'array' && page!.value.every((k) => k.kind === 'bulk') && (token === undefined || token.kind === 'bulk')) {
+    if (
+      page!.kind === 'array' &&
+      page!.value.every((k) => k.kind === 'bulk') &&
+      (token === undefined || token.kind === 'bulk')
+    ) {
       const keys: string[] = []
       for (const k of page!.value as Array<{ value: Buffer }>) {
         try {
@@ -92,7 +96,8 @@ function reply(payload: Buffer, what: string): RespValue {
   try {
     value = decodeExact(payload)
   } catch (err) {
-    if (err instanceof RespProtocolError) throw new ProtocolError(`bad ${what} response payload: ${err.message}`, { cause: err })
+    if (err instanceof RespProtocolError)
+      throw new ProtocolError(`bad ${what} response payload: ${err.message}`, { cause: err })
     throw err
   }
   if (value.kind === 'error') throw new ServiceError(serviceText(value.value))

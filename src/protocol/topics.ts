@@ -24,7 +24,8 @@ export function responseTopicFor(clientId: string): string {
 export function responseTopicRefusal(topic: string): string | null {
   if (topic.length === 0) return 'it is empty'
   if (topic === REQUEST_TOPIC || topic === PREVIEW_REQUEST_TOPIC) return 'it is the request topic'
-  if (topic.startsWith(SERVICE_CLIENTS_PREFIX)) return `it begins with ${SERVICE_CLIENTS_PREFIX}, which belongs to the state store`
+  if (topic.startsWith(SERVICE_CLIENTS_PREFIX))
+    return `it begins with ${SERVICE_CLIENTS_PREFIX}, which belongs to the state store`
   if (/[+#]/.test(topic)) return 'it contains a wildcard'
   return null
 }
@@ -65,7 +66,10 @@ export function parseNotificationTopic(topic: string): { clientId: string; key: 
   return { clientId: client.toString('utf8'), key }
 }
 
-/** MQTT matching of a topic's levels against a filter's: `+` one level, `#` the rest; `$` topics only match filters that name their first level. */
+/**
+ * MQTT matching of a topic's levels against a filter's: `+` one level, `#` the rest; `$` topics only match filters that
+ * name their first level.
+ */
 export function topicMatches(filter: readonly string[], topic: readonly string[]): boolean {
   if (topic[0]?.startsWith('$') && (filter[0] === '+' || filter[0] === '#')) return false
   for (let i = 0; i < filter.length; i++) {

@@ -3,7 +3,10 @@ export interface WithUserProperties {
   userProperties?: Record<string, string | string[]>
 }
 
-/** One user property; when a name repeats, the first value counts. Own properties only: a name such as `__proto__` is just a name. */
+/**
+ * One user property; when a name repeats, the first value counts. Own properties only: a name such as `__proto__` is
+ * just a name.
+ */
 export function userProperty(properties: WithUserProperties | undefined, name: string): string | undefined {
   const all = properties?.userProperties
   if (!all || !Object.hasOwn(all, name)) return undefined

@@ -76,7 +76,11 @@ class Reader {
         return n < 0 ? NULL_ARRAY : { kind: 'array', value: this.items(n, depth) }
       }
       default:
-        throw new RespProtocolError('malformed', typeAt, `type byte 0x${type.toString(16).padStart(2, '0')} is not one the state store protocol uses`)
+        throw new RespProtocolError(
+          'malformed',
+          typeAt,
+          `type byte 0x${type.toString(16).padStart(2, '0')} is not one the state store protocol uses`,
+        )
     }
   }
 
@@ -171,7 +175,11 @@ class Reader {
   private blob(n: number): Buffer {
     const start = this.at
     if (start + n > this.buf.length) {
-      throw new RespProtocolError('incomplete', this.buf.length, `declared ${n} bytes, ${this.buf.length - start} present`)
+      throw new RespProtocolError(
+        'incomplete',
+        this.buf.length,
+        `declared ${n} bytes, ${this.buf.length - start} present`,
+      )
     }
     this.at = start + n
     this.crlf()
@@ -196,7 +204,8 @@ class Reader {
 
 function integer(text: string, offset: number): number | bigint {
   // RESP3 allows an explicit sign on integers: `:[+|-]<digits>`.
-  if (!/^[+-]?[0-9]+$/.test(text)) throw new RespProtocolError('malformed', offset, `integer expected, got ${JSON.stringify(text)}`)
+  if (!/^[+-]?[0-9]+$/.test(text))
+    throw new RespProtocolError('malformed', offset, `integer expected, got ${JSON.stringify(text)}`)
   const n = Number(text)
   return Number.isSafeInteger(n) ? n : BigInt(text)
 }

@@ -13,4 +13,8 @@ const MINUS_ONE = fixed({ kind: 'integer', value: -1 })
 /** 0 to 255: counts and flags (DEL, VDEL, KEYNOTIFY) are all among them. */
 const SMALL_INTEGERS = Array.from({ length: 256 }, (_, n) => fixed({ kind: 'integer', value: n }))
 export const integerValue = (n: number): RespValue =>
-  n >= 0 && n < SMALL_INTEGERS.length && !Object.is(n, -0) ? SMALL_INTEGERS[n]! : n === -1 ? MINUS_ONE : { kind: 'integer', value: n }
+  n >= 0 && n < SMALL_INTEGERS.length && !Object.is(n, -0)
+    ? SMALL_INTEGERS[n]!
+    : n === -1
+      ? MINUS_ONE
+      : { kind: 'integer', value: n }

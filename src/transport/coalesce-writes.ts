@@ -10,7 +10,14 @@
  * more input, and the more arrives at once (a backlog), the fewer writes it takes to answer it.
  */
 export function coalesceWrites(stream: unknown): void {
-  const s = stream as { on?: (event: 'data', listener: () => void) => unknown; cork?: () => void; uncork?: () => void; destroyed?: boolean } | undefined
+  const s = stream as
+    | {
+        on?: (event: 'data', listener: () => void) => unknown
+        cork?: () => void
+        uncork?: () => void
+        destroyed?: boolean
+      }
+    | undefined
   if (typeof s?.on !== 'function' || typeof s.cork !== 'function' || typeof s.uncork !== 'function') return
   const cork = s.cork.bind(s)
   const uncork = s.uncork.bind(s)

@@ -13,7 +13,10 @@ export function mqttLogOption(): Pick<IClientOptions, 'log'> {
 
 function ignoreLog(): void {}
 
-/** TCP_NODELAY on a connection's stream: net.Socket and tls.TLSSocket; the ws transport and the in-process stream set or need none. */
+/**
+ * TCP_NODELAY on a connection's stream: net.Socket and tls.TLSSocket; the ws transport and the in-process stream set or
+ * need none.
+ */
 export function setNoDelay(stream: unknown): void {
   const s = stream as { setNoDelay?: (on: boolean) => unknown } | undefined
   if (typeof s?.setNoDelay === 'function') s.setNoDelay(true)

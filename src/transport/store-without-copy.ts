@@ -27,7 +27,8 @@ export function storeWithoutCopy(client: MqttClient): void {
   if (typeof original !== 'function' || typeof c._writePacket !== 'function') return
   c._storeAndSend = function (this: ClientInternals, packet, cb, cbStorePut) {
     const store = this.outgoingStore
-    if (packet.cmd !== 'publish' || packet.properties?.topicAlias !== undefined || !store) return original.call(this, packet, cb, cbStorePut)
+    if (packet.cmd !== 'publish' || packet.properties?.topicAlias !== undefined || !store)
+      return original.call(this, packet, cb, cbStorePut)
     store.put(packet, (err) => {
       if (err) return cb?.(err)
       cbStorePut()

@@ -53,7 +53,9 @@ describe('the editor: the Context Data sidebar shows the state store context sto
       }
     })
     const row = (name: string) =>
-      sidebar.locator('tr.red-ui-help-info-row').filter({ has: page.locator('td.red-ui-sidebar-context-property', { hasText: name }) })
+      sidebar
+        .locator('tr.red-ui-help-info-row')
+        .filter({ has: page.locator('td.red-ui-sidebar-context-property', { hasText: name }) })
     for (const name of ['presses', 'counter']) {
       await row(name).first().waitFor()
       assert.match(await row(name).first().innerText(), /statestore/, `${name} is listed under the statestore store`)

@@ -54,7 +54,12 @@ interface Spec {
   ports: number
 }
 
-const emptyKey = { what: 'an empty key', apply: (e: Editor) => e.setTyped(PREFIX, 'key', 'str', ''), typed: true, prop: 'key' }
+const emptyKey = {
+  what: 'an empty key',
+  apply: (e: Editor) => e.setTyped(PREFIX, 'key', 'str', ''),
+  typed: true,
+  prop: 'key',
+}
 const noConfig = {
   what: 'no state store selected',
   apply: (e: Editor) =>
@@ -98,7 +103,12 @@ const SPECS: Record<PaletteType, Spec> = {
     invalid: [
       emptyKey,
       { what: 'a negative expiry', apply: (e) => e.setText(PREFIX, 'expiry', '-5'), typed: false, prop: 'expiry' },
-      { what: 'an expiry that is not a number', apply: (e) => e.setText(PREFIX, 'expiry', '10s'), typed: false, prop: 'expiry' },
+      {
+        what: 'an expiry that is not a number',
+        apply: (e) => e.setText(PREFIX, 'expiry', '10s'),
+        typed: false,
+        prop: 'expiry',
+      },
       noConfig,
     ],
     edit: async (e) => {
@@ -129,7 +139,16 @@ const SPECS: Record<PaletteType, Spec> = {
   },
   'ss-lock': {
     typed: { key: KEY_TYPES },
-    shows: { key: { type: 'str', value: '' }, mode: 'lease', action: 'acquire', holder: '', leaseMs: '10000', autoRenew: true, overrides: true, name: '' },
+    shows: {
+      key: { type: 'str', value: '' },
+      mode: 'lease',
+      action: 'acquire',
+      holder: '',
+      leaseMs: '10000',
+      autoRenew: true,
+      overrides: true,
+      name: '',
+    },
     hints: [[catalogue('ss-lock'), 'ss-lock.tip.lease']],
     invalid: [
       emptyKey,
@@ -234,7 +253,10 @@ describe('the editor in a real browser (npm start, chromium)', function () {
     session = await openEditor()
     ;({ editor } = session)
     const { tolerated } = session.problems
-    if (tolerated.length > 0) console.log(`      (tolerated while the editor loaded: the Node-RED debug-sidebar race, ${tolerated.length} console warnings)`)
+    if (tolerated.length > 0)
+      console.log(
+        `      (tolerated while the editor loaded: the Node-RED debug-sidebar race, ${tolerated.length} console warnings)`,
+      )
     examples = (await editor.flowNodes()).filter((n) => n.type.startsWith('ss-'))
   })
 
@@ -275,7 +297,10 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         const node = category.locator(`.red-ui-palette-node[data-palette-type="${type}"]`)
         assert.ok(await node.isVisible(), `${type} is visible in the palette`)
         // The editor breaks a label of two words into lines (spaces kept around the break): compare the words.
-        assert.equal((await node.locator('.red-ui-palette-label').textContent())?.replace(/\s+/g, ' ').trim(), text(catalogue(type), `${type}.paletteLabel`))
+        assert.equal(
+          (await node.locator('.red-ui-palette-label').textContent())?.replace(/\s+/g, ' ').trim(),
+          text(catalogue(type), `${type}.paletteLabel`),
+        )
         const icon = await node.locator('.red-ui-palette-icon-container').getAttribute('data-palette-icon')
         assert.equal(icon, `icons/node-red-contrib-aio-statestore/${type}.svg`)
         // The icon must load as an image the browser can draw, not just be named.
@@ -328,9 +353,12 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         assert.equal(await store.inputValue(), config?.id, 'the state store is selected')
         assert.ok(!(await editor.hasError(store)), 'and not marked')
         for (const [prop, want] of Object.entries(spec.shows)) {
-          if (typeof want === 'object') assert.deepEqual(await editor.typedValue(PREFIX, prop), want, `${prop} shows ${JSON.stringify(want)}`)
-          else if (typeof want === 'boolean') assert.equal(await editor.field(PREFIX, prop).isChecked(), want, `${prop} checked`)
-          else assert.equal(await editor.field(PREFIX, prop).inputValue(), want, `${prop} shows ${JSON.stringify(want)}`)
+          if (typeof want === 'object')
+            assert.deepEqual(await editor.typedValue(PREFIX, prop), want, `${prop} shows ${JSON.stringify(want)}`)
+          else if (typeof want === 'boolean')
+            assert.equal(await editor.field(PREFIX, prop).isChecked(), want, `${prop} checked`)
+          else
+            assert.equal(await editor.field(PREFIX, prop).inputValue(), want, `${prop} shows ${JSON.stringify(want)}`)
         }
         await spec.reveal?.(editor)
         for (const [prop, menu] of Object.entries(spec.typed)) {
@@ -362,13 +390,21 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         // The canvas redraws on a later frame: wait for the label, then assert, so a wrong label
         // fails with both texts rather than a timeout.
         await editor.page
-          .waitForFunction(({ id, want }) => document.querySelector(`[id="${id}"] g.red-ui-flow-node-label`)?.textContent?.trim() === want, {
-            id: node.id,
-            want: spec.label,
-          })
+          .waitForFunction(
+            ({ id, want }) =>
+              document.querySelector(`[id="${id}"] g.red-ui-flow-node-label`)?.textContent?.trim() === want,
+            {
+              id: node.id,
+              want: spec.label,
+            },
+          )
           .catch(() => undefined)
         assert.equal(await editor.label(node.id), spec.label)
-        assert.equal(await editor.node(node.id).locator('g.red-ui-flow-port-output').count(), spec.ports, 'output ports')
+        assert.equal(
+          await editor.node(node.id).locator('g.red-ui-flow-port-output').count(),
+          spec.ports,
+          'output ports',
+        )
         assert.ok(await editor.isChanged(node.id), 'the node is marked as changed until deployed')
         assert.ok(await editor.isValid(node.id), 'the edited node is valid')
       })
@@ -377,8 +413,12 @@ describe('the editor in a real browser (npm start, chromium)', function () {
         await editor.edit(example(type).id)
         const help = await editor.helpFromDialog()
         assert.equal(help.title, text(catalogue(type), `${type}.paletteLabel`))
-        assert.ok(help.text.startsWith(helpSummary(type)), `help begins with "${helpSummary(type)}", got "${help.text.slice(0, 80)}"`)
-        for (const section of ['Inputs', 'Outputs', 'Details']) assert.ok(help.headings.includes(section), `help has a ${section} section`)
+        assert.ok(
+          help.text.startsWith(helpSummary(type)),
+          `help begins with "${helpSummary(type)}", got "${help.text.slice(0, 80)}"`,
+        )
+        for (const section of ['Inputs', 'Outputs', 'Details'])
+          assert.ok(help.headings.includes(section), `help has a ${section} section`)
         await editor.screenshot(`help-${type}`, editor.page.locator('#red-ui-sidebar'))
         await editor.cancel()
       })
@@ -403,11 +443,21 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       const groups: Record<string, string[]> = {
         connection: ['embedded', 'broker', 'clientId'],
         security: ['username', 'password', 'satTokenFile', 'usetls'],
-        advanced: ['keepalive', 'cleanStart', 'sessionExpiry', 'requestTimeout', 'connectionWait', 'maxInFlight', 'queueMemory', 'protocol'],
+        advanced: [
+          'keepalive',
+          'cleanStart',
+          'sessionExpiry',
+          'requestTimeout',
+          'connectionWait',
+          'maxInFlight',
+          'queueMemory',
+          'protocol',
+        ],
       }
       for (const [i, [tab, props]] of Object.entries(groups).entries()) {
         await tabs.nth(i).click()
-        for (const prop of props) assert.ok(await editor.field(CONFIG_PREFIX, prop).isVisible(), `${prop} is on the ${tab} tab`)
+        for (const prop of props)
+          assert.ok(await editor.field(CONFIG_PREFIX, prop).isVisible(), `${prop} is on the ${tab} tab`)
         await editor.screenshot(`dialog-${CONFIG}-new-${tab}`, tray)
       }
       await tabs.nth(0).click()
@@ -415,7 +465,10 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       assert.equal(await editor.field(CONFIG_PREFIX, 'broker').inputValue(), '')
       await tray.locator('#node-config-input-broker[placeholder^="mqtt://"]').waitFor()
       assert.equal(await editor.hasError(editor.field(CONFIG_PREFIX, 'broker')), false, 'a blank broker is valid')
-      assert.ok(await tray.locator('.form-tips', { hasText: text(common, 'ss-config.tip.env') }).isVisible(), 'the environment variable hint is shown')
+      assert.ok(
+        await tray.locator('.form-tips', { hasText: text(common, 'ss-config.tip.env') }).isVisible(),
+        'the environment variable hint is shown',
+      )
 
       const invalid: Array<[string, string, string]> = [
         ['connection', 'broker', '127.0.0.1:1883'],
@@ -431,7 +484,10 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       // The embedded emulator needs no broker URL, so an unusable one stops being an error.
       await tabs.nth(0).click()
       await editor.field(CONFIG_PREFIX, 'embedded').check()
-      assert.ok(!(await editor.hasError(editor.field(CONFIG_PREFIX, 'broker'))), 'broker is not required with the embedded emulator')
+      assert.ok(
+        !(await editor.hasError(editor.field(CONFIG_PREFIX, 'broker'))),
+        'broker is not required with the embedded emulator',
+      )
       await editor.screenshot(`dialog-${CONFIG}-invalid`, tray)
 
       const help = await editor.helpFromDialog()

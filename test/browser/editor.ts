@@ -14,7 +14,10 @@ declare const RED: {
     eachConfig(cb: (n: EditorNode) => void): void
     eachWorkspace(cb: (w: { id: string; label: string }) => void): void
     node(id: string): EditorNode | null
-    getType(type: string): { defaults: Record<string, { value: unknown; type?: string }>; credentials?: Record<string, unknown> }
+    getType(type: string): {
+      defaults: Record<string, { value: unknown; type?: string }>
+      credentials?: Record<string, unknown>
+    }
   }
   workspaces: { active(): string }
   tray: { close(done?: () => void): void }
@@ -67,7 +70,9 @@ export class Editor {
   /** Loads the editor and waits until the palette and the deployed flows are drawn. */
   async open(): Promise<void> {
     await this.page.goto(this.url)
-    await this.page.locator('#red-ui-palette-container-state_store').waitFor({ state: 'attached', timeout: scaled(30000) })
+    await this.page
+      .locator('#red-ui-palette-container-state_store')
+      .waitFor({ state: 'attached', timeout: scaled(30000) })
     await this.page
       .locator('#red-ui-workspace-chart g.red-ui-flow-node-group')
       .first()
@@ -124,14 +129,18 @@ export class Editor {
   /** Clicks a flow's tab. */
   async showWorkspace(id: string): Promise<void> {
     if ((await this.page.evaluate(() => RED.workspaces.active())) === id) return
-    await this.page.locator(`#red-ui-workspace-tabs li${byId(`red-ui-tab-${id.replace('.', '-')}`)} a.red-ui-tab-label`).click()
+    await this.page
+      .locator(`#red-ui-workspace-tabs li${byId(`red-ui-tab-${id.replace('.', '-')}`)} a.red-ui-tab-label`)
+      .click()
     await this.page.waitForFunction((z) => RED.workspaces.active() === z, id)
   }
 
   /** Adds a flow tab with the + button, as a clean place to drop new nodes. */
   async addWorkspace(): Promise<string> {
     const before = new Set((await this.workspaces()).map((w) => w.id))
-    await this.page.locator(':has(> .red-ui-tabs-scroll-container > #red-ui-workspace-tabs) > .red-ui-tabs-add > a').click()
+    await this.page
+      .locator(':has(> .red-ui-tabs-scroll-container > #red-ui-workspace-tabs) > .red-ui-tabs-add > a')
+      .click()
     await this.page.waitForFunction((n) => {
       let count = 0
       RED.nodes.eachWorkspace(() => count++)
@@ -191,13 +200,19 @@ export class Editor {
   }
 
   /** Menu > Import > Examples: the example flow names the editor offers for a package. */
-  async importExamplesOf(pkg: string): Promise<{ names: string[]; select: (name: string) => Promise<boolean>; cancel: () => Promise<void> }> {
+  async importExamplesOf(
+    pkg: string,
+  ): Promise<{ names: string[]; select: (name: string) => Promise<boolean>; cancel: () => Promise<void> }> {
     const page = this.page
     await page.locator('#red-ui-header-button-sidemenu').click()
     await page.locator('#menu-item-import').click()
-    await page.locator('#red-ui-clipboard-dialog-import-tabs a[href="#red-ui-clipboard-dialog-import-tab-examples"]').click()
+    await page
+      .locator('#red-ui-clipboard-dialog-import-tabs a[href="#red-ui-clipboard-dialog-import-tab-examples"]')
+      .click()
     const tree = page.locator('#red-ui-clipboard-dialog-import-tab-examples')
-    const folder = tree.locator('li', { has: page.locator(`> div > .red-ui-treeList-label .red-ui-treeList-label-text:text-is("${pkg}")`) })
+    const folder = tree.locator('li', {
+      has: page.locator(`> div > .red-ui-treeList-label .red-ui-treeList-label-text:text-is("${pkg}")`),
+    })
     await folder.locator('> div > .red-ui-treeList-label').click()
     const files = folder.locator('> div > .red-ui-editableList .red-ui-treeList-label-text')
     await files.first().waitFor()
@@ -221,7 +236,9 @@ export class Editor {
     // In one go inside the page: the palette re-renders its categories (after a filter, say) between
     // one locator call and the next, and a header listed a moment ago may be gone.
     await this.page.evaluate((wanted) => {
-      for (const header of document.querySelectorAll<HTMLElement>('.red-ui-palette-category > .red-ui-palette-header')) {
+      for (const header of document.querySelectorAll<HTMLElement>(
+        '.red-ui-palette-category > .red-ui-palette-header',
+      )) {
         if (header.offsetParent === null) continue
         const open = header.getAttribute('aria-expanded') === 'true'
         if (((header.textContent ?? '').trim() === wanted) !== open) header.click()
@@ -336,7 +353,8 @@ export class Editor {
           .map(([k, d]) => [k, d.value])
         for (const k of Object.keys(def.credentials ?? {})) props.push([k, ''])
         return props.map(([prop, value]) => {
-          const el = document.getElementById(`${p}-${prop}`) as HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement | null
+          const el = document.getElementById(`${p}-${prop}`) as
+            HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement | null
           if (!el) return { prop, kind: 'missing', expected: String(value), shown: null }
           const checkbox = el instanceof HTMLInputElement && el.type === 'checkbox'
           return {
@@ -416,7 +434,9 @@ export class Editor {
     await this.page.locator('#red-ui-header-button-deploy').click()
     const note = this.page.locator('.red-ui-notification', { hasText: 'Successfully deployed' })
     await note.waitFor({ timeout: scaled(15000) })
-    await this.page.waitForFunction(() => document.querySelector('#red-ui-header-button-deploy')?.classList.contains('disabled') === true)
+    await this.page.waitForFunction(
+      () => document.querySelector('#red-ui-header-button-deploy')?.classList.contains('disabled') === true,
+    )
   }
 
   async screenshot(name: string, target?: Locator): Promise<string> {
@@ -445,7 +465,9 @@ export async function openSidebar(page: Page, layout: 'tall' | 'default' = 'tall
       if (await page.locator('.ss-sidebar').isVisible()) shownFor += 1
       else {
         shownFor = 0
-        await page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show('aio-statestore'))
+        await page.evaluate(() =>
+          (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show('aio-statestore'),
+        )
       }
       await new Promise((r) => setTimeout(r, 500))
     }

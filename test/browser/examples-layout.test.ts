@@ -6,7 +6,11 @@ import { checkPage, openEditor, requireChromium, type OpenedEditor } from './ses
 
 /** The editor's API in the page, as far as this test reads it. */
 declare const RED: {
-  nodes: { eachNode(cb: (n: { id: string; type: string; z?: string; x: number; y: number; w?: number; h?: number }) => void): void }
+  nodes: {
+    eachNode(
+      cb: (n: { id: string; type: string; z?: string; x: number; y: number; w?: number; h?: number }) => void,
+    ): void
+  }
   utils: { getNodeLabel(n: unknown, fallback: string): string }
 }
 
@@ -60,7 +64,9 @@ describe('examples: laid out without overlaps (npm start, chromium)', function (
           const a = nodes[i]!
           const b = nodes[j]!
           if (Math.abs(a.x - b.x) < (a.w + b.w) / 2 && Math.abs(a.y - b.y) < (a.h + b.h) / 2)
-            overlaps.push(`${tab.label}: "${a.label}" (${a.x}, ${a.y}, ${a.w}×${a.h}) and "${b.label}" (${b.x}, ${b.y}, ${b.w}×${b.h})`)
+            overlaps.push(
+              `${tab.label}: "${a.label}" (${a.x}, ${a.y}, ${a.w}×${a.h}) and "${b.label}" (${b.x}, ${b.y}, ${b.w}×${b.h})`,
+            )
         }
     }
     assert.deepEqual(overlaps, [])

@@ -72,7 +72,9 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     const page = editor.page
     const search = page.locator('#red-ui-palette-search input')
     const shown = async (): Promise<string[]> =>
-      page.locator('.red-ui-palette-node:visible').evaluateAll((els) => els.map((el) => el.getAttribute('data-palette-type') ?? ''))
+      page
+        .locator('.red-ui-palette-node:visible')
+        .evaluateAll((els) => els.map((el) => el.getAttribute('data-palette-type') ?? ''))
     // The filter runs on key presses (typing, not a pasted value); the core inject node never matches these words.
     const clear = async (): Promise<void> => {
       await search.press('Control+a')
@@ -80,9 +82,15 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     }
     const filterBy = async (word: string): Promise<string[]> => {
       await clear()
-      await page.waitForFunction(() => !document.querySelector('.red-ui-palette-node[data-palette-type="inject"]')?.hasAttribute('data-filter'))
+      await page.waitForFunction(
+        () => !document.querySelector('.red-ui-palette-node[data-palette-type="inject"]')?.hasAttribute('data-filter'),
+      )
       await search.pressSequentially(word)
-      await page.waitForFunction(() => document.querySelector('.red-ui-palette-node[data-palette-type="inject"]')?.getAttribute('data-filter') === 'true')
+      await page.waitForFunction(
+        () =>
+          document.querySelector('.red-ui-palette-node[data-palette-type="inject"]')?.getAttribute('data-filter') ===
+          'true',
+      )
       return shown()
     }
     for (const word of ['statestore', 'aio', 'state']) {
@@ -91,7 +99,10 @@ describe('the editor in its first hour (npm start, chromium)', function () {
       if (word === 'state') {
         // Categories with nothing that matches fold away; only "state store" stays.
         await page.waitForFunction(
-          () => [...document.querySelectorAll<HTMLElement>('.red-ui-palette-category')].filter((c) => c.offsetParent !== null).length === 1,
+          () =>
+            [...document.querySelectorAll<HTMLElement>('.red-ui-palette-category')].filter(
+              (c) => c.offsetParent !== null,
+            ).length === 1,
         )
         await editor.screenshot('first-hour-palette-search-state', page.locator('#red-ui-sidebar-left'))
       }
@@ -100,7 +111,9 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     assert.ok(watch.includes('ss-watch') && !watch.includes('ss-get'), `"watch" finds ss-watch: ${watch.join(', ')}`)
     assert.ok(watch.includes('watch'), `"watch" finds core's file watch too: ${watch.join(', ')}`)
     await clear()
-    await page.waitForFunction(() => !document.querySelector('.red-ui-palette-node[data-palette-type="inject"]')?.hasAttribute('data-filter'))
+    await page.waitForFunction(
+      () => !document.querySelector('.red-ui-palette-node[data-palette-type="inject"]')?.hasAttribute('data-filter'),
+    )
     // No palette label of ours is one a core node uses (core's file watch is "watch"), so a search that finds both tells them apart.
     const labels = await page
       .locator('.red-ui-palette-node')
@@ -168,23 +181,30 @@ describe('the editor in its first hour (npm start, chromium)', function () {
       }
       const source = r.nodes.node('firsthourinject')
       const get = r.nodes.node(target)
-      if (source && get && r.nodes.filterLinks({ source, target: get }).length === 0) r.nodes.addLink({ source, sourcePort: 0, target: get })
+      if (source && get && r.nodes.filterLinks({ source, target: get }).length === 0)
+        r.nodes.addLink({ source, sourcePort: 0, target: get })
       r.view.redraw(true)
     }, getId)
     await editor.deploy()
     await page.locator('#red-ui-sidebar-debug-clear').click()
     await editor.pressButton('firsthourinject')
     // A full deploy restarts the examples too: the leader election may print after the clear.
-    const message = page.locator('#red-ui-sidebar .red-ui-debug-msg', { hasText: String(catalogue.common.errors.keyEmpty).slice(0, 16) }).last()
+    const message = page
+      .locator('#red-ui-sidebar .red-ui-debug-msg', { hasText: String(catalogue.common.errors.keyEmpty).slice(0, 16) })
+      .last()
     await message.waitFor()
     const shown = ((await message.locator('.red-ui-debug-msg-payload').textContent()) ?? '').trim()
     // The sidebar quotes a string; under 80 characters it shows it whole, on one line.
     assert.equal(shown, `"${catalogue.common.errors.keyEmpty}"`, 'what failed and why, on one line')
     assert.ok(!shown.includes('[object Object]'))
-    await page.waitForFunction(({ id, want }) => document.querySelector(`[id="${id}"] text.red-ui-flow-node-status-label`)?.textContent?.trim() === want, {
-      id: getId,
-      want: `error: ${catalogue.common.failure.KeyEmpty}`,
-    })
+    await page.waitForFunction(
+      ({ id, want }) =>
+        document.querySelector(`[id="${id}"] text.red-ui-flow-node-status-label`)?.textContent?.trim() === want,
+      {
+        id: getId,
+        want: `error: ${catalogue.common.failure.KeyEmpty}`,
+      },
+    )
     assert.deepEqual(await editor.status(getId), { text: 'error: key is empty', fill: 'red' })
     // Notifications (imported, deployed, injected) would cover the nodes in the picture.
     await editor.dismissNotifications().catch(() => undefined)
@@ -208,15 +228,22 @@ describe('the editor in its first hour (npm start, chromium)', function () {
 
     const result = tray.locator('#ss-config-test-result')
     await tray.locator('#ss-config-test').click()
-    await editor.page.waitForFunction(() => /ss-config-test-(ok|failed)/.test(document.querySelector('#ss-config-test-result')?.className ?? ''))
+    await editor.page.waitForFunction(() =>
+      /ss-config-test-(ok|failed)/.test(document.querySelector('#ss-config-test-result')?.className ?? ''),
+    )
     assert.equal((await result.textContent())?.trim(), catalogue['ss-config'].test.connected)
     await editor.screenshot('first-hour-config-dialog', tray)
 
     await editor.setText('node-config-input', 'broker', `mqtt://127.0.0.1:${await freePort()}`)
     assert.ok(!(await resolved.isVisible()), 'a literal URL needs no resolving')
     await tray.locator('#ss-config-test').click()
-    await editor.page.waitForFunction(() => document.querySelector('#ss-config-test-result')?.classList.contains('ss-config-test-failed') === true)
-    assert.match((await result.textContent()) ?? '', new RegExp(`^${catalogue['ss-config'].test.refused}: .*ECONNREFUSED`))
+    await editor.page.waitForFunction(
+      () => document.querySelector('#ss-config-test-result')?.classList.contains('ss-config-test-failed') === true,
+    )
+    assert.match(
+      (await result.textContent()) ?? '',
+      new RegExp(`^${catalogue['ss-config'].test.refused}: .*ECONNREFUSED`),
+    )
     await editor.screenshot('first-hour-config-dialog-refused', tray)
     await editor.configCancel()
     await editor.cancel()
@@ -249,7 +276,10 @@ describe('the editor in its first hour (npm start, chromium)', function () {
     }
     await page.evaluate(
       (ids) => {
-        const r = RED as unknown as { nodes: { node(id: string): unknown; addLink(l: unknown): void }; view: { redraw(b: boolean): void } }
+        const r = RED as unknown as {
+          nodes: { node(id: string): unknown; addLink(l: unknown): void }
+          view: { redraw(b: boolean): void }
+        }
         for (const [from, to] of [
           [ids[0], ids[1]],
           [ids[1], ids[2]],

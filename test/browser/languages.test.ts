@@ -28,7 +28,9 @@ function helpHeadings(type: string, lang: string): string[] {
 
 /** Node-RED's own name for its "common" palette category in that language. */
 function nodeRedCommonCategory(lang: string): string {
-  const editor = JSON.parse(readFileSync(join(repoRoot, 'node_modules', '@node-red', 'editor-client', 'locales', lang, 'editor.json'), 'utf8')) as Catalogue
+  const editor = JSON.parse(
+    readFileSync(join(repoRoot, 'node_modules', '@node-red', 'editor-client', 'locales', lang, 'editor.json'), 'utf8'),
+  ) as Catalogue
   return text(editor, 'palette.label.common')
 }
 
@@ -62,8 +64,14 @@ for (const lang of ['ja', 'de']) {
       )
       const ours = page.locator('#red-ui-palette-header-state_store')
       assert.equal((await ours.textContent())?.trim(), text(get, 'palette.label.state_store'))
-      assert.notEqual(text(get, 'palette.label.state_store'), text(catalogue('ss-get'), 'palette.label.state_store'), 'the category is translated')
-      const node = page.locator('#red-ui-palette-container-state_store .red-ui-palette-node[data-palette-type="ss-get"] .red-ui-palette-label')
+      assert.notEqual(
+        text(get, 'palette.label.state_store'),
+        text(catalogue('ss-get'), 'palette.label.state_store'),
+        'the category is translated',
+      )
+      const node = page.locator(
+        '#red-ui-palette-container-state_store .red-ui-palette-node[data-palette-type="ss-get"] .red-ui-palette-label',
+      )
       // Node-RED breaks a label of several words into lines, so spaces are compared as one
       assert.equal((await node.textContent())?.replace(/\s+/g, ' ').trim(), text(get, 'ss-get.paletteLabel'))
     })
@@ -74,10 +82,22 @@ for (const lang of ['ja', 'de']) {
       assert.ok(node, 'the example flows have a get node')
       await editor.edit(node.id)
       const tray = editor.tray()
-      assert.equal((await tray.locator('label[for="node-input-decode"]').textContent())?.trim(), text(get, 'ss-get.label.decode'))
-      assert.equal((await tray.locator('label[for="node-input-notFound"]').textContent())?.trim(), text(get, 'ss-get.label.notFound'))
-      assert.equal((await tray.locator('label[for="node-input-key"]').first().textContent())?.trim(), text(config, 'common.label.key'))
-      assert.equal((await tray.locator('label[for="node-input-store"]').textContent())?.trim(), text(config, 'common.label.store'))
+      assert.equal(
+        (await tray.locator('label[for="node-input-decode"]').textContent())?.trim(),
+        text(get, 'ss-get.label.decode'),
+      )
+      assert.equal(
+        (await tray.locator('label[for="node-input-notFound"]').textContent())?.trim(),
+        text(get, 'ss-get.label.notFound'),
+      )
+      assert.equal(
+        (await tray.locator('label[for="node-input-key"]').first().textContent())?.trim(),
+        text(config, 'common.label.key'),
+      )
+      assert.equal(
+        (await tray.locator('label[for="node-input-store"]').textContent())?.trim(),
+        text(config, 'common.label.store'),
+      )
       const decodeOptions = (await tray.locator('#node-input-decode option').allTextContents()).map((o) => o.trim())
       assert.deepEqual(
         decodeOptions,
@@ -91,7 +111,9 @@ for (const lang of ['ja', 'de']) {
       await editor.onlyPaletteCategory(text(get, 'palette.label.state_store'))
       // The palette slides categories open and shut (jQuery, not CSS): the picture waits for it.
       await editor.page.locator('#red-ui-palette-base-category-common').waitFor({ state: 'hidden' })
-      await editor.page.locator('#red-ui-palette-container-state_store .red-ui-palette-node[data-palette-type="ss-watch"]').waitFor({ state: 'visible' })
+      await editor.page
+        .locator('#red-ui-palette-container-state_store .red-ui-palette-node[data-palette-type="ss-watch"]')
+        .waitFor({ state: 'visible' })
       await editor.screenshot(`editor-${lang}`)
       await editor.cancel()
     })
@@ -102,7 +124,9 @@ for (const lang of ['ja', 'de']) {
       assert.equal((await page.locator('.ss-sidebar-help').textContent())?.trim(), text(sidebar, 'ss-sidebar.help'))
       // The sidebar draws a connection's box once its first figures arrive: wait for it before reading
       await page.locator('.ss-sidebar-store .ss-sidebar-heading').first().waitFor()
-      const headings = (await page.locator('.ss-sidebar-store').first().locator('.ss-sidebar-heading').allTextContents()).map((h) => h.trim())
+      const headings = (
+        await page.locator('.ss-sidebar-store').first().locator('.ss-sidebar-heading').allTextContents()
+      ).map((h) => h.trim())
       assert.deepEqual(headings, [
         ...['connection', 'watches', 'locks'].map((s) => text(sidebar, `ss-sidebar.section.${s}`)),
         text(sidebar, 'ss-sidebar.section.timeline').replace('__n__', '5'),
@@ -113,8 +137,13 @@ for (const lang of ['ja', 'de']) {
         .locator('.ss-sidebar-timeline-axis span', { hasText: text(sidebar, 'ss-sidebar.timeline.now') })
         .first()
         .waitFor({ timeout: 20000 })
-      await store.locator('.ss-sidebar-status .ss-sidebar-value', { hasText: text(sidebar, 'ss-sidebar.state.connected') }).waitFor()
-      assert.equal((await page.locator('.ss-sidebar-inspector .ss-sidebar-get').textContent())?.trim(), text(sidebar, 'ss-sidebar.inspector.get'))
+      await store
+        .locator('.ss-sidebar-status .ss-sidebar-value', { hasText: text(sidebar, 'ss-sidebar.state.connected') })
+        .waitFor()
+      assert.equal(
+        (await page.locator('.ss-sidebar-inspector .ss-sidebar-get').textContent())?.trim(),
+        text(sidebar, 'ss-sidebar.inspector.get'),
+      )
       await session!.editor.screenshot(`sidebar-${lang}`, page.locator('#red-ui-sidebar'))
     })
   })

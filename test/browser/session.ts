@@ -16,14 +16,19 @@ export interface EditorSession {
 export function requireChromium(ctx: Mocha.Context): void {
   if (chromiumInstalled()) return
   if (process.env.CI) throw new Error(`CI must provide chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`)
-  console.warn(`      (skipped: no chromium at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH, to run these tests)`)
+  console.warn(
+    `      (skipped: no chromium at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH, to run these tests)`,
+  )
   ctx.skip()
 }
 
 /** Starts `npm start` and opens its editor in chromium; `close()` stops both. */
 export type OpenedEditor = EditorSession & { close(): Promise<void> }
 
-export async function openEditor(startTimeoutMs = 45000, options: { editorLanguage?: string; startArgs?: string[] } = {}): Promise<OpenedEditor> {
+export async function openEditor(
+  startTimeoutMs = 45000,
+  options: { editorLanguage?: string; startArgs?: string[] } = {},
+): Promise<OpenedEditor> {
   const { startArgs = [], ...browserOptions } = options
   const red = await StartedEditor.start(startTimeoutMs, startArgs)
   let browser: Browser | null = null

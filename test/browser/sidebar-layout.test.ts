@@ -67,12 +67,16 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
   it('shares the column with Debug, as Node-RED 5 starts', async function () {
     assert.ok(await page.locator('#red-ui-sidebar .red-ui-debug-content').first().isVisible(), 'Debug is shown too')
     const panel = await page.locator('.ss-sidebar').boundingBox()
-    assert.ok(panel && panel.height < 400, `the tab gets a small part of the column (${panel?.width} x ${panel?.height} px)`)
+    assert.ok(
+      panel && panel.height < 400,
+      `the tab gets a small part of the column (${panel?.width} x ${panel?.height} px)`,
+    )
   })
 
   it("has its own tab icon, not the Context Data tab's", async function () {
     await columnShot(page, 'sidebar-layout-column')
-    const icon = async (tab: string) => (await page.locator(`button[data-tab-id="${tab}"] i`).first().getAttribute('class')) ?? ''
+    const icon = async (tab: string) =>
+      (await page.locator(`button[data-tab-id="${tab}"] i`).first().getAttribute('class')) ?? ''
     const ours = await icon('aio-statestore')
     const others = await Promise.all(['context', 'info', 'help', 'config', 'debug'].map(icon))
     assert.ok(ours.trim(), 'the tab has an icon')
@@ -80,7 +84,11 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
   })
 
   it('picking a key in the key browser brings the inspector into view, scrolled to its value', async function () {
-    await Promise.all(Array.from({ length: 20 }, (_, i) => outside.set(`layout/picked/${String(i).padStart(2, '0')}`, `picked value ${i}`)))
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        outside.set(`layout/picked/${String(i).padStart(2, '0')}`, `picked value ${i}`),
+      ),
+    )
     await page.locator('.ss-sidebar-browser-pattern').fill('layout/picked/*')
     await page.locator('.ss-sidebar-list').click()
     const last = page.locator('.ss-sidebar-browsed a', { hasText: 'layout/picked/19' })
@@ -131,8 +139,14 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     const stored = await outside.get('layout/edited')
     assert.equal(stored.value?.toString(), 'new value')
     await inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre', { hasText: 'new value' }).waitFor()
-    assert.equal((await inspector.locator('.ss-sidebar-inspected-version .ss-sidebar-value').textContent())?.trim(), stored.version!.toString())
-    assert.equal((await inspector.locator('.ss-sidebar-ok').textContent())?.trim(), text('inspector.done.set', { version: stored.version!.toString() }))
+    assert.equal(
+      (await inspector.locator('.ss-sidebar-inspected-version .ss-sidebar-value').textContent())?.trim(),
+      stored.version!.toString(),
+    )
+    assert.equal(
+      (await inspector.locator('.ss-sidebar-ok').textContent())?.trim(),
+      text('inspector.done.set', { version: stored.version!.toString() }),
+    )
     // The key browser lists what is there now too.
     await page.locator('.ss-sidebar-browser-pattern').fill('layout/edited')
     await page.locator('.ss-sidebar-list').click()
@@ -144,7 +158,11 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     assert.equal(await inspector.locator('.ss-sidebar-inspected-value').count(), 0, 'the deleted value is gone')
     // Listed again with SCAN (the emulator of npm start answers it): an empty page.
     await page.locator('.ss-sidebar-count', { hasText: text('browser.scanCount_plural', { count: 0 }) }).waitFor()
-    assert.equal(await page.locator('.ss-sidebar-browsed').count(), 0, 'the key browser no longer lists the deleted key')
+    assert.equal(
+      await page.locator('.ss-sidebar-browsed').count(),
+      0,
+      'the key browser no longer lists the deleted key',
+    )
   })
 
   it('sizes read "1 byte" and "2 bytes", and the key browser has a version column', async function () {
@@ -161,11 +179,16 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     assert.equal((await a.locator('.ss-sidebar-browsed-size').textContent())?.trim(), '1 byte')
     assert.equal((await b.locator('.ss-sidebar-browsed-size').textContent())?.trim(), '2 bytes')
     assert.equal(
-      (await page.locator('.ss-sidebar-key-list th').allTextContents()).map((s) => s.trim()).includes(text('browser.version')),
+      (await page.locator('.ss-sidebar-key-list th').allTextContents())
+        .map((s) => s.trim())
+        .includes(text('browser.version')),
       true,
       'a Version column',
     )
-    assert.equal((await a.locator('.ss-sidebar-browsed-version').textContent())?.trim(), (await outside.get('layout/size/a')).version!.toString())
+    assert.equal(
+      (await a.locator('.ss-sidebar-browsed-version').textContent())?.trim(),
+      (await outside.get('layout/size/a')).version!.toString(),
+    )
   })
 
   it('msgs that fail are among the last errors of their connection', async function () {
@@ -173,7 +196,10 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     const before = await errors.locator('.ss-sidebar-error-line').count()
     // The active/standby example's late write from A is refused (FencingTokenLowerVersion): a
     // failed msg on a connection that is fine.
-    const held = (holder: string) => page.locator(`.ss-sidebar-lock.ss-sidebar-held[data-lock="${LOCK}"] .ss-sidebar-lock-holder`, { hasText: `(${holder})` })
+    const held = (holder: string) =>
+      page.locator(`.ss-sidebar-lock.ss-sidebar-held[data-lock="${LOCK}"] .ss-sidebar-lock-holder`, {
+        hasText: `(${holder})`,
+      })
     await editor.pressInject('A tries')
     await held('A').waitFor({ timeout: scaled(20000) })
     await editor.pressInject('A steps down')
@@ -190,7 +216,10 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
       .catch(() => undefined)
     await errors.evaluate((e) => e.scrollIntoView({ block: 'start' }))
     await columnShot(page, 'sidebar-layout-errors')
-    assert.ok((await errors.locator('.ss-sidebar-error-line').count()) > before, 'the failed msg is counted among the last errors')
+    assert.ok(
+      (await errors.locator('.ss-sidebar-error-line').count()) > before,
+      'the failed msg is counted among the last errors',
+    )
     assert.ok(await line.first().isVisible(), 'its line says why it failed')
   })
 

@@ -10,7 +10,9 @@ const catalogue = readCatalogue('ss-sidebar') as { 'ss-sidebar': Record<string, 
 
 /** The English text of an `ss-sidebar.*` catalogue key, with its __substitutions__ filled in. */
 export function text(path: string, subs: Record<string, string | number> = {}): string {
-  const value = path.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], catalogue['ss-sidebar'])
+  const value = path
+    .split('.')
+    .reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], catalogue['ss-sidebar'])
   if (typeof value !== 'string') throw new Error(`no catalogue text ${path}`)
   return value.replace(/__(\w+)__/g, (_, k: string) => String(subs[k] ?? ''))
 }

@@ -20,7 +20,9 @@ const BULK = 100_000
 /** 100,000 keys over the wire, pipelined in batches the client admits at once. */
 async function fill(client: StateStoreClient): Promise<void> {
   for (let start = 0; start < BULK; start += 4000) {
-    await Promise.all(Array.from({ length: 4000 }, (_, i) => client.set(`bulk/${String(start + i).padStart(6, '0')}`, `v${start + i}`)))
+    await Promise.all(
+      Array.from({ length: 4000 }, (_, i) => client.set(`bulk/${String(start + i).padStart(6, '0')}`, `v${start + i}`)),
+    )
   }
 }
 
@@ -45,7 +47,13 @@ describe('editor: the state store sidebar', function () {
     outside = new StateStoreClient({ brokerUrl, clientId: `sidebar-outside-${process.pid}` })
     await outside.ready({ timeoutMs: scaled(10000) })
     // 4,000 sets at a time: on a busy machine the last of them wait longer than the default 10 s.
-    bulk = new StateStoreClient({ brokerUrl, clientId: `sidebar-bulk-${process.pid}`, maxInFlight: 2000, maxQueued: 2000, requestTimeoutMs: scaled(10_000) })
+    bulk = new StateStoreClient({
+      brokerUrl,
+      clientId: `sidebar-bulk-${process.pid}`,
+      maxInFlight: 2000,
+      maxQueued: 2000,
+      requestTimeoutMs: scaled(10_000),
+    })
     await openSidebar(editor.page)
     // Started once the editor is up, so the load does not slow the page's first load.
     filled = fill(bulk)
@@ -69,7 +77,10 @@ describe('editor: the state store sidebar', function () {
     const store = page.locator('.ss-sidebar-store').first()
     await store.locator('.ss-sidebar-status .ss-sidebar-value', { hasText: text('state.connected') }).waitFor()
     await store.locator('.ss-sidebar-dot-ok').waitFor()
-    assert.ok(((await store.locator('.ss-sidebar-connection').textContent()) ?? '').includes('mqtt://127.0.0.1:'), 'the broker is shown')
+    assert.ok(
+      ((await store.locator('.ss-sidebar-connection').textContent()) ?? '').includes('mqtt://127.0.0.1:'),
+      'the broker is shown',
+    )
   })
 
   it('updates a watch live after a SET from outside the editor', async function () {
@@ -78,7 +89,9 @@ describe('editor: the state store sidebar', function () {
     await row.waitFor()
     const value = `{"celsius": ${20 + Math.round(Math.random() * 1000) / 100}}`
     await outside.set(WATCHED, value)
-    await row.locator('.ss-sidebar-pre', { hasText: JSON.stringify(JSON.parse(value), null, 2).split('\n')[1]!.trim() }).waitFor()
+    await row
+      .locator('.ss-sidebar-pre', { hasText: JSON.stringify(JSON.parse(value), null, 2).split('\n')[1]!.trim() })
+      .waitFor()
     await shot(page, 'sidebar-watch', '.ss-sidebar-watches')
   })
 
@@ -87,7 +100,10 @@ describe('editor: the state store sidebar', function () {
     await editor.pressInject('A tries')
     const held = page.locator(`.ss-sidebar-lock.ss-sidebar-held[data-lock="${LOCK}"]`).first()
     await held.waitFor({ timeout: scaled(20000) })
-    assert.match((await held.locator('.ss-sidebar-lock-holder .ss-sidebar-value').textContent()) ?? '', /held by this runtime/)
+    assert.match(
+      (await held.locator('.ss-sidebar-lock-holder .ss-sidebar-value').textContent()) ?? '',
+      /held by this runtime/,
+    )
     // Every renewal is a new version (and token), so the two are compared until they agree.
     let shown = ''
     let stored = ''
@@ -119,7 +135,10 @@ describe('editor: the state store sidebar', function () {
       (await outside.get('sidebar/inspected')).version!.toString(),
     )
     // npm start -- --memory keeps no key: not persisted, and the inspector says it is the store's setting, not the key's.
-    assert.equal((await inspector.locator('.ss-sidebar-inspected-persisted .ss-sidebar-value').textContent())?.trim(), text('inspector.notPersistedNoFile'))
+    assert.equal(
+      (await inspector.locator('.ss-sidebar-inspected-persisted .ss-sidebar-value').textContent())?.trim(),
+      text('inspector.notPersistedNoFile'),
+    )
     await shot(page, 'sidebar-inspector', '.ss-sidebar-inspector')
 
     await inspector.locator('.ss-sidebar-delete').click()
@@ -139,12 +158,20 @@ describe('editor: the state store sidebar', function () {
     const pre = inspector.locator('.ss-sidebar-inspected-value .ss-sidebar-pre')
     await pre.waitFor()
     assert.equal(await pre.textContent(), value)
-    assert.equal(await page.locator('.ss-sidebar img, .ss-sidebar script, .ss-sidebar b').count(), 0, 'no element made from a value')
+    assert.equal(
+      await page.locator('.ss-sidebar img, .ss-sidebar script, .ss-sidebar b').count(),
+      0,
+      'no element made from a value',
+    )
     await page.locator('.ss-sidebar-browser-pattern').fill('<b>*')
     await page.locator('.ss-sidebar-list').click()
     await page.locator('.ss-sidebar-browsed .ss-sidebar-key', { hasText: key }).waitFor()
     assert.equal(await page.locator('.ss-sidebar b').count(), 0, 'the key is text too')
-    assert.equal(await page.evaluate(() => (window as unknown as { __ssXss?: number }).__ssXss), undefined, 'nothing ran')
+    assert.equal(
+      await page.evaluate(() => (window as unknown as { __ssXss?: number }).__ssXss),
+      undefined,
+      'nothing ran',
+    )
   })
 
   it('the key browser filters 100,000 keys, page by page', async function () {
@@ -246,20 +273,28 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
 
       // The runtime refuses them all the same, to a request made without the sidebar.
       const reader = await rt!.token('reader')
-      const set = await rt!.request('PUT', '/aio-statestore/stores/cfg1/key', reader, { key: 'guarded', value: 'overwritten' })
+      const set = await rt!.request('PUT', '/aio-statestore/stores/cfg1/key', reader, {
+        key: 'guarded',
+        value: 'overwritten',
+      })
       assert.ok([401, 403].includes(set.status), `set answered ${set.status}`)
       const del = await rt!.request('DELETE', '/aio-statestore/stores/cfg1/key?key=guarded', reader)
       assert.ok([401, 403].includes(del.status), `delete answered ${del.status}`)
       await shot(page, `sidebar-read-only-${version.replace(/\W+/g, '')}`, '.ss-sidebar-inspector')
 
       // The login prompt (the editor's first /settings) is the only HTTP error; nothing else went wrong in the page.
-      const expected = [/^HTTP 401: GET .*\/settings\?/, /^console error: Failed to load resource: .* 401 .*\/settings\?/]
+      const expected = [
+        /^HTTP 401: GET .*\/settings\?/,
+        /^console error: Failed to load resource: .* 401 .*\/settings\?/,
+      ]
       assert.deepEqual(
         problems.take().filter((p) => !expected.some((re) => re.test(p))),
         [],
       )
       const admin = await rt!.token('admin')
-      const kept = (await rt!.request('GET', '/aio-statestore/stores/cfg1/key?key=guarded', admin)).json as { value: { preview: string } }
+      const kept = (await rt!.request('GET', '/aio-statestore/stores/cfg1/key?key=guarded', admin)).json as {
+        value: { preview: string }
+      }
       assert.equal(kept.value.preview, 'original', 'the key is unchanged')
     })
   })

@@ -5,7 +5,14 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { chromium, type BrowserContext, type ConsoleMessage, type Page, type Request, type Response } from 'playwright-core'
+import {
+  chromium,
+  type BrowserContext,
+  type ConsoleMessage,
+  type Page,
+  type Request,
+  type Response,
+} from 'playwright-core'
 import { describeLimit, scaled } from '../support/deadline'
 import { nodeBinary, repoRoot } from '../smoke/node-red'
 
@@ -50,11 +57,18 @@ export class StartedEditor {
         NODE_RED_USER_DIR: this.userDir,
         EMULATOR_LOG_LEVEL: 'warn',
       }
-      const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs'), ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
+      const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs'), ...args], {
+        cwd: repoRoot,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
       this.child = child
       this.exited = new Promise((r) => child.once('exit', (code) => r(code)))
       const limit = scaled(timeoutMs)
-      const timer = setTimeout(() => reject(new Error(`npm start was not ready within ${describeLimit(timeoutMs, limit)}:\n${this.output}`)), limit)
+      const timer = setTimeout(
+        () => reject(new Error(`npm start was not ready within ${describeLimit(timeoutMs, limit)}:\n${this.output}`)),
+        limit,
+      )
       child.stdout.on('data', (d: Buffer) => {
         this.output += d
         const url = READY.exec(this.output)?.[1]
@@ -124,7 +138,10 @@ export class Browser {
       ],
     })
     if (options.editorLanguage) {
-      await context.addInitScript((lang) => window.localStorage.setItem('editor-language', lang), options.editorLanguage)
+      await context.addInitScript(
+        (lang) => window.localStorage.setItem('editor-language', lang),
+        options.editorLanguage,
+      )
     }
     const page = context.pages()[0] ?? (await context.newPage())
     // Every step here takes well under a second on a quiet machine; a wait that runs longer than
@@ -164,10 +181,13 @@ export class PageProblems {
 
   constructor(page: Page) {
     page.on('console', (m: ConsoleMessage) => {
-      if (m.type() === 'error' || m.type() === 'warning') this.add(`console ${m.type()}: ${m.text()} (${m.location().url})`)
+      if (m.type() === 'error' || m.type() === 'warning')
+        this.add(`console ${m.type()}: ${m.text()} (${m.location().url})`)
     })
     page.on('pageerror', (e: Error) => this.add(`page error: ${e.stack ?? e.message}`))
-    page.on('requestfailed', (r: Request) => this.add(`request failed: ${r.method()} ${r.url()}: ${r.failure()?.errorText}`))
+    page.on('requestfailed', (r: Request) =>
+      this.add(`request failed: ${r.method()} ${r.url()}: ${r.failure()?.errorText}`),
+    )
     page.on('response', (r: Response) => {
       if (r.status() >= 400) this.add(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`)
     })

@@ -8,7 +8,14 @@ import { strict as assert } from 'node:assert'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
+import {
+  FROM_WORKING_TREE,
+  RED_JS,
+  runtimeSettings,
+  startNodeRed,
+  writeSettings,
+  type NodeRedChild,
+} from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { StateStoreClient } from '../../src/client'
 import { openSidebar } from './editor'
@@ -110,7 +117,9 @@ describe('editor: the sidebar timeline of locks across two runtimes (chromium)',
     // Runtime A: a tab of its own beside the examples, on the examples' store.
     const store = await session.editor.page.evaluate(() => {
       let id = ''
-      ;(window as unknown as { RED: { nodes: { eachConfig(cb: (n: { id: string; type: string }) => void): void } } }).RED.nodes.eachConfig((n) => {
+      ;(
+        window as unknown as { RED: { nodes: { eachConfig(cb: (n: { id: string; type: string }) => void): void } } }
+      ).RED.nodes.eachConfig((n) => {
         if (n.type === 'ss-config' && !id) id = n.id
       })
       return id
@@ -172,10 +181,18 @@ describe('editor: the sidebar timeline of locks across two runtimes (chromium)',
     await press('B')
     await holds('B')
     const lock = page.locator(`.ss-sidebar-timeline-lock[data-lock="${LINE}"]`)
-    await until(async () => Number((await lock.getAttribute('data-handovers', { timeout: 20000 })) ?? 0) >= 3, 'three hand-overs drawn', 60000)
+    await until(
+      async () => Number((await lock.getAttribute('data-handovers', { timeout: 20000 })) ?? 0) >= 3,
+      'three hand-overs drawn',
+      60000,
+    )
     const holders = await lock.locator('.ss-sidebar-timeline-holder').allTextContents()
     assert.equal(holders.length, 2, `two holders, one per runtime: ${holders.join(' | ')}`)
-    assert.equal(holders.filter((h) => h.endsWith(text('timeline.ours', { holder: '' }).trim())).length, 1, 'one of them is this runtime')
+    assert.equal(
+      holders.filter((h) => h.endsWith(text('timeline.ours', { holder: '' }).trim())).length,
+      1,
+      'one of them is this runtime',
+    )
     assert.ok(
       holders.some((h) => h.startsWith('runtime-b/')),
       `the other is runtime B's node: ${holders.join(' | ')}`,
@@ -198,7 +215,11 @@ describe('editor: the sidebar timeline of locks across two runtimes (chromium)',
       await new Promise((r) => setTimeout(r, 700))
     }
     const chart = page.locator(`.ss-sidebar-timeline-value[data-key="${WATCHED}"]`)
-    await until(async () => Number((await chart.getAttribute('data-points', { timeout: 20000 })) ?? 0) >= 5, 'five values charted', 30000)
+    await until(
+      async () => Number((await chart.getAttribute('data-points', { timeout: 20000 })) ?? 0) >= 5,
+      'five values charted',
+      30000,
+    )
     assert.match((await chart.locator('.ss-sidebar-timeline-head').textContent()) ?? '', /19\.5 – 22\.5/)
     await shot(page, 'sidebar-timeline', '.ss-sidebar-timeline-heading')
   })
@@ -206,7 +227,11 @@ describe('editor: the sidebar timeline of locks across two runtimes (chromium)',
   it('a hold of this runtime released in the other runtime leaves the lock shown free, not "waiting"', async function () {
     const page = session!.editor.page
     await post(`${aUrl}/inject/Apress`)
-    const held = await eventually(async () => (await outside.get(LINE)).value?.toString() ?? undefined, 'A holds the line', 20000)
+    const held = await eventually(
+      async () => (await outside.get(LINE)).value?.toString() ?? undefined,
+      'A holds the line',
+      20000,
+    )
     // What a release node in the other runtime does with the msg.lock it carries: delete the key if it holds that hold's value.
     assert.equal((await outside.vdel(LINE, held)).deleted, 1)
     const row = page.locator(`.ss-sidebar-lock[data-lock="${LINE}"] .ss-sidebar-lock-holder .ss-sidebar-value`).first()

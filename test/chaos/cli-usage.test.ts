@@ -20,10 +20,15 @@ interface Ran {
 /** The chaos command as `npm run chaos --` runs it after its build: tsx on test/chaos/cli.ts. */
 function chaos(...args: string[]): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, timeout: scaled(20_000) }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : null) : 0
-      resolve({ code, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', CLI, ...args],
+      { cwd: ROOT, timeout: scaled(20_000) },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : null) : 0
+        resolve({ code, stdout, stderr })
+      },
+    )
   })
 }
 
@@ -31,7 +36,9 @@ describe('chaos: the command line', function () {
   this.timeout(60_000)
 
   it('npm run chaos runs test/chaos/cli.ts, the file these tests start', () => {
-    const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
+    const scripts = (
+      JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts
     assert.match(scripts.chaos ?? '', /tsx test\/chaos\/cli\.ts$/)
   })
 
@@ -40,7 +47,8 @@ describe('chaos: the command line', function () {
       const ran = await chaos(flag)
       assert.equal(ran.code, 0, ran.stderr)
       assert.match(ran.stdout, /^usage: npm run chaos -- /)
-      for (const option of ['--seed', '--seconds', '--faults', '--load', '--help']) assert.ok(ran.stdout.includes(option), option)
+      for (const option of ['--seed', '--seconds', '--faults', '--load', '--help'])
+        assert.ok(ran.stdout.includes(option), option)
       assert.ok(ran.stdout.includes('kill-emulator'), 'the fault kinds are listed')
       assert.doesNotMatch(ran.stdout, /^chaos: seed/m, 'no run started')
       assert.equal(ran.stderr, '')

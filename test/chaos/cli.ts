@@ -76,7 +76,9 @@ if (!Number.isSafeInteger(seed) || !(seconds > 0) || !Number.isSafeInteger(load)
 }
 
 async function main(): Promise<number> {
-  const { startCpuLoad, formatLoad } = (await import(pathToFileURL(join(__dirname, '..', '..', 'scripts', 'cpu-load.mjs')).href)) as CpuLoad
+  const { startCpuLoad, formatLoad } = (await import(
+    pathToFileURL(join(__dirname, '..', '..', 'scripts', 'cpu-load.mjs')).href
+  )) as CpuLoad
   const startedAt = Date.now()
   const busy = startCpuLoad(load)
   console.log(`chaos: seed ${seed}, ${seconds} s, ${busy.count} busy processes of our own beside it`)

@@ -44,15 +44,21 @@ export function contextMismatches(store: ContextView, caches: readonly ContextVi
   const sorted = (keys: readonly string[]) => [...keys].sort()
   const present = [...store.values].filter(([, v]) => v !== undefined).map(([k]) => k)
   if (!isDeepStrictEqual(sorted(store.keys), sorted(present)))
-    mismatches.push(`the store's key index lists ${JSON.stringify(sorted(store.keys))}, its values are under ${JSON.stringify(sorted(present))}`)
+    mismatches.push(
+      `the store's key index lists ${JSON.stringify(sorted(store.keys))}, its values are under ${JSON.stringify(sorted(present))}`,
+    )
   caches.forEach((cache, i) => {
     for (const [key, value] of store.values) {
       const cached = cache.values.get(key)
       if (!isDeepStrictEqual(cached, value))
-        mismatches.push(`store c${i}, key ${key}: its cache holds ${JSON.stringify(cached)}, the store ${JSON.stringify(value)}`)
+        mismatches.push(
+          `store c${i}, key ${key}: its cache holds ${JSON.stringify(cached)}, the store ${JSON.stringify(value)}`,
+        )
     }
     if (!isDeepStrictEqual(sorted(cache.keys), sorted(store.keys)))
-      mismatches.push(`store c${i}: keys() is ${JSON.stringify(sorted(cache.keys))}, the store's ${JSON.stringify(sorted(store.keys))}`)
+      mismatches.push(
+        `store c${i}: keys() is ${JSON.stringify(sorted(cache.keys))}, the store's ${JSON.stringify(sorted(store.keys))}`,
+      )
   })
   return mismatches
 }
@@ -92,7 +98,11 @@ export class ContextWorkload {
     this.indexWatch =
       (await watcher
         ?.observe(`${this.prefix}#keys/delta`, (n) =>
-          this.logs.push({ at: performance.now(), who: 'index', line: `delta ${n.operation} ${n.value?.toString() ?? ''}` }),
+          this.logs.push({
+            at: performance.now(),
+            who: 'index',
+            line: `delta ${n.operation} ${n.value?.toString() ?? ''}`,
+          }),
         )
         .catch(() => null)) ?? null
     await Promise.all(this.stores.map((s) => s.open()))
@@ -148,7 +158,10 @@ export class ContextWorkload {
         const stored = new Map<string, unknown>()
         for (const key of KEYS) stored.set(key, await call((cb) => truth.get(SCOPE, key, cb)))
         const storedKeys = (await call<string[]>((cb) => truth.keys(SCOPE, cb))) ?? []
-        const caches = this.stores.map((store) => ({ values: new Map(KEYS.map((k) => [k, store.get(SCOPE, k)])), keys: store.keys(SCOPE) as string[] }))
+        const caches = this.stores.map((store) => ({
+          values: new Map(KEYS.map((k) => [k, store.get(SCOPE, k)])),
+          keys: store.keys(SCOPE) as string[],
+        }))
         mismatches = contextMismatches({ values: stored, keys: storedKeys }, caches)
         if (mismatches.length === 0 || performance.now() > deadline) break
         await new Promise((r) => setTimeout(r, 200))

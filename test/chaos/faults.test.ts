@@ -44,7 +44,10 @@ describe('chaos: the fault injector', () => {
         }
         // A message that arrived while this thread was busy is delivered in the poll phase, before setImmediate.
         const timer = setTimeout(
-          () => setImmediate(() => take() || reject(new Error(`the relay's thread went silent after ${JSON.stringify(messages)}`))),
+          () =>
+            setImmediate(
+              () => take() || reject(new Error(`the relay's thread went silent after ${JSON.stringify(messages)}`)),
+            ),
           15_000,
         )
         if (!take()) wake = take
@@ -61,7 +64,9 @@ describe('chaos: the fault injector', () => {
     let received = 0
     let whole: () => void = () => {}
     const arrived = new Promise<void>((resolve) => (whole = resolve))
-    const sink = createServer((s) => s.on('data', (d) => (received += d.length) >= 3000 && whole()).on('error', () => {}))
+    const sink = createServer((s) =>
+      s.on('data', (d) => (received += d.length) >= 3000 && whole()).on('error', () => {}),
+    )
     await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve))
     const relay = await TcpRelay.start((sink.address() as AddressInfo).port)
     // The relay's time stands still: only lifting the throttle can move the bytes.

@@ -36,7 +36,13 @@ export class History<I, O> {
 
   /** Runs `call` as one operation of `process` and records how it ended. */
   async record(process: string, input: I, call: () => Promise<O>): Promise<O | undefined> {
-    const op: Recorded<I, O> = { process, input, invokedAt: performance.now(), outcome: 'pending', returnedAt: Infinity }
+    const op: Recorded<I, O> = {
+      process,
+      input,
+      invokedAt: performance.now(),
+      outcome: 'pending',
+      returnedAt: Infinity,
+    }
     this.ops.push(op)
     try {
       const output = await call()

@@ -27,7 +27,11 @@ function run(state: string | null, input: RegisterInput): [string | null, Regist
 const value = fc.constantFrom('a', 'b', 'c')
 const input: fc.Arbitrary<RegisterInput> = fc.oneof(
   fc.constant({ f: 'get' as const }),
-  fc.record({ f: fc.constant('set' as const), value, condition: fc.constantFrom('always' as const, 'NX' as const, 'NEX' as const) }),
+  fc.record({
+    f: fc.constant('set' as const),
+    value,
+    condition: fc.constantFrom('always' as const, 'NX' as const, 'NEX' as const),
+  }),
   fc.constant({ f: 'del' as const }),
   fc.record({ f: fc.constant('vdel' as const), value }),
 )
@@ -47,12 +51,23 @@ const sequential = (inputs: RegisterInput[]): Op[] =>
 
 describe('chaos: the linearizability checker', () => {
   it('accepts every history run one operation at a time', () => {
-    fc.assert(fc.property(fc.array(input, { maxLength: 40 }), (inputs) => checkHistory(registerModel, sequential(inputs)).linearizable === true))
+    fc.assert(
+      fc.property(
+        fc.array(input, { maxLength: 40 }),
+        (inputs) => checkHistory(registerModel, sequential(inputs)).linearizable === true,
+      ),
+    )
   })
 
   it('accepts histories whose intervals overlap around each effect, with some outcomes unknown', () => {
     const widened = fc.array(
-      fc.tuple(input, fc.integer({ min: 0, max: 250 }), fc.integer({ min: 0, max: 250 }), fc.boolean(), fc.integer({ min: 0, max: 9 })),
+      fc.tuple(
+        input,
+        fc.integer({ min: 0, max: 250 }),
+        fc.integer({ min: 0, max: 250 }),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 9 }),
+      ),
       { maxLength: 30 },
     )
     fc.assert(
@@ -71,12 +86,21 @@ describe('chaos: the linearizability checker', () => {
 
   it('accepts a history with operations that timed out and never took effect', () => {
     fc.assert(
-      fc.property(fc.array(input, { maxLength: 30 }), fc.array(fc.tuple(fc.nat(30), value), { maxLength: 5 }), (inputs, ghosts) => {
-        const ops = sequential(inputs)
-        for (const [at, v] of ghosts)
-          ops.push({ input: { f: 'set', value: `${v}-never`, condition: 'always' }, output: undefined, invokedAt: 100 * at + 1, returnedAt: Infinity })
-        return checkHistory(registerModel, ops).linearizable === true
-      }),
+      fc.property(
+        fc.array(input, { maxLength: 30 }),
+        fc.array(fc.tuple(fc.nat(30), value), { maxLength: 5 }),
+        (inputs, ghosts) => {
+          const ops = sequential(inputs)
+          for (const [at, v] of ghosts)
+            ops.push({
+              input: { f: 'set', value: `${v}-never`, condition: 'always' },
+              output: undefined,
+              invokedAt: 100 * at + 1,
+              returnedAt: Infinity,
+            })
+          return checkHistory(registerModel, ops).linearizable === true
+        },
+      ),
     )
   })
 
@@ -103,19 +127,31 @@ describe('chaos: the linearizability checker', () => {
       invokedAt: from,
       returnedAt: to,
     })
-    const get = (v: string | null, from: number, to: number): Op => ({ input: { f: 'get' }, output: { value: v }, invokedAt: from, returnedAt: to })
+    const get = (v: string | null, from: number, to: number): Op => ({
+      input: { f: 'get' },
+      output: { value: v },
+      invokedAt: from,
+      returnedAt: to,
+    })
     const stale = [set('a', 0, 10), set('b', 20, 30), get('a', 40, 50)]
     const verdict = checkHistory(registerModel, stale)
     assert.equal(verdict.linearizable, false)
     assert.equal(verdict.linearizable === false && verdict.stuck, 2, 'the read is the operation no order explains')
     // a is read, overwritten by b, and comes back: a second execution of the first write.
-    assert.equal(checkHistory(registerModel, [set('a', 0, 10), get('a', 20, 30), set('b', 40, 50), get('a', 60, 70)]).linearizable, false)
+    assert.equal(
+      checkHistory(registerModel, [set('a', 0, 10), get('a', 20, 30), set('b', 40, 50), get('a', 60, 70)]).linearizable,
+      false,
+    )
     // The same reads with the first write concurrent with everything are fine: it took effect last.
     assert.equal(checkHistory(registerModel, [set('a', 0, 80), set('b', 40, 50), get('a', 60, 70)]).linearizable, true)
     // A timed-out write explains a value that comes back; a read of a value nobody wrote is never explained.
     assert.equal(
-      checkHistory(registerModel, [set('b', 0, 10), { ...set('a', 5, 0), returnedAt: Infinity, output: undefined }, get('b', 20, 30), get('a', 40, 50)])
-        .linearizable,
+      checkHistory(registerModel, [
+        set('b', 0, 10),
+        { ...set('a', 5, 0), returnedAt: Infinity, output: undefined },
+        get('b', 20, 30),
+        get('a', 40, 50),
+      ]).linearizable,
       true,
     )
     assert.equal(checkHistory(registerModel, [set('b', 0, 10), get('z', 40, 50)]).linearizable, false)

@@ -40,7 +40,11 @@ interface Entry {
 }
 
 /** Checks one key's history; gives up ('unknown') after `maxSteps` search steps. */
-export function checkHistory<S, I, O>(model: Model<S, I, O>, ops: ReadonlyArray<Operation<I, O>>, maxSteps = 2_000_000): Verdict {
+export function checkHistory<S, I, O>(
+  model: Model<S, I, O>,
+  ops: ReadonlyArray<Operation<I, O>>,
+  maxSteps = 2_000_000,
+): Verdict {
   const entries: Entry[] = []
   ops.forEach((o, op) => {
     const call: Entry = { op, call: true, time: o.invokedAt, match: null, prev: null, next: null }
@@ -115,7 +119,11 @@ export function checkHistory<S, I, O>(model: Model<S, I, O>, ops: ReadonlyArray<
 }
 
 /** One key of the state store as the requests workload uses it. */
-export type RegisterInput = { f: 'get' } | { f: 'set'; value: string; condition: 'always' | 'NX' | 'NEX' } | { f: 'del' } | { f: 'vdel'; value: string }
+export type RegisterInput =
+  | { f: 'get' }
+  | { f: 'set'; value: string; condition: 'always' | 'NX' | 'NEX' }
+  | { f: 'del' }
+  | { f: 'vdel'; value: string }
 
 export type RegisterOutput = { value: string | null } | { applied: boolean } | { deleted: number }
 
@@ -128,12 +136,14 @@ export const registerModel: Model<string | null, RegisterInput, RegisterOutput> 
       case 'get':
         return output === undefined || (output as { value: string | null }).value === state ? state : undefined
       case 'set': {
-        const applies = input.condition === 'always' || state === null || (input.condition === 'NEX' && state === input.value)
+        const applies =
+          input.condition === 'always' || state === null || (input.condition === 'NEX' && state === input.value)
         if (output !== undefined && (output as { applied: boolean }).applied !== applies) return undefined
         return applies ? input.value : state
       }
       case 'del':
-        if (output !== undefined && (output as { deleted: number }).deleted !== (state === null ? 0 : 1)) return undefined
+        if (output !== undefined && (output as { deleted: number }).deleted !== (state === null ? 0 : 1))
+          return undefined
         return null
       case 'vdel': {
         const deleted = state === null ? 0 : state === input.value ? 1 : -1

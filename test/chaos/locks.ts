@@ -30,7 +30,13 @@ export class LocksWorkload {
   private readonly elections: LeaderElection[] = []
   private readonly stand = new AbortController()
   /** Waits that ended with an error before the lock was ours, other than running out of time. */
-  readonly waitFailures: Array<{ process: string; code: string; error: string; waitedMs: number; connectedAtStart: boolean }> = []
+  readonly waitFailures: Array<{
+    process: string
+    code: string
+    error: string
+    waitedMs: number
+    connectedAtStart: boolean
+  }> = []
 
   constructor(
     private readonly clients: StateStoreClient[],
@@ -84,7 +90,13 @@ export class LocksWorkload {
             // A wait that ran out is an answer, not an unknown: nothing was written. Run out while the
             // connection was down, it says so (NotConnected) instead of timing out.
             if ((err instanceof TimeoutError || isTransient(err)) && waitedMs >= WAIT_MS) return edit
-            this.waitFailures.push({ process: name, code: errorCode(err), error: String(err), waitedMs, connectedAtStart })
+            this.waitFailures.push({
+              process: name,
+              code: errorCode(err),
+              error: String(err),
+              waitedMs,
+              connectedAtStart,
+            })
           }
           throw err
         }
@@ -101,9 +113,13 @@ export class LocksWorkload {
     const unknown = ops.filter((o) => o.outcome === 'unknown')
     const counter = Number((await reader.get(this.counter, { timeoutMs: 5000 })).value?.toString() ?? '0')
     if (counter < increments.length || counter > increments.length + unknown.length) {
-      violations.push(`counter ${this.counter} is ${counter}: ${increments.length} increments acknowledged, ${unknown.length} of unknown outcome`)
+      violations.push(
+        `counter ${this.counter} is ${counter}: ${increments.length} increments acknowledged, ${unknown.length} of unknown outcome`,
+      )
     }
-    const byVersion = increments.filter((o) => o.output!.token).sort((a, b) => Hlc.compare(Hlc.parse(a.output!.version!), Hlc.parse(b.output!.version!)))
+    const byVersion = increments
+      .filter((o) => o.output!.token)
+      .sort((a, b) => Hlc.compare(Hlc.parse(a.output!.version!), Hlc.parse(b.output!.version!)))
     for (let i = 1; i < byVersion.length; i++) {
       const [a, b] = [byVersion[i - 1]!, byVersion[i]!]
       if (Hlc.compare(Hlc.parse(b.output!.token!), Hlc.parse(a.output!.token!)) < 0)
@@ -113,7 +129,9 @@ export class LocksWorkload {
       // A waiter must not give up early because of a connection loss shorter than its wait. One that
       // began with the connection down fails NotConnected within the client's connection wait, as a request does.
       if (f.connectedAtStart && (f.code === 'connection:ConnectionLost' || f.code === 'connection:NotConnected'))
-        violations.push(`${f.process}: a waiter failed after ${Math.round(f.waitedMs)} ms, before its timeout, because of a connection loss: ${f.error}`)
+        violations.push(
+          `${f.process}: a waiter failed after ${Math.round(f.waitedMs)} ms, before its timeout, because of a connection loss: ${f.error}`,
+        )
     }
     const probe = new Lock(reader, this.lockName, { leaseMs: LEASE_MS, persist: true })
     try {

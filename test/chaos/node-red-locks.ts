@@ -23,7 +23,15 @@ import { FROM_WORKING_TREE, runtimeSettings, writeSettings } from '../../dev/nod
 import { freePort } from '../../dev/ports'
 import { Hlc } from '../../src/hlc'
 import type { Failure } from './outages'
-import { formatDebug, NodeRedProcess, RED_JS, readJson, repoRoot, type Comms, type DebugMessage } from '../smoke/node-red'
+import {
+  formatDebug,
+  NodeRedProcess,
+  RED_JS,
+  readJson,
+  repoRoot,
+  type Comms,
+  type DebugMessage,
+} from '../smoke/node-red'
 
 const LEASE_MS = 2000
 const MODES = [
@@ -46,7 +54,18 @@ export interface Accepted {
 
 /** A Debug node the workload reads back by name from the sidebar, showing the whole msg. */
 function sidebarDebug(id: string, name: string): FlowNode {
-  return { id, type: 'debug', name, active: true, tosidebar: true, console: false, tostatus: false, complete: 'true', targetType: 'full', wires: [] }
+  return {
+    id,
+    type: 'debug',
+    name,
+    active: true,
+    tosidebar: true,
+    console: false,
+    tostatus: false,
+    complete: 'true',
+    targetType: 'full',
+    wires: [],
+  }
 }
 
 /**
@@ -57,7 +76,14 @@ function sidebarDebug(id: string, name: string): FlowNode {
  */
 function stampedDebug(id: string, name: string, z: string): FlowNode[] {
   return [
-    { id: `${id}-stamp`, type: 'function', z, func: 'msg.seenAt = Date.now();\nreturn msg;', outputs: 1, wires: [[id]] },
+    {
+      id: `${id}-stamp`,
+      type: 'function',
+      z,
+      func: 'msg.seenAt = Date.now();\nreturn msg;',
+      outputs: 1,
+      wires: [[id]],
+    },
     { ...sidebarDebug(id, name), z },
   ]
 }
@@ -82,7 +108,9 @@ function flows(prefix: string, round: number, brokerUrl: string, clientId: strin
   }
   nodes.push(config)
   for (const { mode, file } of MODES) {
-    const example = readJson<FlowNode[]>(join(repoRoot, 'examples', 'two-runtimes', file)).filter((n) => n.type !== 'ss-config')
+    const example = readJson<FlowNode[]>(join(repoRoot, 'examples', 'two-runtimes', file)).filter(
+      (n) => n.type !== 'ss-config',
+    )
     const tab = rid(example.find((n) => n.type === 'tab')!.id)
     for (const n of example) {
       const copy: FlowNode = { ...n, id: rid(n.id) }
@@ -156,8 +184,23 @@ function counterTab(prefix: string, rid: (id: string) => string, store: string):
       holdMs: '8000',
       wires: [[rid('read')], []],
     }),
-    on({ id: 'read', type: 'ss-get', store, key: `${prefix}/red-counter`, keyType: 'str', decode: 'json', notFound: 'payload', wires: to('add') }),
-    on({ id: 'add', type: 'function', func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;', outputs: 1, wires: to('write') }),
+    on({
+      id: 'read',
+      type: 'ss-get',
+      store,
+      key: `${prefix}/red-counter`,
+      keyType: 'str',
+      decode: 'json',
+      notFound: 'payload',
+      wires: to('add'),
+    }),
+    on({
+      id: 'add',
+      type: 'function',
+      func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;',
+      outputs: 1,
+      wires: to('write'),
+    }),
     on({
       id: 'write',
       type: 'ss-set',
@@ -173,7 +216,16 @@ function counterTab(prefix: string, rid: (id: string) => string, store: string):
     }),
     // A write that failed (refused by fencing, timed out) still releases its hold, from the Catch path.
     on({ id: 'write-failed', type: 'catch', scope: [rid('write'), rid('read')], uncaught: false, wires: to('free') }),
-    on({ id: 'free', type: 'ss-lock', store, key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [[], []] }),
+    on({
+      id: 'free',
+      type: 'ss-lock',
+      store,
+      key: '',
+      keyType: 'str',
+      mode: 'lease',
+      action: 'release',
+      wires: [[], []],
+    }),
     on(sidebarDebug('counter-accepted', 'counter-accepted')),
     on({
       id: 'update',
@@ -189,7 +241,13 @@ function counterTab(prefix: string, rid: (id: string) => string, store: string):
       wires: to('update-accepted'),
     }),
     on(sidebarDebug('update-accepted', 'update-accepted')),
-    on({ id: 'counter-error', type: 'catch', scope: [rid('take'), rid('update'), rid('free')], uncaught: false, wires: [[`${rid('counter-failed')}-stamp`]] }),
+    on({
+      id: 'counter-error',
+      type: 'catch',
+      scope: [rid('take'), rid('update'), rid('free')],
+      uncaught: false,
+      wires: [[`${rid('counter-failed')}-stamp`]],
+    }),
     ...stampedDebug(rid('counter-failed'), 'counter-failed', tab),
   ]
 }
@@ -215,9 +273,12 @@ export function counterViolations(name: string, writes: readonly Counted[]): str
   const violations: string[] = []
   for (let i = 1; i < ordered.length; i++) {
     const [a, b] = [ordered[i - 1]!, ordered[i]!]
-    if (b.value <= a.value) violations.push(`${name}: an increment lost: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
+    if (b.value <= a.value)
+      violations.push(`${name}: an increment lost: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
     if (a.token !== undefined && b.token !== undefined && Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0)
-      violations.push(`${name}: an older hold's write landed after a newer one's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
+      violations.push(
+        `${name}: an older hold's write landed after a newer one's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`,
+      )
   }
   return violations
 }
@@ -229,7 +290,9 @@ export function fencingViolations(writes: readonly Accepted[]): string[] {
   for (let i = 1; i < ordered.length; i++) {
     const [a, b] = [ordered[i - 1]!, ordered[i]!]
     if (Hlc.compare(Hlc.parse(b.token), Hlc.parse(a.token)) < 0)
-      violations.push(`an older holder's write landed after a newer holder's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`)
+      violations.push(
+        `an older holder's write landed after a newer holder's: ${JSON.stringify(a)} then ${JSON.stringify(b)}`,
+      )
   }
   return violations
 }
@@ -250,7 +313,10 @@ export class NodeRedLocksWorkload {
     const w = new NodeRedLocksWorkload(brokerUrls)
     w.dir = mkdtempSync(join(tmpdir(), 'chaos-red-'))
     const settings = join(w.dir, 'settings.js')
-    writeSettings(settings, runtimeSettings({ ...FROM_WORKING_TREE, logging: { console: { level: 'warn', metrics: false, audit: false } } }))
+    writeSettings(
+      settings,
+      runtimeSettings({ ...FROM_WORKING_TREE, logging: { console: { level: 'warn', metrics: false, audit: false } } }),
+    )
     try {
       await Promise.all(
         brokerUrls.map(async (_, i) => {
@@ -280,7 +346,9 @@ export class NodeRedLocksWorkload {
     this.roundNo = round
     const ids = NodeRedLocksWorkload.clientIds(seed, this.runtimes.length)
     this.marks = this.comms.map((c) => c.debug.length)
-    await Promise.all(this.runtimes.map((red, i) => red.deploy(flows(prefix, round, this.brokerUrls[i]!, ids[i]!), this.comms[i]!)))
+    await Promise.all(
+      this.runtimes.map((red, i) => red.deploy(flows(prefix, round, this.brokerUrls[i]!, ids[i]!), this.comms[i]!)),
+    )
   }
 
   private output(i: number): DebugMessage[] {
@@ -293,7 +361,11 @@ export class NodeRedLocksWorkload {
         // This round's nodes only: a write of the previous round's nodes can still land while they close.
         .filter((d) => d.name === `${mode}-accepted` && d.id === `${mode}-accepted.${this.roundNo}`)
         .map((d) => {
-          const msg = JSON.parse(d.msg) as { payload: { by: string; token: string; seq: number }; version: string; seenAt: number }
+          const msg = JSON.parse(d.msg) as {
+            payload: { by: string; token: string; seq: number }
+            version: string
+            seenAt: number
+          }
           return { runtime: `r${i}`, ...msg.payload, version: msg.version, seenAt: msg.seenAt }
         }),
     )
@@ -343,16 +415,21 @@ export class NodeRedLocksWorkload {
       for (const f of failures) {
         // Leader mode: the election reports a connection error and stands again, so only one that is not transient counts.
         if (mode === 'leader' && (f.code === 'ConnectionLost' || f.code === 'NotConnected')) continue
-        if (UNREACHABLE.has(f.code)) unreachable.push(this.failure(f, `the ss-lock node in ${mode} mode failed (${f.code})`))
+        if (UNREACHABLE.has(f.code))
+          unreachable.push(this.failure(f, `the ss-lock node in ${mode} mode failed (${f.code})`))
         else violations.push(`node-red ${mode} mode: the ss-lock node failed (${f.code}): ${f.text}`)
       }
       const holders = new Set(writes.map((w) => w.token)).size
-      counts.push(`${mode}: ${writes.length} fenced writes under ${holders} tokens${failures.length ? `, ${failures.length} errors` : ''}`)
+      counts.push(
+        `${mode}: ${writes.length} fenced writes under ${holders} tokens${failures.length ? `, ${failures.length} errors` : ''}`,
+      )
     }
     for (const name of ['counter', 'update'] as const) {
       const writes = this.counted(name)
       operations += writes.length
-      violations.push(...counterViolations(`node-red ${name === 'counter' ? 'lock-mode counter' : 'update key counter'}`, writes))
+      violations.push(
+        ...counterViolations(`node-red ${name === 'counter' ? 'lock-mode counter' : 'update key counter'}`, writes),
+      )
       const highest = writes.reduce((m, w) => Math.max(m, w.value), 0)
       counts.push(
         `${name === 'counter' ? 'lock-mode counter' : 'update key'}: ${writes.length} accepted increments of ${highest} (${BURST} msgs at once per runtime)`,
@@ -376,13 +453,20 @@ export class NodeRedLocksWorkload {
    * The failures a node reported on the debug node `name` this round, with when the runtime saw the
    * failure and when its msg set off (where the flow stamped it), on this process's clock.
    */
-  private failed(name: string): Array<{ runtime: number; code: string; source: string; text: string; sentAt?: number; at: number }> {
-    const here = (wallClock: unknown) => (typeof wallClock === 'number' ? wallClock - performance.timeOrigin : undefined)
+  private failed(
+    name: string,
+  ): Array<{ runtime: number; code: string; source: string; text: string; sentAt?: number; at: number }> {
+    const here = (wallClock: unknown) =>
+      typeof wallClock === 'number' ? wallClock - performance.timeOrigin : undefined
     return this.runtimes.flatMap((_, i) =>
       this.output(i)
         .filter((d) => d.id === `${name}.${this.roundNo}`)
         .map((d) => {
-          const msg = JSON.parse(d.msg) as { error?: { code?: string; source?: { type?: string } }; seenAt?: number; sentAt?: number }
+          const msg = JSON.parse(d.msg) as {
+            error?: { code?: string; source?: { type?: string } }
+            seenAt?: number
+            sentAt?: number
+          }
           const sentAt = here(msg.sentAt)
           return {
             runtime: i,
@@ -399,14 +483,22 @@ export class NodeRedLocksWorkload {
 
   /** A node's failure as the classifier sees it: from when its msg set off, or WAIT_MS before it failed. */
   private failure(f: { runtime: number; text: string; sentAt?: number; at: number }, what: string): Failure {
-    return { process: `red-r${f.runtime}`, invokedAt: f.sentAt ?? f.at - WAIT_MS, endedAt: f.at, unknown: true, what: `${what}: ${f.text}` }
+    return {
+      process: `red-r${f.runtime}`,
+      invokedAt: f.sentAt ?? f.at - WAIT_MS,
+      endedAt: f.at,
+      unknown: true,
+      what: `${what}: ${f.text}`,
+    }
   }
 
   /** The runtimes' logs, node status and last debug output, for a failed run. */
   logs(): string {
     return this.runtimes
       .map((r, i) => {
-        const status = [...this.comms[i]!.status].map(([id, st]) => `  ${id}: ${st.fill ?? ''} ${st.text ?? ''}`).join('\n')
+        const status = [...this.comms[i]!.status]
+          .map(([id, st]) => `  ${id}: ${st.fill ?? ''} ${st.text ?? ''}`)
+          .join('\n')
         const last = this.output(i)
           .filter((d) => !d.name?.endsWith('-accepted'))
           .slice(-10)

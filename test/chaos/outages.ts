@@ -60,7 +60,9 @@ export class Outages {
   /** The outages near a time, for a violation's history. */
   around(at: number, ms = 15_000): string {
     const near = this.list.filter((o) => o.end + ms >= at && o.start - ms <= at)
-    return near.length === 0 ? 'none' : near.map((o) => `${o.kind}${o.who ? `(${o.who})` : ''} ${Math.round(o.start)}-${Math.round(o.end)}`).join(', ')
+    return near.length === 0
+      ? 'none'
+      : near.map((o) => `${o.kind}${o.who ? `(${o.who})` : ''} ${Math.round(o.start)}-${Math.round(o.end)}`).join(', ')
   }
 }
 

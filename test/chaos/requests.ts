@@ -79,7 +79,10 @@ export class RequestsWorkload {
         })),
       )
       if (verdict.linearizable === 'unknown') unchecked += 1
-      else if (!verdict.linearizable) violations.push(`key ${key} is not linearizable; stuck at ${show(ops[verdict.stuck]!)}\n${ops.map(show).join('\n')}`)
+      else if (!verdict.linearizable)
+        violations.push(
+          `key ${key} is not linearizable; stuck at ${show(ops[verdict.stuck]!)}\n${ops.map(show).join('\n')}`,
+        )
       violations.push(...checkVersions(key, ops))
     }
     return { operations: this.history.ops.filter((o) => o.outcome !== 'pending').length, violations, unchecked }
@@ -94,7 +97,11 @@ async function invoke(client: StateStoreClient, key: string, op: RegisterInput):
       return { value: r.value?.toString() ?? null, version: r.version?.toString() ?? null }
     }
     case 'set': {
-      const r = await client.set(key, op.value, { ...options, persist: true, ...(op.condition === 'always' ? {} : { condition: op.condition }) })
+      const r = await client.set(key, op.value, {
+        ...options,
+        persist: true,
+        ...(op.condition === 'always' ? {} : { condition: op.condition }),
+      })
       return { applied: r.applied, version: r.applied ? r.version.toString() : null }
     }
     case 'del': {
@@ -137,12 +144,17 @@ function checkVersions(key: string, ops: Array<Recorded<KeyedInput, VersionedOut
     const value = (r.output as { value: string | null }).value
     const expected = value === null ? undefined : versionOf.get(value)
     if (expected !== undefined && r.output!.version !== expected)
-      violations.push(`key ${key}: a read of ${value} has version ${r.output!.version}, its write got ${expected}:\n${show(r)}`)
+      violations.push(
+        `key ${key}: a read of ${value} has version ${r.output!.version}, its write got ${expected}:\n${show(r)}`,
+      )
   }
   return violations
 }
 
 export function show(o: Recorded<unknown, unknown>): string {
-  const end = o.outcome === 'ok' ? `${o.returnedAt.toFixed(1)} ok ${JSON.stringify(o.output)}` : `${o.outcome}${o.error ? ` (${o.error})` : ''}`
+  const end =
+    o.outcome === 'ok'
+      ? `${o.returnedAt.toFixed(1)} ok ${JSON.stringify(o.output)}`
+      : `${o.outcome}${o.error ? ` (${o.error})` : ''}`
   return `  ${o.invokedAt.toFixed(1)} ${o.process} ${JSON.stringify(o.input)} -> ${end}`
 }

@@ -11,7 +11,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { StateStoreClient, type ClientOptions } from '../../src/client'
 import { ConnectionError, ServiceError } from '../../src/diagnostics/errors'
-import { FAULT_KINDS, FaultInjector, describeFault, planFaults, seededRandom, skewedClock, type Fault, type FaultKind } from '../support/faults'
+import {
+  FAULT_KINDS,
+  FaultInjector,
+  describeFault,
+  planFaults,
+  seededRandom,
+  skewedClock,
+  type Fault,
+  type FaultKind,
+} from '../support/faults'
 import { Mosquitto } from '../support/mosquitto'
 import { TcpRelay } from '../support/relay'
 import { EmulatorCli } from '../support/emulator-cli'
@@ -111,7 +120,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       return c
     }
     const requestClients: StateStoreClient[] = []
-    for (let i = 0; i < REQUEST_CLIENTS; i++) requestClients.push(await client(`r${i}`, i === 0 ? { clock: skewedClock(30_000) } : {}))
+    for (let i = 0; i < REQUEST_CLIENTS; i++)
+      requestClients.push(await client(`r${i}`, i === 0 ? { clock: skewedClock(30_000) } : {}))
     // The lock contenders wait for the connection as ss-lock's config node does (2 s).
     const lockClients: StateStoreClient[] = []
     for (let i = 0; i < LOCK_CLIENTS; i++) lockClients.push(await client(`l${i}`, { connectionWaitMs: 2000 }))
@@ -141,10 +151,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       reconnectMaxMs: 500,
     })
     clients.push(reader)
-    const probe = new StateStoreClient({ brokerUrl: broker.url, clientId: `chaos-${options.seed}-skewed`, clock: skewedClock(90_000), requestTimeoutMs: 5000 })
+    const probe = new StateStoreClient({
+      brokerUrl: broker.url,
+      clientId: `chaos-${options.seed}-skewed`,
+      clock: skewedClock(90_000),
+      requestTimeoutMs: 5000,
+    })
     clients.push(probe)
     // Asks the service all along, straight through the broker: when it could not be reached, whatever the fault (an emulator slow to reconnect after a broker restart too).
-    const prober = new StateStoreClient({ brokerUrl: broker.url, clientId: `chaos-${options.seed}-prober`, reconnectMinMs: 100, reconnectMaxMs: 500 })
+    const prober = new StateStoreClient({
+      brokerUrl: broker.url,
+      clientId: `chaos-${options.seed}-prober`,
+      reconnectMinMs: 100,
+      reconnectMaxMs: 500,
+    })
     clients.push(prober)
     await Promise.all(clients.map((c) => c.ready({ timeoutMs: 10_000 })))
     stopProbing = probeService(prober, outages)
@@ -220,12 +240,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (rest > 0) await sleep(rest)
       injector.healAll()
       if (!emulator || !emulator.running) emulator = await EmulatorCli.start(emulatorArgs, EMULATOR_START_MS)
-      await within(Promise.all(clients.map((c) => c.ready({ timeoutMs: 55_000 }))), 60_000, 'every client to reconnect after the faults healed')
+      await within(
+        Promise.all(clients.map((c) => c.ready({ timeoutMs: 55_000 }))),
+        60_000,
+        'every client to reconnect after the faults healed',
+      )
       await within(context.reconnected(55_000), 60_000, 'the context stores to reconnect after the faults healed')
       // The checks read from the service: wait until it answers again (a restarted emulator reconnecting to a restarted broker).
       const answered = await Promise.race([served(reader).then(() => true), sleep(60_000).then(() => false)])
       if (!answered) {
-        report.violations.push(`round ${round}: the service did not answer within 60 s after the faults healed; the emulator is restarted`)
+        report.violations.push(
+          `round ${round}: the service did not answer within 60 s after the faults healed; the emulator is restarted`,
+        )
         await emulator?.kill()
         emulator = await EmulatorCli.start(emulatorArgs, EMULATOR_START_MS)
         await within(served(reader), 60_000, 'the restarted service to answer')
@@ -235,12 +261,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const lockCheck = await within(locks.check(reader), 30_000, 'the locks check')
       const watchViolations = await within(watches.check(reader, 5000), 30_000, 'the watches check')
       const contextCheck = await within(context.check(5000), 30_000, 'the context check')
-      const redCheck = red ? await within(red.check(), 45_000, 'the Node-RED locks check') : { operations: 0, violations: [], summary: '', failures: [] }
-      await within(Promise.all([locks.close(), watches.close(), context.close()]), 10_000, 'the elections, watches and context stores to close')
+      const redCheck = red
+        ? await within(red.check(), 45_000, 'the Node-RED locks check')
+        : { operations: 0, violations: [], summary: '', failures: [] }
+      await within(
+        Promise.all([locks.close(), watches.close(), context.close()]),
+        10_000,
+        'the elections, watches and context stores to close',
+      )
       const skew = await skewRefused(probe)
       const shown = (ops: ReadonlyArray<Recorded<unknown, unknown>>) => (f: Failure) =>
         ops
-          .filter((o) => o.process === f.process && o.invokedAt <= f.endedAt + 5000 && (o.endedAt ?? o.returnedAt) >= f.invokedAt - 5000)
+          .filter(
+            (o) =>
+              o.process === f.process &&
+              o.invokedAt <= f.endedAt + 5000 &&
+              (o.endedAt ?? o.returnedAt) >= f.invokedAt - 5000,
+          )
           .slice(-8)
           .map(
             (o) =>
@@ -315,7 +352,8 @@ function probeService(prober: StateStoreClient, outages: Outages): () => Promise
       } catch (err) {
         // unreachable: no connection, or nobody subscribed to the request topic; a slow answer is not an outage
         const status = prober.status
-        if (err instanceof ConnectionError || status.state !== 'connected' || status.problem === 'noService') down ??= sentAt
+        if (err instanceof ConnectionError || status.state !== 'connected' || status.problem === 'noService')
+          down ??= sentAt
       }
       await sleep(PROBE_EVERY_MS)
     }
@@ -342,7 +380,10 @@ async function served(reader: StateStoreClient): Promise<void> {
 /** A phase that does not end in time is a failure of the run that says which phase, not a hang. */
 async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`chaos: timed out after ${ms} ms waiting for ${what}`)), ms)))
+  const late = new Promise<never>(
+    (_, reject) =>
+      (timer = setTimeout(() => reject(new Error(`chaos: timed out after ${ms} ms waiting for ${what}`)), ms)),
+  )
   try {
     return await Promise.race([work, late])
   } finally {

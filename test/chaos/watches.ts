@@ -37,7 +37,9 @@ export class WatchesWorkload {
     const before = last.get(key)
     // A DELETE has no version of its own: only versions of SETs are ordered.
     if (before?.version && n.version && Hlc.compare(n.version, before.version) < 0) {
-      this.violations.push(`watcher ${watcher}, key ${key}: version went back from ${before.version} to ${n.version}${n.reconciled ? ' (reconciled)' : ''}`)
+      this.violations.push(
+        `watcher ${watcher}, key ${key}: version went back from ${before.version} to ${n.version}${n.reconciled ? ' (reconciled)' : ''}`,
+      )
     }
     last.set(key, {
       value: n.operation === 'SET' ? (n.value?.toString() ?? null) : null,
@@ -56,7 +58,8 @@ export class WatchesWorkload {
         this.last.forEach((last, watcher) => {
           const seen = last.get(key)
           const seenValue = seen?.value ?? null
-          const versionDiffers = stored !== null && (!seen?.version || !version || Hlc.compare(seen.version, version) !== 0)
+          const versionDiffers =
+            stored !== null && (!seen?.version || !version || Hlc.compare(seen.version, version) !== 0)
           if (seenValue !== stored || versionDiffers)
             mismatches.push(
               `watcher ${watcher}, key ${key}: last told ${JSON.stringify(seenValue)} @${seen?.version ?? '-'}, the store holds ${JSON.stringify(stored)} @${version ?? '-'}`,

@@ -10,11 +10,22 @@ const write = (by: string, token: string, version: string): Accepted => ({ runti
 
 describe('chaos: the context and Node-RED lock checks', function () {
   it('fencing: tokens rising in version order pass, whatever order the writes were reported in', function () {
-    assert.deepEqual(fencingViolations([write('b', '3000:0:b', '3100:0:s'), write('a', '1000:0:a', '1100:0:s'), write('a', '1000:0:a', '1200:0:s')]), [])
+    assert.deepEqual(
+      fencingViolations([
+        write('b', '3000:0:b', '3100:0:s'),
+        write('a', '1000:0:a', '1100:0:s'),
+        write('a', '1000:0:a', '1200:0:s'),
+      ]),
+      [],
+    )
   })
 
   it("fencing: an old holder's write executed after the new holder's first is a violation", function () {
-    const found = fencingViolations([write('a', '1000:0:a', '1100:0:s'), write('b', '3000:0:b', '3100:0:s'), write('a', '1000:0:a', '3200:0:s')])
+    const found = fencingViolations([
+      write('a', '1000:0:a', '1100:0:s'),
+      write('b', '3000:0:b', '3100:0:s'),
+      write('a', '1000:0:a', '3200:0:s'),
+    ])
     assert.equal(found.length, 1)
     assert.match(found[0]!, /older holder's write landed after a newer holder's/)
   })
@@ -22,7 +33,14 @@ describe('chaos: the context and Node-RED lock checks', function () {
   const counted = (value: number, token: string, version: string): Counted => ({ runtime: 'r0', value, token, version })
 
   it('counters: values rising in version order pass, with a gap for a write of unknown outcome', function () {
-    assert.deepEqual(counterViolations('c', [counted(3, '2000:0:b', '2100:0:s'), counted(1, '1000:0:a', '1100:0:s'), counted(2, '1000:0:a', '1200:0:s')]), [])
+    assert.deepEqual(
+      counterViolations('c', [
+        counted(3, '2000:0:b', '2100:0:s'),
+        counted(1, '1000:0:a', '1100:0:s'),
+        counted(2, '1000:0:a', '1200:0:s'),
+      ]),
+      [],
+    )
   })
 
   it('counters without tokens (update key keeps its own): a value written twice is still a lost increment', function () {
@@ -67,7 +85,9 @@ describe('chaos: the context and Node-RED lock checks', function () {
   })
 
   it('context: a stale cache value, a key keys() misses and an index out of step with the values are each reported', function () {
-    const found = contextMismatches({ values: store.values, keys: ['a', 'b'] }, [{ values: new Map([['a', { n: 0 }]]), keys: [] }])
+    const found = contextMismatches({ values: store.values, keys: ['a', 'b'] }, [
+      { values: new Map([['a', { n: 0 }]]), keys: [] },
+    ])
     assert.equal(found.length, 3, found.join('\n'))
     assert.match(found[0]!, /key index lists \["a","b"\], its values are under \["a"\]/)
     assert.match(found[1]!, /store c0, key a: its cache holds \{"n":0\}/)

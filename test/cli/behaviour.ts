@@ -51,7 +51,11 @@ export function cliBehaviour(title: string, cli: () => CliCommand): void {
       const nx = await runCli(cli(), ['set', 'cli/greeting', 'other', '--nx', ...broker])
       assert.equal(nx.code, 1)
       assert.equal(nx.stderr.split('\n').length, 2, 'one line')
-      assert.equal((await runCli(cli(), ['set', 'cli/greeting', 'hello wörld', '--nex', ...broker])).code, 0, 'NEX with the same value applies')
+      assert.equal(
+        (await runCli(cli(), ['set', 'cli/greeting', 'hello wörld', '--nex', ...broker])).code,
+        0,
+        'NEX with the same value applies',
+      )
       for (const args of [
         ['get'],
         ['get', 'a', 'b'],
@@ -103,7 +107,8 @@ export function cliBehaviour(title: string, cli: () => CliCommand): void {
     })
 
     it('lists keys matching a pattern', async () => {
-      for (const k of ['cli/list/a1', 'cli/list/a2', 'cli/list/b1']) assert.equal((await runCli(cli(), ['set', k, 'x', ...broker])).code, 0)
+      for (const k of ['cli/list/a1', 'cli/list/a2', 'cli/list/b1'])
+        assert.equal((await runCli(cli(), ['set', k, 'x', ...broker])).code, 0)
       const r = await runCli(cli(), ['keys', 'cli/list/a?', ...broker])
       assert.equal(r.code, 0, r.stderr)
       assert.deepEqual(r.stdout.toString().split('\n').filter(Boolean).sort(), ['cli/list/a1', 'cli/list/a2'])

@@ -51,18 +51,30 @@ describe('aio-statestore: help, connection and failures', function () {
     assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'env/key'], { env })).stdout, Buffer.from('v'))
     // A --broker flag overrides the environment.
     const wrongPort = { ...env, AIO_BROKER_TCP_PORT: '1' }
-    assert.equal((await runCli(FROM_SOURCE, ['get', 'env/key', '--broker', emulator.brokerUrl], { env: wrongPort })).code, 0)
+    assert.equal(
+      (await runCli(FROM_SOURCE, ['get', 'env/key', '--broker', emulator.brokerUrl], { env: wrongPort })).code,
+      0,
+    )
   })
 
   it('takes connection flags before the command too, and names a wrong variable with its value', async () => {
     assert.equal((await runCli(FROM_SOURCE, ['--broker', emulator.brokerUrl, 'set', 'cli/before', 'v'])).code, 0)
-    assert.deepEqual((await runCli(FROM_SOURCE, [`--broker=${emulator.brokerUrl}`, '--timeout', '5000', 'get', 'cli/before'])).stdout, Buffer.from('v'))
     assert.deepEqual(
-      (await runCli(FROM_SOURCE, ['get', 'cli/before'], { env: withoutAioEnv({ AIO_STATESTORE_URL: emulator.brokerUrl }) })).stdout,
+      (await runCli(FROM_SOURCE, [`--broker=${emulator.brokerUrl}`, '--timeout', '5000', 'get', 'cli/before'])).stdout,
+      Buffer.from('v'),
+    )
+    assert.deepEqual(
+      (
+        await runCli(FROM_SOURCE, ['get', 'cli/before'], {
+          env: withoutAioEnv({ AIO_STATESTORE_URL: emulator.brokerUrl }),
+        })
+      ).stdout,
       Buffer.from('v'),
       'AIO_STATESTORE_URL keeps working',
     )
-    const wrong = await runCli(FROM_SOURCE, ['get', 'cli/before'], { env: withoutAioEnv({ AIO_BROKER_HOSTNAME: 'h', AIO_BROKER_TCP_PORT: 'eighty' }) })
+    const wrong = await runCli(FROM_SOURCE, ['get', 'cli/before'], {
+      env: withoutAioEnv({ AIO_BROKER_HOSTNAME: 'h', AIO_BROKER_TCP_PORT: 'eighty' }),
+    })
     assert.equal(wrong.code, 2)
     assert.match(wrong.stderr, /^aio-statestore: AIO_BROKER_TCP_PORT="eighty": expected a whole number/)
   })
@@ -74,14 +86,24 @@ describe('aio-statestore: help, connection and failures', function () {
     const cluster = await startEmulator({
       listen: { host: '127.0.0.1', port: 0 },
       logLevel: 'error',
-      tlsListeners: [{ port: 0, certFile: pki.serverCertFile, keyFile: pki.serverKeyFile, authentication: { method: 'sat', tokenFiles: [{ file: token }] } }],
+      tlsListeners: [
+        {
+          port: 0,
+          certFile: pki.serverCertFile,
+          keyFile: pki.serverKeyFile,
+          authentication: { method: 'sat', tokenFiles: [{ file: token }] },
+        },
+      ],
     })
     try {
       const flags = ['--broker', cluster.tlsUrls[0]!, '--ca-file', pki.caFile, '--sat-file', token, '--timeout', '3000']
       const without = await runCli(FROM_SOURCE, [...flags, 'set', 'laptop/k', 'v'])
       assert.equal(without.code, 3)
       assert.match(without.stderr, /altnames/)
-      assert.equal((await runCli(FROM_SOURCE, [...flags, '--tls-server-name', 'aio-broker', 'set', 'laptop/k', 'v'])).code, 0)
+      assert.equal(
+        (await runCli(FROM_SOURCE, [...flags, '--tls-server-name', 'aio-broker', 'set', 'laptop/k', 'v'])).code,
+        0,
+      )
     } finally {
       await cluster.stop()
       rmSync(pki.dir, { recursive: true, force: true })
@@ -112,7 +134,11 @@ describe('aio-statestore: help, connection and failures', function () {
       assert.equal(options.cleanStart, false)
       assert.equal(timeoutMs, 2500)
       assert.match(options.clientId, /^aio-statestore-cli-[0-9a-f]{8}$/)
-      assert.throws(() => connectionFrom({}, { AIO_SAT_FILE: password, AIO_MQTT_PASSWORD_FILE: password }), UsageError, 'a password and a SAT at once')
+      assert.throws(
+        () => connectionFrom({}, { AIO_SAT_FILE: password, AIO_MQTT_PASSWORD_FILE: password }),
+        UsageError,
+        'a password and a SAT at once',
+      )
       assert.throws(() => connectionFrom({ 'cert-file': password }, {}), UsageError, 'a certificate without its key')
       assert.throws(() => connectionFrom({}, { AIO_MQTT_USE_TLS: 'yes', AIO_BROKER_HOSTNAME: 'h' }), UsageError)
       assert.throws(
@@ -138,7 +164,10 @@ describe('aio-statestore: help, connection and failures', function () {
     // With an hour's timeout, the command ends only if the refusal ends it.
     const r = await runCli(FROM_SOURCE, ['get', 'k', '--broker', 'mqtt://127.0.0.1:1', '--timeout', '3600000'])
     assert.equal(r.code, 3)
-    assert.match(r.stderr, /^aio-statestore: cannot connect to mqtt:\/\/127\.0\.0\.1:1: connect ECONNREFUSED 127\.0\.0\.1:1\n$/)
+    assert.match(
+      r.stderr,
+      /^aio-statestore: cannot connect to mqtt:\/\/127\.0\.0\.1:1: connect ECONNREFUSED 127\.0\.0\.1:1\n$/,
+    )
   })
 
   it('keys exits 3 saying so where the state store has no SCAN', async function () {
@@ -168,7 +197,11 @@ describe('aio-statestore: help, connection and failures', function () {
     job.child.kill('SIGTERM')
     const ended = await job.ended
     assert.equal(ended.code, 128 + 15, ended.stderr)
-    assert.equal((await runCli(FROM_SOURCE, ['get', 'cli/signalled', '--broker', emulator.brokerUrl])).code, 1, 'released')
+    assert.equal(
+      (await runCli(FROM_SOURCE, ['get', 'cli/signalled', '--broker', emulator.brokerUrl])).code,
+      1,
+      'released',
+    )
   })
 
   it('lock --wait gives up with exit 3 while another holds the lock', async () => {

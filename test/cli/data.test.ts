@@ -64,7 +64,10 @@ describe('data in and out: --seed, export and import', function () {
 
   it("serves the keys of a WASM graph development environment's statestore.json given as --seed", async () => {
     const file = join(dir, 'statestore.json')
-    writeFileSync(file, JSON.stringify([{ factoryId: 'factoryA' }, { 'line/1': { speed: 3, tags: ['a'] } }, { count: 7 }], null, 2))
+    writeFileSync(
+      file,
+      JSON.stringify([{ factoryId: 'factoryA' }, { 'line/1': { speed: 3, tags: ['a'] } }, { count: 7 }], null, 2),
+    )
     const seeded = await start({ seedFile: file })
     emulators.push(seeded)
     await withClient(seeded.brokerUrl, async (c) => {
@@ -77,10 +80,16 @@ describe('data in and out: --seed, export and import', function () {
   it('refuses to start on a bad seed file, naming the file, the line and the reason', async () => {
     const file = join(dir, 'bad.json')
     writeFileSync(file, '[\n  {"a": "x"},\n  "not an object"\n]\n')
-    await assert.rejects(start({ seedFile: file }), (err: Error) => err.message.includes(`${file}:3:`) && /not an object/.test(err.message))
+    await assert.rejects(
+      start({ seedFile: file }),
+      (err: Error) => err.message.includes(`${file}:3:`) && /not an object/.test(err.message),
+    )
     const ndjson = join(dir, 'bad.ndjson')
     writeFileSync(ndjson, '{"key":"a","value":"x"}\n{"key":"b"}\n')
-    await assert.rejects(start({ seedFile: ndjson }), (err: Error) => err.message.includes(`${ndjson}:2:`) && /no value/.test(err.message))
+    await assert.rejects(
+      start({ seedFile: ndjson }),
+      (err: Error) => err.message.includes(`${ndjson}:2:`) && /no value/.test(err.message),
+    )
   })
 
   it('export then import into a second emulator gives the same keys and values, binary values included', async () => {
@@ -99,7 +108,11 @@ describe('data in and out: --seed, export and import', function () {
     assert.match(exported.stderr, /exported 123 key\(s\)/)
     const records = parseKeyRecords(exported.stdout.toString('utf8'))
     assert.equal(records.length, 123)
-    assert.match(exported.stdout.toString('utf8'), /"valueBase64":"AAH\/\/oAKDQ=="/, 'bytes that are not UTF-8 travel as base64')
+    assert.match(
+      exported.stdout.toString('utf8'),
+      /"valueBase64":"AAH\/\/oAKDQ=="/,
+      'bytes that are not UTF-8 travel as base64',
+    )
 
     const file = join(dir, 'export.ndjson')
     writeFileSync(file, exported.stdout)
@@ -160,7 +173,10 @@ describe('data in and out: --seed, export and import', function () {
   it('import refuses a bad file before writing anything, naming the line', async () => {
     const target = await start()
     emulators.push(target)
-    const r = await cli(['import', '-', '--broker', target.brokerUrl], '{"key":"ok","value":"1"}\n{"key":"x","valueBase64":"%%"}\n')
+    const r = await cli(
+      ['import', '-', '--broker', target.brokerUrl],
+      '{"key":"ok","value":"1"}\n{"key":"x","valueBase64":"%%"}\n',
+    )
     assert.equal(r.code, 2)
     assert.match(r.stderr, /-:2: valueBase64 is not base64/)
     assert.equal((await contents(target.brokerUrl)).size, 0)
@@ -176,7 +192,11 @@ describe('data in and out: --seed, export and import', function () {
     writeFileSync(file, text)
     const fromFile = await cli(['import', file, '--broker', target.brokerUrl])
     assert.equal(fromFile.code, 2, fromFile.stderr)
-    assert.ok(fromFile.stderr.includes(`${file}:5001: value is text; bytes go in valueBase64`) || /:5001: /.test(fromFile.stderr), fromFile.stderr)
+    assert.ok(
+      fromFile.stderr.includes(`${file}:5001: value is text; bytes go in valueBase64`) ||
+        /:5001: /.test(fromFile.stderr),
+      fromFile.stderr,
+    )
     const fromStdin = await cli(['import', '-', '--broker', target.brokerUrl], text)
     assert.equal(fromStdin.code, 2, fromStdin.stderr)
     assert.match(fromStdin.stderr, /-:5001: /)
@@ -202,12 +222,13 @@ describe('data in and out: --seed, export and import', function () {
       const out = openSync(file, 'w')
       for (let i = 0; i < lines; i++) writeSync(out, `{"key":"large/${i % 60}","value":"${valueOf(i % 60)}"}\n`)
       closeSync(out)
-      const r = await runCli({ ...FROM_SOURCE, args: [`--max-old-space-size=${HEAP_MB}`, '--require', join(__dirname, 'peak-rss.cjs'), ...FROM_SOURCE.args] }, [
-        'import',
-        file,
-        '--broker',
-        target.brokerUrl,
-      ])
+      const r = await runCli(
+        {
+          ...FROM_SOURCE,
+          args: [`--max-old-space-size=${HEAP_MB}`, '--require', join(__dirname, 'peak-rss.cjs'), ...FROM_SOURCE.args],
+        },
+        ['import', file, '--broker', target.brokerUrl],
+      )
       assert.equal(r.code, 0, r.stderr)
       assert.match(r.stderr, new RegExp(`imported ${lines} key\\(s\\)`))
       const held = await contents(target.brokerUrl)

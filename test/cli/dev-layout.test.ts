@@ -46,12 +46,22 @@ describe("aio-statestore-emulator --dev: the SDKs' dev layout, over TLS + SAT an
         rules: [
           {
             principals: { attributes: [{ role: 'tester' }] },
-            brokerResources: [{ method: 'Connect' }, { method: 'Publish', topics: ['#'] }, { method: 'Subscribe', topics: ['#'] }],
-            stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['{principal.attributes.role}/*', 'dev/*'] }],
+            brokerResources: [
+              { method: 'Connect' },
+              { method: 'Publish', topics: ['#'] },
+              { method: 'Subscribe', topics: ['#'] },
+            ],
+            stateStoreResources: [
+              { method: 'ReadWrite', keyType: 'Pattern', keys: ['{principal.attributes.role}/*', 'dev/*'] },
+            ],
           },
           {
             principals: { clientIds: ['sat-*'] },
-            brokerResources: [{ method: 'Connect' }, { method: 'Publish', topics: ['#'] }, { method: 'Subscribe', topics: ['#'] }],
+            brokerResources: [
+              { method: 'Connect' },
+              { method: 'Publish', topics: ['#'] },
+              { method: 'Subscribe', topics: ['#'] },
+            ],
             stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['dev/*'] }],
           },
         ],
@@ -89,11 +99,18 @@ describe("aio-statestore-emulator --dev: the SDKs' dev layout, over TLS + SAT an
 
   it("lays out the SDKs' files and an .env for TLS + SAT", () => {
     const env = readDotEnv(join(dir, 'layout', '.env'))
-    assert.deepEqual(Object.keys(env).sort(), ['AIO_BROKER_HOSTNAME', 'AIO_BROKER_TCP_PORT', 'AIO_MQTT_USE_TLS', 'AIO_SAT_FILE', 'AIO_TLS_CA_FILE'])
+    assert.deepEqual(Object.keys(env).sort(), [
+      'AIO_BROKER_HOSTNAME',
+      'AIO_BROKER_TCP_PORT',
+      'AIO_MQTT_USE_TLS',
+      'AIO_SAT_FILE',
+      'AIO_TLS_CA_FILE',
+    ])
     assert.equal(env.AIO_BROKER_HOSTNAME, 'localhost')
     assert.equal(env.AIO_MQTT_USE_TLS, 'true')
     assert.equal(env.AIO_SAT_FILE, join(dir, 'layout', '.session', 'token.txt'))
-    for (const f of ['broker-ca.crt', 'client.crt', 'client.key', 'token.txt']) assert.ok(readFileSync(join(dir, 'layout', '.session', f)).length > 0, f)
+    for (const f of ['broker-ca.crt', 'client.crt', 'client.key', 'token.txt'])
+      assert.ok(readFileSync(join(dir, 'layout', '.session', f)).length > 0, f)
   })
 
   it('set and get with only .env exported: TLS + SAT; a wrong token is refused, a rotated file counts at once', async () => {
@@ -102,7 +119,9 @@ describe("aio-statestore-emulator --dev: the SDKs' dev layout, over TLS + SAT an
     assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'dev/over-sat'], { env })).stdout, Buffer.from('v1'))
     const wrong = join(dir, 'wrong-token')
     writeFileSync(wrong, 'not-the-token')
-    const refused = await runCli(FROM_SOURCE, ['get', 'dev/over-sat', '--timeout', '1500'], { env: { ...env, AIO_SAT_FILE: wrong } })
+    const refused = await runCli(FROM_SOURCE, ['get', 'dev/over-sat', '--timeout', '1500'], {
+      env: { ...env, AIO_SAT_FILE: wrong },
+    })
     assert.equal(refused.code, 3)
     assert.match(refused.stderr, /not authorized/i)
     // Rotation: the token file now holds another token, which the listener accepts from the next CONNECT.
@@ -119,9 +138,15 @@ describe("aio-statestore-emulator --dev: the SDKs' dev layout, over TLS + SAT an
       AIO_TLS_CERT_FILE: join(session, 'client.crt'),
       AIO_TLS_KEY_FILE: join(session, 'client.key'),
     })
-    assert.equal((await runCli(FROM_SOURCE, ['set', 'tester/over-x509', 'v2'], { env })).code, 0, 'allowed by {principal.attributes.role}/*')
+    assert.equal(
+      (await runCli(FROM_SOURCE, ['set', 'tester/over-x509', 'v2'], { env })).code,
+      0,
+      'allowed by {principal.attributes.role}/*',
+    )
     assert.deepEqual((await runCli(FROM_SOURCE, ['get', 'tester/over-x509'], { env })).stdout, Buffer.from('v2'))
-    const noCert = await runCli(FROM_SOURCE, ['get', 'tester/over-x509', '--timeout', '1500'], { env: { ...env, AIO_TLS_CERT_FILE: '', AIO_TLS_KEY_FILE: '' } })
+    const noCert = await runCli(FROM_SOURCE, ['get', 'tester/over-x509', '--timeout', '1500'], {
+      env: { ...env, AIO_TLS_CERT_FILE: '', AIO_TLS_KEY_FILE: '' },
+    })
     assert.equal(noCert.code, 3, 'no client certificate: the handshake fails')
   })
 })

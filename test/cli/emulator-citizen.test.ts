@@ -83,7 +83,10 @@ describe('aio-statestore-emulator: a good citizen among other processes', functi
   it('--dev refuses a .session folder and a token file that others may write, naming them', async () => {
     const layout = join(dir, 'layout')
     // openssl makes the layout first: on a busy machine that alone takes seconds.
-    const made = await EmulatorProcess.start(['--dev', layout, '--listen', '0', '--x509-listen', '0', '--sat-listen', '0', '--log-level', 'warn'], 45_000)
+    const made = await EmulatorProcess.start(
+      ['--dev', layout, '--listen', '0', '--x509-listen', '0', '--sat-listen', '0', '--log-level', 'warn'],
+      45_000,
+    )
     await made.kill('SIGTERM')
     const session = join(layout, '.session')
     chmodSync(join(session, 'token.txt'), 0o666)
@@ -101,7 +104,10 @@ describe('aio-statestore-emulator: a good citizen among other processes', functi
   it('exits, freeing its port, when the process that started it is stopped', async () => {
     mkdirSync(dir, { recursive: true })
     // A starter that does not pass signals on, as npx and `npm run` under sh -c: the emulator is its child.
-    const starter = spawn('sh', ['-c', `'${process.execPath}' --import tsx '${CLI}' --listen 0; echo done`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    const starter = spawn('sh', ['-c', `'${process.execPath}' --import tsx '${CLI}' --listen 0; echo done`], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     starter.stdout.on('data', (d: Buffer) => (out += d.toString()))
     const port = await eventually(

@@ -30,7 +30,10 @@ describe('aio-statestore: refusals say what to do and name the key', function ()
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
     dir = mkdtempSync(join(tmpdir(), 'cli-hints-'))
     const bin = join(dir, 'aio-statestore')
-    writeFileSync(bin, `#!/bin/sh\nexec ${[FROM_SOURCE.file, ...FROM_SOURCE.args].map((w) => `'${w}'`).join(' ')} "$@"\n`)
+    writeFileSync(
+      bin,
+      `#!/bin/sh\nexec ${[FROM_SOURCE.file, ...FROM_SOURCE.args].map((w) => `'${w}'`).join(' ')} "$@"\n`,
+    )
     chmodSync(bin, 0o755)
     const url = new URL(emulator.brokerUrl)
     env = withoutAioEnv({
@@ -67,9 +70,15 @@ describe('aio-statestore: refusals say what to do and name the key', function ()
       auth,
       `kind: BrokerAuthorization\napiVersion: mqttbroker.iotoperations.azure.com/v1\nmetadata: { name: p }\nspec:\n  authorizationPolicies:\n    rules:\n      - principals: { clientIds: [w] }\n        brokerResources: [{ method: Connect }, { method: Subscribe, topics: ["clients/{principal.clientId}/#"] }]\n        stateStoreResources:\n          - { method: ReadWrite, keys: ["mine/*"] }\n`,
     )
-    const guarded = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, authorizationFile: auth, logLevel: 'silent' })
+    const guarded = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      authorizationFile: auth,
+      logLevel: 'silent',
+    })
     try {
-      const r = await runCli(FROM_SOURCE, ['set', 'theirs/x', 'v', '--broker', guarded.brokerUrl], { env: withoutAioEnv({ AIO_MQTT_CLIENT_ID: 'w' }) })
+      const r = await runCli(FROM_SOURCE, ['set', 'theirs/x', 'v', '--broker', guarded.brokerUrl], {
+        env: withoutAioEnv({ AIO_MQTT_CLIENT_ID: 'w' }),
+      })
       assert.equal(r.code, 3)
       assert.match(r.stderr, /not authorized for the key "theirs\/x"/)
     } finally {

@@ -17,7 +17,8 @@ const ROOT = join(__dirname, '..', '..')
 function node20(): string {
   if (process.versions.node.startsWith('20.')) return process.execPath
   for (const candidate of ['/usr/bin/node', '/usr/local/bin/node'])
-    if (existsSync(candidate) && execFileSync(candidate, ['--version'], { encoding: 'utf8' }).startsWith('v20.')) return candidate
+    if (existsSync(candidate) && execFileSync(candidate, ['--version'], { encoding: 'utf8' }).startsWith('v20.'))
+      return candidate
   throw new Error('no Node.js 20 on this machine (the README promises the CLI runs there): install Debian’s nodejs')
 }
 
@@ -33,7 +34,9 @@ describe('cli: on Node.js 20, as typed', function () {
     work = mkdtempSync(join(tmpdir(), 'aio-ss-cli20-'))
     const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'cli20-seed' })
     try {
-      await Promise.all(Array.from({ length: 300 }, (_, i) => client.set(`node20/${String(i).padStart(3, '0')}`, `value ${i}`)))
+      await Promise.all(
+        Array.from({ length: 300 }, (_, i) => client.set(`node20/${String(i).padStart(3, '0')}`, `value ${i}`)),
+      )
     } finally {
       await client.close()
     }

@@ -7,7 +7,10 @@ const ROOT = join(__dirname, '..', '..')
 /** How to start `aio-statestore`: from its TypeScript source (no build needed), or an installed bin. */
 export type CliCommand = { file: string; args: string[]; cwd?: string }
 
-export const FROM_SOURCE: CliCommand = { file: process.execPath, args: ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')] }
+export const FROM_SOURCE: CliCommand = {
+  file: process.execPath,
+  args: ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')],
+}
 
 export interface Ran {
   code: number | null
@@ -28,7 +31,9 @@ export class CliProcess {
   ) {
     child.stdout!.on('data', (d: Buffer) => this.out.push(d))
     child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()))
-    this.ended = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal, stdout: this.stdout, stderr: this.stderr })))
+    this.ended = new Promise((resolve) =>
+      child.once('close', (code, signal) => resolve({ code, signal, stdout: this.stdout, stderr: this.stderr })),
+    )
     if (input !== undefined) child.stdin!.end(input)
     else child.stdin?.end()
   }
@@ -41,14 +46,20 @@ export class CliProcess {
   async waitForStderr(text: string, timeoutMs = 10_000): Promise<void> {
     const deadline = Date.now() + scaled(timeoutMs)
     while (!this.stderr.includes(text)) {
-      if (this.child.exitCode !== null) throw new Error(`exited (${this.child.exitCode}) before printing ${JSON.stringify(text)}: ${this.stderr}`)
-      if (Date.now() > deadline) throw new Error(`no ${JSON.stringify(text)} on stderr within ${timeoutMs} ms (scaled): ${this.stderr}`)
+      if (this.child.exitCode !== null)
+        throw new Error(`exited (${this.child.exitCode}) before printing ${JSON.stringify(text)}: ${this.stderr}`)
+      if (Date.now() > deadline)
+        throw new Error(`no ${JSON.stringify(text)} on stderr within ${timeoutMs} ms (scaled): ${this.stderr}`)
       await new Promise((r) => setTimeout(r, 20))
     }
   }
 }
 
-export function startCli(cli: CliCommand, args: string[], options: { input?: Buffer | string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): CliProcess {
+export function startCli(
+  cli: CliCommand,
+  args: string[],
+  options: { input?: Buffer | string; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): CliProcess {
   const child = spawn(cli.file, [...cli.args, ...args], {
     cwd: options.cwd ?? cli.cwd ?? ROOT,
     env: options.env ?? withoutAioEnv(),
@@ -57,7 +68,11 @@ export function startCli(cli: CliCommand, args: string[], options: { input?: Buf
   return new CliProcess(child, options.input)
 }
 
-export function runCli(cli: CliCommand, args: string[], options: { input?: Buffer | string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<Ran> {
+export function runCli(
+  cli: CliCommand,
+  args: string[],
+  options: { input?: Buffer | string; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<Ran> {
   return startCli(cli, args, options).ended
 }
 

@@ -40,7 +40,13 @@ describe("client: the cluster's settings (persistence property, metric category)
       dir = mkdtempSync(join(tmpdir(), 'cluster-settings-'))
       const file = join(dir, 'broker.yaml')
       writeFileSync(file, BROKER)
-      emulator = await startEmulator({ inProcessOnly: true, brokerConfigFile: file, persistFile: join(dir, 'store.aof'), admin: true, logLevel: 'error' })
+      emulator = await startEmulator({
+        inProcessOnly: true,
+        brokerConfigFile: file,
+        persistFile: join(dir, 'store.aof'),
+        admin: true,
+        logLevel: 'error',
+      })
     })
     after(async () => {
       await emulator?.stop()
@@ -48,7 +54,12 @@ describe("client: the cluster's settings (persistence property, metric category)
     })
 
     const persisted = async (clientId: string, options: Partial<ClientOptions>): Promise<boolean> => {
-      const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, connectStream: emulator.connectInProcess!, clientId, ...options })
+      const client = new StateStoreClient({
+        brokerUrl: emulator.brokerUrl,
+        connectStream: emulator.connectInProcess!,
+        clientId,
+        ...options,
+      })
       try {
         await client.set(`kept/${clientId}`, 'v', { persist: true })
       } finally {
@@ -58,20 +69,47 @@ describe("client: the cluster's settings (persistence property, metric category)
     }
 
     it('keeps a key SET with persist: true when the client sends the property the broker names', async () => {
-      assert.equal(await persisted('default-property', {}), false, 'aio-persistence: true is not what this broker asks for')
-      assert.equal(await persisted('named-property', { persistenceProperty: { key: 'keep-on-disk', value: 'yes' } }), true)
+      assert.equal(
+        await persisted('default-property', {}),
+        false,
+        'aio-persistence: true is not what this broker asks for',
+      )
+      assert.equal(
+        await persisted('named-property', { persistenceProperty: { key: 'keep-on-disk', value: 'yes' } }),
+        true,
+      )
     })
 
     it('takes the property from the context store settings and the CLI as name=value, and refuses one without a name', () => {
-      assert.deepEqual(resolveConfig({ persistenceProperty: 'keep-on-disk=yes' }, {}).client.persistenceProperty, { key: 'keep-on-disk', value: 'yes' })
-      assert.deepEqual(resolveConfig({ persistenceProperty: { key: 'k', value: 'v' } }, {}).client.persistenceProperty, { key: 'k', value: 'v' })
-      assert.throws(() => resolveConfig({ persistenceProperty: '=yes' }, {}), /state store context: the persistence property must be written name=value/)
-      assert.deepEqual(connectionFrom({ 'persistence-property': 'keep-on-disk=yes' }, {}).options.persistenceProperty, { key: 'keep-on-disk', value: 'yes' })
+      assert.deepEqual(resolveConfig({ persistenceProperty: 'keep-on-disk=yes' }, {}).client.persistenceProperty, {
+        key: 'keep-on-disk',
+        value: 'yes',
+      })
+      assert.deepEqual(
+        resolveConfig({ persistenceProperty: { key: 'k', value: 'v' } }, {}).client.persistenceProperty,
+        { key: 'k', value: 'v' },
+      )
+      assert.throws(
+        () => resolveConfig({ persistenceProperty: '=yes' }, {}),
+        /state store context: the persistence property must be written name=value/,
+      )
+      assert.deepEqual(connectionFrom({ 'persistence-property': 'keep-on-disk=yes' }, {}).options.persistenceProperty, {
+        key: 'keep-on-disk',
+        value: 'yes',
+      })
       assert.throws(
         () => connectionFrom({ 'persistence-property': 'keep-on-disk' }, {}),
         /--persistence-property: the persistence property must be written name=value/,
       )
-      assert.throws(() => new StateStoreClient({ brokerUrl: 'mqtt://127.0.0.1:1', clientId: 'x', persistenceProperty: { key: '', value: 'v' } }), ArgumentError)
+      assert.throws(
+        () =>
+          new StateStoreClient({
+            brokerUrl: 'mqtt://127.0.0.1:1',
+            clientId: 'x',
+            persistenceProperty: { key: '', value: 'v' },
+          }),
+        ArgumentError,
+      )
     })
   })
 
@@ -83,7 +121,8 @@ describe("client: the cluster's settings (persistence property, metric category)
       server = createServer((socket) => {
         const parser = mqttPacket.parser({ protocolVersion: 5 })
         parser.on('packet', (packet) => {
-          if (packet.cmd === 'connect') connects.push(packet.properties?.userProperties ? { ...packet.properties.userProperties } : undefined)
+          if (packet.cmd === 'connect')
+            connects.push(packet.properties?.userProperties ? { ...packet.properties.userProperties } : undefined)
           socket.destroy()
         })
         socket.on('data', (d) => parser.parse(d))

@@ -16,7 +16,9 @@ import { ClientPool, statusWhere, uniqueId } from '../support/clients'
 import { FakeBroker } from './support/fake-broker'
 
 function listen(server: Server): Promise<number> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)))
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
+  )
 }
 
 describe('client connection: problems it names', function () {
@@ -33,22 +35,35 @@ describe('client connection: problems it names', function () {
   })
 
   async function firstFailure(url: string, tls = false): Promise<ConnectionStatus> {
-    const client = pool.create(url, { reconnectMinMs: 60_000, reconnectMaxMs: 60_000, connectTimeoutMs: 3000, ...(tls ? { tls: { ca: certs.ca } } : {}) })
+    const client = pool.create(url, {
+      reconnectMinMs: 60_000,
+      reconnectMaxMs: 60_000,
+      connectTimeoutMs: 3000,
+      ...(tls ? { tls: { ca: certs.ca } } : {}),
+    })
     return statusWhere(client, (s) => s.state === 'disconnected')
   }
 
   it('a port that answers CONNECT with something else (an HTTP server): notMqtt, naming the port', async () => {
-    const http = createServer((socket) => socket.once('data', () => socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')))
+    const http = createServer((socket) =>
+      socket.once('data', () => socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')),
+    )
     servers.push(http)
     const port = await listen(http)
     const status = await firstFailure(`mqtt://127.0.0.1:${port}`)
     assert.equal(status.problem, 'notMqtt')
-    assert.match(status.reason ?? '', new RegExp(`127\\.0\\.0\\.1:${port} gave no MQTT answer: check the broker URL's port`))
+    assert.match(
+      status.reason ?? '',
+      new RegExp(`127\\.0\\.0\\.1:${port} gave no MQTT answer: check the broker URL's port`),
+    )
     assert.doesNotMatch(status.reason ?? '', /header flag bits/, "not mqtt.js's parser error")
   })
 
   it('mqtt:// to a TLS port (it closes without a byte): notMqtt, suggesting mqtts://', async () => {
-    const tls = createTlsServer({ cert: readFileSync(certs.serverCertFile), key: readFileSync(certs.serverKeyFile) }, (s) => s.resume())
+    const tls = createTlsServer(
+      { cert: readFileSync(certs.serverCertFile), key: readFileSync(certs.serverKeyFile) },
+      (s) => s.resume(),
+    )
     servers.push(tls)
     const port = await listen(tls)
     const status = await firstFailure(`mqtt://127.0.0.1:${port}`)
@@ -58,7 +73,9 @@ describe('client connection: problems it names', function () {
 
   it('mqtt:// to a port that answers with a TLS record: tlsExpected', async () => {
     // A TLS alert record (content type 0x15), as some TLS servers send for a plain-text hello.
-    const alert = createServer((socket) => socket.once('data', () => socket.end(Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46]))))
+    const alert = createServer((socket) =>
+      socket.once('data', () => socket.end(Buffer.from([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46]))),
+    )
     servers.push(alert)
     const port = await listen(alert)
     const status = await firstFailure(`mqtt://127.0.0.1:${port}`)
@@ -99,7 +116,10 @@ describe('client connection: problems it names', function () {
         const status = await statusWhere(client, (s) => s.state === 'disconnected')
         const closedAt = performance.now()
         assert.equal(status.problem, 'takenOver')
-        assert.match(status.reason ?? '', /took the session over \(DISCONNECT 0x8E\): give each client its own client id/)
+        assert.match(
+          status.reason ?? '',
+          /took the session over \(DISCONNECT 0x8E\): give each client its own client id/,
+        )
         await statusWhere(client, (s) => s.state === 'connected')
         assert.equal(broker.connects.length, connects + 1, 'one reconnect per takeover')
         waits.push(performance.now() - closedAt)
@@ -173,13 +193,17 @@ describe('client connection: problems it names', function () {
       }
       const windowMs = 12_000
       await sleep(windowMs)
-      const takeovers = broker.log.split('\n').filter((line) => line.includes(`Client ${clientId} already connected, closing old connection`)).length
+      const takeovers = broker.log
+        .split('\n')
+        .filter((line) => line.includes(`Client ${clientId} already connected, closing old connection`)).length
       const told = seen.filter((s) => s.problem === 'takenOver')
       assert.ok(told.length > 0, 'a status with problem takenOver')
       // mosquitto 2.0.11 closes the old connection without DISCONNECT 0x8E: the client names the pattern.
       assert.match(
         told[0]!.reason ?? '',
-        new RegExp(`client id "${clientId}" (took|is most likely taking) the session over.*give each client its own client id`),
+        new RegExp(
+          `client id "${clientId}" (took|is most likely taking) the session over.*give each client its own client id`,
+        ),
       )
       // Reconnecting at the configured 0.5–1 s after every takeover gives some 20 to 30 in 12 s;
       // doubling the wait after each takeover in a row leaves well under half of that.

@@ -37,7 +37,12 @@ describe('client connection (scripted broker)', function () {
   })
 
   it('connects with MQTT 5 and the options given: client id, clean start, keepalive, session expiry, credentials', async function () {
-    const client = await pool.ready(broker.url, { keepaliveSec: 30, sessionExpirySec: 120, username: 'user', password: 'secret' })
+    const client = await pool.ready(broker.url, {
+      keepaliveSec: 30,
+      sessionExpirySec: 120,
+      username: 'user',
+      password: 'secret',
+    })
     const [connect] = broker.connects
     assert.equal(connect!.protocolVersion, 5)
     assert.equal(connect!.clientId, client.clientId)
@@ -54,13 +59,21 @@ describe('client connection (scripted broker)', function () {
   it('K8S-SAT: sends the token file at every connect, fails as authFailed while refused, re-authenticates when the file changes', async function () {
     const tokenFile = join(dir, 'token')
     writeFileSync(tokenFile, 'expired-token\n')
-    broker.decide = (c) => (c.properties?.authenticationData?.toString() === 'good-1' || c.properties?.authenticationData?.toString() === 'good-2' ? 0 : 0x87)
+    broker.decide = (c) =>
+      c.properties?.authenticationData?.toString() === 'good-1' ||
+      c.properties?.authenticationData?.toString() === 'good-2'
+        ? 0
+        : 0x87
     const client = pool.create(broker.url, { satTokenFile: tokenFile })
     const refused = await statusWhere(client, (s) => s.problem === 'authFailed')
     assert.ok(refused.state === 'disconnected' || refused.state === 'reconnecting')
     assert.match(refused.reason ?? '', /Not authorized/i)
     assert.equal(broker.connects[0]!.properties?.authenticationMethod, 'K8S-SAT')
-    assert.equal(broker.connects[0]!.properties?.authenticationData?.toString(), 'expired-token', 'trimmed file content')
+    assert.equal(
+      broker.connects[0]!.properties?.authenticationData?.toString(),
+      'expired-token',
+      'trimmed file content',
+    )
     // Still retrying with the refused token...
     await eventually(() => (broker.connects.length >= 3 ? true : undefined), 'retries', 5000)
     // ... until the kubelet writes a new one: the next connect carries it.
@@ -97,7 +110,10 @@ describe('client connection (scripted broker)', function () {
     await client.close()
     const names = states.map((s) => s.state)
     assert.deepEqual(names.slice(0, 1), ['connected'])
-    assert.ok(names.indexOf('disconnected') > 0 && names.indexOf('reconnecting') > names.indexOf('disconnected'), names.join(' → '))
+    assert.ok(
+      names.indexOf('disconnected') > 0 && names.indexOf('reconnecting') > names.indexOf('disconnected'),
+      names.join(' → '),
+    )
     assert.deepEqual(names.slice(-2), ['connected', 'closed'])
     assert.ok(states.find((s) => s.state === 'disconnected')?.reason)
   })

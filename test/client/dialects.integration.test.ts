@@ -17,7 +17,12 @@ import { ClientPool, Inbox, uniqueId } from '../support/clients'
 import { onEveryBroker } from './support/topology'
 
 /** One request sent by hand: the payload and user properties given, the whole response packet back. */
-async function rawRequest(url: string, topic: string, args: string[], userProperties: Record<string, string>): Promise<IPublishPacket> {
+async function rawRequest(
+  url: string,
+  topic: string,
+  args: string[],
+  userProperties: Record<string, string>,
+): Promise<IPublishPacket> {
   const clientId = uniqueId('raw')
   const responseTopic = `clients/${clientId}/services/statestore/_any_/command/invoke/response`
   const client = await mqtt.connectAsync(url, { protocolVersion: 5, clientId, reconnectPeriod: 0 })
@@ -58,7 +63,10 @@ onEveryBroker('both protocol dialects', (t) => {
         assert.equal((await c.set(k, 'two', { condition: 'NX' })).applied, false)
         const got = await c.get(k)
         assert.equal(got.value?.toString(), 'one')
-        assert.ok(got.version?.equals(first.version), `GET returns the SET version (${got.version} vs ${first.version})`)
+        assert.ok(
+          got.version?.equals(first.version),
+          `GET returns the SET version (${got.version} vs ${first.version})`,
+        )
         assert.equal((await c.set(k, 'one', { condition: 'NEX' })).applied, true)
         assert.equal((await c.set(k, 'other', { condition: 'NEX' })).applied, false)
         assert.equal((await c.vdel(k, 'wrong')).deleted, -1)
@@ -87,7 +95,10 @@ onEveryBroker('both protocol dialects', (t) => {
           c.del(guarded, { fencingToken: first.fencingToken! }),
           c.vdel(guarded, 'v2', { fencingToken: first.fencingToken! }),
         ]) {
-          await assert.rejects(stale, (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion')
+          await assert.rejects(
+            stale,
+            (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion',
+          )
         }
         assert.equal((await c.vdel(guarded, 'v2', { fencingToken: renewed.fencingToken! })).deleted, 1)
         assert.equal(await lease.release(), true)
@@ -111,7 +122,9 @@ onEveryBroker('both protocol dialects', (t) => {
           c.observe(k, () => {}),
           (e: unknown) => e instanceof ArgumentError && /preview protocol.*KEYNOTIFY/.test(e.message),
         )
-        const answer = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['KEYNOTIFY', k], { Timestamp: `${Date.now()}:0:raw` })
+        const answer = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['KEYNOTIFY', k], {
+          Timestamp: `${Date.now()}:0:raw`,
+        })
         assert.equal(answer.payload.toString(), '-ERR unknown command\r\n')
       })
 
@@ -145,14 +158,27 @@ onEveryBroker('both protocol dialects', (t) => {
     assert.match(version, /^[1-9][0-9]*:(0|[1-9][0-9]*):[^:]+$/, 'written without zero padding')
     // A fencing token older than the key's: refused with the service's text, in the payload.
     const lease = uniqueId('lease')
-    const acquired = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['SET', lease, 'me', 'NEX', 'PX', '5000'], { Timestamp: `${Date.now()}:0:CLIENT` })
+    const acquired = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['SET', lease, 'me', 'NEX', 'PX', '5000'], {
+      Timestamp: `${Date.now()}:0:CLIENT`,
+    })
     const token = String(acquired.properties?.userProperties?.Timestamp)
-    const fenced = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['SET', k, 'fenced'], { Timestamp: `${Date.now()}:0:CLIENT`, FencingToken: token })
+    const fenced = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['SET', k, 'fenced'], {
+      Timestamp: `${Date.now()}:0:CLIENT`,
+      FencingToken: token,
+    })
     assert.equal(fenced.payload.toString(), '+OK\r\n')
-    const stale = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['DEL', k], { Timestamp: `${Date.now()}:0:CLIENT`, FencingToken: `${now - 1000}:0:CLIENT` })
-    assert.equal(stale.payload.toString(), '-ERR the request fencing token is a lower version than the fencing token protecting the resource\r\n')
+    const stale = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['DEL', k], {
+      Timestamp: `${Date.now()}:0:CLIENT`,
+      FencingToken: `${now - 1000}:0:CLIENT`,
+    })
+    assert.equal(
+      stale.payload.toString(),
+      '-ERR the request fencing token is a lower version than the fencing token protecting the resource\r\n',
+    )
     // v1 property names mean nothing in the preview topic: a SET without Timestamp is refused.
-    const wrongNames = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['SET', k, 'x'], { __ts: `${String(Date.now()).padStart(15, '0')}:00000:c` })
+    const wrongNames = await rawRequest(t.url, PREVIEW_REQUEST_TOPIC, ['SET', k, 'x'], {
+      __ts: `${String(Date.now()).padStart(15, '0')}:00000:c`,
+    })
     assert.equal(wrongNames.payload.toString(), '-ERR missing timestamp\r\n')
   })
 
@@ -184,7 +210,10 @@ onEveryBroker('both protocol dialects', (t) => {
       preview.set(guarded, 'stale', { fencingToken: t1 }),
       (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion',
     )
-    await assert.rejects(v1.del(guarded, { fencingToken: t1 }), (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion')
+    await assert.rejects(
+      v1.del(guarded, { fencingToken: t1 }),
+      (e: unknown) => e instanceof ServiceError && e.code === 'FencingTokenLowerVersion',
+    )
     assert.equal((await v1.get(guarded)).value?.toString(), 'preview with the v1 token')
     await held.close()
     await taken.release()

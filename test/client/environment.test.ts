@@ -39,17 +39,28 @@ describe("the AIO SDKs' connection environment", () => {
 
   it("an empty environment sets nothing: the caller's own defaults apply", () => {
     assert.deepEqual(readAioEnvironment({}), {})
-    assert.deepEqual(readAioEnvironment({ AIO_BROKER_HOSTNAME: '', AIO_SAT_FILE: ' ' }), {}, 'blank is unset, as the deploy guides use it to switch SAT off')
+    assert.deepEqual(
+      readAioEnvironment({ AIO_BROKER_HOSTNAME: '', AIO_SAT_FILE: ' ' }),
+      {},
+      'blank is unset, as the deploy guides use it to switch SAT off',
+    )
   })
 
   it("takes the SDKs' defaults beside a host name: port 8883 with TLS", () => {
     assert.equal(readAioEnvironment({ AIO_BROKER_HOSTNAME: 'aio-broker' }).brokerUrl, 'mqtts://aio-broker:8883')
-    assert.equal(readAioEnvironment({ AIO_BROKER_HOSTNAME: 'aio-broker', AIO_BROKER_TCP_PORT: '18883' }).brokerUrl, 'mqtts://aio-broker:18883')
     assert.equal(
-      readAioEnvironment({ AIO_BROKER_HOSTNAME: 'localhost', AIO_BROKER_TCP_PORT: '1883', AIO_MQTT_USE_TLS: 'false' }).brokerUrl,
+      readAioEnvironment({ AIO_BROKER_HOSTNAME: 'aio-broker', AIO_BROKER_TCP_PORT: '18883' }).brokerUrl,
+      'mqtts://aio-broker:18883',
+    )
+    assert.equal(
+      readAioEnvironment({ AIO_BROKER_HOSTNAME: 'localhost', AIO_BROKER_TCP_PORT: '1883', AIO_MQTT_USE_TLS: 'false' })
+        .brokerUrl,
       'mqtt://localhost:1883',
     )
-    assert.equal(readAioEnvironment({ AIO_BROKER_HOSTNAME: '::1', AIO_MQTT_USE_TLS: 'False' }).brokerUrl, 'mqtt://[::1]:8883')
+    assert.equal(
+      readAioEnvironment({ AIO_BROKER_HOSTNAME: '::1', AIO_MQTT_USE_TLS: 'False' }).brokerUrl,
+      'mqtt://[::1]:8883',
+    )
   })
 
   it('AIO_STATESTORE_URL, a whole URL, wins over the host name', () => {
@@ -70,12 +81,23 @@ describe("the AIO SDKs' connection environment", () => {
       AIO_TLS_CA_FILE: join(dir, 'ca.crt'),
     })
     assert.deepEqual(
-      { clientId: aio.clientId, keepaliveSec: aio.keepaliveSec, sessionExpirySec: aio.sessionExpirySec, cleanStart: aio.cleanStart },
+      {
+        clientId: aio.clientId,
+        keepaliveSec: aio.keepaliveSec,
+        sessionExpirySec: aio.sessionExpirySec,
+        cleanStart: aio.cleanStart,
+      },
       { clientId: 'node-red-0', keepaliveSec: 30, sessionExpirySec: 0, cleanStart: true },
     )
-    assert.deepEqual(environmentAuth(aio), { username: 'u', satTokenFile: join(dir, 'token') }, 'a username may go with a SAT, as in the SDKs')
+    assert.deepEqual(
+      environmentAuth(aio),
+      { username: 'u', satTokenFile: join(dir, 'token') },
+      'a username may go with a SAT, as in the SDKs',
+    )
     assert.deepEqual(environmentTls(aio), { ca: Buffer.from('CA') })
-    const withPassword = environmentAuth(readAioEnvironment({ AIO_MQTT_USERNAME: 'u', AIO_MQTT_PASSWORD_FILE: join(dir, 'password') }))
+    const withPassword = environmentAuth(
+      readAioEnvironment({ AIO_MQTT_USERNAME: 'u', AIO_MQTT_PASSWORD_FILE: join(dir, 'password') }),
+    )
     assert.equal(withPassword.password, 'pw', 'without the line end')
   })
 
@@ -87,7 +109,12 @@ describe("the AIO SDKs' connection environment", () => {
     refused({ AIO_STATESTORE_URL: 'http://x' }, 'AIO_STATESTORE_URL', 'http://x', 'url')
     refused({ AIO_TLS_CA_FILE: join(dir, 'missing.crt') }, 'AIO_TLS_CA_FILE', join(dir, 'missing.crt'), 'file')
     refused({ AIO_SAT_FILE: join(dir, 'missing') }, 'AIO_SAT_FILE', join(dir, 'missing'), 'file')
-    refused({ AIO_SAT_FILE: join(dir, 'token'), AIO_MQTT_PASSWORD_FILE: join(dir, 'password') }, 'AIO_SAT_FILE', join(dir, 'token'), 'exclusive')
+    refused(
+      { AIO_SAT_FILE: join(dir, 'token'), AIO_MQTT_PASSWORD_FILE: join(dir, 'password') },
+      'AIO_SAT_FILE',
+      join(dir, 'token'),
+      'exclusive',
+    )
     refused({ AIO_TLS_KEY_FILE: 'k' }, 'AIO_TLS_KEY_FILE', 'k', 'pair')
     refused({ AIO_TLS_CERT_FILE: 'c' }, 'AIO_TLS_CERT_FILE', 'c', 'pair')
   })

@@ -86,7 +86,10 @@ onEveryBroker('key-value operations', (t) => {
     const lockB = new Lock(b, lockName, { leaseMs: 5000 })
     const t1 = await lockA.acquire({ timeoutMs: 2000 })
     assert.equal((await a.set(guarded, 'from A', { fencingToken: t1 })).applied, true)
-    await assert.rejects(a.set(guarded, 'no token'), (e: unknown) => e instanceof ServiceError && e.code === 'MissingFencingToken')
+    await assert.rejects(
+      a.set(guarded, 'no token'),
+      (e: unknown) => e instanceof ServiceError && e.code === 'MissingFencingToken',
+    )
     assert.equal(await lockA.release(), true)
     const t2 = await lockB.acquire({ timeoutMs: 2000 })
     assert.ok(Hlc.compare(t2, t1) > 0, 'the next holder gets a strictly greater token')
@@ -124,7 +127,8 @@ onEveryBroker('key-value operations', (t) => {
         expected,
       )
       assert.ok(got.every((n) => n.key.toString() === k && !n.reconciled))
-      for (let i = 0; i < versions.length; i++) assert.ok(got[i]!.version?.equals(versions[i]!), `notification ${i} carries the SET version`)
+      for (let i = 0; i < versions.length; i++)
+        assert.ok(got[i]!.version?.equals(versions[i]!), `notification ${i} carries the SET version`)
       assert.ok(got[41]!.version instanceof Hlc, 'expiry DELETE carries a version')
     }
     await o1.close()

@@ -35,7 +35,12 @@ describe('locks with the broker stopped', function () {
 
   /** A client that was connected, whose broker has then stopped. */
   async function orphaned(): Promise<StateStoreClient> {
-    const c = new StateStoreClient({ brokerUrl: broker.url, clientId: uniqueId('orphan'), connectionWaitMs: CONNECTION_WAIT_MS, reconnectMinMs: 100 })
+    const c = new StateStoreClient({
+      brokerUrl: broker.url,
+      clientId: uniqueId('orphan'),
+      connectionWaitMs: CONNECTION_WAIT_MS,
+      reconnectMinMs: 100,
+    })
     pool.add(c)
     await c.ready({ timeoutMs: 10_000 })
     await emulator.stop()
@@ -53,13 +58,20 @@ describe('locks with the broker stopped', function () {
 
   it('Lock.acquire with followKey (the lock node) fails with NotConnected', async function () {
     const c = await orphaned()
-    await assert.rejects(new Lock(c, uniqueId('lock'), { followKey: true }).acquire({ timeoutMs: WAIT_MS }), isNotConnected)
+    await assert.rejects(
+      new Lock(c, uniqueId('lock'), { followKey: true }).acquire({ timeoutMs: WAIT_MS }),
+      isNotConnected,
+    )
   })
 
   it('updateKey fails with NotConnected, not "lock acquire timed out"', async function () {
     const c = await orphaned()
     let called = false
-    const update = updateKey(c, uniqueId('counter'), () => ((called = true), '1'), { holdValue: () => 'h:1', leaseMs: 5000, timeoutMs: WAIT_MS })
+    const update = updateKey(c, uniqueId('counter'), () => ((called = true), '1'), {
+      holdValue: () => 'h:1',
+      leaseMs: 5000,
+      timeoutMs: WAIT_MS,
+    })
     await assert.rejects(update, isNotConnected)
     assert.equal(called, false, 'nothing was computed without the lock')
   })

@@ -32,7 +32,8 @@ function closedAfterEach(pool: ClientPool): <T extends { close(): Promise<void> 
 onEveryBroker('leases', (t) => {
   const pool = new ClientPool()
   const closing = closedAfterEach(pool)
-  const lease = (c: StateStoreClient, name: string, options: ConstructorParameters<typeof Lease>[2] = {}) => closing(new Lease(c, name, options))
+  const lease = (c: StateStoreClient, name: string, options: ConstructorParameters<typeof Lease>[2] = {}) =>
+    closing(new Lease(c, name, options))
 
   it('try-acquires, reports the holder, renews with a greater token, releases', async function () {
     const a = await pool.ready(t.url)
@@ -130,7 +131,10 @@ onEveryBroker('leases', (t) => {
     await waiting.release()
     await eventually(() => (seen.at(-1) === 'DELETE' ? true : undefined), 'the waiter released', 3000)
     const afterDelete = seen.slice(seen.indexOf('DELETE') + 1)
-    assert.ok(!afterDelete.includes(a.clientId), `nothing wrote the first holder's value back: ${afterDelete.join(', ')}`)
+    assert.ok(
+      !afterDelete.includes(a.clientId),
+      `nothing wrote the first holder's value back: ${afterDelete.join(', ')}`,
+    )
     assert.ok(afterDelete.includes('waiter'))
     await watching.close()
   })
@@ -203,7 +207,8 @@ onEveryBroker('locks', (t) => {
       )
       assert.equal(maxHolders, 1)
       assert.equal(tokens.length, clients.length * rounds)
-      for (let i = 1; i < tokens.length; i++) assert.ok(Hlc.compare(tokens[i]!, tokens[i - 1]!) > 0, `token ${i} is greater than the one before`)
+      for (let i = 1; i < tokens.length; i++)
+        assert.ok(Hlc.compare(tokens[i]!, tokens[i - 1]!) > 0, `token ${i} is greater than the one before`)
     })
   }
 
@@ -224,7 +229,11 @@ onEveryBroker('locks', (t) => {
       await lock.acquire({ timeoutMs: 10_000 })
       assert.equal(await lock.release(), true)
     }
-    assert.deepEqual(verbs, ['SET', 'VDEL', 'SET', 'VDEL', 'SET', 'VDEL'], 'no KEYNOTIFY anew, no STOP between acquisitions')
+    assert.deepEqual(
+      verbs,
+      ['SET', 'VDEL', 'SET', 'VDEL', 'SET', 'VDEL'],
+      'no KEYNOTIFY anew, no STOP between acquisitions',
+    )
   })
 
   it('a waiter registers the key once; a later wait of the same client waits on that registration', async function () {
@@ -236,7 +245,11 @@ onEveryBroker('locks', (t) => {
       const holder = new Lock(a, name, { leaseMs: 10_000 })
       await holder.acquire({ timeoutMs: 5000 })
       const waiting = new Lock(b, name, { leaseMs: 5000 }).acquire({ timeoutMs: 10_000 })
-      await eventually(() => (verbs.filter((v) => v === 'SET').length >= (round === 0 ? 2 : 3) ? true : undefined), 'the waiter to try', 5000)
+      await eventually(
+        () => (verbs.filter((v) => v === 'SET').length >= (round === 0 ? 2 : 3) ? true : undefined),
+        'the waiter to try',
+        5000,
+      )
       assert.equal(await holder.release(), true)
       await waiting
       assert.equal(await b.vdel(name, b.clientId).then((r) => r.deleted), 1)
@@ -290,7 +303,9 @@ onEveryBroker('locks', (t) => {
       clients.map(async (c) => {
         const lock = new Lock(c, name, { leaseMs: 5000 })
         for (let i = 0; i < perClient; i++) {
-          const result = await lock.edit(counter, (current) => String(Number(current?.toString() ?? '0') + 1), { timeoutMs: 10_000 })
+          const result = await lock.edit(counter, (current) => String(Number(current?.toString() ?? '0') + 1), {
+            timeoutMs: 10_000,
+          })
           assert.equal('applied' in result && result.applied, true)
         }
       }),
@@ -355,7 +370,8 @@ onEveryBroker('locks', (t) => {
 onEveryBroker('leader election', (t) => {
   const pool = new ClientPool()
   const closing = closedAfterEach(pool)
-  const election = (c: StateStoreClient, position: string, termMs: number) => closing(new LeaderElection(c, position, { termMs }))
+  const election = (c: StateStoreClient, position: string, termMs: number) =>
+    closing(new LeaderElection(c, position, { termMs }))
 
   it('elects one leader, renews its term, and fails over when the leader stops renewing', async function () {
     const a = await pool.ready(t.url)
@@ -510,7 +526,11 @@ describe('leases: followKey over a stand-in client', function () {
       observe: (_key: unknown, l: (n: KeyNotification) => void) => {
         calls.push('observe')
         listener = l
-        return Promise.resolve({ key: Buffer.from('k'), initial: null, close: () => (calls.push('close'), Promise.resolve()) })
+        return Promise.resolve({
+          key: Buffer.from('k'),
+          initial: null,
+          close: () => (calls.push('close'), Promise.resolve()),
+        })
       },
       get: () => {
         calls.push('get')
@@ -543,13 +563,19 @@ describe('leases: followKey over a stand-in client', function () {
       })
     const answer = () => pendingSet!({ applied: true, version: new Hlc(wall++, 0, 'n') })
     const fail = () => failSet!(new TimeoutError(1000, 'SET'))
-    const sent = (n: number) => eventually(() => (calls.filter((c) => c === 'set').length >= n ? true : undefined), `SET number ${n}`, 1000)
+    const sent = (n: number) =>
+      eventually(() => (calls.filter((c) => c === 'set').length >= n ? true : undefined), `SET number ${n}`, 1000)
     const setStored = (value: string | null) => (stored = value)
     return { client: client as unknown as StateStoreClient, calls, notify, answer, fail, sent, setStored }
   }
 
   /** A hold of `mine:1` on `k`, taken and released: the key's watch stays registered for the next hold. */
-  async function releasedEarlierHold({ client, calls, sent, answer }: Pick<ReturnType<typeof standIn>, 'client' | 'calls' | 'sent' | 'answer'>): Promise<void> {
+  async function releasedEarlierHold({
+    client,
+    calls,
+    sent,
+    answer,
+  }: Pick<ReturnType<typeof standIn>, 'client' | 'calls' | 'sent' | 'answer'>): Promise<void> {
     const first = new Lease(client, 'k', { holder: 'mine:1', leaseMs: 1000, followKey: true })
     const taking = first.tryAcquire()
     await sent(1)

@@ -41,7 +41,12 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
   after(() => broker?.stop())
 
   async function connected(options: IClientOptions = {}, url = broker.url): Promise<MqttClient> {
-    const client = mqtt.connect(url, { protocolVersion: 5, clientId: `internals-${clients.length}`, reconnectPeriod: 50, ...options })
+    const client = mqtt.connect(url, {
+      protocolVersion: 5,
+      clientId: `internals-${clients.length}`,
+      reconnectPeriod: 50,
+      ...options,
+    })
     clients.push(client)
     client.on('error', () => {})
     await new Promise<void>((resolve) => client.once('connect', () => resolve()))
@@ -51,16 +56,33 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
   it('_sendPacket writes an AUTH packet as given (K8S-SAT re-authentication)', async () => {
     const client = await connected()
     const internal = client as unknown as { _sendPacket?: (packet: object) => void }
-    assert.equal(typeof internal._sendPacket, 'function', changed('or removed MqttClient#_sendPacket', 'Connection.reauthenticate (AUTH 0x19)'))
+    assert.equal(
+      typeof internal._sendPacket,
+      'function',
+      changed('or removed MqttClient#_sendPacket', 'Connection.reauthenticate (AUTH 0x19)'),
+    )
     const token = Buffer.from('rotated-token')
-    internal._sendPacket!({ cmd: 'auth', reasonCode: 0x19, properties: { authenticationMethod: 'K8S-SAT', authenticationData: token } })
-    const auth = await eventually(() => broker.auths[0], changed('what _sendPacket does with an AUTH packet', 'Connection.reauthenticate'), 3000)
+    internal._sendPacket!({
+      cmd: 'auth',
+      reasonCode: 0x19,
+      properties: { authenticationMethod: 'K8S-SAT', authenticationData: token },
+    })
+    const auth = await eventually(
+      () => broker.auths[0],
+      changed('what _sendPacket does with an AUTH packet', 'Connection.reauthenticate'),
+      3000,
+    )
     assert.equal(auth.reasonCode, 0x19, changed('the AUTH reason code _sendPacket writes', 'Connection.reauthenticate'))
-    assert.ok(auth.properties?.authenticationData?.equals(token), changed('the AUTH properties _sendPacket writes', 'Connection.reauthenticate'))
+    assert.ok(
+      auth.properties?.authenticationData?.equals(token),
+      changed('the AUTH properties _sendPacket writes', 'Connection.reauthenticate'),
+    )
   })
 
   it('a reconnect sends options.properties.authenticationData as changed at run time (a fresh K8S-SAT token)', async () => {
-    const client = await connected({ properties: { authenticationMethod: 'K8S-SAT', authenticationData: Buffer.from('first') } })
+    const client = await connected({
+      properties: { authenticationMethod: 'K8S-SAT', authenticationData: Buffer.from('first') },
+    })
     assert.ok(client.options.properties, changed('MqttClient#options.properties', 'Connection.onReconnect'))
     client.options.properties.authenticationData = Buffer.from('second')
     broker.dropAll()
@@ -68,7 +90,10 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     assert.equal(
       again.properties?.authenticationData?.toString(),
       'second',
-      changed('where a reconnect reads the CONNECT properties from (options.properties)', 'Connection.onReconnect and reauthenticate'),
+      changed(
+        'where a reconnect reads the CONNECT properties from (options.properties)',
+        'Connection.onReconnect and reauthenticate',
+      ),
     )
   })
 
@@ -80,8 +105,14 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     const realInterval = globalThis.setInterval
     const realTimeout = globalThis.setTimeout
     // Record the delays timers are armed with while the connection drops; mqtt.js arms the reconnect timer then.
-    globalThis.setInterval = ((fn: () => void, ms?: number, ...rest: unknown[]) => (delays.push(ms), realInterval(fn, ms, ...rest))) as typeof setInterval
-    globalThis.setTimeout = ((fn: () => void, ms?: number, ...rest: unknown[]) => (delays.push(ms), realTimeout(fn, ms, ...rest))) as typeof setTimeout
+    globalThis.setInterval = ((fn: () => void, ms?: number, ...rest: unknown[]) => (
+      delays.push(ms),
+      realInterval(fn, ms, ...rest)
+    )) as typeof setInterval
+    globalThis.setTimeout = ((fn: () => void, ms?: number, ...rest: unknown[]) => (
+      delays.push(ms),
+      realTimeout(fn, ms, ...rest)
+    )) as typeof setTimeout
     try {
       const offline = new Promise<void>((resolve) => client.once('offline', () => resolve()))
       broker.dropAll()
@@ -92,7 +123,10 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     }
     assert.ok(
       delays.includes(PERIOD),
-      changed(`how the reconnect timer is armed (delays seen: ${JSON.stringify(delays)})`, "Connection's reconnect backoff (options.reconnectPeriod)"),
+      changed(
+        `how the reconnect timer is armed (delays seen: ${JSON.stringify(delays)})`,
+        "Connection's reconnect backoff (options.reconnectPeriod)",
+      ),
     )
   })
 
@@ -113,12 +147,18 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     assert.equal(
       typeof acked.messageId,
       'number',
-      changed('what the publish callback receives (the stored PUBLISH with its messageId)', 'Connection.publish (PUBACK 0x10)'),
+      changed(
+        'what the publish callback receives (the stored PUBLISH with its messageId)',
+        'Connection.publish (PUBACK 0x10)',
+      ),
     )
     assert.deepEqual(
       order,
       [`puback ${acked.messageId} 0x10`, 'callback'],
-      changed('the order of packetreceive and the publish callback, or a PUBACK 0x10 is now an error', 'Connection.publish (noSubscribers)'),
+      changed(
+        'the order of packetreceive and the publish callback, or a PUBACK 0x10 is now an error',
+        'Connection.publish (noSubscribers)',
+      ),
     )
   })
 
@@ -131,10 +171,17 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     assert.equal(
       typeof allocated,
       'number',
-      changed('when publish() allocates a message id (no longer synchronously)', 'Connection.publish (the id returned for forget())'),
+      changed(
+        'when publish() allocates a message id (no longer synchronously)',
+        'Connection.publish (the id returned for forget())',
+      ),
     )
     await done
-    assert.equal(broker.publishes[0]?.messageId, allocated, changed('which allocated id a PUBLISH carries', 'Connection.publish'))
+    assert.equal(
+      broker.publishes[0]?.messageId,
+      allocated,
+      changed('which allocated id a PUBLISH carries', 'Connection.publish'),
+    )
   })
 
   it('while offline a QoS 1 publish waits in outgoing under its id, and removeOutgoingMessage drops it with an error', async () => {
@@ -144,14 +191,26 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     broker.dropAll()
     await offline
     ids.last = undefined
-    const removed = new Promise<Error | undefined>((resolve) => client.publish('t', 'x', { qos: 1 }, (err) => resolve(err)))
+    const removed = new Promise<Error | undefined>((resolve) =>
+      client.publish('t', 'x', { qos: 1 }, (err) => resolve(err)),
+    )
     const id = ids.last
     assert.equal(typeof id, 'number', changed('message id allocation while offline', 'Connection.publish / forget'))
-    assert.ok(client.outgoing[id!], changed('MqttClient#outgoing (an offline publish no longer waits there under its id)', 'Connection.forget'))
+    assert.ok(
+      client.outgoing[id!],
+      changed('MqttClient#outgoing (an offline publish no longer waits there under its id)', 'Connection.forget'),
+    )
     client.removeOutgoingMessage(id!)
     const err = await removed
-    assert.ok(err instanceof Error, changed('removeOutgoingMessage (the publish callback no longer gets an error)', 'Connection.forget'))
-    assert.equal(client.outgoing[id!], undefined, changed('removeOutgoingMessage (the publish stays in outgoing)', 'Connection.forget'))
+    assert.ok(
+      err instanceof Error,
+      changed('removeOutgoingMessage (the publish callback no longer gets an error)', 'Connection.forget'),
+    )
+    assert.equal(
+      client.outgoing[id!],
+      undefined,
+      changed('removeOutgoingMessage (the publish stays in outgoing)', 'Connection.forget'),
+    )
   })
 
   it('handleMessage, overridden, is called once per PUBLISH and holds the next until its callback runs (emulator back-pressure)', async function () {
@@ -199,9 +258,16 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     assert.equal(
       typeof internal._storeAndSend,
       'function',
-      changed('or removed MqttClient#_storeAndSend', 'storeWithoutCopy (src/transport/store-without-copy.ts, the client and the emulator)'),
+      changed(
+        'or removed MqttClient#_storeAndSend',
+        'storeWithoutCopy (src/transport/store-without-copy.ts, the client and the emulator)',
+      ),
     )
-    assert.equal(typeof internal._writePacket, 'function', changed('or removed MqttClient#_writePacket', 'storeWithoutCopy'))
+    assert.equal(
+      typeof internal._writePacket,
+      'function',
+      changed('or removed MqttClient#_writePacket', 'storeWithoutCopy'),
+    )
     storeWithoutCopy(client)
     const stored: IPublishPacket[] = []
     const put = client.outgoingStore.put.bind(client.outgoingStore)
@@ -212,7 +278,11 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     const payload = Buffer.from('notification')
     const properties = { correlationData: Buffer.from('c1'), userProperties: { __ts: '1:0:n' } }
     await client.publishAsync('s/t', payload, { qos: 1, properties })
-    assert.equal(stored.length, 1, changed('where a QoS 1 PUBLISH is stored (no longer outgoingStore.put)', 'storeWithoutCopy'))
+    assert.equal(
+      stored.length,
+      1,
+      changed('where a QoS 1 PUBLISH is stored (no longer outgoingStore.put)', 'storeWithoutCopy'),
+    )
     assert.equal(stored[0]!.payload, payload, 'storeWithoutCopy: the stored PUBLISH is a copy')
     assert.equal(stored[0]!.topic, 's/t')
     assert.equal(broker.publishes[0]?.topic, 's/t', 'the PUBLISH reaches the broker')
@@ -222,7 +292,11 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
   it('_writePacket(packet, cb) writes with mqtt-packet and emits packetsend; with writeWholePackets each packet is one write of the same bytes (client and emulator)', async () => {
     const client = await connected()
     const internal = client as unknown as { _writePacket?: unknown; stream: { write(chunk: Buffer): boolean } }
-    assert.equal(typeof internal._writePacket, 'function', changed('or removed MqttClient#_writePacket', 'writeWholePackets (src/transport/whole-packets.ts)'))
+    assert.equal(
+      typeof internal._writePacket,
+      'function',
+      changed('or removed MqttClient#_writePacket', 'writeWholePackets (src/transport/whole-packets.ts)'),
+    )
     writeWholePackets(client)
     const writes: Buffer[] = []
     const write = internal.stream.write.bind(internal.stream)

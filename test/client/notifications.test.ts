@@ -36,7 +36,11 @@ describe('client observations (scripted responder)', function () {
 
   it('registers a key once for any number of listeners and stops when the last one leaves', async function () {
     const client = await pool.ready(url)
-    const [a, b, c] = await Promise.all([client.observe('k', () => {}), client.observe('k', () => {}), client.observe('k', () => {})])
+    const [a, b, c] = await Promise.all([
+      client.observe('k', () => {}),
+      client.observe('k', () => {}),
+      client.observe('k', () => {}),
+    ])
     assert.deepEqual(verbs(), ['KEYNOTIFY k', 'GET k'])
     await a.close()
     await b.close()
@@ -62,7 +66,10 @@ describe('client observations (scripted responder)', function () {
   it('an observation gives back what its registration read, unless a notification came first or the key was registered already', async function () {
     const client = await pool.ready(url)
     const stamp = new Hlc(Date.now(), 7, 'service')
-    responder.handler = (r) => (r.words[0] === 'GET' ? responder.answer(Reply.value(Buffer.from('v0')), { [Prop.timestamp]: stamp.toString() }) : answer(r))
+    responder.handler = (r) =>
+      r.words[0] === 'GET'
+        ? responder.answer(Reply.value(Buffer.from('v0')), { [Prop.timestamp]: stamp.toString() })
+        : answer(r)
     const first = await client.observe('k', () => {})
     assert.equal(first.initial?.value?.toString(), 'v0')
     assert.equal(first.initial?.version?.toString(), stamp.toString())
@@ -89,7 +96,8 @@ describe('client observations (scripted responder)', function () {
 
   it('fails observe with the service error and leaves no registration behind', async function () {
     const client = await pool.ready(url)
-    responder.handler = (r) => (r.words[0] === 'KEYNOTIFY' ? responder.answer(Reply.error('not authorized')) : answer(r))
+    responder.handler = (r) =>
+      r.words[0] === 'KEYNOTIFY' ? responder.answer(Reply.error('not authorized')) : answer(r)
     await assert.rejects(
       client.observe('secret', () => {}),
       (e: unknown) => e instanceof ServiceError && e.code === 'NotAuthorized',
@@ -111,12 +119,18 @@ describe('client observations (scripted responder)', function () {
     })
     const future = new Hlc(Date.now() + 5000, 3, responder.clock.nodeId)
     await responder.notify(client.clientId, 'k', Buffer.from('garbage'))
-    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v1')), { [Prop.timestamp]: future.toString() })
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v1')), {
+      [Prop.timestamp]: future.toString(),
+    })
     await responder.notify('someone-else', 'k', Notification.set(Buffer.from('not for us')))
     await responder.notify(client.clientId, 'k', Notification.delete, {})
-    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v2')), { [Prop.timestamp]: 'not an hlc' })
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v2')), {
+      [Prop.timestamp]: 'not an hlc',
+    })
     const later = new Hlc(Date.now() + 6000, 0, responder.clock.nodeId)
-    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v3')), { [Prop.timestamp]: later.toString() })
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v3')), {
+      [Prop.timestamp]: later.toString(),
+    })
     const got = await inbox.count(2, 3000).catch((err) => {
       throw new Error(`${err.message}: ${JSON.stringify(inbox.items)}`)
     })
@@ -127,7 +141,10 @@ describe('client observations (scripted responder)', function () {
     )
     assert.equal(client.droppedNotifications, 2)
     // Ahead of the wall clock and of every answer: taken, but the clock goes no further than an answer has shown.
-    assert.ok(client.clock.current.timestamp < future.timestamp, 'a notification __ts ahead of every answer was not merged into the clock')
+    assert.ok(
+      client.clock.current.timestamp < future.timestamp,
+      'a notification __ts ahead of every answer was not merged into the clock',
+    )
     assert.equal(errors.length, 2, 'each throw of the faulty listener was reported, not propagated')
     assert.match(errors[0]!.message, /listener bug/)
     assert.equal(inbox.items.length, 2)
@@ -140,7 +157,9 @@ describe('client observations (scripted responder)', function () {
     const gets = () => verbs().filter((v) => v === 'GET k').length
     // A forgery within the clock's drift limit, from a node id of its own.
     const forged = new Hlc(Date.now() + 55_000, 0, 'intruder')
-    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('forged')), { [Prop.timestamp]: forged.toString() })
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('forged')), {
+      [Prop.timestamp]: forged.toString(),
+    })
     await responder.waitForRequests(3)
     assert.equal(gets(), 2, 'the forgery made the client read the key')
     // The read answered (nil, as before): nothing changed, nothing is told, the clock stayed behind the forgery.
@@ -156,7 +175,9 @@ describe('client observations (scripted responder)', function () {
             user: { [Prop.status]: '200', [Prop.protocolVersion]: '1.0', [Prop.timestamp]: restarted().toString() },
           }
         : responder.answer(Reply.ok)
-    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v-new')), { [Prop.timestamp]: restarted().toString() })
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v-new')), {
+      [Prop.timestamp]: restarted().toString(),
+    })
     const [confirmed] = await inbox.count(1, 5000)
     assert.deepEqual(
       [confirmed!.value?.toString(), confirmed!.reconciled],
@@ -164,9 +185,15 @@ describe('client observations (scripted responder)', function () {
       'the restarted store’s notification, once the read’s answer carried its node id',
     )
     const readsBefore = gets()
-    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v-next')), { [Prop.timestamp]: restarted().toString() })
+    await responder.notify(client.clientId, 'k', Notification.set(Buffer.from('v-next')), {
+      [Prop.timestamp]: restarted().toString(),
+    })
     const got = await inbox.count(2, 5000)
-    assert.deepEqual([got[1]!.value?.toString(), got[1]!.reconciled], ['v-next', false], 'once an answer carried the node id, its notifications are taken')
+    assert.deepEqual(
+      [got[1]!.value?.toString(), got[1]!.reconciled],
+      ['v-next', false],
+      'once an answer carried the node id, its notifications are taken',
+    )
     assert.equal(gets(), readsBefore, 'without another read')
     assert.ok(!inbox.items.some((n) => n.value?.toString() === 'forged'))
   })

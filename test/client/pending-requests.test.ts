@@ -40,12 +40,18 @@ class FakeTransport implements Transport {
 
 const ENVELOPE: Envelope = {
   requestTopic: 'requests',
-  properties: (r) => ({ responseTopic: r.responseTopic, correlationData: r.correlation, messageExpiryInterval: r.expirySec }),
+  properties: (r) => ({
+    responseTopic: r.responseTopic,
+    correlationData: r.correlation,
+    messageExpiryInterval: r.expirySec,
+  }),
   readVersion: () => null,
 }
 
 function answer(requests: PendingRequests, to: Publish, payload: string): void {
-  requests.handleResponse(Buffer.from(payload), { properties: { correlationData: to.properties.correlationData } } as IPublishPacket)
+  requests.handleResponse(Buffer.from(payload), {
+    properties: { correlationData: to.properties.correlationData },
+  } as IPublishPacket)
 }
 
 function request(verb: string, more: Partial<Invocation<string>> = {}): Invocation<string> {
@@ -66,7 +72,15 @@ describe('client: PendingRequests over a fake transport', function () {
   let clock: ReturnType<typeof install>
   let transport: FakeTransport
   let requests: PendingRequests
-  const setup = (options: { maxInFlight?: number; maxQueued?: number; maxQueuedBytes?: number; requestTimeoutMs?: number; connectionWaitMs?: number } = {}) => {
+  const setup = (
+    options: {
+      maxInFlight?: number
+      maxQueued?: number
+      maxQueuedBytes?: number
+      requestTimeoutMs?: number
+      connectionWaitMs?: number
+    } = {},
+  ) => {
     transport = new FakeTransport()
     requests = new PendingRequests(
       transport,
@@ -132,14 +146,19 @@ describe('client: PendingRequests over a fake transport', function () {
   })
 
   it('queues a burst of 50,000 requests past maxInFlight by default (the bound is bytes, not a count tied to maxInFlight)', async () => {
-    const burst = Array.from({ length: 50_000 }, (_, i) => outcome(requests.invoke(request(`SET ${'x'.repeat(1024)} ${i}`))))
+    const burst = Array.from({ length: 50_000 }, (_, i) =>
+      outcome(requests.invoke(request(`SET ${'x'.repeat(1024)} ${i}`))),
+    )
     await clock.tickAsync(0)
     assert.deepEqual(
       burst.filter((o) => o.settled).map((o) => o.error?.message),
       [],
     )
     assert.deepEqual(requests.size, { inFlight: 1000, queued: 49_000 })
-    assert.ok(requests.queuedBytes <= resolveOptions({ brokerUrl: 'mqtt://h', clientId: 'c' }).maxQueuedBytes, String(requests.queuedBytes))
+    assert.ok(
+      requests.queuedBytes <= resolveOptions({ brokerUrl: 'mqtt://h', clientId: 'c' }).maxQueuedBytes,
+      String(requests.queuedBytes),
+    )
   })
 
   it('a request waiting for a free slot waits past its timeout while answers come, and times out once none came for its timeout', async () => {
@@ -262,7 +281,13 @@ describe('client: PendingRequests over a fake transport', function () {
     assert.equal(pending.settled, false)
     requests.close()
     await clock.tickAsync(0)
-    assert.ok(pending.error instanceof ConnectionError && pending.error.code === 'ConnectionClosed', String(pending.error))
-    await assert.rejects(requests.invoke(request('DEL')), (err: Error) => err instanceof ConnectionError && err.code === 'ConnectionClosed')
+    assert.ok(
+      pending.error instanceof ConnectionError && pending.error.code === 'ConnectionClosed',
+      String(pending.error),
+    )
+    await assert.rejects(
+      requests.invoke(request('DEL')),
+      (err: Error) => err instanceof ConnectionError && err.code === 'ConnectionClosed',
+    )
   })
 })

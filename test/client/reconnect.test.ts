@@ -38,7 +38,9 @@ onEveryBroker('reconnect', (t) => {
   it('registers observed keys again and delivers the changes it missed as reconciled notifications', async function () {
     const away = await pool.ready(proxy.url)
     const writer = await pool.ready(t.url)
-    const [changed, deleted, unchanged, created] = ['changed', 'deleted', 'unchanged', 'created'].map((k) => uniqueId(k))
+    const [changed, deleted, unchanged, created] = ['changed', 'deleted', 'unchanged', 'created'].map((k) =>
+      uniqueId(k),
+    )
     await writer.set(changed!, 'v1')
     await writer.set(deleted!, 'd1')
     await writer.set(unchanged!, 'u1')
@@ -69,8 +71,14 @@ onEveryBroker('reconnect', (t) => {
       new Set([`reconciled SET ${changed}=v4`, `reconciled DELETE ${deleted}`, `reconciled SET ${created}=c1`]),
     )
     const reconciledVersion = got.slice(1).find((n) => n.key.toString() === changed)!.version
-    assert.ok(reconciledVersion?.equals((await writer.get(changed!)).version!), 'the reconciled SET carries the current version')
-    assert.ok(states.includes('disconnected') && states.includes('reconnecting') && states.at(-1) === 'connected', states.join(' → '))
+    assert.ok(
+      reconciledVersion?.equals((await writer.get(changed!)).version!),
+      'the reconciled SET carries the current version',
+    )
+    assert.ok(
+      states.includes('disconnected') && states.includes('reconnecting') && states.at(-1) === 'connected',
+      states.join(' → '),
+    )
 
     // Registered again: a KEYNOTIFY for every observed key after the cut.
     await eventually(() => (away.load.inFlight === 0 ? true : undefined), 'away.load.inFlight === 0')
@@ -149,7 +157,9 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
 
     // A burst in flight when the broker dies: some already executed, some not. NX, so that a
     // request executed twice would come back "not applied".
-    const burst = Array.from({ length: 50 }, (_, i) => away.set(`${k}-${i}`, `value-${i}`, { condition: 'NX', timeoutMs: 15_000 }))
+    const burst = Array.from({ length: 50 }, (_, i) =>
+      away.set(`${k}-${i}`, `value-${i}`, { condition: 'NX', timeoutMs: 15_000 }),
+    )
     await spy.waitForRequests(spy.requests.length + 10)
     fx.relay.cut()
     await fx.mosquitto.kill()
@@ -166,7 +176,8 @@ describe('reconnect across a mosquitto restart (emulator over mosquitto)', funct
     )
     const seen = new Map<string, number>()
     for (const r of spy.requests)
-      if (r.words[1]?.startsWith(`${k}-`)) seen.set(r.correlation!.toString('hex'), (seen.get(r.correlation!.toString('hex')) ?? 0) + 1)
+      if (r.words[1]?.startsWith(`${k}-`))
+        seen.set(r.correlation!.toString('hex'), (seen.get(r.correlation!.toString('hex')) ?? 0) + 1)
     assert.equal(seen.size, 50, 'one correlation id per request, kept across the reconnect')
     assert.ok(
       [...seen.values()].some((n) => n > 1),

@@ -4,7 +4,15 @@
  * cancellation and close.
  */
 import assert from 'node:assert/strict'
-import { ArgumentError, CancelledError, ConnectionError, OverloadedError, ProtocolError, ServiceError, TimeoutError } from '../../src/diagnostics/errors'
+import {
+  ArgumentError,
+  CancelledError,
+  ConnectionError,
+  OverloadedError,
+  ProtocolError,
+  ServiceError,
+  TimeoutError,
+} from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
 import { updateKey } from '../../src/locks'
 import { notificationFilter, Prop, Reply, responseTopicFor } from '../../src/protocol'
@@ -92,7 +100,10 @@ describe('client requests (scripted responder)', function () {
     assert.equal(req!.user[Prop.persist], 'true')
 
     responder.handler = () => responder.answer(Reply.notApplied)
-    const skipped = await client.set(Buffer.from([0, 1, 2]), Buffer.from([3]), { condition: 'NX', fencingToken: token.toString() })
+    const skipped = await client.set(Buffer.from([0, 1, 2]), Buffer.from([3]), {
+      condition: 'NX',
+      fencingToken: token.toString(),
+    })
     assert.equal(skipped.applied, false)
     assert.ok(skipped.version instanceof Hlc)
     assert.deepEqual(responder.requests[1]!.payload.subarray(-8), Buffer.from('$2\r\nNX\r\n'))
@@ -156,7 +167,16 @@ describe('client requests (scripted responder)', function () {
     assert.deepEqual(g1, g2)
     const k = Buffer.from(key)
     const v = Buffer.from(value)
-    assert.deepEqual(s1, Buffer.concat([Buffer.from(`*3\r\n$3\r\nSET\r\n$${k.length}\r\n`), k, Buffer.from(`\r\n$${v.length}\r\n`), v, Buffer.from('\r\n')]))
+    assert.deepEqual(
+      s1,
+      Buffer.concat([
+        Buffer.from(`*3\r\n$3\r\nSET\r\n$${k.length}\r\n`),
+        k,
+        Buffer.from(`\r\n$${v.length}\r\n`),
+        v,
+        Buffer.from('\r\n'),
+      ]),
+    )
   })
 
   it('counts an answered request as succeeded in its metrics even when the answer is -ERR, and a timeout as failed', async function () {
@@ -197,7 +217,10 @@ describe('client requests (scripted responder)', function () {
 
   it('turns -ERR into a ServiceError with its catalogue code, unknown text kept', async function () {
     const client = await pool.ready(url)
-    responder.handler = () => responder.answer(Reply.error('the request fencing token is a lower version than the fencing token protecting the resource'))
+    responder.handler = () =>
+      responder.answer(
+        Reply.error('the request fencing token is a lower version than the fencing token protecting the resource'),
+      )
     const err = await client.set('k', 'v').catch((e: unknown) => e)
     assert.ok(err instanceof ServiceError)
     assert.equal(err.code, 'FencingTokenLowerVersion')
@@ -210,11 +233,20 @@ describe('client requests (scripted responder)', function () {
 
   describe('protocol violations fail the call with a ProtocolError', function () {
     const cases: Array<[string, (r: Responder) => Answer]> = [
-      ['a missing __stat', () => ({ payload: Reply.ok, user: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'x').toString() } })],
-      ['a __stat of 400 or more (with __stMsg)', () => ({ payload: Reply.ok, user: { [Prop.status]: '503', [Prop.statusMessage]: 'busy' } })],
+      [
+        'a missing __stat',
+        () => ({ payload: Reply.ok, user: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'x').toString() } }),
+      ],
+      [
+        'a __stat of 400 or more (with __stMsg)',
+        () => ({ payload: Reply.ok, user: { [Prop.status]: '503', [Prop.statusMessage]: 'busy' } }),
+      ],
       ['an unsupported __protVer major', (r) => r.answer(Reply.ok, { [Prop.protocolVersion]: '2.0' })],
       ['a malformed __ts', (r) => r.answer(Reply.ok, { [Prop.timestamp]: 'yesterday' })],
-      ['a __ts far in the future (clock drift)', (r) => r.answer(Reply.ok, { [Prop.timestamp]: new Hlc(Date.now() + 3_600_000, 0, 'x').toString() })],
+      [
+        'a __ts far in the future (clock drift)',
+        (r) => r.answer(Reply.ok, { [Prop.timestamp]: new Hlc(Date.now() + 3_600_000, 0, 'x').toString() }),
+      ],
       ['an unparseable payload', (r) => r.answer(Buffer.from('not resp'))],
       ['a payload of the wrong type', (r) => r.answer(Reply.integer(5))],
       ['an empty payload', (r) => r.answer(Buffer.alloc(0))],
@@ -229,7 +261,8 @@ describe('client requests (scripted responder)', function () {
           if (what.includes('__stMsg')) assert.match(err.message, /503: busy/)
           return true
         })
-        if (what.includes('drift')) assert.ok(client.clock.current.timestamp < Date.now() + 60_000, 'a drifted __ts is not merged')
+        if (what.includes('drift'))
+          assert.ok(client.clock.current.timestamp < Date.now() + 60_000, 'a drifted __ts is not merged')
         assert.ok(Hlc.compare(client.clock.current, before) >= 0)
       })
     }
@@ -469,7 +502,11 @@ describe('client requests (scripted responder)', function () {
     // A notification published right away arrives: the SUBACK for the filter came first.
     const received: string[] = []
     client.on('notification', (n) => received.push(`${n.operation} ${n.key.toString()} ${n.value?.toString()}`))
-    await responder.notify(client.clientId, 'k', Buffer.from('*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n'))
+    await responder.notify(
+      client.clientId,
+      'k',
+      Buffer.from('*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n'),
+    )
     await eventually(() => (received.length ? true : undefined), 'received.length')
     assert.deepEqual(received, ['SET k v'])
     assert.ok(notificationFilter(client.clientId).endsWith('/command/notify/+'))

@@ -34,7 +34,12 @@ describe('client transports', function () {
       const tls = await freePort()
       broker = await Mosquitto.start({
         port: plain,
-        extraConfig: [`listener ${plain} 127.0.0.1`, ...tlsListener(tls, certs), 'require_certificate true', 'allow_anonymous true'],
+        extraConfig: [
+          `listener ${plain} 127.0.0.1`,
+          ...tlsListener(tls, certs),
+          'require_certificate true',
+          'allow_anonymous true',
+        ],
       })
       tlsUrl = `mqtts://127.0.0.1:${tls}`
       emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
@@ -46,14 +51,22 @@ describe('client transports', function () {
 
     it('connects with CA, client certificate, encrypted key, passphrase and server name', async function () {
       const client = await pool.ready(tlsUrl, {
-        tls: { ca: [certs.ca], cert: certs.clientCert, key: certs.clientKey, passphrase: certs.passphrase, servername: 'localhost' },
+        tls: {
+          ca: [certs.ca],
+          cert: certs.clientCert,
+          key: certs.clientKey,
+          passphrase: certs.passphrase,
+          servername: 'localhost',
+        },
       })
       await client.set('over-tls', 'yes')
       assert.equal((await client.get('over-tls')).value?.toString(), 'yes')
     })
 
     it('refuses a server whose certificate does not name the host, unless told the server name', async function () {
-      const client = pool.create(tlsUrl, { tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey, passphrase: certs.passphrase } })
+      const client = pool.create(tlsUrl, {
+        tls: { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey, passphrase: certs.passphrase },
+      })
       const status = await statusWhere(client, (s) => s.state === 'disconnected')
       assert.match(status.reason ?? '', /altnames|hostname|IP/i)
     })
@@ -72,10 +85,14 @@ describe('client transports', function () {
     })
 
     it('accepts an unknown CA only with rejectUnauthorized false', async function () {
-      const strict = pool.create(tlsUrl, { tls: { cert: certs.clientCert, key: certs.clientKey, passphrase: certs.passphrase, servername: 'localhost' } })
+      const strict = pool.create(tlsUrl, {
+        tls: { cert: certs.clientCert, key: certs.clientKey, passphrase: certs.passphrase, servername: 'localhost' },
+      })
       const status = await statusWhere(strict, (s) => s.state === 'disconnected')
       assert.match(status.reason ?? '', /certificate/i)
-      const lax = await pool.ready(tlsUrl, { tls: { cert: certs.clientCert, key: certs.clientKey, passphrase: certs.passphrase, rejectUnauthorized: false } })
+      const lax = await pool.ready(tlsUrl, {
+        tls: { cert: certs.clientCert, key: certs.clientKey, passphrase: certs.passphrase, rejectUnauthorized: false },
+      })
       assert.equal((await lax.set('lax', '1')).applied, true)
     })
   })
@@ -90,7 +107,10 @@ describe('client transports', function () {
       broker = await startBroker({ port: 0 })
       emulator = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
       const plain = createHttpServer()
-      const secure = createHttpsServer({ cert: readFileSync(certs.serverCertFile), key: readFileSync(certs.serverKeyFile) })
+      const secure = createHttpsServer({
+        cert: readFileSync(certs.serverCertFile),
+        key: readFileSync(certs.serverKeyFile),
+      })
       for (const server of [plain, secure]) {
         const wss = new WebSocketServer({ server })
         wss.on('connection', (socket, request) => {

@@ -15,8 +15,14 @@ describe('context store config: settings.js names to client options', () => {
     assert.equal(a.persist, true)
     assert.equal(a.requestTimeoutMs, 10000)
     assert.match(a.client.clientId, /^nodered-context-[A-Za-z0-9_.-]+-[0-9a-f]{8}$/)
-    assert.equal(resolveConfig({ settings: { userDir: '/home/me/.node-red' }, logger }).client.clientId, a.client.clientId)
-    assert.notEqual(resolveConfig({ settings: { userDir: '/srv/other/.node-red' }, logger }).client.clientId, a.client.clientId)
+    assert.equal(
+      resolveConfig({ settings: { userDir: '/home/me/.node-red' }, logger }).client.clientId,
+      a.client.clientId,
+    )
+    assert.notEqual(
+      resolveConfig({ settings: { userDir: '/srv/other/.node-red' }, logger }).client.clientId,
+      a.client.clientId,
+    )
   })
 
   it("the config node's names: broker, credentials, TLS files, SAT token file, keepalive, session, timeouts", () => {
@@ -47,7 +53,12 @@ describe('context store config: settings.js names to client options', () => {
       {
         ...r.client,
         logger: undefined,
-        tls: { ...r.client.tls, ca: String(r.client.tls?.ca), cert: String(r.client.tls?.cert), key: String(r.client.tls?.key) },
+        tls: {
+          ...r.client.tls,
+          ca: String(r.client.tls?.ca),
+          cert: String(r.client.tls?.cert),
+          key: String(r.client.tls?.key),
+        },
       },
       {
         brokerUrl: 'mqtts://aio-broker:18883',
@@ -61,7 +72,13 @@ describe('context store config: settings.js names to client options', () => {
         requestTimeoutMs: 2500,
         maxInFlight: 50,
         logger: undefined,
-        tls: { ca: 'ca.crt bytes', cert: 'client.crt bytes', key: 'client.key bytes', servername: 'aio-broker', rejectUnauthorized: false },
+        tls: {
+          ca: 'ca.crt bytes',
+          cert: 'client.crt bytes',
+          key: 'client.key bytes',
+          servername: 'aio-broker',
+          rejectUnauthorized: false,
+        },
       },
     )
     assert.deepEqual([r.prefix, r.cache, r.persist], ['shared/', false, false])
@@ -75,7 +92,10 @@ describe('context store config: settings.js names to client options', () => {
 
   it('refuses numbers that are not positive, and a TLS file that cannot be read, naming the setting', () => {
     assert.throws(() => resolveConfig({ requestTimeout: -1, logger }), /requestTimeout must be a positive number/)
-    assert.throws(() => resolveConfig({ keepalive: 'soon' as unknown as number, logger }), /keepalive must be a positive number/)
+    assert.throws(
+      () => resolveConfig({ keepalive: 'soon' as unknown as number, logger }),
+      /keepalive must be a positive number/,
+    )
     assert.throws(() => resolveConfig({ ca: '/nonexistent/ca.crt', logger }), /cannot read the ca file: ENOENT/)
     assert.equal(resolveConfig({ sessionExpiry: 0, logger }).client.sessionExpirySec, undefined)
   })
@@ -99,9 +119,18 @@ describe('context store config: settings.js names to client options', () => {
     assert.equal(r.client.sessionExpirySec, 600)
     assert.deepEqual(r.client.tls, { ca: Buffer.from('ca bytes') })
     // Its own settings win, and its own credentials leave the environment's out.
-    const own = resolveConfig({ broker: 'mqtt://other:1883', clientId: 'mine', username: 'u', password: 'p', logger }, env)
-    assert.deepEqual([own.client.brokerUrl, own.client.clientId, own.client.satTokenFile, own.client.username], ['mqtt://other:1883', 'mine', undefined, 'u'])
-    assert.equal(resolveConfig({ logger }, { AIO_STATESTORE_URL: 'mqtt://127.0.0.1:1999' }).client.brokerUrl, 'mqtt://127.0.0.1:1999')
+    const own = resolveConfig(
+      { broker: 'mqtt://other:1883', clientId: 'mine', username: 'u', password: 'p', logger },
+      env,
+    )
+    assert.deepEqual(
+      [own.client.brokerUrl, own.client.clientId, own.client.satTokenFile, own.client.username],
+      ['mqtt://other:1883', 'mine', undefined, 'u'],
+    )
+    assert.equal(
+      resolveConfig({ logger }, { AIO_STATESTORE_URL: 'mqtt://127.0.0.1:1999' }).client.brokerUrl,
+      'mqtt://127.0.0.1:1999',
+    )
     assert.throws(
       () => resolveConfig({ logger }, { AIO_SAT_FILE: join(dir, 'missing') }),
       /^Error: state store context: AIO_SAT_FILE=".*missing": cannot read the file \(ENOENT\)$/,

@@ -74,7 +74,10 @@ describe('context: the key index as stored', () => {
     assert.equal(countDelta(delta), 3)
     assert.deepEqual(parseDelta(Buffer.from(serializeDelta(delta)!)), delta)
     assert.equal(serializeDelta(new Map()), null)
-    assert.deepEqual(parseDelta(Buffer.from('{"g":{"a":true,"b":"yes"},"h":[true]}')), new Map([['g', new Map([['a', true]])]]))
+    assert.deepEqual(
+      parseDelta(Buffer.from('{"g":{"a":true,"b":"yes"},"h":[true]}')),
+      new Map([['g', new Map([['a', true]])]]),
+    )
     assert.throws(() => parseDelta(Buffer.from('"x"')), /not an object/)
   })
 

@@ -29,7 +29,13 @@ function sessionOf(store: TestStore): { client: StateStoreClient; index: { busy:
  * Interrupts the first request of a lock round's `step` that `client` sends: the round's steps are
  * told apart by verb and key, a key's read by the lock being held.
  */
-function interrupt(client: StateStoreClient, prefix: string, step: Step, fault: Fault, takeOver: () => Promise<void>): { fired: () => boolean } {
+function interrupt(
+  client: StateStoreClient,
+  prefix: string,
+  step: Step,
+  fault: Fault,
+  takeOver: () => Promise<void>,
+): { fired: () => boolean } {
   let fired = false
   let locked = false
   const stepOf = (verb: Verb, key: string): Step | null => {
@@ -42,7 +48,9 @@ function interrupt(client: StateStoreClient, prefix: string, step: Step, fault: 
   }
   for (const verb of ['get', 'set', 'vdel'] as const) {
     const real = (client[verb] as (...args: unknown[]) => Promise<unknown>).bind(client)
-    ;(client as unknown as Record<Verb, (...args: unknown[]) => Promise<unknown>>)[verb] = async (...args: unknown[]) => {
+    ;(client as unknown as Record<Verb, (...args: unknown[]) => Promise<unknown>>)[verb] = async (
+      ...args: unknown[]
+    ) => {
       const key = String(args[0])
       const at = stepOf(verb, key)
       if (process.env.DEBUG_ROUNDS) console.log(verb, key, at, fired)
@@ -94,7 +102,13 @@ describe('context index: a lock round interrupted at each of its steps', functio
     it(`${step}, ${fault} (${cached ? 'with' : 'without'} the cache): the index lists exactly the keys that exist, for a runtime opened afterwards too`, async () => {
       const prefix = uniquePrefix()
       const open = (name: string, cache = true) => {
-        const store = contextStore({ broker: backend.url, prefix, clientId: `${name}-${process.pid}-${stores.length}`, requestTimeout: 1000, cache })
+        const store = contextStore({
+          broker: backend.url,
+          prefix,
+          clientId: `${name}-${process.pid}-${stores.length}`,
+          requestTimeout: 1000,
+          cache,
+        })
         stores.push(store)
         return store
       }
@@ -112,7 +126,10 @@ describe('context index: a lock round interrupted at each of its steps', functio
       }
       const armed = interrupt(sessionOf(c0).client, prefix, step, fault, takeOver)
       // c0 adds b and deletes z in one round; its callbacks may fail (the outcome is then unknown)
-      await Promise.allSettled([call((cb) => c0.set('global', 'b', 2, cb)), call((cb) => c0.set('global', 'z', undefined, cb))])
+      await Promise.allSettled([
+        call((cb) => c0.set('global', 'b', 2, cb)),
+        call((cb) => c0.set('global', 'z', undefined, cb)),
+      ])
       await until(() => armed.fired(), `the round's ${step} to be interrupted`)
       // the other runtime is not held up by what the interrupted round left behind
       await call((cb) => c1.set('global', 'd', 4, cb))
@@ -136,7 +153,8 @@ describe('context index: a lock round interrupted at each of its steps', functio
       const later = open('c2')
       await later.open()
       assert.deepEqual(((later.keys('global') as string[]) ?? []).sort(), keys)
-      for (const key of keys) assert.notEqual(later.get('global', key), undefined, `the runtime opened afterwards loads ${key}`)
+      for (const key of keys)
+        assert.notEqual(later.get('global', key), undefined, `the runtime opened afterwards loads ${key}`)
     })
   }
 
@@ -145,13 +163,20 @@ describe('context index: a lock round interrupted at each of its steps', functio
     const relay = await TcpRelay.start(backend.url)
     try {
       const c0 = contextStore({ broker: relay.url, prefix, clientId: `c0-${process.pid}-missed`, requestTimeout: 1000 })
-      const c1 = contextStore({ broker: backend.url, prefix, clientId: `c1-${process.pid}-missed`, requestTimeout: 1000 })
+      const c1 = contextStore({
+        broker: backend.url,
+        prefix,
+        clientId: `c1-${process.pid}-missed`,
+        requestTimeout: 1000,
+      })
       stores.push(c0, c1)
       await Promise.all([c0.open(), c1.open()])
       await call((cb) => c1.set('global', 'a', 1, cb))
       await until(() => ((c0.keys('global') as string[]) ?? []).includes('a'), 'c0 lists a')
       // c0 hears nothing of the delta for a while (as when its connection is about to drop)
-      const notifications = (sessionOf(c0).client as unknown as { notifications: { handle: (topic: string, ...rest: unknown[]) => void } }).notifications
+      const notifications = (
+        sessionOf(c0).client as unknown as { notifications: { handle: (topic: string, ...rest: unknown[]) => void } }
+      ).notifications
       const handle = notifications.handle.bind(notifications)
       const deltaTopic = Buffer.from(`${prefix}#keys/delta`).toString('hex').toUpperCase()
       let deaf = true
@@ -169,7 +194,11 @@ describe('context index: a lock round interrupted at each of its steps', functio
       await sessionOf(c0).client.ready({ timeoutMs: 10_000 })
       // c0 writes a again: the index must list it
       await call((cb) => c0.set('global', 'a', 3, cb))
-      await until(async () => JSON.stringify((await readIndex(reader, prefix)).global) === JSON.stringify(['a', 'b']), 'the stored index lists a and b', 10_000)
+      await until(
+        async () => JSON.stringify((await readIndex(reader, prefix)).global) === JSON.stringify(['a', 'b']),
+        'the stored index lists a and b',
+        10_000,
+      )
     } finally {
       await relay.stop()
     }
@@ -181,7 +210,12 @@ describe('context index: a lock round interrupted at each of its steps', functio
   ] as const) {
     it(`a ${verb === 'del' ? 'delete' : 'set of a new key'} whose answer was lost (executed, its notification heard): the index follows the key`, async () => {
       const prefix = uniquePrefix()
-      const c0 = contextStore({ broker: backend.url, prefix, clientId: `c0-${process.pid}-lost-${verb}`, requestTimeout: 1000 })
+      const c0 = contextStore({
+        broker: backend.url,
+        prefix,
+        clientId: `c0-${process.pid}-lost-${verb}`,
+        requestTimeout: 1000,
+      })
       stores.push(c0)
       await c0.open()
       if (before !== undefined) await call((cb) => c0.set('global', 'k', before, cb))
@@ -204,7 +238,12 @@ describe('context index: a lock round interrupted at each of its steps', functio
         `the stored index to list ${JSON.stringify(expected)}`,
         10_000,
       )
-      const later = contextStore({ broker: backend.url, prefix, clientId: `c2-${process.pid}-lost-${verb}`, requestTimeout: 1000 })
+      const later = contextStore({
+        broker: backend.url,
+        prefix,
+        clientId: `c2-${process.pid}-lost-${verb}`,
+        requestTimeout: 1000,
+      })
       stores.push(later)
       await later.open()
       assert.deepEqual(later.keys('global') ?? [], expected)

@@ -17,7 +17,10 @@ describe('context: the key index as a reader sees it', () => {
   it('a delta entry overrides its bucket both ways, and its removal gives the bucket back', () => {
     const view = new IndexView()
     const bucketA = new Map([['global', new Set(['a'])]])
-    assert.deepEqual(view.replaceBucket(bucketOf('global', 'a'), bucketA), { added: [{ scope: 'global', top: 'a' }], removed: [] })
+    assert.deepEqual(view.replaceBucket(bucketOf('global', 'a'), bucketA), {
+      added: [{ scope: 'global', top: 'a' }],
+      removed: [],
+    })
     assert.deepEqual(
       view.replaceDelta(
         new Map([
@@ -36,7 +39,10 @@ describe('context: the key index as a reader sees it', () => {
       },
     )
     assert.equal(view.has('global', 'a'), false)
-    assert.deepEqual(view.replaceDelta(new Map()), { added: [{ scope: 'global', top: 'a' }], removed: [{ scope: 'global', top: 'b' }] })
+    assert.deepEqual(view.replaceDelta(new Map()), {
+      added: [{ scope: 'global', top: 'a' }],
+      removed: [{ scope: 'global', top: 'b' }],
+    })
     assert.deepEqual(view.current, new Map([['global', new Set(['a'])]]))
   })
 
@@ -51,7 +57,10 @@ describe('context: the key index as a reader sees it', () => {
       ['global', 'a'],
       ['f1', 'b'],
     ] as const) {
-      assert.deepEqual(view.replaceBucket(bucketOf(scope, top), new Map([[scope, new Set([top])]])), { added: [], removed: [] })
+      assert.deepEqual(view.replaceBucket(bucketOf(scope, top), new Map([[scope, new Set([top])]])), {
+        added: [],
+        removed: [],
+      })
     }
     assert.deepEqual(view.replaceDelta(new Map()), { added: [], removed: [] })
     assert.deepEqual(view.current, before)
@@ -60,8 +69,14 @@ describe('context: the key index as a reader sees it', () => {
   it('after any sequence of bucket, delta and delta-change updates, the merged list is what the stored keys say, and the reported changes lead there', () => {
     const step = fc.oneof(
       fc.record({ kind: fc.constant('bucket' as const), entries: fc.array(entry, { maxLength: 6 }) }),
-      fc.record({ kind: fc.constant('delta' as const), entries: fc.array(fc.tuple(entry, fc.boolean()), { maxLength: 6 }) }),
-      fc.record({ kind: fc.constant('apply' as const), entries: fc.array(fc.tuple(entry, fc.boolean()), { maxLength: 3 }) }),
+      fc.record({
+        kind: fc.constant('delta' as const),
+        entries: fc.array(fc.tuple(entry, fc.boolean()), { maxLength: 6 }),
+      }),
+      fc.record({
+        kind: fc.constant('apply' as const),
+        entries: fc.array(fc.tuple(entry, fc.boolean()), { maxLength: 3 }),
+      }),
     )
     fc.assert(
       fc.property(fc.array(step, { maxLength: 30 }), (steps) => {

@@ -18,7 +18,11 @@ describe('context: what the cache knows of a key', () => {
   it('drops what is older than it holds, and a value at the version it holds (its own write coming back)', () => {
     assert.equal(afterService(known(5, true), bytes, v(4)), null)
     assert.equal(afterService(known(5, true), bytes, v(5)), null)
-    assert.deepEqual(afterService(known(5, true), null, v(5)), known(5, false), 'a deletion at the same version is taken')
+    assert.deepEqual(
+      afterService(known(5, true), null, v(5)),
+      known(5, false),
+      'a deletion at the same version is taken',
+    )
     assert.deepEqual(afterService(known(5, true), bytes, v(6)), known(6, true))
     assert.deepEqual(afterService(known(5, true), bytes, null), UNKNOWN)
   })
@@ -28,7 +32,11 @@ describe('context: what the cache knows of a key', () => {
     assert.deepEqual(afterWrite(DOUBT, false, v(3)), known(3, false))
     assert.deepEqual(afterWrite(known(5, true), true, v(6)), known(6, true))
     assert.deepEqual(afterWrite(known(5, true), false, null), known(5, null))
-    assert.deepEqual(afterWrite(known(5, true), true, v(4)), known(5, null), 'an answer older than what the cache holds says nothing of now')
+    assert.deepEqual(
+      afterWrite(known(5, true), true, v(4)),
+      known(5, null),
+      'an answer older than what the cache holds says nothing of now',
+    )
     assert.deepEqual(afterWrite(UNKNOWN, false, null), UNKNOWN)
   })
 })

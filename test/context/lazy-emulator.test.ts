@@ -39,6 +39,9 @@ describe('context store: the emulator is loaded only to embed one', function () 
 
   it('a store that embeds an emulator loads it (the check sees the modules it looks for)', async () => {
     const loaded = await emulatorModulesLoadedBy({ embedded: true, requestTimeout: 5000 })
-    assert.ok(loaded.includes('src/emulator/embedded.ts') && loaded.includes('src/emulator/broker/broker.ts'), loaded.join(', '))
+    assert.ok(
+      loaded.includes('src/emulator/embedded.ts') && loaded.includes('src/emulator/broker/broker.ts'),
+      loaded.join(', '),
+    )
   })
 })

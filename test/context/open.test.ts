@@ -16,7 +16,9 @@ async function seed(client: StateStoreClient, prefix: string, count: number): Pr
       return client.set(`${prefix}global/${top}`, JSON.stringify({ i }))
     }),
   )
-  await Promise.all([...buckets].map(([b, tops]) => client.set(bucketKey(prefix, b), JSON.stringify({ global: tops.sort() }))))
+  await Promise.all(
+    [...buckets].map(([b, tops]) => client.set(bucketKey(prefix, b), JSON.stringify({ global: tops.sort() }))),
+  )
 }
 
 describe('context store: opening', function () {
@@ -41,7 +43,10 @@ describe('context store: opening', function () {
   })
 
   /** Wraps a method of every client for this test; `afterEach` puts it back. */
-  function around<K extends 'get' | 'observe'>(name: K, wrap: (original: StateStoreClient[K]) => StateStoreClient[K]): void {
+  function around<K extends 'get' | 'observe'>(
+    name: K,
+    wrap: (original: StateStoreClient[K]) => StateStoreClient[K],
+  ): void {
     const original = StateStoreClient.prototype[name]
     StateStoreClient.prototype[name] = wrap(original)
     restore.push(() => (StateStoreClient.prototype[name] = original))
@@ -75,7 +80,9 @@ describe('context store: opening', function () {
     // and the start says so in one line, not a line per registration
     assert.deepEqual(
       store.logs.filter((l) => l.level === 'info').map((l) => l.message),
-      [`state store context ${prefix}: the context is loaded: 1000 key(s), 1001 registration(s) (the index's and one per key), ${BUCKETS + 1 + 1000} read(s)`],
+      [
+        `state store context ${prefix}: the context is loaded: 1000 key(s), 1001 registration(s) (the index's and one per key), ${BUCKETS + 1 + 1000} read(s)`,
+      ],
     )
     assert.equal((store.keys('global') as string[]).length, 1000)
     assert.deepEqual(store.get('global', 'k999'), { i: 999 })
@@ -100,7 +107,11 @@ describe('context store: opening', function () {
             // someone else writes the key between our registration (answered, read) and the store's use of the read
             await client.set(target, JSON.stringify('changed'))
             await until(() => heard !== null, 'the notification to arrive')
-            assert.deepEqual(observation.initial?.value?.toString(), JSON.stringify({ i: 7 }), 'the read is older than the change')
+            assert.deepEqual(
+              observation.initial?.value?.toString(),
+              JSON.stringify({ i: 7 }),
+              'the read is older than the change',
+            )
           }
           return observation
         },
@@ -138,7 +149,10 @@ describe('context store: opening', function () {
       return /49 of 50 keys read/.test(thrown?.message ?? '')
     }, 'the load to stall on one key')
     assert.equal(thrown?.code, 'CONTEXT_NOT_LOADED')
-    assert.match(thrown.message, new RegExp(`state store context ${prefix}: not loaded yet: loading, 49 of 50 keys read`))
+    assert.match(
+      thrown.message,
+      new RegExp(`state store context ${prefix}: not loaded yet: loading, 49 of 50 keys read`),
+    )
     assert.match(thrown.message, /a get with a callback waits up to 5000 ms/)
     release()
     await opening

@@ -7,7 +7,9 @@ import { join } from 'node:path'
 import { Backend, call, contextStore, memoryStore, uniquePrefix, type NodeRedStore, type TestStore } from './support'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const localFileSystem = require('@node-red/runtime/lib/nodes/context/localfilesystem') as (config: object) => NodeRedStore
+const localFileSystem = require('@node-red/runtime/lib/nodes/context/localfilesystem') as (
+  config: object,
+) => NodeRedStore
 
 interface Subject {
   name: string
@@ -34,7 +36,19 @@ const WRITES: Array<[string | string[], unknown]> = [
   ['gone', 'soon'],
   ['gone', undefined],
 ]
-const READS = ['a', 'b', 'b.c', 'b.d', 'b.missing.deeper', 'e.f[1]', '"quoted key"', '"quoted key".h', 'arr', 'gone', 'nope']
+const READS = [
+  'a',
+  'b',
+  'b.c',
+  'b.d',
+  'b.missing.deeper',
+  'e.f[1]',
+  '"quoted key"',
+  '"quoted key".h',
+  'arr',
+  'gone',
+  'nope',
+]
 const BAD = [' ', 'a b', '.a', 'a.', 'a[', 'a[x]', "a['']"]
 
 describe('context store: the same scenarios as Node-RED’s memory and localfilesystem stores', function () {
@@ -82,14 +96,21 @@ describe('context store: the same scenarios as Node-RED’s memory and localfile
         },
       }
     }
-    return [{ name: 'memory', cached: true, open: async () => memoryStore({}) }, lfs(true), lfs(false), ours(true), ours(false)]
+    return [
+      { name: 'memory', cached: true, open: async () => memoryStore({}) },
+      lfs(true),
+      lfs(false),
+      ours(true),
+      ours(false),
+    ]
   }
 
   /** Runs `scenario` on every store; every answer must equal memory's (after JSON, as a stored value comes back). */
   async function same(scenario: (store: NodeRedStore, subject: Subject) => Promise<unknown>): Promise<void> {
     const results: Array<[string, unknown]> = []
     for (const subject of subjects()) results.push([subject.name, json(await scenario(await subject.open(), subject))])
-    for (const [name, result] of results.slice(1)) assert.deepEqual(result, results[0]![1], `${name} differs from memory`)
+    for (const [name, result] of results.slice(1))
+      assert.deepEqual(result, results[0]![1], `${name} differs from memory`)
   }
 
   it('callback form: several keys at once and nested paths, then get (one key and several)', () =>
@@ -178,7 +199,10 @@ describe('context store: the same scenarios as Node-RED’s memory and localfile
     for (const subject of subjects().filter((s) => s.cached)) {
       const store = await subject.open()
       for (const [key, value] of WRITES) store.set(SCOPE, key, structuredClone(value))
-      answers.push([subject.name, { values: READS.map((k) => store.get(SCOPE, k)), keys: (store.keys(SCOPE) as string[]).sort() }])
+      answers.push([
+        subject.name,
+        { values: READS.map((k) => store.get(SCOPE, k)), keys: (store.keys(SCOPE) as string[]).sort() },
+      ])
     }
     for (const [name, answer] of answers.slice(1)) assert.deepEqual(answer, answers[0]![1], name)
   })

@@ -25,7 +25,10 @@ function fakeClient(onRelease: () => Promise<void>): StateStoreClient {
     status: { state: 'connected' },
     on: () => client,
     off: () => client,
-    get: async (key: unknown) => ({ value: values.get(String(key)) ?? null, version: values.has(String(key)) ? version() : null }),
+    get: async (key: unknown) => ({
+      value: values.get(String(key)) ?? null,
+      version: values.has(String(key)) ? version() : null,
+    }),
     set: async (key: unknown, value: unknown) => {
       values.set(String(key), Buffer.from(value as Buffer | string))
       return { applied: true, version: version() }
@@ -39,7 +42,13 @@ function fakeClient(onRelease: () => Promise<void>): StateStoreClient {
   return client as unknown as StateStoreClient
 }
 
-const sink: RoundsSink = { writingDelta: () => {}, wroteDelta: () => {}, recovered: () => {}, wroteBucket: () => {}, foldedDelta: () => {} }
+const sink: RoundsSink = {
+  writingDelta: () => {},
+  wroteDelta: () => {},
+  recovered: () => {},
+  wroteBucket: () => {},
+  foldedDelta: () => {},
+}
 
 describe('context index: a check queued as a lock round ends', () => {
   for (let hops = 0; hops <= 12; hops++) {

@@ -35,7 +35,10 @@ describe('context store: the Node-RED Store API on the state store', function ()
 
   /** A raw client to look at what the store wrote. */
   async function raw(): Promise<StateStoreClient> {
-    const client = new StateStoreClient({ brokerUrl: backend.url, clientId: `raw-${Math.random().toString(36).slice(2)}` })
+    const client = new StateStoreClient({
+      brokerUrl: backend.url,
+      clientId: `raw-${Math.random().toString(36).slice(2)}`,
+    })
     await client.ready({ timeoutMs: 5000 })
     return client
   }
@@ -60,7 +63,22 @@ describe('context store: the Node-RED Store API on the state store', function ()
       ['gone', undefined],
       ['123', 'digits'],
     ]
-    const reads = ['a', 'b', 'b.c', 'b.d', 'b.d[2]', 'b.missing.deeper', 'e[0].f.g[1]', 'quoted key', 'i', 'arr', 'gone', 'nope', '123', 'a.x']
+    const reads = [
+      'a',
+      'b',
+      'b.c',
+      'b.d',
+      'b.d[2]',
+      'b.missing.deeper',
+      'e[0].f.g[1]',
+      'quoted key',
+      'i',
+      'arr',
+      'gone',
+      'nope',
+      '123',
+      'a.x',
+    ]
     const bad = ['a b', '.a', 'a.', 'a[', 'a[x]', 'a]', "a['']"]
 
     it('synchronous set, get, keys and the errors for malformed keys', async () => {
@@ -123,8 +141,13 @@ describe('context store: the Node-RED Store API on the state store', function ()
       }
       for (const key of reads) {
         // what comes back has been through JSON, as with localfilesystem (an array hole reads as null)
-        const expected = await call((cb) => theirs.get(SCOPE, key, cb)).then(json, (err: Error & { code?: string }) => ({ code: err.code }))
-        const actual = await call((cb) => ours.get(SCOPE, key, cb)).catch((err: Error & { code?: string }) => ({ code: err.code }))
+        const expected = await call((cb) => theirs.get(SCOPE, key, cb)).then(
+          json,
+          (err: Error & { code?: string }) => ({ code: err.code }),
+        )
+        const actual = await call((cb) => ours.get(SCOPE, key, cb)).catch((err: Error & { code?: string }) => ({
+          code: err.code,
+        }))
         assert.deepEqual(actual, expected, key)
       }
       const [keys] = await call<[string[]]>((cb) => ours.keys(SCOPE, cb))
@@ -240,7 +263,11 @@ describe('context store: the Node-RED Store API on the state store', function ()
       }
       await Promise.all(writes)
       const expected = 1500
-      await until(() => (a.keys('f1') as string[]).length === expected && (b.keys('f1') as string[]).length === expected, 'both to list every key', 25_000)
+      await until(
+        () => (a.keys('f1') as string[]).length === expected && (b.keys('f1') as string[]).length === expected,
+        'both to list every key',
+        25_000,
+      )
       assert.deepEqual((a.keys('f1') as string[]).sort(), (b.keys('f1') as string[]).sort())
       const client = await raw()
       try {
@@ -271,11 +298,15 @@ describe('context store: the Node-RED Store API on the state store', function ()
       await Promise.all(deletions)
       const expected = DELTA_LIMIT - DELTA_LIMIT / 4
       await until(
-        () => [a, b].every((s) => (s.keys('f1') as string[]).length === expected && (s.keys('f2') as string[]).length === expected),
+        () =>
+          [a, b].every(
+            (s) => (s.keys('f1') as string[]).length === expected && (s.keys('f2') as string[]).length === expected,
+          ),
         'both to list every key',
         25_000,
       )
-      for (const scope of ['f1', 'f2']) assert.deepEqual((a.keys(scope) as string[]).sort(), (b.keys(scope) as string[]).sort(), scope)
+      for (const scope of ['f1', 'f2'])
+        assert.deepEqual((a.keys(scope) as string[]).sort(), (b.keys(scope) as string[]).sort(), scope)
       const client = await raw()
       try {
         const index = await readIndex(client, prefix)
@@ -284,9 +315,16 @@ describe('context store: the Node-RED Store API on the state store', function ()
         // the changes went through the delta into the buckets: the delta holds less than its limit
         const delta = (await client.get(`${prefix}#keys/delta`)).value
         const inDelta =
-          delta === null ? 0 : Object.values(JSON.parse(delta.toString('utf8')) as Record<string, object>).reduce((n, tops) => n + Object.keys(tops).length, 0)
+          delta === null
+            ? 0
+            : Object.values(JSON.parse(delta.toString('utf8')) as Record<string, object>).reduce(
+                (n, tops) => n + Object.keys(tops).length,
+                0,
+              )
         assert.ok(inDelta < DELTA_LIMIT, `${inDelta} entries left in the delta`)
-        const buckets = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
+        const buckets = await Promise.all(
+          Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)),
+        )
         assert.ok(buckets.filter((r) => r.value !== null).length > BUCKETS / 2, 'the fold wrote the buckets')
       } finally {
         await client.close()
@@ -294,7 +332,10 @@ describe('context store: the Node-RED Store API on the state store', function ()
       // a third runtime opening the store now lists the same
       for (const cache of [true, false]) {
         const c = await open({ prefix, clientId: `ctx-c-${cache}`, cache })
-        assert.deepEqual(((await call((cb) => c.keys('f1', cb as never)))[0] as string[]).sort(), (a.keys('f1') as string[]).sort())
+        assert.deepEqual(
+          ((await call((cb) => c.keys('f1', cb as never)))[0] as string[]).sort(),
+          (a.keys('f1') as string[]).sort(),
+        )
       }
     })
 
@@ -318,14 +359,18 @@ describe('context store: the Node-RED Store API on the state store', function ()
       for (let round = 0; round < 20; round++) {
         await call((cb) => a.set('global', `r${round}`, 1, cb))
         await until(() => b.get('global', `r${round}`) === 1, 'b to load the key')
-        await Promise.all([call((cb) => a.set('global', `r${round}`, undefined, cb)), call((cb) => b.set('global', `r${round}`, 2, cb))])
+        await Promise.all([
+          call((cb) => a.set('global', `r${round}`, undefined, cb)),
+          call((cb) => b.set('global', `r${round}`, 2, cb)),
+        ])
       }
       const client = await raw()
       try {
         await until(async () => {
           const index = await readIndex(client, prefix)
           const present: string[] = []
-          for (let round = 0; round < 20; round++) if ((await client.get(`${prefix}global/r${round}`)).value !== null) present.push(`r${round}`)
+          for (let round = 0; round < 20; round++)
+            if ((await client.get(`${prefix}global/r${round}`)).value !== null) present.push(`r${round}`)
           return JSON.stringify((index.global ?? []).sort()) === JSON.stringify(present.sort())
         }, 'the index to list exactly the keys that exist')
       } finally {
@@ -375,7 +420,10 @@ describe('context store: the Node-RED Store API on the state store', function ()
       )
       store.set('global', 'y', 2)
       assert.equal(store.get('global', 'y'), 2)
-      await until(() => store.logs.some((l) => l.level === 'error' && l.message.includes(`${prefix}global/y`)), 'the failed write to be logged')
+      await until(
+        () => store.logs.some((l) => l.level === 'error' && l.message.includes(`${prefix}global/y`)),
+        'the failed write to be logged',
+      )
       assert.equal(store.logs.filter((l) => l.level === 'error' && l.message.includes(`${prefix}global/y`)).length, 1)
       proxy.refusing = false
     })
@@ -409,7 +457,10 @@ describe('context store: the Node-RED Store API on the state store', function ()
       await call((cb) => writer.set('global', ['changed', 'deleted', 'added'], [2, undefined, 3], cb))
       proxy.refusing = false
       await until(
-        () => watcher.get('global', 'changed') === 2 && watcher.get('global', 'deleted') === undefined && watcher.get('global', 'added') === 3,
+        () =>
+          watcher.get('global', 'changed') === 2 &&
+          watcher.get('global', 'deleted') === undefined &&
+          watcher.get('global', 'added') === 3,
         'the watcher to reconcile',
       )
       assert.deepEqual((watcher.keys('global') as string[]).sort(), ['added', 'changed', 'kept'])
@@ -434,7 +485,10 @@ describe('context store: the Node-RED Store API on the state store', function ()
       // and as many sets nobody waits for: a failure of those is logged with the key
       store.set('f1', key, i)
     }
-    await until(() => [...outcomes.values()].filter((o) => o === 'landed').length >= 100, 'the first 100 writes to land')
+    await until(
+      () => [...outcomes.values()].filter((o) => o === 'landed').length >= 100,
+      'the first 100 writes to land',
+    )
     await backend.mosquitto.kill()
     await Promise.all(all)
     await backend.mosquitto.start()
@@ -444,7 +498,12 @@ describe('context store: the Node-RED Store API on the state store', function ()
     const client = await raw()
     try {
       for (const [key, outcome] of outcomes) {
-        if (outcome === 'landed') assert.equal((await client.get(`${prefix}global/${key}`)).value?.toString(), JSON.stringify({ i: Number(key.slice(1)) }), key)
+        if (outcome === 'landed')
+          assert.equal(
+            (await client.get(`${prefix}global/${key}`)).value?.toString(),
+            JSON.stringify({ i: Number(key.slice(1)) }),
+            key,
+          )
       }
       // the unwatched sets: each one is in the store or was logged
       for (let i = 0; i < burst; i++) {
@@ -455,7 +514,9 @@ describe('context store: the Node-RED Store API on the state store', function ()
     } finally {
       await client.close()
     }
-    console.log(`      (${burst - errors.length} of ${burst} acknowledged sets landed before the kill, ${errors.length} reported)`)
+    console.log(
+      `      (${burst - errors.length} of ${burst} acknowledged sets landed before the kill, ${errors.length} reported)`,
+    )
     // the store works again once it has reconnected to the broker, which takes its reconnect delay
     await retry(() => call((cb) => store.set('global', 'after', 1, cb)), 30_000)
     assert.equal(store.get('global', 'after'), 1)
@@ -480,7 +541,10 @@ describe('context store: the Node-RED Store API on the state store', function ()
         )
         // a synchronous read cannot answer: it throws rather than hand a flow an undefined to write back
         assert.equal(errorOf(() => store.get('global', 'count'))?.code, 'CONTEXT_NOT_LOADED')
-        assert.match(errorOf(() => store.keys('global'))?.message ?? '', new RegExp(`state store context ${prefix}: not loaded yet: waiting for its broker`))
+        assert.match(
+          errorOf(() => store.keys('global'))?.message ?? '',
+          new RegExp(`state store context ${prefix}: not loaded yet: waiting for its broker`),
+        )
         // async calls wait the request timeout, then hear an error naming the store; a set given up is dropped
         await assert.rejects(
           call((cb) => store.get('global', 'count', cb)),
@@ -497,14 +561,23 @@ describe('context store: the Node-RED Store API on the state store', function ()
         await store.clean(['n2'])
         proxy.refusing = false
         // the client's reconnect backoff decides when: wait for the load to be logged
-        await until(() => store.logs.some((l) => l.level === 'info' && l.message.includes('the context is loaded')), 'the load', 20_000)
+        await until(
+          () => store.logs.some((l) => l.level === 'info' && l.message.includes('the context is loaded')),
+          'the load',
+          20_000,
+        )
         assert.deepEqual(store.get('global', ['count', 'keep']), [2, 'stored before'])
         assert.deepEqual(await call((cb) => store.get('global', ['count', 'keep'], cb)), [2, 'stored before'])
         assert.deepEqual(store.get('global', 'fresh'), { a: 1 })
         assert.equal(store.get('global', 'given-up'), undefined)
         await store.close()
         const after = await open({ prefix })
-        assert.deepEqual(after.get('global', ['count', 'keep', 'fresh', 'given-up']), [2, 'stored before', { a: 1 }, undefined])
+        assert.deepEqual(after.get('global', ['count', 'keep', 'fresh', 'given-up']), [
+          2,
+          'stored before',
+          { a: 1 },
+          undefined,
+        ])
         assert.deepEqual(after.keys('n1:f1'), [], 'the held clean ran')
       } finally {
         await proxy.stop()
@@ -516,7 +589,9 @@ describe('context store: the Node-RED Store API on the state store', function ()
       await store.open()
       store.set('global', 'never', 1)
       await store.close()
-      assert.ok(store.logs.some((l) => l.level === 'error' && /closed before its context was loaded; 1 change/.test(l.message)))
+      assert.ok(
+        store.logs.some((l) => l.level === 'error' && /closed before its context was loaded; 1 change/.test(l.message)),
+      )
     })
   })
 
@@ -530,12 +605,17 @@ describe('context store: the Node-RED Store API on the state store', function ()
       await client.set(`${prefix}global/added`, '2')
       const bucketKey = (top: string) => `${prefix}#keys/${bucketOf('global', top).toString(16).padStart(2, '0')}`
       await client.set(bucketKey('kept'), JSON.stringify({ global: ['kept'] }))
-      if (bucketKey('gone') !== bucketKey('kept')) await client.set(bucketKey('gone'), JSON.stringify({ global: ['gone'] }))
+      if (bucketKey('gone') !== bucketKey('kept'))
+        await client.set(bucketKey('gone'), JSON.stringify({ global: ['gone'] }))
       else await client.set(bucketKey('kept'), JSON.stringify({ global: ['gone', 'kept'] }))
       await client.set(`${prefix}#keys/delta`, JSON.stringify({ global: { gone: false, added: true } }))
       for (const cache of [true, false]) {
         const store = await open({ prefix, cache })
-        assert.deepEqual(((await call((cb) => store.keys('global', cb as never)))[0] as string[]).sort(), ['added', 'kept'], `cache: ${cache}`)
+        assert.deepEqual(
+          ((await call((cb) => store.keys('global', cb as never)))[0] as string[]).sort(),
+          ['added', 'kept'],
+          `cache: ${cache}`,
+        )
         if (cache) assert.deepEqual([store.get('global', 'added'), store.get('global', 'kept')], [2, 1])
       }
       assert.deepEqual(await readIndex(client, prefix), { global: ['added', 'kept'] })

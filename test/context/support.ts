@@ -64,12 +64,18 @@ export interface TestStore extends NodeRedStore {
 export function contextStore(config: ContextStoreConfig): TestStore {
   const logs: LogLine[] = []
   // 3 s on a quiet machine, stretched by the suite's time scale.
-  const inner = new StateStoreContext({ requestTimeout: scaled(3000), logger: (level, message) => logs.push({ level, message }), ...config })
+  const inner = new StateStoreContext({
+    requestTimeout: scaled(3000),
+    logger: (level, message) => logs.push({ level, message }),
+    ...config,
+  })
   return Object.assign(inner as unknown as NodeRedStore, { logs, inner })
 }
 
 /** The callback form as a promise: resolves with the values after the error argument. */
-export function call<T extends unknown[]>(fn: (cb: (err?: Error | null, ...values: unknown[]) => void) => void): Promise<T> {
+export function call<T extends unknown[]>(
+  fn: (cb: (err?: Error | null, ...values: unknown[]) => void) => void,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     fn((err, ...values) => (err ? reject(err) : resolve(values as T)))
   })
@@ -88,7 +94,9 @@ export function uniquePrefix(): string {
  */
 export async function readIndex(client: StateStoreClient, prefix: string): Promise<Record<string, string[]>> {
   const merged = new Map<string, Set<string>>()
-  const values = await Promise.all(Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)))
+  const values = await Promise.all(
+    Array.from({ length: BUCKETS }, (_, i) => client.get(`${prefix}#keys/${i.toString(16).padStart(2, '0')}`)),
+  )
   for (const { value } of values) {
     if (value === null) continue
     for (const [scope, tops] of Object.entries(JSON.parse(value.toString('utf8')) as Record<string, string[]>)) {
@@ -97,7 +105,9 @@ export async function readIndex(client: StateStoreClient, prefix: string): Promi
   }
   const delta = (await client.get(`${prefix}#keys/delta`)).value
   if (delta !== null) {
-    for (const [scope, tops] of Object.entries(JSON.parse(delta.toString('utf8')) as Record<string, Record<string, boolean>>)) {
+    for (const [scope, tops] of Object.entries(
+      JSON.parse(delta.toString('utf8')) as Record<string, Record<string, boolean>>,
+    )) {
       for (const [top, exists] of Object.entries(tops)) {
         if (exists) merged.set(scope, (merged.get(scope) ?? new Set()).add(top))
         else merged.get(scope)?.delete(top)

@@ -23,13 +23,21 @@ async function login(url: string): Promise<string> {
   const res = await fetch(`${url}/auth/token`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ client_id: 'node-red-admin', grant_type: 'password', scope: '*', username: 'admin', password: 'rehearsal' }),
+    body: JSON.stringify({
+      client_id: 'node-red-admin',
+      grant_type: 'password',
+      scope: '*',
+      username: 'admin',
+      password: 'rehearsal',
+    }),
   })
   return ((await res.json()) as { access_token: string }).access_token
 }
 
 async function running(url: string, token: string): Promise<string | undefined> {
-  const res = await fetch(`${url}/flows`, { headers: { Authorization: `Bearer ${token}`, 'Node-RED-API-Version': 'v2' } })
+  const res = await fetch(`${url}/flows`, {
+    headers: { Authorization: `Bearer ${token}`, 'Node-RED-API-Version': 'v2' },
+  })
   const { flows } = (await res.json()) as { flows: Array<{ type: string; name?: string }> }
   return flows.find((n) => n.type === 'comment')?.name
 }
@@ -47,7 +55,15 @@ describe('deploy/overlays/active-active: a deploy to one replica reaches every r
     const brokerPort = Number(new URL(emulator.brokerUrl).port)
     for (let index = 0; index < 2; index++)
       replicas.push(
-        await startReplica({ overlay: 'active-active', root, index, brokerPort, secrets, flows: flowsWith(`seeded by node-red-${index}`), termMs: 3000 }),
+        await startReplica({
+          overlay: 'active-active',
+          root,
+          index,
+          brokerPort,
+          secrets,
+          flows: flowsWith(`seeded by node-red-${index}`),
+          termMs: 3000,
+        }),
       )
   })
 
@@ -71,12 +87,21 @@ describe('deploy/overlays/active-active: a deploy to one replica reaches every r
     ] as const) {
       const res = await fetch(`${replicas[from]!.url}/flows`, {
         method: 'POST',
-        headers: { Authorization: `Bearer ${tokens[from]}`, 'Content-Type': 'application/json', 'Node-RED-Deployment-Type': 'full' },
+        headers: {
+          Authorization: `Bearer ${tokens[from]}`,
+          'Content-Type': 'application/json',
+          'Node-RED-Deployment-Type': 'full',
+        },
         body: JSON.stringify(flowsWith(label)),
       })
       assert.equal(res.status, 204, await res.text())
       for (let i = 0; i < replicas.length; i++)
-        await until(async () => (await running(replicas[i]!.url, tokens[i]!)) === label, `node-red-${i} running "${label}"`, 60_000, 200)
+        await until(
+          async () => (await running(replicas[i]!.url, tokens[i]!)) === label,
+          `node-red-${i} running "${label}"`,
+          60_000,
+          200,
+        )
     }
     const observer = new StateStoreClient({ brokerUrl: emulator!.brokerUrl, clientId: 'aa-observer' })
     try {

@@ -15,7 +15,16 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { AIO_VARIABLES, readAioEnvironment } from '../../src/client'
 import { readAuthenticationFile, readAuthorizationFile } from '../../src/emulator/resource-file'
-import { DEPLOY, readDockerfile, renderBase, renderHa, renderKustomization, renderOverlay, yamlDocuments, type K8sObject } from '../support/deploy-kit'
+import {
+  DEPLOY,
+  readDockerfile,
+  renderBase,
+  renderHa,
+  renderKustomization,
+  renderOverlay,
+  yamlDocuments,
+  type K8sObject,
+} from '../support/deploy-kit'
 import { podSpecOf, restrictedProfileViolations } from '../support/restricted-profile'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -24,7 +33,10 @@ const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: numbe
 /** Validates against the Kubernetes API schema of its kind; throws the schema's complaint. */
 function validate(object: { apiVersion: string; kind: string }): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const models = require(`kubernetes-models/${object.apiVersion}/${object.kind}`) as Record<string, new (o: unknown) => { validate(): void }>
+  const models = require(`kubernetes-models/${object.apiVersion}/${object.kind}`) as Record<
+    string,
+    new (o: unknown) => { validate(): void }
+  >
   new models[object.kind]!(object).validate()
 }
 
@@ -37,7 +49,13 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
   const container = pod.containers[0]
 
   it('renders a ServiceAccount, a StatefulSet, a Service, a NetworkPolicy and the settings ConfigMap in the AIO namespace, each valid', () => {
-    assert.deepEqual(objects.map((o) => o.kind).sort(), ['ConfigMap', 'NetworkPolicy', 'Service', 'ServiceAccount', 'StatefulSet'])
+    assert.deepEqual(objects.map((o) => o.kind).sort(), [
+      'ConfigMap',
+      'NetworkPolicy',
+      'Service',
+      'ServiceAccount',
+      'StatefulSet',
+    ])
     for (const o of objects) {
       assert.equal(o.metadata.namespace, 'azure-iot-operations')
       validate(o)
@@ -60,9 +78,12 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
 
   it('the pod gets the projected SAT for aio-internal, the trust bundle, /data on a claim, and the client id from its name', () => {
     const volume = (name: string) => pod.volumes.find((v: { name: string }) => v.name === name)
-    const mountOf = (name: string) => container.volumeMounts.find((m: { name: string }) => m.name === name)?.mountPath as string
+    const mountOf = (name: string) =>
+      container.volumeMounts.find((m: { name: string }) => m.name === name)?.mountPath as string
     const env = Object.fromEntries(
-      container.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]),
+      container.env
+        .filter((e: { value?: string }) => e.value !== undefined)
+        .map((e: { name: string; value: string }) => [e.name, e.value]),
     )
     const sat = volume('mqtt-client-token').projected.sources[0].serviceAccountToken
     assert.equal(sat.audience, 'aio-internal')
@@ -80,7 +101,10 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
     const service = byKind('Service')[0] as K8sObject & { spec: any }
     assert.deepEqual(service.spec.selector, sts.spec.template.metadata.labels)
-    assert.equal(byKind('ConfigMap')[0]!.metadata.name, pod.volumes.find((v: { name: string }) => v.name === 'settings').configMap.name)
+    assert.equal(
+      byKind('ConfigMap')[0]!.metadata.name,
+      pod.volumes.find((v: { name: string }) => v.name === 'settings').configMap.name,
+    )
     assert.ok(container.args.join(' ').includes(`${mountOf('settings')}/settings.js`))
   })
 
@@ -139,11 +163,15 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
 
   it('no container has a secret in its environment: the Secret is a read-only volume, the directory settings.js reads', () => {
     for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
-      for (const e of c.env ?? []) assert.equal(e.valueFrom?.secretKeyRef, undefined, `${c.name}: ${e.name} comes from a Secret`)
+      for (const e of c.env ?? [])
+        assert.equal(e.valueFrom?.secretKeyRef, undefined, `${c.name}: ${e.name} comes from a Secret`)
       for (const e of c.envFrom ?? []) assert.equal(e.secretRef, undefined, `${c.name}: envFrom a Secret`)
-      for (const e of c.env ?? []) assert.ok(!/SECRET$|PASSWORD|HASH$|TOKEN$/.test(e.name), `${c.name}: ${e.name} looks like a secret`)
+      for (const e of c.env ?? [])
+        assert.ok(!/SECRET$|PASSWORD|HASH$|TOKEN$/.test(e.name), `${c.name}: ${e.name} looks like a secret`)
     }
-    const secretVolume = pod.volumes.find((v: { secret?: { secretName: string } }) => v.secret?.secretName === 'node-red-secrets')
+    const secretVolume = pod.volumes.find(
+      (v: { secret?: { secretName: string } }) => v.secret?.secretName === 'node-red-secrets',
+    )
     assert.ok(secretVolume, 'the Secret node-red-secrets is a volume')
     assert.equal(secretVolume.secret.defaultMode, 0o440)
     const mount = container.volumeMounts.find((m: { name: string }) => m.name === secretVolume.name)
@@ -162,7 +190,10 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
 
   it('the HA overlay: the same objects, each valid and restricted, with two replicas started together, ready only when active, on settings-ha.js', () => {
     const ha = renderHa()
-    assert.deepEqual(ha.map((o) => `${o.kind}/${o.metadata.name}`).sort(), objects.map((o) => `${o.kind}/${o.metadata.name}`).sort())
+    assert.deepEqual(
+      ha.map((o) => `${o.kind}/${o.metadata.name}`).sort(),
+      objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(),
+    )
     for (const o of ha) {
       assert.equal(o.metadata.namespace, 'azure-iot-operations')
       validate(o)
@@ -237,19 +268,26 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     const xPod = xSts.spec.template.spec
     const c = xPod.containers[0]
     const env = Object.fromEntries(
-      c.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]),
+      c.env
+        .filter((e: { value?: string }) => e.value !== undefined)
+        .map((e: { name: string; value: string }) => [e.name, e.value]),
     )
     assert.equal(env.AIO_SAT_FILE, undefined, 'no token: one way of authenticating')
     assert.ok(!xPod.volumes.some((v: { name: string }) => v.name === 'mqtt-client-token'))
     const certMount = c.volumeMounts.find((m: { name: string }) => m.name === 'client-cert')
-    assert.equal(xPod.volumes.find((v: { name: string }) => v.name === 'client-cert').secret.secretName, 'node-red-client-cert')
+    assert.equal(
+      xPod.volumes.find((v: { name: string }) => v.name === 'client-cert').secret.secretName,
+      'node-red-client-cert',
+    )
     assert.equal(dirname(env.AIO_TLS_CERT_FILE), certMount.mountPath)
     assert.equal(dirname(env.AIO_TLS_KEY_FILE), certMount.mountPath)
     const aio = readAioEnvironment({ ...env, AIO_MQTT_CLIENT_ID: 'node-red-0' })
     assert.equal(aio.certFile, env.AIO_TLS_CERT_FILE)
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
     const policy = x509.find((o) => o.kind === 'NetworkPolicy') as K8sObject & { spec: any }
-    const out = policy.spec.egress.flatMap((r: { ports: Array<{ protocol: string; port: number }> }) => r.ports.map((p) => `${p.protocol}/${p.port}`))
+    const out = policy.spec.egress.flatMap((r: { ports: Array<{ protocol: string; port: number }> }) =>
+      r.ports.map((p) => `${p.protocol}/${p.port}`),
+    )
     assert.deepEqual(out.sort(), [`TCP/${env.AIO_BROKER_TCP_PORT}`, 'TCP/53', 'UDP/53'].sort())
     assertEgressToPeersOnly(policy.spec.egress)
     // The broker's side: the certificate's subject gives the attribute the kit's rules match.
@@ -292,8 +330,13 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
   it("every container has CPU and memory requests and limits, and V8's heap stays under the memory limit", () => {
     const mebibytes = (q: string) => Number(/^(\d+)Mi$/.exec(q)?.[1] ?? assert.fail(`${q}: write memory in Mi`))
     for (const c of pod.containers) {
-      for (const kind of ['requests', 'limits']) for (const r of ['cpu', 'memory']) assert.ok(c.resources?.[kind]?.[r], `${c.name}: resources.${kind}.${r}`)
-      const heap = Number(/--max-old-space-size=(\d+)/.exec(c.env.find((e: { name: string }) => e.name === 'NODE_OPTIONS')?.value ?? '')?.[1])
+      for (const kind of ['requests', 'limits'])
+        for (const r of ['cpu', 'memory']) assert.ok(c.resources?.[kind]?.[r], `${c.name}: resources.${kind}.${r}`)
+      const heap = Number(
+        /--max-old-space-size=(\d+)/.exec(
+          c.env.find((e: { name: string }) => e.name === 'NODE_OPTIONS')?.value ?? '',
+        )?.[1],
+      )
       assert.ok(heap > 0 && heap < mebibytes(c.resources.limits.memory), 'the heap is capped below the memory limit')
       assert.ok(mebibytes(c.resources.requests.memory) <= mebibytes(c.resources.limits.memory))
     }
@@ -309,7 +352,9 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
       policy.spec.ingress.flatMap((r: { ports: unknown[] }) => r.ports),
       [{ protocol: 'TCP', port: http }],
     )
-    const out = policy.spec.egress.flatMap((r: { ports: Array<{ protocol: string; port: number }> }) => r.ports.map((p) => `${p.protocol}/${p.port}`))
+    const out = policy.spec.egress.flatMap((r: { ports: Array<{ protocol: string; port: number }> }) =>
+      r.ports.map((p) => `${p.protocol}/${p.port}`),
+    )
     const brokerPort = container.env.find((e: { name: string }) => e.name === 'AIO_BROKER_TCP_PORT').value
     assert.deepEqual(out.sort(), [`TCP/${brokerPort}`, 'TCP/53', 'UDP/53'].sort())
     assertEgressToPeersOnly(policy.spec.egress)
@@ -318,12 +363,22 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
   it('the Helm values give the chart the same environment and volumes, each part valid', () => {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the chart's values, parsed YAML walked freely; a wrong path fails the test
     const [values] = yamlDocuments(join(DEPLOY, 'helm', 'values.yaml')) as Array<any>
-    assert.equal(values.serviceAccount.annotations['aio-broker-auth/group'], byKind('ServiceAccount')[0]!.metadata.annotations!['aio-broker-auth/group'])
+    assert.equal(
+      values.serviceAccount.annotations['aio-broker-auth/group'],
+      byKind('ServiceAccount')[0]!.metadata.annotations!['aio-broker-auth/group'],
+    )
     assert.deepEqual(values.env, container.env, 'the same environment as the StatefulSet')
     assert.equal(values.persistence.enabled, true)
     const chartPod = {
       securityContext: values.podSecurityContext,
-      containers: [{ name: 'node-red', securityContext: values.securityContext, ports: [{ containerPort: 1880 }], resources: values.resources }],
+      containers: [
+        {
+          name: 'node-red',
+          securityContext: values.securityContext,
+          ports: [{ containerPort: 1880 }],
+          resources: values.resources,
+        },
+      ],
       volumes: values.extraVolumes,
     }
     assert.deepEqual(restrictedProfileViolations(chartPod, 'the chart'), [])
@@ -333,7 +388,14 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
       kind: 'Pod',
       metadata: { name: 'node-red-chart' },
       spec: {
-        containers: [{ name: 'node-red', image: `${values.image.repository}:${values.image.tag}`, env: values.env, volumeMounts: values.extraVolumeMounts }],
+        containers: [
+          {
+            name: 'node-red',
+            image: `${values.image.repository}:${values.image.tag}`,
+            env: values.env,
+            volumeMounts: values.extraVolumeMounts,
+          },
+        ],
         volumes: values.extraVolumes,
       },
     } as never)
@@ -348,7 +410,9 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
   it('the image recipe builds on a pinned official Node-RED image from the tarball npm pack makes (test/deploy/image.test.ts runs it)', () => {
     const steps = readDockerfile(join(DEPLOY, 'image', 'Dockerfile'))
     assert.match(steps.find((s) => s.keyword === 'FROM')!.text, /^nodered\/node-red:\d+\.\d+\.\d+-\d+$/)
-    assert.ok(steps.some((s) => s.keyword === 'COPY' && /node-red-contrib-aio-statestore-\$\{VERSION\}\.tgz/.test(s.text)))
+    assert.ok(
+      steps.some((s) => s.keyword === 'COPY' && /node-red-contrib-aio-statestore-\$\{VERSION\}\.tgz/.test(s.text)),
+    )
     assert.ok(!steps.some((s) => s.text.includes('--unsafe-perm')))
     assert.equal(
       container.image,
@@ -361,7 +425,12 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     const policy = readAuthorizationFile(join(DEPLOY, 'authorization', 'rules.yaml'))
     assert.ok(policy.ruleCount > 0 && policy.grantsBrokerResources)
     const text = readFileSync(join(DEPLOY, 'authorization', 'rules.yaml'), 'utf8')
-    for (const warning of ['az iot ops broker authz apply', 'REPLACES the whole policy', 'disconnects every connected client', 'debugging and testing only'])
+    for (const warning of [
+      'az iot ops broker authz apply',
+      'REPLACES the whole policy',
+      'disconnects every connected client',
+      'debugging and testing only',
+    ])
       assert.ok(text.includes(warning), warning)
     assert.match(text, /- group: node-red/)
   })
@@ -371,8 +440,14 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML
 function assertEgressToPeersOnly(egress: any[]): void {
   for (const rule of egress) {
-    assert.ok(Array.isArray(rule.to) && rule.to.length > 0, `an egress rule without peers opens ${JSON.stringify(rule.ports)} to any address`)
+    assert.ok(
+      Array.isArray(rule.to) && rule.to.length > 0,
+      `an egress rule without peers opens ${JSON.stringify(rule.ports)} to any address`,
+    )
     for (const peer of rule.to)
-      assert.ok(peer.namespaceSelector || peer.podSelector || peer.ipBlock, `a peer names a selector or a CIDR: ${JSON.stringify(peer)}`)
+      assert.ok(
+        peer.namespaceSelector || peer.podSelector || peer.ipBlock,
+        `a peer names a selector or a CIDR: ${JSON.stringify(peer)}`,
+      )
   }
 }

@@ -60,7 +60,15 @@ const flows = [
     wires: [['ha00000000000014']],
   },
   // Handled = its key written, once: a msg the dead active had recorded is not recorded again.
-  { id: 'ha00000000000014', type: 'ss-set', z: TAB, store: STORE, condition: 'NX', notApplied: 'same', wires: [['ha00000000000015']] },
+  {
+    id: 'ha00000000000014',
+    type: 'ss-set',
+    z: TAB,
+    store: STORE,
+    condition: 'NX',
+    notApplied: 'same',
+    wires: [['ha00000000000015']],
+  },
   {
     id: 'ha00000000000015',
     type: 'function',
@@ -100,10 +108,12 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
     const sts = renderHa().find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
     const container = sts.spec.template.spec.containers[0]
-    const mountOf = (volume: string) => container.volumeMounts.find((m: { name: string }) => m.name === volume).mountPath as string
+    const mountOf = (volume: string) =>
+      container.volumeMounts.find((m: { name: string }) => m.name === volume).mountPath as string
     const settingsMap = renderHa().find((o) => o.kind === 'ConfigMap') as K8sObject & { data: Record<string, string> }
     mkdirSync(mapped(pod, mountOf('settings')), { recursive: true })
-    for (const [key, text] of Object.entries(settingsMap.data)) writeFileSync(join(mapped(pod, mountOf('settings')), key), text)
+    for (const [key, text] of Object.entries(settingsMap.data))
+      writeFileSync(join(mapped(pod, mountOf('settings')), key), text)
     mkdirSync(mapped(pod, mountOf('secrets')), { recursive: true })
     writeFileSync(join(mapped(pod, mountOf('secrets')), 'adminPasswordHash'), bcrypt.hashSync('ha-admin', 4))
     writeFileSync(join(mapped(pod, mountOf('secrets')), 'credentialSecret'), 'ha-secret')
@@ -130,7 +140,10 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     delete env.AIO_TLS_CA_FILE
     const settingsArg = container.args[container.args.indexOf('--settings') + 1] as string
     const settingsFile = join(root, pod, 'loopback-settings.js')
-    writeFileSync(settingsFile, `module.exports = { ...require(${JSON.stringify(mapped(pod, settingsArg))}), uiHost: '127.0.0.1' }\n`)
+    writeFileSync(
+      settingsFile,
+      `module.exports = { ...require(${JSON.stringify(mapped(pod, settingsArg))}), uiHost: '127.0.0.1' }\n`,
+    )
     const probe = container.readinessProbe.httpGet.path as string
     termMs = env.NODE_RED_HA_TERM_MS ?? '?'
     return startNodeRed({
@@ -156,7 +169,8 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     observer = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'ha-observer' })
     await observer.ready({ timeoutMs: 30_000 })
     await observer.observe('nodered/ha/leader', (note) => {
-      if (!note.reconciled) leaderChanges.push({ operation: note.operation, by: note.value?.toString() ?? null, at: performance.now() })
+      if (!note.reconciled)
+        leaderChanges.push({ operation: note.operation, by: note.value?.toString() ?? null, at: performance.now() })
     })
     for (let n = 0; n < ITEMS; n++) {
       await observer.observe(`flows/ha/item/${n}`, (note) => {
@@ -179,14 +193,20 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
   })
 
   it('one runs the flows, the other stands by (not ready, running nothing, refusing a deploy); the editor deploys to the active one', async () => {
-    await until(() => handledBy('node-red-0') >= 10, 'node-red-0 handling msgs', 60_000, 50).catch(async (err: Error) => {
-      throw new Error(
-        `${err.message} next=${(await observer!.get('flows/ha/next')).value} item0=${(await observer!.get('flows/ha/item/0')).value} seen=${seen.size}\n${runtimes[0]!.log.slice(-1500)}`,
-      )
-    })
+    await until(() => handledBy('node-red-0') >= 10, 'node-red-0 handling msgs', 60_000, 50).catch(
+      async (err: Error) => {
+        throw new Error(
+          `${err.message} next=${(await observer!.get('flows/ha/next')).value} item0=${(await observer!.get('flows/ha/item/0')).value} seen=${seen.size}\n${runtimes[0]!.log.slice(-1500)}`,
+        )
+      },
+    )
     assert.equal(await active(1), 503)
     assert.equal(handledBy('node-red-1'), 0)
-    const deploy = await fetch(`${runtimes[1]!.url}/flows`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '[]' })
+    const deploy = await fetch(`${runtimes[1]!.url}/flows`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '[]',
+    })
     assert.equal(deploy.status, 503, 'the standby refuses editor changes')
     assert.ok(!existsSync(mapped('node-red-1', '/data/flows.json')), 'the standby has loaded no flows')
 
@@ -194,12 +214,22 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     const login = await fetch(`${runtimes[0]!.url}/auth/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ client_id: 'node-red-admin', grant_type: 'password', scope: '*', username: 'admin', password: 'ha-admin' }),
+      body: JSON.stringify({
+        client_id: 'node-red-admin',
+        grant_type: 'password',
+        scope: '*',
+        username: 'admin',
+        password: 'ha-admin',
+      }),
     })
     const { access_token } = (await login.json()) as { access_token: string }
     const deployed = await fetch(`${runtimes[0]!.url}/flows`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${access_token}`, 'Node-RED-Deployment-Type': 'nodes' },
+      headers: {
+        'Content-Type': 'application/json',
+        Authorization: `Bearer ${access_token}`,
+        'Node-RED-Deployment-Type': 'nodes',
+      },
       body: JSON.stringify([...flows, DEPLOYED]),
     })
     assert.equal(deployed.status, 204, await deployed.text())
@@ -248,9 +278,16 @@ describe('deploy/overlays/ha: two Node-RED runtimes, one active, one standby; ki
     runtimes[1] = null
     await until(() => handledBy('node-red-0') >= before + 5, 'node-red-0 handling msgs again', 120_000, 50)
     const resigned = leaderChanges.find((c) => c.at > stoppedAt && c.operation === 'DELETE')
-    assert.ok(resigned, `the stopped active gave up the position: ${JSON.stringify(leaderChanges.filter((c) => c.at > stoppedAt))}`)
-    const first = Math.min(...[...seen.values()].filter((s) => s[0]!.by === 'node-red-0' && s[0]!.at > stoppedAt).map((s) => s[0]!.at))
-    console.log(`      hand-over on SIGTERM: ${((first - stoppedAt) / 1000).toFixed(1)} s from the stop to the first msg handled by the other`)
+    assert.ok(
+      resigned,
+      `the stopped active gave up the position: ${JSON.stringify(leaderChanges.filter((c) => c.at > stoppedAt))}`,
+    )
+    const first = Math.min(
+      ...[...seen.values()].filter((s) => s[0]!.by === 'node-red-0' && s[0]!.at > stoppedAt).map((s) => s[0]!.at),
+    )
+    console.log(
+      `      hand-over on SIGTERM: ${((first - stoppedAt) / 1000).toFixed(1)} s from the stop to the first msg handled by the other`,
+    )
     const { value } = await observer!.get('flows/ha/next')
     const counts = Array.from({ length: Number(value?.toString()) }, (_, n) => seen.get(n)?.length ?? 0)
     assert.deepEqual(

@@ -7,7 +7,17 @@
 // load from the package the recipe installed, and a flow with a blank config node works.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, isAbsolute, join } from 'node:path'
 import { RED_JS, startNodeRed, type NodeRedChild } from '../../dev/node-red'
@@ -21,7 +31,9 @@ import { childEnvWithoutAio, npmRun, repoRoot } from '../smoke/node-red'
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
 
 const PACKAGE = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { name: string; version: string }
-const NODE_RED = JSON.parse(readFileSync(join(repoRoot, 'node_modules', 'node-red', 'package.json'), 'utf8')) as { version: string }
+const NODE_RED = JSON.parse(readFileSync(join(repoRoot, 'node_modules', 'node-red', 'package.json'), 'utf8')) as {
+  version: string
+}
 const IMAGE_APP = '/usr/src/node-red'
 
 function sh(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<string> {
@@ -31,7 +43,9 @@ function sh(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<strin
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (out += d))
     child.once('error', reject)
-    child.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`RUN ${command} exited ${code}\n${out}`))))
+    child.once('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`RUN ${command} exited ${code}\n${out}`)),
+    )
   })
 }
 
@@ -50,7 +64,8 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
     root = mkdtempSync(join(tmpdir(), 'aio-ss-image-'))
     const context = join(root, '.context')
     mkdirSync(context)
-    for (const f of readdirSync(join(DEPLOY, 'image'))) if (!f.endsWith('.tgz')) copyFileSync(join(DEPLOY, 'image', f), join(context, f))
+    for (const f of readdirSync(join(DEPLOY, 'image')))
+      if (!f.endsWith('.tgz')) copyFileSync(join(DEPLOY, 'image', f), join(context, f))
     // The first of the doc's two commands: npm pack into the build context (prepack builds dist/ afresh).
     await npmRun(['pack', '--pack-destination', context], repoRoot, 300_000)
 
@@ -62,7 +77,12 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
     mkdirSync(mapped('/tmp'))
     writeFileSync(
       join(app, 'package.json'),
-      JSON.stringify({ name: 'node-red-docker', version: NODE_RED.version, private: true, dependencies: { 'node-red': NODE_RED.version } }),
+      JSON.stringify({
+        name: 'node-red-docker',
+        version: NODE_RED.version,
+        private: true,
+        dependencies: { 'node-red': NODE_RED.version },
+      }),
     )
     symlinkSync(join(repoRoot, 'node_modules', 'node-red'), join(app, 'node_modules', 'node-red'), 'dir')
 
@@ -76,7 +96,8 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
       npm_config_update_notifier: 'false',
     }
     // Absolute paths of the image inside a RUN's text, under the scratch root.
-    const mapRun = (text: string) => text.replace(/(^|[\s=])\/(usr|data|tmp|etc)\//g, (_, pre: string, top: string) => `${pre}${mapped(`/${top}`)}/`)
+    const mapRun = (text: string) =>
+      text.replace(/(^|[\s=])\/(usr|data|tmp|etc)\//g, (_, pre: string, top: string) => `${pre}${mapped(`/${top}`)}/`)
     for (const { keyword, text } of readDockerfile(join(context, 'Dockerfile'))) {
       steps.push(`${keyword} ${text}`)
       if (keyword === 'FROM') from = text
@@ -98,7 +119,10 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
           copyFileSync(join(context, src), target)
         }
       } else if (keyword === 'RUN') await sh(mapRun(text), mapped(workdir), { ...env, ...vars })
-      else assert.fail(`the test does not know the Dockerfile instruction ${keyword}: teach it, so it keeps following the recipe`)
+      else
+        assert.fail(
+          `the test does not know the Dockerfile instruction ${keyword}: teach it, so it keeps following the recipe`,
+        )
     }
 
     // The pod: the kit's settings.js where the StatefulSet mounts it, the Secret's files, the
@@ -107,7 +131,8 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
     const sts = objects.find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
     const container = sts.spec.template.spec.containers[0]
-    const mountOf = (volume: string) => container.volumeMounts.find((m: { name: string }) => m.name === volume).mountPath as string
+    const mountOf = (volume: string) =>
+      container.volumeMounts.find((m: { name: string }) => m.name === volume).mountPath as string
     const settingsMap = objects.find((o) => o.kind === 'ConfigMap') as K8sObject & { data: Record<string, string> }
     mkdirSync(mapped(mountOf('settings')), { recursive: true })
     writeFileSync(join(mapped(mountOf('settings')), 'settings.js'), settingsMap.data['settings.js']!)
@@ -121,7 +146,14 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
       JSON.stringify([
         { id: 'f1a0000000000001', type: 'tab', label: 'image' },
         { id: 'f1a0000000000002', type: 'ss-config', name: 'blank', broker: '', clientId: '' },
-        { id: 'f1a0000000000010', type: 'http in', z: 'f1a0000000000001', url: '/kv/:key', method: 'put', wires: [['f1a0000000000011']] },
+        {
+          id: 'f1a0000000000010',
+          type: 'http in',
+          z: 'f1a0000000000001',
+          url: '/kv/:key',
+          method: 'put',
+          wires: [['f1a0000000000011']],
+        },
         {
           id: 'f1a0000000000011',
           type: 'change',
@@ -129,8 +161,21 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
           rules: [{ t: 'set', p: 'topic', pt: 'msg', to: 'req.params.key', tot: 'msg' }],
           wires: [['f1a0000000000012']],
         },
-        { id: 'f1a0000000000012', type: 'ss-set', z: 'f1a0000000000001', store: 'f1a0000000000002', wires: [['f1a0000000000030']] },
-        { id: 'f1a0000000000020', type: 'http in', z: 'f1a0000000000001', url: '/kv/:key', method: 'get', wires: [['f1a0000000000021']] },
+        {
+          id: 'f1a0000000000012',
+          type: 'ss-set',
+          z: 'f1a0000000000001',
+          store: 'f1a0000000000002',
+          wires: [['f1a0000000000030']],
+        },
+        {
+          id: 'f1a0000000000020',
+          type: 'http in',
+          z: 'f1a0000000000001',
+          url: '/kv/:key',
+          method: 'get',
+          wires: [['f1a0000000000021']],
+        },
         {
           id: 'f1a0000000000021',
           type: 'change',
@@ -138,7 +183,13 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
           rules: [{ t: 'set', p: 'topic', pt: 'msg', to: 'req.params.key', tot: 'msg' }],
           wires: [['f1a0000000000022']],
         },
-        { id: 'f1a0000000000022', type: 'ss-get', z: 'f1a0000000000001', store: 'f1a0000000000002', wires: [['f1a0000000000030']] },
+        {
+          id: 'f1a0000000000022',
+          type: 'ss-get',
+          z: 'f1a0000000000001',
+          store: 'f1a0000000000002',
+          wires: [['f1a0000000000030']],
+        },
         { id: 'f1a0000000000030', type: 'http response', z: 'f1a0000000000001', wires: [] },
       ]),
     )
@@ -150,7 +201,10 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
       settingsFile,
       `module.exports = { ...require(${JSON.stringify(join(mapped(mountOf('settings')), 'settings.js'))}), uiHost: '127.0.0.1', nodesDir: [${JSON.stringify(mapped(IMAGE_APP))}] }\n`,
     )
-    const podEnv: NodeJS.ProcessEnv = { ...childEnvWithoutAio(), NODE_PATH: `${mapped(IMAGE_APP)}/node_modules:${mapped('/data')}/node_modules` }
+    const podEnv: NodeJS.ProcessEnv = {
+      ...childEnvWithoutAio(),
+      NODE_PATH: `${mapped(IMAGE_APP)}/node_modules:${mapped('/data')}/node_modules`,
+    }
     for (const e of container.env as Array<{ name: string; value?: string }>)
       if (e.value !== undefined) podEnv[e.name] = e.value.startsWith('/') ? mapped(e.value) : e.value
     Object.assign(podEnv, {
@@ -184,9 +238,13 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
     assert.ok(!steps.some((s) => s.includes('--unsafe-perm')), steps.join('\n'))
     assert.ok(!steps.some((s) => /^USER\s+root/.test(s)), 'no step runs as root')
     assert.ok(steps.includes(`ARG VERSION=${PACKAGE.version}`), "the recipe's version is the package's")
-    const app = JSON.parse(readFileSync(join(mapped(IMAGE_APP), 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
+    const app = JSON.parse(readFileSync(join(mapped(IMAGE_APP), 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>
+    }
     assert.equal(app.dependencies[PACKAGE.name], `file:packages/${PACKAGE.name}-${PACKAGE.version}.tgz`)
-    const installed = JSON.parse(readFileSync(join(mapped(IMAGE_APP), 'node_modules', PACKAGE.name, 'package.json'), 'utf8')) as { version: string }
+    const installed = JSON.parse(
+      readFileSync(join(mapped(IMAGE_APP), 'node_modules', PACKAGE.name, 'package.json'), 'utf8'),
+    ) as { version: string }
     assert.equal(installed.version, PACKAGE.version)
     assert.ok(!existsSync(join(mapped(IMAGE_APP), 'node_modules', 'typescript')), 'no development dependency')
     assert.ok(registry!.requested.includes('mqtt'), 'the dependencies came through npm, from the registry')
@@ -196,32 +254,65 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
     const token = await fetch(`${red!.url}/auth/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ client_id: 'node-red-admin', grant_type: 'password', scope: '*', username: 'admin', password: 'image-admin' }),
+      body: JSON.stringify({
+        client_id: 'node-red-admin',
+        grant_type: 'password',
+        scope: '*',
+        username: 'admin',
+        password: 'image-admin',
+      }),
     })
     assert.equal(token.status, 200, await token.clone().text())
     const { access_token } = (await token.json()) as { access_token: string }
-    const nodes = await fetch(`${red!.url}/nodes/${PACKAGE.name}`, { headers: { Accept: 'application/json', Authorization: `Bearer ${access_token}` } })
+    const nodes = await fetch(`${red!.url}/nodes/${PACKAGE.name}`, {
+      headers: { Accept: 'application/json', Authorization: `Bearer ${access_token}` },
+    })
     assert.equal(nodes.status, 200)
-    const info = (await nodes.json()) as { version: string; path: string; nodes: Array<{ types: string[]; enabled: boolean; err?: string }> }
+    const info = (await nodes.json()) as {
+      version: string
+      path: string
+      nodes: Array<{ types: string[]; enabled: boolean; err?: string }>
+    }
     assert.equal(info.version, PACKAGE.version)
     assert.equal(info.path, join(mapped(IMAGE_APP), 'node_modules', PACKAGE.name), 'the copy the recipe installed')
     assert.ok(info.nodes.length >= 7)
     for (const set of info.nodes) assert.ok(set.enabled && set.err === undefined, `${set.types.join()}: ${set.err}`)
-    assert.equal((await fetch(`${red!.url}/nodes`, { headers: { Accept: 'application/json' } })).status, 401, 'no login, no admin API')
+    assert.equal(
+      (await fetch(`${red!.url}/nodes`, { headers: { Accept: 'application/json' } })).status,
+      401,
+      'no login, no admin API',
+    )
     const wrong = await fetch(`${red!.url}/auth/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ client_id: 'node-red-admin', grant_type: 'password', scope: '*', username: 'admin', password: 'guess' }),
+      body: JSON.stringify({
+        client_id: 'node-red-admin',
+        grant_type: 'password',
+        scope: '*',
+        username: 'admin',
+        password: 'guess',
+      }),
     })
     assert.equal(wrong.status, 403, 'a wrong password is refused')
   })
 
   it('a flow with a blank config node writes and reads through the AIO environment', async () => {
-    assert.equal((await fetch(`${red!.url}/kv/greeting`, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'from the image' })).status, 200)
+    assert.equal(
+      (
+        await fetch(`${red!.url}/kv/greeting`, {
+          method: 'PUT',
+          headers: { 'Content-Type': 'text/plain' },
+          body: 'from the image',
+        })
+      ).status,
+      200,
+    )
     const got = await fetch(`${red!.url}/kv/greeting`)
     assert.equal(await got.text(), 'from the image')
     // The figure behind the StatefulSet's memory request (printed, not asserted: it is this machine's).
     const status = readFileSync(`/proc/${red!.pid}/status`, 'utf8')
-    console.log(`      Node-RED resident memory after start and a request: ${/VmRSS:\s*(\d+ kB)/.exec(status)?.[1] ?? 'unknown'}`)
+    console.log(
+      `      Node-RED resident memory after start and a request: ${/VmRSS:\s*(\d+ kB)/.exec(status)?.[1] ?? 'unknown'}`,
+    )
   })
 })

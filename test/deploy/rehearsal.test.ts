@@ -25,10 +25,22 @@ describe('npm run rehearse: the overlays on a laptop, one replica killed mid-str
   })
 
   it('active-active: 3 replicas on a shared subscription, 400 msgs, the tick leader killed: none lost, none twice, the tick once per period', async () => {
-    check(await rehearse({ overlay: 'active-active', msgs: 400, replicas: 3, termMs: 3000, tickMs: 500, rate: 200, log: () => {} }))
+    check(
+      await rehearse({
+        overlay: 'active-active',
+        msgs: 400,
+        replicas: 3,
+        termMs: 3000,
+        tickMs: 500,
+        rate: 200,
+        log: () => {},
+      }),
+    )
   })
 
   it('ha: the active killed, the standby takes over with the flows from the store: none lost, none twice', async () => {
-    check(await rehearse({ overlay: 'ha', msgs: 400, replicas: 2, termMs: 3000, tickMs: 500, rate: 200, log: () => {} }))
+    check(
+      await rehearse({ overlay: 'ha', msgs: 400, replicas: 2, termMs: 3000, tickMs: 500, rate: 200, log: () => {} }),
+    )
   })
 })

@@ -41,22 +41,30 @@ describe('release: the tarball npm publish would upload', function () {
     )
     const icons = files.filter((f) => f.endsWith('.svg'))
     assert.ok(icons.length > 0)
-    for (const icon of icons) assert.ok(icon.startsWith('dist/nodes/icons/'), `${icon}: Node-RED reads icons from beside the nodes' .js files`)
+    for (const icon of icons)
+      assert.ok(icon.startsWith('dist/nodes/icons/'), `${icon}: Node-RED reads icons from beside the nodes' .js files`)
     // No shipped file points at a map that is not shipped.
     for (const f of files.filter((p) => p.endsWith('.js')))
       assert.ok(!readFileSync(join(repoRoot, f), 'utf8').includes('//# sourceMappingURL='), `${f} names a source map`)
   })
 
   it("ships every file the package's entries name", () => {
-    const named = [manifest.main, ...Object.values(manifest.bin), ...Object.values(manifest['node-red'].nodes), ...Object.values(manifest['node-red'].plugins)]
+    const named = [
+      manifest.main,
+      ...Object.values(manifest.bin),
+      ...Object.values(manifest['node-red'].nodes),
+      ...Object.values(manifest['node-red'].plugins),
+    ]
     for (const f of named) assert.ok(files.includes(f), f)
-    for (const node of Object.values(manifest['node-red'].nodes)) assert.ok(files.includes(node.replace(/\.js$/, '.html')), `${node}'s editor file`)
+    for (const node of Object.values(manifest['node-red'].nodes))
+      assert.ok(files.includes(node.replace(/\.js$/, '.html')), `${node}'s editor file`)
   })
 
   it('aedes, a pre-release, is an optional dependency, exactly pinned; every other dependency is a release', () => {
     assert.equal(manifest.dependencies.aedes, undefined)
     assert.equal(manifest.optionalDependencies?.aedes, '2.0.0-beta.1')
-    for (const [name, range] of Object.entries(manifest.dependencies)) assert.ok(!range.includes('-'), `${name}@${range} is a pre-release`)
+    for (const [name, range] of Object.entries(manifest.dependencies))
+      assert.ok(!range.includes('-'), `${name}@${range} is a pre-release`)
   })
 
   it('without aedes installed, the emulator fails with EMULATOR_BROKER_MISSING and the client still loads', async () => {
@@ -66,7 +74,10 @@ describe('release: the tarball npm publish would upload', function () {
       const hook = join(dir, 'no-aedes.mjs')
       const resolveHook =
         "export async function resolve(s, c, next) { if (s === 'aedes') throw Object.assign(new Error('Cannot find package aedes'), { code: 'ERR_MODULE_NOT_FOUND' }); return next(s, c) }"
-      writeFileSync(hook, `import { register } from 'node:module'\nregister('data:text/javascript,' + encodeURIComponent(${JSON.stringify(resolveHook)}))\n`)
+      writeFileSync(
+        hook,
+        `import { register } from 'node:module'\nregister('data:text/javascript,' + encodeURIComponent(${JSON.stringify(resolveHook)}))\n`,
+      )
       const script = `
         const { StateStoreClient } = require(${JSON.stringify(join(repoRoot, 'dist', 'src'))})
         if (typeof StateStoreClient !== 'function') throw new Error('no client')

@@ -31,7 +31,13 @@ describe('emulator admin channel: concurrent requests are bounded', function () 
 
   before(async function () {
     broker = await startMqttBroker(this)
-    server = await AdminServer.start({ brokerUrl: broker.url, admin: held.admin, nodeId: 'limit-node', log: makeLogger('error'), maxConcurrent: 3 })
+    server = await AdminServer.start({
+      brokerUrl: broker.url,
+      admin: held.admin,
+      nodeId: 'limit-node',
+      log: makeLogger('error'),
+      maxConcurrent: 3,
+    })
     raw = await mqtt.connectAsync(broker.url, { protocolVersion: 5, clientId: 'admin-limit-raw' })
     await raw.subscribeAsync(responseTopic, { qos: 1 })
     raw.on('message', (_topic, body) => replies.push(JSON.parse(body.toString()) as AdminReply))
@@ -45,7 +51,10 @@ describe('emulator admin channel: concurrent requests are bounded', function () 
 
   const send = (n: number) => {
     for (let i = 0; i < n; i++)
-      raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'listKeys' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from([i]) } })
+      raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'listKeys' }), {
+        qos: 1,
+        properties: { responseTopic, correlationData: Buffer.from([i]) },
+      })
   }
 
   it('refuses what is beyond the bound with a busy error, and answers the rest once their scans end', async () => {
@@ -77,7 +86,10 @@ describe('emulator admin channel: concurrent requests are bounded', function () 
     replies.length = 0
     send(3)
     await until(() => held.waiting.length === 3, '3 running scans')
-    raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'hello' }), { qos: 1, properties: { responseTopic, correlationData: Buffer.from('hello') } })
+    raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'hello' }), {
+      qos: 1,
+      properties: { responseTopic, correlationData: Buffer.from('hello') },
+    })
     raw.publish(ADMIN_REQUEST_TOPIC, JSON.stringify({ op: 'inspect', keyHex: '6b' }), {
       qos: 1,
       properties: { responseTopic, correlationData: Buffer.from('inspect') },

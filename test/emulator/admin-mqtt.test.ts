@@ -9,7 +9,12 @@ import { Mosquitto, requireMosquitto } from '../support/mosquitto'
 import { EmulatorProcess } from './cli-process'
 
 /** One admin request as raw MQTT 5; the answer's JSON, or null when none comes within the wait. */
-async function ask(c: MqttClient, payload: string, properties: Record<string, unknown> = {}, waitMs = 5000): Promise<AdminReply | null> {
+async function ask(
+  c: MqttClient,
+  payload: string,
+  properties: Record<string, unknown> = {},
+  waitMs = 5000,
+): Promise<AdminReply | null> {
   const responseTopic = `admin-test/${Math.random().toString(16).slice(2)}`
   await c.subscribeAsync(responseTopic, { qos: 1 })
   const correlationData = Buffer.from(Math.random().toString(16))
@@ -48,7 +53,9 @@ describe('emulator admin channel over MQTT (--admin)', function () {
     ])
     store = new StateStoreClient({ brokerUrl: broker.url, clientId: 'admin-mqtt-writer' })
     await store.ready({ timeoutMs: 10_000 })
-    await Promise.all(Array.from({ length: 150 }, (_, i) => store.set(`sensor/${String(i).padStart(3, '0')}`, `value-${i}`)))
+    await Promise.all(
+      Array.from({ length: 150 }, (_, i) => store.set(`sensor/${String(i).padStart(3, '0')}`, `value-${i}`)),
+    )
     await store.set('other', 'secret-value', { expiryMs: 600_000 })
     raw = await mqtt.connectAsync(broker.url, { protocolVersion: 5, clientId: 'admin-mqtt-raw' })
   })
@@ -114,8 +121,14 @@ describe('emulator admin channel over MQTT (--admin)', function () {
   it('leaves the state store topics alone and logs no value', () => {
     assert.match(emulator.stderr, /admin channel open on aio-statestore-emulator\/admin\/v1\/request/)
     assert.match(emulator.stderr, /admin request refused: unknown "op"/)
-    assert.ok(!emulator.stderr.includes('secret-value') && !emulator.stdout.includes('secret-value'), 'no value in the log')
-    assert.ok(!/statestore\/v1\/FA9AE35F/.test(ADMIN_REQUEST_TOPIC), 'the admin topic is not under the state store topics')
+    assert.ok(
+      !emulator.stderr.includes('secret-value') && !emulator.stdout.includes('secret-value'),
+      'no value in the log',
+    )
+    assert.ok(
+      !/statestore\/v1\/FA9AE35F/.test(ADMIN_REQUEST_TOPIC),
+      'the admin topic is not under the state store topics',
+    )
   })
 
   it('is off by default: nobody subscribes to the admin topic, the client finds nothing', async () => {
@@ -133,7 +146,10 @@ describe('emulator admin channel over MQTT (--admin)', function () {
     } finally {
       await c.endAsync()
     }
-    assert.equal(await RemoteEmulatorAdmin.discover({ brokerUrl: plainBroker.url, clientId: 'admin-mqtt-browser2' }, 5000), null)
+    assert.equal(
+      await RemoteEmulatorAdmin.discover({ brokerUrl: plainBroker.url, clientId: 'admin-mqtt-browser2' }, 5000),
+      null,
+    )
   })
 
   it('serves it through the embedded broker too (--listen), and stops cleanly', async () => {
@@ -155,10 +171,22 @@ describe('emulator admin channel over MQTT (--admin)', function () {
     try {
       const a = await registry.find('cfg', { brokerUrl: broker.url, clientId: 'admin-mqtt-registry' })
       assert.ok(a)
-      assert.equal(await registry.find('cfg', { brokerUrl: broker.url, clientId: 'admin-mqtt-registry' }), a, 'the open connection is kept')
-      assert.equal(await registry.find('cfg', { brokerUrl: plainBroker.url, clientId: 'admin-mqtt-registry' }), null, 'another broker: looked for again')
+      assert.equal(
+        await registry.find('cfg', { brokerUrl: broker.url, clientId: 'admin-mqtt-registry' }),
+        a,
+        'the open connection is kept',
+      )
+      assert.equal(
+        await registry.find('cfg', { brokerUrl: plainBroker.url, clientId: 'admin-mqtt-registry' }),
+        null,
+        'another broker: looked for again',
+      )
       assert.equal(a.open, false, 'the previous connection was closed')
-      assert.equal(await registry.find('bad', { brokerUrl: 'not a url', clientId: 'x' }), null, 'bad options: nothing, no throw')
+      assert.equal(
+        await registry.find('bad', { brokerUrl: 'not a url', clientId: 'x' }),
+        null,
+        'bad options: nothing, no throw',
+      )
     } finally {
       await registry.closeAll()
     }

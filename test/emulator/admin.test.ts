@@ -97,7 +97,10 @@ describe('emulator admin channel: key browser', () => {
   it('pages through any keys, in any page size, to the sorted keys', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.uniqueArray(fc.uint8Array({ minLength: 1, maxLength: 4 }), { maxLength: 300, selector: (k) => Buffer.from(k).toString('hex') }),
+        fc.uniqueArray(fc.uint8Array({ minLength: 1, maxLength: 4 }), {
+          maxLength: 300,
+          selector: (k) => Buffer.from(k).toString('hex'),
+        }),
         fc.integer({ min: 1, max: 7 }),
         async (keys, limit) => {
           const store = new Keyspace({ clock: new HybridLogicalClock() })
@@ -123,7 +126,8 @@ describe('emulator admin channel: key browser', () => {
 
   it('ends a page at its byte cap over long keys, and the next page goes on after it', async () => {
     const store = new Keyspace({ clock: new HybridLogicalClock() })
-    for (let i = 0; i < 40; i++) store.set(Buffer.from(`${String(i).padStart(2, '0')}${'k'.repeat(8190)}`), Buffer.from('v'))
+    for (let i = 0; i < 40; i++)
+      store.set(Buffer.from(`${String(i).padStart(2, '0')}${'k'.repeat(8190)}`), Buffer.from('v'))
     const admin = new EmulatorAdmin(store)
     const first = await admin.listKeys({ limit: 100 })
     assert.equal(first.keys.length, MAX_PAGE_KEY_BYTES / 8192)

@@ -32,7 +32,11 @@ describe(`aedes ${AEDES_VERSION}: the internals the embedded broker reads`, func
   let client: MqttClient
   before(async () => {
     broker = await startBroker({ port: 0 })
-    client = await mqtt.connectAsync(broker.url, { protocolVersion: 5, clientId: 'aedes-internals', reconnectPeriod: 0 })
+    client = await mqtt.connectAsync(broker.url, {
+      protocolVersion: 5,
+      clientId: 'aedes-internals',
+      reconnectPeriod: 0,
+    })
     await client.subscribeAsync('internals/+', { qos: 1 })
   })
   after(async () => {
@@ -43,10 +47,17 @@ describe(`aedes ${AEDES_VERSION}: the internals the embedded broker reads`, func
   it('aedes.clients holds each connected client by its id, and client.subscriptions its filters by topic', () => {
     const clients = (broker.aedes as unknown as { clients?: unknown }).clients
     assert.ok(clients !== null && typeof clients === 'object', changed('or removed aedes.clients'))
-    const entry = (clients as Record<string, unknown>)['aedes-internals'] as { id?: string; subscriptions?: unknown } | undefined
+    const entry = (clients as Record<string, unknown>)['aedes-internals'] as
+      { id?: string; subscriptions?: unknown } | undefined
     assert.equal(entry?.id, 'aedes-internals', changed('aedes.clients (no longer keyed by client id)'))
-    assert.ok(entry.subscriptions !== null && typeof entry.subscriptions === 'object', changed('or removed client.subscriptions'))
-    assert.ok(Object.keys(entry.subscriptions).includes('internals/+'), changed('client.subscriptions (no longer keyed by topic filter)'))
+    assert.ok(
+      entry.subscriptions !== null && typeof entry.subscriptions === 'object',
+      changed('or removed client.subscriptions'),
+    )
+    assert.ok(
+      Object.keys(entry.subscriptions).includes('internals/+'),
+      changed('client.subscriptions (no longer keyed by topic filter)'),
+    )
     assert.equal(broker.isConnected('aedes-internals'), true)
   })
 })

@@ -49,11 +49,33 @@ interface RrResult {
  * 2.0), and an argument from Node.js is UTF-8, so the payload (the Binary key is not UTF-8) goes
  * through a shell as `-m`, byte for byte.
  */
-function rr(url: string, dir: string, who: { clientId: string; user: string }, payload: Buffer, responseTopic: string, waitSec = 10): Promise<RrResult> {
+function rr(
+  url: string,
+  dir: string,
+  who: { clientId: string; user: string },
+  payload: Buffer,
+  responseTopic: string,
+  waitSec = 10,
+): Promise<RrResult> {
   const { hostname, port } = new URL(url)
   const file = join(dir, `payload-${Math.random().toString(36).slice(2)}`)
   writeFileSync(file, payload)
-  const args = ['-V', 'mqttv5', '-h', hostname, '-p', port, '-i', who.clientId, '-u', who.user, '-P', `${who.user}-pw`, '-q', '1']
+  const args = [
+    '-V',
+    'mqttv5',
+    '-h',
+    hostname,
+    '-p',
+    port,
+    '-i',
+    who.clientId,
+    '-u',
+    who.user,
+    '-P',
+    `${who.user}-pw`,
+    '-q',
+    '1',
+  ]
   args.push('-W', String(Math.ceil(scaled(waitSec * 1000) / 1000)), '-N', '-t', REQUEST_TOPIC, '-e', responseTopic)
   args.push('-D', 'publish', 'correlation-data', `${who.clientId}-${Date.now()}-${Math.random()}`)
   args.push('-D', 'publish', 'user-property', '__ts', new Hlc(Date.now(), 0, who.clientId).toString())
@@ -79,7 +101,14 @@ describe("AIO's authorization documents as they stand, on the embedded broker", 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'aio-doc-policies-'))
     const file = join(dir, 'authz.yaml')
-    writeFileSync(file, [fixture('authorization-state-store.json'), fixture('mrpc-option-a.yaml'), fixture('authorization-client-id.yaml')].join('\n---\n'))
+    writeFileSync(
+      file,
+      [
+        fixture('authorization-state-store.json'),
+        fixture('mrpc-option-a.yaml'),
+        fixture('authorization-client-id.yaml'),
+      ].join('\n---\n'),
+    )
     emulator = await startEmulator({
       listen: { host: '127.0.0.1', port: 0 },
       authorizationFile: file,
@@ -123,7 +152,10 @@ describe("AIO's authorization documents as they stand, on the embedded broker", 
       answered,
       cases.length,
       results
-        .map((r, i) => `${JSON.stringify(cases[i]![0].toString('latin1'))}: ${r.code} ${JSON.stringify(r.stdout.toString('latin1'))} ${r.stderr}`)
+        .map(
+          (r, i) =>
+            `${JSON.stringify(cases[i]![0].toString('latin1'))}: ${r.code} ${JSON.stringify(r.stdout.toString('latin1'))} ${r.stderr}`,
+        )
         .join('\n'),
     )
   })
@@ -142,21 +174,44 @@ describe("AIO's authorization documents as they stand, on the embedded broker", 
       client.on('message', (topic) => seen.push(topic))
       const before = lines.length
       for (let i = 0; i < 3; i++) {
-        const code = await publishRequest(client, REQUEST_TOPIC, Request.get('myreadkey'), 'commands/contoso', Buffer.from(`deputy-${i}`.padEnd(16, '.')))
+        const code = await publishRequest(
+          client,
+          REQUEST_TOPIC,
+          Request.get('myreadkey'),
+          'commands/contoso',
+          Buffer.from(`deputy-${i}`.padEnd(16, '.')),
+        )
         assert.equal(code, 0x87, 'the requester learns it from the PUBACK')
       }
-      const warned = lines.slice(before).filter((l) => l.startsWith('warn') && l.includes('Response Topic "commands/contoso" refused (0x87)'))
+      const warned = lines
+        .slice(before)
+        .filter((l) => l.startsWith('warn') && l.includes('Response Topic "commands/contoso" refused (0x87)'))
       assert.equal(warned.length, 1, lines.slice(before).join('\n'))
       assert.match(
         warned[0]!,
         /add to the client's rule: brokerResources: \[\{ method: Publish, topics: \["commands\/contoso"\] \}\], or use a Response Topic under clients\/17-line-1\/#/,
       )
       // The requester may not subscribe to another client's space: the answer could not reach it.
-      assert.equal(await publishRequest(client, REQUEST_TOPIC, Request.get('myreadkey'), 'clients/17-line-2/replies', Buffer.from('deputy-other....')), 0x87)
+      assert.equal(
+        await publishRequest(
+          client,
+          REQUEST_TOPIC,
+          Request.get('myreadkey'),
+          'clients/17-line-2/replies',
+          Buffer.from('deputy-other....'),
+        ),
+        0x87,
+      )
       // Published after the refused ones: once its answer is in, nothing came to commands/contoso.
       await client.subscribeAsync(`clients/${sensor.clientId}/after`, { qos: 1 })
       assert.equal(
-        await publishRequest(client, REQUEST_TOPIC, Request.get('myreadkey'), `clients/${sensor.clientId}/after`, Buffer.from('after...........')),
+        await publishRequest(
+          client,
+          REQUEST_TOPIC,
+          Request.get('myreadkey'),
+          `clients/${sensor.clientId}/after`,
+          Buffer.from('after...........'),
+        ),
         0,
       )
       await until(() => seen.includes(`clients/${sensor.clientId}/after`), 'the answer under its own clients/ space')
@@ -187,20 +242,41 @@ describe("AIO's authorization documents as they stand, on the embedded broker", 
       raw.on('message', (topic, payload) => answers.push(`${topic} ${payload.toString('latin1')}`))
       await raw.subscribeAsync(sdkTopics, { qos: 1 })
       for (const [i, topic] of sdkTopics.entries()) {
-        assert.equal(await publishRequest(raw, REQUEST_TOPIC, Request.get('myreadkey'), topic, Buffer.from(`sdk-${i}`.padEnd(16, '.'))), 0, topic)
+        assert.equal(
+          await publishRequest(
+            raw,
+            REQUEST_TOPIC,
+            Request.get('myreadkey'),
+            topic,
+            Buffer.from(`sdk-${i}`.padEnd(16, '.')),
+          ),
+          0,
+          topic,
+        )
       }
-      await until(() => sdkTopics.every((t) => answers.includes(`${t} ${Reply.nil.toString('latin1')}`)), 'an answer on each SDK topic')
+      await until(
+        () => sdkTopics.every((t) => answers.includes(`${t} ${Reply.nil.toString('latin1')}`)),
+        'an answer on each SDK topic',
+      )
     } finally {
       await raw.endAsync(true)
     }
 
-    const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: '17-node-red', username: 'sensor', password: 'sensor-pw' })
+    const client = new StateStoreClient({
+      brokerUrl: emulator.brokerUrl,
+      clientId: '17-node-red',
+      username: 'sensor',
+      password: 'sensor-pw',
+    })
     try {
       await client.ready()
       await client.set(BINARY_KEY, 'from-node-red')
       assert.equal((await client.get(BINARY_KEY)).value?.toString(), 'from-node-red')
       assert.equal((await client.get('myreadkey')).value, null)
-      await assert.rejects(client.set('myreadkey', 'x'), (err: Error & { code?: string }) => err.code === 'NotAuthorized')
+      await assert.rejects(
+        client.set('myreadkey', 'x'),
+        (err: Error & { code?: string }) => err.code === 'NotAuthorized',
+      )
     } finally {
       await client.close()
     }
@@ -232,7 +308,9 @@ describe("AIO's authorization documents as they stand, on the embedded broker", 
       })
       const responseTopic = 'clients/17-invoker/commands/temperature-service/getStatus'
       await invoker.subscribeAsync(responseTopic, { qos: 1 })
-      const answered = new Promise<string>((resolve) => invoker.once('message', (_t, payload) => resolve(payload.toString())))
+      const answered = new Promise<string>((resolve) =>
+        invoker.once('message', (_t, payload) => resolve(payload.toString())),
+      )
       const code = await publishRequest(
         invoker,
         'commands/temperature-service/getStatus',
@@ -251,16 +329,28 @@ describe("AIO's authorization documents as they stand, on the embedded broker", 
   it("reads Option B and the page's per-resource clientIds: a building22 client connects only with an id that begins with building22", async () => {
     const b = join(dir, 'option-b.yaml')
     writeFileSync(b, fixture('mrpc-option-b.yaml'))
-    const other = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, authorizationFile: b, logLevel: 'silent' })
+    const other = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      authorizationFile: b,
+      logLevel: 'silent',
+    })
     await other.stop()
     const connect = (clientId: string) =>
-      mqtt.connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId, username: 'b22', password: 'b22-pw', reconnectPeriod: 0 }).then(
-        async (c) => {
-          await c.endAsync(true)
-          return 'connected'
-        },
-        (err: Error & { code?: number }) => `refused ${err.code}`,
-      )
+      mqtt
+        .connectAsync(emulator.brokerUrl, {
+          protocolVersion: 5,
+          clientId,
+          username: 'b22',
+          password: 'b22-pw',
+          reconnectPeriod: 0,
+        })
+        .then(
+          async (c) => {
+            await c.endAsync(true)
+            return 'connected'
+          },
+          (err: Error & { code?: number }) => `refused ${err.code}`,
+        )
     assert.equal(await connect('building22-press-4'), 'connected')
     assert.equal(await connect('building23-press-4'), 'refused 135')
   })

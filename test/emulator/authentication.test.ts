@@ -3,7 +3,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import mqtt from 'mqtt'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { authenticateSat, parseDn, satIdentity, x509Attributes, type X509AttributeRule } from '../../src/emulator/broker/authentication'
+import {
+  authenticateSat,
+  parseDn,
+  satIdentity,
+  x509Attributes,
+  type X509AttributeRule,
+} from '../../src/emulator/broker/authentication'
 import { takeoverRefusal } from '../../src/emulator/broker/client-id-owner'
 import { authenticationSources } from '../../src/emulator/core/authentication-documents'
 import { ResourceError } from '../../src/emulator/core/resource-error'
@@ -18,7 +24,11 @@ describe('emulator: who an authenticated client is (X.509 subjects, SAT token fi
   ]
 
   it('reads a distinguished name as AIO writes it', () => {
-    assert.deepEqual(parseDn('CN = Contoso Root CA Cert, OU = Engineering, C = US'), { CN: 'Contoso Root CA Cert', OU: 'Engineering', C: 'US' })
+    assert.deepEqual(parseDn('CN = Contoso Root CA Cert, OU = Engineering, C = US'), {
+      CN: 'Contoso Root CA Cert',
+      OU: 'Engineering',
+      C: 'US',
+    })
   })
 
   it('gives the attributes of the first certificate from the leaf up its chain that a rule names, and no more', () => {
@@ -26,8 +36,14 @@ describe('emulator: who an authenticated client is (X.509 subjects, SAT token fi
     const intermediate = { subject: { CN: 'Contoso Intermediate CA' } }
     const root = { subject: { CN: 'Contoso Root CA Cert', OU: 'Engineering', C: 'US' } }
     assert.deepEqual(x509Attributes([leaf, intermediate, root] as never, rules), { building: '17' })
-    assert.deepEqual(x509Attributes([{ subject: { CN: 'other-device' } }, intermediate, root] as never, rules), { city: 'seattle' })
-    assert.equal(x509Attributes([{ subject: { CN: 'smart-fan', O: 'Fabrikam' } }] as never, rules), null, 'a subject with more fields is another subject')
+    assert.deepEqual(x509Attributes([{ subject: { CN: 'other-device' } }, intermediate, root] as never, rules), {
+      city: 'seattle',
+    })
+    assert.equal(
+      x509Attributes([{ subject: { CN: 'smart-fan', O: 'Fabrikam' } }] as never, rules),
+      null,
+      'a subject with more fields is another subject',
+    )
   })
 
   it('accepts a SAT token that a token file holds now, read at every CONNECT', () => {
@@ -52,7 +68,8 @@ describe('emulator: who an authenticated client is (X.509 subjects, SAT token fi
   })
 
   it('knows a service account token by its subject across rotations; a token without one by its file, or by itself', () => {
-    const jwt = (claims: object, signature: string) => `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`
+    const jwt = (claims: object, signature: string) =>
+      `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`
     const sub = 'system:serviceaccount:azure-iot-operations:node-red'
     const before = satIdentity(jwt({ sub, exp: 1 }, 'first'))
     const rotated = satIdentity(jwt({ sub, exp: 2 }, 'second'))
@@ -60,7 +77,10 @@ describe('emulator: who an authenticated client is (X.509 subjects, SAT token fi
     assert.equal(takeoverRefusal('node-red-0', before, rotated), null, 'a rotated token is the same service account')
     const other = satIdentity(jwt({ sub: 'system:serviceaccount:default:intruder' }, 'x'))
     assert.match(takeoverRefusal('node-red-0', before, other) ?? '', /in use by another identity/)
-    assert.deepEqual(satIdentity('dev.abc', '/dev/.session/token.txt'), { kind: 'service account', name: 'the token of /dev/.session/token.txt' })
+    assert.deepEqual(satIdentity('dev.abc', '/dev/.session/token.txt'), {
+      kind: 'service account',
+      name: 'the token of /dev/.session/token.txt',
+    })
     assert.notDeepEqual(satIdentity('token-one'), satIdentity('token-two'))
     assert.deepEqual(satIdentity('token-one'), satIdentity('token-one'))
     assert.equal(satIdentity('a.not-json.c').name.startsWith('token '), true, 'a token that only looks like a JWT')
@@ -68,23 +88,41 @@ describe('emulator: who an authenticated client is (X.509 subjects, SAT token fi
 
   it("reads BrokerAuthentication attributes and a ServiceAccount's aio-broker-auth/ annotations; a bad entry names its field", () => {
     const sources = authenticationSources([
-      { kind: 'ServiceAccount', metadata: { name: 'node-red', annotations: { 'aio-broker-auth/group': 'node-red', other: 'x' } } },
+      {
+        kind: 'ServiceAccount',
+        metadata: { name: 'node-red', annotations: { 'aio-broker-auth/group': 'node-red', other: 'x' } },
+      },
       {
         kind: 'BrokerAuthentication',
         spec: {
           authenticationMethods: [
-            { method: 'X509', x509Settings: { authorizationAttributes: { fan: { subject: 'CN = smart-fan', attributes: { building: 17 } } } } },
+            {
+              method: 'X509',
+              x509Settings: {
+                authorizationAttributes: { fan: { subject: 'CN = smart-fan', attributes: { building: 17 } } },
+              },
+            },
           ],
         },
       },
     ])
-    assert.deepEqual(sources, { x509: [{ subject: 'CN = smart-fan', attributes: { building: '17' } }], serviceAccountAttributes: { group: 'node-red' } })
+    assert.deepEqual(sources, {
+      x509: [{ subject: 'CN = smart-fan', attributes: { building: '17' } }],
+      serviceAccountAttributes: { group: 'node-red' },
+    })
     assert.throws(
       () =>
         authenticationSources([
-          { kind: 'BrokerAuthentication', spec: { authenticationMethods: [{ x509Settings: { authorizationAttributes: { fan: { attributes: {} } } } }] } },
+          {
+            kind: 'BrokerAuthentication',
+            spec: {
+              authenticationMethods: [{ x509Settings: { authorizationAttributes: { fan: { attributes: {} } } } }],
+            },
+          },
         ]),
-      (err: unknown) => err instanceof ResourceError && err.path.join('.') === 'spec.authenticationMethods.0.x509Settings.authorizationAttributes.fan.subject',
+      (err: unknown) =>
+        err instanceof ResourceError &&
+        err.path.join('.') === 'spec.authenticationMethods.0.x509Settings.authorizationAttributes.fan.subject',
     )
   })
 })
@@ -105,7 +143,10 @@ describe("emulator: a client's principal outlives its connection for its request
           port: 0,
           certFile: layout.brokerCertFile,
           keyFile: layout.brokerKeyFile,
-          authentication: { method: 'sat', tokenFiles: [{ file: layout.tokenFile, attributes: { group: 'node-red' } }] },
+          authentication: {
+            method: 'sat',
+            tokenFiles: [{ file: layout.tokenFile, attributes: { group: 'node-red' } }],
+          },
         },
       ],
     })

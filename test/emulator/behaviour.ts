@@ -38,7 +38,12 @@ function assertPayload(r: Received, expected: Buffer, message?: string): void {
 }
 
 /** Publishes a request whose answer goes to `responseTopic` (not the client's own), as mosquitto_rr -e does. */
-async function requestVia(c: RawClient, responseTopic: string, payload: Buffer, options: SendOptions = {}): Promise<Received> {
+async function requestVia(
+  c: RawClient,
+  responseTopic: string,
+  payload: Buffer,
+  options: SendOptions = {},
+): Promise<Received> {
   await c.client.subscribeAsync(responseTopic, { qos: 1 })
   const correlation = randomBytes(16)
   const arrived = until(
@@ -60,7 +65,11 @@ class Fixture {
   readonly dir = mkdtempSync(join(tmpdir(), 'emu-'))
 
   async start(ctx: Mocha.Context, start: StartEmulator, options: EmulatorOptions = {}): Promise<void> {
-    this.emulator = await start(ctx, { logLevel: 'info', logger: (level, m) => this.logs.push(`${level} ${m}`), ...options })
+    this.emulator = await start(ctx, {
+      logLevel: 'info',
+      logger: (level, m) => this.logs.push(`${level} ${m}`),
+      ...options,
+    })
   }
 
   async client(id?: string): Promise<RawClient> {
@@ -127,7 +136,9 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         assert.deepEqual(r.properties.correlationData, correlation)
         const goTopic = `clients/${Buffer.from('go-client').toString('hex').toUpperCase()}/${REQUEST_TOPIC}/response`
         await c.client.subscribeAsync(goTopic, { qos: 1 })
-        const arrived = new Promise<Buffer>((resolve) => c.client.on('message', (topic, payload) => topic === goTopic && resolve(payload)))
+        const arrived = new Promise<Buffer>((resolve) =>
+          c.client.on('message', (topic, payload) => topic === goTopic && resolve(payload)),
+        )
         c.send(Request.get('x'), { responseTopic: goTopic })
         assertPayload({ payload: await arrived } as Received, Reply.nil)
       })
@@ -223,16 +234,36 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
       })
 
       it('checks __ts: SET needs one, others may omit it; malformed and too-far-ahead ones are refused', async () => {
-        assertPayload(await c.request(Request.set('t', 'v'), { props: { [Prop.timestamp]: null } }), err('TimestampMissing'))
+        assertPayload(
+          await c.request(Request.set('t', 'v'), { props: { [Prop.timestamp]: null } }),
+          err('TimestampMissing'),
+        )
         assertPayload(await c.request(Request.get('t'), { props: { [Prop.timestamp]: null } }), Reply.nil)
         assertPayload(await c.request(Request.del('t'), { props: { [Prop.timestamp]: null } }), Reply.integer(0))
         assertPayload(await c.request(Request.keyNotify('t'), { props: { [Prop.timestamp]: null } }), Reply.ok)
-        for (const bad of ['', 'garbage', '1700000000000:0', '1700000000000:00000:', 'x:00000:node', '1700000000000:-1:node', '1:2:3:4']) {
-          assertPayload(await c.request(Request.set('t', 'v'), { props: { [Prop.timestamp]: bad } }), err('TimestampMalformed'))
-          assertPayload(await c.request(Request.get('t'), { props: { [Prop.timestamp]: bad } }), err('TimestampMalformed'))
+        for (const bad of [
+          '',
+          'garbage',
+          '1700000000000:0',
+          '1700000000000:00000:',
+          'x:00000:node',
+          '1700000000000:-1:node',
+          '1:2:3:4',
+        ]) {
+          assertPayload(
+            await c.request(Request.set('t', 'v'), { props: { [Prop.timestamp]: bad } }),
+            err('TimestampMalformed'),
+          )
+          assertPayload(
+            await c.request(Request.get('t'), { props: { [Prop.timestamp]: bad } }),
+            err('TimestampMalformed'),
+          )
         }
         const skewed = new Hlc(Date.now() + 61_000, 0, 'skewed').toString()
-        assertPayload(await c.request(Request.set('t', 'v'), { props: { [Prop.timestamp]: skewed } }), err('TimestampSkew'))
+        assertPayload(
+          await c.request(Request.set('t', 'v'), { props: { [Prop.timestamp]: skewed } }),
+          err('TimestampSkew'),
+        )
         assertPayload(await c.request(Request.get('t'), { props: { [Prop.timestamp]: skewed } }), err('TimestampSkew'))
         const past = new Hlc(0, 0, 'old').toString()
         assertPayload(await c.request(Request.set('t', 'v'), { props: { [Prop.timestamp]: past } }), Reply.ok)
@@ -245,7 +276,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         assertPayload(await c.request(Request.set('fenced', 'v1'), ft(t(base))), Reply.ok)
         assertPayload(await c.request(Request.set('fenced', 'v2')), err('MissingFencingToken'))
         assertPayload(
-          await c.request(Request.set('fenced', 'v2'), ft(new Hlc(0, 0, '00000000-0000-0000-0000-000000000000').toString())),
+          await c.request(
+            Request.set('fenced', 'v2'),
+            ft(new Hlc(0, 0, '00000000-0000-0000-0000-000000000000').toString()),
+          ),
           err('FencingTokenLowerVersion'),
         )
         assertPayload(await c.request(Request.set('fenced', 'v2'), ft(t(base))), Reply.ok)
@@ -257,7 +291,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         assertPayload(await c.request(Request.vdel('fenced', 'v3')), err('MissingFencingToken'))
         assertPayload(await c.request(Request.vdel('fenced', 'other'), ft(t(base, 1))), Reply.notApplied)
         assertPayload(await c.request(Request.set('fenced', 'v5', { condition: 'NX' })), err('MissingFencingToken'))
-        assertPayload(await c.request(Request.set('fenced', 'v5', { condition: 'NX' }), ft(t(base, 1))), Reply.notApplied)
+        assertPayload(
+          await c.request(Request.set('fenced', 'v5', { condition: 'NX' }), ft(t(base, 1))),
+          Reply.notApplied,
+        )
         assertPayload(await c.request(Request.del('fenced'), ft(t(base + 1))), Reply.integer(1))
         // The token went with the key.
         assertPayload(await c.request(Request.set('fenced', 'free')), Reply.ok)
@@ -272,8 +309,17 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         assertPayload(await c.request(Request.set('fenced3', 'x')), err('MissingFencingToken'))
         // Malformed or far-future tokens.
         assertPayload(await c.request(Request.set('fenced2', 'v'), ft('not-an-hlc')), err('TimestampMalformed'))
-        assertPayload(await c.request(Request.set('fenced2', 'v'), ft(new Hlc(Date.now() + 10 * 365 * 86_400_000, 0, 'x').toString())), err('FencingTokenSkew'))
-        assertPayload(await c.request(Request.del('fenced2'), ft(new Hlc(Date.now() + 120_000, 0, 'x').toString())), err('FencingTokenSkew'))
+        assertPayload(
+          await c.request(
+            Request.set('fenced2', 'v'),
+            ft(new Hlc(Date.now() + 10 * 365 * 86_400_000, 0, 'x').toString()),
+          ),
+          err('FencingTokenSkew'),
+        )
+        assertPayload(
+          await c.request(Request.del('fenced2'), ft(new Hlc(Date.now() + 120_000, 0, 'x').toString())),
+          err('FencingTokenSkew'),
+        )
       })
 
       // Over the wire: PX reaches the keyspace, and NEX renews. When a renewed key expires and that a
@@ -294,7 +340,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         const renewed = await c.request(Request.set('lease', 'holder', { condition: 'NEX', expiryMs: 60_000 }))
         assertPayload(renewed, Reply.ok)
         assert.ok(Hlc.compare(ts(renewed), ts(lease)) > 0)
-        assertPayload(await c.request(Request.set('lease', 'intruder', { condition: 'NX', expiryMs: 60_000 })), Reply.notApplied)
+        assertPayload(
+          await c.request(Request.set('lease', 'intruder', { condition: 'NX', expiryMs: 60_000 })),
+          Reply.notApplied,
+        )
         assertPayload(await c.request(Request.get('lease')), Reply.value(Buffer.from('holder')))
       })
 
@@ -316,13 +365,20 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         // A new correlation is a new request.
         assertPayload(await c.request(Request.set('once', 'v', { condition: 'NX' })), Reply.notApplied)
         // The same correlation from another response topic is another request.
-        assertPayload(await other.request(Request.set('once', 'v', { condition: 'NX' }), { correlation }), Reply.notApplied)
+        assertPayload(
+          await other.request(Request.set('once', 'v', { condition: 'NX' }), { correlation }),
+          Reply.notApplied,
+        )
 
         const del = resend(randomBytes(16))
         assertPayload(await c.request(Request.del('once'), del), Reply.integer(1))
         await c.request(Request.set('once', 'again'))
         assertPayload(await c.request(Request.del('once'), del), Reply.integer(1))
-        assertPayload(await c.request(Request.get('once')), Reply.value(Buffer.from('again')), 'the re-sent DEL did not run')
+        assertPayload(
+          await c.request(Request.get('once')),
+          Reply.value(Buffer.from('again')),
+          'the re-sent DEL did not run',
+        )
 
         // Re-sent while the original still waits for the disk: both get the one answer.
         const persist = resend(randomBytes(16), { [Prop.persist]: 'true' })
@@ -428,7 +484,11 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
           const losses = [a, b].filter((r) => r.payload.equals(Reply.notApplied))
           assert.equal(wins.length, 1, `round ${round}: one winner`)
           assert.equal(losses.length, 1, `round ${round}: one loser`)
-          assert.equal(losses[0]!.prop(Prop.timestamp), wins[0]!.prop(Prop.timestamp), "the loser sees the winner's version")
+          assert.equal(
+            losses[0]!.prop(Prop.timestamp),
+            wins[0]!.prop(Prop.timestamp),
+            "the loser sees the winner's version",
+          )
           const winner = wins[0] === a ? 'c' : 'other'
           assertPayload(await c.request(Request.get(key)), Reply.value(Buffer.from(winner)))
         }
@@ -437,7 +497,11 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
       it('serves thousands of requests in flight from many clients', async () => {
         const clients = await Promise.all(Array.from({ length: 8 }, () => f.client()))
         const results = await Promise.all(
-          clients.flatMap((cl, i) => Array.from({ length: 250 }, (_, j) => cl.request(Request.set(`load-${i}-${j}`, `${i}:${j}`), { timeoutMs: 8000 }))),
+          clients.flatMap((cl, i) =>
+            Array.from({ length: 250 }, (_, j) =>
+              cl.request(Request.set(`load-${i}-${j}`, `${i}:${j}`), { timeoutMs: 8000 }),
+            ),
+          ),
         )
         assert.equal(results.length, 2000)
         assert.ok(results.every((r) => r.payload.equals(Reply.ok)))
@@ -460,14 +524,24 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
       it("mints the version of a SET with one application of the HLC receive rule, as in the article's example", async () => {
         // A client clock ahead of the store's (within the allowed minute): the article's `T:0:CLIENT` → `T:1:<node>`.
         const t = Date.now() + 20_000
-        const set = await c.request(Request.set('hlc', 'v'), { props: { [Prop.timestamp]: new Hlc(t, 0, 'CLIENT').toString() } })
+        const set = await c.request(Request.set('hlc', 'v'), {
+          props: { [Prop.timestamp]: new Hlc(t, 0, 'CLIENT').toString() },
+        })
         assertPayload(set, Reply.ok)
         assert.equal(set.prop(Prop.timestamp), new Hlc(t, 1, f.emulator.nodeId).toString())
-        assert.equal((await c.request(Request.get('hlc'))).prop(Prop.timestamp), set.prop(Prop.timestamp), 'GET returns the version SET returned')
-        const del = await c.request(Request.del('hlc'), { props: { [Prop.timestamp]: new Hlc(t + 1000, 4, 'CLIENT').toString() } })
+        assert.equal(
+          (await c.request(Request.get('hlc'))).prop(Prop.timestamp),
+          set.prop(Prop.timestamp),
+          'GET returns the version SET returned',
+        )
+        const del = await c.request(Request.del('hlc'), {
+          props: { [Prop.timestamp]: new Hlc(t + 1000, 4, 'CLIENT').toString() },
+        })
         assert.equal(del.prop(Prop.timestamp), new Hlc(t + 1000, 5, f.emulator.nodeId).toString(), 'a deletion too')
         // A write without a later __ts still gets a version after every one minted before.
-        const next = await c.request(Request.set('hlc', 'w'), { props: { [Prop.timestamp]: new Hlc(0, 0, 'CLIENT').toString() } })
+        const next = await c.request(Request.set('hlc', 'w'), {
+          props: { [Prop.timestamp]: new Hlc(0, 0, 'CLIENT').toString() },
+        })
         assert.ok(Hlc.compare(ts(next), ts(del)) > 0, `${ts(next)} > ${ts(del)}`)
       })
 
@@ -486,7 +560,11 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
           assert.equal(refused.prop(Prop.timestamp), undefined, 'nothing was written')
           assert.equal(refused.prop(Prop.status), '200')
         }
-        assertPayload(await c.request(Request.get('reused')), Reply.value(Buffer.from('first')), 'the key keeps the write that was acknowledged')
+        assertPayload(
+          await c.request(Request.get('reused')),
+          Reply.value(Buffer.from('first')),
+          'the key keeps the write that was acknowledged',
+        )
         // The first request's re-sends are still answered from the cache, byte for byte.
         const resent = await c.request(Request.set('reused', 'first'), first)
         assertPayload(resent, Reply.ok)
@@ -519,7 +597,12 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         assert.ok(f.logs.some((l) => l.includes('NotQos1') && l.includes('QoS 2')))
       })
 
-      const reservedTopics = [REQUEST_TOPIC, PREVIEW_REQUEST_TOPIC, `${SERVICE_CLIENTS_PREFIX}/x/response`, SERVICE_CLIENTS_PREFIX]
+      const reservedTopics = [
+        REQUEST_TOPIC,
+        PREVIEW_REQUEST_TOPIC,
+        `${SERVICE_CLIENTS_PREFIX}/x/response`,
+        SERVICE_CLIENTS_PREFIX,
+      ]
       if (kind === 'embedded') {
         it("disconnects a client whose request names the request topic or a topic under the service's prefix as its Response Topic", async () => {
           for (const [i, topic] of reservedTopics.entries()) {
@@ -529,7 +612,9 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
             assert.equal(disconnect.reasonCode, 0x90, 'Topic Name invalid')
             assert.match(disconnect.properties?.reasonString ?? '', /Response Topic .* may not be/)
             assert.ok(
-              f.logs.some((l) => l.startsWith('warn') && l.includes(`client ${JSON.stringify(bad.clientId)} disconnected`)),
+              f.logs.some(
+                (l) => l.startsWith('warn') && l.includes(`client ${JSON.stringify(bad.clientId)} disconnected`),
+              ),
               'logged with the client id',
             )
           }
@@ -539,7 +624,8 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         it("drops and logs, with the client id, a request whose Response Topic is the request topic or under the service's prefix; the client stays connected", async () => {
           const spy = await f.client()
           await spy.client.subscribeAsync({ [REQUEST_TOPIC]: { qos: 1 }, [`${SERVICE_CLIENTS_PREFIX}/#`]: { qos: 1 } })
-          for (const [i, topic] of reservedTopics.entries()) spy.send(Request.set('reserved-topic', String(i)), { responseTopic: topic })
+          for (const [i, topic] of reservedTopics.entries())
+            spy.send(Request.set('reserved-topic', String(i)), { responseTopic: topic })
           // A request sent after them is answered after them: by then, any answer to them would be here.
           assertPayload(await spy.request(Request.get('reserved-topic')), Reply.nil, 'none of the requests ran')
           assert.deepEqual(
@@ -548,7 +634,12 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
             'nothing was answered',
           )
           assert.ok(spy.client.connected, "another broker's client cannot be disconnected by the service")
-          const logged = f.logs.filter((l) => l.startsWith('warn') && l.includes(`client ${JSON.stringify(spy.clientId)}`) && l.includes('is not permitted'))
+          const logged = f.logs.filter(
+            (l) =>
+              l.startsWith('warn') &&
+              l.includes(`client ${JSON.stringify(spy.clientId)}`) &&
+              l.includes('is not permitted'),
+          )
           assert.equal(logged.length, reservedTopics.length)
         })
       }
@@ -561,13 +652,21 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
           const tool = await f.client()
           // mosquitto_rr -e replies/for/<id>: no __srcId, no $partition, a response topic outside clients/.
           const anonymous = { props: { [Prop.sourceId]: null, [Prop.partition]: null } }
-          const answer = await requestVia(tool, `replies/for/${tool.clientId}`, Request.keyNotify('identity'), anonymous)
+          const answer = await requestVia(
+            tool,
+            `replies/for/${tool.clientId}`,
+            Request.keyNotify('identity'),
+            anonymous,
+          )
           if (kind === 'embedded') {
             assertPayload(answer, Reply.ok)
           } else {
             assertPayload(answer, Reply.error(EMULATOR_REFUSAL_TEXT.UnknownClient))
             // Under clients/<id>/ the id is the level after clients/.
-            assertPayload(await requestVia(tool, `clients/${tool.clientId}/anything`, Request.keyNotify('identity'), anonymous), Reply.ok)
+            assertPayload(
+              await requestVia(tool, `clients/${tool.clientId}/anything`, Request.keyNotify('identity'), anonymous),
+              Reply.ok,
+            )
           }
           await c.request(Request.set('identity', 'v'))
           const n = await tool.nextNotification()
@@ -587,7 +686,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
         assertPayload(await watcher.request(Request.keyNotify('routed')), Reply.ok)
         await c.request(Request.set('routed', 'v'))
         await c.request(Request.del('routed'))
-        const topics = [notificationTopic(quiet.clientId, Buffer.from('routed')), notificationTopic(watcher.clientId, Buffer.from('routed'))]
+        const topics = [
+          notificationTopic(quiet.clientId, Buffer.from('routed')),
+          notificationTopic(watcher.clientId, Buffer.from('routed')),
+        ]
         await until(
           () => topics.every((t) => monitor.others.filter((m) => m.topic === t).length === 2),
           'the monitor sees both notifications of both clients',
@@ -622,7 +724,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
           assertPayload(await c.request(Buffer.from(example)), err('UnknownCommand'), example)
         }
         // `NEX <value>`: the value is the SET's own; an argument after NEX is a syntax error.
-        assertPayload(await c.request(encodeCommand(['SET', 'LockName', 'Client1', 'NEX', 'Client1', 'PX', '10000'])), err('SyntaxError'))
+        assertPayload(
+          await c.request(encodeCommand(['SET', 'LockName', 'Client1', 'NEX', 'Client1', 'PX', '10000'])),
+          err('SyntaxError'),
+        )
         // KEYNOTIFY with a GET option (the article ties VALUE to it): syntax error; VALUE is always sent.
         assertPayload(await c.request(encodeCommand(['KEYNOTIFY', 'SOMEKEY', 'GET'])), err('SyntaxError'))
         // The article's KEYNOTIFY layout without RESP3 framing: syntax error.
@@ -674,7 +779,9 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
 
       it('delivers every change in order', async () => {
         assertPayload(await watcher.request(Request.keyNotify('ordered')), Reply.ok)
-        const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => writer.request(Request.set('ordered', String(i)))))
+        const answers = await Promise.all(
+          Array.from({ length: 100 }, (_, i) => writer.request(Request.set('ordered', String(i)))),
+        )
         let last: Hlc | null = null
         for (let i = 0; i < 100; i++) {
           const n = await watcher.nextNotification()
@@ -767,7 +874,10 @@ export function behaviourSuite(brokerName: string, start: StartEmulator, kind: B
           file,
           JSON.stringify({
             rules: [
-              { principals: { clientIds: ['reader-*'] }, stateStoreResources: [{ method: 'Read', keyType: 'Pattern', keys: ['shared/*'] }] },
+              {
+                principals: { clientIds: ['reader-*'] },
+                stateStoreResources: [{ method: 'Read', keyType: 'Pattern', keys: ['shared/*'] }],
+              },
               {
                 principals: { clientIds: ['writer-*'] },
                 stateStoreResources: [

@@ -26,7 +26,9 @@ export class EmulatorProcess {
   }
 
   static spawn(args: string[]): EmulatorProcess {
-    return new EmulatorProcess(spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }))
+    return new EmulatorProcess(
+      spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] }),
+    )
   }
 
   async ready(timeoutMs: number): Promise<void> {
@@ -37,8 +39,10 @@ export class EmulatorProcess {
         this.url = m[1]!
         return
       }
-      if (this.child.exitCode !== null) throw new Error(`the emulator exited (${this.child.exitCode}) before it was ready:\n${this.stderr}`)
-      if (Date.now() > deadline) throw new Error(`the emulator was not ready within ${timeoutMs} ms (scaled):\n${this.stdout}\n${this.stderr}`)
+      if (this.child.exitCode !== null)
+        throw new Error(`the emulator exited (${this.child.exitCode}) before it was ready:\n${this.stderr}`)
+      if (Date.now() > deadline)
+        throw new Error(`the emulator was not ready within ${timeoutMs} ms (scaled):\n${this.stdout}\n${this.stderr}`)
       await new Promise((r) => setTimeout(r, 25))
     }
   }

@@ -37,7 +37,12 @@ describe('aio-statestore-emulator (command line)', function () {
   })
 
   it('refuses unknown options and bad values with exit code 2', async () => {
-    const cases = [['--bogus'], ['--listen', 'nope'], ['--log-level', 'loud'], ['--broker', 'mqtt://x', '--listen', '1']]
+    const cases = [
+      ['--bogus'],
+      ['--listen', 'nope'],
+      ['--log-level', 'loud'],
+      ['--broker', 'mqtt://x', '--listen', '1'],
+    ]
     await Promise.all(
       cases.map(async (args) => {
         const p = EmulatorProcess.spawn(args)
@@ -71,8 +76,13 @@ describe('aio-statestore-emulator (command line)', function () {
   })
 
   it('is the package bin, with a node shebang', () => {
-    const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { bin: Record<string, string> }
+    const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+      bin: Record<string, string>
+    }
     assert.equal(pkg.bin['aio-statestore-emulator'], 'dist/src/emulator/cli/main.js')
-    assert.match(readFileSync(join(__dirname, '..', '..', 'src', 'emulator', 'cli', 'main.ts'), 'utf8'), /^#!\/usr\/bin\/env node\n/)
+    assert.match(
+      readFileSync(join(__dirname, '..', '..', 'src', 'emulator', 'cli', 'main.ts'), 'utf8'),
+      /^#!\/usr\/bin\/env node\n/,
+    )
   })
 })

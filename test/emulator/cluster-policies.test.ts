@@ -42,9 +42,36 @@ interface RrResult {
 /** One state store request with mosquitto_rr, as a user would type it. */
 function rr(url: string, clientId: string, payload: Buffer, extra: string[] = []): Promise<RrResult> {
   const { hostname, port } = new URL(url)
-  const args = ['-V', 'mqttv5', '-h', hostname, '-p', port, '-i', clientId, '-q', '1', '-W', '5', '-N', '-t', REQUEST_TOPIC, '-e', `replies/${clientId}/1`]
+  const args = [
+    '-V',
+    'mqttv5',
+    '-h',
+    hostname,
+    '-p',
+    port,
+    '-i',
+    clientId,
+    '-q',
+    '1',
+    '-W',
+    '5',
+    '-N',
+    '-t',
+    REQUEST_TOPIC,
+    '-e',
+    `replies/${clientId}/1`,
+  ]
   args.push('-D', 'publish', 'correlation-data', `${clientId}-${Date.now()}`)
-  args.push('-D', 'publish', 'user-property', '__ts', new Hlc(Date.now(), 0, clientId).toString(), '-m', payload.toString('latin1'), ...extra)
+  args.push(
+    '-D',
+    'publish',
+    'user-property',
+    '__ts',
+    new Hlc(Date.now(), 0, clientId).toString(),
+    '-m',
+    payload.toString('latin1'),
+    ...extra,
+  )
   return new Promise((resolve) => {
     const child = spawn('mosquitto_rr', args, { stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
@@ -163,16 +190,22 @@ describe('the cluster resources on the emulator (command line, mosquitto_rr)', f
         'the allowing rule in the log',
       )
       assert.ok(
-        emulator.stderr.includes('debug allowed GET from client "sensor-1" by try-first rules[0].stateStoreResources[0] Read Pattern ("unit[0-9]")'),
+        emulator.stderr.includes(
+          'debug allowed GET from client "sensor-1" by try-first rules[0].stateStoreResources[0] Read Pattern ("unit[0-9]")',
+        ),
         emulator.stderr,
       )
       assert.ok(!/info {2}allowed GET/.test(emulator.stderr), 'no allowed read at info')
       assert.ok(
-        emulator.stderr.includes('info  allowed SET from client "laptop" by try-first rules[1].stateStoreResources[0] ReadWrite String ("literal*")'),
+        emulator.stderr.includes(
+          'info  allowed SET from client "laptop" by try-first rules[1].stateStoreResources[0] ReadWrite String ("literal*")',
+        ),
         emulator.stderr,
       )
       assert.ok(
-        /refused SET from client "laptop": -ERR NotAuthorized \(no rule allows client "laptop", user "alice" to write key "literally"\)/.test(emulator.stderr),
+        /refused SET from client "laptop": -ERR NotAuthorized \(no rule allows client "laptop", user "alice" to write key "literally"\)/.test(
+          emulator.stderr,
+        ),
         emulator.stderr,
       )
     })
@@ -183,7 +216,10 @@ describe('the cluster resources on the emulator (command line, mosquitto_rr)', f
       assert.match(refused.stderr, /not authori[sz]ed/i)
       assert.equal(refused.stdout, '')
       await until(
-        () => emulator.stderr.includes('client "stranger" refused at CONNECT (0x87): no authorization rule gives client "stranger", user "bob" Connect'),
+        () =>
+          emulator.stderr.includes(
+            'client "stranger" refused at CONNECT (0x87): no authorization rule gives client "stranger", user "bob" Connect',
+          ),
         'the refusal in the log',
       )
     })
@@ -206,7 +242,10 @@ describe('the cluster resources on the emulator (command line, mosquitto_rr)', f
           (err: Error & { packet?: { granted?: number[] } }) => err.packet?.granted?.[0] === 0x87,
         )
         await client.publishAsync('telemetry/sensor-1', 'ok', { qos: 1 })
-        await assert.rejects(client.publishAsync('telemetry/sensor-2', 'no', { qos: 1 }), (err: Error & { code?: number }) => err.code === 0x87)
+        await assert.rejects(
+          client.publishAsync('telemetry/sensor-2', 'no', { qos: 1 }),
+          (err: Error & { code?: number }) => err.code === 0x87,
+        )
       } finally {
         await client.endAsync()
       }
@@ -242,16 +281,33 @@ spec:
       const persist = join(dir, 'store.aof')
       writeFileSync(brokerFile, BROKER)
       const port = await freePort()
-      const args = ['--listen', `127.0.0.1:${port}`, '--broker-config', brokerFile, '--persist', persist, '--log-level', 'info']
+      const args = [
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--broker-config',
+        brokerFile,
+        '--persist',
+        persist,
+        '--log-level',
+        'info',
+      ]
       let emulator = await EmulatorProcess.start(args)
       const kept = ['config/a', 'config/b/c', 'line7', 'exact*', 'asked']
       const gone = ['other', 'line77', 'exactly', 'configx']
       try {
-        assert.ok(emulator.stderr.includes('state store persistence mode Custom: 3 key pattern(s) and the user property aio-persistence=true'), emulator.stderr)
+        assert.ok(
+          emulator.stderr.includes(
+            'state store persistence mode Custom: 3 key pattern(s) and the user property aio-persistence=true',
+          ),
+          emulator.stderr,
+        )
         const c = await RawClient.connect(emulator.url)
         for (const key of [...kept, ...gone]) {
           const props: Record<string, string> = key === 'asked' ? { 'aio-persistence': 'true' } : {}
-          assert.equal((await c.request(Request.set(key, `v-${key}`), { props })).payload.toString(), Reply.ok.toString())
+          assert.equal(
+            (await c.request(Request.set(key, `v-${key}`), { props })).payload.toString(),
+            Reply.ok.toString(),
+          )
         }
         await c.close()
       } finally {
@@ -261,8 +317,13 @@ spec:
       try {
         const c = await RawClient.connect(emulator.url)
         for (const key of kept)
-          assert.equal((await c.request(Request.get(key))).payload.toString(), Reply.value(Buffer.from(`v-${key}`)).toString(), `${key} is back`)
-        for (const key of gone) assert.equal((await c.request(Request.get(key))).payload.toString(), Reply.nil.toString(), `${key} is gone`)
+          assert.equal(
+            (await c.request(Request.get(key))).payload.toString(),
+            Reply.value(Buffer.from(`v-${key}`)).toString(),
+            `${key} is back`,
+          )
+        for (const key of gone)
+          assert.equal((await c.request(Request.get(key))).payload.toString(), Reply.nil.toString(), `${key} is gone`)
         await c.close()
         assert.ok(emulator.stderr.includes(`persistence: ${kept.length} key(s)`), emulator.stderr)
       } finally {
@@ -291,13 +352,25 @@ spec:
     let emulator: EmulatorProcess | null = null
     try {
       emulator = await EmulatorProcess.start(['--broker', broker.url, '--auth', file, '--log-level', 'info'])
-      assert.match(emulator.stderr, /behind an external broker only the state store rules \(stateStoreResources\) apply/)
+      assert.match(
+        emulator.stderr,
+        /behind an external broker only the state store rules \(stateStoreResources\) apply/,
+      )
       // mosquitto lets anyone connect; the emulator still judges keys, by the client id the request carries (__srcId, as the SDKs send it).
       const srcId = (id: string) => ['-D', 'publish', 'user-property', '__srcId', id]
-      assert.equal((await rr(broker.url, 'sensor-1', Request.set('devices/sensor-1/t', '1'), srcId('sensor-1'))).stdout, Reply.ok.toString('latin1'))
-      assert.equal((await rr(broker.url, 'sensor-1', Request.set('unit1', '1'), srcId('sensor-1'))).stdout, NOT_AUTHORIZED)
+      assert.equal(
+        (await rr(broker.url, 'sensor-1', Request.set('devices/sensor-1/t', '1'), srcId('sensor-1'))).stdout,
+        Reply.ok.toString('latin1'),
+      )
+      assert.equal(
+        (await rr(broker.url, 'sensor-1', Request.set('unit1', '1'), srcId('sensor-1'))).stdout,
+        NOT_AUTHORIZED,
+      )
       // No user name is known behind another broker: a usernames principal grants nothing.
-      assert.equal((await rr(broker.url, 'laptop', Request.set('literal*', 'x'), [...srcId('laptop'), '-u', 'alice'])).stdout, NOT_AUTHORIZED)
+      assert.equal(
+        (await rr(broker.url, 'laptop', Request.set('literal*', 'x'), [...srcId('laptop'), '-u', 'alice'])).stdout,
+        NOT_AUTHORIZED,
+      )
     } finally {
       await emulator?.kill('SIGTERM')
       await broker.stop()

@@ -58,7 +58,11 @@ describe('emulator with its embedded broker', function () {
       // The same client id again, subscribed to its notifications but without registering again.
       const again = await RawClient.connect(emulator.brokerUrl, 'watcher')
       clients.push(again)
-      assert.equal(text((await again.request(Request.keyNotifyStop('watched'))).payload), text(Reply.integer(0)), 'nothing is registered any more')
+      assert.equal(
+        text((await again.request(Request.keyNotifyStop('watched'))).payload),
+        text(Reply.integer(0)),
+        'nothing is registered any more',
+      )
       assert.equal(text((await again.request(Request.keyNotify('sentinel'))).payload), text(Reply.ok))
       await writer.request(Request.set('watched', 'unseen'))
       await writer.request(Request.set('sentinel', 'seen'))
@@ -77,7 +81,8 @@ describe('emulator with its embedded broker', function () {
         { notifications: `${SERVICE_CLIENTS_PREFIX}/dotnet-like/command/notify` },
       )
       clients.push(writer, goLike, dotnetLike)
-      for (const c of [goLike, dotnetLike]) assert.equal(text((await c.request(Request.keyNotify('sdk-key'))).payload), text(Reply.ok))
+      for (const c of [goLike, dotnetLike])
+        assert.equal(text((await c.request(Request.keyNotify('sdk-key'))).payload), text(Reply.ok))
       const set = await writer.request(Request.set('sdk-key', 'v'))
       await writer.request(Request.del('sdk-key'))
       for (const c of [goLike, dotnetLike]) {
@@ -128,7 +133,11 @@ describe('emulator with its embedded broker', function () {
     let emulator: Emulator
     let url: string
     before(async () => {
-      emulator = await startEmulator({ listen: { port: 0 }, brokerAuth: { users: { alice: 'secret' }, satTokens: ['good-token'] }, logLevel: 'silent' })
+      emulator = await startEmulator({
+        listen: { port: 0 },
+        brokerAuth: { users: { alice: 'secret' }, satTokens: ['good-token'] },
+        logLevel: 'silent',
+      })
       url = emulator.brokerUrl
     })
     after(() => emulator.stop())
@@ -141,7 +150,9 @@ describe('emulator with its embedded broker', function () {
     })
 
     it('accepts K8S-SAT with a known token in the CONNECT and serves the client; refuses other tokens and methods', async () => {
-      const sat = (token: string, method = 'K8S-SAT') => ({ properties: { authenticationMethod: method, authenticationData: Buffer.from(token) } })
+      const sat = (token: string, method = 'K8S-SAT') => ({
+        properties: { authenticationMethod: method, authenticationData: Buffer.from(token) },
+      })
       assert.equal(await connackCode(url, sat('good-token')), 0)
       assert.equal(await connackCode(url, sat('bad-token')), 0x87)
       assert.equal(await connackCode(url, sat('good-token', 'SCRAM-SHA-1')), 0x8c)

@@ -15,7 +15,26 @@ import { RawClient, type Received } from './raw-client'
 
 // The service's texts, and the emulator's own for correlation data reused by another request.
 const CATALOGUE = new Set<string>([...Object.values(SERVICE_ERROR_TEXT), EMULATOR_REFUSAL_TEXT.CorrelationReused])
-const WORDS = ['GET', 'SET', 'DEL', 'VDEL', 'KEYNOTIFY', 'STOP', 'NX', 'NEX', 'PX', 'EX', 'get', '1000', '0', '-1', '', '\r\n', '*1', '$-1']
+const WORDS = [
+  'GET',
+  'SET',
+  'DEL',
+  'VDEL',
+  'KEYNOTIFY',
+  'STOP',
+  'NX',
+  'NEX',
+  'PX',
+  'EX',
+  'get',
+  '1000',
+  '0',
+  '-1',
+  '',
+  '\r\n',
+  '*1',
+  '$-1',
+]
 
 /** Text a broker passes as an MQTT UTF-8 string: no U+0000 (forbidden) and no lone surrogates. */
 const mqttText = fc.string({ unit: 'grapheme', maxLength: 40 }).map((s) => s.replace(/\0/g, ''))
@@ -27,11 +46,24 @@ const hlcText = fc.oneof(
   mqttText,
 )
 
-const propValue = fc.oneof(mqttText, hlcText, fc.array(fc.oneof(mqttText, hlcText), { minLength: 1, maxLength: 3 }), fc.constantFrom('true', 'TRUE', 'false'))
+const propValue = fc.oneof(
+  mqttText,
+  hlcText,
+  fc.array(fc.oneof(mqttText, hlcText), { minLength: 1, maxLength: 3 }),
+  fc.constantFrom('true', 'TRUE', 'false'),
+)
 
 const userProps = fc.dictionary(
   fc.oneof(
-    fc.constantFrom(Prop.timestamp, Prop.fencingToken, Prop.sourceId, Prop.persist, Prop.partition, Prop.invokerId, Prop.protocolVersion),
+    fc.constantFrom(
+      Prop.timestamp,
+      Prop.fencingToken,
+      Prop.sourceId,
+      Prop.persist,
+      Prop.partition,
+      Prop.invokerId,
+      Prop.protocolVersion,
+    ),
     mqttText.filter((s) => s.length > 0),
   ),
   propValue,
@@ -48,12 +80,17 @@ const validCommand = fc
     ),
     { minLength: 0, maxLength: 7 },
   )
-  .chain((rest) => fc.constantFrom('GET', 'SET', 'DEL', 'VDEL', 'KEYNOTIFY').map((verb) => encodeCommand([verb, ...rest])))
+  .chain((rest) =>
+    fc.constantFrom('GET', 'SET', 'DEL', 'VDEL', 'KEYNOTIFY').map((verb) => encodeCommand([verb, ...rest])),
+  )
 
 const mutated = fc
   .tuple(
     validCommand,
-    fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom('flip', 'cut', 'insert', 'delete')), { minLength: 1, maxLength: 4 }),
+    fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom('flip', 'cut', 'insert', 'delete')), {
+      minLength: 1,
+      maxLength: 4,
+    }),
   )
   .map(([payload, edits]) => {
     let b = Buffer.from(payload)
@@ -98,7 +135,10 @@ function assertWellFormed(r: Received): void {
   if (version !== undefined) Hlc.parse(version)
 }
 
-function fuzzSuite(brokerName: string, start: (ctx: Mocha.Context, options: EmulatorOptions) => Promise<Emulator>): void {
+function fuzzSuite(
+  brokerName: string,
+  start: (ctx: Mocha.Context, options: EmulatorOptions) => Promise<Emulator>,
+): void {
   describe(`emulator fuzz over ${brokerName}: random and mutated requests`, function () {
     this.timeout(30_000)
     let emulator: Emulator
@@ -117,7 +157,12 @@ function fuzzSuite(brokerName: string, start: (ctx: Mocha.Context, options: Emul
 
     it('answers every request with a well-formed reply, replays re-sends, refuses other requests under used correlation data, and keeps serving', async () => {
       const reused = Reply.error(EMULATOR_REFUSAL_TEXT.CorrelationReused)
-      const past: Array<{ correlation: Buffer; payload: Buffer; props: Record<string, string | string[]>; answer: Buffer }> = []
+      const past: Array<{
+        correlation: Buffer
+        payload: Buffer
+        props: Record<string, string | string[]>
+        answer: Buffer
+      }> = []
       await fc.assert(
         // Expiry from 30 s: every request stays remembered for the whole run.
         fc.asyncProperty(
@@ -130,7 +175,12 @@ function fuzzSuite(brokerName: string, start: (ctx: Mocha.Context, options: Emul
             const first = past.length > 0 && kind !== 'new' ? past[pick % past.length]! : null
             if (first && kind === 'resend') {
               // The same PUBLISH again, as MQTT re-sends it: the first answer, byte for byte.
-              const r = await client.request(first.payload, { props: first.props, expiry, correlation: first.correlation, timeoutMs: 3000 })
+              const r = await client.request(first.payload, {
+                props: first.props,
+                expiry,
+                correlation: first.correlation,
+                timeoutMs: 3000,
+              })
               assert.ok(r.payload.equals(first.answer), 'a re-send gets the first answer')
               return
             }
@@ -139,7 +189,10 @@ function fuzzSuite(brokerName: string, start: (ctx: Mocha.Context, options: Emul
               const other = p.equals(first.payload) ? Buffer.concat([p, Buffer.from('x')]) : p
               const r = await client.request(other, { props, expiry, correlation: first.correlation, timeoutMs: 3000 })
               assertWellFormed(r)
-              assert.ok(r.payload.equals(reused), `another request under used correlation data is refused: ${JSON.stringify(r.payload.toString('latin1'))}`)
+              assert.ok(
+                r.payload.equals(reused),
+                `another request under used correlation data is refused: ${JSON.stringify(r.payload.toString('latin1'))}`,
+              )
               return
             }
             const full = { ...client.defaultProps(), ...props }

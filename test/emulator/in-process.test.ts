@@ -38,12 +38,18 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
   it('a client on connectStream gets, sets and is notified like one over TCP, and the broker sees it come and go', async () => {
     const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'silent' })
     assert.ok(emulator.connectInProcess, 'the embedded broker offers in-process connections')
-    const inProcess = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'in-process', connectStream: emulator.connectInProcess })
+    const inProcess = new StateStoreClient({
+      brokerUrl: emulator.brokerUrl,
+      clientId: 'in-process',
+      connectStream: emulator.connectInProcess,
+    })
     const overTcp = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'over-tcp' })
     try {
       await Promise.all([inProcess.ready({ timeoutMs: 5000 }), overTcp.ready({ timeoutMs: 5000 })])
       const seen: string[] = []
-      const observation = await inProcess.observe('watched', (n) => seen.push(`${n.operation} ${n.value?.toString() ?? ''}`))
+      const observation = await inProcess.observe('watched', (n) =>
+        seen.push(`${n.operation} ${n.value?.toString() ?? ''}`),
+      )
       await overTcp.set('watched', 'from tcp')
       assert.equal((await inProcess.get('watched')).value?.toString(), 'from tcp')
       await inProcess.set('watched', 'from in-process')
@@ -67,7 +73,9 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
         password: 'wrong',
         reconnectPeriod: 0,
       })
-      const code = await new Promise<number>((resolve) => refused.once('error', (err) => resolve(Number((err as { code?: unknown }).code))))
+      const code = await new Promise<number>((resolve) =>
+        refused.once('error', (err) => resolve(Number((err as { code?: unknown }).code))),
+      )
       assert.equal(code, 0x86, 'bad user name or password')
       await refused.endAsync(true)
 
@@ -113,7 +121,13 @@ describe('in-process connections to the embedded broker (no loopback TCP)', func
     const connector = inProcessConnector(url)
     assert.ok(connector, 'a broker runs here at that URL')
     assert.equal(inProcessConnector('mqtt://127.0.0.1:1'), null)
-    const client = new StateStoreClient({ brokerUrl: url, clientId: 'follower', connectStream: connector, reconnectMinMs: 50, reconnectMaxMs: 200 })
+    const client = new StateStoreClient({
+      brokerUrl: url,
+      clientId: 'follower',
+      connectStream: connector,
+      reconnectMinMs: 50,
+      reconnectMaxMs: 200,
+    })
     client.on('error', () => {})
     const emulator = await startEmulator({ brokerUrl: url, logLevel: 'silent' })
     try {

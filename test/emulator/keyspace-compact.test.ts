@@ -46,7 +46,8 @@ describe('emulator keyspace: compact records', () => {
       assert.deepEqual(change.record.value, value, `change report, ${length} bytes`)
     }
     const all = new Map([...store.entries()].map(([k, r]) => [k.toString(), r.value]))
-    for (const length of LENGTHS) assert.deepEqual(all.get(`k${length}`), bytes(length, length), `entries, ${length} bytes`)
+    for (const length of LENGTHS)
+      assert.deepEqual(all.get(`k${length}`), bytes(length, length), `entries, ${length} bytes`)
   })
 
   it("a Buffer read from a small value is the reader's own: writing to it does not change the store", () => {
@@ -92,15 +93,75 @@ describe('emulator keyspace: compact records', () => {
     const { store } = setup()
     const far = Date.now() + 3_600_000
     const restored: Array<[string, StoredRecord]> = [
-      ['plain-a', { value: b('1'), version: new Hlc(1_700_000_000_000, 0, 'node-a'), fencingToken: null, expiresAt: 0, persisted: true }],
-      ['plain-b', { value: bytes(5000), version: new Hlc(1_700_000_000_001, 7, 'node-b'), fencingToken: null, expiresAt: 0, persisted: true }],
-      ['plain-a2', { value: b('2'), version: new Hlc(1_700_000_000_002, 99_999, 'node-a'), fencingToken: null, expiresAt: 0, persisted: false }],
-      ['own-id', { value: b('3'), version: new Hlc(1_600_000_000_000, 2, 'svc'), fencingToken: null, expiresAt: 0, persisted: true }],
-      ['fenced', { value: b('4'), version: new Hlc(1_700_000_000_003, 1, 'node-a'), fencingToken: new Hlc(5, 3, 'client'), expiresAt: 0, persisted: true }],
-      ['expiring', { value: b('5'), version: new Hlc(1_700_000_000_004, 0, 'node-c'), fencingToken: null, expiresAt: far, persisted: false }],
+      [
+        'plain-a',
+        {
+          value: b('1'),
+          version: new Hlc(1_700_000_000_000, 0, 'node-a'),
+          fencingToken: null,
+          expiresAt: 0,
+          persisted: true,
+        },
+      ],
+      [
+        'plain-b',
+        {
+          value: bytes(5000),
+          version: new Hlc(1_700_000_000_001, 7, 'node-b'),
+          fencingToken: null,
+          expiresAt: 0,
+          persisted: true,
+        },
+      ],
+      [
+        'plain-a2',
+        {
+          value: b('2'),
+          version: new Hlc(1_700_000_000_002, 99_999, 'node-a'),
+          fencingToken: null,
+          expiresAt: 0,
+          persisted: false,
+        },
+      ],
+      [
+        'own-id',
+        {
+          value: b('3'),
+          version: new Hlc(1_600_000_000_000, 2, 'svc'),
+          fencingToken: null,
+          expiresAt: 0,
+          persisted: true,
+        },
+      ],
+      [
+        'fenced',
+        {
+          value: b('4'),
+          version: new Hlc(1_700_000_000_003, 1, 'node-a'),
+          fencingToken: new Hlc(5, 3, 'client'),
+          expiresAt: 0,
+          persisted: true,
+        },
+      ],
+      [
+        'expiring',
+        {
+          value: b('5'),
+          version: new Hlc(1_700_000_000_004, 0, 'node-c'),
+          fencingToken: null,
+          expiresAt: far,
+          persisted: false,
+        },
+      ],
       [
         'big-counter',
-        { value: b('6'), version: new Hlc(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'node-a'), fencingToken: null, expiresAt: 0, persisted: true },
+        {
+          value: b('6'),
+          version: new Hlc(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'node-a'),
+          fencingToken: null,
+          expiresAt: 0,
+          persisted: true,
+        },
       ],
     ]
     for (const [key, record] of restored) store.load(b(key), record)

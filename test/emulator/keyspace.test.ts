@@ -93,7 +93,8 @@ describe('emulator keyspace (injected clock)', () => {
     const del = store.del(b('k'), { received: stale })
     assert.ok(del.kind === 'deleted' && Hlc.compare(del.version, stale) > 0)
     const versions = changes.map((c) => (c.kind === 'set' ? c.record.version : c.version))
-    for (let i = 1; i < versions.length; i++) assert.ok(Hlc.compare(versions[i]!, versions[i - 1]!) > 0, 'every change later than the one before')
+    for (let i = 1; i < versions.length; i++)
+      assert.ok(Hlc.compare(versions[i]!, versions[i - 1]!) > 0, 'every change later than the one before')
   })
 
   it('a renewal moves the deadline; the old deadline expires nothing', () => {
@@ -146,14 +147,21 @@ describe('emulator keyspace (injected clock)', () => {
     const { store } = setup()
     assert.equal(store.set(b('f'), b('1'), { fencingToken: tok(100) }).kind, 'applied')
     assert.deepEqual(store.set(b('f'), b('2')), { kind: 'error', code: 'MissingFencingToken' })
-    assert.deepEqual(store.set(b('f'), b('2'), { fencingToken: tok(99) }), { kind: 'error', code: 'FencingTokenLowerVersion' })
+    assert.deepEqual(store.set(b('f'), b('2'), { fencingToken: tok(99) }), {
+      kind: 'error',
+      code: 'FencingTokenLowerVersion',
+    })
     assert.equal(store.set(b('f'), b('2'), { fencingToken: tok(100) }).kind, 'applied')
     assert.equal(store.set(b('f'), b('3'), { fencingToken: tok(100, 1) }).kind, 'applied')
     assert.equal(store.get(b('f'))!.fencingToken!.toString(), tok(100, 1).toString())
     assert.deepEqual(store.del(b('f'), { fencingToken: tok(100) }), { kind: 'error', code: 'FencingTokenLowerVersion' })
     assert.deepEqual(store.vdel(b('f'), b('3')), { kind: 'error', code: 'MissingFencingToken' })
     assert.equal(store.vdel(b('f'), b('x'), { fencingToken: tok(200) }).kind, 'mismatch')
-    assert.equal(store.get(b('f'))!.fencingToken!.toString(), tok(100, 1).toString(), 'a VDEL mismatch does not advance the token')
+    assert.equal(
+      store.get(b('f'))!.fencingToken!.toString(),
+      tok(100, 1).toString(),
+      'a VDEL mismatch does not advance the token',
+    )
     assert.equal(store.vdel(b('f'), b('3'), { fencingToken: tok(200) }).kind, 'deleted')
     assert.equal(store.set(b('f'), b('free')).kind, 'applied')
     assert.equal(store.get(b('f'))!.fencingToken, null)
@@ -163,7 +171,11 @@ describe('emulator keyspace (injected clock)', () => {
     const { time, store } = setup({ maxKeys: 2 })
     store.set(b('a'), b('v'), { expiryMs: 10 })
     store.set(b('b'), b('v'))
-    assert.deepEqual(store.set(b('c'), b('v')), { kind: 'error', code: 'QuotaExceeded', quota: { limit: 'maxKeys', max: 2, needed: 3 } })
+    assert.deepEqual(store.set(b('c'), b('v')), {
+      kind: 'error',
+      code: 'QuotaExceeded',
+      quota: { limit: 'maxKeys', max: 2, needed: 3 },
+    })
     assert.equal(store.set(b('b'), b('again')).kind, 'applied')
     time.now += 10 // the timer has not fired yet
     assert.equal(store.set(b('c'), b('v')).kind, 'applied')

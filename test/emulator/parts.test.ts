@@ -14,8 +14,14 @@ import { Request } from '../../src/protocol'
 describe('emulator parts', () => {
   describe('parseCommand', () => {
     it('reads every verb and SET option order into a typed command', () => {
-      assert.deepEqual(parseCommand(encodeCommand(['GET', 'k'])), { ok: true, command: { verb: 'GET', key: Buffer.from('k') } })
-      assert.deepEqual(parseCommand(encodeCommand(['KEYNOTIFY', 'k', 'STOP'])), { ok: true, command: { verb: 'KEYNOTIFY', key: Buffer.from('k'), stop: true } })
+      assert.deepEqual(parseCommand(encodeCommand(['GET', 'k'])), {
+        ok: true,
+        command: { verb: 'GET', key: Buffer.from('k') },
+      })
+      assert.deepEqual(parseCommand(encodeCommand(['KEYNOTIFY', 'k', 'STOP'])), {
+        ok: true,
+        command: { verb: 'KEYNOTIFY', key: Buffer.from('k'), stop: true },
+      })
       const set = parseCommand(encodeCommand(['SET', 'k', 'v', 'PX', '250', 'NEX']))
       assert.ok(set.ok && set.command.verb === 'SET')
       assert.equal(set.command.condition, 'NEX')
@@ -44,16 +50,19 @@ describe('emulator parts', () => {
 
     it('stays within its entry and byte budgets, oldest first, and evicts expired entries as new ones come', () => {
       const cache = new DedupCache({ maxEntries: 100, maxBytes: 50_000 })
-      for (let i = 0; i < 1000; i++) cache.complete(cache.begin(`r${i}`, REQ, 10_000_000, 0), { payload: Buffer.alloc(100), timestamp: undefined })
+      for (let i = 0; i < 1000; i++)
+        cache.complete(cache.begin(`r${i}`, REQ, 10_000_000, 0), { payload: Buffer.alloc(100), timestamp: undefined })
       assert.ok(cache.size <= 100)
       assert.equal(cache.lookup('r999', REQ, 1).state, 'done')
       assert.equal(cache.lookup('r0', REQ, 1).state, 'new')
       const big = new DedupCache({ maxBytes: 10_000 })
-      for (let i = 0; i < 10; i++) big.complete(big.begin(`b${i}`, REQ, 10_000_000, 0), { payload: Buffer.alloc(4000), timestamp: undefined })
+      for (let i = 0; i < 10; i++)
+        big.complete(big.begin(`b${i}`, REQ, 10_000_000, 0), { payload: Buffer.alloc(4000), timestamp: undefined })
       big.begin('next', REQ, 10_000_000, 0)
       assert.ok(big.size <= 3)
       const short = new DedupCache()
-      for (let i = 0; i < 100; i++) short.complete(short.begin(`s${i}`, REQ, 100, 0), { payload: Buffer.alloc(1), timestamp: undefined })
+      for (let i = 0; i < 100; i++)
+        short.complete(short.begin(`s${i}`, REQ, 100, 0), { payload: Buffer.alloc(1), timestamp: undefined })
       short.begin('later', REQ, 10_000, 200)
       assert.equal(short.size, 1, 'expired entries left as the new one came')
     })
@@ -63,7 +72,11 @@ describe('emulator parts', () => {
       // whatever has expired or exceeds the entry budget, up to the first that may stay.
       const MAX = 8
       const op = fc.oneof(
-        fc.record({ kind: fc.constant('begin' as const), id: fc.integer({ min: 0, max: 11 }), ttl: fc.integer({ min: 1, max: 50 }) }),
+        fc.record({
+          kind: fc.constant('begin' as const),
+          id: fc.integer({ min: 0, max: 11 }),
+          ttl: fc.integer({ min: 1, max: 50 }),
+        }),
         fc.record({ kind: fc.constant('answer' as const), id: fc.integer({ min: 0, max: 11 }), none: fc.boolean() }),
         fc.record({ kind: fc.constant('lookup' as const), id: fc.integer({ min: 0, max: 11 }) }),
         fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 1, max: 30 }) }),
@@ -124,7 +137,8 @@ describe('emulator parts', () => {
     it('counts a restored entry once, so restoring it again evicts nothing else', () => {
       const cache = new DedupCache({ maxBytes: 10_000 })
       cache.begin('keep', REQ, 10_000, 0)
-      for (let i = 0; i < 20; i++) cache.restore('same', REQ, 10_000, { payload: Buffer.alloc(4000), timestamp: undefined }, 0)
+      for (let i = 0; i < 20; i++)
+        cache.restore('same', REQ, 10_000, { payload: Buffer.alloc(4000), timestamp: undefined }, 0)
       assert.equal(cache.lookup('keep', REQ, 1).state, 'pending')
       assert.equal(cache.size, 2)
     })
@@ -141,9 +155,13 @@ describe('emulator parts', () => {
     })
 
     it('tells a re-send (same payload and user properties) from another request under the same correlation data', () => {
-      const set = (value: string | Buffer, props: Record<string, string | string[]>) => RequestPrint.of(encodeCommand(['SET', 'k', value]), props)
+      const set = (value: string | Buffer, props: Record<string, string | string[]>) =>
+        RequestPrint.of(encodeCommand(['SET', 'k', value]), props)
       const first = set('first', { __ts: '1:0:c', __srcId: 'me' })
-      assert.ok(set('first', { __srcId: 'me', __ts: '1:0:c' }).equals(first), 'the order of user properties does not matter')
+      assert.ok(
+        set('first', { __srcId: 'me', __ts: '1:0:c' }).equals(first),
+        'the order of user properties does not matter',
+      )
       for (const other of [
         set('second', { __ts: '1:0:c', __srcId: 'me' }),
         set('first', { __ts: '2:0:c', __srcId: 'me' }),
@@ -182,7 +200,11 @@ describe('emulator parts', () => {
         ['replies/#', /wildcard/],
       ]
       for (const [topic, reason] of refused) assert.match(responseTopicRefusal(topic) ?? 'allowed', reason, topic)
-      for (const topic of ['clients/c1/services/statestore/_any_/command/invoke/response', `clients/c1/${REQUEST_TOPIC}`, 'replies/for/me']) {
+      for (const topic of [
+        'clients/c1/services/statestore/_any_/command/invoke/response',
+        `clients/c1/${REQUEST_TOPIC}`,
+        'replies/for/me',
+      ]) {
         assert.equal(responseTopicRefusal(topic), null, topic)
       }
     })
@@ -194,7 +216,13 @@ describe('emulator parts', () => {
       r.register('a', Buffer.from('k'))
       r.register('b', Buffer.from('k'))
       r.register('a', Buffer.from('k'))
-      const change = { kind: 'delete' as const, key: Buffer.from('k'), version: new Hlc(1, 0, 'n'), cause: 'del' as const, wasPersisted: false }
+      const change = {
+        kind: 'delete' as const,
+        key: Buffer.from('k'),
+        version: new Hlc(1, 0, 'n'),
+        cause: 'del' as const,
+        wasPersisted: false,
+      }
       assert.deepEqual(
         r.notificationsFor(change).map((n) => n.clientId),
         ['a', 'b'],
@@ -212,7 +240,12 @@ describe('emulator parts', () => {
   describe('Executor', () => {
     it('says in its answer whether a request wrote what persistence keeps, and only then', () => {
       const clock = new HybridLogicalClock({ nodeId: 'parts' })
-      const executor = new Executor({ store: new Keyspace({ clock }), clock, registrations: new Registrations(), persistence: true })
+      const executor = new Executor({
+        store: new Keyspace({ clock }),
+        clock,
+        registrations: new Registrations(),
+        persistence: true,
+      })
       const run = (payload: Buffer, props: Record<string, string> = {}) => {
         const all: Record<string, string> = { __ts: new Hlc(Date.now(), 0, 'caller').toString(), ...props }
         const ctx: RequestContext = { prop: (name) => all[name], clientId: 'caller' }
@@ -220,7 +253,11 @@ describe('emulator parts', () => {
       }
       assert.equal(run(Request.set('volatile', 'v')), false, 'a key persistence does not keep')
       assert.equal(run(Request.set('kept', 'v'), { 'aio-persistence': 'true' }), true)
-      assert.equal(run(Request.set('kept', 'v', { condition: 'NX' }), { 'aio-persistence': 'true' }), false, 'not applied')
+      assert.equal(
+        run(Request.set('kept', 'v', { condition: 'NX' }), { 'aio-persistence': 'true' }),
+        false,
+        'not applied',
+      )
       assert.equal(run(Request.get('kept')), false)
       assert.equal(run(Request.set('kept', 'now volatile')), true, 'a persisted key made volatile leaves the journal')
       assert.equal(run(Request.del('kept')), false, 'no longer persisted')

@@ -6,7 +6,13 @@ import { SERVICE_ERROR_TEXT } from '../../src/diagnostics/errors'
 import { Hlc, HybridLogicalClock } from '../../src/hlc'
 import { Prop, Reply, Request } from '../../src/protocol'
 import { startEmulator } from '../../src/emulator'
-import { decodeLog, encodeDelete, encodeDropClient, encodeKeyNotify, encodeSet } from '../../src/emulator/journal/format'
+import {
+  decodeLog,
+  encodeDelete,
+  encodeDropClient,
+  encodeKeyNotify,
+  encodeSet,
+} from '../../src/emulator/journal/format'
 import { Journal } from '../../src/emulator/journal/journal'
 import { mqttBrokerUrl } from '../support/broker'
 import { EmulatorProcess } from './cli-process'
@@ -62,7 +68,9 @@ describe('emulator persistence', function () {
     await c.request(Request.set('overwritten', 'in memory only'))
     await c.request(Request.set('volatile', 'v'))
     // Many at once: their syncs are shared, every one is acknowledged only once durable.
-    const burst = await Promise.all(Array.from({ length: 500 }, (_, i) => c.request(Request.set(`burst-${i}`, String(i)), persist)))
+    const burst = await Promise.all(
+      Array.from({ length: 500 }, (_, i) => c.request(Request.set(`burst-${i}`, String(i)), persist)),
+    )
     assert.ok(burst.every((r) => r.payload.equals(Reply.ok)))
 
     await proc!.kill('SIGKILL')
@@ -72,13 +80,27 @@ describe('emulator persistence', function () {
     const hit = await get(key)
     assert.equal(text(hit.payload), text(Reply.value(value)))
     assert.equal(hit.prop(Prop.timestamp), versions.get(key.toString('hex')))
-    assert.equal((await get('long-lived')).prop(Prop.timestamp), versions.get(Buffer.from('long-lived').toString('hex')))
-    assert.equal(text((await get('short-lived')).payload), text(Reply.nil), 'its deadline passed while the emulator was down')
+    assert.equal(
+      (await get('long-lived')).prop(Prop.timestamp),
+      versions.get(Buffer.from('long-lived').toString('hex')),
+    )
+    assert.equal(
+      text((await get('short-lived')).payload),
+      text(Reply.nil),
+      'its deadline passed while the emulator was down',
+    )
     assert.equal(text((await get('deleted')).payload), text(Reply.nil))
-    assert.equal(text((await get('overwritten')).payload), text(Reply.nil), 'the in-memory overwrite hid the persistent value')
+    assert.equal(
+      text((await get('overwritten')).payload),
+      text(Reply.nil),
+      'the in-memory overwrite hid the persistent value',
+    )
     assert.equal(text((await get('volatile')).payload), text(Reply.nil))
     assert.equal(text((await get('burst-499')).payload), text(Reply.value(Buffer.from('499'))))
-    assert.equal(text((await c.request(Request.set('fenced', 'x'))).payload), text(Reply.error(SERVICE_ERROR_TEXT.MissingFencingToken)))
+    assert.equal(
+      text((await c.request(Request.set('fenced', 'x'))).payload),
+      text(Reply.error(SERVICE_ERROR_TEXT.MissingFencingToken)),
+    )
     // Lower than the stored token whatever the time the restart took (a reading of the clock now could pass it).
     const lower = new Hlc(Hlc.parse(token).timestamp - 4000, 0, 'locker').toString()
     assert.equal(
@@ -87,7 +109,10 @@ describe('emulator persistence', function () {
     )
     const after = await c.request(Request.set(key, 'new'), persist)
     for (const v of versions.values())
-      assert.ok(Hlc.compare(Hlc.parse(after.prop(Prop.timestamp)!), Hlc.parse(v)) > 0, 'versions keep increasing across restarts')
+      assert.ok(
+        Hlc.compare(Hlc.parse(after.prop(Prop.timestamp)!), Hlc.parse(v)) > 0,
+        'versions keep increasing across restarts',
+      )
   })
 
   it('restarts its clock above a deletion made while a client ahead had pushed it (the DEL record has no version, its recorded answer does)', async () => {
@@ -109,7 +134,10 @@ describe('emulator persistence', function () {
     const after = await c.request(Request.set('doomed', 'again'), persist)
     assert.ok(after.payload.equals(Reply.ok))
     const writtenAt = Hlc.parse(after.prop(Prop.timestamp)!)
-    assert.ok(Hlc.compare(writtenAt, deletedAt) > 0, `the new write's version ${writtenAt} is above the deletion's ${deletedAt}`)
+    assert.ok(
+      Hlc.compare(writtenAt, deletedAt) > 0,
+      `the new write's version ${writtenAt} is above the deletion's ${deletedAt}`,
+    )
   })
 
   it('ignores a torn last record and starts; refuses a file that is not its own', async () => {
@@ -139,7 +167,10 @@ describe('emulator persistence', function () {
 
     const foreign = join(dir, 'foreign.txt')
     writeFileSync(foreign, 'my precious notes\n')
-    await assert.rejects(startEmulator({ persistFile: foreign, logLevel: 'silent' }), /not a state store emulator persistence file/)
+    await assert.rejects(
+      startEmulator({ persistFile: foreign, logLevel: 'silent' }),
+      /not a state store emulator persistence file/,
+    )
     assert.equal(readFileSync(foreign, 'utf8'), 'my precious notes\n')
   })
 
@@ -162,17 +193,26 @@ describe('emulator persistence', function () {
     client = null
     const acknowledged = (await Promise.all(pending)).filter((k): k is string => k !== null)
     assert.ok(acknowledged.length >= 1)
-    const written = new Set(decodeLog(readFileSync(file)).records.flatMap((r) => (r.type === 'set' ? [r.key.toString()] : [])))
+    const written = new Set(
+      decodeLog(readFileSync(file)).records.flatMap((r) => (r.type === 'set' ? [r.key.toString()] : [])),
+    )
     for (const k of acknowledged) assert.ok(written.has(k), `${k} was acknowledged, so it is on disk`)
   })
 
   it('stops reading from the broker while too many requests wait for the disk, and answers them all', async () => {
     const logs: string[] = []
-    const emulator = await startEmulator({ persistFile: join(dir, 'busy.aof'), maxInFlight: 4, logLevel: 'debug', logger: (_l, m) => logs.push(m) })
+    const emulator = await startEmulator({
+      persistFile: join(dir, 'busy.aof'),
+      maxInFlight: 4,
+      logLevel: 'debug',
+      logger: (_l, m) => logs.push(m),
+    })
     const clients = await Promise.all([1, 2, 3].map(() => RawClient.connect(emulator.brokerUrl)))
     try {
       const answers = await Promise.all(
-        clients.flatMap((c, i) => Array.from({ length: 100 }, (_, j) => c.request(Request.set(`busy-${i}-${j}`, 'v'), persist))),
+        clients.flatMap((c, i) =>
+          Array.from({ length: 100 }, (_, j) => c.request(Request.set(`busy-${i}-${j}`, 'v'), persist)),
+        ),
       )
       assert.ok(answers.every((r) => r.payload.equals(Reply.ok)))
       assert.equal(emulator.keyCount, 300)
@@ -192,7 +232,9 @@ describe('emulator persistence', function () {
     let c = await RawClient.connect(emulator.brokerUrl)
     try {
       for (let round = 0; round < 40; round++) {
-        await Promise.all(Array.from({ length: 20 }, (_, i) => c.request(Request.set(`k${i}`, `round ${round} `.repeat(20)), persist)))
+        await Promise.all(
+          Array.from({ length: 20 }, (_, i) => c.request(Request.set(`k${i}`, `round ${round} `.repeat(20)), persist)),
+        )
       }
       await c.request(Request.del('k0'))
       const size = statSync(file).size
@@ -201,7 +243,10 @@ describe('emulator persistence', function () {
       await emulator.stop()
       emulator = await startEmulator({ persistFile: file, logLevel: 'silent' })
       c = await RawClient.connect(emulator.brokerUrl)
-      assert.equal(text((await c.request(Request.get('k19'))).payload), text(Reply.value(Buffer.from('round 39 '.repeat(20)))))
+      assert.equal(
+        text((await c.request(Request.get('k19'))).payload),
+        text(Reply.value(Buffer.from('round 39 '.repeat(20)))),
+      )
       assert.equal(text((await c.request(Request.get('k0'))).payload), text(Reply.nil))
       assert.equal(emulator.keyCount, 19)
     } finally {
@@ -268,7 +313,12 @@ describe('emulator persistence', function () {
     const record = { value: Buffer.from('from v1'), version, fencingToken: null, expiresAt: 0, persisted: true }
     writeFileSync(
       file,
-      Buffer.concat([magicV1, encodeSet(Buffer.from('kept'), record), encodeSet(Buffer.from('gone'), record), encodeDelete(Buffer.from('gone'))]),
+      Buffer.concat([
+        magicV1,
+        encodeSet(Buffer.from('kept'), record),
+        encodeSet(Buffer.from('gone'), record),
+        encodeDelete(Buffer.from('gone')),
+      ]),
     )
     let emulator = await startEmulator({ persistFile: file, logLevel: 'silent' })
     let c = await RawClient.connect(emulator.brokerUrl)
@@ -296,7 +346,10 @@ describe('emulator persistence', function () {
 
   it('with the embedded broker, records a disconnect as the end of its registrations and drops registrations left by a previous run', async () => {
     const file = join(dir, 'embedded.aof')
-    writeFileSync(file, Buffer.concat([Buffer.from('AIOSS\u0002\r\n', 'latin1'), encodeKeyNotify('ghost', Buffer.from('k'), false)]))
+    writeFileSync(
+      file,
+      Buffer.concat([Buffer.from('AIOSS\u0002\r\n', 'latin1'), encodeKeyNotify('ghost', Buffer.from('k'), false)]),
+    )
     const emulator = await startEmulator({ persistFile: file, logLevel: 'silent' })
     const c = await RawClient.connect(emulator.brokerUrl, 'leaving')
     try {
@@ -307,7 +360,11 @@ describe('emulator persistence', function () {
     // The disconnect is recorded once the broker reports it; the next durable record follows it.
     const other = await RawClient.connect(emulator.brokerUrl)
     try {
-      for (let i = 0; !decodeLog(readFileSync(file)).records.some((r) => r.type === 'dropClient' && r.clientId === 'leaving'); i++) {
+      for (
+        let i = 0;
+        !decodeLog(readFileSync(file)).records.some((r) => r.type === 'dropClient' && r.clientId === 'leaving');
+        i++
+      ) {
         assert.ok(i < 100, 'the disconnect was recorded')
         await other.request(Request.set(`tick-${i}`, 'v'), persist)
       }
@@ -346,7 +403,13 @@ describe('emulator persistence', function () {
 
     const start = async (file: string, extra: { persistCompactMinBytes?: number } = {}) => {
       await emulator?.stop()
-      emulator = await startEmulator({ brokerUrl: url, persistFile: file, logLevel: 'info', logger: (_l, m) => logs.push(m), ...extra })
+      emulator = await startEmulator({
+        brokerUrl: url,
+        persistFile: file,
+        logLevel: 'info',
+        logger: (_l, m) => logs.push(m),
+        ...extra,
+      })
     }
     /** SETs each key in turn; returns the keys whose notifications the watcher got, in order. */
     const notifiedOf = async (keys: string[]): Promise<string[]> => {
@@ -374,7 +437,8 @@ describe('emulator persistence', function () {
       await start(file)
       watcher = await RawClient.connect(url, `watcher-${process.pid}`)
       writer = await RawClient.connect(url)
-      for (const k of ['w1', 'w2', 'w3', 'marker']) assert.equal(text((await watcher.request(Request.keyNotify(k))).payload), text(Reply.ok))
+      for (const k of ['w1', 'w2', 'w3', 'marker'])
+        assert.equal(text((await watcher.request(Request.keyNotify(k))).payload), text(Reply.ok))
       assert.equal(text((await watcher.request(Request.keyNotifyStop('w2'))).payload), text(Reply.ok))
       assert.deepEqual(await notifiedOf(['w1', 'w2', 'w3']), ['w1', 'w3'])
       await start(file)
@@ -399,7 +463,11 @@ describe('emulator persistence', function () {
       for (const k of ['c1', 'c2', 'marker']) await watcher.request(Request.keyNotify(k))
       await watcher.request(Request.keyNotifyStop('c2'))
       for (let round = 0; round < 30; round++) {
-        await Promise.all(Array.from({ length: 10 }, (_, i) => writer!.request(Request.set(`fill-${i}`, `round ${round} `.repeat(20)), persist)))
+        await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            writer!.request(Request.set(`fill-${i}`, `round ${round} `.repeat(20)), persist),
+          ),
+        )
       }
       assert.ok(
         logs.some((m) => m.includes('compacted')),

@@ -23,7 +23,8 @@ import type { Principal } from '../../src/emulator/core/principal'
 import { TopicTemplate } from '../../src/emulator/core/topic-filter'
 import { readAuthorizationFile, readBrokerConfigFile, ResourceFileError } from '../../src/emulator/resource-file'
 
-const latin1 = (text: string | Buffer) => (typeof text === 'string' ? Buffer.from(text, 'utf8') : text).toString('latin1')
+const latin1 = (text: string | Buffer) =>
+  (typeof text === 'string' ? Buffer.from(text, 'utf8') : text).toString('latin1')
 
 // ---- the reference: pattern text → items → backtracking over the key's bytes ----
 
@@ -132,7 +133,9 @@ const principal: fc.Arbitrary<Principal> = fc.record(
   { requiredKeys: ['clientId'] },
 )
 const pattern = fc.array(fc.constantFrom(...PATTERN_PARTS), { maxLength: 7 }).map((parts) => parts.join(''))
-const randomKey = fc.array(fc.constantFrom(...KEY_PARTS), { maxLength: 8 }).map((parts) => Buffer.from(parts.join(''), 'utf8'))
+const randomKey = fc
+  .array(fc.constantFrom(...KEY_PARTS), { maxLength: 8 })
+  .map((parts) => Buffer.from(parts.join(''), 'utf8'))
 
 /** A key made to match the pattern (before mutation), so that matches are common. */
 function instantiate(p: string, who: Principal, fill: string[]): Buffer {
@@ -153,11 +156,17 @@ const keyFor = (p: string, who: Principal) =>
   fc.oneof(
     randomKey,
     fc.array(fc.constantFrom(...KEY_PARTS), { minLength: 1, maxLength: 4 }).map((fill) => instantiate(p, who, fill)),
-    fc.tuple(fc.array(fc.constantFrom(...KEY_PARTS), { minLength: 1, maxLength: 4 }), fc.nat(), fc.constantFrom(...KEY_PARTS)).map(([fill, at, ch]) => {
-      const k = instantiate(p, who, fill)
-      const i = k.length === 0 ? 0 : at % k.length
-      return Buffer.concat([k.subarray(0, i), Buffer.from(ch), k.subarray(i + 1)])
-    }),
+    fc
+      .tuple(
+        fc.array(fc.constantFrom(...KEY_PARTS), { minLength: 1, maxLength: 4 }),
+        fc.nat(),
+        fc.constantFrom(...KEY_PARTS),
+      )
+      .map(([fill, at, ch]) => {
+        const k = instantiate(p, who, fill)
+        const i = k.length === 0 ? 0 : at % k.length
+        return Buffer.concat([k.subarray(0, i), Buffer.from(ch), k.subarray(i + 1)])
+      }),
   )
 
 describe('emulator policies', () => {
@@ -230,21 +239,29 @@ describe('emulator policies', () => {
 
     it('a clientIds or usernames entry matches exactly the names the reference matches', () => {
       fc.assert(
-        fc.property(text(['a', 'b', '-', '.', 'é', '*', '?', '[']), text(['a', 'b', '-', '.', 'é', '*', '?', '[']), (glob, name) => {
-          const policy = AuthorizationPolicy.compile([
-            {
-              value: { rules: [{ principals: { clientIds: [glob], usernames: [glob] }, brokerResources: [{ method: 'Connect' }] }] },
-              fields: new Fields(0, []),
-            },
-          ])
-          const expected = referenceName(glob, name)
-          assert.equal(policy.decideConnect({ clientId: name }).allowed, expected, `clientIds ${glob} ${name}`)
-          assert.equal(
-            policy.decideConnect({ clientId: '\u0000', username: name }).allowed,
-            expected || referenceName(glob, '\u0000'),
-            `usernames ${glob} ${name}`,
-          )
-        }),
+        fc.property(
+          text(['a', 'b', '-', '.', 'é', '*', '?', '[']),
+          text(['a', 'b', '-', '.', 'é', '*', '?', '[']),
+          (glob, name) => {
+            const policy = AuthorizationPolicy.compile([
+              {
+                value: {
+                  rules: [
+                    { principals: { clientIds: [glob], usernames: [glob] }, brokerResources: [{ method: 'Connect' }] },
+                  ],
+                },
+                fields: new Fields(0, []),
+              },
+            ])
+            const expected = referenceName(glob, name)
+            assert.equal(policy.decideConnect({ clientId: name }).allowed, expected, `clientIds ${glob} ${name}`)
+            assert.equal(
+              policy.decideConnect({ clientId: '\u0000', username: name }).allowed,
+              expected || referenceName(glob, '\u0000'),
+              `usernames ${glob} ${name}`,
+            )
+          },
+        ),
         { numRuns: 3000 },
       )
     })
@@ -255,15 +272,23 @@ describe('emulator policies', () => {
     const filterOf = fc
       .tuple(fc.array(fc.oneof(level, fc.constant('+')), { minLength: 1, maxLength: 4 }), fc.boolean())
       .map(([levels, hash]) => [...levels, ...(hash ? ['#'] : [])].join('/'))
-    const who = fc.record({ clientId: fc.constantFrom('a', 'c', 'x/y', '+', ''), username: fc.constantFrom('b', 'u', '#') })
-    const topic = fc.array(fc.constantFrom('a', 'b', 'c', 'u', 'x', 'y'), { minLength: 1, maxLength: 6 }).map((l) => l.join('/'))
+    const who = fc.record({
+      clientId: fc.constantFrom('a', 'c', 'x/y', '+', ''),
+      username: fc.constantFrom('b', 'u', '#'),
+    })
+    const topic = fc
+      .array(fc.constantFrom('a', 'b', 'c', 'u', 'x', 'y'), { minLength: 1, maxLength: 6 })
+      .map((l) => l.join('/'))
 
     /** Substitute, refuse values that are empty or hold /, + or #, then match level by level. */
     function referenceTopic(filter: string, p: { clientId: string; username: string }, t: string): boolean {
       const values = [p.clientId, p.username]
       if (filter.includes('{principal.clientId}') && (values[0] === '' || /[/+#]/.test(values[0]!))) return false
       if (filter.includes('{principal.username}') && (values[1] === '' || /[/+#]/.test(values[1]!))) return false
-      const f = filter.replaceAll('{principal.clientId}', p.clientId).replaceAll('{principal.username}', p.username).split('/')
+      const f = filter
+        .replaceAll('{principal.clientId}', p.clientId)
+        .replaceAll('{principal.username}', p.username)
+        .split('/')
       const levels = t.split('/')
       for (let i = 0; i < f.length; i++) {
         if (f[i] === '#') return true
@@ -292,9 +317,11 @@ describe('emulator policies', () => {
             const requested = asked.join('/')
             if (new TopicTemplate(granted).coversFilter(p, requested)) {
               for (const t of topics)
-                if (referenceTopic(requested, p, t)) assert.ok(referenceTopic(granted, p, t), `${requested} granted by ${granted} but ${t} is not`)
+                if (referenceTopic(requested, p, t))
+                  assert.ok(referenceTopic(granted, p, t), `${requested} granted by ${granted} but ${t} is not`)
             }
-            if (referenceTopic(granted, p, requested) && !requested.includes('+')) assert.ok(new TopicTemplate(granted).coversFilter(p, requested))
+            if (referenceTopic(granted, p, requested) && !requested.includes('+'))
+              assert.ok(new TopicTemplate(granted).coversFilter(p, requested))
           },
         ),
         { numRuns: 2000 },
@@ -373,7 +400,10 @@ spec:
       // Attributes: every entry of one map must match.
       const badge = { clientId: 'cam', attributes: { city: 'seattle', floor: '2' } }
       assert.equal(policy.decideConnect(badge).allowed, true)
-      assert.equal(policy.decideConnect({ clientId: 'cam', attributes: { city: 'seattle', floor: '3' } }).allowed, false)
+      assert.equal(
+        policy.decideConnect({ clientId: 'cam', attributes: { city: 'seattle', floor: '3' } }).allowed,
+        false,
+      )
       assert.equal(policy.decideSubscribe(badge, 'commands/seattle/+').allowed, true)
       assert.equal(policy.decideSubscribe(badge, 'commands/paris/x').allowed, false)
       assert.equal(policy.decidePublish(sensor, 'telemetry/sensor-7').allowed, true)
@@ -383,15 +413,27 @@ spec:
 
     it('takes JSON, several documents, the bare authorizationPolicies object and a list of rules as one schema', () => {
       const other = `apiVersion: mqttbroker.iotoperations.azure.com/v1\nkind: Broker\nmetadata: { name: default }\nspec: { persistence: { maxSize: 1Gi } }\n`
-      const two = readAuthorizationFile(file('two.yaml', `${other}---\n${RESOURCE}---\n${RESOURCE.replace('plant-policy', 'second')}`))
+      const two = readAuthorizationFile(
+        file('two.yaml', `${other}---\n${RESOURCE}---\n${RESOURCE.replace('plant-policy', 'second')}`),
+      )
       assert.equal(two.ruleCount, 4)
       const json = readAuthorizationFile(
-        file('authz.json', JSON.stringify({ rules: [{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Read', keys: ['*'] }] }] })),
+        file(
+          'authz.json',
+          JSON.stringify({
+            rules: [{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Read', keys: ['*'] }] }],
+          }),
+        ),
       )
       assert.equal(json.decideKey({ clientId: 'x' }, 'read', 'any').allowed, true)
       assert.equal(json.grantsBrokerResources, false)
       const list = readAuthorizationFile(
-        file('list.json', JSON.stringify([{ principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Write', keys: ['k'] }] }])),
+        file(
+          'list.json',
+          JSON.stringify([
+            { principals: { clientIds: ['x'] }, stateStoreResources: [{ method: 'Write', keys: ['k'] }] },
+          ]),
+        ),
       )
       assert.equal(list.decideKey({ clientId: 'x' }, 'write', 'k').allowed, true)
     })
@@ -409,12 +451,24 @@ spec:
         RESOURCE.replace('method: Read\n            keyType: pattern', 'method: Reed\n            keyType: pattern'),
         /bad\.yaml:21: spec\.authorizationPolicies\.rules\[0\]\.stateStoreResources\[0\]\.method: must be one of Read, Write, ReadWrite, not "Reed"/,
       )
-      refusal(RESOURCE.replace('keyType: string', 'keyType: Text'), /:33: .*rules\[1\]\.stateStoreResources\[0\]\.keyType: must be Pattern, String or Binary/)
-      refusal(RESOURCE.replace('config[0-9]', 'config[0-9'), /rules\[0\]\.stateStoreResources\[0\]\.keys\[0\]: "\[" at position 6 is not closed/)
-      refusal(RESOURCE.replace('{principal.clientId}/*', '{principal.clientid}/*'), /keys\[0\]: \{principal\.clientid\} is not a substitution/)
+      refusal(
+        RESOURCE.replace('keyType: string', 'keyType: Text'),
+        /:33: .*rules\[1\]\.stateStoreResources\[0\]\.keyType: must be Pattern, String or Binary/,
+      )
+      refusal(
+        RESOURCE.replace('config[0-9]', 'config[0-9'),
+        /rules\[0\]\.stateStoreResources\[0\]\.keys\[0\]: "\[" at position 6 is not closed/,
+      )
+      refusal(
+        RESOURCE.replace('{principal.clientId}/*', '{principal.clientid}/*'),
+        /keys\[0\]: \{principal\.clientid\} is not a substitution/,
+      )
       refusal(RESOURCE.replace('AP8=', 'not base64!'), /keys\[0\]: a Binary key must be base64/)
       refusal(
-        RESOURCE.replace('stateStoreResources:\n          - method: Read', 'stateStoreResource:\n          - method: Read'),
+        RESOURCE.replace(
+          'stateStoreResources:\n          - method: Read',
+          'stateStoreResource:\n          - method: Read',
+        ),
         /rules\[0\]\.stateStoreResource: unknown field/,
       )
       refusal(
@@ -451,7 +505,10 @@ spec:
           `    dynamicSettings:\n      userPropertyKey: keep\n      userPropertyValue: "yes"\n    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources:\n          - keyType: Pattern\n            keys: ["config/*", "unit[0-9]"]\n          - keyType: binary\n            keys: ["AAE="]\n        dynamic:\n          mode: Enabled\n`,
         ),
       )
-      assert.deepEqual(policy.decide('config/a', none), { persist: true, rule: 'stateStoreResources[0] Pattern "config/*"' })
+      assert.deepEqual(policy.decide('config/a', none), {
+        persist: true,
+        rule: 'stateStoreResources[0] Pattern "config/*"',
+      })
       assert.equal(policy.decide('unit7', none).persist, true)
       assert.equal(policy.decide('unitX', none).persist, false)
       assert.equal(policy.decide(latin1(Buffer.from([0, 1])), none).persist, true)
@@ -472,7 +529,10 @@ spec:
       assert.equal(disabled.decide('other', asked).persist, false)
       assert.equal(disabled.decide('a*', none).persist, true)
       assert.equal(disabled.decide('ab', none).persist, false)
-      assert.deepEqual(readBrokerConfigFile(broker(`    stateStore: { mode: All }\n`)).decide('x', none), { persist: true, rule: 'mode All' })
+      assert.deepEqual(readBrokerConfigFile(broker(`    stateStore: { mode: All }\n`)).decide('x', none), {
+        persist: true,
+        rule: 'mode All',
+      })
       assert.equal(readBrokerConfigFile(broker(`    stateStore: { mode: None }\n`)).decide('x', asked).persist, false)
       // No stateStore policy: the dynamic property alone, as the emulator always did.
       assert.equal(readBrokerConfigFile(broker('')).decide('x', asked).persist, true)
@@ -486,7 +546,9 @@ spec:
       assert.throws(
         () =>
           readBrokerConfigFile(
-            broker(`    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources: [{ keys: ["{principal.clientId}"] }]\n`),
+            broker(
+              `    stateStore:\n      mode: Custom\n      stateStoreSettings:\n        stateStoreResources: [{ keys: ["{principal.clientId}"] }]\n`,
+            ),
           ),
         /stateStoreResources\[0\]\.keys\[0\]: a \{principal\.…\} substitution has no meaning here/,
       )
@@ -521,15 +583,27 @@ spec:
       try {
         const w = await RawClient.connect(emulator.brokerUrl, 'w')
         assert.equal((await w.request(Request.set('cfg/a', '1'))).payload.toString(), Reply.ok.toString())
-        assert.equal((await w.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })).payload.toString(), Reply.ok.toString())
+        assert.equal(
+          (await w.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })).payload.toString(),
+          Reply.ok.toString(),
+        )
         assert.equal((await w.request(Request.set('free', '2'))).payload.toString(), Reply.ok.toString())
         await w.close()
         const unasked = emulator.admin!.inspect(Buffer.from('free'))!
         assert.equal(unasked.persisted, false)
-        assert.equal(unasked.notPersistedBecause, 'noRule', 'the store persists; this write did not ask and no rule names the key')
+        assert.equal(
+          unasked.notPersistedBecause,
+          'noRule',
+          'the store persists; this write did not ask and no rule names the key',
+        )
         await (async () => {
           const again = await RawClient.connect(emulator.brokerUrl, 'w')
-          assert.equal((await again.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })).payload.toString(), Reply.ok.toString())
+          assert.equal(
+            (
+              await again.request(Request.set('free', '1'), { props: { 'aio-persistence': 'true' } })
+            ).payload.toString(),
+            Reply.ok.toString(),
+          )
           await again.close()
         })()
         const cfg = emulator.admin!.inspect(Buffer.from('cfg/a'), 'r')!
@@ -570,11 +644,19 @@ spec:
       try {
         await client.ready({ timeoutMs: 5000 })
         assert.equal(await client.checkService({ timeoutMs: 3000 }), 'answered', 'a refused probe is an answer')
-        await assert.rejects(client.set('other/key', 'x'), (err) => err instanceof ServiceError && err.code === 'NotAuthorized')
+        await assert.rejects(
+          client.set('other/key', 'x'),
+          (err) => err instanceof ServiceError && err.code === 'NotAuthorized',
+        )
         const long = `line\n${'x'.repeat(300)}`
-        await assert.rejects(client.set(long, 'x'), (err) => err instanceof ServiceError && err.code === 'NotAuthorized')
+        await assert.rejects(
+          client.set(long, 'x'),
+          (err) => err instanceof ServiceError && err.code === 'NotAuthorized',
+        )
         const refused = lines.filter((l) => l.startsWith('[info] refused'))
-        assert.deepEqual(refused.slice(0, 1), ['[info] refused SET from client "w": -ERR NotAuthorized (no rule allows client "w" to write key "other/key")'])
+        assert.deepEqual(refused.slice(0, 1), [
+          '[info] refused SET from client "w": -ERR NotAuthorized (no rule allows client "w" to write key "other/key")',
+        ])
         assert.equal(refused.length, 2, lines.join('\n'))
         assert.equal(
           refused[1],
@@ -596,7 +678,8 @@ spec:
   describe('the policy rehearsal of docs/aio-broker.md, files and command as written there', () => {
     it("lets node-red-0 work, Test connection's own id connect, and the sidebar's inspector show persistence and access", async () => {
       const page = readFileSync(join(__dirname, '..', '..', 'docs', 'aio-broker.md'), 'utf8')
-      const block = (name: string) => new RegExp('```yaml\\n(# ' + name.replace('.', '\\.') + '[^\\n]*\\n[\\s\\S]*?)```').exec(page)?.[1]
+      const block = (name: string) =>
+        new RegExp('```yaml\\n(# ' + name.replace('.', '\\.') + '[^\\n]*\\n[\\s\\S]*?)```').exec(page)?.[1]
       const command = /npx aio-statestore-emulator (--listen \d+ .*)/.exec(page)?.[1]
       assert.ok(block('authz.yaml') && block('broker.yaml') && command, 'the page has both files and the command')
       for (const flag of ['--auth authz.yaml', '--broker-config broker.yaml', '--persist state.aof', '--admin'])
@@ -612,8 +695,16 @@ spec:
         adminOverMqtt: true,
         logLevel: 'silent',
       })
-      const flows = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-0', requestTimeoutMs: 3000 })
-      const testButton = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-0-test-1a2b3c', requestTimeoutMs: 3000 })
+      const flows = new StateStoreClient({
+        brokerUrl: emulator.brokerUrl,
+        clientId: 'node-red-0',
+        requestTimeoutMs: 3000,
+      })
+      const testButton = new StateStoreClient({
+        brokerUrl: emulator.brokerUrl,
+        clientId: 'node-red-0-test-1a2b3c',
+        requestTimeoutMs: 3000,
+      })
       let found: Awaited<ReturnType<typeof RemoteEmulatorAdmin.discover>> = null
       try {
         await flows.ready({ timeoutMs: 5000 })
@@ -643,8 +734,16 @@ spec:
         `apiVersion: mqttbroker.iotoperations.azure.com/v1\nkind: BrokerAuthorization\nmetadata: { name: node-red-policy }\nspec:\n  authorizationPolicies:\n    rules:\n      - principals:\n          clientIds: ["node-red-0"]\n        brokerResources:\n          - method: Connect\n          - method: Subscribe\n            topics: ["clients/{principal.clientId}/#"]\n        stateStoreResources:\n          - method: ReadWrite\n            keyType: Pattern\n            keys: ["lines/{principal.clientId}/*", "recipe[0-9]"]\n          - method: Read\n            keyType: String\n            keys: ["plant-config"]\n`,
       )
       const emulator = await startEmulator({ listen: { port: 0 }, authorizationFile: auth, logLevel: 'silent' })
-      const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-0', requestTimeoutMs: 3000 })
-      const stranger = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'node-red-1', requestTimeoutMs: 3000 })
+      const client = new StateStoreClient({
+        brokerUrl: emulator.brokerUrl,
+        clientId: 'node-red-0',
+        requestTimeoutMs: 3000,
+      })
+      const stranger = new StateStoreClient({
+        brokerUrl: emulator.brokerUrl,
+        clientId: 'node-red-1',
+        requestTimeoutMs: 3000,
+      })
       try {
         await client.ready({ timeoutMs: 5000 })
         const seen: string[] = []
@@ -652,8 +751,14 @@ spec:
         assert.equal((await client.set('lines/node-red-0/speed', '12')).applied, true)
         assert.equal((await client.set('recipe3', 'A')).applied, true)
         assert.equal((await client.get('plant-config')).value, null)
-        await assert.rejects(client.set('plant-config', 'x'), (err) => err instanceof ServiceError && err.code === 'NotAuthorized')
-        await assert.rejects(client.set('recipe33', 'x'), (err) => err instanceof ServiceError && err.code === 'NotAuthorized')
+        await assert.rejects(
+          client.set('plant-config', 'x'),
+          (err) => err instanceof ServiceError && err.code === 'NotAuthorized',
+        )
+        await assert.rejects(
+          client.set('recipe33', 'x'),
+          (err) => err instanceof ServiceError && err.code === 'NotAuthorized',
+        )
         const started = Date.now()
         while (seen.length === 0 && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 20))
         assert.deepEqual(seen.slice(0, 1), ['SET'])

@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import mqtt, { type IClientOptions, type IDisconnectPacket, type IPublishPacket, type MqttClient } from 'mqtt'
 import { Hlc, HybridLogicalClock } from '../../src/hlc'
-import { CONTENT_TYPE, notificationFilter, parseNotificationTopic, PROTOCOL_VERSION, Prop, REQUEST_TOPIC, responseTopicFor } from '../../src/protocol'
+import {
+  CONTENT_TYPE,
+  notificationFilter,
+  parseNotificationTopic,
+  PROTOCOL_VERSION,
+  Prop,
+  REQUEST_TOPIC,
+  responseTopicFor,
+} from '../../src/protocol'
 import { scaled } from '../support/deadline'
 
 /**
@@ -22,12 +30,21 @@ export function pubackCode(published: Promise<unknown>): Promise<number> {
  * A state store request (or an admin one, by `topic`) published by hand from any MQTT client, with
  * the Response Topic and correlation data given and the properties an SDK sends: its PUBACK code.
  */
-export function publishRequest(client: MqttClient, topic: string, payload: Buffer, responseTopic: string, correlationData: Buffer): Promise<number> {
+export function publishRequest(
+  client: MqttClient,
+  topic: string,
+  payload: Buffer,
+  responseTopic: string,
+  correlationData: Buffer,
+): Promise<number> {
   const properties = {
     responseTopic,
     correlationData,
     contentType: CONTENT_TYPE,
-    userProperties: { [Prop.timestamp]: new Hlc(Date.now(), 0, client.options.clientId ?? 'raw').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION },
+    userProperties: {
+      [Prop.timestamp]: new Hlc(Date.now(), 0, client.options.clientId ?? 'raw').toString(),
+      [Prop.protocolVersion]: PROTOCOL_VERSION,
+    },
     messageExpiryInterval: 10,
   }
   return pubackCode(client.publishAsync(topic, payload, { qos: 1, properties }))
@@ -70,7 +87,10 @@ export class RawClient {
   /** Everything that arrived on a topic other than the response and notification topics. */
   readonly others: Received[] = []
   /** Correlation data (hex) → callers waiting for a response, first come first served (a re-send waits behind the original). */
-  private readonly waiting = new Map<string, Array<{ resolve: (r: Received) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>>()
+  private readonly waiting = new Map<
+    string,
+    Array<{ resolve: (r: Received) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>
+  >()
   private readonly notificationWaiters: Array<() => void> = []
   /** Resolves with the DISCONNECT the broker sent, if it sends one. */
   readonly disconnected: Promise<IDisconnectPacket>
@@ -91,7 +111,13 @@ export class RawClient {
     options: IClientOptions = {},
     subscribe: { notifications?: string | false } = {},
   ): Promise<RawClient> {
-    const client = mqtt.connect(url, { protocolVersion: 5, clientId, reconnectPeriod: 0, connectTimeout: 5000, ...options })
+    const client = mqtt.connect(url, {
+      protocolVersion: 5,
+      clientId,
+      reconnectPeriod: 0,
+      connectTimeout: 5000,
+      ...options,
+    })
     client.on('connect', () => (client.stream as Socket).setNoDelay?.(true))
     await new Promise<void>((resolve, reject) => {
       client.once('connect', () => resolve())
@@ -127,7 +153,11 @@ export class RawClient {
           const list = this.waiting.get(id) ?? []
           list.splice(list.indexOf(waiter), 1)
           if (list.length === 0) this.waiting.delete(id)
-          reject(new Error(`no response within ${timeoutMs} ms (scaled) to ${JSON.stringify(payload.subarray(0, 60).toString('latin1'))}`))
+          reject(
+            new Error(
+              `no response within ${timeoutMs} ms (scaled) to ${JSON.stringify(payload.subarray(0, 60).toString('latin1'))}`,
+            ),
+          )
         }, scaled(timeoutMs)),
       }
       const list = this.waiting.get(id)

@@ -58,7 +58,9 @@ function suite(name: string, start: (ctx: Mocha.Context, options: EmulatorOption
     before(async function () {
       emulator = await start(this, { scanPageKeys: PAGE, logLevel: 'error' })
       raw = await RawClient.connect(emulator.brokerUrl)
-      const writes = [...KEYS, 'other/a', 'other/b', 'scan', 'scan/', 'xscan/k001'].map((k) => raw.request(Request.set(k, 'v')))
+      const writes = [...KEYS, 'other/a', 'other/b', 'scan', 'scan/', 'xscan/k001'].map((k) =>
+        raw.request(Request.set(k, 'v')),
+      )
       // A key that is not UTF-8 (scan/k10 and 0xff): scan/k* and scan/k10* match it.
       writes.push(raw.request(Request.set(Buffer.from([0x73, 0x63, 0x61, 0x6e, 0x2f, 0x6b, 0x31, 0x30, 0xff]), 'v')))
       for (const r of await Promise.all(writes)) assert.deepEqual(r.payload, Reply.ok)
@@ -116,7 +118,9 @@ function suite(name: string, start: (ctx: Mocha.Context, options: EmulatorOption
       const forged = Buffer.from(first.token)
       forged[0]! ^= 0xff
       assert.deepEqual(await scan(raw, 'scan/*', forged), { error: `ERR ${EMULATOR_REFUSAL_TEXT.ScanTokenUnknown}` })
-      assert.deepEqual(await scan(raw, 'other/*', first.token), { error: `ERR ${EMULATOR_REFUSAL_TEXT.ScanTokenUnknown}` })
+      assert.deepEqual(await scan(raw, 'other/*', first.token), {
+        error: `ERR ${EMULATOR_REFUSAL_TEXT.ScanTokenUnknown}`,
+      })
     })
 
     it('refuses a bad pattern with a syntax error and keeps serving', async () => {
@@ -153,7 +157,9 @@ function suite(name: string, start: (ctx: Mocha.Context, options: EmulatorOption
   })
 }
 
-suite('the embedded aedes broker', (_ctx, options) => startEmulator({ ...options, listen: { host: '127.0.0.1', port: 0 } }))
+suite('the embedded aedes broker', (_ctx, options) =>
+  startEmulator({ ...options, listen: { host: '127.0.0.1', port: 0 } }),
+)
 suite('mosquitto', async (ctx, options) => startEmulator({ ...options, brokerUrl: await mosquittoUrl(ctx) }))
 
 describe('SCAN and authorization', function () {
@@ -176,7 +182,12 @@ describe('SCAN and authorization', function () {
         { principals: { clientIds: ['admin'] }, stateStoreResources: [{ method: 'ReadWrite', keys: ['*'] }] },
       ]),
     )
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, authorizationFile: rules, logLevel: 'error', scanPageKeys: 3 })
+    emulator = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      authorizationFile: rules,
+      logLevel: 'error',
+      scanPageKeys: 3,
+    })
   })
   after(async () => {
     await emulator?.stop()
@@ -245,7 +256,10 @@ describe('client.scan', function () {
     clients.add(client)
     try {
       await client.ready({ timeoutMs: 5000 })
-      await assert.rejects(client.scan('*').next(), (err: unknown) => err instanceof NotSupportedError && err.kind === 'notSupported' && err.verb === 'SCAN')
+      await assert.rejects(
+        client.scan('*').next(),
+        (err: unknown) => err instanceof NotSupportedError && err.kind === 'notSupported' && err.verb === 'SCAN',
+      )
     } finally {
       await responder.stop()
     }

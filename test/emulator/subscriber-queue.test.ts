@@ -73,9 +73,14 @@ describe('emulator: a subscriber queue limit with DropOldest, and watchers that 
     for (const key of KEYS) await writer.set(key, 'v2')
     const dropsOf = (clientId: string) =>
       lines
-        .filter((l) => l.includes(`client ${JSON.stringify(clientId)}: its subscriber queue is full, the oldest message dropped`))
+        .filter((l) =>
+          l.includes(`client ${JSON.stringify(clientId)}: its subscriber queue is full, the oldest message dropped`),
+        )
         .map((l) => Buffer.from(/notify\/([0-9A-F]+)"/.exec(l)![1]!, 'hex').toString())
-    await until(() => dropsOf('queue-watcher').length > 0 && dropsOf('queue-watcher-no-reads').length > 0, 'a drop for each watcher')
+    await until(
+      () => dropsOf('queue-watcher').length > 0 && dropsOf('queue-watcher-no-reads').length > 0,
+      'a drop for each watcher',
+    )
     relay.thaw()
 
     await until(() => KEYS.every((k) => reading.last.get(k) === 'v2'), 'the reading watcher has every change')
@@ -88,14 +93,27 @@ describe('emulator: a subscriber queue limit with DropOldest, and watchers that 
     )
     // The other watcher got every notification the broker still had, and not the dropped ones.
     const lost = dropsOf('queue-watcher-no-reads')
-    await until(() => KEYS.filter((k) => !lost.includes(k)).every((k) => notReading.last.get(k) === 'v2'), 'the rest reached the other watcher')
-    for (const key of lost) assert.equal(notReading.last.get(key), 'v1', `without the reads, the dropped last notification of ${key} leaves the watcher wrong`)
+    await until(
+      () => KEYS.filter((k) => !lost.includes(k)).every((k) => notReading.last.get(k) === 'v2'),
+      'the rest reached the other watcher',
+    )
+    for (const key of lost)
+      assert.equal(
+        notReading.last.get(key),
+        'v1',
+        `without the reads, the dropped last notification of ${key} leaves the watcher wrong`,
+      )
     assert.equal(notReading.client.lostNotifications, 0)
   })
 
   it("the context store's cache finds the change whose notification the broker dropped, and says so in its log", async () => {
     const prefix = uniquePrefix()
-    const reading = contextStore({ broker: relay.url, prefix, clientId: 'ctx-queue-reader', reconcileInterval: scaled(300) })
+    const reading = contextStore({
+      broker: relay.url,
+      prefix,
+      clientId: 'ctx-queue-reader',
+      reconcileInterval: scaled(300),
+    })
     const writing = contextStore({ broker: emulator.brokerUrl, prefix, clientId: 'ctx-queue-writer' })
     stores.push(reading, writing)
     await reading.open()
@@ -106,9 +124,18 @@ describe('emulator: a subscriber queue limit with DropOldest, and watchers that 
     relay.freeze()
     const before = lines.filter((l) => l.includes('client "ctx-queue-reader": its subscriber queue is full')).length
     for (const k of keys) writing.set('global', k, 2)
-    await until(() => lines.filter((l) => l.includes('client "ctx-queue-reader": its subscriber queue is full')).length > before, 'a drop for the reader')
+    await until(
+      () => lines.filter((l) => l.includes('client "ctx-queue-reader": its subscriber queue is full')).length > before,
+      'a drop for the reader',
+    )
     relay.thaw()
     await until(() => keys.every((k) => reading.get('global', k) === 2), "the reader's cache has every change")
-    await until(() => reading.logs.some((l) => l.level === 'warn' && /changed without a notification while connected/.test(l.message)), 'the reads said so')
+    await until(
+      () =>
+        reading.logs.some(
+          (l) => l.level === 'warn' && /changed without a notification while connected/.test(l.message),
+        ),
+      'the reads said so',
+    )
   })
 })

@@ -33,7 +33,13 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
   const { clients } = fx
 
   function client(url: string, id: string): StateStoreClient {
-    const c = new StateStoreClient({ brokerUrl: url, clientId: `${id}-${process.pid}`, reconnectMinMs: 50, reconnectMaxMs: 300, requestTimeoutMs: 8000 })
+    const c = new StateStoreClient({
+      brokerUrl: url,
+      clientId: `${id}-${process.pid}`,
+      reconnectMinMs: 50,
+      reconnectMaxMs: 300,
+      requestTimeoutMs: 8000,
+    })
     clients.add(c)
     return c
   }
@@ -47,7 +53,8 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     await editor.set('fault/changed', 'before')
     await editor.set('fault/deleted', 'before')
     const seen: KeyNotification[] = []
-    for (const key of ['fault/changed', 'fault/deleted', 'fault/created']) await watcher.observe(key, (n) => seen.push(n))
+    for (const key of ['fault/changed', 'fault/deleted', 'fault/created'])
+      await watcher.observe(key, (n) => seen.push(n))
 
     await helper.load(ALL, [
       { id: 'tab', type: 'tab', label: 'faults' },
@@ -56,7 +63,13 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
       { id: 'cfgRelay', type: 'ss-config', broker: fx.relay.url, requestTimeout: '5000' },
       onTab({ id: 'set', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['out']] }),
       onTab({ id: 'out', type: 'helper' }),
-      onTab({ id: 'watch', type: 'ss-watch', store: 'cfgRelay', keys: 'fault/changed\nfault/deleted\nfault/created', wires: [['watched']] }),
+      onTab({
+        id: 'watch',
+        type: 'ss-watch',
+        store: 'cfgRelay',
+        keys: 'fault/changed\nfault/deleted\nfault/created',
+        wires: [['watched']],
+      }),
       onTab({ id: 'watched', type: 'helper' }),
       onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
       onTab({ id: 'caught', type: 'helper' }),
@@ -69,8 +82,17 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     helper.getNode('out').on('input', (m: Msg) => nodeOut.push(m))
     helper.getNode('caught').on('input', (m: Msg) => nodeCaught.push(m))
     helper.getNode('watched').on('input', (m: Msg) => watchedMsgs.push(m))
-    await until(() => last(setNode).text === CONNECTED && last(watchNode).text !== undefined && watchNode.status.getCalls().length > 0, 'the nodes to connect')
-    await until(() => String(last(watchNode).text).includes('status.watching') && watchRegistered(watchNode), 'ss-watch to register its keys')
+    await until(
+      () =>
+        last(setNode).text === CONNECTED &&
+        last(watchNode).text !== undefined &&
+        watchNode.status.getCalls().length > 0,
+      'the nodes to connect',
+    )
+    await until(
+      () => String(last(watchNode).text).includes('status.watching') && watchRegistered(watchNode),
+      'ss-watch to register its keys',
+    )
 
     // Steady load: each writer keeps up to 30 SETs in flight; the node gets a msg every 8 ms.
     const api = new Outcomes<SetResult>()
@@ -81,7 +103,9 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
       for (let i = 0; running; i++) {
         const key = `api/${n}/${i}`
         const value = `v-${n}-${i}-${Math.random().toString(36).slice(2)}`
-        const p = api.track(w.set(key, value, { condition: 'NX' }), (r) => acknowledged.set(key, { value, version: r.version.toString() }))
+        const p = api.track(w.set(key, value, { condition: 'NX' }), (r) =>
+          acknowledged.set(key, { value, version: r.version.toString() }),
+        )
         open.add(p)
         void p.then(() => open.delete(p))
         while (open.size >= 30) await Promise.race(open)
@@ -104,7 +128,10 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
 
     fx.relay.cut()
     await fx.mosquitto.kill()
-    await until(() => last(setNode).fill === 'red' && last(watchNode).fill === 'red', 'the nodes to show the lost connection')
+    await until(
+      () => last(setNode).fill === 'red' && last(watchNode).fill === 'red',
+      'the nodes to show the lost connection',
+    )
     await until(() => writers.every((w) => w.status.state !== 'connected'), 'the writers to notice')
     const downFrom = { set: statuses(setNode).length, watch: statuses(watchNode).length }
     await sleep(400)
@@ -117,8 +144,14 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     await editor.set('fault/created', 'born during the outage')
     fx.relay.restore()
 
-    await until(() => last(setNode).fill === 'green' && last(watchNode).fill === 'green', 'the nodes to show the connection again')
-    await until(() => writers.every((w) => w.status.state === 'connected') && watcher.status.state === 'connected', 'every client to reconnect')
+    await until(
+      () => last(setNode).fill === 'green' && last(watchNode).fill === 'green',
+      'the nodes to show the connection again',
+    )
+    await until(
+      () => writers.every((w) => w.status.state === 'connected') && watcher.status.state === 'connected',
+      'every client to reconnect',
+    )
     await sleep(600)
     running = false
     await Promise.all([...loops, nodeLoop])
@@ -146,7 +179,9 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     )
 
     // The store holds each acknowledged value with the acknowledged version: nothing lost, nothing re-executed.
-    const nodeAcks = new Map(nodeOut.map((m) => [String(m.topic), { value: String(m.payload), version: String(m.version) }]))
+    const nodeAcks = new Map(
+      nodeOut.map((m) => [String(m.topic), { value: String(m.payload), version: String(m.version) }]),
+    )
     for (const [key, expected] of [...acknowledged, ...nodeAcks]) {
       const got = await editor.get(key)
       assert.equal(got.value?.toString(), expected.value, `value of ${key}`)
@@ -162,15 +197,28 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
       const during = statuses(node).slice(from - 1, to)
       assert.ok(
         during.length > 0 &&
-          during.every((s) => (s.fill === 'red' && s.text?.includes('disconnected')) || (s.fill === 'yellow' && s.text?.includes('connecting'))),
+          during.every(
+            (s) =>
+              (s.fill === 'red' && s.text?.includes('disconnected')) ||
+              (s.fill === 'yellow' && s.text?.includes('connecting')),
+          ),
         `${name} while down: ${JSON.stringify(during)}`,
       )
     }
 
     // Watches registered again: the API watcher and the ss-watch node got what changed as reconciled notifications.
     await until(() => seen.filter((n) => n.reconciled).length >= 3, 'reconciled notifications at the API watcher')
-    const reconciled = seen.filter((n) => n.reconciled).map((n) => `${n.operation} ${n.key.toString()}${n.value ? `=${n.value.toString()}` : ''}`)
-    assert.deepEqual(new Set(reconciled), new Set(['SET fault/changed=during the outage', 'DELETE fault/deleted', 'SET fault/created=born during the outage']))
+    const reconciled = seen
+      .filter((n) => n.reconciled)
+      .map((n) => `${n.operation} ${n.key.toString()}${n.value ? `=${n.value.toString()}` : ''}`)
+    assert.deepEqual(
+      new Set(reconciled),
+      new Set([
+        'SET fault/changed=during the outage',
+        'DELETE fault/deleted',
+        'SET fault/created=born during the outage',
+      ]),
+    )
     await until(() => watchedMsgs.filter((m) => m.reconciled).length >= 3, 'reconciled msgs from ss-watch')
     const fromNode = watchedMsgs
       .filter((m) => m.reconciled)
@@ -179,13 +227,21 @@ describe('faults: broker killed (SIGKILL) and restarted under load', function ()
     // And live notifications flow again.
     await editor.set('fault/changed', 'after')
     await until(
-      () => seen.some((n) => !n.reconciled && n.value?.toString() === 'after') && watchedMsgs.some((m) => m.payload === 'after' && !m.reconciled),
+      () =>
+        seen.some((n) => !n.reconciled && n.value?.toString() === 'after') &&
+        watchedMsgs.some((m) => m.payload === 'after' && !m.reconciled),
       'a live notification after the restart',
     )
 
     const dedupHits = emulatorLog.filter((l) => l.includes('answered from the cache')).length
     const report = {
-      api: { issued: api.issued, completed: api.ok.length, failed: Object.fromEntries(api.failed), lost: 0, duplicated: 0 },
+      api: {
+        issued: api.issued,
+        completed: api.ok.length,
+        failed: Object.fromEntries(api.failed),
+        lost: 0,
+        duplicated: 0,
+      },
       nodes: { sent: nodeSent, completed: nodeOut.length, failed: nodeCaught.length, lost: 0, duplicated: 0 },
       resendsAnsweredFromDedupCache: dedupHits,
     }

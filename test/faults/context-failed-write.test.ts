@@ -46,14 +46,25 @@ describe('faults: a context store whose write failed while the emulator was down
   it('reads the key again until its cache, and keys(), hold what the service holds', async () => {
     const prefix = uniquePrefix()
     for (const name of ['c0', 'c1', 'truth']) {
-      stores.push(contextStore({ broker: brokerUrl, prefix, clientId: `${name}-${process.pid}`, requestTimeout: 1000, cache: name !== 'truth' }))
+      stores.push(
+        contextStore({
+          broker: brokerUrl,
+          prefix,
+          clientId: `${name}-${process.pid}`,
+          requestTimeout: 1000,
+          cache: name !== 'truth',
+        }),
+      )
     }
     const [c0, c1, truth] = stores as [TestStore, TestStore, TestStore]
     await Promise.all(stores.map((s) => s.open()))
     const kept = { by: 'c0', n: 62 }
     await call((cb) => c0.set('global', 'd', kept, cb))
     await call((cb) => c0.set('global', 'e', { by: 'c0', n: 63 }, cb))
-    await until(() => isDeepStrictEqual(c1.get('global', 'd'), kept) && c1.get('global', 'e') !== undefined, 'c1 has both keys')
+    await until(
+      () => isDeepStrictEqual(c1.get('global', 'd'), kept) && c1.get('global', 'e') !== undefined,
+      'c1 has both keys',
+    )
 
     await emulator!.stop()
     emulator = null
@@ -71,7 +82,8 @@ describe('faults: a context store whose write failed while the emulator was down
     await until(async () => (await stored()).d !== undefined, 'the restarted emulator serves the stored keys')
     const expected = await stored()
     assert.deepEqual(expected, { d: kept, e: { by: 'c0', n: 63 } }, 'the failed writes were not executed')
-    const agrees = (s: TestStore) => isDeepStrictEqual(s.get('global', 'd'), expected.d) && isDeepStrictEqual(s.get('global', 'e'), expected.e)
+    const agrees = (s: TestStore) =>
+      isDeepStrictEqual(s.get('global', 'd'), expected.d) && isDeepStrictEqual(s.get('global', 'e'), expected.e)
     await until(() => agrees(c0) && agrees(c1), 'both caches hold what the service holds', 10_000)
     for (const s of [c0, c1]) assert.deepEqual(((s.keys('global') as string[]) ?? []).sort(), ['d', 'e'])
 

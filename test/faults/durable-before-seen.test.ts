@@ -24,7 +24,11 @@ describe('faults: nothing shows a persistent write before it is durable', functi
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'durable-'))
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, persistFile: join(dir, 'store.log'), logLevel: 'error' })
+    emulator = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      persistFile: join(dir, 'store.log'),
+      logLevel: 'error',
+    })
   })
   afterEach(async () => {
     restoreSync()
@@ -40,7 +44,9 @@ describe('faults: nothing shows a persistent write before it is durable', functi
 
   it('answers a GET of the key, and notifies its watcher, only once the SET is synced', async () => {
     const [writer, reader, watcher] = clients.add(
-      ...['writer', 'reader', 'watcher'].map((id) => new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `${id}-${process.pid}` })),
+      ...['writer', 'reader', 'watcher'].map(
+        (id) => new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `${id}-${process.pid}` }),
+      ),
     ) as [StateStoreClient, StateStoreClient, StateStoreClient]
     await Promise.all([writer, reader, watcher].map((c) => c.ready({ timeoutMs: 5000 })))
     const told: KeyNotification[] = []

@@ -86,7 +86,11 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
     cli = await EmulatorCli.start(args)
     // Load goes on until the restarted process has answered (a fixed pause was too short on a
     // loaded machine); the assertion below still says whether it ever did.
-    await until(() => acked.some((a) => a.node !== firstNode), 'an acknowledgement from the restarted emulator', 15_000).catch(() => undefined)
+    await until(
+      () => acked.some((a) => a.node !== firstNode),
+      'an acknowledgement from the restarted emulator',
+      15_000,
+    ).catch(() => undefined)
     await sleep(200)
     running = false
     await load
@@ -94,10 +98,14 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
 
     assert.equal(outcomes.ok.length + outcomes.failedCount, outcomes.issued, outcomes.summary())
     assert.deepEqual(outcomes.untyped, [])
-    for (const name of outcomes.failed.keys()) assert.equal(name, 'TimeoutError', `a request taken down with the old process times out: ${outcomes.summary()}`)
+    for (const name of outcomes.failed.keys())
+      assert.equal(name, 'TimeoutError', `a request taken down with the old process times out: ${outcomes.summary()}`)
     const beforeCrash = acked.filter((a) => a.node === firstNode)
     const afterRestart = acked.filter((a) => a.node !== firstNode)
-    assert.ok(beforeCrash.some((a) => a.persist) && beforeCrash.some((a) => !a.persist), 'both kinds acknowledged before the crash')
+    assert.ok(
+      beforeCrash.some((a) => a.persist) && beforeCrash.some((a) => !a.persist),
+      'both kinds acknowledged before the crash',
+    )
     assert.ok(afterRestart.length > 0, `the client carries on with the new process: ${outcomes.summary()}`)
 
     let restored = 0
@@ -116,7 +124,10 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
     // New versions continue after the restored ones.
     const fresh = await c.set('durable/after', 'x', { persist: true })
     const newest = beforeCrash.map((a) => Hlc.parse(a.version)).reduce((x, y) => (Hlc.compare(x, y) >= 0 ? x : y))
-    assert.ok(Hlc.compare(fresh.version, newest) > 0, `versions keep increasing across the restart: ${fresh.version} after ${newest}`)
+    assert.ok(
+      Hlc.compare(fresh.version, newest) > 0,
+      `versions keep increasing across the restart: ${fresh.version} after ${newest}`,
+    )
 
     // The watch set up before the crash: no reconnect, so no re-registration; the file kept it.
     // The restarted emulator told it the key's state first: gone (it was never written).
@@ -126,7 +137,10 @@ describe('faults: emulator killed (SIGKILL) and restarted with --persist', funct
     let timer: NodeJS.Timeout | undefined
     const arrived = new Promise<void>((resolve, reject) => {
       notified = resolve
-      timer = setTimeout(() => reject(new Error('no notification for the watched key within 5 s: the registration was lost')), 5000)
+      timer = setTimeout(
+        () => reject(new Error('no notification for the watched key within 5 s: the registration was lost')),
+        5000,
+      )
     })
     const watchedSet = await c.set('watched', 'after the restart')
     await arrived.finally(() => clearTimeout(timer))

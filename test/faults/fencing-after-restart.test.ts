@@ -56,7 +56,10 @@ describe('faults: a fencing token across an emulator restart with --persist', fu
 
   it('a persisted key keeps refusing the old holder after the restart', async () => {
     const lateWrite = await restartWithTokens(true)
-    await assert.rejects(lateWrite(), (err: unknown) => err instanceof ServiceError && err.code === 'FencingTokenLowerVersion')
+    await assert.rejects(
+      lateWrite(),
+      (err: unknown) => err instanceof ServiceError && err.code === 'FencingTokenLowerVersion',
+    )
     assert.equal((await client!.get('fenced/pump')).value?.toString(), 'by r1')
   })
 
@@ -69,7 +72,9 @@ describe('faults: a fencing token across an emulator restart with --persist', fu
 
   it('the two-runtimes examples persist the key they fence', () => {
     for (const name of ['active-standby-lock', 'active-standby-leader']) {
-      const flow = JSON.parse(readFileSync(join(__dirname, '..', '..', 'examples', 'two-runtimes', `${name}.json`), 'utf8')) as Array<Record<string, unknown>>
+      const flow = JSON.parse(
+        readFileSync(join(__dirname, '..', '..', 'examples', 'two-runtimes', `${name}.json`), 'utf8'),
+      ) as Array<Record<string, unknown>>
       const fenced = flow.filter((n) => n.type === 'ss-set' && n.fencingToken)
       assert.equal(fenced.length, 1, name)
       assert.equal(fenced[0]!.persist, true, `${name}: the fenced key must outlive a restart of the service`)

@@ -61,7 +61,10 @@ describe('faults: a lock waiter through a reconnect', function () {
     fx.relay.restore()
     await until(() => waiterClient.status.state === 'connected', 'the waiter to reconnect', 10_000)
     const downMs = Date.now() - downAt
-    assert.ok(downMs > CONFIG_CONNECTION_WAIT_MS, `the outage (${downMs} ms) outlasts the connection wait, so tries in it failed`)
+    assert.ok(
+      downMs > CONFIG_CONNECTION_WAIT_MS,
+      `the outage (${downMs} ms) outlasts the connection wait, so tries in it failed`,
+    )
     assert.equal(settled, null, 'the waiter still waits')
 
     assert.equal(await holder.release(), true)
@@ -90,7 +93,10 @@ describe('faults: a lock waiter through a reconnect', function () {
     await sleep(1200)
     fx.relay.restore()
     await until(
-      () => held.lease.fencingToken !== null && Hlc.compare(held.lease.fencingToken, first) > 0 && c.status.state === 'connected',
+      () =>
+        held.lease.fencingToken !== null &&
+        Hlc.compare(held.lease.fencingToken, first) > 0 &&
+        c.status.state === 'connected',
       'a renewal after the reconnect',
     )
     assert.deepEqual(lost, [])
@@ -105,13 +111,20 @@ describe('faults: a lock waiter through a reconnect', function () {
     const counter = 'fault/counter'
     const bump = (current: Buffer | null) => String(Number(current?.toString() ?? '0') + 1)
     // A reads 0 and is held up past its 1 s lease; B takes the lock, reads 0, and is slow too; A's write would land in between.
-    const slow = new Lock(a, 'fault/edit', { leaseMs: 1000 }).edit(counter, async (current) => (await sleep(1500), bump(current)))
+    const slow = new Lock(a, 'fault/edit', { leaseMs: 1000 }).edit(
+      counter,
+      async (current) => (await sleep(1500), bump(current)),
+    )
     const slowOutcome = slow.then(
       () => 'written',
       (err: unknown) => (err instanceof TimeoutError ? 'timeout' : String(err)),
     )
     await sleep(1100)
-    const next = await new Lock(b, 'fault/edit', { leaseMs: 5000 }).edit(counter, async (current) => (await sleep(800), bump(current)), { timeoutMs: 5000 })
+    const next = await new Lock(b, 'fault/edit', { leaseMs: 5000 }).edit(
+      counter,
+      async (current) => (await sleep(800), bump(current)),
+      { timeoutMs: 5000 },
+    )
     assert.equal(await slowOutcome, 'timeout', 'the holder past its lease does not write')
     assert.ok('applied' in next && next.applied)
     assert.equal((await b.get(counter)).value?.toString(), '1', 'one acknowledged increment, one count')

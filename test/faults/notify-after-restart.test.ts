@@ -56,7 +56,8 @@ describe('faults: a change on disk whose notification died with the emulator', f
     const file = join(dir, 'store.log')
     emulators.push(await startEmulator({ brokerUrl: relay.url, persistFile: file, logLevel: 'error' }))
     const prefix = uniquePrefix()
-    for (const name of ['c0', 'c1']) stores.push(contextStore({ broker: brokerUrl, prefix, clientId: `${name}-${process.pid}`, requestTimeout: 1500 }))
+    for (const name of ['c0', 'c1'])
+      stores.push(contextStore({ broker: brokerUrl, prefix, clientId: `${name}-${process.pid}`, requestTimeout: 1500 }))
     const [c0, c1] = stores as [TestStore, TestStore]
     await Promise.all(stores.map((s) => s.open()))
     watcher = new StateStoreClient({ brokerUrl, clientId: `watcher-${process.pid}` })
@@ -65,7 +66,10 @@ describe('faults: a change on disk whose notification died with the emulator', f
 
     const before = { by: 'c1', n: 61 }
     await call((cb) => c1.set('global', 'c', before, cb))
-    await until(() => isDeepStrictEqual(c0.get('global', 'c'), before) && told.length > 0, 'c0 and the watcher hear of n 61')
+    await until(
+      () => isDeepStrictEqual(c0.get('global', 'c'), before) && told.length > 0,
+      'c0 and the watcher hear of n 61',
+    )
 
     release = await holdSyncs(dir)
     const after = { by: 'c1', n: 64 }
@@ -83,8 +87,14 @@ describe('faults: a change on disk whose notification died with the emulator', f
     release()
     assert.equal(await lost, 'failed', 'the answer died with the first emulator')
 
-    await until(() => told.at(-1)?.value?.toString() === JSON.stringify(after), 'the watcher is told the key holds n 64')
-    await until(() => isDeepStrictEqual(c0.get('global', 'c'), after) && isDeepStrictEqual(c1.get('global', 'c'), after), 'both caches hold n 64')
+    await until(
+      () => told.at(-1)?.value?.toString() === JSON.stringify(after),
+      'the watcher is told the key holds n 64',
+    )
+    await until(
+      () => isDeepStrictEqual(c0.get('global', 'c'), after) && isDeepStrictEqual(c1.get('global', 'c'), after),
+      'both caches hold n 64',
+    )
     const last = told.at(-1)!
     assert.equal(last.operation, 'SET')
     assert.equal(last.reconciled, false, 'a notification from the service, not a reconcile of the client')
@@ -106,6 +116,9 @@ describe('faults: a change on disk whose notification died with the emulator', f
     emulators.push(await startEmulator({ brokerUrl, persistFile: file, logLevel: 'error' }))
     await until(() => told.length === 2, 'a notification from the restarted emulator')
     assert.equal(told[1]!.operation, 'DELETE')
-    assert.ok(told[1]!.version && Hlc.compare(told[1]!.version, told[0]!.version!) > 0, 'stamped after the last version the watcher had')
+    assert.ok(
+      told[1]!.version && Hlc.compare(told[1]!.version, told[0]!.version!) > 0,
+      'stamped after the last version the watcher had',
+    )
   })
 })

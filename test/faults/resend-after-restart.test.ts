@@ -44,7 +44,11 @@ describe('faults: a request re-sent to an emulator restarted with --persist', fu
     proc = await EmulatorProcess.start(args)
     client = await RawClient.connect(proc.url, 'resending-client')
     const again = await client.request(setNx, resend)
-    assert.equal(again.payload.toString('latin1'), first.payload.toString('latin1'), 'the first answer (OK), not a second execution (not applied)')
+    assert.equal(
+      again.payload.toString('latin1'),
+      first.payload.toString('latin1'),
+      'the first answer (OK), not a second execution (not applied)',
+    )
     assert.equal(again.prop(Prop.timestamp), first.prop(Prop.timestamp))
     // A new request under other correlation data is executed: the key is there, so NX is not applied.
     const other = await client.request(setNx, { props: { [Prop.persist]: 'true' } })

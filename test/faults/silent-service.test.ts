@@ -42,7 +42,13 @@ describe('faults: silent or slow service', function () {
     mode = 'silent'
     const maxInFlight = 200
     const maxQueued = 100
-    const c = new StateStoreClient({ brokerUrl: broker.url, clientId: `silent-${process.pid}`, requestTimeoutMs: 80, maxInFlight, maxQueued })
+    const c = new StateStoreClient({
+      brokerUrl: broker.url,
+      clientId: `silent-${process.pid}`,
+      requestTimeoutMs: 80,
+      maxInFlight,
+      maxQueued,
+    })
     clients.add(c)
     await c.ready({ timeoutMs: 5000 })
 
@@ -80,8 +86,13 @@ describe('faults: silent or slow service', function () {
     const growth = heapEnd - heapWarm
     // A request kept alive (its promise, timer, correlation, properties and payload) costs over 1 KB,
     // so 4,200 of them would be over 4 MB; what is left is noise from the runtime (measured: ±1.3 MB).
-    assert.ok(growth < 2 * 1024 * 1024, `heap grew ${growth} bytes over ${(rounds - 2) * (maxInFlight + maxQueued)} timed-out requests`)
-    console.log(`      ${JSON.stringify({ requests: outcomes.issued, timedOut, overloaded: refused, peak, heapGrowthBytes: growth })}`)
+    assert.ok(
+      growth < 2 * 1024 * 1024,
+      `heap grew ${growth} bytes over ${(rounds - 2) * (maxInFlight + maxQueued)} timed-out requests`,
+    )
+    console.log(
+      `      ${JSON.stringify({ requests: outcomes.issued, timedOut, overloaded: refused, peak, heapGrowthBytes: growth })}`,
+    )
   })
 
   it('drops answers that come after the deadline, and works again once the service answers in time', async () => {
@@ -105,7 +116,9 @@ describe('faults: silent or slow service', function () {
     assert.equal(c.status.state, 'connected')
     mode = 'prompt'
     // In time: within a deadline the machine can meet (100 ms is not, on a busy one).
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => c.get(`prompt/${i}`, { timeoutMs: scaled(2000) })))
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => c.get(`prompt/${i}`, { timeoutMs: scaled(2000) })),
+    )
     assert.ok(results.every((r) => r.value === null))
     assert.deepEqual(c.load, { inFlight: 0, queued: 0 })
   })

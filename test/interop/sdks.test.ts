@@ -53,7 +53,12 @@ function prefix(sdk: string): string {
   return `interop-${sdk.toLowerCase()}-${process.pid}-${prefixes}`
 }
 
-async function expectPass(program: Program, place: Place, name: string, extra: Record<string, string | number> = {}): Promise<void> {
+async function expectPass(
+  program: Program,
+  place: Place,
+  name: string,
+  extra: Record<string, string | number> = {},
+): Promise<void> {
   const args = program.args(name, place.relay.url, place.direct, prefix(program.sdk), extra)
   const run = await runCase(program, args, async (step) => {
     if (step.startsWith('drop')) place.relay.dropAll()
@@ -62,7 +67,14 @@ async function expectPass(program: Program, place: Place, name: string, extra: R
   assert.match(run.output, new RegExp(`^PASS ${name}$`, 'm'))
 }
 
-function sdkSuite(sdk: 'Go' | 'Rust', version: string, tool: [string, string, string[]], build: () => Program, cases: string[], knownBugs: Set<string>): void {
+function sdkSuite(
+  sdk: 'Go' | 'Rust',
+  version: string,
+  tool: [string, string, string[]],
+  build: () => Program,
+  cases: string[],
+  knownBugs: Set<string>,
+): void {
   describe(`interop: the ${sdk} SDK (${version}) against the emulator`, function () {
     this.timeout(scaled(60_000))
     let program: Program
@@ -165,8 +177,23 @@ describe(`interop: a Go SDK app (${GO_SDK}) and a Node-RED flow share one lock a
           holder: '',
           wires: [['get'], ['no']],
         }),
-        onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: counter, keyType: 'str', decode: 'json', notFound: 'payload', wires: [['add']] }),
-        onTab({ id: 'add', type: 'function', func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;', outputs: 1, wires: [['set']] }),
+        onTab({
+          id: 'get',
+          type: 'ss-get',
+          store: 'cfg',
+          key: counter,
+          keyType: 'str',
+          decode: 'json',
+          notFound: 'payload',
+          wires: [['add']],
+        }),
+        onTab({
+          id: 'add',
+          type: 'function',
+          func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;',
+          outputs: 1,
+          wires: [['set']],
+        }),
         onTab({
           id: 'set',
           type: 'ss-set',
@@ -179,7 +206,17 @@ describe(`interop: a Go SDK app (${GO_SDK}) and a Node-RED flow share one lock a
           fencingTokenType: 'msg',
           wires: [['release']],
         }),
-        onTab({ id: 'release', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', holder: '', wires: [['done'], []] }),
+        onTab({
+          id: 'release',
+          type: 'ss-lock',
+          store: 'cfg',
+          key: '',
+          keyType: 'str',
+          mode: 'lease',
+          action: 'release',
+          holder: '',
+          wires: [['done'], []],
+        }),
         onTab({ id: 'done', type: 'helper' }),
         onTab({ id: 'no', type: 'helper' }),
         onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
@@ -189,7 +226,15 @@ describe(`interop: a Go SDK app (${GO_SDK}) and a Node-RED flow share one lock a
     listen(helper.getNode('done'), helper.getNode('no'), helper.getNode('caught'))
     const caught: unknown[] = []
     helper.getNode('caught').on('input', (msg: unknown) => caught.push(msg))
-    const goSide = runCase(program, program.args('counter', place.relay.url, place.direct, prefix('go'), { n, lock: lockName, key: counter, 'lease-ms': 5000 }))
+    const goSide = runCase(
+      program,
+      program.args('counter', place.relay.url, place.direct, prefix('go'), {
+        n,
+        lock: lockName,
+        key: counter,
+        'lease-ms': 5000,
+      }),
+    )
     for (let i = 0; i < n; i++) helper.getNode('lock').receive({ payload: i })
     const done: Array<Record<string, unknown>> = []
     for (let i = 0; i < n; i++) done.push(await nextMessage(helper.getNode('done'), scaled(60_000)))
@@ -207,12 +252,16 @@ describe(`interop: a Go SDK app (${GO_SDK}) and a Node-RED flow share one lock a
   it("Go SDK and ours: a Go holder's old token is refused once our newer holder wrote", async () => {
     const lockName = `fence-a-${process.pid}`
     const key = `fenced-a-${process.pid}`
-    const run = await runCase(program, program.args('fence-go-first', place.relay.url, place.direct, prefix('go'), { lock: lockName, key }), async () => {
-      const lock = new Lock(ours, lockName, { holder: 'ours', leaseMs: 10_000 })
-      const token = await lock.acquire({ timeoutMs: scaled(10_000) })
-      assert.equal((await ours.set(key, 'ours', { fencingToken: token })).applied, true)
-      await lock.release()
-    })
+    const run = await runCase(
+      program,
+      program.args('fence-go-first', place.relay.url, place.direct, prefix('go'), { lock: lockName, key }),
+      async () => {
+        const lock = new Lock(ours, lockName, { holder: 'ours', leaseMs: 10_000 })
+        const token = await lock.acquire({ timeoutMs: scaled(10_000) })
+        assert.equal((await ours.set(key, 'ours', { fencingToken: token })).applied, true)
+        await lock.release()
+      },
+    )
     assert.equal(run.code, 0, run.output)
     assert.equal((await ours.get(key)).value?.toString(), 'ours', 'the stale Go write changed nothing')
   })
@@ -225,14 +274,21 @@ describe(`interop: a Go SDK app (${GO_SDK}) and a Node-RED flow share one lock a
     assert.equal((await ours.set(key, 'ours', { fencingToken: old })).applied, true)
     await lock.release()
     let refused: unknown = null
-    const run = await runCase(program, program.args('fence-ours-first', place.relay.url, place.direct, prefix('go'), { lock: lockName, key }), async () => {
-      refused = await ours.set(key, 'ours-stale', { fencingToken: old }).then(
-        () => null,
-        (err: unknown) => err,
-      )
-    })
+    const run = await runCase(
+      program,
+      program.args('fence-ours-first', place.relay.url, place.direct, prefix('go'), { lock: lockName, key }),
+      async () => {
+        refused = await ours.set(key, 'ours-stale', { fencingToken: old }).then(
+          () => null,
+          (err: unknown) => err,
+        )
+      },
+    )
     assert.equal(run.code, 0, run.output)
-    assert.ok(refused instanceof ServiceError && refused.code === 'FencingTokenLowerVersion', `our stale write: ${String(refused)}`)
+    assert.ok(
+      refused instanceof ServiceError && refused.code === 'FencingTokenLowerVersion',
+      `our stale write: ${String(refused)}`,
+    )
     assert.equal((await ours.get(key)).value?.toString(), 'go')
   })
 })

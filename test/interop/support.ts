@@ -38,7 +38,12 @@ export function requireToolchain(ctx: Mocha.Context, name: string, command: stri
 }
 
 function build(command: string, args: string[], cwd: string, env: Record<string, string>): void {
-  const run = spawnSync(command, args, { cwd, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  const run = spawnSync(command, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  })
   if (run.status !== 0) throw new Error(`${command} ${args.join(' ')} failed in ${cwd}:\n${run.stdout}\n${run.stderr}`)
 }
 
@@ -97,7 +102,11 @@ export interface CaseRun {
  * the program gets its go-ahead. A case that does not end by itself is ended by its own -timeout
  * (the Go program) or mocha's.
  */
-export async function runCase(program: Program, args: string[], onStep: (step: string, output: string) => Promise<void> = async () => {}): Promise<CaseRun> {
+export async function runCase(
+  program: Program,
+  args: string[],
+  onStep: (step: string, output: string) => Promise<void> = async () => {},
+): Promise<CaseRun> {
   const child = spawn(program.binary, args, { stdio: ['pipe', 'pipe', 'pipe'] })
   let output = ''
   child.stderr.on('data', (d: Buffer) => (output += d.toString()))

@@ -43,13 +43,20 @@ function counter(node: TestNode): { count: number; first?: Record<string, unknow
 }
 
 /** Sends the burst, waits for every msg to come out of *set key* or reach Catch, and checks the store holds all. */
-async function burst(config: Record<string, unknown>, reader: () => Promise<StateStoreClient>, prefix: string): Promise<void> {
+async function burst(
+  config: Record<string, unknown>,
+  reader: () => Promise<StateStoreClient>,
+  prefix: string,
+): Promise<void> {
   await helper.load([...ALL, FUNCTION], burstFlow(config, prefix))
   const written = counter(helper.getNode('written'))
   const caught = counter(helper.getNode('caught'))
   helper.getNode('split').receive({})
   await until(() => written.count + caught.count === BURST, `all ${BURST} msgs out of set key or at Catch`, 120_000, 50)
-  assert.deepEqual({ written: written.count, caught: caught.count, firstError: caught.first?.error }, { written: BURST, caught: 0, firstError: undefined })
+  assert.deepEqual(
+    { written: written.count, caught: caught.count, firstError: caught.first?.error },
+    { written: BURST, caught: 0, firstError: undefined },
+  )
   const client = await reader()
   try {
     let keys = 0
@@ -77,7 +84,11 @@ describe('nodes: a burst of 50,000 msgs from one Function call into set key (def
         const emulator = await embeddedEmulator()
         const connect = emulator?.connectInProcess
         assert.ok(emulator && connect, 'the embedded emulator runs, reached in process')
-        const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, connectStream: connect, clientId: `${prefix}-reader` })
+        const client = new StateStoreClient({
+          brokerUrl: emulator.brokerUrl,
+          connectStream: connect,
+          clientId: `${prefix}-reader`,
+        })
         await client.ready({ timeoutMs: scaled(5000) })
         return client
       },

@@ -1,7 +1,19 @@
 import assert from 'node:assert/strict'
 import type { StateStoreClient } from '../../src/client'
 import { SCHEMAS } from '../../nodes/lib/schemas'
-import { ALL, configNode, helper, nextMessage, noMessage, onTab, redModule, statuses, TAB, useStore, withClient } from './support'
+import {
+  ALL,
+  configNode,
+  helper,
+  nextMessage,
+  noMessage,
+  onTab,
+  redModule,
+  statuses,
+  TAB,
+  useStore,
+  withClient,
+} from './support'
 import { until } from '../support/wait'
 
 /**
@@ -64,10 +76,23 @@ function connector(kind: Connector, id: string, key: string, next: string): Flow
     case 'change':
       return [onTab({ id, type: 'change', rules: [topic], wires: [[next]] })]
     case 'function':
-      return [onTab({ id, type: 'function', func: `msg.topic = ${JSON.stringify(key)};\nreturn msg;`, outputs: 1, wires: [[next]] })]
+      return [
+        onTab({
+          id,
+          type: 'function',
+          func: `msg.topic = ${JSON.stringify(key)};\nreturn msg;`,
+          outputs: 1,
+          wires: [[next]],
+        }),
+      ]
     case 'split/join':
       return [
-        onTab({ id, type: 'change', rules: [topic, { t: 'set', p: 'payload', pt: 'msg', to: '["part 1","part 2"]', tot: 'json' }], wires: [[`${id}-split`]] }),
+        onTab({
+          id,
+          type: 'change',
+          rules: [topic, { t: 'set', p: 'payload', pt: 'msg', to: '["part 1","part 2"]', tot: 'json' }],
+          wires: [[`${id}-split`]],
+        }),
         onTab({
           id: `${id}-split`,
           type: 'split',
@@ -160,7 +185,14 @@ async function prepare(c: StateStoreClient, chain: Chain, clientId: string): Pro
 }
 
 /** What the key holds afterwards when the step did its work on it, given the msg the step sent. */
-function expectedAfter(step: Step, key: string, nodeId: string, clientId: string, sent: Record<string, unknown>, watched: string): unknown {
+function expectedAfter(
+  step: Step,
+  key: string,
+  nodeId: string,
+  clientId: string,
+  sent: Record<string, unknown>,
+  watched: string,
+): unknown {
   switch (step) {
     case 'get':
       return `value of ${key}`
@@ -197,23 +229,32 @@ describe('nodes: chains of our nodes and core nodes, on default settings', funct
       for (const chain of chains) await prepare(c, chain, clientId)
       // A watch node says it watches once its registration is in; only then can a change reach it.
       const watches = chains.filter((ch) => ch.first === 'watch').map((ch) => helper.getNode(`${ch.id}:A`))
-      await until(() => watches.every((w) => statuses(w).some((s) => String(s.text).includes('status.watching'))), 'every watch node watching')
+      await until(
+        () => watches.every((w) => statuses(w).some((s) => String(s.text).includes('status.watching'))),
+        'every watch node watching',
+      )
 
       // What each node of each chain sent, or the error it gave Catch: every node answers one way or the other.
       const sent = new Map<string, Record<string, unknown>>()
       const failed = new Map<string, string>()
       for (const ch of chains) {
-        for (const tap of ['A', 'B']) helper.getNode(`${ch.id}:tap${tap}`).on('input', (m: Record<string, unknown>) => sent.set(`${ch.id}:${tap}`, m))
+        for (const tap of ['A', 'B'])
+          helper
+            .getNode(`${ch.id}:tap${tap}`)
+            .on('input', (m: Record<string, unknown>) => sent.set(`${ch.id}:${tap}`, m))
       }
       helper.getNode('caught').on('input', (m: Record<string, unknown>) => {
         const error = m.error as { source?: { id?: string }; code?: string; message?: string }
         failed.set(String(error.source?.id), `${error.code}: ${error.message}`)
       })
       // Every chain at once, as a busy flow sends them.
-      for (const ch of chains) if (ch.first !== 'watch') helper.getNode(`${ch.id}:A`).receive({ topic: ch.a, payload: `sent into ${ch.id}` })
+      for (const ch of chains)
+        if (ch.first !== 'watch') helper.getNode(`${ch.id}:A`).receive({ topic: ch.a, payload: `sent into ${ch.id}` })
       await Promise.all(chains.filter((ch) => ch.first === 'watch').map((ch) => c.set(ch.a, Buffer.from(watched))))
       const answered = (ch: Chain) =>
-        ['A', 'B'].every((n) => sent.has(`${ch.id}:${n}`) || failed.has(`${ch.id}:${n}`) || (n === 'B' && failed.has(`${ch.id}:A`)))
+        ['A', 'B'].every(
+          (n) => sent.has(`${ch.id}:${n}`) || failed.has(`${ch.id}:${n}`) || (n === 'B' && failed.has(`${ch.id}:A`)),
+        )
       await until(() => chains.every(answered), 'every node of every chain sent its msg or failed', 30_000)
 
       const wrong: string[] = [...failed].map(([node, error]) => `${node} failed: ${error}`)
@@ -224,12 +265,16 @@ describe('nodes: chains of our nodes and core nodes, on default settings', funct
         // Options: no node leaves a property that is another node's override or its default fencing token unasked.
         for (const [node, m] of [['A', a] as const, ['B', b] as const]) {
           const step = node === 'A' ? ch.first : ch.second
-          for (const option of OPTIONS) if (m[option] !== undefined) wrong.push(`${ch.id}: the ${step} node left msg.${option}`)
-          if (step === 'update' && m.fencingToken !== undefined && ch.first !== 'acquire') wrong.push(`${ch.id}: the update node left msg.fencingToken`)
+          for (const option of OPTIONS)
+            if (m[option] !== undefined) wrong.push(`${ch.id}: the ${step} node left msg.${option}`)
+          if (step === 'update' && m.fencingToken !== undefined && ch.first !== 'acquire')
+            wrong.push(`${ch.id}: the update node left msg.fencingToken`)
         }
         // Reads: the value a reading node sends is the value of the key it should have read.
-        if (ch.first === 'get' && a.payload !== `value of ${ch.a}`) wrong.push(`${ch.id}: the first get read ${JSON.stringify(a.payload)}`)
-        if (ch.second === 'get' && b.payload !== `value of ${ch.b}`) wrong.push(`${ch.id}: the second get read ${JSON.stringify(b.payload)}`)
+        if (ch.first === 'get' && a.payload !== `value of ${ch.a}`)
+          wrong.push(`${ch.id}: the first get read ${JSON.stringify(a.payload)}`)
+        if (ch.second === 'get' && b.payload !== `value of ${ch.b}`)
+          wrong.push(`${ch.id}: the second get read ${JSON.stringify(b.payload)}`)
         // Writes: the store holds what each node should have done to its own key, and nothing else.
         const expected = new Map<string, unknown>([
           [ch.a, expectedAfter(ch.first, ch.a, `${ch.id}:A`, clientId, a, watched)],
@@ -263,7 +308,12 @@ describe('nodes: chains of our nodes and core nodes, on default settings', funct
         TAB,
         configNode(store.url),
         onTab({ ...dropped('get'), id: 'get', key: 'issue/a', keyType: 'str', wires: [['topic']] }),
-        onTab({ id: 'topic', type: 'change', rules: [{ t: 'set', p: 'topic', pt: 'msg', to: 'issue/b', tot: 'str' }], wires: [['set']] }),
+        onTab({
+          id: 'topic',
+          type: 'change',
+          rules: [{ t: 'set', p: 'topic', pt: 'msg', to: 'issue/b', tot: 'str' }],
+          wires: [['set']],
+        }),
         onTab({ ...dropped('set'), id: 'set', wires: [['written']] }),
         onTab({ id: 'written', type: 'helper' }),
       ],

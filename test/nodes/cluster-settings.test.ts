@@ -55,7 +55,11 @@ describe('nodes: ss-config cluster settings', function () {
   }
 
   it("a set node with persist asks with the property the config node's setting names", async () => {
-    assert.equal(await setPersisted({}, 'node/default'), false, 'aio-persistence: true is not what this broker asks for')
+    assert.equal(
+      await setPersisted({}, 'node/default'),
+      false,
+      'aio-persistence: true is not what this broker asks for',
+    )
     assert.equal(await setPersisted({ persistenceProperty: 'keep-on-disk=yes' }, 'node/named'), true)
   })
 })
@@ -74,7 +78,11 @@ describe('nodes: a cluster whose clock is off (--clock-offset)', function () {
     [90_000, 'ClockSkew'],
   ] as const) {
     it(`a broker ${offset < 0 ? 'behind' : 'ahead'} by 90 s: the set node fails with ${code}, and the status says so`, async () => {
-      const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, clockOffsetMs: offset, logLevel: 'error' })
+      const emulator = await startEmulator({
+        listen: { host: '127.0.0.1', port: 0 },
+        clockOffsetMs: offset,
+        logLevel: 'error',
+      })
       try {
         await helper.load(ALL, [
           TAB,
@@ -87,7 +95,10 @@ describe('nodes: a cluster whose clock is off (--clock-offset)', function () {
         helper.getNode('set').receive({ payload: 'v' })
         const error = (await caught).error as { code: string }
         assert.equal(error.code, code)
-        await until(() => lastStatus(helper.getNode('set')).text === `node-red:common.status.error: ${COMMON}failure.${code}`, `the status names ${code}`)
+        await until(
+          () => lastStatus(helper.getNode('set')).text === `node-red:common.status.error: ${COMMON}failure.${code}`,
+          `the status names ${code}`,
+        )
         await helper.unload()
       } finally {
         await emulator.stop()

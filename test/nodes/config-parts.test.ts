@@ -43,7 +43,10 @@ describe('nodes/lib: ConnectionLog', function () {
   })
 
   it('warns of an authentication failure even as the first change', () => {
-    assert.deepEqual(new ConnectionLog().next({ state: 'disconnected', problem: 'authFailed' as const }), { key: 'authFailed', warn: true })
+    assert.deepEqual(new ConnectionLog().next({ state: 'disconnected', problem: 'authFailed' as const }), {
+      key: 'authFailed',
+      warn: true,
+    })
   })
 
   it('tells a refusal by authorization (CONNACK 0x87) from refused credentials (0x86)', () => {
@@ -92,26 +95,47 @@ describe('nodes/lib: ConnectionLog', function () {
 describe('nodes/lib: connectionStatus', function () {
   const t = (key: string) => `<${key}>`
   it("names each problem the client found in full, in the connection's colour", () => {
-    assert.deepEqual(connectionStatus({ state: 'connected', problem: 'noService' }, t), { fill: 'yellow', shape: 'dot', text: '<status.noService>' })
-    assert.deepEqual(connectionStatus({ state: 'reconnecting', problem: 'takenOver' }, t), { fill: 'yellow', shape: 'ring', text: '<status.takenOver>' })
+    assert.deepEqual(connectionStatus({ state: 'connected', problem: 'noService' }, t), {
+      fill: 'yellow',
+      shape: 'dot',
+      text: '<status.noService>',
+    })
+    assert.deepEqual(connectionStatus({ state: 'reconnecting', problem: 'takenOver' }, t), {
+      fill: 'yellow',
+      shape: 'ring',
+      text: '<status.takenOver>',
+    })
     for (const problem of ['takenOver', 'notMqtt', 'tlsExpected', 'tlsUnexpected'] as const) {
-      assert.deepEqual(connectionStatus({ state: 'disconnected', problem, reason: 'a long reason the status would cut' }, t), {
-        fill: 'red',
-        shape: 'ring',
-        text: `<status.${problem}>`,
-      })
+      assert.deepEqual(
+        connectionStatus({ state: 'disconnected', problem, reason: 'a long reason the status would cut' }, t),
+        {
+          fill: 'red',
+          shape: 'ring',
+          text: `<status.${problem}>`,
+        },
+      )
     }
-    assert.deepEqual(connectionStatus({ state: 'connected' }, t), { fill: 'green', shape: 'dot', text: '<node-red:common.status.connected>' })
+    assert.deepEqual(connectionStatus({ state: 'connected' }, t), {
+      fill: 'green',
+      shape: 'dot',
+      text: '<node-red:common.status.connected>',
+    })
   })
 
   it('says not authorized for a refusal by authorization (0x87), auth failed for refused credentials', () => {
-    const refused = (code: number) => ({ state: 'disconnected' as const, problem: 'authFailed' as const, error: Object.assign(new Error('refused'), { code }) })
+    const refused = (code: number) => ({
+      state: 'disconnected' as const,
+      problem: 'authFailed' as const,
+      error: Object.assign(new Error('refused'), { code }),
+    })
     assert.deepEqual(connectionStatus(refused(0x87), t), { fill: 'red', shape: 'ring', text: '<status.notAuthorized>' })
     assert.deepEqual(connectionStatus(refused(0x86), t), { fill: 'red', shape: 'ring', text: '<status.authFailed>' })
   })
 
   it('has a catalogue text for every problem', () => {
-    const catalogue = JSON.parse(readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', 'en-US', 'ss-config.json'), 'utf8')) as {
+    const catalogue = JSON.parse(
+      readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', 'en-US', 'ss-config.json'), 'utf8'),
+    ) as {
       common: { status: Record<string, string> }
     }
     const problems: ConnectionProblem[] = ['takenOver', 'notMqtt', 'tlsExpected', 'tlsUnexpected', 'noService']
@@ -121,10 +145,14 @@ describe('nodes/lib: connectionStatus', function () {
   it("gives a request's error the catalogue's words for every problem, as ss-config's RED._ reads them", () => {
     // ss-config's own keys, or another section's with the namespace: a key that names no text would
     // reach a Catch node as it stands ("ss-config.status.takenOver", chaos run seed 202 at load 8).
-    const catalogue = JSON.parse(readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', 'en-US', 'ss-config.json'), 'utf8')) as Record<string, unknown>
+    const catalogue = JSON.parse(
+      readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', 'en-US', 'ss-config.json'), 'utf8'),
+    ) as Record<string, unknown>
     const lookup = (key: string): string => {
       const path = key.startsWith(COMMON_NS) ? `common.${key.slice(COMMON_NS.length)}` : key
-      const text = path.split('.').reduce<unknown>((at, part) => (at as Record<string, unknown> | undefined)?.[part], catalogue)
+      const text = path
+        .split('.')
+        .reduce<unknown>((at, part) => (at as Record<string, unknown> | undefined)?.[part], catalogue)
       return typeof text === 'string' ? text : key
     }
     const problems: ConnectionProblem[] = ['takenOver', 'notMqtt', 'tlsExpected', 'tlsUnexpected', 'noService']
@@ -136,7 +164,11 @@ describe('nodes/lib: connectionStatus', function () {
 })
 
 describe('nodes/lib: StoreUsers', function () {
-  const user = (id: string, heard: ConnectionStatus[] = []) => ({ id, heard, onConnection: (s: ConnectionStatus) => void heard.push(s) })
+  const user = (id: string, heard: ConnectionStatus[] = []) => ({
+    id,
+    heard,
+    onConnection: (s: ConnectionStatus) => void heard.push(s),
+  })
 
   it('tells every user of a change, and says when the last one left', () => {
     const users = new StoreUsers()

@@ -6,7 +6,20 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { embeddedEmulator, stopEmbedded } from '../../nodes/lib/embedded'
 import { freePort } from '../../dev/ports'
 import { TcpRelay } from '../support/relay'
-import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, onTab, startStore, statuses, type Store } from './support'
+import {
+  ALL,
+  COMMON,
+  TAB,
+  configNode,
+  helper,
+  lastStatus,
+  listen,
+  nextMessage,
+  onTab,
+  startStore,
+  statuses,
+  type Store,
+} from './support'
 import { until } from '../support/wait'
 
 const CONNECTED = { fill: 'green', shape: 'dot', text: 'node-red:common.status.connected' }
@@ -99,7 +112,14 @@ describe('nodes: ss-config lifecycle', function () {
   it('closes within 2 s on stop, releasing a held lease, and within 2 s when the broker is gone', async () => {
     const flow = [
       ...usersFlow(store.url),
-      onTab({ id: 'lock', type: 'ss-lock', store: 'cfg', key: 'close-lease', keyType: 'str', wires: [['lockOut'], []] }),
+      onTab({
+        id: 'lock',
+        type: 'ss-lock',
+        store: 'cfg',
+        key: 'close-lease',
+        keyType: 'str',
+        wires: [['lockOut'], []],
+      }),
       onTab({ id: 'lockOut', type: 'helper' }),
     ]
     await helper.load(ALL, flow)
@@ -133,10 +153,15 @@ describe('nodes: ss-config lifecycle', function () {
     store.proxy.refusing = true
     store.proxy.dropAll()
     for (const id of ['set', 'get']) {
-      await until(() => ['red', 'yellow'].includes(lastStatus(helper.getNode(id)).fill ?? ''), `${id} shows the lost connection`)
+      await until(
+        () => ['red', 'yellow'].includes(lastStatus(helper.getNode(id)).fill ?? ''),
+        `${id} shows the lost connection`,
+      )
     }
     assert.ok(
-      statuses(helper.getNode('set')).some((s) => s.fill === 'red' && String(s.text).startsWith('node-red:common.status.disconnected')),
+      statuses(helper.getNode('set')).some(
+        (s) => s.fill === 'red' && String(s.text).startsWith('node-red:common.status.disconnected'),
+      ),
       'a red "disconnected" with its reason',
     )
     // a request while down fails clearly (not connected), and does not pretend to be connected
@@ -149,7 +174,9 @@ describe('nodes: ss-config lifecycle', function () {
     await connected('set', 'get')
     const seen: Array<{ status: { text: string } }> = []
     for (;;) {
-      const m = (await nextMessage(helper.getNode('statusOut'))) as unknown as { status: { text: string; source: { id: string } } }
+      const m = (await nextMessage(helper.getNode('statusOut'))) as unknown as {
+        status: { text: string; source: { id: string } }
+      }
       seen.push(m)
       if (m.status.text === 'node-red:common.status.connected' && seen.length > 2) break
     }
@@ -162,7 +189,10 @@ describe('nodes: ss-config lifecycle', function () {
 
   it('reports a broker URL it cannot use on every user, and fails requests as connection errors', async () => {
     await helper.load(ALL, usersFlow('ftp://127.0.0.1:1'))
-    await until(() => String(lastStatus(helper.getNode('get')).text).startsWith('node-red:common.status.disconnected: '), 'the reason in the status')
+    await until(
+      () => String(lastStatus(helper.getNode('get')).text).startsWith('node-red:common.status.disconnected: '),
+      'the reason in the status',
+    )
     assert.equal(lastStatus(helper.getNode('set')).fill, 'red')
     const caught = nextMessage(helper.getNode('caught'))
     helper.getNode('get').receive({})
@@ -193,7 +223,10 @@ describe('nodes: ss-config lifecycle', function () {
     const closed = `mqtt://127.0.0.1:${await freePort()}`
     await helper.load(ALL, usersFlow(closed, { requestTimeout: '60000', connectionWait: '0' }))
     const cfg = helper.getNode('cfg')
-    await until(() => String(lastStatus(helper.getNode('get')).text).startsWith('node-red:common.status.disconnected: '), 'the refusal in the status')
+    await until(
+      () => String(lastStatus(helper.getNode('get')).text).startsWith('node-red:common.status.disconnected: '),
+      'the refusal in the status',
+    )
     // The request timeout (60 s) is longer than this test may run: only the connection wait can end it.
     for (let i = 0; i < 3; i++) {
       const caught = nextMessage(helper.getNode('caught'))
@@ -201,11 +234,19 @@ describe('nodes: ss-config lifecycle', function () {
       const error = (await caught).error as { code: string; message: string; cause: { kind: string } }
       assert.equal(error.code, 'NotConnected')
       assert.equal(error.cause.kind, 'connection')
-      assert.equal(error.message, 'ss-config.errors.notConnectedReason', 'the message with the reason (this runtime has no catalogue)')
+      assert.equal(
+        error.message,
+        'ss-config.errors.notConnectedReason',
+        'the message with the reason (this runtime has no catalogue)',
+      )
     }
     assert.equal(lastStatus(helper.getNode('get')).text, `node-red:common.status.error: ${COMMON}failure.NotConnected`)
     // mqtt.js retries every 0.5 s and more: let a few retries fail, then count the warnings.
-    await until(() => statuses(helper.getNode('get')).filter((st) => st.fill === 'yellow').length >= 3, 'two retries', 10000)
+    await until(
+      () => statuses(helper.getNode('get')).filter((st) => st.fill === 'yellow').length >= 3,
+      'two retries',
+      10000,
+    )
     const warned = cfg.warn
       .getCalls()
       .filter((c) => c.thisValue === cfg)
@@ -293,7 +334,11 @@ describe('nodes: ss-config embedded emulator', function () {
     assert.equal((await w).applied, true)
     const r = nextMessage(helper.getNode('getOut'))
     helper.getNode('get').receive({})
-    assert.deepEqual((await r).payload, { it: 'works' }, 'the second config node reads what the first wrote: one shared store')
+    assert.deepEqual(
+      (await r).payload,
+      { it: 'works' },
+      'the second config node reads what the first wrote: one shared store',
+    )
     const first = embeddedEmulator()
     assert.ok(first)
 

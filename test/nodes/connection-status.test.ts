@@ -12,7 +12,14 @@ describe('nodes: the connection status keeps what a user needs to fix it', funct
 
   it('a refused connection shows the address with its port', async () => {
     const port = await freePort()
-    await helper.load(ALL, flowWith(`mqtt://127.0.0.1:${port}`, { id: 'get', type: 'ss-get', store: 'cfg', key: 'k', keyType: 'str' }))
-    await until(() => String(lastStatus(helper.getNode('get')).text).includes(`127.0.0.1:${port}`), `the status names 127.0.0.1:${port}`, 15000)
+    await helper.load(
+      ALL,
+      flowWith(`mqtt://127.0.0.1:${port}`, { id: 'get', type: 'ss-get', store: 'cfg', key: 'k', keyType: 'str' }),
+    )
+    await until(
+      () => String(lastStatus(helper.getNode('get')).text).includes(`127.0.0.1:${port}`),
+      `the status names 127.0.0.1:${port}`,
+      15000,
+    )
   })
 })

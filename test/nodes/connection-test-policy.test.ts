@@ -41,7 +41,11 @@ describe('Test connection under a policy that names client ids', function () {
   async function emulator(helpers: boolean): Promise<string> {
     const file = join(dir, `authz-${helpers}.yaml`)
     writeFileSync(file, policy(helpers))
-    const e = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, authorizationFile: file, logLevel: 'silent' })
+    const e = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      authorizationFile: file,
+      logLevel: 'silent',
+    })
     emulators.push(e)
     return e.brokerUrl
   }

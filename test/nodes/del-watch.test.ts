@@ -1,7 +1,21 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
-import { ALL, COMMON, flowWith, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, statuses, type Store, useStore } from './support'
+import {
+  ALL,
+  COMMON,
+  flowWith,
+  helper,
+  lastStatus,
+  listen,
+  nextMessage,
+  noMessage,
+  onTab,
+  startStore,
+  statuses,
+  type Store,
+  useStore,
+} from './support'
 import type { StoreActivity } from '../../src/observe'
 import { scaled } from '../support/deadline'
 import { until } from '../support/wait'
@@ -12,7 +26,15 @@ describe('nodes: ss-del', function () {
   function flow(url: string) {
     return [
       ...flowWith(url, { id: 'del', type: 'ss-del', key: 'topic', keyType: 'msg' }),
-      onTab({ id: 'vdel', type: 'ss-del', store: 'cfg', key: 'topic', keyType: 'msg', mode: 'vdel', wires: [['out1']] }),
+      onTab({
+        id: 'vdel',
+        type: 'ss-del',
+        store: 'cfg',
+        key: 'topic',
+        keyType: 'msg',
+        mode: 'vdel',
+        wires: [['out1']],
+      }),
       onTab({ id: 'set', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['setOut']] }),
       onTab({ id: 'setOut', type: 'helper' }),
     ]
@@ -45,7 +67,11 @@ describe('nodes: ss-del', function () {
     await set({ topic: 'd2', payload: { owner: 'me' } })
     assert.equal((await run('vdel', { topic: 'd2', payload: { owner: 'you' } })).deleted, -1)
     assert.equal(lastStatus(helper.getNode('vdel')).text, `${COMMON}status.mismatch`)
-    assert.equal((await run('vdel', { topic: 'd2', payload: { owner: 'me' } })).deleted, 1, 'the value encodes the way ss-set wrote it')
+    assert.equal(
+      (await run('vdel', { topic: 'd2', payload: { owner: 'me' } })).deleted,
+      1,
+      'the value encodes the way ss-set wrote it',
+    )
     assert.equal((await run('vdel', { topic: 'd2', payload: { owner: 'me' } })).deleted, 0)
   })
 
@@ -75,11 +101,17 @@ describe('nodes: ss-watch', function () {
   afterEach(() => helper.unload())
 
   async function watching(id: string, n: number) {
-    await until(() => lastStatus(helper.getNode(id)).text === `${COMMON}status.watching ${n}`, `${id} watching ${n} key(s)`)
+    await until(
+      () => lastStatus(helper.getNode(id)).text === `${COMMON}status.watching ${n}`,
+      `${id} watching ${n} key(s)`,
+    )
   }
 
   it('sends one msg per change of each configured key: SET with the value, DELETE with undefined', async () => {
-    await helper.load(ALL, flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: 'w/a\n\n w/b \n', decode: 'auto' }))
+    await helper.load(
+      ALL,
+      flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: 'w/a\n\n w/b \n', decode: 'auto' }),
+    )
     const out = helper.getNode('out1')
     listen(out)
     await watching('watch', 2)
@@ -87,7 +119,13 @@ describe('nodes: ss-watch', function () {
     let m = await nextMessage(out)
     assert.deepEqual(
       { topic: m.topic, payload: m.payload, operation: m.operation, version: m.version, reconciled: m.reconciled },
-      { topic: 'w/a', payload: { celsius: 21.5 }, operation: 'SET', version: set.version.toString(), reconciled: false },
+      {
+        topic: 'w/a',
+        payload: { celsius: 21.5 },
+        operation: 'SET',
+        version: set.version.toString(),
+        reconciled: false,
+      },
     )
     await other.set('w/b', Buffer.from([0xff, 0x00]))
     m = await nextMessage(out)
@@ -119,11 +157,15 @@ describe('nodes: ss-watch', function () {
     for (let i = 0; i < 5; i++) await other.set('lag/a', `during ${i}`)
     await until(() => Date.now() - stalled >= 1500, 'the link stalled 1.5 s')
     store.proxy.thaw()
-    for (let i = 0; i < 5; i++) assert.equal((await nextMessage(out, scaled(5000))).payload, `during ${i}`, 'every change arrives, in order')
+    for (let i = 0; i < 5; i++)
+      assert.equal((await nextMessage(out, scaled(5000))).payload, `during ${i}`, 'every change arrives, in order')
     const behind = statuses(helper.getNode('watch'))
       .map((s) => /status\.behind (\d+) s$/.exec(s.text ?? ''))
       .filter((m) => m !== null)
-    assert.ok(behind.length > 0, `a status said how far behind: ${JSON.stringify(statuses(helper.getNode('watch')).slice(-6))}`)
+    assert.ok(
+      behind.length > 0,
+      `a status said how far behind: ${JSON.stringify(statuses(helper.getNode('watch')).slice(-6))}`,
+    )
     assert.ok(Number(behind[0]![1]) >= 1)
     assert.equal(statuses(helper.getNode('watch')).find((s) => s.text?.includes('status.behind'))!.fill, 'yellow')
     const figures = activity.metrics.figures()
@@ -157,7 +199,10 @@ describe('nodes: ss-watch', function () {
   it('emits the current value of each existing key when it starts, if asked', async () => {
     await other.set('init/a', '"set-point"')
     await other.del('init/b')
-    await helper.load(ALL, flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: 'init/a\ninit/b', decode: 'json', initial: true }))
+    await helper.load(
+      ALL,
+      flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: 'init/a\ninit/b', decode: 'json', initial: true }),
+    )
     const out = helper.getNode('out1')
     listen(out)
     const m = await nextMessage(out)

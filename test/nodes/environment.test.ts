@@ -55,7 +55,17 @@ describe('nodes: a config node with blank fields takes the AIO environment', fun
     aioEnv()
     const flow = flowWith('', { id: 'set', type: 'ss-set', key: 'env/blank', keyType: 'str' })
     flow.push(
-      { id: 'get', type: 'ss-get', z: 'tab', x: 1, y: 1, store: 'cfg', key: 'env/blank', keyType: 'str', wires: [['got']] },
+      {
+        id: 'get',
+        type: 'ss-get',
+        z: 'tab',
+        x: 1,
+        y: 1,
+        store: 'cfg',
+        key: 'env/blank',
+        keyType: 'str',
+        wires: [['got']],
+      },
       { id: 'got', type: 'helper', z: 'tab' },
     )
     await helper.load(ALL, flow)
@@ -65,10 +75,15 @@ describe('nodes: a config node with blank fields takes the AIO environment', fun
     await nextMessage(helper.getNode('out1'))
     helper.getNode('get').receive({})
     assert.equal((await nextMessage(helper.getNode('got'))).payload, 'from the environment')
-    const view = (await helperWithRequest.request().get('/ss-config/environment').expect(200)).body as Record<string, unknown>
+    const view = (await helperWithRequest.request().get('/ss-config/environment').expect(200)).body as Record<
+      string,
+      unknown
+    >
     assert.equal(view.broker, `mqtt://${new URL(store.url).host}`)
     assert.equal(view.clientId, `node-red-0-${process.pid}`)
-    const tested = (await helperWithRequest.request().post('/ss-config/test').send({ broker: '', clientId: '' }).expect(200)).body
+    const tested = (
+      await helperWithRequest.request().post('/ss-config/test').send({ broker: '', clientId: '' }).expect(200)
+    ).body
     assert.deepEqual(tested, { result: 'connected' }, 'Test connection with a blank broker goes where the node does')
   })
 
@@ -80,7 +95,10 @@ describe('nodes: a config node with blank fields takes the AIO environment', fun
       { id: 'cfg2', type: 'ss-config', name: 'second', broker: '', clientId: '' },
       { id: 'set2', type: 'ss-set', z: 'tab', x: 1, y: 1, store: 'cfg2', key: 'env/two', keyType: 'str', wires: [] },
     ])
-    await until(() => lastStatus(helper.getNode('set')).fill === 'green' && lastStatus(helper.getNode('set2')).fill === 'green', 'both connected')
+    await until(
+      () => lastStatus(helper.getNode('set')).fill === 'green' && lastStatus(helper.getNode('set2')).fill === 'green',
+      'both connected',
+    )
     const ids = ['cfg', 'cfg2'].map((n) => (helper.getNode(n) as unknown as { clientId: string }).clientId)
     assert.deepEqual(ids, [id, `${id}-cfg2`])
     assert.deepEqual(
@@ -108,13 +126,18 @@ describe('nodes: a config node with blank fields takes the AIO environment', fun
     helper.getNode('set').receive({ payload: 'x' })
     const caught = await nextMessage(helper.getNode('caught'))
     assert.ok(caught.error, 'a Catch node sees the failure')
-    const view = (await helperWithRequest.request().get('/ss-config/environment').expect(200)).body as Record<string, unknown>
+    const view = (await helperWithRequest.request().get('/ss-config/environment').expect(200)).body as Record<
+      string,
+      unknown
+    >
     assert.match(String(view.error), /ss-config\.errors\.environment/)
   })
 
   it('says which variable, its value and the problem, in every locale', () => {
     const said: Array<[string, Record<string, string> | undefined]> = []
-    const RED = { _: (key: string, subs?: Record<string, string>) => (said.push([key, subs]), key) } as unknown as NodeAPI
+    const RED = {
+      _: (key: string, subs?: Record<string, string>) => (said.push([key, subs]), key),
+    } as unknown as NodeAPI
     let error: unknown
     try {
       readAioEnvironment({ AIO_BROKER_TCP_PORT: 'eighty' })
@@ -124,11 +147,16 @@ describe('nodes: a config node with blank fields takes the AIO environment', fun
     environmentText(RED, error)
     assert.deepEqual(said, [
       ['ss-config.environment.number', undefined],
-      ['ss-config.errors.environment', { variable: 'AIO_BROKER_TCP_PORT', value: 'eighty', problem: 'ss-config.environment.number' }],
+      [
+        'ss-config.errors.environment',
+        { variable: 'AIO_BROKER_TCP_PORT', value: 'eighty', problem: 'ss-config.environment.number' },
+      ],
     ])
     const problems: EnvironmentProblem[] = ['number', 'boolean', 'url', 'file', 'exclusive', 'pair']
     for (const locale of readdirSync(join(__dirname, '..', '..', 'nodes', 'locales'))) {
-      const catalogue = JSON.parse(readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', locale, 'ss-config.json'), 'utf8'))['ss-config']
+      const catalogue = JSON.parse(
+        readFileSync(join(__dirname, '..', '..', 'nodes', 'locales', locale, 'ss-config.json'), 'utf8'),
+      )['ss-config']
       assert.match(catalogue.errors.environment, /__variable__.*__value__.*__problem__/s, locale)
       for (const p of problems) assert.ok(catalogue.environment[p], `${locale}: environment.${p}`)
     }

@@ -14,16 +14,23 @@ const { encodeObject } = redUtil
 
 describe('nodes: failures as Node-RED shows them', () => {
   it('an uncaught failure is one line in the Debug sidebar, not an object with cause "[object Object]"', () => {
-    const failure = toFailure(new InputError('KeyEmpty', "the key is empty: set msg.topic, msg.key or the node's Key field"))
+    const failure = toFailure(
+      new InputError('KeyEmpty', "the key is empty: set msg.topic, msg.key or the node's Key field"),
+    )
     const encoded = encodeObject({ msg: failure })
     assert.equal(encoded.msg, "the key is empty: set msg.topic, msg.key or the node's Key field")
     assert.equal(String(failure), failure.message, 'the console log and Catch msg.error.message read the same line')
   })
 
   it('keeps code and cause for Catch, and the cause reads when stringified', () => {
-    const failure = toFailure(new ServiceError('the request fencing token is a lower version than the fencing token protecting the resource'))
+    const failure = toFailure(
+      new ServiceError('the request fencing token is a lower version than the fencing token protecting the resource'),
+    )
     assert.equal(failure.code, 'FencingTokenLowerVersion')
-    assert.deepEqual({ ...failure.cause }, { kind: 'service', code: 'FencingTokenLowerVersion', message: failure.message })
+    assert.deepEqual(
+      { ...failure.cause },
+      { kind: 'service', code: 'FencingTokenLowerVersion', message: failure.message },
+    )
     assert.equal(String(failure.cause), `service FencingTokenLowerVersion: ${failure.message}`)
     // What the runtime copies into msg.error for a Catch node: own code and cause.
     assert.ok(Object.hasOwn(failure, 'code') && Object.hasOwn(failure, 'cause'))
@@ -40,17 +47,34 @@ describe('nodes: failures as Node-RED shows them', () => {
   it("hands a Catch node the client's own connection code, whatever the message says", () => {
     // The message of every one mentions 'closed', which once decided what a lock waiter did; the
     // client once said `notConnected` where the nodes said `NotConnected`, so one Catch check missed one.
-    const codes = CONNECTION_ERROR_CODES.map((code) => toFailure(new ConnectionError(code, 'the connection closed')).code)
-    assert.deepEqual(codes, ['ConnectionClosed', 'ConnectionLost', 'NotConnected', 'BrokerRefused', 'NotAuthenticated', 'NoService'])
+    const codes = CONNECTION_ERROR_CODES.map(
+      (code) => toFailure(new ConnectionError(code, 'the connection closed')).code,
+    )
+    assert.deepEqual(codes, [
+      'ConnectionClosed',
+      'ConnectionLost',
+      'NotConnected',
+      'BrokerRefused',
+      'NotAuthenticated',
+      'NoService',
+    ])
   })
 
   it('names a property that cannot be evaluated by its label in the catalogue, not by an English word', async () => {
     // The runtime's own evaluateNodeProperty on a JSONata expression that does not parse; a
     // translator that shows which catalogue keys were asked for.
     const RED = { util: redUtil } as never
-    const t = (key: string, substitutions?: Record<string, string | number>) => (substitutions ? `${key} ${JSON.stringify(substitutions)}` : `<${key}>`)
+    const t = (key: string, substitutions?: Record<string, string | number>) =>
+      substitutions ? `${key} ${JSON.stringify(substitutions)}` : `<${key}>`
     for (const what of ['key', 'value', 'fencingToken'] as const) {
-      const failed = await evaluateInput(RED, { id: 'n1' } as never, { value: '$$$(', type: 'jsonata' }, { _msgid: 'm' }, what, t).then(
+      const failed = await evaluateInput(
+        RED,
+        { id: 'n1' } as never,
+        { value: '$$$(', type: 'jsonata' },
+        { _msgid: 'm' },
+        what,
+        t,
+      ).then(
         () => assert.fail('the expression evaluated'),
         (err: unknown) => err as InputError,
       )

@@ -92,7 +92,10 @@ async function samplesUntil(last: number): Promise<number[]> {
 const scenarios: Record<string, () => Promise<void>> = {
   'counter-with-versions': async () => {
     const first = (await shows('counter')) as Record<string, unknown>
-    assert.deepEqual({ payload: first.payload, applied: first.applied, released: first.released }, { payload: 1, applied: true, released: true })
+    assert.deepEqual(
+      { payload: first.payload, applied: first.applied, released: first.released },
+      { payload: 1, applied: true, released: true },
+    )
     assert.match(String(first.version), /^\d{15}:\d{5}:/)
     press('count')
     const second = (await shows('counter')) as Record<string, unknown>
@@ -165,10 +168,14 @@ const scenarios: Record<string, () => Promise<void>> = {
     assert.deepEqual(await shows('first match'), records[1])
   },
   'connector-dataset-watch': async () => {
-    await until(() => String(lastStatus(byName('ss-watch', '')).text).endsWith('watching 1'), 'watching the dataset key')
+    await until(
+      () => String(lastStatus(byName('ss-watch', '')).text).endsWith('watching 1'),
+      'watching the dataset key',
+    )
     // The emulator's client plays the connector: a write of the dataset key on every sample.
     await producer(async (c) => {
-      for (let i = 1; i <= 20; i++) await c.set('examples/connector/thermostat-1', JSON.stringify({ sample: i, temperature: 20 + i / 10 }))
+      for (let i = 1; i <= 20; i++)
+        await c.set('examples/connector/thermostat-1', JSON.stringify({ sample: i, temperature: 20 + i / 10 }))
     })
     const seen = await samplesUntil(20)
     assert.ok(seen.length <= 3, `the rate limit lets the latest through, not every sample: ${seen.join(', ')}`)
@@ -198,7 +205,10 @@ const scenarios: Record<string, () => Promise<void>> = {
       'order-2': { item: 'nuts', quantity: 12 },
     })
     press('simulate the Dapr app')
-    assert.deepEqual(await shows('written'), { 'examples/order-processor||order-1': true, 'examples/order-processor||order-2': true })
+    assert.deepEqual(await shows('written'), {
+      'examples/order-processor||order-1': true,
+      'examples/order-processor||order-2': true,
+    })
   },
   'wasm-enrichment-keys': async () => {
     const statestoreJson = String(nodes.find((n) => n.type === 'inject' && n.name === 'load statestore.json')!.payload)
@@ -213,9 +223,16 @@ const scenarios: Record<string, () => Promise<void>> = {
     // The flow writes what the development environment's seed gives: byte for byte.
     const dir = mkdtempSync(join(tmpdir(), 'aio-wasm-seed-'))
     writeFileSync(join(dir, 'statestore.json'), statestoreJson)
-    const seeded = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error', seedFile: join(dir, 'statestore.json') })
+    const seeded = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      logLevel: 'error',
+      seedFile: join(dir, 'statestore.json'),
+    })
     try {
-      const fromSeed = await producer(async (c) => Promise.all(keys.map(async (k) => (await c.get(k)).value)), seeded.brokerUrl)
+      const fromSeed = await producer(
+        async (c) => Promise.all(keys.map(async (k) => (await c.get(k)).value)),
+        seeded.brokerUrl,
+      )
       const fromFlow = await producer(async (c) => Promise.all(keys.map(async (k) => (await c.get(k)).value)))
       assert.deepEqual(fromFlow, fromSeed)
     } finally {
@@ -263,7 +280,8 @@ describe('examples: each deploys and produces its documented debug output', func
     assert.equal(new Set(configs.map((c) => c.id)).size, configs.length, 'each with an id of its own')
     // Blank: the AIO environment in a cluster, the local broker (npm start's) without one.
     assert.equal(configs[0]!.broker, '')
-    for (const name of files) assert.equal(load(name).filter((n) => n.type === 'comment').length >= 1, true, `${name} explains itself`)
+    for (const name of files)
+      assert.equal(load(name).filter((n) => n.type === 'comment').length >= 1, true, `${name} explains itself`)
   })
 
   it('say what happens both under npm start and in an import: each names the buttons that start it', () => {
@@ -277,7 +295,10 @@ describe('examples: each deploys and produces its documented debug output', func
       const starters = example.filter((n) => n.type === 'inject' && n.once === true)
       for (const inject of starters) {
         const comment = comments.find((c) => c.includes(`**${inject.name}**`) && /imported from the menu/i.test(c))
-        assert.ok(comment, `${name}: the comment on its tab names **${inject.name}** as the button to press, and says an import presses it at deploy`)
+        assert.ok(
+          comment,
+          `${name}: the comment on its tab names **${inject.name}** as the button to press, and says an import presses it at deploy`,
+        )
       }
     }
   })

@@ -3,7 +3,18 @@ import { StateStoreClient } from '../../src/client'
 import { startEmulator } from '../../src/emulator'
 import { Hlc } from '../../src/hlc'
 import type { StoreActivity } from '../../src/observe'
-import { ALL, COMMON, flowWith, helper, lastStatus, nextMessage, noMessage, onTab, useStore, withClient } from './support'
+import {
+  ALL,
+  COMMON,
+  flowWith,
+  helper,
+  lastStatus,
+  nextMessage,
+  noMessage,
+  onTab,
+  useStore,
+  withClient,
+} from './support'
 import { until } from '../support/wait'
 
 /** ss-set → ss-get on one key, with the get's decoding. */
@@ -54,9 +65,19 @@ describe('nodes: ss-set and ss-get', function () {
     ['a string (utf8)', 'héllo wörld ✓', 'utf8', 'héllo wörld ✓'],
     ['a string that is not JSON (auto)', 'plain text', 'auto', 'plain text'],
     ['an empty string (utf8)', '', 'utf8', ''],
-    ['a Buffer of arbitrary bytes (buffer)', Buffer.from([0, 255, 1, 254, 0x80, 10]), 'buffer', Buffer.from([0, 255, 1, 254, 0x80, 10])],
+    [
+      'a Buffer of arbitrary bytes (buffer)',
+      Buffer.from([0, 255, 1, 254, 0x80, 10]),
+      'buffer',
+      Buffer.from([0, 255, 1, 254, 0x80, 10]),
+    ],
     ['a Buffer that is not UTF-8 (auto)', Buffer.from([0xff, 0xfe, 0xfd]), 'auto', Buffer.from([0xff, 0xfe, 0xfd])],
-    ['an object (json)', { a: 1, b: [true, null, 'x'], c: { d: 1.5 } }, 'json', { a: 1, b: [true, null, 'x'], c: { d: 1.5 } }],
+    [
+      'an object (json)',
+      { a: 1, b: [true, null, 'x'], c: { d: 1.5 } },
+      'json',
+      { a: 1, b: [true, null, 'x'], c: { d: 1.5 } },
+    ],
     ['an object (auto)', { nested: { deep: [1, 2, 3] } }, 'auto', { nested: { deep: [1, 2, 3] } }],
     ['an array (auto)', [1, 'two', { three: 3 }], 'auto', [1, 'two', { three: 3 }]],
     ['a number (auto)', 42.5, 'auto', 42.5],
@@ -80,7 +101,13 @@ describe('nodes: ss-set and ss-get', function () {
     // inject (topic "the-topic") → set with a fixed key → get with its editor defaults, and a get whose Key is msg.key
     await withClient(store.url, (c) => c.set('the-topic', Buffer.from('"what the topic names"')))
     await helper.load(ALL, [
-      ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'fixed-key', keyType: 'str', wires: [['get', 'getNamed']] }),
+      ...flowWith(store.url, {
+        id: 'set',
+        type: 'ss-set',
+        key: 'fixed-key',
+        keyType: 'str',
+        wires: [['get', 'getNamed']],
+      }),
       onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['got']] }),
       onTab({ id: 'getNamed', type: 'ss-get', store: 'cfg', key: 'key', keyType: 'msg', wires: [['gotNamed']] }),
       onTab({ id: 'got', type: 'helper' }),
@@ -110,7 +137,11 @@ describe('nodes: ss-set and ss-get', function () {
 
   it('sends a missing key to the second output when configured, and hits to the first', async () => {
     const flow = [
-      ...flowWith(store.url, { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg', notFound: 'output', outputs: 2 }, 2),
+      ...flowWith(
+        store.url,
+        { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg', notFound: 'output', outputs: 2 },
+        2,
+      ),
       onTab({ id: 'set', type: 'ss-set', store: 'cfg', key: 'present', keyType: 'str', wires: [['setOut']] }),
       onTab({ id: 'setOut', type: 'helper' }),
     ]
@@ -164,7 +195,14 @@ describe('nodes: ss-set and ss-get', function () {
       onTab({ id: 'gFlow', type: 'ss-get', store: 'cfg', key: 'k', keyType: 'flow', wires: [['got']] }),
       onTab({ id: 'gGlobal', type: 'ss-get', store: 'cfg', key: 'k', keyType: 'global', wires: [['got']] }),
       onTab({ id: 'gEnv', type: 'ss-get', store: 'cfg', key: 'SS_TEST_KEY', keyType: 'env', wires: [['got']] }),
-      onTab({ id: 'gJsonata', type: 'ss-get', store: 'cfg', key: '"from-" & payload', keyType: 'jsonata', wires: [['got']] }),
+      onTab({
+        id: 'gJsonata',
+        type: 'ss-get',
+        store: 'cfg',
+        key: '"from-" & payload',
+        keyType: 'jsonata',
+        wires: [['got']],
+      }),
       onTab({ id: 'got', type: 'helper' }),
     ]
     try {
@@ -198,7 +236,15 @@ describe('nodes: ss-set and ss-get', function () {
   it('overrides replace options, never the key: msg.key moves no Key; refused overrides are ignored', async () => {
     const flow = [
       ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'topic', keyType: 'msg' }),
-      onTab({ id: 'refusing', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', overrides: false, wires: [['refOut']] }),
+      onTab({
+        id: 'refusing',
+        type: 'ss-set',
+        store: 'cfg',
+        key: 'topic',
+        keyType: 'msg',
+        overrides: false,
+        wires: [['refOut']],
+      }),
       onTab({ id: 'fixed', type: 'ss-set', store: 'cfg', key: 'fixed', keyType: 'str', wires: [['refOut']] }),
       onTab({ id: 'refOut', type: 'helper' }),
       onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['got']] }),
@@ -210,7 +256,9 @@ describe('nodes: ss-set and ss-get', function () {
     assert.equal((await w).key, 'configured')
     w = nextMessage(helper.getNode('refOut'))
     // NX honoured: the key exists, so an override to NX would not write; refused, it writes.
-    helper.getNode('refusing').receive({ topic: 'configured', key: 'overridden', payload: 'refused override', condition: 'NX', expiry: -5 })
+    helper
+      .getNode('refusing')
+      .receive({ topic: 'configured', key: 'overridden', payload: 'refused override', condition: 'NX', expiry: -5 })
     assert.equal((await w).applied, true, 'refused overrides are ignored, not errors')
     w = nextMessage(helper.getNode('refOut'))
     // What a lock node or another set node upstream leaves in msg.key does not move a node with a key of its own.
@@ -229,7 +277,11 @@ describe('nodes: ss-set and ss-get', function () {
 
   it('applies NX and NEX conditions from the node and from msg.condition', async () => {
     const flow = [
-      ...flowWith(store.url, { id: 'nx', type: 'ss-set', key: 'topic', keyType: 'msg', condition: 'NX', notApplied: 'output', outputs: 2 }, 2),
+      ...flowWith(
+        store.url,
+        { id: 'nx', type: 'ss-set', key: 'topic', keyType: 'msg', condition: 'NX', notApplied: 'output', outputs: 2 },
+        2,
+      ),
       onTab({ id: 'plain', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['plainOut']] }),
       onTab({ id: 'plainOut', type: 'helper' }),
     ]
@@ -290,7 +342,10 @@ describe('nodes: ss-set and ss-get', function () {
   })
 
   it('passes a persist request through', async () => {
-    await helper.load(ALL, flowWith(store.url, { id: 'set', type: 'ss-set', key: 'persisted', keyType: 'str', persist: true }))
+    await helper.load(
+      ALL,
+      flowWith(store.url, { id: 'set', type: 'ss-set', key: 'persisted', keyType: 'str', persist: true }),
+    )
     const w = nextMessage(helper.getNode('out1'))
     helper.getNode('set').receive({ payload: 'kept' })
     assert.equal((await w).applied, true)
@@ -309,9 +364,17 @@ describe('nodes: ss-set and ss-get', function () {
     set.receive({ payload: 'by a', fencingToken: older })
     const c = await caught
     assert.equal(c.payload, 'by a', 'the msg reaches Catch intact')
-    const error = c.error as { message: string; code: string; cause: { kind: string; code: string; message: string }; source: { id: string } }
+    const error = c.error as {
+      message: string
+      code: string
+      cause: { kind: string; code: string; message: string }
+      source: { id: string }
+    }
     assert.equal(error.code, 'FencingTokenLowerVersion')
-    assert.deepEqual({ kind: error.cause.kind, code: error.cause.code }, { kind: 'service', code: 'FencingTokenLowerVersion' })
+    assert.deepEqual(
+      { kind: error.cause.kind, code: error.cause.code },
+      { kind: 'service', code: 'FencingTokenLowerVersion' },
+    )
     assert.match(error.message, /fencing token is a lower version/)
     assert.equal(error.source.id, 'set')
     assert.equal(lastStatus(set).text, `node-red:common.status.error: ${COMMON}failure.FencingTokenLowerVersion`)
@@ -320,8 +383,23 @@ describe('nodes: ss-set and ss-get', function () {
 
   it('takes the fencing token from another property type, or sends none', async () => {
     const flow = [
-      ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'fenced-2', keyType: 'str', fencingToken: 'token', fencingTokenType: 'flow' }),
-      onTab({ id: 'unfenced', type: 'ss-set', store: 'cfg', key: 'fenced-2', keyType: 'str', fencingTokenType: 'none', wires: [['out1']] }),
+      ...flowWith(store.url, {
+        id: 'set',
+        type: 'ss-set',
+        key: 'fenced-2',
+        keyType: 'str',
+        fencingToken: 'token',
+        fencingTokenType: 'flow',
+      }),
+      onTab({
+        id: 'unfenced',
+        type: 'ss-set',
+        store: 'cfg',
+        key: 'fenced-2',
+        keyType: 'str',
+        fencingTokenType: 'none',
+        wires: [['out1']],
+      }),
     ]
     await helper.load(ALL, flow)
     const set = helper.getNode('set') as unknown as { context(): { flow: { set(k: string, v: string): void } } }
@@ -339,7 +417,10 @@ describe('nodes: ss-set and ss-get', function () {
   })
 
   it('lists the keys matching a pattern (SCAN) as one sorted array', async () => {
-    await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg', mode: 'keys' }))
+    await helper.load(
+      ALL,
+      flowWith(store.url, { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg', mode: 'keys' }),
+    )
     const client = new StateStoreClient({ brokerUrl: store.url, clientId: 'list-writer' })
     try {
       await client.ready({ timeoutMs: 5000 })
@@ -364,13 +445,19 @@ describe('nodes: ss-set and ss-get', function () {
   it('fails a key listing with NotSupported where the store has no SCAN, and keeps working', async () => {
     const released = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error', scan: false })
     try {
-      await helper.load(ALL, flowWith(released.brokerUrl, { id: 'get', type: 'ss-get', key: '*', keyType: 'str', mode: 'keys' }))
+      await helper.load(
+        ALL,
+        flowWith(released.brokerUrl, { id: 'get', type: 'ss-get', key: '*', keyType: 'str', mode: 'keys' }),
+      )
       const caught = nextMessage(helper.getNode('caught'))
       helper.getNode('get').receive({ payload: 'keep me' })
       const c = await caught
       assert.equal(c.payload, 'keep me')
       assert.equal((c.error as { code: string }).code, 'NotSupported')
-      await until(() => lastStatus(helper.getNode('get')).text === `node-red:common.status.error: ${COMMON}failure.NotSupported`, 'the status names it')
+      await until(
+        () => lastStatus(helper.getNode('get')).text === `node-red:common.status.error: ${COMMON}failure.NotSupported`,
+        'the status names it',
+      )
     } finally {
       await helper.unload()
       await released.stop()
@@ -380,7 +467,15 @@ describe('nodes: ss-set and ss-get', function () {
   it('stores an array of objects as NDJSON (a dataflow dataset) and reads it back as the array', async () => {
     await helper.load(ALL, [
       ...flowWith(store.url, { id: 'set', type: 'ss-set', key: 'dataset/assets', keyType: 'str', encode: 'ndjson' }),
-      onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'dataset/assets', keyType: 'str', decode: 'ndjson', wires: [['got']] }),
+      onTab({
+        id: 'get',
+        type: 'ss-get',
+        store: 'cfg',
+        key: 'dataset/assets',
+        keyType: 'str',
+        decode: 'ndjson',
+        wires: [['got']],
+      }),
       onTab({ id: 'got', type: 'helper' }),
     ])
     const records = [

@@ -63,7 +63,8 @@ describe('ss-lock leader gate across two runtimes', function () {
   /** Sends tick `n` (three msgs at once, as a split makes) into each live runtime's gate and waits until every one came out. */
   async function tick(n: number, live: string[]): Promise<Outcome[]> {
     const before = outcomes.length
-    for (const r of live) for (let part = 0; part < 3; part++) helper.getNode(`gate-${r}`).receive({ tick: n, part, key: 'the-flows-key' })
+    for (const r of live)
+      for (let part = 0; part < 3; part++) helper.getNode(`gate-${r}`).receive({ tick: n, part, key: 'the-flows-key' })
     await until(() => outcomes.length - before === 3 * live.length, `tick ${n} out of every gate`, scaled(10_000))
     return outcomes.slice(before)
   }
@@ -125,7 +126,10 @@ describe('ss-lock leader gate across two runtimes', function () {
     const newFirst = outcomes.find((o) => o.passed && o.runtime === follower)!
     const lastOld = outcomes.filter((o) => o.passed && o.runtime === leader).at(-1)!
     assert.ok(lastOld.at < newFirst.at, 'every pass of the old leader came before the first of the new one')
-    assert.ok(Hlc.compare(Hlc.parse(String(newFirst.msg.fencingToken)), leaderToken) > 0, 'the new term has a greater token')
+    assert.ok(
+      Hlc.compare(Hlc.parse(String(newFirst.msg.fencingToken)), leaderToken) > 0,
+      'the new term has a greater token',
+    )
     assert.equal(newFirst.msg.holder !== first.msg.holder, true, 'the holders differ')
   })
 
@@ -145,10 +149,15 @@ describe('ss-lock leader gate across two runtimes', function () {
     const without = flow.filter((node) => (node as Msg).id !== `gate-${leader}`)
     await helper.setFlows(without, 'nodes')
     const resigned = await withClient(store.url, async (c) => (await c.get(position)).value?.toString() ?? null)
-    assert.notEqual(resigned, outcomes.find((o) => o.passed)!.msg.holder, 'the closed gate resigned: the position is not the old leader’s')
+    assert.notEqual(
+      resigned,
+      outcomes.find((o) => o.passed)!.msg.holder,
+      'the closed gate resigned: the position is not the old leader’s',
+    )
     await ticksUntilPasses(follower, [follower], n + 1)
     const byTick = new Map<number, number>()
-    for (const o of outcomes.filter((x) => x.passed && x.msg.part === 0)) byTick.set(o.msg.tick as number, (byTick.get(o.msg.tick as number) ?? 0) + 1)
+    for (const o of outcomes.filter((x) => x.passed && x.msg.part === 0))
+      byTick.set(o.msg.tick as number, (byTick.get(o.msg.tick as number) ?? 0) + 1)
     assert.ok(
       [...byTick.values()].every((c) => c === 1),
       'no tick passed in two runtimes',

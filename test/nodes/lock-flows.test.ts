@@ -7,7 +7,21 @@ import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
 import { Lock } from '../../src/locks'
-import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, statuses, type Store } from './support'
+import {
+  ALL,
+  COMMON,
+  TAB,
+  configNode,
+  helper,
+  lastStatus,
+  listen,
+  nextMessage,
+  noMessage,
+  onTab,
+  startStore,
+  statuses,
+  type Store,
+} from './support'
 import { until } from '../support/wait'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -21,7 +35,16 @@ let lockName = ''
 /** Lock mode on this test's `lockName`: node `take`, output 1 to helper `taken`, output 2 to helper `lost`. */
 function takeNodes(settings: Record<string, unknown> = {}): unknown[] {
   return [
-    onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', wires: [['taken'], ['lost']], ...settings }),
+    onTab({
+      id: 'take',
+      type: 'ss-lock',
+      store: 'cfg',
+      key: lockName,
+      keyType: 'str',
+      mode: 'lock',
+      wires: [['taken'], ['lost']],
+      ...settings,
+    }),
     onTab({ id: 'taken', type: 'helper' }),
     onTab({ id: 'lost', type: 'helper' }),
   ]
@@ -30,29 +53,70 @@ function takeNodes(settings: Record<string, unknown> = {}): unknown[] {
 /** A release node `free` as dropped from the palette (lease mode, blank name), output 1 to helper `freed`. */
 function freeNodes(): unknown[] {
   return [
-    onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+    onTab({
+      id: 'free',
+      type: 'ss-lock',
+      store: 'cfg',
+      key: '',
+      keyType: 'str',
+      mode: 'lease',
+      action: 'release',
+      wires: [['freed'], []],
+    }),
     onTab({ id: 'freed', type: 'helper' }),
   ]
 }
 
 /** A Catch node for the whole tab, into helper `caught`. */
 function catchNodes(): unknown[] {
-  return [onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }), onTab({ id: 'caught', type: 'helper' })]
+  return [
+    onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
+    onTab({ id: 'caught', type: 'helper' }),
+  ]
 }
 
 /**
  * The counter flow of the issue, once per lock node in `locks` (each its own chain, all on `counter`
  * under the lock `counter-lock`), ending in one helper `done`; lost/refused msgs go to `<id>-no`.
  */
-function counterFlow(url: string, locks: Array<Record<string, unknown>>, stores: Array<Record<string, unknown>> = [configNode(url)]) {
+function counterFlow(
+  url: string,
+  locks: Array<Record<string, unknown>>,
+  stores: Array<Record<string, unknown>> = [configNode(url)],
+) {
   const nodes: unknown[] = [TAB, ...stores]
   for (const l of locks) {
     const id = String(l.id)
     const store = String(l.store ?? 'cfg')
     nodes.push(
-      onTab({ type: 'ss-lock', store, key: lockName, keyType: 'str', mode: 'lock', action: 'acquire', holder: '', wires: [[`${id}-get`], [`${id}-no`]], ...l }),
-      onTab({ id: `${id}-get`, type: 'ss-get', store, key: counter, keyType: 'str', decode: 'json', notFound: 'payload', wires: [[`${id}-add`]] }),
-      onTab({ id: `${id}-add`, type: 'function', func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;', outputs: 1, wires: [[`${id}-set`]] }),
+      onTab({
+        type: 'ss-lock',
+        store,
+        key: lockName,
+        keyType: 'str',
+        mode: 'lock',
+        action: 'acquire',
+        holder: '',
+        wires: [[`${id}-get`], [`${id}-no`]],
+        ...l,
+      }),
+      onTab({
+        id: `${id}-get`,
+        type: 'ss-get',
+        store,
+        key: counter,
+        keyType: 'str',
+        decode: 'json',
+        notFound: 'payload',
+        wires: [[`${id}-add`]],
+      }),
+      onTab({
+        id: `${id}-add`,
+        type: 'function',
+        func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;',
+        outputs: 1,
+        wires: [[`${id}-set`]],
+      }),
       onTab({
         id: `${id}-set`,
         type: 'ss-set',
@@ -66,7 +130,17 @@ function counterFlow(url: string, locks: Array<Record<string, unknown>>, stores:
         wires: [[`${id}-release`]],
       }),
       // A release node as dropped from the palette: lease mode, blank name and holder, action release.
-      onTab({ id: `${id}-release`, type: 'ss-lock', store, key: '', keyType: 'str', mode: 'lease', action: 'release', holder: '', wires: [['done'], []] }),
+      onTab({
+        id: `${id}-release`,
+        type: 'ss-lock',
+        store,
+        key: '',
+        keyType: 'str',
+        mode: 'lease',
+        action: 'release',
+        holder: '',
+        wires: [['done'], []],
+      }),
       onTab({ id: `${id}-no`, type: 'helper' }),
     )
   }
@@ -82,7 +156,11 @@ async function collect(id: string, n: number, ms = 15000): Promise<Array<Record<
 
 /** The counter's fenced writes came in lock order: every next hold's token is greater. */
 function assertIncreasing(tokens: string[]): void {
-  for (let i = 1; i < tokens.length; i++) assert.ok(Hlc.compare(Hlc.parse(tokens[i]!), Hlc.parse(tokens[i - 1]!)) > 0, `token ${i} greater than token ${i - 1}`)
+  for (let i = 1; i < tokens.length; i++)
+    assert.ok(
+      Hlc.compare(Hlc.parse(tokens[i]!), Hlc.parse(tokens[i - 1]!)) > 0,
+      `token ${i} greater than token ${i - 1}`,
+    )
 }
 
 describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
@@ -135,7 +213,10 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('two lock nodes with one holder name on two connections exclude each other: 20 + 20 msgs count 40', async () => {
-    const stores = [configNode(store.url, { clientId: 'runtime-1' }), configNode(store.url, { id: 'cfg2', clientId: 'runtime-2' })]
+    const stores = [
+      configNode(store.url, { clientId: 'runtime-1' }),
+      configNode(store.url, { id: 'cfg2', clientId: 'runtime-2' }),
+    ]
     await helper.load(
       MODULES,
       counterFlow(
@@ -169,7 +250,16 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
       configNode(store.url),
       ...takeNodes({ leaseMs: '600' }),
       ...freeNodes(),
-      onTab({ id: 'freeByName', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+      onTab({
+        id: 'freeByName',
+        type: 'ss-lock',
+        store: 'cfg',
+        key: lockName,
+        keyType: 'str',
+        mode: 'lease',
+        action: 'release',
+        wires: [['freed'], []],
+      }),
     ])
     listen(helper.getNode('lost'))
     helper.getNode('take').receive({ payload: 1 })
@@ -185,17 +275,25 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     // The same hold released again: nothing to release, and the status says so, not in green.
     helper.getNode('free').receive(held)
     assert.equal((await nextMessage(helper.getNode('freed'))).released, false)
-    assert.deepEqual(lastStatus(helper.getNode('free')), { fill: 'yellow', shape: 'dot', text: `${OWN}status.notReleased` })
+    assert.deepEqual(lastStatus(helper.getNode('free')), {
+      fill: 'yellow',
+      shape: 'dot',
+      text: `${OWN}status.notReleased`,
+    })
     // A msg that carries no hold, to a release node named for the lock: its own holder holds nothing either.
     helper.getNode('freeByName').receive({})
     assert.equal((await nextMessage(helper.getNode('freed'))).released, false)
-    assert.ok(statuses(helper.getNode('freeByName')).every((s) => s.fill !== 'green' || s.text !== `${OWN}status.notReleased`))
+    assert.ok(
+      statuses(helper.getNode('freeByName')).every((s) => s.fill !== 'green' || s.text !== `${OWN}status.notReleased`),
+    )
   })
 
   it('a release in another runtime ends the hold where it was made: no renewal writes the key back, a waiter there gets it', async () => {
     await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ leaseMs: '600' }), ...freeNodes()])
     const seen: string[] = []
-    const watching = await other.observe(lockName, (n) => seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE'))
+    const watching = await other.observe(lockName, (n) =>
+      seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE'),
+    )
     const elsewhere = new StateStoreClient({ brokerUrl: store.emulator.brokerUrl, clientId: 'lock-flows-elsewhere' })
     try {
       await elsewhere.ready({ timeoutMs: 3000 })
@@ -222,7 +320,10 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
         waiting.lease.on('lost', ({ reason }) => reject(new Error(reason)))
       })
       const afterRelease = seen.slice(seen.indexOf('DELETE') + 1)
-      assert.ok(!afterRelease.includes(value), `no SET of the released hold after its DELETE: ${afterRelease.join(', ')}`)
+      assert.ok(
+        !afterRelease.includes(value),
+        `no SET of the released hold after its DELETE: ${afterRelease.join(', ')}`,
+      )
       assert.equal((await other.get(lockName)).value?.toString().startsWith('elsewhere'), true)
       // Its msg reaching a release here as well: the hold has ended, nothing is released.
       helper.getNode('free').receive(held)
@@ -237,7 +338,9 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   it('a lock key deleted by another client ends the hold: the next msg waiting at the node gets it at once', async () => {
     await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ leaseMs: '600' })])
     const seen: string[] = []
-    const watching = await other.observe(lockName, (n) => seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE'))
+    const watching = await other.observe(lockName, (n) =>
+      seen.push(n.operation === 'SET' ? n.value!.toString() : 'DELETE'),
+    )
     try {
       helper.getNode('take').receive({ payload: 'first' })
       const first = await nextMessage(helper.getNode('taken'))
@@ -308,10 +411,14 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   it('a hold made elsewhere (another runtime) is released by the value the msg carries, and only that value', async () => {
     await helper.load(MODULES, [TAB, configNode(store.url), ...freeNodes()])
     await other.set(lockName, 'elsewhere:0123456789ab', { expiryMs: 10_000 })
-    helper.getNode('free').receive({ lock: { name: lockName, holder: 'elsewhere', value: 'not-the-holder:ba9876543210', fencingToken: '' } })
+    helper.getNode('free').receive({
+      lock: { name: lockName, holder: 'elsewhere', value: 'not-the-holder:ba9876543210', fencingToken: '' },
+    })
     assert.equal((await nextMessage(helper.getNode('freed'))).released, false, 'another value releases nothing')
     assert.equal((await other.get(lockName)).value?.toString(), 'elsewhere:0123456789ab')
-    helper.getNode('free').receive({ lock: { name: lockName, holder: 'elsewhere', value: 'elsewhere:0123456789ab', fencingToken: '' } })
+    helper
+      .getNode('free')
+      .receive({ lock: { name: lockName, holder: 'elsewhere', value: 'elsewhere:0123456789ab', fencingToken: '' } })
     assert.equal((await nextMessage(helper.getNode('freed'))).released, true)
     assert.equal((await other.get(lockName)).value, null)
   })
@@ -320,7 +427,15 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     const flow = [
       TAB,
       configNode(store.url),
-      onTab({ id: 'take', type: 'ss-lock', store: 'cfg', key: lockName, keyType: 'str', mode: 'lock', wires: [['taken'], ['refused']] }),
+      onTab({
+        id: 'take',
+        type: 'ss-lock',
+        store: 'cfg',
+        key: lockName,
+        keyType: 'str',
+        mode: 'lock',
+        wires: [['taken'], ['refused']],
+      }),
       onTab({ id: 'taken', type: 'helper' }),
       onTab({ id: 'refused', type: 'helper' }),
       ...catchNodes(),
@@ -342,14 +457,34 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     const base = [
       TAB,
       configNode(store.url),
-      onTab({ id: 'first', type: 'ss-lock', store: 'cfg', key: `${lockName}-first`, keyType: 'str', mode: 'lease', wires: [[], []] }),
+      onTab({
+        id: 'first',
+        type: 'ss-lock',
+        store: 'cfg',
+        key: `${lockName}-first`,
+        keyType: 'str',
+        mode: 'lease',
+        wires: [[], []],
+      }),
     ]
     await helper.load(MODULES, base)
     await until(() => lastStatus(helper.getNode('first')).fill === 'green', 'the store connected')
     const added = ['lease', 'lock', 'leader'].map((mode) =>
-      onTab({ id: mode, type: 'ss-lock', store: 'cfg', key: `${lockName}-${mode}`, keyType: 'str', mode, holder: mode, wires: [[`${mode}-ok`], []] }),
+      onTab({
+        id: mode,
+        type: 'ss-lock',
+        store: 'cfg',
+        key: `${lockName}-${mode}`,
+        keyType: 'str',
+        mode,
+        holder: mode,
+        wires: [[`${mode}-ok`], []],
+      }),
     )
-    await helper.setFlows([...base, ...added, ...['lease', 'lock', 'leader'].map((m) => onTab({ id: `${m}-ok`, type: 'helper' }))], 'nodes')
+    await helper.setFlows(
+      [...base, ...added, ...['lease', 'lock', 'leader'].map((m) => onTab({ id: `${m}-ok`, type: 'helper' }))],
+      'nodes',
+    )
     listen(helper.getNode('leader-ok'))
     helper.getNode('lease').receive({})
     helper.getNode('lock').receive({})
@@ -359,7 +494,13 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
   })
 
   it('a full queue refuses with LockQueueFull; the msgs already waiting keep their turn', async () => {
-    await helper.load(MODULES, [TAB, configNode(store.url), ...takeNodes({ queue: '2' }), ...freeNodes(), ...catchNodes()])
+    await helper.load(MODULES, [
+      TAB,
+      configNode(store.url),
+      ...takeNodes({ queue: '2' }),
+      ...freeNodes(),
+      ...catchNodes(),
+    ])
     const take = helper.getNode('take')
     take.receive({ payload: 1 })
     const first = await nextMessage(helper.getNode('taken'))
@@ -367,7 +508,10 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     take.receive({ payload: 3 })
     take.receive({ payload: 4 })
     const caught = await nextMessage(helper.getNode('caught'))
-    assert.deepEqual({ code: (caught.error as { code: string }).code, payload: caught.payload }, { code: 'LockQueueFull', payload: 4 })
+    assert.deepEqual(
+      { code: (caught.error as { code: string }).code, payload: caught.payload },
+      { code: 'LockQueueFull', payload: 4 },
+    )
     helper.getNode('free').receive(first)
     const second = await nextMessage(helper.getNode('taken'))
     assert.equal(second.payload, 2)
@@ -382,7 +526,10 @@ describe('nodes: ss-lock in lock mode, wired as flows use it', function () {
     await nextMessage(helper.getNode('taken'))
     await other.set(lockName, 'intruder')
     const lost = await nextMessage(helper.getNode('lost'))
-    assert.deepEqual({ payload: lost.payload, lost: lost.lost, reason: lost.reason }, { payload: 'mine', lost: true, reason: 'lost' })
+    assert.deepEqual(
+      { payload: lost.payload, lost: lost.lost, reason: lost.reason },
+      { payload: 'mine', lost: true, reason: 'lost' },
+    )
     await until(() => lastStatus(helper.getNode('take')).text === `${COMMON}status.lost`, 'the status shows the loss')
   })
 })

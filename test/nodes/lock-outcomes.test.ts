@@ -5,7 +5,21 @@
  * store that cannot be reached at all.
  */
 import assert from 'node:assert/strict'
-import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, statuses, type Store } from './support'
+import {
+  ALL,
+  COMMON,
+  TAB,
+  configNode,
+  helper,
+  lastStatus,
+  listen,
+  nextMessage,
+  noMessage,
+  onTab,
+  startStore,
+  statuses,
+  type Store,
+} from './support'
 import { until } from '../support/wait'
 
 const OWN = 'node-red-contrib-aio-statestore/ss-lock:ss-lock.'
@@ -34,7 +48,16 @@ function lockNodes(id: string, settings: Record<string, unknown> = {}): unknown[
 /** A release node as dropped from the palette, into `freed`; a Catch node for the tab, into `caught`. */
 function releaseAndCatch(): unknown[] {
   return [
-    onTab({ id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['freed'], []] }),
+    onTab({
+      id: 'free',
+      type: 'ss-lock',
+      store: 'cfg',
+      key: '',
+      keyType: 'str',
+      mode: 'lease',
+      action: 'release',
+      wires: [['freed'], []],
+    }),
     onTab({ id: 'freed', type: 'helper' }),
     onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
     onTab({ id: 'caught', type: 'helper' }),
@@ -116,7 +139,11 @@ describe('nodes: ss-lock tells what is happening', function () {
     const status = lastStatus(c)
     assert.equal(status.fill, 'yellow', 'not acquired is never green')
     assert.equal(status.text, `${COMMON}status.notAcquired ${OWN}status.heldBy`)
-    assert.deepEqual(warnings('c'), [`${OWN}warn.gaveUp`], 'logged once for the hold, however many msgs give up behind it')
+    assert.deepEqual(
+      warnings('c'),
+      [`${OWN}warn.gaveUp`],
+      'logged once for the hold, however many msgs give up behind it',
+    )
   })
 
   it('"acquired" shows only while a hold of the node exists: a release from another node ends it', async () => {
@@ -128,7 +155,10 @@ describe('nodes: ss-lock tells what is happening', function () {
     const freed = nextMessage(helper.getNode('freed'))
     helper.getNode('free').receive(msg)
     assert.equal((await freed).released, true)
-    await until(() => lastStatus(helper.getNode('take')).text !== `${COMMON}status.acquired`, 'the lock node no longer says acquired')
+    await until(
+      () => lastStatus(helper.getNode('take')).text !== `${COMMON}status.acquired`,
+      'the lock node no longer says acquired',
+    )
     assert.equal(lastStatus(helper.getNode('take')).text, `${COMMON}status.released`)
   })
 
@@ -144,14 +174,23 @@ describe('nodes: ss-lock tells what is happening', function () {
     const freed = nextMessage(helper.getNode('freed'))
     helper.getNode('free').receive(msg)
     assert.equal((await freed).released, false)
-    assert.deepEqual(lastStatus(helper.getNode('free')), { fill: 'yellow', shape: 'dot', text: `${OWN}status.notReleased` })
+    assert.deepEqual(lastStatus(helper.getNode('free')), {
+      fill: 'yellow',
+      shape: 'dot',
+      text: `${OWN}status.notReleased`,
+    })
   })
 
   it('with the store unreachable for the whole wait a msg fails NotConnected to Catch, not "not acquired"', async () => {
     store.proxy.refusing = true
     store.proxy.dropAll()
     try {
-      await helper.load(ALL, [TAB, configNode(store.url), ...lockNodes('take', { timeout: '1000' }), ...releaseAndCatch()])
+      await helper.load(ALL, [
+        TAB,
+        configNode(store.url),
+        ...lockNodes('take', { timeout: '1000' }),
+        ...releaseAndCatch(),
+      ])
       listen(helper.getNode('take-no'))
       const caught = nextMessage(helper.getNode('caught'), 20000)
       helper.getNode('take').receive({ payload: 'waiting' })

@@ -1,7 +1,20 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../src/client'
 import { Hlc } from '../../src/hlc'
-import { ALL, COMMON, TAB, configNode, helper, lastStatus, listen, nextMessage, noMessage, onTab, startStore, type Store } from './support'
+import {
+  ALL,
+  COMMON,
+  TAB,
+  configNode,
+  helper,
+  lastStatus,
+  listen,
+  nextMessage,
+  noMessage,
+  onTab,
+  startStore,
+  type Store,
+} from './support'
 import { until } from '../support/wait'
 
 /** Lock nodes named by id, each wired to `<id>-ok` / `<id>-no`, plus a fenced ss-set and a Catch. */
@@ -61,7 +74,10 @@ describe('nodes: ss-lock', function () {
     assert.equal(lastStatus(helper.getNode('a')).text, `${COMMON}status.acquired`)
 
     const refused = await act('b', {}, 'no')
-    assert.deepEqual({ acquired: refused.acquired, holder: refused.holder, key: refused.key }, { acquired: false, holder: 'A', key: 'pump' })
+    assert.deepEqual(
+      { acquired: refused.acquired, holder: refused.holder, key: refused.key },
+      { acquired: false, holder: 'A', key: 'pump' },
+    )
     assert.equal(lastStatus(helper.getNode('b')).text, `${COMMON}status.notAcquired`)
 
     const who = await act('b', { action: 'holder' })
@@ -100,7 +116,10 @@ describe('nodes: ss-lock', function () {
   })
 
   it('lease: renew returns a newer token; a lost lease is reported on output 2', async () => {
-    await helper.load(ALL, lockFlow(store.url, [{ id: 'a', key: 'renewed', mode: 'lease', holder: 'A', leaseMs: '600' }]))
+    await helper.load(
+      ALL,
+      lockFlow(store.url, [{ id: 'a', key: 'renewed', mode: 'lease', holder: 'A', leaseMs: '600' }]),
+    )
     listen(no('a'))
     const first = await act('a', {})
     const renewed = await act('a', { action: 'renew' })
@@ -130,13 +149,20 @@ describe('nodes: ss-lock', function () {
     await act('a', {})
     const timedOut = await act('c', {}, 'no')
     assert.equal(timedOut.acquired, false)
-    assert.match(String(timedOut.holder), /^A:[0-9a-f]{12}$/, 'who holds it: the holder name and the session of its hold')
+    assert.match(
+      String(timedOut.holder),
+      /^A:[0-9a-f]{12}$/,
+      'who holds it: the holder name and the session of its hold',
+    )
     listen(ok('b'))
     helper.getNode('b').receive({ payload: 'waiting' })
     await noMessage(ok('b'), 200)
     await act('a', { action: 'release' })
     const b = await nextMessage(ok('b'))
-    assert.deepEqual({ acquired: b.acquired, holder: b.holder, payload: b.payload }, { acquired: true, holder: 'B', payload: 'waiting' })
+    assert.deepEqual(
+      { acquired: b.acquired, holder: b.holder, payload: b.payload },
+      { acquired: true, holder: 'B', payload: 'waiting' },
+    )
   })
 
   // From the chaos run (seed 20261125, round 2): a lock wait that ran out while the connection was
@@ -204,7 +230,11 @@ describe('nodes: ss-lock', function () {
     assert.equal((await act('a', { key: 'ov-other' })).acquired, true)
     assert.equal((await act('a', { key: 'ov-other', action: 'holder' })).holder, 'A', 'the configured name is held')
     assert.equal((await other.get('ov-other')).value, null, 'the name in msg.key is free')
-    assert.equal((await act('r', { action: 'release', key: 'elsewhere' })).acquired, true, 'refused overrides: the configured acquire runs')
+    assert.equal(
+      (await act('r', { action: 'release', key: 'elsewhere' })).acquired,
+      true,
+      'refused overrides: the configured acquire runs',
+    )
     const caught = nextMessage(helper.getNode('caught'))
     helper.getNode('a').receive({ action: 'grab', payload: 'kept' })
     const c = await caught
@@ -229,11 +259,20 @@ describe('nodes: ss-lock', function () {
     ])
     await helper.load(ALL, flow)
     listen(ok('one'), ok('two'), no('one'), no('two'))
-    const first = await Promise.race([nextMessage(ok('one')).then((m) => ['one', m] as const), nextMessage(ok('two')).then((m) => ['two', m] as const)])
+    const first = await Promise.race([
+      nextMessage(ok('one')).then((m) => ['one', m] as const),
+      nextMessage(ok('two')).then((m) => ['two', m] as const),
+    ])
     const [leader, elected] = first
     const follower = leader === 'one' ? 'two' : 'one'
     assert.deepEqual(
-      { topic: elected.topic, key: elected.key, payload: elected.payload, leader: elected.leader, holder: elected.holder },
+      {
+        topic: elected.topic,
+        key: elected.key,
+        payload: elected.payload,
+        leader: elected.leader,
+        holder: elected.holder,
+      },
       { topic: 'position', key: 'position', payload: true, leader: true, holder: leader },
     )
     assert.doesNotThrow(() => Hlc.parse(String(elected.fencingToken)))
@@ -244,21 +283,34 @@ describe('nodes: ss-lock', function () {
     // resigning hands over
     helper.getNode(leader).receive({ action: 'release' })
     const lost = await nextMessage(no(leader))
-    assert.deepEqual({ leader: lost.leader, payload: lost.payload, reason: lost.reason }, { leader: false, payload: false, reason: 'resigned' })
+    assert.deepEqual(
+      { leader: lost.leader, payload: lost.payload, reason: lost.reason },
+      { leader: false, payload: false, reason: 'resigned' },
+    )
     assert.equal((await nextMessage(ok(leader))).released, true, 'the release msg itself is answered on output 1')
     const takeover = await nextMessage(ok(follower))
     assert.equal(takeover.holder, follower)
 
     // leaving (the node is deleted in a deploy) resigns too, and the other candidate, asked to campaign again, wins
     helper.getNode(leader).receive({ action: 'acquire' })
-    await until(() => lastStatus(helper.getNode(leader)).text === `${COMMON}status.campaigning`, `${leader} campaigning again`)
+    await until(
+      () => lastStatus(helper.getNode(leader)).text === `${COMMON}status.campaigning`,
+      `${leader} campaigning again`,
+    )
     const remaining = (flow as Array<Record<string, unknown>>).filter((n) => n.id !== follower)
     await helper.setFlows(remaining, 'nodes')
-    await until(() => lastStatus(helper.getNode(leader)).text === `${COMMON}status.leader`, `${leader} to lead after ${follower} left`, 5000)
+    await until(
+      () => lastStatus(helper.getNode(leader)).text === `${COMMON}status.leader`,
+      `${leader} to lead after ${follower} left`,
+      5000,
+    )
   })
 
   it('leader: without "campaign at start" it waits for an acquire msg', async () => {
-    await helper.load(ALL, lockFlow(store.url, [{ id: 'l', key: 'lazy', mode: 'leader', holder: 'L', campaign: false }]))
+    await helper.load(
+      ALL,
+      lockFlow(store.url, [{ id: 'l', key: 'lazy', mode: 'leader', holder: 'L', campaign: false }]),
+    )
     listen(ok('l'))
     await noMessage(ok('l'), 200)
     helper.getNode('l').receive({ action: 'acquire' })

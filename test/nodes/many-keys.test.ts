@@ -25,7 +25,9 @@ describe('nodes: several keys in one msg', function () {
     }))
     await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg' }))
     const read = nextMessage(helper.getNode('out1'))
-    helper.getNode('get').receive({ topic: ['mk/a', 'mk/b', 'mk/missing'], extra: 1, errors: { 'from/an/earlier/node': {} } })
+    helper
+      .getNode('get')
+      .receive({ topic: ['mk/a', 'mk/b', 'mk/missing'], extra: 1, errors: { 'from/an/earlier/node': {} } })
     const r = await read
     assert.deepEqual(r.payload, { 'mk/a': { n: 1 }, 'mk/b': 'two' })
     assert.deepEqual(r.found, { 'mk/a': true, 'mk/b': true, 'mk/missing': false })
@@ -41,7 +43,14 @@ describe('nodes: several keys in one msg', function () {
       await c.set('pk/a', '1')
       await c.set('pk/b', '2')
     })
-    await helper.load(ALL, flowWith(store.url, { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg', sendAs: 'key', notFound: 'output', outputs: 2 }, 2))
+    await helper.load(
+      ALL,
+      flowWith(
+        store.url,
+        { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg', sendAs: 'key', notFound: 'output', outputs: 2 },
+        2,
+      ),
+    )
     listen(helper.getNode('out1'), helper.getNode('out2'))
     helper.getNode('get').receive({ topic: ['pk/a', 'pk/b', 'pk/missing', 'pk/a'] })
     const found = await byKey('out1', 2)
@@ -89,8 +98,28 @@ describe('nodes: several keys in one msg', function () {
   it('set and delete key send one msg per key when set so: a set not applied to the second output', async () => {
     await withClient(store.url, (c) => c.set('ek/taken', 'old'))
     await helper.load(ALL, [
-      ...flowWith(store.url, { id: 'set', type: 'ss-set', multi: 'object', condition: 'NX', sendAs: 'key', notApplied: 'output', outputs: 2 }, 2),
-      onTab({ id: 'del', type: 'ss-del', store: 'cfg', key: 'topic', keyType: 'msg', sendAs: 'key', wires: [['delOut']] }),
+      ...flowWith(
+        store.url,
+        {
+          id: 'set',
+          type: 'ss-set',
+          multi: 'object',
+          condition: 'NX',
+          sendAs: 'key',
+          notApplied: 'output',
+          outputs: 2,
+        },
+        2,
+      ),
+      onTab({
+        id: 'del',
+        type: 'ss-del',
+        store: 'cfg',
+        key: 'topic',
+        keyType: 'msg',
+        sendAs: 'key',
+        wires: [['delOut']],
+      }),
       onTab({ id: 'delOut', type: 'helper' }),
     ])
     listen(helper.getNode('out1'), helper.getNode('out2'), helper.getNode('delOut'))
@@ -112,7 +141,16 @@ describe('nodes: several keys in one msg', function () {
     })
     await helper.load(ALL, [
       ...flowWith(store.url, { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg', decode: 'json' }),
-      onTab({ id: 'each', type: 'ss-get', store: 'cfg', key: 'topic', keyType: 'msg', decode: 'json', sendAs: 'key', wires: [['eachOut']] }),
+      onTab({
+        id: 'each',
+        type: 'ss-get',
+        store: 'cfg',
+        key: 'topic',
+        keyType: 'msg',
+        decode: 'json',
+        sendAs: 'key',
+        wires: [['eachOut']],
+      }),
       onTab({ id: 'eachOut', type: 'helper' }),
     ])
     listen(helper.getNode('out1'), helper.getNode('caught'), helper.getNode('eachOut'))
@@ -123,7 +161,11 @@ describe('nodes: several keys in one msg', function () {
     assert.equal((r.errors as Record<string, { code: string }>)['fk/bad']!.code, 'ValueNotJson')
     const caught = (await nextMessage(helper.getNode('caught'))) as Caught
     assert.equal(caught.error.code, 'ValueNotJson')
-    assert.equal(caught.error.message, `${COMMON}errors.keyFailed`, 'the message names the key (see test/unit/key-list.test.ts)')
+    assert.equal(
+      caught.error.message,
+      `${COMMON}errors.keyFailed`,
+      'the message names the key (see test/unit/key-list.test.ts)',
+    )
     assert.equal(lastStatus(helper.getNode('get')).text, `node-red:common.status.error: ${COMMON}failure.ValueNotJson`)
 
     helper.getNode('each').receive({ topic: ['fk/bad', 'fk/good'] })
@@ -170,7 +212,16 @@ describe('nodes: get key by pattern with values', function () {
     })
     await helper.load(
       ALL,
-      flowWith(store.url, { id: 'get', type: 'ss-get', key: 'big/*', keyType: 'str', mode: 'values', sendAs: 'page', decode: 'utf8', inFlight: '16' }),
+      flowWith(store.url, {
+        id: 'get',
+        type: 'ss-get',
+        key: 'big/*',
+        keyType: 'str',
+        mode: 'values',
+        sendAs: 'page',
+        decode: 'utf8',
+        inFlight: '16',
+      }),
     )
     listen(helper.getNode('out1'))
     helper.getNode('get').receive({ payload: 'go' })
@@ -197,8 +248,26 @@ describe('nodes: get key by pattern with values', function () {
       for (const k of ['pat/a', 'pat/b', 'pat/c']) await c.set(k, k.toUpperCase())
     })
     await helper.load(ALL, [
-      ...flowWith(store.url, { id: 'get', type: 'ss-get', key: 'topic', keyType: 'msg', mode: 'values', decode: 'utf8', maxKeys: '3' }),
-      onTab({ id: 'each', type: 'ss-get', store: 'cfg', key: 'pat/*', keyType: 'str', mode: 'values', sendAs: 'key', decode: 'utf8', wires: [['eachOut']] }),
+      ...flowWith(store.url, {
+        id: 'get',
+        type: 'ss-get',
+        key: 'topic',
+        keyType: 'msg',
+        mode: 'values',
+        decode: 'utf8',
+        maxKeys: '3',
+      }),
+      onTab({
+        id: 'each',
+        type: 'ss-get',
+        store: 'cfg',
+        key: 'pat/*',
+        keyType: 'str',
+        mode: 'values',
+        sendAs: 'key',
+        decode: 'utf8',
+        wires: [['eachOut']],
+      }),
       onTab({ id: 'eachOut', type: 'helper' }),
     ])
     listen(helper.getNode('out1'), helper.getNode('caught'), helper.getNode('eachOut'))

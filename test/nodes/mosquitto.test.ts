@@ -23,9 +23,25 @@ describe('nodes over mosquitto (a real MQTT 5 broker, the emulator as a separate
       configNode(url, { clientId: `${prefix}-nodered` }),
       onTab({ id: 'watch', type: 'ss-watch', store: 'cfg', keys: `${prefix}/k`, wires: [['changes']] }),
       onTab({ id: 'set', type: 'ss-set', store: 'cfg', key: `${prefix}/k`, keyType: 'str', wires: [['setOut']] }),
-      onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: `${prefix}/k`, keyType: 'str', decode: 'buffer', wires: [['getOut']] }),
+      onTab({
+        id: 'get',
+        type: 'ss-get',
+        store: 'cfg',
+        key: `${prefix}/k`,
+        keyType: 'str',
+        decode: 'buffer',
+        wires: [['getOut']],
+      }),
       onTab({ id: 'del', type: 'ss-del', store: 'cfg', key: `${prefix}/k`, keyType: 'str', wires: [['delOut']] }),
-      onTab({ id: 'lock', type: 'ss-lock', store: 'cfg', key: `${prefix}/lock`, keyType: 'str', holder: 'me', wires: [['locked'], ['notLocked']] }),
+      onTab({
+        id: 'lock',
+        type: 'ss-lock',
+        store: 'cfg',
+        key: `${prefix}/lock`,
+        keyType: 'str',
+        holder: 'me',
+        wires: [['locked'], ['notLocked']],
+      }),
       ...['changes', 'setOut', 'getOut', 'delOut', 'locked', 'notLocked'].map((id) => onTab({ id, type: 'helper' })),
     ])
     const changes = helper.getNode('changes')

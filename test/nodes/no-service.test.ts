@@ -26,7 +26,10 @@ describe('nodes: a broker with no state store', function () {
 
   it('shows "no state store", warns once, fails msgs at once with NoService, and recovers when a service appears', async () => {
     // A request timeout far beyond this test's own: a msg that waited for it would fail the test.
-    await helper.load(ALL, flowWith(broker.url, { id: 'get', type: 'ss-get', key: 'k', keyType: 'str' }, 1, { requestTimeout: '60000' }))
+    await helper.load(
+      ALL,
+      flowWith(broker.url, { id: 'get', type: 'ss-get', key: 'k', keyType: 'str' }, 1, { requestTimeout: '60000' }),
+    )
     const get = helper.getNode('get')
     await until(() => lastStatus(get).text === `${COMMON}status.noService`, 'the no-service status', 10_000)
     assert.deepEqual({ fill: lastStatus(get).fill, shape: lastStatus(get).shape }, { fill: 'yellow', shape: 'dot' })
@@ -45,7 +48,11 @@ describe('nodes: a broker with no state store', function () {
     assert.equal(warnings().filter((w) => w.includes('log.noService')).length, 1, 'warned once, not per msg')
 
     service = await startEmulator({ brokerUrl: broker.url, logLevel: 'error' })
-    await until(() => lastStatus(get).text === 'node-red:common.status.connected', 'connected once a state store answers', 10_000)
+    await until(
+      () => lastStatus(get).text === 'node-red:common.status.connected',
+      'connected once a state store answers',
+      10_000,
+    )
     const out = nextMessage(helper.getNode('out1'), 5000)
     get.receive({})
     assert.equal((await out).found, false)

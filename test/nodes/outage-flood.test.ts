@@ -87,11 +87,15 @@ describe('nodes: a flood into set key with the emulator killed (kill -9) and bac
         held.set(key, (await reader.get(key)).value?.toString() ?? null)
       }
       const wrong: string[] = []
-      for (const key of written) if (held.get(key) !== `value-${key.split('/')[1]}`) wrong.push(`${key} out of set key, the store holds ${held.get(key)}`)
+      for (const key of written)
+        if (held.get(key) !== `value-${key.split('/')[1]}`)
+          wrong.push(`${key} out of set key, the store holds ${held.get(key)}`)
       for (const [key, f] of failed) {
         const holds = held.get(key) === `value-${key.split('/')[1]}`
-        if (f.written !== true && f.written !== false) wrong.push(`${key} failed ${f.code} without saying whether it was written (${String(f.written)})`)
-        else if (f.written !== holds) wrong.push(`${key} failed ${f.code} saying written ${f.written}, the store ${holds ? 'holds' : 'lacks'} it`)
+        if (f.written !== true && f.written !== false)
+          wrong.push(`${key} failed ${f.code} without saying whether it was written (${String(f.written)})`)
+        else if (f.written !== holds)
+          wrong.push(`${key} failed ${f.code} saying written ${f.written}, the store ${holds ? 'holds' : 'lacks'} it`)
       }
       assert.deepEqual(wrong.slice(0, 10), [], `${wrong.length} msg(s) whose outcome the store contradicts`)
       // What fails is only what the killed process took with it: no wait for the service outlasted its timeout.

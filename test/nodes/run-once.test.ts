@@ -123,7 +123,12 @@ describe('ss-lock run once across two runtimes', function () {
     const relayA = await TcpRelay.start(store.emulator.brokerUrl)
     relays.push(relayA)
     await helper.load(ALL, [TAB, ...runtime('a', relayA.url), ...runtime('b', store.url)])
-    listen(helper.getNode('a-work'), helper.getNode('b-work'), helper.getNode('a-notCompleted'), helper.getNode('b-dup'))
+    listen(
+      helper.getNode('a-work'),
+      helper.getNode('b-work'),
+      helper.getNode('a-notCompleted'),
+      helper.getNode('b-dup'),
+    )
     helper.getNode('once-a').receive(delivery(1))
     const inWork = await nextMessage(helper.getNode('a-work'), 10_000)
     // Runtime a dies mid-work (its renewals no longer reach the store); the broker redelivers the msg to runtime b.

@@ -47,7 +47,16 @@ describe('ss-lock semaphore (Holders at most) across two runtimes', function () 
       }),
       onTab({ id: `${r}-work`, type: 'helper' }),
       onTab({ id: `${r}-no`, type: 'helper' }),
-      onTab({ id: `free-${r}`, type: 'ss-lock', store: `cfg-${r}`, key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [[`${r}-freed`], []] }),
+      onTab({
+        id: `free-${r}`,
+        type: 'ss-lock',
+        store: `cfg-${r}`,
+        key: '',
+        keyType: 'str',
+        mode: 'lease',
+        action: 'release',
+        wires: [[`${r}-freed`], []],
+      }),
       onTab({ id: `${r}-freed`, type: 'helper' }),
     ]
   }
@@ -85,7 +94,12 @@ describe('ss-lock semaphore (Holders at most) across two runtimes', function () 
       helper.getNode('take-a').receive({ n })
       helper.getNode('take-b').receive({ n: 100 + n })
     }
-    await until(() => records.filter((r) => r.end !== undefined).length === 30, 'thirty holders worked and released', scaled(120_000), 20)
+    await until(
+      () => records.filter((r) => r.end !== undefined).length === 30,
+      'thirty holders worked and released',
+      scaled(120_000),
+      20,
+    )
     assert.ok(most <= LIMIT, `at most ${LIMIT} worked at once (saw ${most})`)
     assert.ok(most >= 2, `more than one worked at once (saw ${most}): a semaphore, not a mutex`)
     assert.equal(new Set(records.map((r) => r.n)).size, 30, 'every msg got a slot once')
@@ -96,7 +110,10 @@ describe('ss-lock semaphore (Holders at most) across two runtimes', function () 
         .sort((x, y) => x.start - y.start)
         .map((r) => Hlc.parse(r.token))
       for (let i = 1; i < tokens.length; i++)
-        assert.ok(Hlc.compare(tokens[i]!, tokens[i - 1]!) > 0, `slot ${slot}: each holder's token is greater than the last`)
+        assert.ok(
+          Hlc.compare(tokens[i]!, tokens[i - 1]!) > 0,
+          `slot ${slot}: each holder's token is greater than the last`,
+        )
     }
     for (const r of ['a', 'b']) {
       const order = records.filter((x) => x.runtime === r).map((x) => x.n)
@@ -119,14 +136,21 @@ describe('ss-lock semaphore (Holders at most) across two runtimes', function () 
     await helper.load(ALL, [TAB, ...runtime('a', relayA.url), ...runtime('b', store.url)])
     listen(helper.getNode('a-work'), helper.getNode('b-work'))
     for (let n = 0; n < LIMIT; n++) helper.getNode('take-a').receive({ n })
-    const held = [await nextMessage(helper.getNode('a-work')), await nextMessage(helper.getNode('a-work')), await nextMessage(helper.getNode('a-work'))]
+    const held = [
+      await nextMessage(helper.getNode('a-work')),
+      await nextMessage(helper.getNode('a-work')),
+      await nextMessage(helper.getNode('a-work')),
+    ]
     assert.deepEqual(held.map((m) => m.slot).sort(), [0, 1, 2])
     relayA.cut()
     helper.getNode('take-b').receive({ n: 'b' })
     const got = await nextMessage(helper.getNode('b-work'), 30_000)
     assert.equal(typeof got.slot, 'number')
     const before = held.find((m) => m.slot === got.slot)!
-    assert.ok(Hlc.compare(Hlc.parse(String(got.fencingToken)), Hlc.parse(String(before.fencingToken))) > 0, 'the slot’s new token is greater')
+    assert.ok(
+      Hlc.compare(Hlc.parse(String(got.fencingToken)), Hlc.parse(String(before.fencingToken))) > 0,
+      'the slot’s new token is greater',
+    )
     relayA.restore()
   })
 
@@ -164,7 +188,8 @@ describe('ss-lock semaphore (Holders at most) across two runtimes', function () 
     for (let i = 0; i < LIMIT; i++) await nextMessage(helper.getNode('a-work'))
     await helper.setFlows(flow, 'full')
     await withClient(store.url, async (c) => {
-      for (let slot = 0; slot < LIMIT; slot++) assert.equal((await c.get(`${name}/slot-${slot}`)).value, null, `slot ${slot} released`)
+      for (let slot = 0; slot < LIMIT; slot++)
+        assert.equal((await c.get(`${name}/slot-${slot}`)).value, null, `slot ${slot} released`)
     })
     listen(helper.getNode('a-work'))
     for (let n = 0; n < LIMIT; n++) helper.getNode('take-a').receive({ n: `after-${n}` })

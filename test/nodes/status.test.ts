@@ -31,7 +31,14 @@ describe('nodes: status view', () => {
   it('shows every change of outcome at once, and only the changes', () => {
     const { view, shown, lookups } = setup()
     view.onConnection({ state: 'connected' })
-    const sequence = ['status.found', 'status.found', 'status.notFound', 'status.found', 'status.notFound', 'status.notFound']
+    const sequence = [
+      'status.found',
+      'status.found',
+      'status.notFound',
+      'status.found',
+      'status.notFound',
+      'status.notFound',
+    ]
     for (const key of sequence) view.outcome(key)
     assert.deepEqual(
       shown.slice(1).map((s) => s.text),
@@ -87,8 +94,16 @@ describe('nodes: status view', () => {
     view.outcome('status.found')
     assert.deepEqual(shown.slice(2), [
       // The failure's short name from the catalogue, its kind when the catalogue has none.
-      { fill: 'red', shape: 'dot', text: '<node-red:common.status.error>: <failure.Timeout>{"defaultValue":"timeout"}' },
-      { fill: 'red', shape: 'dot', text: '<node-red:common.status.error>: <failure.NotConnected>{"defaultValue":"connection"}' },
+      {
+        fill: 'red',
+        shape: 'dot',
+        text: '<node-red:common.status.error>: <failure.Timeout>{"defaultValue":"timeout"}',
+      },
+      {
+        fill: 'red',
+        shape: 'dot',
+        text: '<node-red:common.status.error>: <failure.NotConnected>{"defaultValue":"connection"}',
+      },
       { fill: 'green', shape: 'dot', text: '<status.found>' },
     ])
   })

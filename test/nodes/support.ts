@@ -139,7 +139,11 @@ function mailbox(node: TestNode): Mailbox {
 }
 
 /** A client of its own on `url` (its id starts with `name`) for the length of `work`, closed after. */
-export async function withClient<T>(url: string, work: (c: StateStoreClient) => Promise<T>, name = 'test-client'): Promise<T> {
+export async function withClient<T>(
+  url: string,
+  work: (c: StateStoreClient) => Promise<T>,
+  name = 'test-client',
+): Promise<T> {
   const client = new StateStoreClient({ brokerUrl: url, clientId: `${name}-${Math.random().toString(36).slice(2)}` })
   try {
     await client.ready({ timeoutMs: scaled(5000) })
@@ -210,7 +214,12 @@ export function onTab(node: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** A palette node plus the helper sinks for its outputs and a Catch node for its errors. */
-export function flowWith(url: string, node: Record<string, unknown>, outputs = 1, configExtra: Record<string, unknown> = {}): unknown[] {
+export function flowWith(
+  url: string,
+  node: Record<string, unknown>,
+  outputs = 1,
+  configExtra: Record<string, unknown> = {},
+): unknown[] {
   const sinks = Array.from({ length: outputs }, (_, i) => onTab({ id: `out${i + 1}`, type: 'helper' }))
   return [
     TAB,

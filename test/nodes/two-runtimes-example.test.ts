@@ -27,14 +27,19 @@ describe('examples/two-runtimes: "fenced out"', function () {
 
   for (const file of ['active-standby-lock.json', 'active-standby-leader.json']) {
     it(`${file}: a refused write with an older token of its own keeps the current token; one with the current token stops the writing`, async () => {
-      const example = JSON.parse(readFileSync(join(__dirname, '..', '..', 'examples', 'two-runtimes', file), 'utf8')) as FlowNode[]
+      const example = JSON.parse(
+        readFileSync(join(__dirname, '..', '..', 'examples', 'two-runtimes', file), 'utf8'),
+      ) as FlowNode[]
       const fencedOut = example.find((n) => n.type === 'function' && n.name === 'fenced out')!
       const tab = example.find((n) => n.type === 'tab')!
       await helper.load([FUNCTION], [tab, { ...fencedOut, wires: [['out']] }, { id: 'out', type: 'helper', z: tab.id }])
       const node = helper.getNode(fencedOut.id) as unknown as FunctionNode
       const flow = node.context().flow
       flow.set('token', 'new')
-      const refused = (token: string) => ({ fencingToken: token, error: { code: 'FencingTokenLowerVersion', message: 'refused' } })
+      const refused = (token: string) => ({
+        fencingToken: token,
+        error: { code: 'FencingTokenLowerVersion', message: 'refused' },
+      })
 
       node.receive(refused('old'))
       await nextMessage(helper.getNode('out'))
@@ -55,7 +60,9 @@ describe('examples/two-runtimes: the lock example stands by again after any fail
   it('a wait that never saw the store connected fails NotConnected, goes back to standby, and the runtime becomes active once the store is back', async () => {
     // From the chaos run (seed 202, --load 8): a runtime whose connection was down for all of a
     // wait got NotConnected from the lock, which no Catch node took, and it never stood by again.
-    const example = JSON.parse(readFileSync(join(__dirname, '..', '..', 'examples', 'two-runtimes', 'active-standby-lock.json'), 'utf8')) as FlowNode[]
+    const example = JSON.parse(
+      readFileSync(join(__dirname, '..', '..', 'examples', 'two-runtimes', 'active-standby-lock.json'), 'utf8'),
+    ) as FlowNode[]
     // The test helper loads the Catch node once per catch in the flow and fails on the second: the
     // writing side's "write refused" Catch, which this test does not reach, stays out.
     const flow = example

@@ -29,7 +29,17 @@ describe('nodes: ss-update', function () {
         TAB,
         configNode(store.url, { clientId: 'runtime-1' }),
         configNode(store.url, { id: 'cfg2', clientId: 'runtime-2' }),
-        onTab({ id: 'u1', type: 'ss-update', store: 'cfg', key, keyType: 'str', expression: 'value + 1', initial: '0', initialType: 'num', wires: [['done']] }),
+        onTab({
+          id: 'u1',
+          type: 'ss-update',
+          store: 'cfg',
+          key,
+          keyType: 'str',
+          expression: 'value + 1',
+          initial: '0',
+          initialType: 'num',
+          wires: [['done']],
+        }),
         onTab({
           id: 'u2',
           type: 'ss-update',
@@ -45,7 +55,8 @@ describe('nodes: ss-update', function () {
       ])
       const lock = new Lock(code, keyLockName(key))
       const edits = (async () => {
-        for (let i = 0; i < 20; i++) await lock.edit(key, (v) => String(Number(v?.toString() ?? '0') + 1), { timeoutMs: 20000 })
+        for (let i = 0; i < 20; i++)
+          await lock.edit(key, (v) => String(Number(v?.toString() ?? '0') + 1), { timeoutMs: 20000 })
       })()
       for (let i = 0; i < 20; i++) {
         helper.getNode('u1').receive({ payload: i })
@@ -57,17 +68,30 @@ describe('nodes: ss-update', function () {
       assert.equal((await code.get(key)).value?.toString(), '60')
       const values = out.map((m) => Number(m.payload)).sort((a, b) => a - b)
       assert.equal(new Set(values).size, 40, 'no two msgs saw the same count')
-      assert.ok(out.every((m) => (m.previous === null ? m.payload === 1 : Number(m.payload) === Number(m.previous) + 1)))
+      assert.ok(
+        out.every((m) => (m.previous === null ? m.payload === 1 : Number(m.payload) === Number(m.previous) + 1)),
+      )
       const byValue = [...out].sort((a, b) => Number(a.payload) - Number(b.payload))
       for (let i = 1; i < byValue.length; i++) {
-        assert.ok(Hlc.compare(Hlc.parse(String(byValue[i]!.version)), Hlc.parse(String(byValue[i - 1]!.version))) > 0, 'versions grow with the count')
+        assert.ok(
+          Hlc.compare(Hlc.parse(String(byValue[i]!.version)), Hlc.parse(String(byValue[i - 1]!.version))) > 0,
+          'versions grow with the count',
+        )
       }
       assert.equal((await code.get(keyLockName(key))).value, null, 'the lock is free afterwards')
       assert.equal(lastStatus(helper.getNode('u1')).text, `${COMMON}status.applied`)
       // The sidebar's locks section lists the node's lock by the rule's name.
-      const activity = (helper.getNode('cfg') as unknown as { activity: { locks: Map<string, { owner: string; name: string; kind: string }> } }).activity
+      const activity = (
+        helper.getNode('cfg') as unknown as {
+          activity: { locks: Map<string, { owner: string; name: string; kind: string }> }
+        }
+      ).activity
       const record = activity.locks.get(`u1/${key}.lock`)
-      assert.deepEqual(record && { owner: record.owner, name: record.name, kind: record.kind }, { owner: 'u1', name: `${key}.lock`, kind: 'lock' })
+      assert.deepEqual(record && { owner: record.owner, name: record.name, kind: record.kind }, {
+        owner: 'u1',
+        name: `${key}.lock`,
+        kind: 'lock',
+      })
     } finally {
       await code.close()
     }
@@ -98,7 +122,16 @@ describe('nodes: ss-update', function () {
   })
 
   it('an expression that fails goes to Catch with its code, the msg unchanged, and the node keeps working', async () => {
-    await helper.load(ALL, flowWith(store.url, { id: 'u', type: 'ss-update', key: 'topic', keyType: 'msg', expression: '$number(msg.payload) + value' }))
+    await helper.load(
+      ALL,
+      flowWith(store.url, {
+        id: 'u',
+        type: 'ss-update',
+        key: 'topic',
+        keyType: 'msg',
+        expression: '$number(msg.payload) + value',
+      }),
+    )
     const caught = nextMessage(helper.getNode('caught'))
     helper.getNode('u').receive({ topic: key, payload: 'not a number' })
     const c = await caught
@@ -113,7 +146,10 @@ describe('nodes: ss-update', function () {
     await code.ready({ timeoutMs: 3000 })
     try {
       await code.set(key, 'before')
-      await helper.load(ALL, flowWith(store.url, { id: 'u', type: 'ss-update', key, keyType: 'str', expression: '$pad("", 20000000, "x")' }))
+      await helper.load(
+        ALL,
+        flowWith(store.url, { id: 'u', type: 'ss-update', key, keyType: 'str', expression: '$pad("", 20000000, "x")' }),
+      )
       const caught = nextMessage(helper.getNode('caught'))
       helper.getNode('u').receive({ payload: 1 })
       const c = await caught
@@ -126,7 +162,10 @@ describe('nodes: ss-update', function () {
   })
 
   it('an expression that does not parse is shown at deploy and refused per msg', async () => {
-    await helper.load(ALL, flowWith(store.url, { id: 'u', type: 'ss-update', key, keyType: 'str', expression: 'value +' }))
+    await helper.load(
+      ALL,
+      flowWith(store.url, { id: 'u', type: 'ss-update', key, keyType: 'str', expression: 'value +' }),
+    )
     const caught = nextMessage(helper.getNode('caught'))
     helper.getNode('u').receive({ payload: 1 })
     assert.equal(((await caught).error as { code: string }).code, 'ExpressionInvalid')

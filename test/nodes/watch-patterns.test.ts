@@ -1,5 +1,18 @@
 import assert from 'node:assert/strict'
-import { ALL, COMMON, configNode, helper, lastStatus, listen, nextMessage, noMessage, onTab, TAB, useStore, withClient } from './support'
+import {
+  ALL,
+  COMMON,
+  configNode,
+  helper,
+  lastStatus,
+  listen,
+  nextMessage,
+  noMessage,
+  onTab,
+  TAB,
+  useStore,
+  withClient,
+} from './support'
 import { until } from '../support/wait'
 
 /**
@@ -15,9 +28,27 @@ describe('nodes: ss-watch refuses key patterns', function () {
   const flow = (keys: string) => [
     TAB,
     configNode(store.url),
-    onTab({ id: 'pattern', type: 'ss-watch', store: 'cfg', keys, decode: 'auto', initial: false, overrides: true, wires: [['patternOut']] }),
+    onTab({
+      id: 'pattern',
+      type: 'ss-watch',
+      store: 'cfg',
+      keys,
+      decode: 'auto',
+      initial: false,
+      overrides: true,
+      wires: [['patternOut']],
+    }),
     onTab({ id: 'patternOut', type: 'helper' }),
-    onTab({ id: 'sentinel', type: 'ss-watch', store: 'cfg', keys: 't6/sentinel', decode: 'auto', initial: false, overrides: true, wires: [['sentinelOut']] }),
+    onTab({
+      id: 'sentinel',
+      type: 'ss-watch',
+      store: 'cfg',
+      keys: 't6/sentinel',
+      decode: 'auto',
+      initial: false,
+      overrides: true,
+      wires: [['sentinelOut']],
+    }),
     onTab({ id: 'sentinelOut', type: 'helper' }),
     onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
     onTab({ id: 'caught', type: 'helper' }),
@@ -28,7 +59,8 @@ describe('nodes: ss-watch refuses key patterns', function () {
       .warn.getCalls()
       .filter((c) => c.thisValue === helper.getNode(id))
       .map((c) => String(c.args[0]))
-  const sentinelWatching = () => until(() => lastStatus(helper.getNode('sentinel')).text === `${COMMON}status.watching 1`, 'the sentinel watching')
+  const sentinelWatching = () =>
+    until(() => lastStatus(helper.getNode('sentinel')).text === `${COMMON}status.watching 1`, 'the sentinel watching')
 
   /** Changes `keys`, then the sentinel's key: once the sentinel's msg is in, any msg for `keys` would be too. */
   async function changeThenSentinel(keys: string[]): Promise<void> {
@@ -45,7 +77,11 @@ describe('nodes: ss-watch refuses key patterns', function () {
     listen(helper.getNode('patternOut'))
     await sentinelWatching()
     const status = lastStatus(helper.getNode('pattern'))
-    assert.deepEqual(status, { fill: 'red', shape: 'ring', text: `${COMMON}status.patternRefused` }, 'the status stays on the refusal once connected')
+    assert.deepEqual(
+      status,
+      { fill: 'red', shape: 'ring', text: `${COMMON}status.patternRefused` },
+      'the status stays on the refusal once connected',
+    )
     const warned = warnings('pattern')
     assert.equal(warned.length, 1)
     assert.ok(warned[0]!.includes(`${COMMON}errors.patternNotWatchable`), warned[0])

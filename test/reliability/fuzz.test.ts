@@ -87,10 +87,17 @@ function mutate(base: fc.Arbitrary<Buffer>): fc.Arbitrary<Buffer> {
   return fc
     .tuple(
       base,
-      fc.array(fc.tuple(fc.constantFrom('flip', 'cut', 'insert', 'repeat', 'crlf'), fc.nat(), fc.integer({ min: 0, max: 255 })), {
-        minLength: 1,
-        maxLength: 3,
-      }),
+      fc.array(
+        fc.tuple(
+          fc.constantFrom('flip', 'cut', 'insert', 'repeat', 'crlf'),
+          fc.nat(),
+          fc.integer({ min: 0, max: 255 }),
+        ),
+        {
+          minLength: 1,
+          maxLength: 3,
+        },
+      ),
     )
     .map(([buf, edits]) => {
       let b = Buffer.from(buf)
@@ -119,14 +126,17 @@ const wrongShape = fc.oneof(
           { maxLength: 3 },
         )
         .map((value): RespValue => ({ kind: 'array', value })),
-      fc
-        .array(smallBytes, { maxLength: 3 })
-        .map((items): RespValue => ({ kind: 'array', value: [{ kind: 'array', value: items.map((value): RespValue => ({ kind: 'bulk', value })) }] })),
+      fc.array(smallBytes, { maxLength: 3 }).map((items): RespValue => ({
+        kind: 'array',
+        value: [{ kind: 'array', value: items.map((value): RespValue => ({ kind: 'bulk', value })) }],
+      })),
     )
     .map((v) => encodeValue(v)),
   // Kinds the protocol does not use (the decoder refuses them as malformed).
   fc.constant(Buffer.from('_\r\n')),
-  smallBytes.map((v) => Buffer.concat([Buffer.from('%1\r\n'), encodeCommand([v]).subarray(4), encodeCommand([v]).subarray(4)])),
+  smallBytes.map((v) =>
+    Buffer.concat([Buffer.from('%1\r\n'), encodeCommand([v]).subarray(4), encodeCommand([v]).subarray(4)]),
+  ),
   smallBytes.map((v) => Buffer.concat([Buffer.from('*2\r\n|1\r\n'), encodeCommand([v, v, 'GET', v]).subarray(4)])),
 )
 
@@ -155,12 +165,24 @@ const hlcText = fc.oneof(
   fc.constant('000000000000000:00000:old'),
   fc.constant(null).map(() => new Hlc(now() + 3_600_000, 0, 'future').toString()),
   fc.string({ maxLength: 40 }),
-  fc.constantFrom('1:2', '::', 'abc:def:ghi', '999999999999999999999:0:x', '1:99999999999999999999:x', '-1:0:x', '1.5:0:x'),
+  fc.constantFrom(
+    '1:2',
+    '::',
+    'abc:def:ghi',
+    '999999999999999999999:0:x',
+    '1:99999999999999999999:x',
+    '-1:0:x',
+    '1.5:0:x',
+  ),
   fc.nat(40).map((n) => `${'9'.repeat(15)}:${'0'.repeat(5)}:${'\uFFFD'.repeat(n)}`),
   fc.constant(null).map(() => `${now()}:00000:\uD800`),
   fc.constant(HUGE_X),
 )
-const anyText = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('', 'true', 'TRUE', '\uFFFD\uFFFD', '\uDC00', '\u0000'), fc.constant(HUGE_Y))
+const anyText = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.constantFrom('', 'true', 'TRUE', '\uFFFD\uFFFD', '\uDC00', '\u0000'),
+  fc.constant(HUGE_Y),
+)
 const propValue = (inner: fc.Arbitrary<string>) =>
   fc.oneof({ weight: 5, arbitrary: inner }, { weight: 1, arbitrary: fc.array(inner, { minLength: 2, maxLength: 3 }) })
 
@@ -184,7 +206,14 @@ const responseTopic = fc.oneof(
   { weight: 12, arbitrary: fc.constant(RESPONSE_TOPIC) },
   {
     weight: 1,
-    arbitrary: fc.constantFrom(undefined, '', REQUEST_TOPIC, `${SERVICE_CLIENTS_PREFIX}/x`, `clients/${FUZZ_CLIENT}/+`, `clients/${FUZZ_CLIENT}/#`),
+    arbitrary: fc.constantFrom(
+      undefined,
+      '',
+      REQUEST_TOPIC,
+      `${SERVICE_CLIENTS_PREFIX}/x`,
+      `clients/${FUZZ_CLIENT}/+`,
+      `clients/${FUZZ_CLIENT}/#`,
+    ),
   },
   { weight: 1, arbitrary: fc.string({ maxLength: 30 }).map((s) => `clients/${FUZZ_CLIENT}/${s.replace(/[+#]/g, '')}`) },
 )
@@ -200,7 +229,10 @@ const correlation = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(undefined, Buffer.alloc(0)) },
   { weight: 1, arbitrary: fc.integer({ min: 4, max: 300 }).map(uniqueCorrelation) },
 )
-const expiry = fc.oneof({ weight: 8, arbitrary: fc.constant(10) }, { weight: 1, arbitrary: fc.constantFrom(undefined, 0, 1, 0xffffffff) })
+const expiry = fc.oneof(
+  { weight: 8, arbitrary: fc.constant(10) },
+  { weight: 1, arbitrary: fc.constantFrom(undefined, 0, 1, 0xffffffff) },
+)
 
 interface FuzzRequest {
   payload: Buffer
@@ -210,7 +242,13 @@ interface FuzzRequest {
   user: UserProperties | undefined
 }
 
-const request: fc.Arbitrary<FuzzRequest> = fc.record({ payload, responseTopic, correlation, expiry, user: userProperties })
+const request: fc.Arbitrary<FuzzRequest> = fc.record({
+  payload,
+  responseTopic,
+  correlation,
+  expiry,
+  user: userProperties,
+})
 
 /**
  * MQTT strings may not contain U+0000: mosquitto disconnects a client that sends one ("Malformed
@@ -218,7 +256,9 @@ const request: fc.Arbitrary<FuzzRequest> = fc.record({ payload, responseTopic, c
  */
 function sendable(r: FuzzRequest): FuzzRequest {
   const clean = (t: string) => t.replaceAll('\u0000', '\uFFFD')
-  const user = r.user && Object.fromEntries(Object.entries(r.user).map(([k, v]) => [clean(k), Array.isArray(v) ? v.map(clean) : clean(v)]))
+  const user =
+    r.user &&
+    Object.fromEntries(Object.entries(r.user).map(([k, v]) => [clean(k), Array.isArray(v) ? v.map(clean) : clean(v)]))
   return { ...r, responseTopic: r.responseTopic === undefined ? undefined : clean(r.responseTopic), user }
 }
 
@@ -228,7 +268,16 @@ function packetOf(r: FuzzRequest): IPublishPacket {
   if (r.correlation !== undefined) properties.correlationData = r.correlation
   if (r.expiry !== undefined) properties.messageExpiryInterval = r.expiry
   if (r.user !== undefined) properties.userProperties = r.user
-  return { cmd: 'publish', topic: REQUEST_TOPIC, payload: r.payload, qos: 1, dup: false, retain: false, messageId: 1, properties }
+  return {
+    cmd: 'publish',
+    topic: REQUEST_TOPIC,
+    payload: r.payload,
+    qos: 1,
+    dup: false,
+    retain: false,
+    messageId: 1,
+    properties,
+  }
 }
 
 /** Whether the service must answer (spec sections 10 and 12), or drop the request. */
@@ -256,7 +305,10 @@ function checkAnswer(r: FuzzRequest, answer: Published): void {
   } else if (reply.kind === 'array') {
     // A SCAN page: `*1 [keys]` or `*2 [keys] <token>`.
     const [page, token, ...rest] = reply.value
-    assert.ok(page?.kind === 'array' && page.value.every((k) => k.kind === 'bulk'), 'a SCAN page holds an array of keys')
+    assert.ok(
+      page?.kind === 'array' && page.value.every((k) => k.kind === 'bulk'),
+      'a SCAN page holds an array of keys',
+    )
     assert.ok(token === undefined || token.kind === 'bulk', 'and then a token')
     assert.equal(rest.length, 0)
   } else {
@@ -273,7 +325,10 @@ function short(run: () => void): void {
     run()
   } catch (err) {
     const e = err as Error
-    e.message = e.message.replace(/(.{200})(.{1000,}?)(.{0,200})(?=["'\]}])/gs, (_m, a: string, b: string, c: string) => `${a}…(${b.length} chars)…${c}`)
+    e.message = e.message.replace(
+      /(.{200})(.{1000,}?)(.{0,200})(?=["'\]}])/gs,
+      (_m, a: string, b: string, c: string) => `${a}…(${b.length} chars)…${c}`,
+    )
     if (e.message.length > 6000) e.message = `${e.message.slice(0, 6000)}…`
     throw e
   }
@@ -304,7 +359,13 @@ async function harness(): Promise<Harness> {
   const registrations = new Registrations()
   // Small, so that the run reaches its bound many times over: the cache must stay bounded, not just big.
   const dedup = new DedupCache({ maxEntries: 2000 })
-  const service = await StateStoreService.start({ brokerUrl: broker.url, executor: new Executor({ store, clock, registrations }), dedup, journal: null, log })
+  const service = await StateStoreService.start({
+    brokerUrl: broker.url,
+    executor: new Executor({ store, clock, registrations }),
+    dedup,
+    journal: null,
+    log,
+  })
   let changes = 0
   store.setListener((change) => {
     changes += 1
@@ -350,12 +411,14 @@ function retainedBytes(h: Harness): number {
   let n = 0
   // The huge client ids are shared constants here, so each distinct id is counted once.
   const byKey = (h.registrations as unknown as { byKey?: Map<string, Map<string, string>> }).byKey
-  if (!(byKey instanceof Map)) throw new Error('Registrations no longer keeps byKey: update retainedBytes to its new shape')
+  if (!(byKey instanceof Map))
+    throw new Error('Registrations no longer keeps byKey: update retainedBytes to its new shape')
   const ids = new Set<string>()
   for (const [k, clients] of byKey) {
     n += 2 * (k.length + 64)
     for (const [client, topic] of clients) {
-      if (typeof topic !== 'string') throw new Error('Registrations no longer keeps a topic per registration: update retainedBytes to its new shape')
+      if (typeof topic !== 'string')
+        throw new Error('Registrations no longer keeps a topic per registration: update retainedBytes to its new shape')
       n += 64 + stringBytes(topic)
       ids.add(client)
     }
@@ -415,7 +478,10 @@ describe('reliability: fuzzed requests to the emulator', function () {
       const state = retainedBytes(h) - stateWarm
       const growth = end - warm
       const leak = growth - state
-      assert.ok(leak < 3 * 1024 * 1024, `heap grew ${growth} bytes over 100,000 requests, ${state} of them keys and registrations`)
+      assert.ok(
+        leak < 3 * 1024 * 1024,
+        `heap grew ${growth} bytes over 100,000 requests, ${state} of them keys and registrations`,
+      )
       console.log(
         `      ${JSON.stringify({ requests: 110_000, answered, refusedWithErr: refused, dropped, keys: h.store.size, registrations: h.registrations.size, dedupEntries: h.dedup.size, heapGrowthBytes: growth, ofWhichStoreState: state })}`,
       )
@@ -443,7 +509,11 @@ describe('reliability: fuzzed requests to the emulator', function () {
             assert.equal(again.length, extra + 1, 'every re-send is answered')
             for (const a of again) {
               assert.ok(a.payload.equals(first[0]!.payload), 'the same payload')
-              assert.equal(a.properties.userProperties?.[Prop.timestamp], first[0]!.properties.userProperties?.[Prop.timestamp], 'the same __ts')
+              assert.equal(
+                a.properties.userProperties?.[Prop.timestamp],
+                first[0]!.properties.userProperties?.[Prop.timestamp],
+                'the same __ts',
+              )
             }
             assert.equal(h.changes, changesOnce, 'not executed again')
           }),
@@ -463,7 +533,11 @@ describe('reliability: fuzzed requests to the emulator', function () {
       requireMosquitto(this)
       broker = await Mosquitto.start()
       url = broker.url
-      emulator = await startEmulator({ brokerUrl: url, logLevel: 'error', logger: (level, message) => level === 'error' && errors.push(message) })
+      emulator = await startEmulator({
+        brokerUrl: url,
+        logLevel: 'error',
+        logger: (level, message) => level === 'error' && errors.push(message),
+      })
     })
     after(async () => {
       await emulator?.stop()
@@ -477,7 +551,10 @@ describe('reliability: fuzzed requests to the emulator', function () {
         ...r,
         responseTopic: r.responseTopic?.replace(`clients/${FUZZ_CLIENT}/`, `clients/${fuzzId}/`),
         // mqtt.js cannot send an empty or absent correlation as a distinct case from our side; unique ids keep answers apart.
-        correlation: r.correlation && r.correlation.length > 0 ? Buffer.concat([r.correlation.subarray(0, 200), randomBytes(16)]) : r.correlation,
+        correlation:
+          r.correlation && r.correlation.length > 0
+            ? Buffer.concat([r.correlation.subarray(0, 200), randomBytes(16)])
+            : r.correlation,
         expiry: r.expiry === 0xffffffff ? 10 : r.expiry,
       })
       const samples = fc.sample(request, { numRuns: 2000, seed: 4 }).map(own).map(sendable)
@@ -541,7 +618,9 @@ describe('reliability: fuzzed requests to the emulator', function () {
       })
       assert.equal((await reply).toString(), '$-1\r\n')
       await good.endAsync(true)
-      console.log(`      ${JSON.stringify({ requests: samples.length, answered: expected.length, dropped: samples.length - expected.length })}`)
+      console.log(
+        `      ${JSON.stringify({ requests: samples.length, answered: expected.length, dropped: samples.length - expected.length })}`,
+      )
     })
   })
 })

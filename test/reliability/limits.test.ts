@@ -34,8 +34,16 @@ describe('reliability: values at the limits', function () {
   const states: ConnectionState[] = []
 
   before(async function () {
-    writer = new StateStoreClient({ brokerUrl: fx.url, clientId: `limits-writer-${process.pid}`, requestTimeoutMs: 5000 })
-    watcher = new StateStoreClient({ brokerUrl: fx.url, clientId: `limits-watcher-${process.pid}`, requestTimeoutMs: 5000 })
+    writer = new StateStoreClient({
+      brokerUrl: fx.url,
+      clientId: `limits-writer-${process.pid}`,
+      requestTimeoutMs: 5000,
+    })
+    watcher = new StateStoreClient({
+      brokerUrl: fx.url,
+      clientId: `limits-watcher-${process.pid}`,
+      requestTimeoutMs: 5000,
+    })
     clients.add(writer, watcher)
     await Promise.all([writer, watcher].map((c) => c.ready({ timeoutMs: 5000 })))
     writer.on('status', (s) => states.push(s.state))
@@ -89,7 +97,10 @@ describe('reliability: values at the limits', function () {
     assert.equal((await writer.set(key, 'small')).applied, true)
     await until(() => seen.some((n) => n.value?.toString() === 'small'), 'the next notification')
     assert.equal(seen.length, 1, 'only the notification that fits')
-    assert.ok(!warnings.some((w) => /connection .* lost/.test(w)), `the emulator stayed connected: ${warnings.join('; ')}`)
+    assert.ok(
+      !warnings.some((w) => /connection .* lost/.test(w)),
+      `the emulator stayed connected: ${warnings.join('; ')}`,
+    )
   })
 
   it('ss-set: a huge Buffer goes to Catch as InvalidArgument with the msg; 1 MiB round-trips through ss-get', async () => {
@@ -98,7 +109,15 @@ describe('reliability: values at the limits', function () {
       { id: 'cfg', type: 'ss-config', broker: fx.url, requestTimeout: '5000' },
       onTab({ id: 'set', type: 'ss-set', store: 'cfg', key: 'topic', keyType: 'msg', wires: [['out']] }),
       onTab({ id: 'out', type: 'helper' }),
-      onTab({ id: 'get', type: 'ss-get', store: 'cfg', key: 'topic', keyType: 'msg', decode: 'buffer', wires: [['got']] }),
+      onTab({
+        id: 'get',
+        type: 'ss-get',
+        store: 'cfg',
+        key: 'topic',
+        keyType: 'msg',
+        decode: 'buffer',
+        wires: [['got']],
+      }),
       onTab({ id: 'got', type: 'helper' }),
       onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
       onTab({ id: 'caught', type: 'helper' }),
@@ -137,7 +156,10 @@ describe('reliability: publishPacketSize', function () {
       fc.property(
         text(200).filter((t) => t.length > 0),
         // The remaining length takes 1 to 4 bytes: payloads around each boundary.
-        fc.oneof({ weight: 9, arbitrary: fc.nat(300) }, { weight: 1, arbitrary: fc.constantFrom(16_000, 16_383, 16_700, 2_096_800, 2_097_152) }),
+        fc.oneof(
+          { weight: 9, arbitrary: fc.nat(300) },
+          { weight: 1, arbitrary: fc.constantFrom(16_000, 16_383, 16_700, 2_096_800, 2_097_152) },
+        ),
         fc.record(
           {
             payloadFormatIndicator: fc.boolean(),
@@ -145,13 +167,26 @@ describe('reliability: publishPacketSize', function () {
             contentType: text(40),
             responseTopic: text(300),
             correlationData: fc.uint8Array({ maxLength: 40 }).map((u) => Buffer.from(u)),
-            userProperties: fc.dictionary(text(12), fc.oneof(text(40), fc.array(text(40), { minLength: 1, maxLength: 3 })), { minKeys: 1 }),
+            userProperties: fc.dictionary(
+              text(12),
+              fc.oneof(text(40), fc.array(text(40), { minLength: 1, maxLength: 3 })),
+              { minKeys: 1 },
+            ),
           },
           { requiredKeys: [] },
         ),
         (topic, payloadBytes, properties: PublishPropertiesForSize) => {
           const wire = mqttPacket.generate(
-            { cmd: 'publish', topic, payload: Buffer.alloc(payloadBytes), qos: 1, messageId: 1, dup: false, retain: false, properties },
+            {
+              cmd: 'publish',
+              topic,
+              payload: Buffer.alloc(payloadBytes),
+              qos: 1,
+              messageId: 1,
+              dup: false,
+              retain: false,
+              properties,
+            },
             { protocolVersion: 5 },
           )
           assert.equal(publishPacketSize(topic, payloadBytes, properties), wire.length)

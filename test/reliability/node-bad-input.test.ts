@@ -30,7 +30,9 @@ const keyCases: Case[] = [
 ]
 
 /** Get and delete take an array of keys: there an array is a list, and a bad entry in it is the error. */
-const keyListCases: Case[] = keyCases.map((c) => (c[0] === 'an array key' ? ['a list with a number in it', { topic: ['a', 7] }, 'KeyNotString'] : c))
+const keyListCases: Case[] = keyCases.map((c) =>
+  c[0] === 'an array key' ? ['a list with a number in it', { topic: ['a', 7] }, 'KeyNotString'] : c,
+)
 
 const writeCases: Case[] = [
   ['an object as fencing token', { fencingToken: { timestamp: 1 } }, 'FencingTokenInvalid'],
@@ -101,11 +103,21 @@ const targets: Target[] = [
   {
     id: 'set',
     node: { type: 'ss-set', key: 'topic', keyType: 'msg' },
-    cases: [...keyCases.map(withDefaults({ payload: 'x' })), ...valueCases, ...setCases.map(withDefaults({ topic: 'bad-input-2', payload: 'x' }))],
+    cases: [
+      ...keyCases.map(withDefaults({ payload: 'x' })),
+      ...valueCases,
+      ...setCases.map(withDefaults({ topic: 'bad-input-2', payload: 'x' })),
+    ],
     good: { topic: 'bad-input-2', payload: 'fine' },
     out: 'set-out',
   },
-  { id: 'get', node: { type: 'ss-get', key: 'topic', keyType: 'msg' }, cases: keyListCases, good: { topic: 'bad-input-2' }, out: 'get-out' },
+  {
+    id: 'get',
+    node: { type: 'ss-get', key: 'topic', keyType: 'msg' },
+    cases: keyListCases,
+    good: { topic: 'bad-input-2' },
+    out: 'get-out',
+  },
   {
     id: 'del',
     node: { type: 'ss-del', key: 'topic', keyType: 'msg' },
@@ -129,7 +141,13 @@ const targets: Target[] = [
     good: { topic: 'bad-input-4', payload: 'x' },
     out: 'vdel-out',
   },
-  { id: 'watch', node: { type: 'ss-watch', keys: '' }, cases: watchCases, good: { action: 'watch', topic: 'bad-input-5' }, out: '' },
+  {
+    id: 'watch',
+    node: { type: 'ss-watch', keys: '' },
+    cases: watchCases,
+    good: { action: 'watch', topic: 'bad-input-5' },
+    out: '',
+  },
   {
     id: 'lease',
     node: { type: 'ss-lock', mode: 'lease', key: 'topic', keyType: 'msg', action: 'holder' },
@@ -147,7 +165,10 @@ const targets: Target[] = [
   {
     id: 'leader',
     node: { type: 'ss-lock', mode: 'leader', key: 'topic', keyType: 'msg', action: 'holder', campaign: false },
-    cases: [...lockCases, ['renew, which an election does not have', { topic: 'election', action: 'renew' }, 'ActionUnsupported']],
+    cases: [
+      ...lockCases,
+      ['renew, which an election does not have', { topic: 'election', action: 'renew' }, 'ActionUnsupported'],
+    ],
     good: { topic: 'bad-input-leader' },
     out: 'leader-out',
   },
@@ -178,7 +199,10 @@ describe('reliability: odd msgs to every node', function () {
       flow.push(onTab({ id: t.id, store: 'cfg', ...t.node, wires: outputs }))
       if (t.out) flow.push(onTab({ id: t.out, type: 'helper' }))
     }
-    flow.push(onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }), onTab({ id: 'caught', type: 'helper' }))
+    flow.push(
+      onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
+      onTab({ id: 'caught', type: 'helper' }),
+    )
     await helper.load(ALL, flow)
     const caughtNode = helper.getNode('caught')
     const caught: Msg[] = []
@@ -197,11 +221,13 @@ describe('reliability: odd msgs to every node', function () {
         assert.equal(error.source.id, t.id, `${t.id}: ${what}`)
         assert.equal(error.code, code, `${t.id}: ${what}`)
         assert.equal(error.cause.kind, kind ?? 'input', `${t.id}: ${what}`)
-        if ((kind ?? 'input') === 'input') assert.ok(error.message.startsWith(`${COMMON}errors.`), `${t.id}: ${what}: ${error.message}`)
+        if ((kind ?? 'input') === 'input')
+          assert.ok(error.message.startsWith(`${COMMON}errors.`), `${t.id}: ${what}: ${error.message}`)
         assert.equal(m.marker, `${t.id}: ${what}`, 'the msg reaches Catch as it was sent')
         // Symbols, functions and BigInts do not survive Node-RED's message cloning; everything else must arrive as sent.
         for (const [k, v] of Object.entries(msg))
-          if (!['symbol', 'function', 'bigint'].includes(typeof v)) assert.deepEqual(m[k], v, `${t.id}: ${what}: msg.${k} kept`)
+          if (!['symbol', 'function', 'bigint'].includes(typeof v))
+            assert.deepEqual(m[k], v, `${t.id}: ${what}: msg.${k} kept`)
         assert.equal(lastStatus(node).fill, 'red', `${t.id}: ${what}: the status shows the error`)
 
         // The next good msg works.
@@ -213,7 +239,10 @@ describe('reliability: odd msgs to every node', function () {
           const caughtBefore = caught.length
           // A key not watched yet, so the status changes to "watching N".
           node.receive({ ...t.good, topic: `${String(t.good.topic)}-${sent}` })
-          await until(() => String(lastStatus(node).text).includes('status.watching'), `${t.id}: the watch taking the good msg`)
+          await until(
+            () => String(lastStatus(node).text).includes('status.watching'),
+            `${t.id}: the watch taking the good msg`,
+          )
           assert.equal(caught.length, caughtBefore)
         }
       }

@@ -53,7 +53,11 @@ describe('the watched-key limit', function () {
 
     it('refuses a key of the limit + 1 bytes at once, naming the limit, without waiting for a connection', async () => {
       // Nothing listens on port 9: were the key sent, observe would wait for the connection for a minute.
-      const client = new StateStoreClient({ brokerUrl: 'mqtt://127.0.0.1:9', clientId: 'limit-refused', requestTimeoutMs: 60_000 })
+      const client = new StateStoreClient({
+        brokerUrl: 'mqtt://127.0.0.1:9',
+        clientId: 'limit-refused',
+        requestTimeoutMs: 60_000,
+      })
       clients.add(client)
       const max = maxNotifiedKeyBytes(client.clientId)
       await assert.rejects(
@@ -89,8 +93,15 @@ describe('the watched-key limit', function () {
       const max = maxNotifiedKeyBytes(raw.clientId)
       const key = keyOf(max + 1, 'emulator-over')
       const answer = await raw.request(encodeCommand(['KEYNOTIFY', key]))
-      assert.equal(answer.payload.toString(), `-ERR the key is too long to be notified: at most ${max} bytes for this client id\r\n`)
-      assert.equal((await raw.request(encodeCommand(['SET', key, 'stored']))).payload.toString(), '+OK\r\n', 'the key itself can be stored')
+      assert.equal(
+        answer.payload.toString(),
+        `-ERR the key is too long to be notified: at most ${max} bytes for this client id\r\n`,
+      )
+      assert.equal(
+        (await raw.request(encodeCommand(['SET', key, 'stored']))).payload.toString(),
+        '+OK\r\n',
+        'the key itself can be stored',
+      )
       assert.equal((await raw.request(encodeCommand(['GET', key]))).payload.toString(), '$6\r\nstored\r\n')
       assert.equal(raw.notifications.length, 0, 'no watch was registered')
     })
@@ -99,7 +110,10 @@ describe('the watched-key limit', function () {
   describe('ss-watch', () => {
     it('watches keys of the limit - 1 and the limit, and sends a key of the limit + 1 to Catch with KeyTooLong', async () => {
       const clientId = 'limit-node'
-      await helper.load(ALL, flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: '', decode: 'utf8' }, 1, { clientId }))
+      await helper.load(
+        ALL,
+        flowWith(store.url, { id: 'watch', type: 'ss-watch', keys: '', decode: 'utf8' }, 1, { clientId }),
+      )
       const node = helper.getNode('watch')
       const out = helper.getNode('out1')
       const caught = helper.getNode('caught')

@@ -50,11 +50,14 @@ describe('security: empty passwords refused, none echoed', function () {
   })
 
   it("the emulator's options: a scheme-less brokerUrl is refused without its password, an empty password too", async () => {
-    await assert.rejects(startEmulator({ brokerUrl: `alice:${SECRET}@127.0.0.1:1`, logLevel: 'error' }), (err: Error) => {
-      assert.match(err.message, /brokerUrl must start with mqtt:\/\//)
-      assert.ok(!err.message.includes(SECRET), err.message)
-      return true
-    })
+    await assert.rejects(
+      startEmulator({ brokerUrl: `alice:${SECRET}@127.0.0.1:1`, logLevel: 'error' }),
+      (err: Error) => {
+        assert.match(err.message, /brokerUrl must start with mqtt:\/\//)
+        assert.ok(!err.message.includes(SECRET), err.message)
+        return true
+      },
+    )
     await assert.rejects(
       startEmulator({ inProcessOnly: true, brokerAuth: { users: { alice: SECRET, bob: '' } }, logLevel: 'error' }),
       /the password of user "bob" is empty/,

@@ -30,7 +30,9 @@ describe("security: the admin channel's answers come from the emulator alone", f
     const found = await RemoteEmulatorAdmin.discover({ brokerUrl: emulator.brokerUrl, clientId: 'sidebar' }, 10_000)
     assert.ok(found, 'the admin channel answers')
     admin = found.admin
-    const code = await pubackCode(forger.publishAsync(adminResponseTopic('sidebar-admin-000000'), '{"ok":true,"result":{"keys":[]}}', { qos: 1 }))
+    const code = await pubackCode(
+      forger.publishAsync(adminResponseTopic('sidebar-admin-000000'), '{"ok":true,"result":{"keys":[]}}', { qos: 1 }),
+    )
     assert.equal(code, 0x87)
     assert.equal((await admin.listKeys({ pattern: '*', limit: 10 })).total, 0)
   })

@@ -46,7 +46,10 @@ describe('security: username and password (mosquitto password_file)', function (
     dir = mkdtempSync(join(tmpdir(), 'security-auth-'))
     const file = passwordFile(dir, { alice: CLIENT_PASSWORD, service: SERVICE_PASSWORD })
     const port = await freePort()
-    broker = await Mosquitto.start({ port, extraConfig: [`listener ${port} 127.0.0.1`, 'allow_anonymous false', `password_file ${file}`] })
+    broker = await Mosquitto.start({
+      port,
+      extraConfig: [`listener ${port} 127.0.0.1`, 'allow_anonymous false', `password_file ${file}`],
+    })
   })
   after(async () => {
     await helper.unload()
@@ -57,7 +60,13 @@ describe('security: username and password (mosquitto password_file)', function (
   })
 
   function client(options: Partial<ConstructorParameters<typeof StateStoreClient>[0]>, id: string): StateStoreClient {
-    const c = new StateStoreClient({ brokerUrl: broker.url, clientId: `${id}-${process.pid}`, reconnectMinMs: 200, reconnectMaxMs: 1000, ...options })
+    const c = new StateStoreClient({
+      brokerUrl: broker.url,
+      clientId: `${id}-${process.pid}`,
+      reconnectMinMs: 200,
+      reconnectMaxMs: 1000,
+      ...options,
+    })
     clients.push(c)
     return c
   }
@@ -66,9 +75,13 @@ describe('security: username and password (mosquitto password_file)', function (
     const wrong = 'not-the-service-password'
     await assert.rejects(
       (async () => {
-        const run = await EmulatorCli.start(['--broker', broker.url, '--username', 'service', '--log-level', 'debug'], 5000, {
-          AIO_STATESTORE_BROKER_PASSWORD: wrong,
-        })
+        const run = await EmulatorCli.start(
+          ['--broker', broker.url, '--username', 'service', '--log-level', 'debug'],
+          5000,
+          {
+            AIO_STATESTORE_BROKER_PASSWORD: wrong,
+          },
+        )
         await run.kill()
       })(),
       (err: Error) => {
@@ -101,7 +114,8 @@ describe('security: username and password (mosquitto password_file)', function (
       await assert.rejects(c.get('auth/k', { timeoutMs: 200 }), { name: 'TimeoutError' })
     }
     const output = cli.stdout + cli.stderr
-    for (const secret of [SERVICE_PASSWORD, CLIENT_PASSWORD]) assert.ok(!output.includes(secret), 'no password in the emulator output')
+    for (const secret of [SERVICE_PASSWORD, CLIENT_PASSWORD])
+      assert.ok(!output.includes(secret), 'no password in the emulator output')
   })
 
   it('ss-config: the node status says not authorized (mosquitto refuses a wrong password with 0x87); the right password connects', async () => {
@@ -158,7 +172,11 @@ describe('security: K8S-SAT with the embedded broker', function () {
   })
 
   const start = async (tokens: string[]) => {
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port }, brokerAuth: { satTokens: tokens }, logLevel: 'error' })
+    emulator = await startEmulator({
+      listen: { host: '127.0.0.1', port },
+      brokerAuth: { satTokens: tokens },
+      logLevel: 'error',
+    })
   }
 
   it('accepts the configured token, refuses another, and picks up a rotated token file on reconnect (client and ss-config)', async () => {

@@ -19,7 +19,8 @@ import { startMqttBroker, type OwnBroker } from '../support/broker'
 import { ALL, COMMON, helper, lastStatus, nextMessage, onTab } from '../nodes/support'
 import { until } from '../support/wait'
 
-const notAuthorized = (err: unknown) => err instanceof ServiceError && err.code === 'NotAuthorized' && err.kind === 'service'
+const notAuthorized = (err: unknown) =>
+  err instanceof ServiceError && err.code === 'NotAuthorized' && err.kind === 'service'
 
 describe('security: authorization rules in the emulator', function () {
   this.timeout(30_000)
@@ -102,14 +103,22 @@ describe('security: authorization rules in the emulator', function () {
   })
 
   it('with the embedded broker, a client cannot pass for another by claiming its __srcId', async () => {
-    const embedded = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, authorizationFile: join(dir, 'authorization.json'), logLevel: 'error' })
+    const embedded = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      authorizationFile: join(dir, 'authorization.json'),
+      logLevel: 'error',
+    })
     const intruder = await RawClient.connect(embedded.brokerUrl, `intruder-${suffix}`)
     try {
       for (const claimed of [`admin-${suffix}`, `sensor-${suffix}`]) {
         const reply = await intruder.request(Request.set(`sensors/sensor-${suffix}/temperature`, 'forged'), {
           props: { [Prop.sourceId]: claimed, [Prop.partition]: claimed },
         })
-        assert.equal(reply.payload.toString(), Reply.error(SERVICE_ERROR_TEXT.NotAuthorized).toString(), `claiming to be ${claimed}`)
+        assert.equal(
+          reply.payload.toString(),
+          Reply.error(SERVICE_ERROR_TEXT.NotAuthorized).toString(),
+          `claiming to be ${claimed}`,
+        )
       }
     } finally {
       await intruder.close()

@@ -40,7 +40,9 @@ describe('security: bounds count what they cost and name themselves', function (
       rmSync(dir, { recursive: true, force: true })
     })
 
-    async function start(options: EmulatorOptions = {}): Promise<{ emulator: Emulator; raw: RawClient; lines: string[] }> {
+    async function start(
+      options: EmulatorOptions = {},
+    ): Promise<{ emulator: Emulator; raw: RawClient; lines: string[] }> {
       const lines: string[] = []
       const emulator = await startEmulator({
         listen: { host: '127.0.0.1', port: 0 },
@@ -100,14 +102,24 @@ describe('security: bounds count what they cost and name themselves', function (
       const rules = join(dir, 'authorization.json')
       writeFileSync(
         rules,
-        JSON.stringify({ rules: [{ principals: { clientIds: ['*'] }, stateStoreResources: [{ method: 'Read', keyType: 'Pattern', keys: ['*/config'] }] }] }),
+        JSON.stringify({
+          rules: [
+            {
+              principals: { clientIds: ['*'] },
+              stateStoreResources: [{ method: 'Read', keyType: 'Pattern', keys: ['*/config'] }],
+            },
+          ],
+        }),
       )
       const { raw, lines } = await start({ authorizationFile: rules, maxKeyBytes: 1000 })
       const long = Buffer.alloc(1001, 'k')
       for (const request of [Request.get(long), Request.del(long), Request.keyNotify(long)]) {
         assert.deepEqual(decodeExact((await raw.request(request)).payload), quotaError)
       }
-      assert.deepEqual(decodeExact((await raw.request(Request.get(Buffer.alloc(1000, 'k')))).payload), { kind: 'error', value: 'ERR not authorized' })
+      assert.deepEqual(decodeExact((await raw.request(Request.get(Buffer.alloc(1000, 'k')))).payload), {
+        kind: 'error',
+        value: 'ERR not authorized',
+      })
       const refusals = lines.filter((l) => l.includes('QuotaExceeded'))
       assert.equal(refusals.length, 3, lines.join('\n'))
       for (const line of refusals) assert.match(line, /the key is 1001 bytes; --max-key-bytes allows 1000/)
@@ -115,13 +127,19 @@ describe('security: bounds count what they cost and name themselves', function (
 
     it('a seed refused by the value and byte quotas says so, not "the key quota"', async () => {
       const file = join(dir, 'seed.ndjson')
-      writeFileSync(file, ['a', 'b', 'c'].map((k, i) => JSON.stringify({ key: k, value: 'x'.repeat(i === 0 ? 2000 : 500) })).join('\n'))
+      writeFileSync(
+        file,
+        ['a', 'b', 'c'].map((k, i) => JSON.stringify({ key: k, value: 'x'.repeat(i === 0 ? 2000 : 500) })).join('\n'),
+      )
       const { lines } = await start({ seedFile: file, maxValueBytes: 1000, maxBytes: 1000 })
       const warning = lines.find((l) => l.startsWith('seed:') && l.includes('refused'))
       assert.ok(warning, lines.join('\n'))
       assert.doesNotMatch(warning, /--max-keys/)
       assert.match(warning, /1 key\(s\) refused \(the value is 2000 bytes; --max-value-bytes allows 1000\)/)
-      assert.match(warning, /1 key\(s\) refused \(the store would hold \d+ bytes with each key's bookkeeping; --max-bytes allows 1000\)/)
+      assert.match(
+        warning,
+        /1 key\(s\) refused \(the store would hold \d+ bytes with each key's bookkeeping; --max-bytes allows 1000\)/,
+      )
     })
   })
 })

@@ -51,7 +51,22 @@ describe('security: a connected client id cannot be taken by another identity, o
       '-subj',
       '/CN=intruder',
     )
-    openssl('x509', '-req', '-in', 'intruder.csr', '-CA', layout.caFile, '-CAkey', 'ca.key', '-CAserial', 'ca.srl', '-out', 'intruder.crt', '-days', '1')
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      'intruder.csr',
+      '-CA',
+      layout.caFile,
+      '-CAkey',
+      'ca.key',
+      '-CAserial',
+      'ca.srl',
+      '-out',
+      'intruder.crt',
+      '-days',
+      '1',
+    )
     intruderCert = readFileSync(join(broker, 'intruder.crt'))
     intruderKey = readFileSync(join(broker, 'intruder.key'))
     // A second service account's token, accepted by the same SAT listener.
@@ -63,7 +78,11 @@ describe('security: a connected client id cannot be taken by another identity, o
       brokerAuth: { users: { alice: 'alice-pw', mallory: 'mallory-pw' } },
       tlsListeners: [
         { port: 0, ...tls, clientCaFile: layout.caFile, authentication: { method: 'x509' } },
-        { port: 0, ...tls, authentication: { method: 'sat', tokenFiles: [{ file: layout.tokenFile }, { file: otherTokenFile }] } },
+        {
+          port: 0,
+          ...tls,
+          authentication: { method: 'sat', tokenFiles: [{ file: layout.tokenFile }, { file: otherTokenFile }] },
+        },
       ],
       logLevel: 'info',
       logger: (_, message) => lines.push(message),
@@ -76,7 +95,11 @@ describe('security: a connected client id cannot be taken by another identity, o
   })
 
   const ca = () => readFileSync(layout.caFile)
-  const devCertificate = (): IClientOptions => ({ ca: ca(), cert: readFileSync(layout.clientCertFile), key: readFileSync(layout.clientKeyFile) })
+  const devCertificate = (): IClientOptions => ({
+    ca: ca(),
+    cert: readFileSync(layout.clientCertFile),
+    key: readFileSync(layout.clientKeyFile),
+  })
   const intruderCertificate = (): IClientOptions => ({ ca: ca(), cert: intruderCert, key: intruderKey })
   const token = (file: string): IClientOptions => ({
     ca: ca(),
@@ -85,17 +108,24 @@ describe('security: a connected client id cannot be taken by another identity, o
 
   /** The CONNACK reason code of a CONNECT (0 when accepted; the connection is then ended). */
   async function connectCode(url: string, clientId: string, options: IClientOptions): Promise<number> {
-    return mqtt.connectAsync(url, { protocolVersion: 5, clientId, reconnectPeriod: 0, connectTimeout: 10_000, ...options }).then(
-      async (c) => {
-        await c.endAsync(true)
-        return 0
-      },
-      (err: Error & { code?: number }) => err.code ?? -1,
-    )
+    return mqtt
+      .connectAsync(url, { protocolVersion: 5, clientId, reconnectPeriod: 0, connectTimeout: 10_000, ...options })
+      .then(
+        async (c) => {
+          await c.endAsync(true)
+          return 0
+        },
+        (err: Error & { code?: number }) => err.code ?? -1,
+      )
   }
 
   /** Connects the holder, has each intruder refused (0x87), and checks the holder still gets answers. */
-  async function holds(url: string, clientId: string, options: IClientOptions, intruders: Array<[url: string, options: IClientOptions, who: string]>) {
+  async function holds(
+    url: string,
+    clientId: string,
+    options: IClientOptions,
+    intruders: Array<[url: string, options: IClientOptions, who: string]>,
+  ) {
     const holder = await RawClient.connect(url, clientId, options)
     try {
       assert.deepEqual((await holder.request(Request.set(`held/${clientId}`, 'mine'))).payload, Reply.ok)
@@ -177,7 +207,13 @@ describe('security: an unauthenticated client cannot take an authenticated clien
     emulator = await startEmulator({
       listen: { host: '127.0.0.1', port: 0 },
       tlsListeners: [
-        { port: 0, certFile: layout.brokerCertFile, keyFile: layout.brokerKeyFile, clientCaFile: layout.caFile, authentication: { method: 'x509' } },
+        {
+          port: 0,
+          certFile: layout.brokerCertFile,
+          keyFile: layout.brokerKeyFile,
+          clientCaFile: layout.caFile,
+          authentication: { method: 'x509' },
+        },
       ],
       logLevel: 'error',
     })
@@ -188,16 +224,27 @@ describe('security: an unauthenticated client cannot take an authenticated clien
   })
 
   it("refuses a plain-port CONNECT with the certificate client's id; plain clients still share ids among themselves", async () => {
-    const options = { ca: readFileSync(layout.caFile), cert: readFileSync(layout.clientCertFile), key: readFileSync(layout.clientKeyFile) }
+    const options = {
+      ca: readFileSync(layout.caFile),
+      cert: readFileSync(layout.clientCertFile),
+      key: readFileSync(layout.clientKeyFile),
+    }
     const holder = await RawClient.connect(emulator.tlsUrls[0]!, 'dev-client', options)
     try {
-      const err = await mqtt.connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId: 'dev-client', username: 'anyone', reconnectPeriod: 0 }).then(
-        async (c) => {
-          await c.endAsync(true)
-          return null
-        },
-        (e: Error & { code?: number }) => e,
-      )
+      const err = await mqtt
+        .connectAsync(emulator.brokerUrl, {
+          protocolVersion: 5,
+          clientId: 'dev-client',
+          username: 'anyone',
+          reconnectPeriod: 0,
+        })
+        .then(
+          async (c) => {
+            await c.endAsync(true)
+            return null
+          },
+          (e: Error & { code?: number }) => e,
+        )
       assert.equal(err?.code, 0x87)
       assert.deepEqual((await holder.request(Request.set('dev/k', 'v'))).payload, Reply.ok)
     } finally {

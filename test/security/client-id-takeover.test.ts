@@ -28,9 +28,15 @@ describe('security: a connected client id cannot be borrowed by another user', f
         rules: [
           {
             principals: { usernames: ['alice', 'mallory'] },
-            brokerResources: [{ method: 'Connect' }, { method: 'Subscribe', topics: ['clients/{principal.clientId}/#'] }],
+            brokerResources: [
+              { method: 'Connect' },
+              { method: 'Subscribe', topics: ['clients/{principal.clientId}/#'] },
+            ],
           },
-          { principals: { clientIds: ['admin-app'] }, stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['*'] }] },
+          {
+            principals: { clientIds: ['admin-app'] },
+            stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['*'] }],
+          },
         ],
       }),
     )
@@ -51,7 +57,13 @@ describe('security: a connected client id cannot be borrowed by another user', f
 
   it("refuses another user's CONNECT with the holder's client id, and the holder keeps its connection", async () => {
     const err = await mqtt
-      .connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId: 'admin-app', username: 'mallory', password: 'mallory-pw', reconnectPeriod: 0 })
+      .connectAsync(emulator.brokerUrl, {
+        protocolVersion: 5,
+        clientId: 'admin-app',
+        username: 'mallory',
+        password: 'mallory-pw',
+        reconnectPeriod: 0,
+      })
       .then(
         async (c) => {
           await c.endAsync(true)

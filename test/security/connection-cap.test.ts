@@ -65,13 +65,23 @@ describe('security: listeners are capped and a TLS handshake is timed', function
     )
     await until(() => lines.some((l) => /--max-connections allows 4/.test(l)), 'the log to name --max-connections')
     assert.deepEqual((await raw.request(Request.set('k', 'v'))).payload, Reply.ok)
-    assert.deepEqual(decodeExact((await raw.request(Request.get('k'))).payload), { kind: 'bulk', value: Buffer.from('v') })
+    assert.deepEqual(decodeExact((await raw.request(Request.get('k'))).payload), {
+      kind: 'bulk',
+      value: Buffer.from('v'),
+    })
   })
 
   it('a TLS socket that sends no handshake is closed after --tls-handshake-timeout', async () => {
     const emulator = await startEmulator({
       listen: { host: '127.0.0.1', port: 0 },
-      tlsListeners: [{ port: 0, certFile: certs.serverCertFile, keyFile: certs.serverKeyFile, authentication: { method: 'sat', tokenFiles: [] } }],
+      tlsListeners: [
+        {
+          port: 0,
+          certFile: certs.serverCertFile,
+          keyFile: certs.serverKeyFile,
+          authentication: { method: 'sat', tokenFiles: [] },
+        },
+      ],
       tlsHandshakeTimeoutMs: 500,
       logLevel: 'error',
     })

@@ -75,7 +75,9 @@ describe("security: the config dialog's Test connection endpoint", function () {
     // The state store behind the broker: the emulator's service, attached as a client of it.
     service = await startEmulator({ brokerUrl: withPassword, brokerUsername: 'alice', brokerPassword: PASSWORD })
     bare = await Mosquitto.start()
-    notMqtt = createServer((socket) => socket.once('data', () => socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')))
+    notMqtt = createServer((socket) =>
+      socket.once('data', () => socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')),
+    )
     await new Promise<void>((resolve) => notMqtt.listen(0, '127.0.0.1', resolve))
     await helper.load(
       [...ALL, coreNode('network/05-tls.js')],
@@ -106,7 +108,9 @@ describe("security: the config dialog's Test connection endpoint", function () {
   }
 
   it('connected with the right password, not authorized (naming the client id) with a wrong one', async () => {
-    assert.deepEqual(await test({ broker: withPassword, credentials: { username: 'alice', password: PASSWORD } }), { result: 'connected' })
+    assert.deepEqual(await test({ broker: withPassword, credentials: { username: 'alice', password: PASSWORD } }), {
+      result: 'connected',
+    })
     // mosquitto refuses a wrong password with 0x87 Not authorized, which an authorization policy
     // answers too: the text names both causes and the client id refused.
     const wrong = await test({ broker: withPassword, credentials: { username: 'alice', password: WRONG } })
@@ -115,18 +119,27 @@ describe("security: the config dialog's Test connection endpoint", function () {
   })
 
   it('uses the deployed password when the dialog shows the saved-password placeholder', async () => {
-    assert.deepEqual(await test({ id: 'cfg', broker: withPassword, credentials: { username: 'alice', password: '__PWRD__' } }), { result: 'connected' })
+    assert.deepEqual(
+      await test({ id: 'cfg', broker: withPassword, credentials: { username: 'alice', password: '__PWRD__' } }),
+      { result: 'connected' },
+    )
   })
 
   it('no state store on a broker without one (plain mosquitto), not connected; connected where one answers', async () => {
     assert.deepEqual(await test({ broker: bare.url }), { result: 'noService' })
-    assert.deepEqual(await test({ broker: withPassword, credentials: { username: 'alice', password: PASSWORD } }), { result: 'connected' })
+    assert.deepEqual(await test({ broker: withPassword, credentials: { username: 'alice', password: PASSWORD } }), {
+      result: 'connected',
+    })
   })
 
   it('not MQTT on a port that answers something else, or nothing (mqtt:// on the TLS port); mqtts:// on a plain port is told apart', async () => {
-    assert.deepEqual(await test({ broker: `mqtt://127.0.0.1:${(notMqtt.address() as { port: number }).port}` }), { result: 'notMqtt' })
+    assert.deepEqual(await test({ broker: `mqtt://127.0.0.1:${(notMqtt.address() as { port: number }).port}` }), {
+      result: 'notMqtt',
+    })
     assert.deepEqual(await test({ broker: withTls.replace('mqtts:', 'mqtt:') }), { result: 'notMqtt' })
-    assert.deepEqual(await test({ broker: bare.url.replace('mqtt:', 'mqtts:'), usetls: true, tls: 'tlsGood' }), { result: 'tlsUnexpected' })
+    assert.deepEqual(await test({ broker: bare.url.replace('mqtt:', 'mqtts:'), usetls: true, tls: 'tlsGood' }), {
+      result: 'tlsUnexpected',
+    })
   })
 
   it('refused on a closed port, with the reason', async () => {
@@ -149,9 +162,17 @@ describe("security: the config dialog's Test connection endpoint", function () {
     try {
       const url = await helper.request().get('/ss-config/broker').query({ value: '${SS_TEST_BUTTON_URL}' }).expect(200)
       assert.deepEqual(url.body, { resolved: 'mqtt://broker.example:1883' })
-      const other = await helper.request().get('/ss-config/broker').query({ value: '${SS_TEST_BUTTON_OTHER}' }).expect(200)
+      const other = await helper
+        .request()
+        .get('/ss-config/broker')
+        .query({ value: '${SS_TEST_BUTTON_OTHER}' })
+        .expect(200)
       assert.deepEqual(other.body, { resolved: null })
-      const plain = await helper.request().get('/ss-config/broker').query({ value: 'mqtt://127.0.0.1:1883' }).expect(200)
+      const plain = await helper
+        .request()
+        .get('/ss-config/broker')
+        .query({ value: 'mqtt://127.0.0.1:1883' })
+        .expect(200)
       assert.deepEqual(plain.body, { resolved: null })
     } finally {
       delete process.env.SS_TEST_BUTTON_URL
@@ -178,6 +199,7 @@ describe("security: the config dialog's Test connection endpoint", function () {
   it('logged no credential', () => {
     const node = helper.getNode('cfg')
     const calls = [...node.warn.getCalls(), ...node.error.getCalls()].map((c) => JSON.stringify(c.args))
-    for (const secret of [PASSWORD, WRONG]) assert.ok(!calls.some((c) => c.includes(secret)), 'no credential in a node log')
+    for (const secret of [PASSWORD, WRONG])
+      assert.ok(!calls.some((c) => c.includes(secret)), 'no credential in a node log')
   })
 })

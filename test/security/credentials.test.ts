@@ -81,7 +81,9 @@ describe('security: credentials never appear in flows or logs', function () {
         requestTimeout: '800',
         ...(withCredentials ? { credentials } : {}),
       })),
-      ...configs.map(([id]) => onTab({ id: `get-${id}`, type: 'ss-get', store: id, key: 'creds/k', keyType: 'str', wires: [['out']] })),
+      ...configs.map(([id]) =>
+        onTab({ id: `get-${id}`, type: 'ss-get', store: id, key: 'creds/k', keyType: 'str', wires: [['out']] }),
+      ),
       onTab({ id: 'out', type: 'helper' }),
       onTab({ id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] }),
       onTab({ id: 'caught', type: 'helper' }),
@@ -93,7 +95,10 @@ describe('security: credentials never appear in flows or logs', function () {
     await until(() => configs.every(([id]) => helper.getNode(`get-${id}`) !== null), 'the redeployed nodes to start')
 
     const node = (id: string) => helper.getNode(`get-${id}`)
-    await until(() => lastStatus(node('cfgPassword')).fill === 'green' && lastStatus(node('cfgToken')).fill === 'green', 'the good credentials to connect')
+    await until(
+      () => lastStatus(node('cfgPassword')).fill === 'green' && lastStatus(node('cfgToken')).fill === 'green',
+      'the good credentials to connect',
+    )
     // mosquitto refuses a wrong password with 0x87, which the status calls not authorized.
     await until(
       () =>
@@ -125,7 +130,9 @@ describe('security: credentials never appear in flows or logs', function () {
 
     // Everything logged or shown.
     const spied = helper.getNode('out') as TestNode & { log: Spied; warn: Spied; error: Spied; debug: Spied }
-    const nodeCalls = [spied.log, spied.warn, spied.error, spied.debug, spied.status].flatMap((s) => s.getCalls().map((c) => c.args))
+    const nodeCalls = [spied.log, spied.warn, spied.error, spied.debug, spied.status].flatMap((s) =>
+      s.getCalls().map((c) => c.args),
+    )
     const runtimeLog = (helper as unknown as { log(): Spied })
       .log()
       .getCalls()
@@ -151,7 +158,8 @@ describe('security: credentials never appear in flows or logs', function () {
 
 /** Errors serialise to {} by default; their messages and causes are what could leak. */
 function replacer(_key: string, value: unknown): unknown {
-  if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack, cause: value.cause }
+  if (value instanceof Error)
+    return { name: value.name, message: value.message, stack: value.stack, cause: value.cause }
   if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') return String(value)
   return value
 }

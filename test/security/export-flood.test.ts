@@ -3,7 +3,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { get, type IncomingMessage } from 'node:http'
-import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
+import {
+  FROM_WORKING_TREE,
+  RED_JS,
+  runtimeSettings,
+  startNodeRed,
+  writeSettings,
+  type NodeRedChild,
+} from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { StateStoreClient } from '../../src/client'
 import { settleEach } from '../../src/lang/bounded'
@@ -65,7 +72,10 @@ describe('security: the sidebar export cannot stall or bloat Node-RED', function
     const settings = runtimeSettings({
       ...FROM_WORKING_TREE,
       credentialSecret: 'export-test',
-      adminAuth: { type: 'credentials', users: [{ username: 'reader', password: bcrypt.hashSync('reader-password', 4), permissions: 'read' }] },
+      adminAuth: {
+        type: 'credentials',
+        users: [{ username: 'reader', password: bcrypt.hashSync('reader-password', 4), permissions: 'read' }],
+      },
       aioStateStore: { exportMaxBytes: CAP_BYTES, exportIdleMs: IDLE_MS },
     })
     writeSettings(settingsFile, settings, PROBE)
@@ -75,7 +85,17 @@ describe('security: the sidebar export cannot stall or bloat Node-RED', function
         { id: 'tab1', type: 'tab', label: 'export' },
         { id: 'cfg1', type: 'ss-config', name: 'local', embedded: true, clientId: 'export-test' },
         // A user of the config node, so that it connects.
-        { id: 'watch1', type: 'ss-watch', z: 'tab1', x: 100, y: 100, store: 'cfg1', keys: 'small/one', decode: 'auto', wires: [[]] },
+        {
+          id: 'watch1',
+          type: 'ss-watch',
+          z: 'tab1',
+          x: 100,
+          y: 100,
+          store: 'cfg1',
+          keys: 'small/one',
+          decode: 'auto',
+          wires: [[]],
+        },
       ]),
     )
     red = await startNodeRed({
@@ -89,10 +109,18 @@ describe('security: the sidebar export cannot stall or bloat Node-RED', function
     const login = await fetch(`${red.url}/auth/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ client_id: 'node-red-editor', grant_type: 'password', scope: 'read', username: 'reader', password: 'reader-password' }),
+      body: JSON.stringify({
+        client_id: 'node-red-editor',
+        grant_type: 'password',
+        scope: 'read',
+        username: 'reader',
+        password: 'reader-password',
+      }),
     })
     reader = ((await login.json()) as { access_token: string }).access_token
-    const stores = (await (await fetch(`${red.url}/aio-statestore/stores`, { headers: { Authorization: `Bearer ${reader}` } })).json()) as {
+    const stores = (await (
+      await fetch(`${red.url}/aio-statestore/stores`, { headers: { Authorization: `Bearer ${reader}` } })
+    ).json()) as {
       stores: Array<{ broker: string }>
     }
     const seeder = new StateStoreClient({ brokerUrl: stores.stores[0]!.broker, clientId: 'export-seeder' })
@@ -142,10 +170,14 @@ describe('security: the sidebar export cannot stall or bloat Node-RED', function
   it('a reader who stops reading frees the export slot after aioStateStore.exportIdleMs', async () => {
     // Reads the headers, then nothing: the socket's buffers fill and the export waits.
     const stalled = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = get(`${red.url}/aio-statestore/stores/cfg1/export?pattern=flood/*`, { headers: { Authorization: `Bearer ${reader}` } }, (res) => {
-        res.pause()
-        resolve(res)
-      })
+      const req = get(
+        `${red.url}/aio-statestore/stores/cfg1/export?pattern=flood/*`,
+        { headers: { Authorization: `Bearer ${reader}` } },
+        (res) => {
+          res.pause()
+          resolve(res)
+        },
+      )
       req.on('error', reject)
     })
     stalled.on('error', () => {})
@@ -207,6 +239,9 @@ describe('security: the sidebar export cannot stall or bloat Node-RED', function
       attacked.maxMs <= bound,
       `the longest event-loop delay during the attack, ${attacked.maxMs.toFixed(0)} ms, is within the quiet run's ${baseline.maxMs.toFixed(0)} ms + ${allowance} ms (or twice it)`,
     )
-    assert.ok(attacked.rss < baseline.rss + 512 * 1024 * 1024, `RSS grew from ${baseline.rss >> 20} MiB to ${attacked.rss >> 20} MiB`)
+    assert.ok(
+      attacked.rss < baseline.rss + 512 * 1024 * 1024,
+      `RSS grew from ${baseline.rss >> 20} MiB to ${attacked.rss >> 20} MiB`,
+    )
   })
 })

@@ -27,7 +27,11 @@ describe("security: a forged notification does not move a client's clock", funct
     backend = await Backend.start(this)
     victim = new StateStoreClient({ brokerUrl: backend.url, clientId: `clock-victim-${process.pid}` })
     await victim.observe('clock/watched', (n) => told.push(n))
-    attacker = await mqtt.connectAsync(backend.url, { protocolVersion: 5, clientId: `clock-forger-${process.pid}`, reconnectPeriod: 0 })
+    attacker = await mqtt.connectAsync(backend.url, {
+      protocolVersion: 5,
+      clientId: `clock-forger-${process.pid}`,
+      reconnectPeriod: 0,
+    })
   })
   after(async () => {
     await attacker?.endAsync(true)
@@ -39,10 +43,14 @@ describe("security: a forged notification does not move a client's clock", funct
     const { version: first } = await victim.set('clock/mine', 'a')
     const forgedTs = new Hlc(Date.now() + AHEAD_MS, 0, first.nodeId).toString()
     const code = await pubackCode(
-      attacker.publishAsync(notificationTopic(`clock-victim-${process.pid}`, Buffer.from('clock/watched')), Notification.set(Buffer.from('forged')), {
-        qos: 1,
-        properties: { userProperties: { [Prop.timestamp]: forgedTs, [Prop.protocolVersion]: PROTOCOL_VERSION } },
-      }),
+      attacker.publishAsync(
+        notificationTopic(`clock-victim-${process.pid}`, Buffer.from('clock/watched')),
+        Notification.set(Buffer.from('forged')),
+        {
+          qos: 1,
+          properties: { userProperties: { [Prop.timestamp]: forgedTs, [Prop.protocolVersion]: PROTOCOL_VERSION } },
+        },
+      ),
     )
     assert.equal(code, 0, 'the broker has no ACL: the forgery is delivered')
     await until(() => told.length > 0, 'the forged notification to reach the client')

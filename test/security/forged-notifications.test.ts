@@ -12,7 +12,12 @@ const YEAR_MS = 365 * 24 * 3600 * 1000
 
 /** The neighbour's forgery: NOTIFY SET VALUE 1000000 stamped a year ahead by a node id of its own. */
 function forgedProperties(): { userProperties: Record<string, string> } {
-  return { userProperties: { [Prop.timestamp]: new Hlc(Date.now() + YEAR_MS, 0, 'fake').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } }
+  return {
+    userProperties: {
+      [Prop.timestamp]: new Hlc(Date.now() + YEAR_MS, 0, 'fake').toString(),
+      [Prop.protocolVersion]: PROTOCOL_VERSION,
+    },
+  }
 }
 
 async function neighbour(url: string): Promise<MqttClient> {
@@ -25,7 +30,11 @@ async function neighbour(url: string): Promise<MqttClient> {
  * ignored as older. Each case sends a genuine change after the forgery and waits for it: the
  * forgery, published first on the same broker, would have arrived before it.
  */
-function forgeryCase(name: string, start: (ctx: Mocha.Context) => Promise<{ url: string; stop: () => Promise<void> }>, refusedByBroker: boolean): void {
+function forgeryCase(
+  name: string,
+  start: (ctx: Mocha.Context) => Promise<{ url: string; stop: () => Promise<void> }>,
+  refusedByBroker: boolean,
+): void {
   describe(name, function () {
     this.timeout(20_000)
     let backend: { url: string; stop: () => Promise<void> }
@@ -58,10 +67,17 @@ function forgeryCase(name: string, start: (ctx: Mocha.Context) => Promise<{ url:
       const key = Buffer.from(`${prefix}global/count`)
       const forged = Notification.set(Buffer.from('1000000'))
       const publishes = [`ctx-${process.pid}`, `watch-${process.pid}`].map((id) =>
-        pubackCode(attacker.publishAsync(notificationTopic(id, key), forged, { qos: 1, properties: forgedProperties() })),
+        pubackCode(
+          attacker.publishAsync(notificationTopic(id, key), forged, { qos: 1, properties: forgedProperties() }),
+        ),
       )
       const codes = await Promise.all(publishes)
-      if (refusedByBroker) assert.deepEqual(codes, [0x87, 0x87], 'the broker refuses a client publish to the notification topics as not authorized')
+      if (refusedByBroker)
+        assert.deepEqual(
+          codes,
+          [0x87, 0x87],
+          'the broker refuses a client publish to the notification topics as not authorized',
+        )
       await writer.set(key, '7')
       await until(
         () => told.some((n) => n.value?.toString() === '7') && store.get('global', 'count') === 7,
@@ -79,7 +95,9 @@ function forgeryCase(name: string, start: (ctx: Mocha.Context) => Promise<{ url:
 
     if (refusedByBroker) {
       it('also refuses a forged answer on a client response topic', async () => {
-        const code = await pubackCode(attacker.publishAsync(responseTopicFor(`writer-${process.pid}`), Buffer.from('+OK\r\n'), { qos: 1 }))
+        const code = await pubackCode(
+          attacker.publishAsync(responseTopicFor(`writer-${process.pid}`), Buffer.from('+OK\r\n'), { qos: 1 }),
+        )
         assert.equal(code, 0x87)
       })
     }

@@ -47,7 +47,11 @@ return { payload: { found: found.slice(0, 20), walked: seen.size } };
 
 /** The names on a bare Node.js's global object, in the Node.js the runtime runs on. */
 function nodeGlobals(): string[] {
-  const listed = spawnSync(nodeBinary(), ['-e', 'console.log(JSON.stringify(Reflect.ownKeys(globalThis).map(String)))'], { encoding: 'utf8' })
+  const listed = spawnSync(
+    nodeBinary(),
+    ['-e', 'console.log(JSON.stringify(Reflect.ownKeys(globalThis).map(String)))'],
+    { encoding: 'utf8' },
+  )
   return JSON.parse(listed.stdout) as string[]
 }
 
@@ -137,7 +141,11 @@ describe('security: a Function node gets the store and nothing more', function (
     symlinkSync(repoRoot, join(userDir, 'node_modules', 'node-red-contrib-aio-statestore'), 'dir')
     writeFileSync(
       join(userDir, 'package.json'),
-      JSON.stringify({ name: 'node-red-project', private: true, dependencies: { 'node-red-contrib-aio-statestore': '*' } }),
+      JSON.stringify({
+        name: 'node-red-project',
+        private: true,
+        dependencies: { 'node-red-contrib-aio-statestore': '*' },
+      }),
     )
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
     writeSettings(join(work, 'settings.js'))
@@ -157,7 +165,9 @@ describe('security: a Function node gets the store and nothing more', function (
   async function run(inject: string, out: string): Promise<unknown> {
     const seen = comms.debug.length
     await red.inject(inject)
-    return debugValue(await comms.waitFor((d) => d.slice(seen).find((m) => m.id === out), 30_000, `the output of ${inject}`))
+    return debugValue(
+      await comms.waitFor((d) => d.slice(seen).find((m) => m.id === out), 30_000, `the output of ${inject}`),
+    )
   }
 
   it('a walk over the store, a lock, a result and an error finds no password and no broker', async () => {
@@ -167,7 +177,11 @@ describe('security: a Function node gets the store and nothing more', function (
   })
 
   it("from tab B, nothing reachable through the package, even by a Function constructor's global, leads to tab A's connection", async () => {
-    const { found, walked, realms } = (await run('go-escape', 'dbg-b')) as { found: string[]; walked: number; realms: number }
+    const { found, walked, realms } = (await run('go-escape', 'dbg-b')) as {
+      found: string[]
+      walked: number
+      realms: number
+    }
     assert.deepEqual(found, [])
     assert.ok(realms > 0, 'the walk reached the host realm through a constructor')
     assert.ok(walked > 100, `the walk went somewhere (${walked} objects)`)
@@ -180,7 +194,8 @@ describe('security: a Function node gets the store and nothing more', function (
       const refusal = onB[name] as { code: string; message: string }
       assert.equal(refusal.code, 'InvalidArgument', name)
       for (const listed of ['tab A store', 'global store', 'dead store', 'cfg-a', 'cfg-g']) {
-        if (listed !== name) assert.ok(!refusal.message.includes(listed), `the refusal of ${name} names ${listed}: ${refusal.message}`)
+        if (listed !== name)
+          assert.ok(!refusal.message.includes(listed), `the refusal of ${name} names ${listed}: ${refusal.message}`)
       }
     }
     const onA = (await run('go-lookups-a', 'dbg-a')) as Record<string, unknown>
@@ -195,7 +210,17 @@ describe('security: a Function node gets the store and nothing more', function (
 
 function flows(broker: string): unknown[] {
   const libs = [{ var: 'aio', module: 'node-red-contrib-aio-statestore' }]
-  const fn = (id: string, z: string, func: string, out: string) => ({ id, type: 'function', z, x: 300, y: 100, func, outputs: 1, libs, wires: [[out]] })
+  const fn = (id: string, z: string, func: string, out: string) => ({
+    id,
+    type: 'function',
+    z,
+    x: 300,
+    y: 100,
+    func,
+    outputs: 1,
+    libs,
+    wires: [[out]],
+  })
   const inject = (id: string, z: string, to: string, names?: string[]) => ({
     id,
     type: 'inject',
@@ -205,12 +230,29 @@ function flows(broker: string): unknown[] {
     props: names ? [{ p: 'names', v: JSON.stringify(names), vt: 'json' }] : [],
     wires: [[to]],
   })
-  const debug = (id: string, z: string) => ({ id, type: 'debug', z, x: 500, y: 100, active: true, tosidebar: true, complete: 'payload', wires: [] })
+  const debug = (id: string, z: string) => ({
+    id,
+    type: 'debug',
+    z,
+    x: 500,
+    y: 100,
+    active: true,
+    tosidebar: true,
+    complete: 'payload',
+    wires: [],
+  })
   const names = ['global store', 'tab A store', 'cfg-a', 'nothing by this name']
   return [
     { id: 'tab-a', type: 'tab', label: 'A' },
     { id: 'tab-b', type: 'tab', label: 'B' },
-    { id: 'cfg-g', type: 'ss-config', name: 'global store', broker, clientId: 'facade-global', credentials: { username: 'u', password: PASSWORDS.global } },
+    {
+      id: 'cfg-g',
+      type: 'ss-config',
+      name: 'global store',
+      broker,
+      clientId: 'facade-global',
+      credentials: { username: 'u', password: PASSWORDS.global },
+    },
     {
       id: 'cfg-a',
       type: 'ss-config',
@@ -220,7 +262,14 @@ function flows(broker: string): unknown[] {
       clientId: 'facade-tab-a',
       credentials: { username: 'u', password: PASSWORDS.tabA },
     },
-    { id: 'cfg-dead', type: 'ss-config', name: 'dead store', broker: 'mqtt://127.0.0.1:1', clientId: 'facade-dead', connectionWait: '200' },
+    {
+      id: 'cfg-dead',
+      type: 'ss-config',
+      name: 'dead store',
+      broker: 'mqtt://127.0.0.1:1',
+      clientId: 'facade-dead',
+      connectionWait: '200',
+    },
     inject('go-walk', 'tab-b', 'fn-walk'),
     fn('fn-walk', 'tab-b', WALK, 'dbg-b'),
     inject('go-escape', 'tab-b', 'fn-escape'),

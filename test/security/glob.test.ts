@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { compileGlob, compileScanGlob, KEY_PATTERN_GLOB, MAX_GLOB_BYTES, MAX_GLOB_STARS, SCAN_GLOB, type GlobSyntax } from '../../src/emulator/core/glob'
+import {
+  compileGlob,
+  compileScanGlob,
+  KEY_PATTERN_GLOB,
+  MAX_GLOB_BYTES,
+  MAX_GLOB_STARS,
+  SCAN_GLOB,
+  type GlobSyntax,
+} from '../../src/emulator/core/glob'
 import { KeyPattern } from '../../src/emulator/core/key-pattern'
 import { PatternError } from '../../src/emulator/core/principal'
 import { DEFAULT_SCAN_LIMITS, ScanWalks } from '../../src/emulator/core/scan'
@@ -56,12 +64,24 @@ describe('security: a glob is matched in bounded time', () => {
       '{',
       '\u00e9',
     )
-    const key = fc.string({ unit: fc.constantFrom('a', 'b', 'c', 'x', '0', '5', '/', '.', '*', '\\', ']', '\u00e9', '\u00ff'), maxLength: 10 })
+    const key = fc.string({
+      unit: fc.constantFrom('a', 'b', 'c', 'x', '0', '5', '/', '.', '*', '\\', ']', '\u00e9', '\u00ff'),
+      maxLength: 10,
+    })
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 7 }), key, fc.constantFrom(SCAN_GLOB, KEY_PATTERN_GLOB), (pieces, k, syntax) => {
-        const glob = pieces.join('')
-        assert.equal(matcher(glob, syntax, k), oracle(glob, syntax, k), `${JSON.stringify(glob)} over ${JSON.stringify(k)}`)
-      }),
+      fc.property(
+        fc.array(piece, { maxLength: 7 }),
+        key,
+        fc.constantFrom(SCAN_GLOB, KEY_PATTERN_GLOB),
+        (pieces, k, syntax) => {
+          const glob = pieces.join('')
+          assert.equal(
+            matcher(glob, syntax, k),
+            oracle(glob, syntax, k),
+            `${JSON.stringify(glob)} over ${JSON.stringify(k)}`,
+          )
+        },
+      ),
       { numRuns: 3000 },
     )
   })
@@ -71,7 +91,10 @@ describe('security: a glob is matched in bounded time', () => {
       const step = compileGlob(glob, SCAN_GLOB).match(key, Infinity)
       assert.ok(step.done)
       assert.equal(step.matched, false)
-      assert.ok(step.steps <= (glob.length + 1) * (key.length + 1), `${glob}: ${step.steps} steps over ${key.length} bytes`)
+      assert.ok(
+        step.steps <= (glob.length + 1) * (key.length + 1),
+        `${glob}: ${step.steps} steps over ${key.length} bytes`,
+      )
     }
     // The step bound is what holds the time: the old matcher explores about C(400, 6) paths here.
     const step = compileGlob('*a*a*a*a*a*a*b', SCAN_GLOB).match('a'.repeat(400), Infinity)
@@ -95,13 +118,23 @@ describe('security: a glob is matched in bounded time', () => {
 
   it('refuses a glob over the byte or star cap with a reason saying so, in SCAN and in a key pattern', () => {
     const long = compileScanGlob(Buffer.from('k'.repeat(MAX_GLOB_BYTES + 1)))
-    assert.deepEqual(long, { ok: false, reason: `the pattern is ${MAX_GLOB_BYTES + 1} bytes; at most ${MAX_GLOB_BYTES} are taken` })
+    assert.deepEqual(long, {
+      ok: false,
+      reason: `the pattern is ${MAX_GLOB_BYTES + 1} bytes; at most ${MAX_GLOB_BYTES} are taken`,
+    })
     const stars = compileScanGlob(Buffer.from('*a'.repeat(MAX_GLOB_STARS + 1)))
-    assert.deepEqual(stars, { ok: false, reason: `the pattern has ${MAX_GLOB_STARS + 1} stars; at most ${MAX_GLOB_STARS} are taken` })
+    assert.deepEqual(stars, {
+      ok: false,
+      reason: `the pattern has ${MAX_GLOB_STARS + 1} stars; at most ${MAX_GLOB_STARS} are taken`,
+    })
     assert.ok(compileScanGlob(Buffer.from('*a'.repeat(MAX_GLOB_STARS))).ok)
     // A run of stars is one star.
     assert.ok(compileScanGlob(Buffer.from('*'.repeat(MAX_GLOB_STARS * 4))).ok)
-    assert.throws(() => new KeyPattern('Pattern', `{principal.clientId}${'*x'.repeat(MAX_GLOB_STARS + 1)}`, { substitutions: true }), PatternError)
+    assert.throws(
+      () =>
+        new KeyPattern('Pattern', `{principal.clientId}${'*x'.repeat(MAX_GLOB_STARS + 1)}`, { substitutions: true }),
+      PatternError,
+    )
   })
 
   it('holds the SCAN page time budget inside one key: a page over a huge key ends early and the next goes on', () => {

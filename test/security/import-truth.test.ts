@@ -57,12 +57,28 @@ describe('security: import and seed tell the truth', function () {
   const refusals: Array<[string, string | Buffer, RegExp]> = [
     [
       'a latin-1 byte in "value"',
-      Buffer.concat([Buffer.from('{"key":"t/ok","value":"1"}\n{"key":"t/latin1","value":"caf'), Buffer.from([0xe9]), Buffer.from('"}\n')]),
+      Buffer.concat([
+        Buffer.from('{"key":"t/ok","value":"1"}\n{"key":"t/latin1","value":"caf'),
+        Buffer.from([0xe9]),
+        Buffer.from('"}\n'),
+      ]),
       /:2: .*not UTF-8/,
     ],
-    ['"valueBase64":"A"', '{"key":"t/ok","value":"1"}\n{"key":"t/b64","valueBase64":"A"}\n', /:2: valueBase64 is not base64/],
-    ['base64 with bits past its last byte', '{"key":"t/ok","value":"1"}\n{"key":"t/b64","valueBase64":"AB=="}\n', /:2: valueBase64 is not base64/],
-    ['a lone surrogate escaped in "value"', '{"key":"t/ok","value":"1"}\n{"key":"t/sur","value":"\\ud800"}\n', /:2: value holds a lone UTF-16 surrogate/],
+    [
+      '"valueBase64":"A"',
+      '{"key":"t/ok","value":"1"}\n{"key":"t/b64","valueBase64":"A"}\n',
+      /:2: valueBase64 is not base64/,
+    ],
+    [
+      'base64 with bits past its last byte',
+      '{"key":"t/ok","value":"1"}\n{"key":"t/b64","valueBase64":"AB=="}\n',
+      /:2: valueBase64 is not base64/,
+    ],
+    [
+      'a lone surrogate escaped in "value"',
+      '{"key":"t/ok","value":"1"}\n{"key":"t/sur","value":"\\ud800"}\n',
+      /:2: value holds a lone UTF-16 surrogate/,
+    ],
     [
       'a latin-1 byte in a statestore.json key',
       Buffer.concat([Buffer.from('[\n  {"t/ok": 1},\n  {"t/'), Buffer.from([0xe9]), Buffer.from('": 2}\n]\n')]),

@@ -64,7 +64,11 @@ describe('security: every key listing is budgeted', function () {
       await emulator?.stop()
     })
 
-    const get = async () => assert.deepEqual(decodeExact((await neighbour.request(Request.get('mine'))).payload), { kind: 'bulk', value: Buffer.from('v') })
+    const get = async () =>
+      assert.deepEqual(decodeExact((await neighbour.request(Request.get('mine'))).payload), {
+        kind: 'bulk',
+        value: Buffer.from('v'),
+      })
 
     it('the sidebar in the same process (admin listKeys): a GET sent during the listing is answered first', async () => {
       const listing = emulator.admin!.listKeys({ pattern: FREEZER })

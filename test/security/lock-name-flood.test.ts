@@ -3,7 +3,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
+import {
+  FROM_WORKING_TREE,
+  RED_JS,
+  runtimeSettings,
+  startNodeRed,
+  writeSettings,
+  type NodeRedChild,
+} from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { EventEmitter } from 'node:events'
 import type { Lease } from '../../src/locks'
@@ -84,7 +91,11 @@ describe('security: lock names from msgs cannot grow the sidebar registry', func
       const seen = comms.debug.length
       const res = await fetch(`${red.url}/inject/go`, { method: 'POST' })
       assert.equal(res.status, 200)
-      const finished = comms.waitFor((all) => all.slice(seen).find((m) => m.id === 'round'), 300_000, `round ${round} to finish`)
+      const finished = comms.waitFor(
+        (all) => all.slice(seen).find((m) => m.id === 'round'),
+        300_000,
+        `round ${round} to finish`,
+      )
       const slowest = await slowestSettings(finished)
       assert.equal(debugValue(await finished), NAMES_PER_ROUND, 'every msg came through')
       const bound = Math.max(2 * quiet, quiet + scaled(200))
@@ -96,7 +107,11 @@ describe('security: lock names from msgs cannot grow the sidebar registry', func
       assert.ok(r.locks.length <= ACTIVITY_BOUNDS.maxLocks, `round ${round}: ${r.locks.length} lock entries kept`)
     }
     const r = await registry()
-    assert.equal(r.locks.length + r.droppedLocks, ROUNDS * NAMES_PER_ROUND, 'what is kept and what was dropped add up to every name')
+    assert.equal(
+      r.locks.length + r.droppedLocks,
+      ROUNDS * NAMES_PER_ROUND,
+      'what is kept and what was dropped add up to every name',
+    )
     assert.ok(r.droppedLocks > 0, 'the dropped figure is told')
   })
 })
@@ -141,7 +156,12 @@ function flows(broker: string): unknown[] {
     { id: 'tab', type: 'tab', label: 'lock flood' },
     { id: 'cfg', type: 'ss-config', name: 'store', broker, clientId: 'lockflood-red' },
     ...[
-      { id: 'go', type: 'inject', props: [{ p: 'payload', v: String(NAMES_PER_ROUND), vt: 'num' }], wires: [['names']] },
+      {
+        id: 'go',
+        type: 'inject',
+        props: [{ p: 'payload', v: String(NAMES_PER_ROUND), vt: 'num' }],
+        wires: [['names']],
+      },
       {
         id: 'names',
         type: 'function',
@@ -162,7 +182,17 @@ function flows(broker: string): unknown[] {
         timeout: '600000',
         wires: [['free'], ['count']],
       },
-      { id: 'free', type: 'ss-lock', store: 'cfg', key: '', keyType: 'str', mode: 'lease', action: 'release', holder: '', wires: [['count'], ['count']] },
+      {
+        id: 'free',
+        type: 'ss-lock',
+        store: 'cfg',
+        key: '',
+        keyType: 'str',
+        mode: 'lease',
+        action: 'release',
+        holder: '',
+        wires: [['count'], ['count']],
+      },
       {
         id: 'count',
         type: 'function',

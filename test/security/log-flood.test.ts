@@ -14,7 +14,12 @@ describe('security: the logs cannot be flooded', () => {
     const lines: Array<[LogLevel, string]> = []
     const timers: Array<() => void> = []
     let now = 0
-    const log = rateLimited((level, message) => lines.push([level, message]), { burst: 3, windowMs: 1000, now: () => now, schedule: (fn) => timers.push(fn) })
+    const log = rateLimited((level, message) => lines.push([level, message]), {
+      burst: 3,
+      windowMs: 1000,
+      now: () => now,
+      schedule: (fn) => timers.push(fn),
+    })
     for (let i = 0; i < 500; i++) log('warn', `request from client "c${i}" dropped: no Response Topic`)
     log('warn', 'service connection lost')
     log('error', 'disk full')
@@ -22,7 +27,10 @@ describe('security: the logs cannot be flooded', () => {
     assert.equal(lines.length, 6)
     assert.equal(timers.length, 1)
     timers[0]!()
-    assert.deepEqual(lines.at(-1), ['warn', '… 497 more like it in 1 s; the last: request from client "c499" dropped: no Response Topic'])
+    assert.deepEqual(lines.at(-1), [
+      'warn',
+      '… 497 more like it in 1 s; the last: request from client "c499" dropped: no Response Topic',
+    ])
     now = 1000
     log('warn', 'request from client "z" dropped: no Response Topic')
     assert.equal(lines.at(-1)![1], 'request from client "z" dropped: no Response Topic', 'a new window writes again')
@@ -42,7 +50,11 @@ describe('security: the logs cannot be flooded', () => {
     let emulator: Emulator
     const lines: string[] = []
     before(async () => {
-      emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'warn', logger: (_, message) => lines.push(message) })
+      emulator = await startEmulator({
+        listen: { host: '127.0.0.1', port: 0 },
+        logLevel: 'warn',
+        logger: (_, message) => lines.push(message),
+      })
     })
     after(async () => emulator?.stop())
 

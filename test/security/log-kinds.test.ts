@@ -41,7 +41,11 @@ describe('security: attacker-chosen text does not multiply the log', function ()
 
     before(async () => {
       broker = await startBroker({ port: 0 })
-      client = new StateStoreClient({ brokerUrl: broker.url, clientId: 'victim', logger: (_, message) => lines.push(message) })
+      client = new StateStoreClient({
+        brokerUrl: broker.url,
+        clientId: 'victim',
+        logger: (_, message) => lines.push(message),
+      })
       await until(() => client.status.state === 'connected', 'the client to connect')
     })
     after(async () => {
@@ -50,12 +54,18 @@ describe('security: attacker-chosen text does not multiply the log', function ()
     })
 
     it('writes a burst of lines, each naming its topic quoted', async () => {
-      const attacker = await mqtt.connectAsync(broker.url, { protocolVersion: 5, clientId: 'attacker', reconnectPeriod: 0 })
+      const attacker = await mqtt.connectAsync(broker.url, {
+        protocolVersion: 5,
+        clientId: 'attacker',
+        reconnectPeriod: 0,
+      })
       try {
         const prefix = notificationFilter('victim').slice(0, -1)
         for (let i = 0; i < 5000; i++) attacker.publish(`${prefix}${word(i)}`, 'x', { qos: 0 })
         // Delivered in order after them: once its line is written, the 5,000 were handled.
-        await attacker.publishAsync(notificationTopic('victim', Buffer.from('k')), Notification.set(Buffer.from('v')), { qos: 1 })
+        await attacker.publishAsync(notificationTopic('victim', Buffer.from('k')), Notification.set(Buffer.from('v')), {
+          qos: 1,
+        })
       } finally {
         await attacker.endAsync()
       }

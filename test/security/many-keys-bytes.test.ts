@@ -31,7 +31,11 @@ describe('security: a many-keys msg is bounded in bytes as well as in count', fu
       const c = await caught
       assert.equal((c.error as { code: string }).code, 'TooManyKeyBytes')
       // Nothing was written: the first key reads as missing (its limits follow the machine's pace).
-      const client = new StateStoreClient({ brokerUrl: store.emulator.brokerUrl, clientId: `bytes-${type}`, requestTimeoutMs: scaled(10_000) })
+      const client = new StateStoreClient({
+        brokerUrl: store.emulator.brokerUrl,
+        clientId: `bytes-${type}`,
+        requestTimeoutMs: scaled(10_000),
+      })
       try {
         await client.ready({ timeoutMs: scaled(5000) })
         assert.equal((await client.get(keys[0]!)).value, null)

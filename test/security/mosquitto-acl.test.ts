@@ -41,9 +41,21 @@ describe('security: the mosquitto ACL of docs/security.md', function () {
     const dir = probe.dir
     writeFileSync(join(dir, 'acl'), ACL)
     const passwd = passwordFile(dir, { statestore: 'svc-pw', alice: 'alice-pw', mallory: 'mallory-pw' })
-    mosquitto = await Mosquitto.start({ extraConfig: ['allow_anonymous false', `password_file ${passwd}`, `acl_file ${join(dir, 'acl')}`] })
-    emulator = await startEmulator({ brokerUrl: mosquitto.url, brokerUsername: 'statestore', brokerPassword: 'svc-pw', logLevel: 'error' })
-    watcher = new StateStoreClient({ brokerUrl: mosquitto.url, clientId: `acl-watch-${process.pid}`, username: 'alice', password: 'alice-pw' })
+    mosquitto = await Mosquitto.start({
+      extraConfig: ['allow_anonymous false', `password_file ${passwd}`, `acl_file ${join(dir, 'acl')}`],
+    })
+    emulator = await startEmulator({
+      brokerUrl: mosquitto.url,
+      brokerUsername: 'statestore',
+      brokerPassword: 'svc-pw',
+      logLevel: 'error',
+    })
+    watcher = new StateStoreClient({
+      brokerUrl: mosquitto.url,
+      clientId: `acl-watch-${process.pid}`,
+      username: 'alice',
+      password: 'alice-pw',
+    })
     await watcher.observe('acl/k', (n) => told.push(n))
     neighbour = await mqtt.connectAsync(mosquitto.url, {
       protocolVersion: 5,
@@ -63,11 +75,20 @@ describe('security: the mosquitto ACL of docs/security.md', function () {
   it('lets clients use the state store and refuses a neighbour forged notifications and answers', async () => {
     const forged = {
       qos: 1 as const,
-      properties: { userProperties: { [Prop.timestamp]: new Hlc(Date.now(), 0, 'fake').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } },
+      properties: {
+        userProperties: {
+          [Prop.timestamp]: new Hlc(Date.now(), 0, 'fake').toString(),
+          [Prop.protocolVersion]: PROTOCOL_VERSION,
+        },
+      },
     }
     const codes = await Promise.all(
       [
-        neighbour.publishAsync(notificationTopic(`acl-watch-${process.pid}`, Buffer.from('acl/k')), Notification.set(Buffer.from('forged')), forged),
+        neighbour.publishAsync(
+          notificationTopic(`acl-watch-${process.pid}`, Buffer.from('acl/k')),
+          Notification.set(Buffer.from('forged')),
+          forged,
+        ),
         neighbour.publishAsync(responseTopicFor(`acl-watch-${process.pid}`), Buffer.from('+OK\r\n'), forged),
       ].map(pubackCode),
     )

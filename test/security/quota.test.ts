@@ -22,7 +22,11 @@ describe('security: the bytes the emulator holds are bounded', () => {
     const O = RECORD_OVERHEAD_BYTES
     const max = 100 + 3 * O
     const store = new Keyspace({ clock: new HybridLogicalClock(), now: () => now, maxBytes: max, maxValueBytes: 40 })
-    assert.deepEqual(store.set(k('a'), Buffer.alloc(41)), { kind: 'error', code: 'QuotaExceeded', quota: { limit: 'maxValueBytes', max: 40, needed: 41 } })
+    assert.deepEqual(store.set(k('a'), Buffer.alloc(41)), {
+      kind: 'error',
+      code: 'QuotaExceeded',
+      quota: { limit: 'maxValueBytes', max: 40, needed: 41 },
+    })
     assert.equal(store.set(k('a'), Buffer.alloc(40)).kind, 'applied')
     assert.equal(store.set(k('b'), Buffer.alloc(40)).kind, 'applied')
     assert.equal(store.bytes, 82 + 2 * O)
@@ -55,7 +59,11 @@ describe('security: the bytes the emulator holds are bounded', () => {
     let raw: RawClient
     const DEFAULT_MAX_VALUE_BYTES = MEMORY_PROFILES.low - 1024 * 1024
     before(async () => {
-      emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, memoryProfile: 'low', logLevel: 'error' })
+      emulator = await startEmulator({
+        listen: { host: '127.0.0.1', port: 0 },
+        memoryProfile: 'low',
+        logLevel: 'error',
+      })
       raw = await RawClient.connect(emulator.brokerUrl)
     })
     after(async () => {
@@ -64,7 +72,9 @@ describe('security: the bytes the emulator holds are bounded', () => {
     })
 
     it('answers a value over 15 MiB with the quota error, keeps serving, and stores one at the limit', async () => {
-      const over = await raw.request(Request.set('big', Buffer.alloc(DEFAULT_MAX_VALUE_BYTES + 1)), { timeoutMs: 15_000 })
+      const over = await raw.request(Request.set('big', Buffer.alloc(DEFAULT_MAX_VALUE_BYTES + 1)), {
+        timeoutMs: 15_000,
+      })
       assert.deepEqual(decodeExact(over.payload), { kind: 'error', value: 'ERR the quota has been exceeded' })
       assert.deepEqual((await raw.request(Request.get('big'))).payload, Reply.nil)
       const at = await raw.request(Request.set('big', Buffer.alloc(DEFAULT_MAX_VALUE_BYTES)), { timeoutMs: 15_000 })
@@ -83,11 +93,21 @@ describe('security: the bytes the emulator holds are bounded', () => {
       } finally {
         await client.close()
       }
-      const sender = await mqtt.connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId: 'quota-raw', reconnectPeriod: 0 })
-      const cut = new Promise<number | undefined>((resolve) => sender.once('disconnect', (packet) => resolve(packet.reasonCode)))
+      const sender = await mqtt.connectAsync(emulator.brokerUrl, {
+        protocolVersion: 5,
+        clientId: 'quota-raw',
+        reconnectPeriod: 0,
+      })
+      const cut = new Promise<number | undefined>((resolve) =>
+        sender.once('disconnect', (packet) => resolve(packet.reasonCode)),
+      )
       sender.publish(REQUEST_TOPIC, Buffer.alloc(DEFAULT_MAX_VALUE_BYTES * 2), {
         qos: 1,
-        properties: { responseTopic: 'clients/quota-raw/r', correlationData: Buffer.from('c'), contentType: CONTENT_TYPE },
+        properties: {
+          responseTopic: 'clients/quota-raw/r',
+          correlationData: Buffer.from('c'),
+          contentType: CONTENT_TYPE,
+        },
       })
       assert.equal(await cut, 0x95, 'DISCONNECT Packet too large')
       await sender.endAsync(true)
@@ -98,10 +118,16 @@ describe('security: the bytes the emulator holds are bounded', () => {
   describe("the AIO broker's memory profiles", function () {
     this.timeout(30_000)
     const largest = async (memoryProfile: MemoryProfile | undefined) => {
-      const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, ...(memoryProfile ? { memoryProfile } : {}), logLevel: 'error' })
+      const emulator = await startEmulator({
+        listen: { host: '127.0.0.1', port: 0 },
+        ...(memoryProfile ? { memoryProfile } : {}),
+        logLevel: 'error',
+      })
       try {
         const c = mqtt.connect(emulator.brokerUrl, { protocolVersion: 5, clientId: 'profile', reconnectPeriod: 0 })
-        const connack = await new Promise<mqtt.IConnackPacket>((resolve, reject) => c.once('connect', resolve).once('error', reject))
+        const connack = await new Promise<mqtt.IConnackPacket>((resolve, reject) =>
+          c.once('connect', resolve).once('error', reject),
+        )
         await c.endAsync(true)
         return connack.properties?.maximumPacketSize
       } finally {
@@ -120,7 +146,11 @@ describe('security: the bytes the emulator holds are bounded', () => {
         [undefined, 20 * 1024 * 1024, Reply.ok],
         ['tiny', 3 * 1024 * 1024 + 1, null],
       ] as const) {
-        const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, ...(memoryProfile ? { memoryProfile } : {}), logLevel: 'error' })
+        const emulator = await startEmulator({
+          listen: { host: '127.0.0.1', port: 0 },
+          ...(memoryProfile ? { memoryProfile } : {}),
+          logLevel: 'error',
+        })
         try {
           const raw = await RawClient.connect(emulator.brokerUrl)
           const reply = await raw.request(Request.set('big', Buffer.alloc(size)), { timeoutMs: 15_000 })

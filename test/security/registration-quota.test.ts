@@ -33,8 +33,12 @@ describe('security: KEYNOTIFY registrations are bounded per client', function ()
   })
 
   it('the fourth key is refused naming --max-registrations; the third again, a STOP and another client are served', async () => {
-    for (const key of ['w/1', 'w/2', 'w/3']) assert.deepEqual((await flood.request(Request.keyNotify(key))).payload, Reply.ok, key)
-    assert.deepEqual(decodeExact((await flood.request(Request.keyNotify('w/4'))).payload), { kind: 'error', value: 'ERR the quota has been exceeded' })
+    for (const key of ['w/1', 'w/2', 'w/3'])
+      assert.deepEqual((await flood.request(Request.keyNotify(key))).payload, Reply.ok, key)
+    assert.deepEqual(decodeExact((await flood.request(Request.keyNotify('w/4'))).payload), {
+      kind: 'error',
+      value: 'ERR the quota has been exceeded',
+    })
     assert.ok(
       lines.some((l) => /KEYNOTIFY refused: .*--max-registrations allows/.test(l)),
       lines.join('\n'),
@@ -42,6 +46,10 @@ describe('security: KEYNOTIFY registrations are bounded per client', function ()
     assert.deepEqual((await flood.request(Request.keyNotify('w/3'))).payload, Reply.ok, 'a key already registered')
     assert.deepEqual((await flood.request(Request.keyNotifyStop('w/1'))).payload, Reply.ok, 'STOP')
     assert.deepEqual((await flood.request(Request.keyNotify('w/4'))).payload, Reply.ok, 'room again after a STOP')
-    assert.deepEqual((await other.request(Request.keyNotify('w/4'))).payload, Reply.ok, 'another client has a quota of its own')
+    assert.deepEqual(
+      (await other.request(Request.keyNotify('w/4'))).payload,
+      Reply.ok,
+      'another client has a quota of its own',
+    )
   })
 })

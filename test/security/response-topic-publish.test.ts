@@ -40,11 +40,17 @@ describe('security: outside its own clients/<id>/, an answer goes only where the
             brokerResources: [
               { method: 'Connect' },
               { method: 'Publish', topics: ['scratch/{principal.clientId}', ADMIN_REQUEST_TOPIC] },
-              { method: 'Subscribe', topics: ['telemetry/#', 'scratch/{principal.clientId}', 'clients/{principal.clientId}/#'] },
+              {
+                method: 'Subscribe',
+                topics: ['telemetry/#', 'scratch/{principal.clientId}', 'clients/{principal.clientId}/#'],
+              },
             ],
             stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['reader/*'] }],
           },
-          { principals: { usernames: ['ops'] }, brokerResources: [{ method: 'Connect' }, { method: 'Subscribe', topics: ['#'] }] },
+          {
+            principals: { usernames: ['ops'] },
+            brokerResources: [{ method: 'Connect' }, { method: 'Subscribe', topics: ['#'] }],
+          },
         ],
       }),
     )
@@ -55,10 +61,22 @@ describe('security: outside its own clients/<id>/, an answer goes only where the
       adminOverMqtt: true,
       logLevel: 'error',
     })
-    observer = await mqtt.connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId: 'ops', username: 'ops', password: 'pw-ops', reconnectPeriod: 0 })
+    observer = await mqtt.connectAsync(emulator.brokerUrl, {
+      protocolVersion: 5,
+      clientId: 'ops',
+      username: 'ops',
+      password: 'pw-ops',
+      reconnectPeriod: 0,
+    })
     await observer.subscribeAsync('#', { qos: 1 })
     observer.on('message', (topic, payload) => seen.push(`${topic} ${payload.toString('latin1')}`))
-    reader = await mqtt.connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId: 'reader-1', username: 'reader', password: 'pw', reconnectPeriod: 0 })
+    reader = await mqtt.connectAsync(emulator.brokerUrl, {
+      protocolVersion: 5,
+      clientId: 'reader-1',
+      username: 'reader',
+      password: 'pw',
+      reconnectPeriod: 0,
+    })
     await reader.subscribeAsync([scratch, dotnet], { qos: 1 })
     reader.on('message', (topic, payload) => answers.push(`${topic} ${payload.toString('latin1')}`))
   })
@@ -74,7 +92,10 @@ describe('security: outside its own clients/<id>/, an answer goes only where the
 
   it('refuses a request whose Response Topic the requester may subscribe to but not publish to (PUBACK 0x87)', async () => {
     assert.equal(await publish(REQUEST_TOPIC, Request.set('reader/k', '{"temp": 999}'), scratch), 0)
-    await until(() => answers.some((a) => a.startsWith(`${scratch} `)), 'the answer on a topic the reader may publish to')
+    await until(
+      () => answers.some((a) => a.startsWith(`${scratch} `)),
+      'the answer on a topic the reader may publish to',
+    )
     assert.equal(await publish(REQUEST_TOPIC, Request.get('reader/k'), 'telemetry/line-1'), 0x87)
     assert.equal(await publish(ADMIN_REQUEST_TOPIC, Buffer.from('{"op":"hello"}'), 'telemetry/line-1'), 0x87)
   })

@@ -39,7 +39,10 @@ describe('security: an answer goes only where the requester may subscribe', func
             ],
             stateStoreResources: [{ method: 'ReadWrite', keyType: 'Pattern', keys: ['app-2/*'] }],
           },
-          { principals: { usernames: ['ops'] }, brokerResources: [{ method: 'Connect' }, { method: 'Subscribe', topics: ['#'] }] },
+          {
+            principals: { usernames: ['ops'] },
+            brokerResources: [{ method: 'Connect' }, { method: 'Subscribe', topics: ['#'] }],
+          },
         ],
       }),
     )
@@ -50,10 +53,22 @@ describe('security: an answer goes only where the requester may subscribe', func
       adminOverMqtt: true,
       logLevel: 'error',
     })
-    observer = await mqtt.connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId: 'ops', username: 'ops', password: 'pw-ops', reconnectPeriod: 0 })
+    observer = await mqtt.connectAsync(emulator.brokerUrl, {
+      protocolVersion: 5,
+      clientId: 'ops',
+      username: 'ops',
+      password: 'pw-ops',
+      reconnectPeriod: 0,
+    })
     await observer.subscribeAsync('#', { qos: 1 })
     observer.on('message', (topic, payload) => seen.push(`${topic} ${payload.toString('latin1')}`))
-    app2 = await mqtt.connectAsync(emulator.brokerUrl, { protocolVersion: 5, clientId: 'app-2', username: 'app-2', password: 'pw2', reconnectPeriod: 0 })
+    app2 = await mqtt.connectAsync(emulator.brokerUrl, {
+      protocolVersion: 5,
+      clientId: 'app-2',
+      username: 'app-2',
+      password: 'pw2',
+      reconnectPeriod: 0,
+    })
   })
   after(async () => {
     await app2?.endAsync(true)

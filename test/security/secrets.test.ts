@@ -41,34 +41,74 @@ describe('security: secrets stay out of logs, ready lines and the sidebar', func
   it('the emulator CLI warns of a password in a --broker URL, as of --password: ps shows both', async () => {
     const withUrl = await EmulatorProcess.start(['--broker', `mqtt://alice:${SECRET}@127.0.0.1:${broker.port}`])
     await withUrl.kill('SIGTERM')
-    assert.match(withUrl.stderr, /warning: --broker with a password in its URL puts a password where every user of this machine sees it \(ps\)/)
+    assert.match(
+      withUrl.stderr,
+      /warning: --broker with a password in its URL puts a password where every user of this machine sees it \(ps\)/,
+    )
     assert.ok(!withUrl.stderr.includes(SECRET), withUrl.stderr)
   })
 
   it('the emulator CLI: its ready line has no password; --password-file and --users-file work; --password and --user warn', async () => {
     const passwordFile = join(dir, 'password')
     writeFileSync(passwordFile, `${SECRET}\n`)
-    const withUrl = await EmulatorProcess.start(['--broker', `mqtt://alice:${SECRET}@127.0.0.1:${broker.port}`, '--log-level', 'info'])
+    const withUrl = await EmulatorProcess.start([
+      '--broker',
+      `mqtt://alice:${SECRET}@127.0.0.1:${broker.port}`,
+      '--log-level',
+      'info',
+    ])
     try {
       assert.match(withUrl.stdout, new RegExp(`ready on mqtt://127\\.0\\.0\\.1:${broker.port}`))
-      assert.ok(!withUrl.stdout.includes(SECRET) && !withUrl.stderr.includes(SECRET), `${withUrl.stdout}${withUrl.stderr}`)
+      assert.ok(
+        !withUrl.stdout.includes(SECRET) && !withUrl.stderr.includes(SECRET),
+        `${withUrl.stdout}${withUrl.stderr}`,
+      )
     } finally {
       await withUrl.kill('SIGTERM')
     }
-    const fromFile = await EmulatorProcess.start(['--broker', `mqtt://127.0.0.1:${broker.port}`, '--username', 'alice', '--password-file', passwordFile])
+    const fromFile = await EmulatorProcess.start([
+      '--broker',
+      `mqtt://127.0.0.1:${broker.port}`,
+      '--username',
+      'alice',
+      '--password-file',
+      passwordFile,
+    ])
     await fromFile.kill('SIGTERM')
     assert.equal(fromFile.stderr.includes('warning'), false)
-    const onArgv = await EmulatorProcess.start(['--broker', `mqtt://127.0.0.1:${broker.port}`, '--username', 'alice', '--password', SECRET])
+    const onArgv = await EmulatorProcess.start([
+      '--broker',
+      `mqtt://127.0.0.1:${broker.port}`,
+      '--username',
+      'alice',
+      '--password',
+      SECRET,
+    ])
     await onArgv.kill('SIGTERM')
-    assert.match(onArgv.stderr, /warning: --password puts a password where every user of this machine sees it \(ps\); use --password-file/)
+    assert.match(
+      onArgv.stderr,
+      /warning: --password puts a password where every user of this machine sees it \(ps\); use --password-file/,
+    )
 
     const usersFile = join(dir, 'users')
     writeFileSync(usersFile, `# who may connect\nbob:${SECRET}\n`)
-    const embedded = await EmulatorProcess.start(['--listen', '127.0.0.1:0', '--users-file', usersFile, '--user', `carol:${SECRET}`])
+    const embedded = await EmulatorProcess.start([
+      '--listen',
+      '127.0.0.1:0',
+      '--users-file',
+      usersFile,
+      '--user',
+      `carol:${SECRET}`,
+    ])
     try {
       assert.match(embedded.stderr, /warning: --user puts a password/)
       for (const username of ['bob', 'carol']) {
-        const c = new StateStoreClient({ brokerUrl: embedded.url, clientId: `secrets-${username}`, username, password: SECRET })
+        const c = new StateStoreClient({
+          brokerUrl: embedded.url,
+          clientId: `secrets-${username}`,
+          username,
+          password: SECRET,
+        })
         try {
           await c.ready({ timeoutMs: 5000 })
         } finally {
@@ -84,7 +124,11 @@ describe('security: secrets stay out of logs, ready lines and the sidebar', func
   })
 
   it("the context store's waiting line names its broker without the password", async () => {
-    const store = contextStore({ broker: `mqtt://alice:${SECRET}@127.0.0.1:1`, prefix: 'secrets/', requestTimeout: 200 })
+    const store = contextStore({
+      broker: `mqtt://alice:${SECRET}@127.0.0.1:1`,
+      prefix: 'secrets/',
+      requestTimeout: 200,
+    })
     void store.open().catch(() => {})
     try {
       await until(() => store.logs.some((l) => l.message.includes('waiting for its broker')), 'the waiting line')
@@ -97,12 +141,30 @@ describe('security: secrets stay out of logs, ready lines and the sidebar', func
   })
 
   it('the sidebar shows a read-only user the broker without its user info', async () => {
-    const emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, brokerAuth: { users: { alice: SECRET } }, logLevel: 'error' })
+    const emulator = await startEmulator({
+      listen: { host: '127.0.0.1', port: 0 },
+      brokerAuth: { users: { alice: SECRET } },
+      logLevel: 'error',
+    })
     const port = new URL(emulator.brokerUrl).port
     const flows = [
       { id: 'tab1', type: 'tab', label: 'secrets' },
-      { id: 'cfg1', type: 'ss-config', name: 'remote', broker: `mqtt://alice:${SECRET}@127.0.0.1:${port}`, clientId: 'secrets-sidebar' },
-      { id: 'watch1', type: 'ss-watch', z: 'tab1', store: 'cfg1', keys: 'secrets/watched', decode: 'auto', wires: [[]] },
+      {
+        id: 'cfg1',
+        type: 'ss-config',
+        name: 'remote',
+        broker: `mqtt://alice:${SECRET}@127.0.0.1:${port}`,
+        clientId: 'secrets-sidebar',
+      },
+      {
+        id: 'watch1',
+        type: 'ss-watch',
+        z: 'tab1',
+        store: 'cfg1',
+        keys: 'secrets/watched',
+        decode: 'auto',
+        wires: [[]],
+      },
     ]
     const rt = await AuthRuntime.start(RUNTIMES['Node-RED 5'], flows).catch(async (err) => {
       await emulator.stop()
@@ -112,9 +174,11 @@ describe('security: secrets stay out of logs, ready lines and the sidebar', func
       const reader = await rt.token('reader')
       const store = await eventually(
         async () =>
-          ((await rt.request('GET', '/aio-statestore/stores', reader)).json as { stores: Array<{ id: string; broker: string }> }).stores.find(
-            (s) => s.id === 'cfg1',
-          ),
+          (
+            (await rt.request('GET', '/aio-statestore/stores', reader)).json as {
+              stores: Array<{ id: string; broker: string }>
+            }
+          ).stores.find((s) => s.id === 'cfg1'),
         'the store',
         15_000,
       )

@@ -51,8 +51,18 @@ describe('security: TLS with mosquitto', function () {
     if (pki) rmSync(pki.dir, { recursive: true, force: true })
   })
 
-  function client(url: string, tls: ConstructorParameters<typeof StateStoreClient>[0]['tls'], id: string): StateStoreClient {
-    const c = new StateStoreClient({ brokerUrl: url, clientId: `${id}-${process.pid}`, tls, reconnectMinMs: 200, reconnectMaxMs: 1000 })
+  function client(
+    url: string,
+    tls: ConstructorParameters<typeof StateStoreClient>[0]['tls'],
+    id: string,
+  ): StateStoreClient {
+    const c = new StateStoreClient({
+      brokerUrl: url,
+      clientId: `${id}-${process.pid}`,
+      tls,
+      reconnectMinMs: 200,
+      reconnectMaxMs: 1000,
+    })
     clients.push(c)
     return c
   }
@@ -97,7 +107,14 @@ describe('security: TLS with mosquitto', function () {
       [...ALL, tls],
       [
         { id: 'tab', type: 'tab', label: 'tls' },
-        { id: 'tlsGood', type: 'tls-config', ca: pki.caFile, cert: pki.clientCertFile, key: pki.clientKeyFile, verifyservercert: true },
+        {
+          id: 'tlsGood',
+          type: 'tls-config',
+          ca: pki.caFile,
+          cert: pki.clientCertFile,
+          key: pki.clientKeyFile,
+          verifyservercert: true,
+        },
         { id: 'tlsWrong', type: 'tls-config', ca: pki.otherCaFile, verifyservercert: true },
         { id: 'cfgMutual', type: 'ss-config', broker: mutualTls, tls: 'tlsGood', requestTimeout: '2000' },
         { id: 'cfgWrong', type: 'ss-config', broker: serverTls, tls: 'tlsWrong', requestTimeout: '1000' },

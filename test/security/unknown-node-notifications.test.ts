@@ -31,7 +31,11 @@ describe('security: a notification from an unknown node id is confirmed by a rea
     writer = new StateStoreClient({ brokerUrl: backend.url, clientId: `writer-node-${process.pid}` })
     await call((cb) => store.set('global', 'count', 1, cb))
     await watcher.observe(`${prefix}global/count`, (n) => told.push(n))
-    attacker = await mqtt.connectAsync(backend.url, { protocolVersion: 5, clientId: `forger-${process.pid}`, reconnectPeriod: 0 })
+    attacker = await mqtt.connectAsync(backend.url, {
+      protocolVersion: 5,
+      clientId: `forger-${process.pid}`,
+      reconnectPeriod: 0,
+    })
   })
   after(async () => {
     await attacker?.endAsync(true)
@@ -45,10 +49,16 @@ describe('security: a notification from an unknown node id is confirmed by a rea
     const key = Buffer.from(`${prefix}global/count`)
     for (const round of [1, 2]) {
       const properties = {
-        userProperties: { [Prop.timestamp]: new Hlc(Date.now() + 55_000, round, 'intruder').toString(), [Prop.protocolVersion]: PROTOCOL_VERSION },
+        userProperties: {
+          [Prop.timestamp]: new Hlc(Date.now() + 55_000, round, 'intruder').toString(),
+          [Prop.protocolVersion]: PROTOCOL_VERSION,
+        },
       }
       for (const id of [`ctx-node-${process.pid}`, `watch-node-${process.pid}`]) {
-        await attacker.publishAsync(notificationTopic(id, key), Notification.set(Buffer.from('1000000')), { qos: 1, properties })
+        await attacker.publishAsync(notificationTopic(id, key), Notification.set(Buffer.from('1000000')), {
+          qos: 1,
+          properties,
+        })
       }
       const value = String(6 + round)
       await writer.set(key, value)

@@ -2,7 +2,14 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
+import {
+  FROM_WORKING_TREE,
+  RED_JS,
+  runtimeSettings,
+  startNodeRed,
+  writeSettings,
+  type NodeRedChild,
+} from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
@@ -56,7 +63,11 @@ describe('security: a built-in call in update key cannot hold Node-RED', functio
     const seen = comms.debug.length
     const res = await fetch(`${red.url}/inject/${id}`, { method: 'POST' })
     assert.equal(res.status, 200, `inject ${id}`)
-    const outcome = comms.waitFor((all) => all.slice(seen).find((m) => m.id === debugId && m.topic === key), 60_000, `the msg of ${key} at ${debugId}`)
+    const outcome = comms.waitFor(
+      (all) => all.slice(seen).find((m) => m.id === debugId && m.topic === key),
+      60_000,
+      `the msg of ${key} at ${debugId}`,
+    )
     let done = false
     void outcome.then(
       () => (done = true),
@@ -102,7 +113,14 @@ function flows(broker: string): unknown[] {
     timeout: '600000',
     wires: [['out']],
   })
-  const inject = (id: string, topic: string, wires: string[]) => ({ id, type: 'inject', z: 'tab', topic, props: [{ p: 'topic', vt: 'str' }], wires: [wires] })
+  const inject = (id: string, topic: string, wires: string[]) => ({
+    id,
+    type: 'inject',
+    z: 'tab',
+    topic,
+    props: [{ p: 'topic', vt: 'str' }],
+    wires: [wires],
+  })
   // Flow nodes need x/y: the runtime takes a node without them for a config node.
   const onTab = (n: Record<string, unknown>) => ({ x: 100, y: 100, ...n })
   return [

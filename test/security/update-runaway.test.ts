@@ -2,7 +2,14 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
+import {
+  FROM_WORKING_TREE,
+  RED_JS,
+  runtimeSettings,
+  startNodeRed,
+  writeSettings,
+  type NodeRedChild,
+} from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { StateStoreClient } from '../../src/client'
 import { startEmulator, type Emulator } from '../../src/emulator'
@@ -58,7 +65,11 @@ describe('security: a runaway update key expression cannot hold Node-RED', funct
   }
 
   async function caughtCode(key: string, seen: number): Promise<string> {
-    const d = await comms.waitFor((all) => all.slice(seen).find((m) => m.id === 'caught' && m.topic === key), 60_000, `the Catch node's msg for ${key}`)
+    const d = await comms.waitFor(
+      (all) => all.slice(seen).find((m) => m.id === 'caught' && m.topic === key),
+      60_000,
+      `the Catch node's msg for ${key}`,
+    )
     return debugValue(d) as string
   }
 
@@ -113,7 +124,14 @@ function flows(broker: string): unknown[] {
     timeout: '600000',
     wires: [['out']],
   })
-  const inject = (id: string, topic: string, wires: string[]) => ({ id, type: 'inject', z: 'tab', topic, props: [{ p: 'topic', vt: 'str' }], wires: [wires] })
+  const inject = (id: string, topic: string, wires: string[]) => ({
+    id,
+    type: 'inject',
+    z: 'tab',
+    topic,
+    props: [{ p: 'topic', vt: 'str' }],
+    wires: [wires],
+  })
   // Flow nodes need x/y: the runtime takes a node without them for a config node.
   const onTab = (n: Record<string, unknown>) => ({ x: 100, y: 100, ...n })
   return [

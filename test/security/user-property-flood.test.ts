@@ -47,12 +47,22 @@ describe('security: a request with many user properties cannot freeze the emulat
     const code = await pubackCode(
       attacker.client.publishAsync(REQUEST_TOPIC, Request.get('mine'), {
         qos: 1,
-        properties: { responseTopic: attacker.responseTopic, correlationData, contentType: CONTENT_TYPE, messageExpiryInterval: 30, userProperties: props },
+        properties: {
+          responseTopic: attacker.responseTopic,
+          correlationData,
+          contentType: CONTENT_TYPE,
+          messageExpiryInterval: 30,
+          userProperties: props,
+        },
       }),
     )
     assert.equal(code, 0)
     const got = await neighbour.request(Request.get('mine'), { timeoutMs: 8000 })
     assert.deepEqual(decodeExact(got.payload), { kind: 'bulk', value: Buffer.from('kept') })
-    await eventually(() => Promise.race([answered.then(() => true), sleep(50).then(() => undefined)]), 'the answer to the flooding request', 8000)
+    await eventually(
+      () => Promise.race([answered.then(() => true), sleep(50).then(() => undefined)]),
+      'the answer to the flooding request',
+      8000,
+    )
   })
 })

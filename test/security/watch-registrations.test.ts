@@ -2,7 +2,14 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
+import {
+  FROM_WORKING_TREE,
+  RED_JS,
+  runtimeSettings,
+  startNodeRed,
+  writeSettings,
+  type NodeRedChild,
+} from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { Comms, debugValue } from '../smoke/node-red'
@@ -64,7 +71,11 @@ describe('security: watch registrations through msgs are bounded per node and pe
   async function flood(inject: string, prefix: string): Promise<{ refused: number; codes: Set<string> }> {
     const seen = comms.debug.length
     assert.equal((await fetch(`${red.url}/inject/${inject}`, { method: 'POST' })).status, 200)
-    const done = await comms.waitFor((all) => all.slice(seen).find((m) => m.id === `${prefix}-tally`), 120_000, `${prefix}'s tally`)
+    const done = await comms.waitFor(
+      (all) => all.slice(seen).find((m) => m.id === `${prefix}-tally`),
+      120_000,
+      `${prefix}'s tally`,
+    )
     const tally = debugValue(done) as { refused: number; codes: string[] }
     return { refused: tally.refused, codes: new Set(tally.codes) }
   }

@@ -35,11 +35,15 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
     })
     after(async () => rt?.stop())
 
-    const stores = async (token: string) => ((await rt.request('GET', '/aio-statestore/stores', token)).json as { stores: Store[] }).stores
+    const stores = async (token: string) =>
+      ((await rt.request('GET', '/aio-statestore/stores', token)).json as { stores: Store[] }).stores
 
     it('refuses anyone not logged in', async () => {
       assert.equal((await rt.request('GET', '/aio-statestore/stores', null)).status, 401)
-      assert.equal((await rt.request('PUT', '/aio-statestore/stores/cfg1/key', null, { key: 'k', value: 'v' })).status, 401)
+      assert.equal(
+        (await rt.request('PUT', '/aio-statestore/stores/cfg1/key', null, { key: 'k', value: 'v' })).status,
+        401,
+      )
     })
 
     it('shows the connected store and its watch to a reader', async () => {
@@ -56,10 +60,17 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
     })
 
     it('lets the admin set, inspect, browse and delete a key; the watch sees the value', async () => {
-      const set = await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key: 'sidebar/watched', value: '<b>21</b>' })
+      const set = await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, {
+        key: 'sidebar/watched',
+        value: '<b>21</b>',
+      })
       assert.equal(set.status, 200, JSON.stringify(set.json))
       assert.equal((set.json as { applied: boolean }).applied, true)
-      const got = await rt.request('GET', `/aio-statestore/stores/cfg1/key?key=${encodeURIComponent('sidebar/watched')}`, reader)
+      const got = await rt.request(
+        'GET',
+        `/aio-statestore/stores/cfg1/key?key=${encodeURIComponent('sidebar/watched')}`,
+        reader,
+      )
       const body = got.json as {
         exists: boolean
         value: { preview: string; kind: string }
@@ -77,7 +88,10 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.equal(body.persisted, false)
       assert.equal(body.notPersistedBecause, 'noFile', 'the embedded emulator has no persistence file')
       await eventually(
-        async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === '<b>21</b>' ? true : undefined),
+        async () =>
+          (await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === '<b>21</b>'
+            ? true
+            : undefined,
         'watch shows the value',
         15_000,
       )
@@ -90,36 +104,58 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
         page.keys.map((k) => k.key),
         ['sidebar/watched'],
       )
-      const del = await rt.request('DELETE', `/aio-statestore/stores/cfg1/key?key=${encodeURIComponent('sidebar/watched')}`, admin)
+      const del = await rt.request(
+        'DELETE',
+        `/aio-statestore/stores/cfg1/key?key=${encodeURIComponent('sidebar/watched')}`,
+        admin,
+      )
       assert.deepEqual(del.json, { deleted: true })
-      assert.deepEqual((await rt.request('GET', '/aio-statestore/stores/cfg1/key?key=sidebar%2Fwatched', reader)).json, { exists: false })
+      assert.deepEqual(
+        (await rt.request('GET', '/aio-statestore/stores/cfg1/key?key=sidebar%2Fwatched', reader)).json,
+        { exists: false },
+      )
     })
 
     it("leaves the context store's index and lock keys out of the key browser unless the pattern has a #", async () => {
       for (const key of ['ctx/global/counter', 'ctx/#keys/0a', 'ctx/#keys/delta', 'ctx/#lock', 'ctx/notes#1']) {
-        assert.equal((await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key, value: '1' })).status, 200)
+        assert.equal(
+          (await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key, value: '1' })).status,
+          200,
+        )
       }
       type Page = { keys: Array<{ key: string }>; hidden: number }
-      const plain = (await rt.request('GET', `/aio-statestore/stores/cfg1/keys?pattern=${encodeURIComponent('ctx/*')}`, reader)).json as Page
+      const plain = (
+        await rt.request('GET', `/aio-statestore/stores/cfg1/keys?pattern=${encodeURIComponent('ctx/*')}`, reader)
+      ).json as Page
       assert.deepEqual(plain.keys.map((k) => k.key).sort(), ['ctx/global/counter', 'ctx/notes#1'])
       assert.equal(plain.hidden, 3)
-      const asked = (await rt.request('GET', `/aio-statestore/stores/cfg1/keys?pattern=${encodeURIComponent('ctx/#*')}`, reader)).json as Page
+      const asked = (
+        await rt.request('GET', `/aio-statestore/stores/cfg1/keys?pattern=${encodeURIComponent('ctx/#*')}`, reader)
+      ).json as Page
       assert.deepEqual(asked.keys.map((k) => k.key).sort(), ['ctx/#keys/0a', 'ctx/#keys/delta', 'ctx/#lock'])
       assert.equal(asked.hidden, 0)
     })
 
     it('refuses set and delete to a read-only user, and leaves the key alone', async () => {
       await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key: 'sidebar/kept', value: 'v1' })
-      const set = await rt.request('PUT', '/aio-statestore/stores/cfg1/key', reader, { key: 'sidebar/kept', value: 'v2' })
+      const set = await rt.request('PUT', '/aio-statestore/stores/cfg1/key', reader, {
+        key: 'sidebar/kept',
+        value: 'v2',
+      })
       const del = await rt.request('DELETE', '/aio-statestore/stores/cfg1/key?key=sidebar%2Fkept', reader)
       assert.ok([401, 403].includes(set.status), `set answered ${set.status}`)
       assert.ok([401, 403].includes(del.status), `delete answered ${del.status}`)
-      const kept = (await rt.request('GET', '/aio-statestore/stores/cfg1/key?key=sidebar%2Fkept', reader)).json as { value: { preview: string } }
+      const kept = (await rt.request('GET', '/aio-statestore/stores/cfg1/key?key=sidebar%2Fkept', reader)).json as {
+        value: { preview: string }
+      }
       assert.equal(kept.value.preview, 'v1')
     })
 
     it('exports the keys the browser lists as an import file, binary values and expiry included', async () => {
-      const client = new StateStoreClient({ brokerUrl: (await stores(reader)).find((s) => s.id === 'cfg1')!.broker, clientId: `sidebar-export-${process.pid}` })
+      const client = new StateStoreClient({
+        brokerUrl: (await stores(reader)).find((s) => s.id === 'cfg1')!.broker,
+        clientId: `sidebar-export-${process.pid}`,
+      })
       const binary = Buffer.from([0, 0xff, 0x80, 10])
       try {
         await client.ready({ timeoutMs: 5000 })
@@ -143,7 +179,9 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.equal(noKey.status, 400)
       assert.deepEqual(noKey.json, { code: 'noKey' })
       assert.equal((await rt.request('GET', '/aio-statestore/stores/nope/key?key=x', reader)).status, 404)
-      assert.deepEqual((await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key: 'x' })).json, { code: 'noValue' })
+      assert.deepEqual((await rt.request('PUT', '/aio-statestore/stores/cfg1/key', admin, { key: 'x' })).json, {
+        code: 'noValue',
+      })
     })
 
     it('pushes updates only while a viewer is live, coalesced per key', async () => {
@@ -157,13 +195,19 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
         // Not live: a change is not pushed.
         await client.set('sidebar/watched', 'unseen')
         await eventually(
-          async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'unseen' ? true : undefined),
+          async () =>
+            (await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'unseen'
+              ? true
+              : undefined,
           'runtime saw the change',
           15_000,
         )
         assert.equal(comms.updates.filter((u) => u.watches).length, 0, 'no watch update while nobody looks')
 
-        assert.equal((await rt.request('POST', '/aio-statestore/live', reader, { viewer: 'test', open: true })).status, 200)
+        assert.equal(
+          (await rt.request('POST', '/aio-statestore/live', reader, { viewer: 'test', open: true })).status,
+          200,
+        )
         const sets = 300
         await Promise.all(Array.from({ length: sets }, (_, i) => client.set('sidebar/watched', `burst ${i}`)))
         const last = await eventually(
@@ -176,11 +220,17 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
         )
         assert.ok(last.length < sets / 10, `${last.length} watch updates for ${sets} changes`)
 
-        assert.equal((await rt.request('POST', '/aio-statestore/live', reader, { viewer: 'test', open: false })).status, 200)
+        assert.equal(
+          (await rt.request('POST', '/aio-statestore/live', reader, { viewer: 'test', open: false })).status,
+          200,
+        )
         const before = comms.updates.length
         await client.set('sidebar/watched', 'after close')
         await eventually(
-          async () => ((await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'after close' ? true : undefined),
+          async () =>
+            (await stores(reader)).find((s) => s.id === 'cfg1')!.watches[0]!.value?.preview === 'after close'
+              ? true
+              : undefined,
           'runtime saw the change',
           15_000,
         )

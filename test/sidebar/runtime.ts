@@ -3,7 +3,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
+import {
+  FROM_WORKING_TREE,
+  RED_JS,
+  runtimeSettings,
+  startNodeRed,
+  writeSettings,
+  type NodeRedChild,
+} from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { scaled } from '../support/deadline'
 
@@ -54,7 +61,8 @@ export class AuthRuntime {
         env,
         timeoutMs: scaled(30_000),
         // With adminAuth only the login scheme answers without a token; flows have started once the store connected.
-        ready: async (url, log) => (await fetch(`${url}/auth/login`)).ok && log.includes('connected to the state store'),
+        ready: async (url, log) =>
+          (await fetch(`${url}/auth/login`)).ok && log.includes('connected to the state store'),
       })
       return new AuthRuntime(dir, child)
     } catch (err) {
@@ -80,11 +88,20 @@ export class AuthRuntime {
     return ((await res.json()) as { access_token: string }).access_token
   }
 
-  async request(method: string, path: string, token: string | null, body?: unknown): Promise<{ status: number; json: unknown }> {
+  async request(
+    method: string,
+    path: string,
+    token: string | null,
+    body?: unknown,
+  ): Promise<{ status: number; json: unknown }> {
     const headers: Record<string, string> = { Accept: 'application/json' }
     if (token) headers.Authorization = `Bearer ${token}`
     if (body !== undefined) headers['Content-Type'] = 'application/json'
-    const res = await fetch(this.url + path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) })
+    const res = await fetch(this.url + path, {
+      method,
+      headers,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    })
     const text = await res.text()
     let json: unknown
     try {
@@ -122,7 +139,8 @@ export class SidebarComms {
           } else reject(new Error(`comms auth: ${JSON.stringify(data)}`))
           return
         }
-        for (const m of data as Array<{ topic: string; data: Record<string, unknown> }>) if (m.topic === 'aio-statestore/update') comms.updates.push(m.data)
+        for (const m of data as Array<{ topic: string; data: Record<string, unknown> }>)
+          if (m.topic === 'aio-statestore/update') comms.updates.push(m.data)
       }
     })
     return comms

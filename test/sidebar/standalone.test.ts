@@ -38,10 +38,14 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
     )
     scanWriter = new StateStoreClient({ brokerUrl: withScan.url, clientId: 'sidebar-standalone-scan-writer' })
     await scanWriter.ready({ timeoutMs: 10_000 })
-    await Promise.all(Array.from({ length: 130 }, (_, i) => scanWriter.set(`scan/${String(i).padStart(3, '0')}`, 'x'.repeat(i))))
+    await Promise.all(
+      Array.from({ length: 130 }, (_, i) => scanWriter.set(`scan/${String(i).padStart(3, '0')}`, 'x'.repeat(i))),
+    )
     writer = new StateStoreClient({ brokerUrl: withAdmin.url, clientId: 'sidebar-standalone-writer' })
     await writer.ready({ timeoutMs: 10_000 })
-    await Promise.all(Array.from({ length: 120 }, (_, i) => writer.set(`remote/${String(i).padStart(3, '0')}`, `v${i}`)))
+    await Promise.all(
+      Array.from({ length: 120 }, (_, i) => writer.set(`remote/${String(i).padStart(3, '0')}`, `v${i}`)),
+    )
     await writer.set('remote/expiring', 'secret-remote-value', { expiryMs: 600_000 })
     rt = await AuthRuntime.start(RUNTIMES['Node-RED 5'], [
       { id: 'tab1', type: 'tab', label: 'standalone' },
@@ -62,7 +66,8 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
     await Promise.all([withAdmin?.stop(), without?.stop(), withScan?.stop()])
   })
 
-  const stores = async () => ((await rt.request('GET', '/aio-statestore/stores', reader)).json as { stores: Store[] }).stores
+  const stores = async () =>
+    ((await rt.request('GET', '/aio-statestore/stores', reader)).json as { stores: Store[] }).stores
 
   it('browses where the store answers SCAN or the emulator has --admin, and only there', async () => {
     const all = await eventually(
@@ -82,12 +87,21 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
   })
 
   it('lists keys with SCAN where the store answers it, page by page, each with its size and version', async () => {
-    type Page = { source: string; keys: Array<{ key: string; size: number; version: string | null }>; matching: number | null; next: string | null }
+    type Page = {
+      source: string
+      keys: Array<{ key: string; size: number; version: string | null }>
+      matching: number | null
+      next: string | null
+    }
     const seen: string[] = []
     let next: string | null = null
     let pages = 0
     do {
-      const res = await rt.request('GET', `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12${next ? `&after=${next}` : ''}`, reader)
+      const res = await rt.request(
+        'GET',
+        `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12${next ? `&after=${next}` : ''}`,
+        reader,
+      )
       assert.equal(res.status, 200, JSON.stringify(res.json))
       const page = res.json as Page
       assert.equal(page.source, 'scan')
@@ -107,10 +121,23 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
     )
     assert.equal(pages, 3, 'the last page says it is the last')
     // The editor reads a page again after a Set or Delete: the same cursor gives the same keys, still there.
-    const first = (await rt.request('GET', '/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12', reader)).json as Page
-    const second = (await rt.request('GET', `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12&after=${first.next}`, reader)).json as Page
+    const first = (await rt.request('GET', '/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12', reader))
+      .json as Page
+    const second = (
+      await rt.request(
+        'GET',
+        `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12&after=${first.next}`,
+        reader,
+      )
+    ).json as Page
     await scanWriter.del(second.keys[0]!.key)
-    const reread = (await rt.request('GET', `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12&after=${first.next}`, reader)).json as Page
+    const reread = (
+      await rt.request(
+        'GET',
+        `/aio-statestore/stores/cfgScan/keys?pattern=scan/1*&limit=12&after=${first.next}`,
+        reader,
+      )
+    ).json as Page
     assert.deepEqual(
       reread.keys.map((k) => k.key),
       second.keys.slice(1).map((k) => k.key),
@@ -121,14 +148,26 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
   it("lists, filters and pages the standalone emulator's keys through the admin channel where the store has no SCAN", async () => {
     const first = await rt.request('GET', '/aio-statestore/stores/cfgAdmin/keys?pattern=remote/0*&limit=50', reader)
     assert.equal(first.status, 200, JSON.stringify(first.json))
-    const page = first.json as { source: string; keys: Array<{ key: string; size: number }>; matching: number; total: number; next: string | null }
+    const page = first.json as {
+      source: string
+      keys: Array<{ key: string; size: number }>
+      matching: number
+      total: number
+      next: string | null
+    }
     assert.equal(page.source, 'admin')
     assert.equal(page.matching, 100)
     assert.equal(page.total, 121)
     assert.equal(page.keys.length, 50)
     assert.equal(page.keys[0]!.key, 'remote/000')
     assert.ok(page.next)
-    const rest = (await rt.request('GET', `/aio-statestore/stores/cfgAdmin/keys?pattern=remote/0*&limit=50&after=${page.next}`, reader)).json as typeof page
+    const rest = (
+      await rt.request(
+        'GET',
+        `/aio-statestore/stores/cfgAdmin/keys?pattern=remote/0*&limit=50&after=${page.next}`,
+        reader,
+      )
+    ).json as typeof page
     assert.equal(rest.keys.length, 50)
     assert.equal(rest.keys[49]!.key, 'remote/099')
     assert.equal(rest.next, null)
@@ -136,7 +175,11 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
 
   it('says why the inspector has no expiry, persistence or access lines where no admin channel answers, naming the client id', async () => {
     await scanWriter.set('scan/inspected', 'v')
-    const got = await rt.request('GET', `/aio-statestore/stores/cfgScan/key?key=${encodeURIComponent('scan/inspected')}`, reader)
+    const got = await rt.request(
+      'GET',
+      `/aio-statestore/stores/cfgScan/key?key=${encodeURIComponent('scan/inspected')}`,
+      reader,
+    )
     const body = got.json as { exists: boolean; persisted?: boolean; noDetails?: { clientId: string } }
     assert.equal(body.exists, true)
     assert.equal(body.persisted, undefined)
@@ -144,13 +187,27 @@ describe('sidebar key browser for a standalone emulator (--admin)', function () 
   })
 
   it('shows the expiry in the key inspector, from the admin channel, and logs no value', async () => {
-    const got = await rt.request('GET', `/aio-statestore/stores/cfgAdmin/key?key=${encodeURIComponent('remote/expiring')}`, reader)
-    const body = got.json as { exists: boolean; value: { preview: string }; expiresAt: number | null; persisted: boolean; notPersistedBecause: string | null }
+    const got = await rt.request(
+      'GET',
+      `/aio-statestore/stores/cfgAdmin/key?key=${encodeURIComponent('remote/expiring')}`,
+      reader,
+    )
+    const body = got.json as {
+      exists: boolean
+      value: { preview: string }
+      expiresAt: number | null
+      persisted: boolean
+      notPersistedBecause: string | null
+    }
     assert.equal(body.exists, true)
     assert.equal(body.value.preview, 'secret-remote-value')
     assert.ok(body.expiresAt !== null && body.expiresAt > Date.now(), `expiresAt ${body.expiresAt}`)
     assert.equal(body.persisted, false)
-    assert.equal(body.notPersistedBecause, 'noFile', "an emulator without --persist keeps no key: the store's setting, not the key's")
+    assert.equal(
+      body.notPersistedBecause,
+      'noFile',
+      "an emulator without --persist keeps no key: the store's setting, not the key's",
+    )
     assert.ok(!rt.log.includes('secret-remote-value'))
     assert.ok(!emulators[0]!.stderr.includes('secret-remote-value'))
   })

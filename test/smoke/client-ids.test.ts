@@ -12,11 +12,22 @@ import { startEmulator, type Emulator } from '../../src/emulator'
 import { freePort } from '../../dev/ports'
 import { Mosquitto, requireMosquitto } from '../support/mosquitto'
 import { sleep } from '../support/wait'
-import { installIntoUserDir, NodeRedProcess, pack, RED_JS, readJson, repoRoot, writeSettings, type Comms } from './node-red'
+import {
+  installIntoUserDir,
+  NodeRedProcess,
+  pack,
+  RED_JS,
+  readJson,
+  repoRoot,
+  writeSettings,
+  type Comms,
+} from './node-red'
 
 const WINDOW_MS = 12_000
 const GET_ID = 'c1d5e0a0b7f31a01'
-const catalogue = readJson<{ common: { status: Record<string, string> } }>(join(repoRoot, 'nodes', 'locales', 'en-US', 'ss-config.json'))
+const catalogue = readJson<{ common: { status: Record<string, string> } }>(
+  join(repoRoot, 'nodes', 'locales', 'en-US', 'ss-config.json'),
+)
 const TAKEN_OVER = catalogue.common.status.takenOver!
 
 /** The same flow for both runtimes, as importing one example twice gives it. */
@@ -24,7 +35,17 @@ function flow(brokerUrl: string, clientId: string): unknown[] {
   return [
     { id: 'c1d5e0a0b7f31a00', type: 'tab', label: 'client ids' },
     { id: 'c1d5e0a0b7f31a0c', type: 'ss-config', name: 'store', broker: brokerUrl, clientId },
-    { id: GET_ID, type: 'ss-get', z: 'c1d5e0a0b7f31a00', store: 'c1d5e0a0b7f31a0c', key: 'client-ids/k', keyType: 'str', x: 200, y: 100, wires: [[]] },
+    {
+      id: GET_ID,
+      type: 'ss-get',
+      z: 'c1d5e0a0b7f31a00',
+      store: 'c1d5e0a0b7f31a0c',
+      key: 'client-ids/k',
+      keyType: 'str',
+      x: 200,
+      y: 100,
+      wires: [[]],
+    },
   ]
 }
 
@@ -77,9 +98,15 @@ describe('smoke: two Node-RED 5 runtimes on one host, one mosquitto: client ids'
     const from = broker!.log.length
     await deployBoth('')
     for (const { comms } of runtimes)
-      await comms.waitFor(() => (comms.status.get(GET_ID)?.fill === 'green' ? true : undefined), 15_000, 'the get node connected')
+      await comms.waitFor(
+        () => (comms.status.get(GET_ID)?.fill === 'green' ? true : undefined),
+        15_000,
+        'the get node connected',
+      )
     await sleep(WINDOW_MS)
-    const ids = new Set([...broker!.log.slice(from).matchAll(/New client connected from \S+ as (nodered-\S+) \(/g)].map((m) => m[1]))
+    const ids = new Set(
+      [...broker!.log.slice(from).matchAll(/New client connected from \S+ as (nodered-\S+) \(/g)].map((m) => m[1]),
+    )
     assert.equal(ids.size, 2, `two client ids: ${[...ids].join(', ')}`)
     assert.deepEqual(takeoversSince(from), [])
     for (const { comms } of runtimes) assert.equal(comms.status.get(GET_ID)?.fill, 'green', 'still connected')
@@ -90,7 +117,10 @@ describe('smoke: two Node-RED 5 runtimes on one host, one mosquitto: client ids'
     const from = broker!.log.length
     const logFrom = runtimes.map((r) => r.red.log.length)
     const named = new Set<number>()
-    const watch = setInterval(() => runtimes.forEach((r, i) => r.comms.status.get(GET_ID)?.text === TAKEN_OVER && named.add(i)), 10)
+    const watch = setInterval(
+      () => runtimes.forEach((r, i) => r.comms.status.get(GET_ID)?.text === TAKEN_OVER && named.add(i)),
+      10,
+    )
     try {
       await deployBoth(clientId)
       await sleep(WINDOW_MS)
@@ -110,6 +140,9 @@ describe('smoke: two Node-RED 5 runtimes on one host, one mosquitto: client ids'
           .split('\n')
           .filter((l) => l.includes('[warn]') && l.includes('took the session over')).length,
     )
-    assert.ok(warnings.every((n) => n <= 1) && warnings.some((n) => n === 1), `one warning per runtime at most: ${warnings.join(', ')}`)
+    assert.ok(
+      warnings.every((n) => n <= 1) && warnings.some((n) => n === 1),
+      `one warning per runtime at most: ${warnings.join(', ')}`,
+    )
   })
 })

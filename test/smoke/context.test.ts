@@ -100,7 +100,18 @@ function flows(name: string): unknown[] {
       rules: [{ t: 'set', p: 'payload', pt: 'msg', to: `#:(${STORE})::counter`, tot: 'global' }],
       wires: [[id('out')]],
     },
-    { id: id('out'), type: 'debug', z: tab, name: 'out', active: true, tosidebar: true, console: false, complete: 'payload', targetType: 'msg', wires: [] },
+    {
+      id: id('out'),
+      type: 'debug',
+      z: tab,
+      name: 'out',
+      active: true,
+      tosidebar: true,
+      console: false,
+      complete: 'payload',
+      targetType: 'msg',
+      wires: [],
+    },
   ]
 }
 
@@ -141,13 +152,20 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
   })
 
   const [nr5, nr4] = [() => runtimes[0]!, () => runtimes[1]!]
-  const outputs = (r: Runtime) => r.comms.debug.filter((m) => m.id === `${r.name}-out` && m.level === undefined).map(debugValue)
+  const outputs = (r: Runtime) =>
+    r.comms.debug.filter((m) => m.id === `${r.name}-out` && m.level === undefined).map(debugValue)
   const global = (r: Runtime) => r.red.getJson<ContextListing>('/context/global').then((c) => c[STORE] ?? {})
 
   it('loads the store in both runtimes from settings.js, with no warning or error', async function () {
     for (const r of runtimes) {
-      assert.match(r.red.log, /Context store\s*: 'statestore' \[module=node-red-contrib-aio-statestore\/context\]/, r.red.log)
-      const problems = r.red.log.split('\n').filter((l) => /\[(warn|error)\]/.test(l) && !/Encrypted credentials not found|Projects disabled/.test(l))
+      assert.match(
+        r.red.log,
+        /Context store\s*: 'statestore' \[module=node-red-contrib-aio-statestore\/context\]/,
+        r.red.log,
+      )
+      const problems = r.red.log
+        .split('\n')
+        .filter((l) => /\[(warn|error)\]/.test(l) && !/Encrypted credentials not found|Projects disabled/.test(l))
       assert.deepEqual(problems, [], r.red.log)
     }
   })
@@ -155,12 +173,24 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
   it('Function nodes in both count on one global counter; a Change node reads it; the Context Data API lists it', async function () {
     await nr5().red.inject('nr5-count')
     await eventually(async () => (outputs(nr5()).includes(1) ? true : undefined), 'nr5 to count', 20_000)
-    await eventually(async () => ((await global(nr4())).counter?.msg === '1' ? true : undefined), 'nr4 to see the counter', 20_000)
+    await eventually(
+      async () => ((await global(nr4())).counter?.msg === '1' ? true : undefined),
+      'nr4 to see the counter',
+      20_000,
+    )
     await nr4().red.inject('nr4-count')
     await eventually(async () => (outputs(nr4()).includes(2) ? true : undefined), 'nr4 to count on', 20_000)
-    await eventually(async () => ((await global(nr5())).counter?.msg === '2' ? true : undefined), 'nr5 to see 2', 20_000)
+    await eventually(
+      async () => ((await global(nr5())).counter?.msg === '2' ? true : undefined),
+      'nr5 to see 2',
+      20_000,
+    )
     await nr5().red.inject('nr5-read')
-    await eventually(async () => (outputs(nr5()).filter((v) => v === 2).length >= 1 ? true : undefined), 'the Change node to read 2', 20_000)
+    await eventually(
+      async () => (outputs(nr5()).filter((v) => v === 2).length >= 1 ? true : undefined),
+      'the Change node to read 2',
+      20_000,
+    )
     const flow = await nr5().red.getJson<ContextListing>('/context/flow/tab-nr5')
     assert.equal(flow[STORE]?.mine?.msg, '1')
   })
@@ -184,7 +214,9 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
       await new Promise((r) => setTimeout(r, 20))
     }
     delays.sort((a, b) => a - b)
-    console.log(`      (global.set in Node-RED 5 → sync global.get in Node-RED 4: median ${delays[10]} ms, max ${delays[19]} ms over 20 probes; 1 ms polling)`)
+    console.log(
+      `      (global.set in Node-RED 5 → sync global.get in Node-RED 4: median ${delays[10]} ms, max ${delays[19]} ms over 20 probes; 1 ms polling)`,
+    )
   })
 
   it('keys agree in both after 1,000 concurrent sets from each; the index lists them too', async function () {
@@ -254,7 +286,8 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
       // a Function node's synchronous global.get throws a clear error instead of reading undefined (and counting from 1)
       await r.red.inject('nr5-count')
       await eventually(
-        async () => (/\[error\] \[function:add-one\].*not loaded yet: waiting for its broker/.test(log()) ? true : undefined),
+        async () =>
+          /\[error\] \[function:add-one\].*not loaded yet: waiting for its broker/.test(log()) ? true : undefined,
         'the Function node to report the error',
         20_000,
       )
@@ -270,7 +303,11 @@ describe('smoke: the context store in real Node-RED 5 and 4 runtimes sharing one
       // and the flows use it from now on
       await r.red.inject('nr5-count')
       const next = String(Number(before.counter.msg) + 1)
-      await eventually(async () => ((await global(r)).counter?.msg === next ? true : undefined), 'the counter to go on', 20_000)
+      await eventually(
+        async () => ((await global(r)).counter?.msg === next ? true : undefined),
+        'the counter to go on',
+        20_000,
+      )
     } finally {
       await r.red.stop() // after() closes the comms
       await relay.stop()

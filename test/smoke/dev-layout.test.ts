@@ -6,7 +6,14 @@ import { strict as assert } from 'node:assert'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FROM_WORKING_TREE, RED_JS, runtimeSettings, startNodeRed, writeSettings, type NodeRedChild } from '../../dev/node-red'
+import {
+  FROM_WORKING_TREE,
+  RED_JS,
+  runtimeSettings,
+  startNodeRed,
+  writeSettings,
+  type NodeRedChild,
+} from '../../dev/node-red'
 import { freePort } from '../../dev/ports'
 import { startEmulator, type Emulator } from '../../src/emulator'
 import { prepareDevLayout, writeDevEnv } from '../../src/emulator/dev-layout'
@@ -19,11 +26,49 @@ const STORE = 'd0e1a0b0c0d0e002'
 const flows = [
   { id: TAB, type: 'tab', label: 'dev layout' },
   { id: STORE, type: 'ss-config', name: 'from the environment', broker: '', clientId: '' },
-  { id: 'd0e1a0b0c0d0e003', type: 'http in', z: TAB, url: '/roundtrip', method: 'post', x: 100, y: 100, wires: [['d0e1a0b0c0d0e004']] },
-  { id: 'd0e1a0b0c0d0e004', type: 'ss-set', z: TAB, store: STORE, key: 'dev/node-red', keyType: 'str', x: 300, y: 100, wires: [['d0e1a0b0c0d0e005']] },
-  { id: 'd0e1a0b0c0d0e005', type: 'ss-get', z: TAB, store: STORE, key: 'dev/node-red', keyType: 'str', x: 500, y: 100, wires: [['d0e1a0b0c0d0e006']] },
+  {
+    id: 'd0e1a0b0c0d0e003',
+    type: 'http in',
+    z: TAB,
+    url: '/roundtrip',
+    method: 'post',
+    x: 100,
+    y: 100,
+    wires: [['d0e1a0b0c0d0e004']],
+  },
+  {
+    id: 'd0e1a0b0c0d0e004',
+    type: 'ss-set',
+    z: TAB,
+    store: STORE,
+    key: 'dev/node-red',
+    keyType: 'str',
+    x: 300,
+    y: 100,
+    wires: [['d0e1a0b0c0d0e005']],
+  },
+  {
+    id: 'd0e1a0b0c0d0e005',
+    type: 'ss-get',
+    z: TAB,
+    store: STORE,
+    key: 'dev/node-red',
+    keyType: 'str',
+    x: 500,
+    y: 100,
+    wires: [['d0e1a0b0c0d0e006']],
+  },
   { id: 'd0e1a0b0c0d0e006', type: 'http response', z: TAB, x: 700, y: 100, wires: [] },
-  { id: 'd0e1a0b0c0d0e007', type: 'http in', z: TAB, url: '/context', method: 'post', x: 100, y: 200, wires: [['d0e1a0b0c0d0e008']] },
+  {
+    id: 'd0e1a0b0c0d0e007',
+    type: 'http in',
+    z: TAB,
+    url: '/context',
+    method: 'post',
+    x: 100,
+    y: 200,
+    wires: [['d0e1a0b0c0d0e008']],
+  },
   {
     id: 'd0e1a0b0c0d0e008',
     type: 'function',
@@ -87,14 +132,26 @@ describe("smoke: Node-RED with only the dev layout's .env, over TLS + SAT", func
   })
 
   it('a blank config node connects over TLS + SAT and a set then get flow works', async () => {
-    assert.match(red!.log, /connected to the state store as nodered-/, "connected, with the config node's own default client id")
-    const res = await fetch(`${red!.url}/roundtrip`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'over TLS + SAT' })
+    assert.match(
+      red!.log,
+      /connected to the state store as nodered-/,
+      "connected, with the config node's own default client id",
+    )
+    const res = await fetch(`${red!.url}/roundtrip`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/plain' },
+      body: 'over TLS + SAT',
+    })
     assert.equal(res.status, 200)
     assert.equal(await res.text(), 'over TLS + SAT')
   })
 
   it('the context store with an empty config reaches the same store', async () => {
-    const res = await fetch(`${red!.url}/context`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'in context' })
+    const res = await fetch(`${red!.url}/context`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/plain' },
+      body: 'in context',
+    })
     assert.equal(await res.text(), 'in context')
     assert.ok(emulator!.keyCount >= 2, 'both keys are in the emulator')
   })

@@ -39,8 +39,22 @@ describe('smoke: the errors a flow sees name the key and say what to do', functi
         { id: 'tab', type: 'tab', label: 'errors' },
         { id: 'cfg', type: 'ss-config', name: 'store', broker: emulator.brokerUrl, clientId: 'error-words' },
         // Nothing listens there; a msg fails at once.
-        { id: 'downCfg', type: 'ss-config', name: 'gone', broker: `mqtt://127.0.0.1:${closed}`, clientId: 'error-words-gone', connectionWait: '0' },
-        on({ id: 'write', type: 'inject', props: [{ p: 'payload' }], payload: 'unfenced', payloadType: 'str', wires: [['set']] }),
+        {
+          id: 'downCfg',
+          type: 'ss-config',
+          name: 'gone',
+          broker: `mqtt://127.0.0.1:${closed}`,
+          clientId: 'error-words-gone',
+          connectionWait: '0',
+        },
+        on({
+          id: 'write',
+          type: 'inject',
+          props: [{ p: 'payload' }],
+          payload: 'unfenced',
+          payloadType: 'str',
+          wires: [['set']],
+        }),
         on({ id: 'set', type: 'ss-set', store: 'cfg', key: 'words/fenced', keyType: 'str', fencingTokenType: 'none' }),
         on({ id: 'read', type: 'inject', props: [{ p: 'payload' }], wires: [['get']] }),
         on({ id: 'get', type: 'ss-get', store: 'downCfg', key: 'words/down', keyType: 'str' }),
@@ -61,7 +75,9 @@ describe('smoke: the errors a flow sees name the key and say what to do', functi
   async function caughtAfter(inject: string): Promise<Caught> {
     const seen = comms.debug.length
     await red.inject(inject)
-    return debugValue(await comms.waitFor((d) => d.slice(seen).find((m) => m.id === 'dbg'), 20_000, `the Catch node's msg (${inject})`)) as Caught
+    return debugValue(
+      await comms.waitFor((d) => d.slice(seen).find((m) => m.id === 'dbg'), 20_000, `the Catch node's msg (${inject})`),
+    ) as Caught
   }
 
   it('MissingFencingToken: names the key and the lock that writes it', async () => {

@@ -29,7 +29,12 @@ type Msg = Record<string, unknown>
 const equals = (expected: unknown) => (value: unknown) => isDeepStrictEqual(value, expected)
 
 /** Presses an inject button and returns the next thing the debug node shows that `accept` takes. */
-async function press(x: ExampleRun, inject: string, debug: string, accept?: (value: unknown) => boolean): Promise<unknown> {
+async function press(
+  x: ExampleRun,
+  inject: string,
+  debug: string,
+  accept?: (value: unknown) => boolean,
+): Promise<unknown> {
   const from = x.count(debug)
   await x.inject(inject)
   return x.next(debug, from, accept)
@@ -44,7 +49,10 @@ export const EXPECTATIONS: Record<string, Expectation> = {
   'counter-with-versions': {
     async run(x) {
       const first = (await x.next('counter', 0)) as Msg
-      assert.deepEqual({ payload: first.payload, applied: first.applied, released: first.released }, { payload: 1, applied: true, released: true })
+      assert.deepEqual(
+        { payload: first.payload, applied: first.applied, released: first.released },
+        { payload: 1, applied: true, released: true },
+      )
       const second = (await press(x, 'count', 'counter')) as Msg
       assert.equal(second.payload, 2)
       assert.ok(Hlc.compare(version(second), version(first)) > 0, `${second.version} after ${first.version}`)
@@ -78,7 +86,8 @@ export const EXPECTATIONS: Record<string, Expectation> = {
       // The flow deletes the key first, so a second run gives the same answers.
       const from = new Map(Object.keys(expected).map((d) => [d, x.count(d)]))
       await x.inject('run')
-      for (const [debug, value] of Object.entries(expected)) assert.equal(await x.next(debug, from.get(debug) ?? 0), value, `${debug}, second run`)
+      for (const [debug, value] of Object.entries(expected))
+        assert.equal(await x.next(debug, from.get(debug) ?? 0), value, `${debug}, second run`)
     },
   },
 
@@ -137,14 +146,20 @@ export const EXPECTATIONS: Record<string, Expectation> = {
       await x.inject('simulate 20 samples')
       await x.next('latest sample', from, (v) => (v as { sample: number }).sample === 20)
       const shown = x.values('latest sample').slice(from) as Array<{ sample: number }>
-      assert.ok(shown.length <= 3, `the rate limit lets the latest sample through, not all twenty: ${shown.map((v) => v.sample).join(', ')}`)
+      assert.ok(
+        shown.length <= 3,
+        `the rate limit lets the latest sample through, not all twenty: ${shown.map((v) => v.sample).join(', ')}`,
+      )
     },
   },
 
   'dapr-app-keys': {
     async run(x) {
       const written = (await press(x, 'simulate the Dapr app', 'written')) as Msg
-      assert.deepEqual(written, { 'examples/order-processor||order-1': true, 'examples/order-processor||order-2': true })
+      assert.deepEqual(written, {
+        'examples/order-processor||order-1': true,
+        'examples/order-processor||order-2': true,
+      })
       assert.deepEqual(await press(x, 'read order-1', 'order'), { item: 'bolts', quantity: 3 })
       assert.deepEqual(await press(x, "all of the app's state", 'app state'), {
         'order-1': { item: 'bolts', quantity: 3 },
@@ -155,7 +170,11 @@ export const EXPECTATIONS: Record<string, Expectation> = {
 
   'wasm-enrichment-keys': {
     async run(x) {
-      assert.deepEqual(await x.next('seeded', 0), { 'examples/wasm/factoryId': true, 'examples/wasm/lineId': true, 'examples/wasm/limits': true })
+      assert.deepEqual(await x.next('seeded', 0), {
+        'examples/wasm/factoryId': true,
+        'examples/wasm/lineId': true,
+        'examples/wasm/limits': true,
+      })
       assert.deepEqual(await press(x, 'read the keys', 'enrichment'), {
         'examples/wasm/factoryId': 'factoryA',
         'examples/wasm/lineId': 'line-3',

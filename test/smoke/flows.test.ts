@@ -52,7 +52,9 @@ describe('dev/flows: seeding the example flows', function () {
   })
 
   it('merges equal config nodes with different ids and rewires their users', function () {
-    const b = example('tb', ['b1', 'b2', 'b3']).map((n) => (n.id === 'cfg' ? { ...n, id: 'cfg2' } : n.store ? { ...n, store: 'cfg2' } : n))
+    const b = example('tb', ['b1', 'b2', 'b3']).map((n) =>
+      n.id === 'cfg' ? { ...n, id: 'cfg2' } : n.store ? { ...n, store: 'cfg2' } : n,
+    )
     const merged = mergeExamples([
       { name: 'a', nodes: example('ta', ['a1', 'a2', 'a3']) },
       { name: 'b', nodes: b },
@@ -131,6 +133,7 @@ describe('dev/flows: seeding the example flows', function () {
     assert.equal(tab?.type, 'tab')
     assert.equal(comment?.type, 'comment')
     assert.equal(comment?.z, tab?.id)
-    for (const n of starters) assert.ok(String(comment?.info).includes(`**${String(n.name)}**`), `the first tab names ${String(n.name)}`)
+    for (const n of starters)
+      assert.ok(String(comment?.info).includes(`**${String(n.name)}**`), `the first tab names ${String(n.name)}`)
   })
 })

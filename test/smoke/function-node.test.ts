@@ -44,7 +44,11 @@ describe('smoke: the client in a Function node', function () {
     symlinkSync(repoRoot, join(userDir, 'node_modules', 'node-red-contrib-aio-statestore'), 'dir')
     writeFileSync(
       join(userDir, 'package.json'),
-      JSON.stringify({ name: 'node-red-project', private: true, dependencies: { 'node-red-contrib-aio-statestore': '*' } }),
+      JSON.stringify({
+        name: 'node-red-project',
+        private: true,
+        dependencies: { 'node-red-contrib-aio-statestore': '*' },
+      }),
     )
     emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
     relay = await TcpRelay.start(emulator.brokerUrl)
@@ -64,10 +68,13 @@ describe('smoke: the client in a Function node', function () {
 
   it('sets and gets through the config node’s connection, a lock edit too, with one connection for the runtime', async () => {
     await red.deploy(flow('function-smoke'), comms)
-    for (const round of [1, 2]) assert.equal((await runOnce(round)).counter, String(round), 'Lock.edit counts once per msg')
+    for (const round of [1, 2])
+      assert.equal((await runOnce(round)).counter, String(round), 'Lock.edit counts once per msg')
     const seen = comms.debug.length
     await red.inject('bad')
-    const failed = debugValue(await comms.waitFor((d) => d.slice(seen).find((m) => m.id === 'dbg'), 10_000, 'the failing lookup')) as {
+    const failed = debugValue(
+      await comms.waitFor((d) => d.slice(seen).find((m) => m.id === 'dbg'), 10_000, 'the failing lookup'),
+    ) as {
       name: string
       kind: string
     }
@@ -86,7 +93,11 @@ describe('smoke: the client in a Function node', function () {
   async function runOnce(round: number): Promise<{ greeting: string; version: string; counter: string }> {
     const seen = comms.debug.length
     await red.inject('go')
-    const out = await comms.waitFor((d) => d.slice(seen).find((m) => m.id === 'dbg'), 20_000, `the Function node's msg (round ${round})`)
+    const out = await comms.waitFor(
+      (d) => d.slice(seen).find((m) => m.id === 'dbg'),
+      20_000,
+      `the Function node's msg (round ${round})`,
+    )
     const payload = debugValue(out) as { greeting: string; version: string; counter: string }
     assert.equal(payload.greeting, 'hello')
     assert.match(payload.version, /^\d{15}:\d{5}:/)
@@ -111,10 +122,40 @@ describe('smoke: the client in a Function node', function () {
       },
       { id: 'fn', type: 'function', z: 'tab', x: 300, y: 100, func: FUNCTION_CODE, outputs: 1, libs, wires: [['dbg']] },
       { id: 'bad', type: 'inject', z: 'tab', x: 100, y: 200, props: [{ p: 'payload' }], wires: [['fnBad']] },
-      { id: 'fnBad', type: 'function', z: 'tab', x: 300, y: 200, func: FAILING_CODE, outputs: 1, libs, wires: [['dbg']] },
+      {
+        id: 'fnBad',
+        type: 'function',
+        z: 'tab',
+        x: 300,
+        y: 200,
+        func: FAILING_CODE,
+        outputs: 1,
+        libs,
+        wires: [['dbg']],
+      },
       // A palette node on the same config node: it shares the one connection.
-      { id: 'get', type: 'ss-get', z: 'tab', x: 300, y: 300, store: 'cfg', key: 'fn/greeting', keyType: 'str', wires: [['dbg']] },
-      { id: 'dbg', type: 'debug', z: 'tab', x: 500, y: 100, active: true, tosidebar: true, complete: 'payload', wires: [] },
+      {
+        id: 'get',
+        type: 'ss-get',
+        z: 'tab',
+        x: 300,
+        y: 300,
+        store: 'cfg',
+        key: 'fn/greeting',
+        keyType: 'str',
+        wires: [['dbg']],
+      },
+      {
+        id: 'dbg',
+        type: 'debug',
+        z: 'tab',
+        x: 500,
+        y: 100,
+        active: true,
+        tosidebar: true,
+        complete: 'payload',
+        wires: [],
+      },
     ]
   }
 })

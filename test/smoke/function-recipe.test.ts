@@ -10,7 +10,16 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '../../dev/ports'
 import { startEmulator, type Emulator } from '../../src/emulator'
-import { debugValue, installIntoUserDir, NodeRedProcess, nodeBinary, pack, RED_JS, repoRoot, writeSettings } from './node-red'
+import {
+  debugValue,
+  installIntoUserDir,
+  NodeRedProcess,
+  nodeBinary,
+  pack,
+  RED_JS,
+  repoRoot,
+  writeSettings,
+} from './node-red'
 
 /** The first ```js block under docs/data.md's "The client in a Function node". */
 export function docsRecipe(): string {
@@ -29,7 +38,17 @@ function recipeFlow(broker: string): unknown[] {
   return [
     { id: 'tab', type: 'tab', label: 'recipe' },
     { id: 'cfg', type: 'ss-config', name, broker },
-    { id: 'go', type: 'inject', z: 'tab', x: 100, y: 100, props: [{ p: 'payload' }], payload: '{"rpm":1200}', payloadType: 'json', wires: [['fn']] },
+    {
+      id: 'go',
+      type: 'inject',
+      z: 'tab',
+      x: 100,
+      y: 100,
+      props: [{ p: 'payload' }],
+      payload: '{"rpm":1200}',
+      payloadType: 'json',
+      wires: [['fn']],
+    },
     {
       id: 'fn',
       type: 'function',
@@ -41,7 +60,17 @@ function recipeFlow(broker: string): unknown[] {
       libs: [{ var: 'aio', module: 'node-red-contrib-aio-statestore' }],
       wires: [['dbg']],
     },
-    { id: 'dbg', type: 'debug', z: 'tab', x: 500, y: 100, active: true, tosidebar: true, complete: 'payload', wires: [] },
+    {
+      id: 'dbg',
+      type: 'debug',
+      z: 'tab',
+      x: 500,
+      y: 100,
+      active: true,
+      tosidebar: true,
+      complete: 'payload',
+      wires: [],
+    },
   ]
 }
 
@@ -70,8 +99,18 @@ describe("docs/data.md's Function-node recipe, deployed from the editor", functi
   })
 
   it('runs under npm start, with no install from the registry and no flow stopped', async () => {
-    const env = { ...process.env, PORT: '0', MQTT_PORT: '0', NODE_RED_USER_DIR: join(work, 'start'), EMULATOR_LOG_LEVEL: 'warn' }
-    const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs'), '--memory'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const env = {
+      ...process.env,
+      PORT: '0',
+      MQTT_PORT: '0',
+      NODE_RED_USER_DIR: join(work, 'start'),
+      EMULATOR_LOG_LEVEL: 'warn',
+    }
+    const child = spawn(nodeBinary(), [join(repoRoot, 'scripts', 'start.mjs'), '--memory'], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let output = ''
     const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
     const ready = new Promise<string>((resolve, reject) => {

@@ -28,10 +28,42 @@ function flow(brokerUrl: string, clientId: string): FlowNode[] {
   return [
     { id: 'tab', type: 'tab', label: 'locks' },
     { id: 'cfg', type: 'ss-config', name: 'store', broker: brokerUrl, clientId, requestTimeout: '10000' },
-    on({ id: 'count', type: 'inject', name: 'count', props: [{ p: 'payload' }], payload: '', payloadType: 'date', wires: [['take']] }),
-    on({ id: 'take', type: 'ss-lock', ...store, key: 'two/counter/lock', keyType: 'str', mode: 'lock', action: 'acquire', wires: [['read'], []] }),
-    on({ id: 'read', type: 'ss-get', ...store, key: 'two/counter', keyType: 'str', decode: 'json', notFound: 'payload', wires: [['add']] }),
-    on({ id: 'add', type: 'function', func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;', outputs: 1, wires: [['write']] }),
+    on({
+      id: 'count',
+      type: 'inject',
+      name: 'count',
+      props: [{ p: 'payload' }],
+      payload: '',
+      payloadType: 'date',
+      wires: [['take']],
+    }),
+    on({
+      id: 'take',
+      type: 'ss-lock',
+      ...store,
+      key: 'two/counter/lock',
+      keyType: 'str',
+      mode: 'lock',
+      action: 'acquire',
+      wires: [['read'], []],
+    }),
+    on({
+      id: 'read',
+      type: 'ss-get',
+      ...store,
+      key: 'two/counter',
+      keyType: 'str',
+      decode: 'json',
+      notFound: 'payload',
+      wires: [['add']],
+    }),
+    on({
+      id: 'add',
+      type: 'function',
+      func: 'msg.payload = (msg.found ? msg.payload : 0) + 1;\nreturn msg;',
+      outputs: 1,
+      wires: [['write']],
+    }),
     on({
       id: 'write',
       type: 'ss-set',
@@ -44,9 +76,34 @@ function flow(brokerUrl: string, clientId: string): FlowNode[] {
       fencingTokenType: 'msg',
       wires: [['free']],
     }),
-    on({ id: 'free', type: 'ss-lock', ...store, key: '', keyType: 'str', mode: 'lease', action: 'release', wires: [['counted'], []] }),
-    on({ id: 'counted', type: 'debug', name: 'counted', active: true, tosidebar: true, complete: 'payload', targetType: 'msg' }),
-    on({ id: 'bump', type: 'inject', name: 'bump', props: [{ p: 'payload' }], payload: '', payloadType: 'date', wires: [['update']] }),
+    on({
+      id: 'free',
+      type: 'ss-lock',
+      ...store,
+      key: '',
+      keyType: 'str',
+      mode: 'lease',
+      action: 'release',
+      wires: [['counted'], []],
+    }),
+    on({
+      id: 'counted',
+      type: 'debug',
+      name: 'counted',
+      active: true,
+      tosidebar: true,
+      complete: 'payload',
+      targetType: 'msg',
+    }),
+    on({
+      id: 'bump',
+      type: 'inject',
+      name: 'bump',
+      props: [{ p: 'payload' }],
+      payload: '',
+      payloadType: 'date',
+      wires: [['update']],
+    }),
     on({
       id: 'update',
       type: 'ss-update',
@@ -58,8 +115,24 @@ function flow(brokerUrl: string, clientId: string): FlowNode[] {
       initialType: 'num',
       wires: [['updated']],
     }),
-    on({ id: 'updated', type: 'debug', name: 'updated', active: true, tosidebar: true, complete: 'payload', targetType: 'msg' }),
-    on({ id: 'forget', type: 'inject', name: 'forget', props: [{ p: 'payload' }], payload: '', payloadType: 'date', wires: [['forgetful']] }),
+    on({
+      id: 'updated',
+      type: 'debug',
+      name: 'updated',
+      active: true,
+      tosidebar: true,
+      complete: 'payload',
+      targetType: 'msg',
+    }),
+    on({
+      id: 'forget',
+      type: 'inject',
+      name: 'forget',
+      props: [{ p: 'payload' }],
+      payload: '',
+      payloadType: 'date',
+      wires: [['forgetful']],
+    }),
     on({
       id: 'forgetful',
       type: 'ss-lock',
@@ -72,7 +145,15 @@ function flow(brokerUrl: string, clientId: string): FlowNode[] {
       wires: [[], []],
     }),
     // One hold per runtime on one name, renewed every 500 ms, held until released (no Hold at most).
-    on({ id: 'hold', type: 'inject', name: 'hold', props: [{ p: 'payload' }], payload: '', payloadType: 'date', wires: [['holding']] }),
+    on({
+      id: 'hold',
+      type: 'inject',
+      name: 'hold',
+      props: [{ p: 'payload' }],
+      payload: '',
+      payloadType: 'date',
+      wires: [['holding']],
+    }),
     on({
       id: 'holding',
       type: 'ss-lock',
@@ -86,7 +167,15 @@ function flow(brokerUrl: string, clientId: string): FlowNode[] {
       wires: [['held'], ['unheld']],
     }),
     on({ id: 'held', type: 'debug', name: 'held', active: true, tosidebar: true, complete: 'lock', targetType: 'msg' }),
-    on({ id: 'unheld', type: 'debug', name: 'unheld', active: true, tosidebar: true, complete: 'reason', targetType: 'msg' }),
+    on({
+      id: 'unheld',
+      type: 'debug',
+      name: 'unheld',
+      active: true,
+      tosidebar: true,
+      complete: 'reason',
+      targetType: 'msg',
+    }),
   ]
 }
 
@@ -105,7 +194,10 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
     await observer.ready({ timeoutMs: 5000 })
     work = mkdtempSync(join(tmpdir(), 'aio-ss-lockflows-'))
     const settings = join(work, 'settings.js')
-    writeSettings(settings, runtimeSettings({ ...FROM_WORKING_TREE, logging: { console: { level: 'warn', metrics: false, audit: false } } }))
+    writeSettings(
+      settings,
+      runtimeSettings({ ...FROM_WORKING_TREE, logging: { console: { level: 'warn', metrics: false, audit: false } } }),
+    )
     await Promise.all(
       ['a', 'b'].map(async (name, i) => {
         mkdirSync(join(work, name))
@@ -117,7 +209,12 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
       }),
     )
     // Both lock nodes connected before the presses.
-    for (const c of comms) await c.waitFor(() => (c.status.get('take')?.fill === 'green' ? true : undefined), 15_000, 'the lock node connected')
+    for (const c of comms)
+      await c.waitFor(
+        () => (c.status.get('take')?.fill === 'green' ? true : undefined),
+        15_000,
+        'the lock node connected',
+      )
   })
 
   after(async () => {
@@ -162,7 +259,8 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
     // The client finds the node's lock by the documented rule: keyLockName(key), `<key>.lock`.
     const lock = new Lock(observer, keyLockName('two/updated'))
     const edits = (async () => {
-      for (let i = 0; i < 20; i++) await lock.edit('two/updated', (v) => String(Number(v?.toString() ?? '0') + 1), { timeoutMs: 30_000 })
+      for (let i = 0; i < 20; i++)
+        await lock.edit('two/updated', (v) => String(Number(v?.toString() ?? '0') + 1), { timeoutMs: 30_000 })
     })()
     const values = await pressEverywhere('bump', 'updated', 20)
     await edits
@@ -173,7 +271,11 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
   it('a hold that never reaches a release ends after Hold at most; the warning names the node and the lock', async () => {
     const from = comms[0]!.debug.length
     await runtimes[0]!.inject('forget')
-    const warning = await comms[0]!.waitFor((all) => all.slice(from).find((d) => d.level === 30), 10_000, 'the Hold at most warning')
+    const warning = await comms[0]!.waitFor(
+      (all) => all.slice(from).find((d) => d.level === 30),
+      10_000,
+      'the Hold at most warning',
+    )
     assert.match(warning.msg, /forgetful/)
     assert.match(warning.msg, /two\/forgotten\/runtime-a/)
     assert.equal((await observer.get('two/forgotten/runtime-a')).value, null, 'the hold was released')
@@ -197,7 +299,11 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
       const fromA = a.debug.length
       const fromB = b.debug.length
       await runtimes[0]!.inject('hold')
-      const heldA = await a.waitFor((all) => all.slice(fromA).find((d) => d.name === 'held'), 10_000, 'the hold in runtime a')
+      const heldA = await a.waitFor(
+        (all) => all.slice(fromA).find((d) => d.name === 'held'),
+        10_000,
+        'the hold in runtime a',
+      )
       const value = (debugValue(heldA) as { value: string }).value
       await runtimes[1]!.inject('hold')
       // Runtime a renews (every 500 ms) while runtime b's msg waits.
@@ -210,9 +316,17 @@ describe('smoke: locks in two Node-RED 5 runtimes, as users wire them', function
       } finally {
         await releasing.close()
       }
-      const unheld = await a.waitFor((all) => all.slice(fromA).find((d) => d.name === 'unheld'), 10_000, 'the hold ended in runtime a')
+      const unheld = await a.waitFor(
+        (all) => all.slice(fromA).find((d) => d.name === 'unheld'),
+        10_000,
+        'the hold ended in runtime a',
+      )
       assert.equal(debugValue(unheld), 'released')
-      const heldB = await b.waitFor((all) => all.slice(fromB).find((d) => d.name === 'held'), 10_000, 'the waiting msg in runtime b got the lock')
+      const heldB = await b.waitFor(
+        (all) => all.slice(fromB).find((d) => d.name === 'held'),
+        10_000,
+        'the waiting msg in runtime b got the lock',
+      )
       const valueB = (debugValue(heldB) as { value: string }).value
       assert.match(a.status.get('holding')?.text ?? '', /released elsewhere/)
       // Runtime b renews twice: had runtime a renewed meanwhile, b's renewal would have been refused.

@@ -44,7 +44,14 @@ describe('smoke: the lock node’s status counts the msgs waiting', function () 
       [
         { id: 'tab', type: 'tab', label: 'lock status' },
         { id: 'cfg', type: 'ss-config', name: 'store', broker: emulator.brokerUrl, clientId: 'lock-status' },
-        on({ id: 'press', type: 'inject', props: [{ p: 'payload' }], payload: '', payloadType: 'date', wires: [['take']] }),
+        on({
+          id: 'press',
+          type: 'inject',
+          props: [{ p: 'payload' }],
+          payload: '',
+          payloadType: 'date',
+          wires: [['take']],
+        }),
         on({
           id: 'take',
           type: 'ss-lock',
@@ -59,9 +66,30 @@ describe('smoke: the lock node’s status counts the msgs waiting', function () 
         }),
         // Each acquired msg's msg.lock is kept, so a release node elsewhere can end the latest hold.
         on({ id: 'keep', type: 'change', rules: [{ t: 'set', p: 'held', pt: 'flow', to: 'lock', tot: 'msg' }] }),
-        on({ id: 'free', type: 'inject', props: [{ p: 'payload' }], payload: '', payloadType: 'date', wires: [['recall']] }),
-        on({ id: 'recall', type: 'change', rules: [{ t: 'set', p: 'lock', pt: 'msg', to: 'held', tot: 'flow' }], wires: [['release']] }),
-        on({ id: 'release', type: 'ss-lock', store: 'cfg', key: 'status/lock', keyType: 'str', mode: 'lock', action: 'release', wires: [[], []] }),
+        on({
+          id: 'free',
+          type: 'inject',
+          props: [{ p: 'payload' }],
+          payload: '',
+          payloadType: 'date',
+          wires: [['recall']],
+        }),
+        on({
+          id: 'recall',
+          type: 'change',
+          rules: [{ t: 'set', p: 'lock', pt: 'msg', to: 'held', tot: 'flow' }],
+          wires: [['release']],
+        }),
+        on({
+          id: 'release',
+          type: 'ss-lock',
+          store: 'cfg',
+          key: 'status/lock',
+          keyType: 'str',
+          mode: 'lock',
+          action: 'release',
+          wires: [[], []],
+        }),
       ],
       comms,
     )

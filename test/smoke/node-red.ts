@@ -5,7 +5,12 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import WebSocket from 'ws'
-import { runtimeSettings, startNodeRed, writeSettings as writeSettingsFile, type NodeRedChild } from '../../dev/node-red'
+import {
+  runtimeSettings,
+  startNodeRed,
+  writeSettings as writeSettingsFile,
+  type NodeRedChild,
+} from '../../dev/node-red'
 import { scaled } from '../support/deadline'
 
 export { nodeBinary, RED_JS } from '../../dev/node-red'
@@ -82,7 +87,10 @@ export async function pack(dir: string): Promise<string> {
 /** A fresh Node-RED user directory with the tarball installed the way the palette manager does. */
 export async function installIntoUserDir(userDir: string, tarball: string): Promise<void> {
   mkdirSync(userDir, { recursive: true })
-  writeFileSync(join(userDir, 'package.json'), JSON.stringify({ name: 'node-red-project', version: '0.0.1', private: true }) + '\n')
+  writeFileSync(
+    join(userDir, 'package.json'),
+    JSON.stringify({ name: 'node-red-project', version: '0.0.1', private: true }) + '\n',
+  )
   await npmRun(['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], userDir, 120000)
 }
 
@@ -190,7 +198,11 @@ export class NodeRedProcess {
     })
     if (!res.ok) throw new Error(`POST /flows: ${res.status} ${await res.text()}`)
     const { rev } = (await res.json()) as { rev: string }
-    await comms.waitFor(() => (comms.deploys.slice(seen).includes(rev) ? true : undefined), 10000, `start of flow revision ${rev}`)
+    await comms.waitFor(
+      () => (comms.deploys.slice(seen).includes(rev) ? true : undefined),
+      10000,
+      `start of flow revision ${rev}`,
+    )
   }
 
   /** Presses an inject node's button, as the editor does. */
@@ -254,7 +266,11 @@ export class Comms {
   }
 
   /** Resolves when check() passes on the messages so far; rejects with what arrived after timeoutMs. */
-  async waitFor<T>(check: (messages: DebugMessage[]) => T | undefined, timeoutMs: number, what = 'debug output'): Promise<T> {
+  async waitFor<T>(
+    check: (messages: DebugMessage[]) => T | undefined,
+    timeoutMs: number,
+    what = 'debug output',
+  ): Promise<T> {
     const deadline = Date.now() + scaled(timeoutMs)
     for (;;) {
       const result = check(this.debug)
@@ -262,7 +278,9 @@ export class Comms {
       const left = deadline - Date.now()
       if (left <= 0) {
         const statuses = [...this.status].map(([id, st]) => `  ${id}: ${st.text ?? ''}`).join('\n')
-        throw new Error(`${what} not as expected after ${timeoutMs} ms (scaled); debug output:\n${formatDebug(this.debug)}\nnode status:\n${statuses}`)
+        throw new Error(
+          `${what} not as expected after ${timeoutMs} ms (scaled); debug output:\n${formatDebug(this.debug)}\nnode status:\n${statuses}`,
+        )
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left)
@@ -281,7 +299,11 @@ export class Comms {
 }
 
 export function formatDebug(messages: DebugMessage[]): string {
-  return messages.map((m) => `  [${m.name ?? m.id}]${m.level ? ` level ${m.level}` : ''} ${m.format}: ${m.msg}`).join('\n') || '  (nothing)'
+  return (
+    messages
+      .map((m) => `  [${m.name ?? m.id}]${m.level ? ` level ${m.level}` : ''} ${m.format}: ${m.msg}`)
+      .join('\n') || '  (nothing)'
+  )
 }
 
 export function readJson<T>(file: string): T {

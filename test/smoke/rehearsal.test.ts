@@ -37,7 +37,16 @@ const STORE = 'e1a0b0c0d0e0f002'
 const flows = [
   { id: TAB, type: 'tab', label: 'rehearsal' },
   { id: STORE, type: 'ss-config', name: 'blank: the pod environment', broker: '', clientId: '' },
-  { id: 'e1a0b0c0d0e0f010', type: 'http in', z: TAB, url: '/write/:n', method: 'post', x: 100, y: 100, wires: [['e1a0b0c0d0e0f011']] },
+  {
+    id: 'e1a0b0c0d0e0f010',
+    type: 'http in',
+    z: TAB,
+    url: '/write/:n',
+    method: 'post',
+    x: 100,
+    y: 100,
+    wires: [['e1a0b0c0d0e0f011']],
+  },
   {
     id: 'e1a0b0c0d0e0f011',
     type: 'function',
@@ -49,7 +58,16 @@ const flows = [
     wires: [['e1a0b0c0d0e0f012']],
   },
   { id: 'e1a0b0c0d0e0f012', type: 'ss-set', z: TAB, store: STORE, x: 400, y: 100, wires: [['e1a0b0c0d0e0f030']] },
-  { id: 'e1a0b0c0d0e0f020', type: 'http in', z: TAB, url: '/read/:n', method: 'get', x: 100, y: 200, wires: [['e1a0b0c0d0e0f021']] },
+  {
+    id: 'e1a0b0c0d0e0f020',
+    type: 'http in',
+    z: TAB,
+    url: '/read/:n',
+    method: 'get',
+    x: 100,
+    y: 200,
+    wires: [['e1a0b0c0d0e0f021']],
+  },
   {
     id: 'e1a0b0c0d0e0f021',
     type: 'function',
@@ -63,7 +81,16 @@ const flows = [
   { id: 'e1a0b0c0d0e0f022', type: 'ss-get', z: TAB, store: STORE, x: 400, y: 200, wires: [['e1a0b0c0d0e0f030']] },
   { id: 'e1a0b0c0d0e0f030', type: 'http response', z: TAB, x: 600, y: 150, wires: [] },
   // A write or read that fails answers 500 with the error: nothing is lost silently.
-  { id: 'e1a0b0c0d0e0f040', type: 'catch', z: TAB, scope: null, uncaught: false, x: 100, y: 300, wires: [['e1a0b0c0d0e0f041']] },
+  {
+    id: 'e1a0b0c0d0e0f040',
+    type: 'catch',
+    z: TAB,
+    scope: null,
+    uncaught: false,
+    x: 100,
+    y: 300,
+    wires: [['e1a0b0c0d0e0f041']],
+  },
   {
     id: 'e1a0b0c0d0e0f041',
     type: 'function',
@@ -75,7 +102,16 @@ const flows = [
     wires: [['e1a0b0c0d0e0f030']],
   },
   // What a flow reads of the environment by the names the secrets once had: env.get and $env().
-  { id: 'e1a0b0c0d0e0f060', type: 'http in', z: TAB, url: '/env', method: 'get', x: 100, y: 500, wires: [['e1a0b0c0d0e0f061']] },
+  {
+    id: 'e1a0b0c0d0e0f060',
+    type: 'http in',
+    z: TAB,
+    url: '/env',
+    method: 'get',
+    x: 100,
+    y: 500,
+    wires: [['e1a0b0c0d0e0f061']],
+  },
   {
     id: 'e1a0b0c0d0e0f061',
     type: 'function',
@@ -91,13 +127,28 @@ const flows = [
     type: 'change',
     z: TAB,
     rules: [
-      { t: 'set', p: 'payload.jsonata', pt: 'msg', to: "$env('NODE_RED_CREDENTIAL_SECRET') & '|' & $env('NODE_RED_ADMIN_PASSWORD_HASH')", tot: 'jsonata' },
+      {
+        t: 'set',
+        p: 'payload.jsonata',
+        pt: 'msg',
+        to: "$env('NODE_RED_CREDENTIAL_SECRET') & '|' & $env('NODE_RED_ADMIN_PASSWORD_HASH')",
+        tot: 'jsonata',
+      },
     ],
     x: 400,
     y: 500,
     wires: [['e1a0b0c0d0e0f030']],
   },
-  { id: 'e1a0b0c0d0e0f050', type: 'http in', z: TAB, url: '/context', method: 'post', x: 100, y: 400, wires: [['e1a0b0c0d0e0f051']] },
+  {
+    id: 'e1a0b0c0d0e0f050',
+    type: 'http in',
+    z: TAB,
+    url: '/context',
+    method: 'post',
+    x: 100,
+    y: 400,
+    wires: [['e1a0b0c0d0e0f051']],
+  },
   {
     id: 'e1a0b0c0d0e0f051',
     type: 'function',
@@ -142,7 +193,20 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
       const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' })
       assert.equal(r.status, 0, r.stderr)
     }
-    openssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'tls.key', '-out', 'tls.csr', '-subj', `/CN=${cn}`)
+    openssl(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      'tls.key',
+      '-out',
+      'tls.csr',
+      '-subj',
+      `/CN=${cn}`,
+    )
     openssl(
       'x509',
       '-req',
@@ -168,7 +232,8 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     const sts = objects.find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
     const pod = sts.spec.template.spec
     const container = pod.containers[0]
-    const mountOf = (volume: string) => container.volumeMounts.find((m: { name: string }) => m.name === volume).mountPath as string
+    const mountOf = (volume: string) =>
+      container.volumeMounts.find((m: { name: string }) => m.name === volume).mountPath as string
     const volume = (name: string) => pod.volumes.find((v: { name: string }) => v.name === name)
 
     // The cluster's side: a CA and a broker certificate (the dev layout's), the trust bundle, a token.
@@ -181,7 +246,9 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     mkdirSync(dirname(tokenFile), { recursive: true })
     writeFileSync(tokenFile, 'first-token')
     // The settings ConfigMap where the pod mounts it.
-    const settingsMap = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === volume('settings').configMap.name) as K8sObject & {
+    const settingsMap = objects.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name === volume('settings').configMap.name,
+    ) as K8sObject & {
       data: Record<string, string>
     }
     for (const [key, text] of Object.entries(settingsMap.data)) {
@@ -193,7 +260,10 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     mkdirSync(join(data, 'node_modules'), { recursive: true })
     symlinkSync(repoRoot, join(data, 'node_modules', 'node-red-contrib-aio-statestore'), 'dir')
     // The rehearsal's flows, and the shipped examples as Import → Examples brings them (blank broker).
-    writeFileSync(join(data, 'flows.json'), JSON.stringify([...flows, ...mergeExamples(readExamples(join(repoRoot, 'examples')))]))
+    writeFileSync(
+      join(data, 'flows.json'),
+      JSON.stringify([...flows, ...mergeExamples(readExamples(join(repoRoot, 'examples')))]),
+    )
 
     // The policy in force: another workload's rule, with the kit's rules merged in.
     const [kitRules] = yamlDocuments(join(DEPLOY, 'authorization', 'rules.yaml')) as Array<{ rules: unknown[] }>
@@ -217,7 +287,10 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
           port: 0,
           certFile: dev.brokerCertFile,
           keyFile: dev.brokerKeyFile,
-          authentication: { method: 'sat', tokenFiles: [{ file: tokenFile, attributes: identity.serviceAccountAttributes }] },
+          authentication: {
+            method: 'sat',
+            tokenFiles: [{ file: tokenFile, attributes: identity.serviceAccountAttributes }],
+          },
         },
         // A listener with X.509 authentication, the kit's x509-authentication.yaml entry merged in.
         {
@@ -225,7 +298,10 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
           certFile: dev.brokerCertFile,
           keyFile: dev.brokerKeyFile,
           clientCaFile: dev.caFile,
-          authentication: { method: 'x509', attributes: readAuthenticationFile(join(DEPLOY, 'authorization', 'x509-authentication.yaml')).x509 },
+          authentication: {
+            method: 'x509',
+            attributes: readAuthenticationFile(join(DEPLOY, 'authorization', 'x509-authentication.yaml')).x509,
+          },
         },
       ],
     })
@@ -233,12 +309,19 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     // The Secret node-red-secrets where the pod mounts it, as files.
     assert.equal(volume('secrets').secret.secretName, 'node-red-secrets')
     mkdirSync(mapped(mountOf('secrets')), { recursive: true })
-    for (const [key, value] of Object.entries(SECRETS)) writeFileSync(join(mapped(mountOf('secrets')), key), `${value}\n`)
+    for (const [key, value] of Object.entries(SECRETS))
+      writeFileSync(join(mapped(mountOf('secrets')), key), `${value}\n`)
 
     // The pod's environment: the manifest's, with its paths, the service name and port mapped.
     const env = childEnvWithoutAio()
-    for (const e of container.env as Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>) {
-      if (e.valueFrom?.fieldRef) env[e.name] = e.valueFrom.fieldRef.fieldPath === 'metadata.name' ? POD : assert.fail(e.valueFrom.fieldRef.fieldPath)
+    for (const e of container.env as Array<{
+      name: string
+      value?: string
+      valueFrom?: { fieldRef?: { fieldPath: string } }
+    }>) {
+      if (e.valueFrom?.fieldRef)
+        env[e.name] =
+          e.valueFrom.fieldRef.fieldPath === 'metadata.name' ? POD : assert.fail(e.valueFrom.fieldRef.fieldPath)
       else if (e.value !== undefined) env[e.name] = e.value.startsWith('/') ? mapped(e.value) : e.value
       else assert.fail(`${e.name}: a kind of env entry the rehearsal does not know`)
     }
@@ -249,7 +332,10 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     // The container's arguments, mapped; Node-RED listens on loopback only here.
     const settingsArg = container.args[container.args.indexOf('--settings') + 1] as string
     const settingsFile = join(root, 'loopback-settings.js')
-    writeFileSync(settingsFile, `module.exports = { ...require(${JSON.stringify(mapped(settingsArg))}), uiHost: '127.0.0.1' }\n`)
+    writeFileSync(
+      settingsFile,
+      `module.exports = { ...require(${JSON.stringify(mapped(settingsArg))}), uiHost: '127.0.0.1' }\n`,
+    )
     red = await startNodeRed({
       redJs: RED_JS[5],
       userDir: data,
@@ -268,15 +354,22 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     if (root) rmSync(root, { recursive: true, force: true })
   })
 
-  const write = (n: number) => fetch(`${red!.url}/write/${n}`, { method: 'POST' }).then(async (r) => ({ status: r.status, body: await r.text() }))
-  const read = (n: number) => fetch(`${red!.url}/read/${n}`).then(async (r) => ({ status: r.status, body: await r.text() }))
-  const setsBy = (clientId: string) => emulatorLog.filter((l) => l.startsWith('info allowed SET from') && l.includes(JSON.stringify(clientId))).length
+  const write = (n: number) =>
+    fetch(`${red!.url}/write/${n}`, { method: 'POST' }).then(async (r) => ({ status: r.status, body: await r.text() }))
+  const read = (n: number) =>
+    fetch(`${red!.url}/read/${n}`).then(async (r) => ({ status: r.status, body: await r.text() }))
+  const setsBy = (clientId: string) =>
+    emulatorLog.filter((l) => l.startsWith('info allowed SET from') && l.includes(JSON.stringify(clientId))).length
 
   it("connects as the pod (client id from its name, the ServiceAccount's attribute matched by the kit's rules); flows and context work", async () => {
     assert.match(red!.log, new RegExp(`connected to the state store as ${POD}\\b`))
     assert.deepEqual(await write(0), { status: 200, body: 'value 0' })
     assert.deepEqual(await read(0), { status: 200, body: 'value 0' })
-    const ctx = await fetch(`${red!.url}/context`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'kept in the store' })
+    const ctx = await fetch(`${red!.url}/context`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/plain' },
+      body: 'kept in the store',
+    })
     assert.equal(await ctx.text(), 'kept in the store')
     assert.ok(
       emulatorLog.some((l) => l.includes(`${POD}-context`)),
@@ -323,7 +416,8 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
     const sts = renderOverlay('x509').find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
     const env: NodeJS.ProcessEnv = {}
     for (const e of sts.spec.template.spec.containers[0].env as Array<{ name: string; value?: string }>)
-      if (e.name.startsWith('AIO_') && e.value !== undefined) env[e.name] = e.value.startsWith('/') ? mapped(e.value) : e.value
+      if (e.name.startsWith('AIO_') && e.value !== undefined)
+        env[e.name] = e.value.startsWith('/') ? mapped(e.value) : e.value
     env.AIO_BROKER_HOSTNAME = 'localhost'
     env.AIO_BROKER_TCP_PORT = new URL(emulator!.tlsUrls[1]!).port
     const connect = async (cn: string, clientId: string) => {
@@ -334,7 +428,12 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
       writeFileSync(env.AIO_TLS_KEY_FILE!, readFileSync(key))
       const aio = readAioEnvironment({ ...env, AIO_MQTT_CLIENT_ID: clientId })
       const tls = environmentTls(aio)
-      return new StateStoreClient({ brokerUrl: aio.brokerUrl!, clientId: aio.clientId!, ...environmentAuth(aio), ...(tls ? { tls } : {}) })
+      return new StateStoreClient({
+        brokerUrl: aio.brokerUrl!,
+        clientId: aio.clientId!,
+        ...environmentAuth(aio),
+        ...(tls ? { tls } : {}),
+      })
     }
     const client = await connect('node-red', 'node-red-x509')
     try {
@@ -359,12 +458,19 @@ describe("smoke: a rehearsal of the cluster with deploy/ (TLS + SAT, the kit's r
       fetch(`${red!.url}/auth/token`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ client_id: 'node-red-admin', grant_type: 'password', scope: '*', username: 'admin', password }),
+        body: JSON.stringify({
+          client_id: 'node-red-admin',
+          grant_type: 'password',
+          scope: '*',
+          username: 'admin',
+          password,
+        }),
       })
     assert.equal((await login('rehearsal-admin')).status, 200)
     assert.equal((await login('rehearsal-guess')).status, 403)
     const environ = readFileSync(`/proc/${red!.pid}/environ`, 'utf8')
-    for (const [key, value] of Object.entries(SECRETS)) assert.ok(!environ.includes(value), `${key} is in the environment`)
+    for (const [key, value] of Object.entries(SECRETS))
+      assert.ok(!environ.includes(value), `${key} is in the environment`)
     const read = await fetch(`${red!.url}/env`)
     assert.deepEqual(await read.json(), { jsonata: '|' })
   })

@@ -67,8 +67,19 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
   it('packs a package.json with no script that runs when it is installed', function () {
     // `prepare` (it built the working tree) made installing the tarball warn about install scripts;
     // the build now runs on `prepack`, `prestart` and `pretest`, none of which an install runs.
-    const packed = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as { scripts?: Record<string, string> }
-    const atInstall = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare', 'prepublish', 'dependencies']
+    const packed = JSON.parse(
+      execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' }),
+    ) as { scripts?: Record<string, string> }
+    const atInstall = [
+      'preinstall',
+      'install',
+      'postinstall',
+      'prepare',
+      'preprepare',
+      'postprepare',
+      'prepublish',
+      'dependencies',
+    ]
     assert.deepEqual(
       Object.keys(packed.scripts ?? {}).filter((name) => atInstall.includes(name)),
       [],
@@ -78,7 +89,9 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
     const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
       .split('\n')
       .filter((f) => f.startsWith('package/dist/src/') && f.endsWith('.js'))
-    const stale = files.filter((f) => !existsSync(join(repoRoot, 'src', f.slice('package/dist/src/'.length).replace(/\.js$/, '.ts'))))
+    const stale = files.filter(
+      (f) => !existsSync(join(repoRoot, 'src', f.slice('package/dist/src/'.length).replace(/\.js$/, '.ts'))),
+    )
     assert.deepEqual(stale, [], 'every packed module has its source')
   })
 
@@ -115,7 +128,10 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
         const [nodeMajor, nodeMinor] = [Number(node[1]), Number(node[2])]
         // Node-RED 5 needs 22.9 (older ones only log a warning when embedded); 4 needs 18.5.
         const [needMajor, needMinor] = major >= 5 ? [22, 9] : [18, 5]
-        assert.ok(nodeMajor > needMajor || (nodeMajor === needMajor && nodeMinor >= needMinor), `Node.js ${node[1]}.${node[2]}`)
+        assert.ok(
+          nodeMajor > needMajor || (nodeMajor === needMajor && nodeMinor >= needMinor),
+          `Node.js ${node[1]}.${node[2]}`,
+        )
       })
 
       it('registers all six node types, with no error or warning in the log', async function () {
@@ -168,7 +184,9 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
         const folders = readdirSync(join(repoRoot, 'examples'), { withFileTypes: true }).filter((f) => f.isDirectory())
         assert.deepEqual(listed.filter((e) => typeof e === 'string').sort(), folders.map((f) => f.name).sort())
         for (const folder of folders) {
-          const inside = await red!.getJson<Array<{ fn?: string }>>(`/library/examples/flows/${pkg.name}/${folder.name}`)
+          const inside = await red!.getJson<Array<{ fn?: string }>>(
+            `/library/examples/flows/${pkg.name}/${folder.name}`,
+          )
           const files = readdirSync(join(repoRoot, 'examples', folder.name))
             .filter((f) => f.endsWith('.json'))
             .map((f) => f.slice(0, -'.json'.length))
@@ -192,7 +210,9 @@ describe('smoke: the packed package in real Node-RED runtimes', function () {
             await expectation.run(exampleRun(red!, comms, nodes, name))
             // Stopping the example (releasing locks, closing the connection) must be quiet too.
             await stopExample(red!, comms)
-            const errors = comms.debug.filter((m) => m.level !== undefined && !(expectation.allowErrors ?? []).some((re) => re.test(m.msg)))
+            const errors = comms.debug.filter(
+              (m) => m.level !== undefined && !(expectation.allowErrors ?? []).some((re) => re.test(m.msg)),
+            )
             assert.deepEqual(errors, [], `errors and warnings while running ${name}:\n${formatDebug(errors)}`)
           } finally {
             comms.close()
@@ -250,7 +270,11 @@ function exampleRun(red: NodeRedProcess, comms: Comms, nodes: FlowNode[], exampl
       const matching = nodes.filter((n) => n.type === type)
       assert.equal(matching.length, 1, `example ${example} has one ${type} node`)
       const id = matching[0]!.id
-      await comms.waitFor(() => (accept(comms.status.get(id)?.text ?? '') ? true : undefined), STEP_TIMEOUT_MS, `status of the ${type} node`)
+      await comms.waitFor(
+        () => (accept(comms.status.get(id)?.text ?? '') ? true : undefined),
+        STEP_TIMEOUT_MS,
+        `status of the ${type} node`,
+      )
     },
   }
 }

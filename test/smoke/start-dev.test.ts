@@ -47,8 +47,14 @@ describe("npm start -- --dev DIR: the editor in the SDKs' dev layout", function 
       }
       const editor = /editor ready at (http:\S+)/.exec(output)![1]!
       const sat = /TLS \+ SAT at mqtts:\/\/127\.0\.0\.1:(\d+)/.exec(output)![1]!
-      const resolved = (await (await fetch(`${editor}/ss-config/broker?value=${encodeURIComponent('${AIO_STATESTORE_URL}')}`)).json()) as { resolved: string }
-      assert.equal(resolved.resolved, `mqtts://localhost:${sat}`, "the seeded config nodes' broker is the TLS + SAT listener")
+      const resolved = (await (
+        await fetch(`${editor}/ss-config/broker?value=${encodeURIComponent('${AIO_STATESTORE_URL}')}`)
+      ).json()) as { resolved: string }
+      assert.equal(
+        resolved.resolved,
+        `mqtts://localhost:${sat}`,
+        "the seeded config nodes' broker is the TLS + SAT listener",
+      )
       const view = (await (await fetch(`${editor}/ss-config/environment`)).json()) as Record<string, string>
       assert.equal(view.satTokenFile, join(dir, 'dev', '.session', 'token.txt'))
       const dotEnv = readDotEnv(join(dir, 'dev', '.env'))

@@ -25,10 +25,18 @@ interface Started {
 /** Runs start.mjs directly, or (underShell) the way npm does: as the child of an `sh -c`. */
 function startScript(userDir: string, underShell = false, editorPort = 0, scriptArgs: string[] = []): Promise<Started> {
   return new Promise((resolve, reject) => {
-    const env = { ...process.env, PORT: String(editorPort), MQTT_PORT: '0', NODE_RED_USER_DIR: userDir, EMULATOR_LOG_LEVEL: 'warn' }
+    const env = {
+      ...process.env,
+      PORT: String(editorPort),
+      MQTT_PORT: '0',
+      NODE_RED_USER_DIR: userDir,
+      EMULATOR_LOG_LEVEL: 'warn',
+    }
     const script = join(repoRoot, 'scripts', 'start.mjs')
     // The trailing `:` keeps any shell from exec-ing node in its own place.
-    const [command, args] = underShell ? ['sh', ['-c', `"${nodeBinary()}" "${script}"; :`]] : [nodeBinary(), [script, ...scriptArgs]]
+    const [command, args] = underShell
+      ? ['sh', ['-c', `"${nodeBinary()}" "${script}"; :`]]
+      : [nodeBinary(), [script, ...scriptArgs]]
     const child = spawn(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
     const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
@@ -110,13 +118,16 @@ describe('npm start (scripts/start.mjs)', function () {
 
     // The seeded flows reach the broker through the environment variable: a node shows "connected"
     // (green). Node status is retained by the editor connection, so it is there whenever we look.
-    const stateStoreNodes = new Set(flows.filter((n) => n.type.startsWith('ss-') && n.type !== 'ss-config').map((n) => n.id))
+    const stateStoreNodes = new Set(
+      flows.filter((n) => n.type.startsWith('ss-') && n.type !== 'ss-config').map((n) => n.id),
+    )
     if (stateStoreNodes.size > 0) {
       const comms = new Comms(`${editor.replace('http', 'ws')}/comms`)
       await comms.open()
       try {
         await comms.waitFor(
-          () => ([...comms.status].some(([id, st]) => stateStoreNodes.has(id) && st.fill === 'green') ? true : undefined),
+          () =>
+            [...comms.status].some(([id, st]) => stateStoreNodes.has(id) && st.fill === 'green') ? true : undefined,
           10000,
           'a connected state store node',
         )
@@ -213,7 +224,9 @@ describe('npm start (scripts/start.mjs)', function () {
         await client.observe(contextKey, (n) => {
           if (n.operation === 'SET') counted(n.value!.toString())
         })
-        const flows = (await (await fetch(`${first.editor}/flows`, { headers: { Accept: 'application/json' } })).json()) as Array<{
+        const flows = (await (
+          await fetch(`${first.editor}/flows`, { headers: { Accept: 'application/json' } })
+        ).json()) as Array<{
           id: string
           type: string
           name?: string

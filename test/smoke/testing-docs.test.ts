@@ -32,7 +32,12 @@ describe('docs/testing.md: a user’s mocha test of a flow, from the packed pack
     const [file, source] = pageExample()
     mkdirSync(join(project, file, '..'), { recursive: true })
     writeFileSync(join(project, file), source)
-    const result = await run(nodeBinary(), [join(project, 'node_modules', 'mocha', 'bin', 'mocha.js'), file], project, 120_000)
+    const result = await run(
+      nodeBinary(),
+      [join(project, 'node_modules', 'mocha', 'bin', 'mocha.js'), file],
+      project,
+      120_000,
+    )
     const output = `${result.stdout}\n${result.stderr}`
     assert.equal(result.code, 0, output)
     assert.match(result.stdout, /2 passing/, output)

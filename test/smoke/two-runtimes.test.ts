@@ -15,7 +15,16 @@ import { Hlc } from '../../src/hlc'
 import { EmulatorProcess } from '../emulator/cli-process'
 import { eventually as until } from '../support/wait'
 import { freePort } from '../../dev/ports'
-import { installIntoUserDir, NodeRedProcess, pack, readJson, RED_JS, repoRoot, writeSettings, type Comms } from './node-red'
+import {
+  installIntoUserDir,
+  NodeRedProcess,
+  pack,
+  readJson,
+  RED_JS,
+  repoRoot,
+  writeSettings,
+  type Comms,
+} from './node-red'
 
 const OUTPUT_KEY = 'examples/two-runtimes/pump-setting'
 const LEASE_MS = 2000
@@ -125,10 +134,17 @@ describe('smoke: active/standby across two Node-RED 5 runtimes', function () {
         const lastOfDead = writes.slice(0, firstIndex).filter(by(active)).at(-1)!
         // Give anything of the dead runtime's still in flight (broker, emulator) time to land.
         await sleep(500)
-        assert.deepEqual(writes.slice(firstIndex).filter(by(active)), [], 'no write of the dead runtime lands after the takeover')
+        assert.deepEqual(
+          writes.slice(firstIndex).filter(by(active)),
+          [],
+          'no write of the dead runtime lands after the takeover',
+        )
         const takeoverToken = Hlc.parse(takeover.token)
         for (const w of writes.filter(by(active))) {
-          assert.ok(Hlc.compare(takeoverToken, Hlc.parse(w.token)) > 0, `the new token ${takeover.token} is greater than the dead runtime's ${w.token}`)
+          assert.ok(
+            Hlc.compare(takeoverToken, Hlc.parse(w.token)) > 0,
+            `the new token ${takeover.token} is greater than the dead runtime's ${w.token}`,
+          )
         }
         const deadWrites = writes.filter(by(active)).length
 
@@ -138,10 +154,19 @@ describe('smoke: active/standby across two Node-RED 5 runtimes', function () {
         const backAt = writes.length
         await sleep(2 * LEASE_MS)
         const sinceBack = writes.slice(backAt)
-        assert.deepEqual(sinceBack.filter(by(active)), [], 'the restarted runtime wrote although the other one is active')
+        assert.deepEqual(
+          sinceBack.filter(by(active)),
+          [],
+          'the restarted runtime wrote although the other one is active',
+        )
         assert.ok(sinceBack.filter(by(standby)).length > 0, 'the new active runtime goes on writing')
-        const owner = await observer!.get(mode === 'lock' ? 'examples/two-runtimes/pump-owner' : 'examples/two-runtimes/pump-leader')
-        assert.ok(owner.value?.toString().startsWith(`runtime-${standby}/`), `the new active runtime holds the lease: ${owner.value}`)
+        const owner = await observer!.get(
+          mode === 'lock' ? 'examples/two-runtimes/pump-owner' : 'examples/two-runtimes/pump-leader',
+        )
+        assert.ok(
+          owner.value?.toString().startsWith(`runtime-${standby}/`),
+          `the new active runtime holds the lease: ${owner.value}`,
+        )
 
         // Fencing over the whole run: the writes that landed carry tokens that never go down.
         for (let i = 1; i < writes.length; i++) {

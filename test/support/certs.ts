@@ -38,7 +38,20 @@ export function makeCerts(options: CertOptions = {}): TestCerts {
   }
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1']
   openssl('req', '-x509', ...ec, '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=test-ca')
-  openssl('req', '-x509', ...ec, '-nodes', '-keyout', 'other-ca.key', '-out', 'other-ca.crt', '-days', '2', '-subj', '/CN=someone-else')
+  openssl(
+    'req',
+    '-x509',
+    ...ec,
+    '-nodes',
+    '-keyout',
+    'other-ca.key',
+    '-out',
+    'other-ca.crt',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=someone-else',
+  )
   const altNames = options.serverAltNames ?? ['IP:127.0.0.1', 'DNS:localhost']
   writeFileSync(f('server.ext'), `subjectAltName=${altNames.join(',')}\n`)
   openssl('req', ...ec, '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=test-server')
@@ -62,7 +75,21 @@ export function makeCerts(options: CertOptions = {}): TestCerts {
   const passphrase = options.clientKeyPassphrase
   const keyProtection = passphrase === undefined ? ['-nodes'] : ['-passout', `pass:${passphrase}`]
   openssl('req', ...ec, ...keyProtection, '-keyout', 'client.key', '-out', 'client.csr', '-subj', '/CN=test-client')
-  openssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '2')
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'client.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'client.crt',
+    '-days',
+    '2',
+  )
   // mosquitto started as root drops to its own user, which must be able to read these throw-away files.
   chmodSync(dir, 0o755)
   for (const name of readdirSync(dir)) chmodSync(f(name), 0o644)
@@ -84,5 +111,10 @@ export function makeCerts(options: CertOptions = {}): TestCerts {
 
 /** mosquitto.conf lines for a TLS listener on 127.0.0.1 serving `certs`' server certificate (add per-listener options after them). */
 export function tlsListener(port: number, certs: TestCerts): string[] {
-  return [`listener ${port} 127.0.0.1`, `cafile ${certs.caFile}`, `certfile ${certs.serverCertFile}`, `keyfile ${certs.serverKeyFile}`]
+  return [
+    `listener ${port} 127.0.0.1`,
+    `cafile ${certs.caFile}`,
+    `certfile ${certs.serverCertFile}`,
+    `keyfile ${certs.serverKeyFile}`,
+  ]
 }

@@ -15,7 +15,13 @@ export class ClientPool {
   private readonly clients: StateStoreClient[] = []
 
   create(brokerUrl: string, options: Partial<ClientOptions> = {}): StateStoreClient {
-    const client = new StateStoreClient({ brokerUrl, clientId: uniqueId(), reconnectMinMs: 50, reconnectMaxMs: 200, ...options })
+    const client = new StateStoreClient({
+      brokerUrl,
+      clientId: uniqueId(),
+      reconnectMinMs: 50,
+      reconnectMaxMs: 200,
+      ...options,
+    })
     this.clients.push(client)
     return client
   }
@@ -51,13 +57,21 @@ export class Inbox {
 }
 
 /** Waits for a status matching `predicate` on a client. */
-export function statusWhere(client: StateStoreClient, predicate: (s: ConnectionStatus) => boolean, timeoutMs = 10000): Promise<ConnectionStatus> {
+export function statusWhere(
+  client: StateStoreClient,
+  predicate: (s: ConnectionStatus) => boolean,
+  timeoutMs = 10000,
+): Promise<ConnectionStatus> {
   const limit = scaled(timeoutMs)
   return new Promise((resolve, reject) => {
     if (predicate(client.status)) return resolve(client.status)
     const timer = setTimeout(() => {
       client.off('status', onStatus)
-      reject(new Error(`no matching status within ${describeLimit(timeoutMs, limit)}; last: ${JSON.stringify(client.status)}`))
+      reject(
+        new Error(
+          `no matching status within ${describeLimit(timeoutMs, limit)}; last: ${JSON.stringify(client.status)}`,
+        ),
+      )
     }, limit)
     const onStatus = (s: ConnectionStatus) => {
       if (!predicate(s)) return

@@ -37,7 +37,8 @@ let state: TimeScale | null = null
 export function requestedScale(raw = process.env.TEST_TIME_SCALE): number {
   if (raw === undefined || raw === '') return 1
   const n = Number(raw)
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`TEST_TIME_SCALE must be a positive number, not ${JSON.stringify(raw)}`)
+  if (!Number.isFinite(n) || n <= 0)
+    throw new Error(`TEST_TIME_SCALE must be a positive number, not ${JSON.stringify(raw)}`)
   return n
 }
 

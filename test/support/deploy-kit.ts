@@ -76,5 +76,8 @@ export function readDockerfile(file: string): DockerInstruction[] {
 
 /** ${NAME} and $NAME replaced by the build's ARG/ENV values. */
 export function expandDockerVariables(text: string, vars: Record<string, string>): string {
-  return text.replace(/\$\{(\w+)\}|\$(\w+)/g, (whole, a: string | undefined, b: string | undefined) => vars[(a ?? b)!] ?? whole)
+  return text.replace(
+    /\$\{(\w+)\}|\$(\w+)/g,
+    (whole, a: string | undefined, b: string | undefined) => vars[(a ?? b)!] ?? whole,
+  )
 }

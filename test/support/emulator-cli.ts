@@ -28,8 +28,10 @@ export class EmulatorCli {
     )
     const deadline = Date.now() + scaled(timeoutMs)
     while (!/ready on /.test(cli.stdout)) {
-      if (cli.child.exitCode !== null) throw new Error(`the emulator exited (${cli.child.exitCode}) before it was ready:\n${cli.stderr}`)
-      if (Date.now() > deadline) throw new Error(`the emulator was not ready within ${timeoutMs} ms (scaled):\n${cli.stdout}\n${cli.stderr}`)
+      if (cli.child.exitCode !== null)
+        throw new Error(`the emulator exited (${cli.child.exitCode}) before it was ready:\n${cli.stderr}`)
+      if (Date.now() > deadline)
+        throw new Error(`the emulator was not ready within ${timeoutMs} ms (scaled):\n${cli.stdout}\n${cli.stderr}`)
       await sleep(20)
     }
     return cli

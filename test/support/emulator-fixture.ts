@@ -90,7 +90,8 @@ export function withEmulator(setup: EmulatorSetup = {}): EmulatorFixture {
     },
     get mosquitto() {
       const own = started(broker, 'broker of its own')
-      if (!(own instanceof Mosquitto)) throw new Error("withEmulator: the broker is not mosquitto (ask for broker: 'mosquitto')")
+      if (!(own instanceof Mosquitto))
+        throw new Error("withEmulator: the broker is not mosquitto (ask for broker: 'mosquitto')")
       return own
     },
     get emulator() {

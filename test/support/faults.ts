@@ -15,7 +15,17 @@ import { HybridLogicalClock } from '../../src/hlc'
 import type { Mosquitto } from './mosquitto'
 import type { TcpRelay } from './relay'
 
-export const FAULT_KINDS = ['drop', 'stall', 'delay', 'throttle', 'refuse', 'pause-broker', 'kill-broker', 'kill-emulator', 'takeover'] as const
+export const FAULT_KINDS = [
+  'drop',
+  'stall',
+  'delay',
+  'throttle',
+  'refuse',
+  'pause-broker',
+  'kill-broker',
+  'kill-emulator',
+  'takeover',
+] as const
 export type FaultKind = (typeof FAULT_KINDS)[number]
 
 export interface Fault {
@@ -46,7 +56,12 @@ export function seededRandom(seed: number): () => number {
  * Faults one after another over `spanMs` (one at a time, 0.3-1.5 s apart), each lasting 0.3-2.5 s;
  * `targets` is how many relays (or client ids) a fault can hit.
  */
-export function planFaults(random: () => number, spanMs: number, kinds: readonly FaultKind[], targets: number): Fault[] {
+export function planFaults(
+  random: () => number,
+  spanMs: number,
+  kinds: readonly FaultKind[],
+  targets: number,
+): Fault[] {
   const plan: Fault[] = []
   let at = 300 + random() * 1200
   while (kinds.length > 0) {
@@ -131,7 +146,12 @@ export class FaultInjector {
       case 'takeover': {
         const id = this.targets.clientIds[f.target % this.targets.clientIds.length]!
         // No reconnect: once the owner comes back and takes its id again, the intruder stays away.
-        const intruder = connect(this.targets.brokerUrl, { clientId: id, protocolVersion: 5, reconnectPeriod: 0, connectTimeout: 2000 })
+        const intruder = connect(this.targets.brokerUrl, {
+          clientId: id,
+          protocolVersion: 5,
+          reconnectPeriod: 0,
+          connectTimeout: 2000,
+        })
         intruder.on('error', () => {})
         await sleep(f.durationMs)
         await intruder.endAsync(true).catch(() => {})

@@ -19,7 +19,9 @@ function installedPackages(nodeModules: string, into: Map<string, Map<string, In
   for (const entry of readdirSync(nodeModules, { withFileTypes: true })) {
     if (entry.name.startsWith('.')) continue
     const dirs = entry.name.startsWith('@')
-      ? readdirSync(join(nodeModules, entry.name), { withFileTypes: true }).map((e) => join(nodeModules, entry.name, e.name))
+      ? readdirSync(join(nodeModules, entry.name), { withFileTypes: true }).map((e) =>
+          join(nodeModules, entry.name, e.name),
+        )
       : [join(nodeModules, entry.name)]
     for (const dir of dirs) {
       const file = join(dir, 'package.json')
@@ -72,9 +74,13 @@ export async function startLocalRegistry(nodeModules: string): Promise<LocalRegi
       if (!found) return void res.writeHead(404).end()
       res.writeHead(200, { 'Content-Type': 'application/octet-stream' })
       // npm's tarball layout: everything under package/, without the installed dependencies.
-      const tar = spawn('tar', ['-czf', '-', '--exclude=./node_modules', '--transform', 's,^\\.,package,', '-C', found.dir, '.'], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      })
+      const tar = spawn(
+        'tar',
+        ['-czf', '-', '--exclude=./node_modules', '--transform', 's,^\\.,package,', '-C', found.dir, '.'],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      )
       tar.stdout.pipe(res)
       return
     }
@@ -88,7 +94,9 @@ export async function startLocalRegistry(nodeModules: string): Promise<LocalRegi
         [...versions].map(([version, { manifest }]) => [
           version,
           {
-            ...Object.fromEntries(MANIFEST_FIELDS.filter((f) => manifest[f] !== undefined).map((f) => [f, manifest[f]])),
+            ...Object.fromEntries(
+              MANIFEST_FIELDS.filter((f) => manifest[f] !== undefined).map((f) => [f, manifest[f]]),
+            ),
             dist: { tarball: `${base}/${path}/-/${path.split('/').at(-1)}-${version}.tgz` },
           },
         ]),

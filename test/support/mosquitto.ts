@@ -55,7 +55,10 @@ export class Mosquitto {
    * Starts one on `count` free ports that `options` builds its configuration from. A free port can
    * be taken by another process before mosquitto binds it: then it starts again on new ones.
    */
-  static async startOnFreePorts(count: number, options: (ports: number[]) => MosquittoOptions & { port: number }): Promise<Mosquitto> {
+  static async startOnFreePorts(
+    count: number,
+    options: (ports: number[]) => MosquittoOptions & { port: number },
+  ): Promise<Mosquitto> {
     for (let attempt = 1; ; attempt++) {
       const ports: number[] = []
       for (let i = 0; i < count; i++) ports.push(await freePort())

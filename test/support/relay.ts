@@ -33,7 +33,10 @@ export class TcpRelay {
   static async start(target: string | number): Promise<TcpRelay> {
     const url = typeof target === 'number' ? null : new URL(target)
     const server = createServer()
-    const relay = new TcpRelay(server, url ? { host: url.hostname, port: Number(url.port) } : { host: '127.0.0.1', port: target as number })
+    const relay = new TcpRelay(
+      server,
+      url ? { host: url.hostname, port: Number(url.port) } : { host: '127.0.0.1', port: target as number },
+    )
     server.on('connection', (socket) => relay.accept(socket))
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     return relay

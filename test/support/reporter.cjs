@@ -21,7 +21,12 @@ class CountingReporter extends Mocha.reporters.Spec {
     })
     runner.once(EVENT_RUN_END, () => {
       const { passes, failures, pending } = runner.stats
-      const run = { label: process.env.TEST_TALLY_LABEL || `Node.js ${process.versions.node}`, passes, failures, pending }
+      const run = {
+        label: process.env.TEST_TALLY_LABEL || `Node.js ${process.versions.node}`,
+        passes,
+        failures,
+        pending,
+      }
       if (process.env.TEST_TALLY) record(process.env.TEST_TALLY, run)
       process.stdout.write(`\n${line(run)}\n`)
     })

@@ -20,11 +20,18 @@ function runs(file) {
 }
 
 function total(all) {
-  return all.reduce((sum, r) => ({ passes: sum.passes + r.passes, failures: sum.failures + r.failures, pending: sum.pending + r.pending }), {
-    passes: 0,
-    failures: 0,
-    pending: 0,
-  })
+  return all.reduce(
+    (sum, r) => ({
+      passes: sum.passes + r.passes,
+      failures: sum.failures + r.failures,
+      pending: sum.pending + r.pending,
+    }),
+    {
+      passes: 0,
+      failures: 0,
+      pending: 0,
+    },
+  )
 }
 
 module.exports = { line, record, runs, total }

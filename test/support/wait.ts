@@ -10,7 +10,12 @@ export async function sleep(ms: number): Promise<void> {
 }
 
 /** Polls until `predicate` holds; fails after `ms` (scaled) naming `what`. */
-export async function until(predicate: () => boolean | Promise<boolean>, what: string, ms = 10_000, everyMs = 10): Promise<void> {
+export async function until(
+  predicate: () => boolean | Promise<boolean>,
+  what: string,
+  ms = 10_000,
+  everyMs = 10,
+): Promise<void> {
   await eventually(async () => ((await predicate()) ? true : undefined), what, ms, everyMs)
 }
 
@@ -19,7 +24,12 @@ export async function until(predicate: () => boolean | Promise<boolean>, what: s
  * not yet (a wait rides through a server still starting or a connection loss); after `ms` (scaled)
  * it fails naming `what`, with the last error the poll threw.
  */
-export async function eventually<T>(poll: () => T | undefined | Promise<T | undefined>, what: string, ms = 5000, everyMs = 10): Promise<T> {
+export async function eventually<T>(
+  poll: () => T | undefined | Promise<T | undefined>,
+  what: string,
+  ms = 5000,
+  everyMs = 10,
+): Promise<T> {
   const limit = scaled(ms)
   const deadline = Date.now() + limit
   let lastError: unknown
@@ -31,7 +41,10 @@ export async function eventually<T>(poll: () => T | undefined | Promise<T | unde
       lastError = err
     }
     if (Date.now() > deadline) {
-      const last = lastError === undefined ? '' : ` (the last poll threw: ${lastError instanceof Error ? lastError.message : String(lastError)})`
+      const last =
+        lastError === undefined
+          ? ''
+          : ` (the last poll threw: ${lastError instanceof Error ? lastError.message : String(lastError)})`
       throw new Error(`timed out after ${describeLimit(ms, limit)} waiting for ${what}${last}`, { cause: lastError })
     }
     await sleep(everyMs)

@@ -27,7 +27,15 @@ describe('api report: the public API kept in the repository', function () {
     const index = reports.index!
     assert.match(index, /\/\/ export StateStoreClient\nexport declare class StateStoreClient /)
     assert.match(index, /export declare class Hlc \{/, 'the clock class behind `export const { Hlc } = hlc`')
-    assert.doesNotMatch(index, /\/\/ export (SERVICE_ERROR_TEXT|MAX_HLC_COUNTER|KEY_LOCK_SUFFIX)\n/, 'internal constants are not exported')
-    assert.doesNotMatch(reports.emulator!, /\/\/ export (ADMIN_REQUEST_TOPIC|adminResponseTopic|AdminRequest)\n/, "the admin channel's wire is internal")
+    assert.doesNotMatch(
+      index,
+      /\/\/ export (SERVICE_ERROR_TEXT|MAX_HLC_COUNTER|KEY_LOCK_SUFFIX)\n/,
+      'internal constants are not exported',
+    )
+    assert.doesNotMatch(
+      reports.emulator!,
+      /\/\/ export (ADMIN_REQUEST_TOPIC|adminResponseTopic|AdminRequest)\n/,
+      "the admin channel's wire is internal",
+    )
   })
 })

@@ -90,7 +90,10 @@ function resolveLocal(from: string, spec: string): string {
 
 function importsOf(file: string): Import[] {
   const info = ts.preProcessFile(readFileSync(join(ROOT, file), 'utf8'), true, true)
-  return info.importedFiles.map(({ fileName }) => ({ from: file, to: fileName.startsWith('.') ? resolveLocal(file, fileName) : fileName }))
+  return info.importedFiles.map(({ fileName }) => ({
+    from: file,
+    to: fileName.startsWith('.') ? resolveLocal(file, fileName) : fileName,
+  }))
 }
 
 function roomOf(file: string): [string, number] | null {
@@ -143,7 +146,13 @@ describe('architecture: the import rules of docs/architecture.md', () => {
 
   it('nothing outside src/client imports a client file other than its front door, src/client/index.ts, or its side door', () => {
     const wrong = local
-      .filter((i) => !i.from.startsWith('src/client/') && i.to.startsWith('src/client/') && i.to !== 'src/client/index.ts' && i.to !== CLIENT_SIDE_DOOR)
+      .filter(
+        (i) =>
+          !i.from.startsWith('src/client/') &&
+          i.to.startsWith('src/client/') &&
+          i.to !== 'src/client/index.ts' &&
+          i.to !== CLIENT_SIDE_DOOR,
+      )
       .map((i) => `${i.from} imports ${i.to}`)
     assert.deepEqual(wrong, [])
   })
@@ -202,7 +211,9 @@ describe('architecture: the import rules of docs/architecture.md', () => {
 
   it('only nodes/ imports or requires a Node-RED package (node-red, @node-red/*), also at run time', () => {
     const loads = [...imports, ...files.flatMap(nodeRedLoadsOf)].filter((i) => NODE_RED_PACKAGE.test(i.to))
-    const wrong = loads.filter((i) => !i.from.startsWith('nodes/') && NODE_RED_LOADERS[i.from] !== i.to).map((i) => `${i.from} loads ${i.to}`)
+    const wrong = loads
+      .filter((i) => !i.from.startsWith('nodes/') && NODE_RED_LOADERS[i.from] !== i.to)
+      .map((i) => `${i.from} loads ${i.to}`)
     assert.deepEqual([...new Set(wrong)], [])
     // The scanners see what they check: an import in nodes/, a require, and the allowed run-time load.
     assert.ok(loads.some((i) => i.from.startsWith('nodes/') && i.to === 'node-red'))

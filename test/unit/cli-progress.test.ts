@@ -19,7 +19,10 @@ describe('CLI progress: a count on a terminal, then a summary line', function ()
     p.count = 2000
     await p.show()
     await p.done('2000 key(s) to backup.ndjson')
-    assert.equal(text(), '\rexported 1000 key(s)…\rexported 2000 key(s)…\r\x1b[Kexported 2000 key(s) to backup.ndjson\n')
+    assert.equal(
+      text(),
+      '\rexported 1000 key(s)…\rexported 2000 key(s)…\r\x1b[Kexported 2000 key(s) to backup.ndjson\n',
+    )
   })
 
   it('writes only the summary line where stderr is not a terminal (a log, a pipe)', async () => {

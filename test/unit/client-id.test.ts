@@ -26,6 +26,10 @@ describe('default client ids', () => {
     const userDir = '/home/me/.node-red'
     const context = resolveConfig({ settings: { userDir }, logger: () => {} }).client.clientId
     assert.equal(context, defaultClientId(userDir, 'nodered/.node-red/', 'context'))
-    assert.notEqual(context, defaultClientId(userDir, 'nodered/.node-red/'), 'a config node never gets the context store id')
+    assert.notEqual(
+      context,
+      defaultClientId(userDir, 'nodered/.node-red/'),
+      'a config node never gets the context store id',
+    )
   })
 })

@@ -13,8 +13,14 @@ function reference(text: string): unknown {
 
 describe("decodeAuto: the 'auto' output of get and watch keys", function () {
   it('gives what JSON.parse gives for JSON and the text for anything else, blank space around it or not', function () {
-    const blank = fc.array(fc.constantFrom(' ', '\t', '\n', '\r', '\u00a0', '\ufeff'), { maxLength: 3 }).map((a) => a.join(''))
-    const texts = fc.oneof(fc.json(), fc.string(), fc.constantFrom('', 'true', 'nul', '-', '-1', '.5', '+1', 'tru', '"', '01', 'v'.repeat(100)))
+    const blank = fc
+      .array(fc.constantFrom(' ', '\t', '\n', '\r', '\u00a0', '\ufeff'), { maxLength: 3 })
+      .map((a) => a.join(''))
+    const texts = fc.oneof(
+      fc.json(),
+      fc.string(),
+      fc.constantFrom('', 'true', 'nul', '-', '-1', '.5', '+1', 'tru', '"', '01', 'v'.repeat(100)),
+    )
     fc.assert(
       fc.property(blank, texts, blank, (before, text, after) => {
         const whole = `${before}${text}${after}`

@@ -56,7 +56,11 @@ describe('protocol dialects', function () {
   })
 
   it("answers with status headers in v1 only, the version written the dialect's way", function () {
-    assert.deepEqual(responseUserProperties(v1, hlc.toString()), { __stat: '200', __protVer: '1.0', __ts: '001696374425000:00000:CLIENT' })
+    assert.deepEqual(responseUserProperties(v1, hlc.toString()), {
+      __stat: '200',
+      __protVer: '1.0',
+      __ts: '001696374425000:00000:CLIENT',
+    })
     assert.deepEqual(responseUserProperties(preview, hlc.toString()), { Timestamp: '1696374425000:0:CLIENT' })
     assert.deepEqual(responseUserProperties(preview, undefined), {})
   })
@@ -89,6 +93,9 @@ describe('protocol dialects', function () {
     const clock = new HybridLogicalClock()
     const version = readResponseVersion({ userProperties: { Timestamp: '1696374425000:3:svc' } }, clock, preview)
     assert.ok(version?.equals(new Hlc(1696374425000, 3, 'svc')))
-    assert.throws(() => readResponseVersion({ userProperties: { Timestamp: '1696374425000:3:svc' } }, clock, v1), ProtocolError)
+    assert.throws(
+      () => readResponseVersion({ userProperties: { Timestamp: '1696374425000:3:svc' } }, clock, v1),
+      ProtocolError,
+    )
   })
 })

@@ -15,7 +15,12 @@ function settingsOf(file: string): Map<string, string[]> {
   const found = new Map<string, string[]>()
   for (const m of html.matchAll(/<script type="text\/javascript">([\s\S]*?)<\/script>/g)) {
     runInNewContext(m[1]!, {
-      RED: { nodes: { registerType: (type: string, def: { defaults?: Record<string, unknown> }) => found.set(type, Object.keys(def.defaults ?? {})) } },
+      RED: {
+        nodes: {
+          registerType: (type: string, def: { defaults?: Record<string, unknown> }) =>
+            found.set(type, Object.keys(def.defaults ?? {})),
+        },
+      },
       window: {},
       $: () => ({}),
     })

@@ -21,7 +21,9 @@ describe('error codes: one closed vocabulary', () => {
 
   for (const language of readdirSync(LOCALES)) {
     it(`every code has its status text in ${language}`, () => {
-      const catalogue = JSON.parse(readFileSync(join(LOCALES, language, 'ss-config.json'), 'utf8')) as { common: { failure: Record<string, string> } }
+      const catalogue = JSON.parse(readFileSync(join(LOCALES, language, 'ss-config.json'), 'utf8')) as {
+        common: { failure: Record<string, string> }
+      }
       const { failure } = catalogue.common
       assert.deepEqual(
         NODE_ERROR_CODES.filter((code) => typeof failure[code] !== 'string' || failure[code] === ''),

@@ -7,7 +7,13 @@
 import { strict as assert } from 'node:assert'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { describeError, INPUT_ERROR_CODES, NODE_ERROR_CODES, NodeFailure, type NodeErrorCode } from '../../nodes/lib/errors'
+import {
+  describeError,
+  INPUT_ERROR_CODES,
+  NODE_ERROR_CODES,
+  NodeFailure,
+  type NodeErrorCode,
+} from '../../nodes/lib/errors'
 import { worded } from '../../nodes/lib/error-text'
 import {
   ArgumentError,
@@ -29,7 +35,8 @@ const STORE_CODES = NODE_ERROR_CODES.filter((code) => !(INPUT_ERROR_CODES as rea
 function errorOf(code: NodeErrorCode): unknown {
   if (code in SERVICE_ERROR_TEXT) return new ServiceError(SERVICE_ERROR_TEXT[code as keyof typeof SERVICE_ERROR_TEXT])
   if (code === 'Unknown') return new ServiceError('some new refusal')
-  if ((CONNECTION_ERROR_CODES as readonly string[]).includes(code)) return new ConnectionError(code as never, 'connect ECONNREFUSED 127.0.0.1:1')
+  if ((CONNECTION_ERROR_CODES as readonly string[]).includes(code))
+    return new ConnectionError(code as never, 'connect ECONNREFUSED 127.0.0.1:1')
   const byCode: Record<string, () => unknown> = {
     Timeout: () => new TimeoutError(5000),
     ProtocolError: () => new ProtocolError('response without a correlation'),
@@ -57,7 +64,11 @@ function translator(common: Record<string, Record<string, string>>) {
 
 describe('error words: each code names its subject and says what to do, in every language', () => {
   it('covers every code that is not the msg’s own fault, with an error of that code', () => {
-    assert.ok(STORE_CODES.includes('MissingFencingToken') && STORE_CODES.includes('NotConnected') && STORE_CODES.includes('Internal'))
+    assert.ok(
+      STORE_CODES.includes('MissingFencingToken') &&
+        STORE_CODES.includes('NotConnected') &&
+        STORE_CODES.includes('Internal'),
+    )
     assert.deepEqual(
       STORE_CODES.filter((code) => describeError(errorOf(code)).code !== code),
       [],
@@ -66,7 +77,9 @@ describe('error words: each code names its subject and says what to do, in every
 
   for (const language of readdirSync(LOCALES)) {
     it(`${language}: the key first, the catalogue's hint, the error's own words where the hint takes them`, () => {
-      const catalogue = JSON.parse(readFileSync(join(LOCALES, language, 'ss-config.json'), 'utf8')) as { common: Record<string, Record<string, string>> }
+      const catalogue = JSON.parse(readFileSync(join(LOCALES, language, 'ss-config.json'), 'utf8')) as {
+        common: Record<string, Record<string, string>>
+      }
       const explain = catalogue.common.explain ?? {}
       assert.deepEqual(
         STORE_CODES.filter((code) => !explain[code]),
@@ -79,12 +92,24 @@ describe('error words: each code names its subject and says what to do, in every
         const failure = worded(err, 'line/7 setpoint', t)
         assert.ok(failure instanceof NodeFailure, code)
         assert.equal(failure.code, code)
-        assert.ok(failure.message.includes('"line/7 setpoint"'), `${language} ${code} names the key: ${failure.message}`)
-        assert.notEqual(explain[code]!.replace(/__reason__/g, '').replace(/[\s:：()（）]/g, ''), '', `${language} ${code}: a hint beyond the reason`)
-        if (explain[code]!.includes('__reason__')) assert.ok(failure.message.includes((err as Error).message), `${language} ${code} keeps the reason`)
+        assert.ok(
+          failure.message.includes('"line/7 setpoint"'),
+          `${language} ${code} names the key: ${failure.message}`,
+        )
+        assert.notEqual(
+          explain[code]!.replace(/__reason__/g, '').replace(/[\s:：()（）]/g, ''),
+          '',
+          `${language} ${code}: a hint beyond the reason`,
+        )
+        if (explain[code]!.includes('__reason__'))
+          assert.ok(failure.message.includes((err as Error).message), `${language} ${code} keeps the reason`)
         assert.doesNotMatch(failure.message, /__\w+__|undefined/, `${language} ${code}: every placeholder filled`)
         const noKey = worded(err, undefined, t) as NodeFailure
-        assert.equal(noKey.message, t(`explain.${code}`, { reason: (err as Error).message }), 'without a key: the hint alone')
+        assert.equal(
+          noKey.message,
+          t(`explain.${code}`, { reason: (err as Error).message }),
+          'without a key: the hint alone',
+        )
       }
     })
   }

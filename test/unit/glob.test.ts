@@ -18,16 +18,26 @@ describe('glob: one matcher, two syntaxes', () => {
 
   it('a reversed range: the same range for SCAN, refused in a Pattern key', () => {
     assert.ok(compileGlob('k[9-0]', SCAN_GLOB).matches('k5'))
-    assert.throws(() => compileGlob('k[9-0]', KEY_PATTERN_GLOB), { message: 'the range 9-0 in "[" at position 1 runs backwards' })
+    assert.throws(() => compileGlob('k[9-0]', KEY_PATTERN_GLOB), {
+      message: 'the range 9-0 in "[" at position 1 runs backwards',
+    })
   })
 
   it('both syntaxes agree on globs without backslash, leading ] or reversed range', () => {
     const piece = fc.oneof(fc.constantFrom('*', '?', '[a-c]', '[!x]', '[^0-9]', 'a', 'b', '/', '.', '(', '$'))
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 6 }), fc.string({ unit: 'binary-ascii', maxLength: 8 }), (pieces, key) => {
-        const glob = pieces.join('')
-        assert.equal(compileGlob(glob, SCAN_GLOB).matches(key), compileGlob(glob, KEY_PATTERN_GLOB).matches(key), glob)
-      }),
+      fc.property(
+        fc.array(piece, { maxLength: 6 }),
+        fc.string({ unit: 'binary-ascii', maxLength: 8 }),
+        (pieces, key) => {
+          const glob = pieces.join('')
+          assert.equal(
+            compileGlob(glob, SCAN_GLOB).matches(key),
+            compileGlob(glob, KEY_PATTERN_GLOB).matches(key),
+            glob,
+          )
+        },
+      ),
     )
   })
 })

@@ -5,8 +5,15 @@ import { Hlc, HlcError, HybridLogicalClock, MAX_HLC_COUNTER, type HlcErrorReason
 const T = 1_750_000_000_000
 
 const nodeId = fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter((s) => !s.includes(':'))
-const timestamp = fc.oneof(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), fc.integer({ min: T - 1e9, max: T + 1e9 }))
-const counter = fc.oneof(fc.integer({ min: 0, max: 100_000 }), fc.integer({ min: 0, max: MAX_HLC_COUNTER }), fc.constant(MAX_HLC_COUNTER))
+const timestamp = fc.oneof(
+  fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+  fc.integer({ min: T - 1e9, max: T + 1e9 }),
+)
+const counter = fc.oneof(
+  fc.integer({ min: 0, max: 100_000 }),
+  fc.integer({ min: 0, max: MAX_HLC_COUNTER }),
+  fc.constant(MAX_HLC_COUNTER),
+)
 const reading = fc.record({ timestamp, counter, nodeId }).map((r) => new Hlc(r.timestamp, r.counter, r.nodeId))
 /** Readings whose formatted fields have the minimum widths, and ASCII node ids. */
 const narrowReading = fc
@@ -43,10 +50,16 @@ function expectedUpdate(self: Hlc, other: Hlc, wall: number, maxDriftMs: number)
   return new Hlc(ts, count, self.nodeId)
 }
 
-type Step = { op: 'wall'; by: number } | { op: 'tick' } | { op: 'update'; from: 'wall' | 'self'; by: number; counter: number; node: 'me' | 'a' | 'b' }
+type Step =
+  | { op: 'wall'; by: number }
+  | { op: 'tick' }
+  | { op: 'update'; from: 'wall' | 'self'; by: number; counter: number; node: 'me' | 'a' | 'b' }
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ op: fc.constant('wall' as const), by: fc.oneof(fc.integer({ min: -3000, max: 10_000 }), fc.constant(0)) }),
+  fc.record({
+    op: fc.constant('wall' as const),
+    by: fc.oneof(fc.integer({ min: -3000, max: 10_000 }), fc.constant(0)),
+  }),
   fc.record({ op: fc.constant('tick' as const) }),
   fc.record({
     op: fc.constant('update' as const),
@@ -103,10 +116,16 @@ describe('HLC properties', function () {
     const oracle = (text: string): Hlc | null => {
       const f = text.split(':')
       if (f.length !== 3 || f[2] === '') return null
-      const [a, b] = [f[0]!, f[1]!].map((x) => (/^[0-9]+$/.test(x) && Number.isSafeInteger(Number(x)) ? Number(x) : NaN))
+      const [a, b] = [f[0]!, f[1]!].map((x) =>
+        /^[0-9]+$/.test(x) && Number.isSafeInteger(Number(x)) ? Number(x) : NaN,
+      )
       return Number.isNaN(a) || Number.isNaN(b) ? null : new Hlc(a!, b!, f[2]!)
     }
-    const digits = fc.oneof(fc.stringMatching(/^[0-9]{0,17}$/), fc.constant('9007199254740993'), fc.constant('000000000000000'))
+    const digits = fc.oneof(
+      fc.stringMatching(/^[0-9]{0,17}$/),
+      fc.constant('9007199254740993'),
+      fc.constant('000000000000000'),
+    )
     const field = fc.oneof(digits, digits, fc.string({ maxLength: 4 }))
     fc.assert(
       fc.property(field, field, fc.string({ maxLength: 6 }), fc.constantFrom(':', ''), (ts, count, node, extra) => {
@@ -158,64 +177,71 @@ describe('HLC properties', function () {
 
   it('update never goes backwards, never drifts, and leaves the clock unchanged on error', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 120_000 }), fc.array(step, { minLength: 1, maxLength: 40 }), (maxDriftMs, steps) => {
-        let wall = T
-        const clock = new HybridLogicalClock({ nodeId: 'me', maxDriftMs, now: () => wall })
-        for (const s of steps) {
-          const before = clock.current
-          if (s.op === 'wall') {
-            wall = Math.max(0, wall + s.by)
-            continue
+      fc.property(
+        fc.integer({ min: 0, max: 120_000 }),
+        fc.array(step, { minLength: 1, maxLength: 40 }),
+        (maxDriftMs, steps) => {
+          let wall = T
+          const clock = new HybridLogicalClock({ nodeId: 'me', maxDriftMs, now: () => wall })
+          for (const s of steps) {
+            const before = clock.current
+            if (s.op === 'wall') {
+              wall = Math.max(0, wall + s.by)
+              continue
+            }
+            let other: Hlc | undefined
+            let expected: Hlc | HlcErrorReason
+            if (s.op === 'tick') {
+              // Spec 3.5, "update now": against the wall clock.
+              expected = expectedUpdate(before, new Hlc(0, 0, 'zero'), wall, maxDriftMs)
+            } else {
+              other = new Hlc(Math.max(0, (s.from === 'wall' ? wall : before.timestamp) + s.by), s.counter, s.node)
+              expected = expectedUpdate(before, other, wall, maxDriftMs)
+            }
+            let after: Hlc
+            try {
+              after = s.op === 'tick' ? clock.tick() : clock.update(other!)
+            } catch (err) {
+              assert.ok(err instanceof HlcError, String(err))
+              assert.equal(err.reason, expected, `${s.op}: ${err.message}`)
+              assert.ok(clock.current.equals(before), 'unchanged after an error')
+              continue
+            }
+            assert.ok(typeof expected !== 'string', `expected ${expected}, got ${after}`)
+            assert.ok(after.equals(expected), `${after} = ${expected}`)
+            assert.ok(clock.current.equals(after))
+            assert.equal(after.nodeId, 'me')
+            if (other && other.nodeId === 'me') {
+              assert.ok(after.equals(before), 'a reading of this node is ignored')
+            } else {
+              assert.ok(Hlc.compare(after, before) > 0, `${after} > ${before}`)
+              if (other) assert.ok(Hlc.compare(after, other) > 0, `${after} > ${other}`)
+              assert.ok(after.timestamp - wall <= maxDriftMs, 'not drifted')
+            }
           }
-          let other: Hlc | undefined
-          let expected: Hlc | HlcErrorReason
-          if (s.op === 'tick') {
-            // Spec 3.5, "update now": against the wall clock.
-            expected = expectedUpdate(before, new Hlc(0, 0, 'zero'), wall, maxDriftMs)
-          } else {
-            other = new Hlc(Math.max(0, (s.from === 'wall' ? wall : before.timestamp) + s.by), s.counter, s.node)
-            expected = expectedUpdate(before, other, wall, maxDriftMs)
-          }
-          let after: Hlc
-          try {
-            after = s.op === 'tick' ? clock.tick() : clock.update(other!)
-          } catch (err) {
-            assert.ok(err instanceof HlcError, String(err))
-            assert.equal(err.reason, expected, `${s.op}: ${err.message}`)
-            assert.ok(clock.current.equals(before), 'unchanged after an error')
-            continue
-          }
-          assert.ok(typeof expected !== 'string', `expected ${expected}, got ${after}`)
-          assert.ok(after.equals(expected), `${after} = ${expected}`)
-          assert.ok(clock.current.equals(after))
-          assert.equal(after.nodeId, 'me')
-          if (other && other.nodeId === 'me') {
-            assert.ok(after.equals(before), 'a reading of this node is ignored')
-          } else {
-            assert.ok(Hlc.compare(after, before) > 0, `${after} > ${before}`)
-            if (other) assert.ok(Hlc.compare(after, other) > 0, `${after} > ${other}`)
-            assert.ok(after.timestamp - wall <= maxDriftMs, 'not drifted')
-          }
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     )
   })
 
   it('tick strictly increases while the wall clock stands still or moves forward', () => {
     fc.assert(
-      fc.property(fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 })), { minLength: 1, maxLength: 200 }), (moves) => {
-        let wall = T
-        const clock = new HybridLogicalClock({ nodeId: 'me', now: () => wall })
-        let previous = clock.current
-        for (const by of moves) {
-          wall += by
-          const next = clock.tick()
-          assert.ok(Hlc.compare(next, previous) > 0, `${next} > ${previous}`)
-          assert.equal(next.timestamp, wall)
-          previous = next
-        }
-      }),
+      fc.property(
+        fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 })), { minLength: 1, maxLength: 200 }),
+        (moves) => {
+          let wall = T
+          const clock = new HybridLogicalClock({ nodeId: 'me', now: () => wall })
+          let previous = clock.current
+          for (const by of moves) {
+            wall += by
+            const next = clock.tick()
+            assert.ok(Hlc.compare(next, previous) > 0, `${next} > ${previous}`)
+            assert.equal(next.timestamp, wall)
+            previous = next
+          }
+        },
+      ),
       { numRuns: 200 },
     )
   })

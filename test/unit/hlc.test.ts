@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict'
-import { DEFAULT_MAX_CLOCK_DRIFT_MS, Hlc, HlcError, HybridLogicalClock, MAX_HLC_COUNTER, type HlcErrorReason } from '../../src/hlc'
+import {
+  DEFAULT_MAX_CLOCK_DRIFT_MS,
+  Hlc,
+  HlcError,
+  HybridLogicalClock,
+  MAX_HLC_COUNTER,
+  type HlcErrorReason,
+} from '../../src/hlc'
 
 const T = 1_750_000_000_000
 
@@ -173,7 +180,11 @@ describe('HybridLogicalClock', () => {
       const clock = new HybridLogicalClock({ nodeId: 'me', maxDriftMs: 1000, now: wall.now })
       assert.deepStrictEqual(clock.update(new Hlc(T + 1000, 0, 'other')), new Hlc(T + 1000, 1, 'me'))
       const before = clock.current
-      hlcError(() => clock.update(new Hlc(T + 1001, 0, 'other')), 'clockDrift', /1001 ms ahead of the wall clock \(maximum 1000 ms\)/)
+      hlcError(
+        () => clock.update(new Hlc(T + 1001, 0, 'other')),
+        'clockDrift',
+        /1001 ms ahead of the wall clock \(maximum 1000 ms\)/,
+      )
       assert.deepStrictEqual(clock.current, before)
       // A reading in the past is never a drift error.
       assert.deepStrictEqual(clock.update(new Hlc(0, 0, 'other')), new Hlc(T + 1000, 2, 'me'))

@@ -9,6 +9,8 @@ import { join, relative, resolve } from 'node:path'
 
 const ROOT = resolve(__dirname, '..', '..')
 const MAX_LINES = 350
+/** The formatter's width (.prettierrc.json), which comments and strings must keep too. */
+const MAX_WIDTH = 120
 
 function sources(dir: string): string[] {
   const out: string[] = []
@@ -68,7 +70,11 @@ describe('house rules', () => {
     const reasons = filesWithReasons(readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8'))
     const long = FILES.filter((f) => readFileSync(join(ROOT, f), 'utf8').split('\n').length > MAX_LINES)
     const unexplained = long.filter((f) => !reasons.has(f))
-    assert.deepEqual(unexplained, [], `over ${MAX_LINES} lines with no reason under "Files over 350 lines": split them or say why`)
+    assert.deepEqual(
+      unexplained,
+      [],
+      `over ${MAX_LINES} lines with no reason under "Files over 350 lines": split them or say why`,
+    )
   })
 
   it('the reasons table names only files that exist', () => {
@@ -81,14 +87,31 @@ describe('house rules', () => {
   })
 
   it('the reasons table is read as it is written, and a row without a reason does not count', () => {
-    const doc = '## Files over 350 lines\n\n| file | why |\n| --- | --- |\n| `a.ts` | one concern |\n| `b.ts` |  |\n\n## Next\n| `c.ts` | elsewhere |\n'
+    const doc =
+      '## Files over 350 lines\n\n| file | why |\n| --- | --- |\n| `a.ts` | one concern |\n| `b.ts` |  |\n\n## Next\n| `c.ts` | elsewhere |\n'
     assert.deepEqual([...filesWithReasons(doc)], ['a.ts'])
+  })
+
+  it(`no line of src/ or nodes/ is wider than ${MAX_WIDTH} characters, the formatter's width`, () => {
+    const width = (JSON.parse(readFileSync(join(ROOT, '.prettierrc.json'), 'utf8')) as { printWidth: number })
+      .printWidth
+    assert.equal(width, MAX_WIDTH, 'the formatter and this rule agree')
+    const wide: string[] = []
+    for (const f of FILES) {
+      readFileSync(join(ROOT, f), 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          if ([...line].length > MAX_WIDTH) wide.push(`${f}:${i + 1}: ${[...line].length} characters`)
+        })
+    }
+    assert.deepEqual(wide, [])
   })
 
   it('comments state the rule: no story of how it was found (that goes in the test name and the commit)', () => {
     const stories: string[] = []
     for (const f of FILES) {
-      for (const c of commentsOf(readFileSync(join(ROOT, f), 'utf8'))) if (STORY.test(c.text)) stories.push(`${f}:${c.line}: ${c.text.slice(0, 100)}`)
+      for (const c of commentsOf(readFileSync(join(ROOT, f), 'utf8')))
+        if (STORY.test(c.text)) stories.push(`${f}:${c.line}: ${c.text.slice(0, 100)}`)
     }
     assert.deepEqual(stories, [])
   })

@@ -5,7 +5,8 @@ import { parseKeyList, parseKeyValues } from '../../nodes/lib/key-list'
 import { ServiceError, TimeoutError } from '../../src/diagnostics/errors'
 
 /** A translator that shows the catalogue key and its substitutions. */
-const t = (key: string, substitutions?: Record<string, string | number>) => `${key} ${JSON.stringify(substitutions ?? {})}`
+const t = (key: string, substitutions?: Record<string, string | number>) =>
+  `${key} ${JSON.stringify(substitutions ?? {})}`
 
 function thrown(fn: () => unknown): InputError {
   try {
@@ -33,14 +34,18 @@ describe('several keys in one msg: the key list and its failures', function () {
       ['a', 1],
       ['b', 'x'],
     ])
-    for (const value of ['text', [1], Buffer.from('x'), null]) assert.equal(thrown(() => parseKeyValues(value, 10, t)).code, 'KeyValuesInvalid')
+    for (const value of ['text', [1], Buffer.from('x'), null])
+      assert.equal(thrown(() => parseKeyValues(value, 10, t)).code, 'KeyValuesInvalid')
   })
 
   it('fails a msg with the first failed key’s code, naming it and counting the failures', function () {
     const failures = new KeyFailures((err) => err)
     assert.equal(failures.failure(3, t), null)
     failures.add('x/1', new TimeoutError(100, 'GET'))
-    failures.add('x/2', new ServiceError('the request fencing token is a lower version than the fencing token protecting the resource'))
+    failures.add(
+      'x/2',
+      new ServiceError('the request fencing token is a lower version than the fencing token protecting the resource'),
+    )
     const failure = failures.failure(5, t)!
     assert.equal(failure.code, 'Timeout')
     assert.equal(failure.cause.kind, 'timeout')

@@ -75,7 +75,11 @@ describe('locks: the key watch', () => {
     await clock.tickAsync(WATCH_KEPT_MS)
     assert.deepEqual(calls, ['observe', 'close'])
     assert.equal(watch.registered, false)
-    assert.notEqual(KeyWatch.of(client, Buffer.from('kept')), watch, 'an ended watch is forgotten: the next use makes a new one')
+    assert.notEqual(
+      KeyWatch.of(client, Buffer.from('kept')),
+      watch,
+      'an ended watch is forgotten: the next use makes a new one',
+    )
   })
 
   it('registered with nobody listening (a check whose hold ended meanwhile), it is kept, then ends', async () => {

@@ -6,7 +6,15 @@
  */
 import assert from 'node:assert/strict'
 import { Hlc } from '../../src/hlc'
-import { IDLE, leaseStep, type Heard, type LeaseEffect, type LeaseInput, type LeasePhase, type LeaseRules } from '../../src/locks/lease-state'
+import {
+  IDLE,
+  leaseStep,
+  type Heard,
+  type LeaseEffect,
+  type LeaseInput,
+  type LeasePhase,
+  type LeaseRules,
+} from '../../src/locks/lease-state'
 
 const holder = Buffer.from('mine:1')
 const FOLLOW: LeaseRules = { holder, leaseMs: 1000, followKey: true }
@@ -19,10 +27,19 @@ const set = (value: string, wall: number | null, reconciled = false): Heard => (
   version: wall === null ? null : v(wall),
   reconciled,
 })
-const del = (wall: number | null, reconciled = false): Heard => ({ operation: 'DELETE', value: null, version: wall === null ? null : v(wall), reconciled })
+const del = (wall: number | null, reconciled = false): Heard => ({
+  operation: 'DELETE',
+  value: null,
+  version: wall === null ? null : v(wall),
+  reconciled,
+})
 
 /** Runs inputs from a phase; the last phase and every effect on the way. */
-function run(rules: LeaseRules, inputs: LeaseInput[], from: LeasePhase = IDLE): { phase: LeasePhase; effects: LeaseEffect[] } {
+function run(
+  rules: LeaseRules,
+  inputs: LeaseInput[],
+  from: LeasePhase = IDLE,
+): { phase: LeasePhase; effects: LeaseEffect[] } {
   let phase = from
   const effects: LeaseEffect[] = []
   for (const input of inputs) {
@@ -118,11 +135,21 @@ describe('lease machine: phases', () => {
 
   it('held ──drop──► idle, lost with its reason and error; drop while not held says nothing', () => {
     const error = new Error('gone')
-    const { phase, effects } = run(FOLLOW, [{ kind: 'drop', reason: 'renewalFailed', message: 'renewal failed', error }], held(true))
+    const { phase, effects } = run(
+      FOLLOW,
+      [{ kind: 'drop', reason: 'renewalFailed', message: 'renewal failed', error }],
+      held(true),
+    )
     assert.deepEqual(phase, IDLE)
     assert.deepEqual(effects, [{ kind: 'lost', reason: 'renewalFailed', message: 'renewal failed', error }])
-    assert.deepEqual(run(FOLLOW, [send(1), { kind: 'drop', reason: 'clientClosed', message: 'the client was closed' }]), { phase: IDLE, effects: [] })
-    assert.deepEqual(run(FOLLOW, [{ kind: 'drop', reason: 'renewalFailed', message: 'x' }]), { phase: IDLE, effects: [] })
+    assert.deepEqual(
+      run(FOLLOW, [send(1), { kind: 'drop', reason: 'clientClosed', message: 'the client was closed' }]),
+      { phase: IDLE, effects: [] },
+    )
+    assert.deepEqual(run(FOLLOW, [{ kind: 'drop', reason: 'renewalFailed', message: 'x' }]), {
+      phase: IDLE,
+      effects: [],
+    })
   })
 })
 
@@ -130,7 +157,13 @@ describe('lease machine: following the key', () => {
   it('without followKey, nothing heard matters', () => {
     const from = held(true, PLAIN)
     assert.deepEqual(run(PLAIN, [heard(del(11)), heard(set('other', 12))], from).phase, from)
-    assert.deepEqual(run(PLAIN, [send(1), heard(del(9))]).phase, { kind: 'acquiring', request: 1, sentAt: 100, watched: true, heard: [] })
+    assert.deepEqual(run(PLAIN, [send(1), heard(del(9))]).phase, {
+      kind: 'acquiring',
+      request: 1,
+      sentAt: 100,
+      watched: true,
+      heard: [],
+    })
   })
 
   it('heard while idle: nothing', () => {
@@ -160,12 +193,18 @@ describe('lease machine: following the key', () => {
   it('checking ──the key read missing──► idle, lost as deleted, and our value undone', () => {
     const { phase, effects } = run(FOLLOW, [{ kind: 'read', acquiredBy: 1, value: null }], held(false))
     assert.deepEqual(phase, IDLE)
-    assert.deepEqual(effects, [{ kind: 'lost', reason: 'deleted', message: 'the key was deleted by someone else', deleted: true }, { kind: 'undo' }])
+    assert.deepEqual(effects, [
+      { kind: 'lost', reason: 'deleted', message: 'the key was deleted by someone else', deleted: true },
+      { kind: 'undo' },
+    ])
   })
 
   it('checking ──another value read──► idle, lost to another holder', () => {
     const { effects } = run(FOLLOW, [{ kind: 'read', acquiredBy: 1, value: Buffer.from('other') }], held(false))
-    assert.deepEqual(effects, [{ kind: 'lost', reason: 'anotherHolder', message: 'another holder has the lease', deleted: false }, { kind: 'undo' }])
+    assert.deepEqual(effects, [
+      { kind: 'lost', reason: 'anotherHolder', message: 'another holder has the lease', deleted: false },
+      { kind: 'undo' },
+    ])
   })
 
   it('a read for an earlier hold, or while not checking, changes nothing', () => {
@@ -181,7 +220,10 @@ describe('lease machine: following the key', () => {
     assert.deepEqual(run(FOLLOW, [heard(set('mine:1', 11)), heard(set('mine:1', 12))], armed).phase, armed)
     const { phase, effects } = run(FOLLOW, [heard(del(13))], armed)
     assert.deepEqual(phase, IDLE)
-    assert.deepEqual(effects, [{ kind: 'lost', reason: 'deleted', message: 'the key was deleted by someone else', deleted: true }, { kind: 'undo' }])
+    assert.deepEqual(effects, [
+      { kind: 'lost', reason: 'deleted', message: 'the key was deleted by someone else', deleted: true },
+      { kind: 'undo' },
+    ])
   })
 
   it('armed: another value written ──► idle, lost to another holder, undone (VDEL removes only our value)', () => {
@@ -202,7 +244,13 @@ describe('lease machine: following the key', () => {
 
 describe('lease machine: the races of a followed key', () => {
   it('the last holder released just before our SET: its DELETE, heard before our own SET, does not count', () => {
-    const { phase, effects } = run(FOLLOW, [send(1, true), heard(set('last', 8)), heard(del(9)), heard(set('mine:1', 10)), answer(1, 10)])
+    const { phase, effects } = run(FOLLOW, [
+      send(1, true),
+      heard(set('last', 8)),
+      heard(del(9)),
+      heard(set('mine:1', 10)),
+      answer(1, 10),
+    ])
     assert.equal(followOf(phase), 'armed')
     assert.deepEqual(kinds(effects), ['acquired'])
   })
@@ -225,7 +273,10 @@ describe('lease machine: the races of a followed key', () => {
   })
 
   it('ours, then overwritten before the answer: not acquired, undone', () => {
-    assert.deepEqual(run(FOLLOW, [send(1, true), heard(set('mine:1', 10)), heard(set('other', 11)), answer(1, 10)]).effects, [{ kind: 'undo' }])
+    assert.deepEqual(
+      run(FOLLOW, [send(1, true), heard(set('mine:1', 10)), heard(set('other', 11)), answer(1, 10)]).effects,
+      [{ kind: 'undo' }],
+    )
   })
 
   it('a renewal in flight when the key is deleted: lost at the DELETE, undone after the renewal; its answer changes nothing', () => {
@@ -254,7 +305,11 @@ describe('lease machine: the races of a followed key', () => {
   })
 
   it('checking, the watch registered before our SET landed: our SET heard arms it, a DELETE then ends it, the read after is stale', () => {
-    const { phase, effects } = run(FOLLOW, [heard(set('mine:1', 10)), heard(del(11)), { kind: 'read', acquiredBy: 1, value: null }], held(false))
+    const { phase, effects } = run(
+      FOLLOW,
+      [heard(set('mine:1', 10)), heard(del(11)), { kind: 'read', acquiredBy: 1, value: null }],
+      held(false),
+    )
     assert.deepEqual(phase, IDLE)
     assert.deepEqual(kinds(effects), ['lost', 'undo'], 'lost once')
   })

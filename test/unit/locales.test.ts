@@ -33,7 +33,8 @@ function leaves(catalogue: Catalogue, prefix = ''): Map<string, string> {
   const out = new Map<string, string>()
   for (const [k, v] of Object.entries(catalogue)) {
     if (typeof v === 'string') out.set(prefix + k, v)
-    else if (v && typeof v === 'object' && !Array.isArray(v)) for (const [kk, vv] of leaves(v, `${prefix}${k}.`)) out.set(kk, vv)
+    else if (v && typeof v === 'object' && !Array.isArray(v))
+      for (const [kk, vv] of leaves(v, `${prefix}${k}.`)) out.set(kk, vv)
     else throw new Error(`${prefix}${k} is neither a text nor a group of texts`)
   }
   return out
@@ -90,7 +91,11 @@ function helpStructure(html: string) {
 
 describe('locales: every language has every English text', function () {
   it("covers every language of Node-RED's editor", function () {
-    assert.deepEqual(languages, NODE_RED_LANGUAGES, 'nodes/locales has a folder for each language Node-RED ships, and no other')
+    assert.deepEqual(
+      languages,
+      NODE_RED_LANGUAGES,
+      'nodes/locales has a folder for each language Node-RED ships, and no other',
+    )
   })
 
   for (const lang of languages) {
@@ -116,7 +121,9 @@ describe('locales: every language has every English text', function () {
             [],
             `${lang}/${file}: keys en-US no longer has`,
           )
-          const counted = new Set([...english.keys()].filter((k) => PLURAL_FORM.test(k)).map((k) => k.replace(PLURAL_FORM, '')))
+          const counted = new Set(
+            [...english.keys()].filter((k) => PLURAL_FORM.test(k)).map((k) => k.replace(PLURAL_FORM, '')),
+          )
           for (const key of counted) {
             const forms = pluralForms(lang).map((form) => `${key}_${form}`)
             assert.deepEqual(
@@ -191,7 +198,8 @@ function usedKeys(): UsedKey[] {
     if (own === 'ss-sidebar') for (const m of html.matchAll(/\bt\('([^']+)'[,)]/g)) add(name, own, `ss-sidebar.${m[1]}`)
   }
   for (const name of readdirSync(join(nodesDir, 'partials'))) {
-    for (const m of readFileSync(join(nodesDir, 'partials', name), 'utf8').matchAll(/data-i18n="([^"]+)"/g)) add(`partials/${name}`, '?', m[1]!)
+    for (const m of readFileSync(join(nodesDir, 'partials', name), 'utf8').matchAll(/data-i18n="([^"]+)"/g))
+      add(`partials/${name}`, '?', m[1]!)
   }
   const editorJs = readFileSync(join(repoRoot, 'resources', 'editor.js'), 'utf8')
   for (const m of editorJs.matchAll(/\bt\("([^"]+)"\)/g)) add('resources/editor.js', 'ss-config', `common.${m[1]}`)

@@ -53,7 +53,12 @@ describe('observe: connection metrics', () => {
   it("lists a node's failed msg by the node's name, id and key, and a failed request once however many msgs it fails, naming the msg's node", () => {
     const m = new ConnectionMetrics(() => 7_000)
     // Refused by the service: the request itself worked, so only the msg's failure lists it.
-    m.msgFailed('late write', new Error('state store error: the request fencing token is a lower version than the fencing token protecting the resource'))
+    m.msgFailed(
+      'late write',
+      new Error(
+        'state store error: the request fencing token is a lower version than the fencing token protecting the resource',
+      ),
+    )
     m.msgFailed('reader', 'the key is empty')
     const timeout = new Error('the GET request timed out')
     m.record('GET', 10_000, timeout)
@@ -63,7 +68,8 @@ describe('observe: connection metrics', () => {
       { at: 7_000, message: 'the key is empty', node: 'reader' },
       {
         at: 7_000,
-        message: 'state store error: the request fencing token is a lower version than the fencing token protecting the resource',
+        message:
+          'state store error: the request fencing token is a lower version than the fencing token protecting the resource',
         node: 'late write',
       },
     ])
@@ -91,9 +97,24 @@ describe('observe: coalescer', () => {
 
 describe('observe: value view', () => {
   it('JSON pretty, text as is, binary as hex, truncated past the limit', () => {
-    assert.deepEqual(viewValue(Buffer.from('{"a":1}')), { size: 7, kind: 'json', preview: '{\n  "a": 1\n}', truncated: false })
-    assert.deepEqual(viewValue(Buffer.from('<script>x</script>')), { size: 18, kind: 'text', preview: '<script>x</script>', truncated: false })
-    assert.deepEqual(viewValue(Buffer.from([0, 1, 255])), { size: 3, kind: 'binary', preview: '0001ff', truncated: false })
+    assert.deepEqual(viewValue(Buffer.from('{"a":1}')), {
+      size: 7,
+      kind: 'json',
+      preview: '{\n  "a": 1\n}',
+      truncated: false,
+    })
+    assert.deepEqual(viewValue(Buffer.from('<script>x</script>')), {
+      size: 18,
+      kind: 'text',
+      preview: '<script>x</script>',
+      truncated: false,
+    })
+    assert.deepEqual(viewValue(Buffer.from([0, 1, 255])), {
+      size: 3,
+      kind: 'binary',
+      preview: '0001ff',
+      truncated: false,
+    })
     const long = viewValue(Buffer.from('x'.repeat(5000)), 100)
     assert.equal(long.preview.length, 100)
     assert.equal(long.truncated, true)
@@ -108,7 +129,13 @@ describe('observe: activity registry', () => {
     a.on('change', (c) => changes.push(c))
     a.watchStarted('n1', 'room')
     a.watchStarted('n2', 'room')
-    a.watchNotified('room', { key: Buffer.from('room'), operation: 'SET', value: Buffer.from('21'), version: new Hlc(1, 0, 'x'), reconciled: false })
+    a.watchNotified('room', {
+      key: Buffer.from('room'),
+      operation: 'SET',
+      value: Buffer.from('21'),
+      version: new Hlc(1, 0, 'x'),
+      reconciled: false,
+    })
     const w = a.watches.get('room')!
     assert.equal(w.value?.toString(), '21')
     assert.equal(w.at, 42)
@@ -159,8 +186,17 @@ describe('observe: the client reports its requests', () => {
         metrics.record(verb, latencyMs, error)
       },
     }
-    const client = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: `observe-${process.pid}`, metrics: recorder })
-    const lonely = new StateStoreClient({ brokerUrl: unserved.url, clientId: `observe-lonely-${process.pid}`, metrics: recorder, requestTimeoutMs: 300 })
+    const client = new StateStoreClient({
+      brokerUrl: emulator.brokerUrl,
+      clientId: `observe-${process.pid}`,
+      metrics: recorder,
+    })
+    const lonely = new StateStoreClient({
+      brokerUrl: unserved.url,
+      clientId: `observe-lonely-${process.pid}`,
+      metrics: recorder,
+      requestTimeoutMs: 300,
+    })
     try {
       await client.ready({ timeoutMs: 5000 })
       await lonely.ready({ timeoutMs: 5000 })
@@ -168,7 +204,9 @@ describe('observe: the client reports its requests', () => {
       await client.set('observed', 'v', { fencingToken: token })
       await client.get('observed')
       // Answered, with -ERR: the request itself worked, so it is recorded without an error.
-      const refused = await client.set('observed', 'w', { fencingToken: new Hlc(token.timestamp - 1000, 0, 'holder') }).catch((err: unknown) => err)
+      const refused = await client
+        .set('observed', 'w', { fencingToken: new Hlc(token.timestamp - 1000, 0, 'holder') })
+        .catch((err: unknown) => err)
       assert.ok(refused instanceof ServiceError && refused.code === 'FencingTokenLowerVersion', String(refused))
       // Refused before it is sent: not a request at all.
       await assert.rejects(client.set('observed', 'x', { fencingToken: 'not a token' }), ArgumentError)
@@ -207,12 +245,24 @@ describe('observe: live feed', () => {
   it('pushes only while a viewer holds a lease, each changed item once per interval', async () => {
     const updates: StoreUpdate[] = []
     let now = 0
-    const feed = new LiveFeed({ publish: (u) => updates.push(u), intervalMs: 20, leaseMs: 1000, figuresMs: 10_000, now: () => now })
+    const feed = new LiveFeed({
+      publish: (u) => updates.push(u),
+      intervalMs: 20,
+      leaseMs: 1000,
+      figuresMs: 10_000,
+      now: () => now,
+    })
     const activity = new StoreActivity()
     feed.setStores(new Map([['cfg', activity]]))
     activity.watchStarted('n', 'k')
     const notify = (v: string) =>
-      activity.watchNotified('k', { key: Buffer.from('k'), operation: 'SET', value: Buffer.from(v), version: null, reconciled: false })
+      activity.watchNotified('k', {
+        key: Buffer.from('k'),
+        operation: 'SET',
+        value: Buffer.from(v),
+        version: null,
+        reconciled: false,
+      })
     notify('unseen')
     await sleep(40)
     assert.equal(updates.length, 0, 'nothing while nobody looks')

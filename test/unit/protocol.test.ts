@@ -59,14 +59,26 @@ describe('protocol: topics', () => {
     assert.equal(PROTOCOL_VERSION, '1.0')
     assert.equal(CONTENT_TYPE, 'application/octet-stream')
     assert.deepStrictEqual(
-      [Prop.timestamp, Prop.fencingToken, Prop.sourceId, Prop.protocolVersion, Prop.status, Prop.persist, Prop.partition, Prop.highPriority],
+      [
+        Prop.timestamp,
+        Prop.fencingToken,
+        Prop.sourceId,
+        Prop.protocolVersion,
+        Prop.status,
+        Prop.persist,
+        Prop.partition,
+        Prop.highPriority,
+      ],
       ['__ts', '__ft', '__srcId', '__protVer', '__stat', 'aio-persistence', '$partition', '$high_priority'],
     )
   })
 
   it('the notification topic worked example: client-id1 and SOMEKEY', () => {
     const topic = notificationTopic('client-id1', b('SOMEKEY'))
-    assert.equal(topic, 'clients/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/636C69656E742D696431/command/notify/534F4D454B4559')
+    assert.equal(
+      topic,
+      'clients/statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/636C69656E742D696431/command/notify/534F4D454B4559',
+    )
     assert.deepStrictEqual(parseNotificationTopic(topic), { clientId: 'client-id1', key: b('SOMEKEY') })
     assert.equal(notificationFilter('client-id1'), `${SERVICE_CLIENTS_PREFIX}/636C69656E742D696431/command/notify/+`)
   })
@@ -95,10 +107,13 @@ describe('protocol: topics', () => {
     const topic = notificationTopic('my/client+id', key)
     assert.deepStrictEqual(parseNotificationTopic(topic), { clientId: 'my/client+id', key })
     // Go and .NET accept lower-case hex when decoding; we do too, while always writing upper case.
-    assert.deepStrictEqual(parseNotificationTopic(topic.toLowerCase().replace(SERVICE_CLIENTS_PREFIX.toLowerCase(), SERVICE_CLIENTS_PREFIX)), {
-      clientId: 'my/client+id',
-      key,
-    })
+    assert.deepStrictEqual(
+      parseNotificationTopic(topic.toLowerCase().replace(SERVICE_CLIENTS_PREFIX.toLowerCase(), SERVICE_CLIENTS_PREFIX)),
+      {
+        clientId: 'my/client+id',
+        key,
+      },
+    )
     const base = `${SERVICE_CLIENTS_PREFIX}/636C69656E74`
     for (const bad of [
       REQUEST_TOPIC,
@@ -150,9 +165,18 @@ describe('protocol: request builders', () => {
   it('SET with NX, NEX and PX: the condition first, then PX, NEX bare', () => {
     assert.equal(wire(Request.set('k', 'v')), '*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n')
     assert.equal(wire(Request.set('k', 'v', { condition: 'always' })), '*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n')
-    assert.equal(wire(Request.set('k', 'v', { condition: 'NX' })), '*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n')
-    assert.equal(wire(Request.set('k', 'v', { condition: 'NEX' })), '*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$3\r\nNEX\r\n')
-    assert.equal(wire(Request.set('k', 'v', { expiryMs: 1500 })), '*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nPX\r\n$4\r\n1500\r\n')
+    assert.equal(
+      wire(Request.set('k', 'v', { condition: 'NX' })),
+      '*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n',
+    )
+    assert.equal(
+      wire(Request.set('k', 'v', { condition: 'NEX' })),
+      '*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$3\r\nNEX\r\n',
+    )
+    assert.equal(
+      wire(Request.set('k', 'v', { expiryMs: 1500 })),
+      '*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nPX\r\n$4\r\n1500\r\n',
+    )
     assert.equal(
       wire(Request.set('k', 'v', { condition: 'NEX', expiryMs: 1 })),
       '*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$3\r\nNEX\r\n$2\r\nPX\r\n$1\r\n1\r\n',
@@ -229,7 +253,8 @@ describe('protocol: response parsers', () => {
     assert.deepStrictEqual(parseGetResponse(b('$0\r\n\r\n')), Buffer.alloc(0))
     assert.equal(parseGetResponse(b('$-1\r\n')), null)
     // A missing key is $-1: the RESP3 null `_` is not a kind the protocol uses.
-    for (const bad of ['+OK\r\n', ':1\r\n', '*1\r\n$1\r\na\r\n', '_\r\n']) throwsKind(() => parseGetResponse(b(bad)), ProtocolError)
+    for (const bad of ['+OK\r\n', ':1\r\n', '*1\r\n$1\r\na\r\n', '_\r\n'])
+      throwsKind(() => parseGetResponse(b(bad)), ProtocolError)
   })
 
   it('DEL and VDEL: the count deleted, 0 for no key, -1 for a VDEL mismatch', () => {
@@ -305,7 +330,10 @@ describe('protocol: response parsers', () => {
   it('notifications: NOTIFY SET VALUE <bytes> and NOTIFY DELETE, as arrays', () => {
     const value = Buffer.from([0, 13, 10, 255])
     assert.deepStrictEqual(parseNotification(Notification.set(value)), { operation: 'SET', value })
-    assert.deepStrictEqual(parseNotification(Notification.set(Buffer.alloc(0))), { operation: 'SET', value: Buffer.alloc(0) })
+    assert.deepStrictEqual(parseNotification(Notification.set(Buffer.alloc(0))), {
+      operation: 'SET',
+      value: Buffer.alloc(0),
+    })
     assert.deepStrictEqual(parseNotification(Notification.delete), { operation: 'DELETE' })
     assert.equal(wire(Notification.delete), '*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n')
     assert.equal(wire(Notification.set(b('abc'))), '*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$3\r\nabc\r\n')
@@ -341,7 +369,10 @@ describe('protocol: response parsers', () => {
     assert.deepStrictEqual(parseGetResponse(Reply.value(b('v'))), b('v'))
     assert.equal(parseDeleteResponse(Reply.integer(1)), 1)
     assert.equal(parseKeyNotifyResponse(Reply.integer(0)), false)
-    assert.equal(throwsKind(() => parseGetResponse(Reply.error('the key length is zero')), ServiceError).code, 'KeyLengthZero')
+    assert.equal(
+      throwsKind(() => parseGetResponse(Reply.error('the key length is zero')), ServiceError).code,
+      'KeyLengthZero',
+    )
   })
 })
 

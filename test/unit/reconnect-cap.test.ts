@@ -11,11 +11,17 @@ import { join } from 'node:path'
 describe('reconnect backoff: capped at 2 s after an outage', () => {
   it('never waits longer than 2 s between attempts, however many failed', () => {
     const { reconnectMinMs, reconnectMaxMs } = resolveOptions({ brokerUrl: 'mqtt://127.0.0.1:1883', clientId: 'cap' })
-    for (let attempt = 0; attempt <= 60; attempt++) assert.ok(backoffDelay(attempt, reconnectMinMs, reconnectMaxMs, () => 1) <= 2000, `attempt ${attempt}`)
+    for (let attempt = 0; attempt <= 60; attempt++)
+      assert.ok(backoffDelay(attempt, reconnectMinMs, reconnectMaxMs, () => 1) <= 2000, `attempt ${attempt}`)
   })
 
   it('is the cap docs/client.md states', () => {
     const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'client.md'), 'utf8')
-    assert.match(doc, new RegExp(`\\| \`reconnectMinMs\`, \`reconnectMaxMs\` \\| ${CLIENT_DEFAULTS.reconnectMinMs}, ${CLIENT_DEFAULTS.reconnectMaxMs} \\|`))
+    assert.match(
+      doc,
+      new RegExp(
+        `\\| \`reconnectMinMs\`, \`reconnectMaxMs\` \\| ${CLIENT_DEFAULTS.reconnectMinMs}, ${CLIENT_DEFAULTS.reconnectMaxMs} \\|`,
+      ),
+    )
   })
 })

@@ -62,7 +62,10 @@ function decodeOrTypedError(buf: Buffer, offset = 0): RespValue | RespProtocolEr
     }
     if (outcome instanceof RespProtocolError) {
       assert.ok(exact instanceof RespProtocolError, 'decodeExact refuses what decode refuses')
-      assert.deepStrictEqual([exact.reason, exact.offset, exact.message], [outcome.reason, outcome.offset, outcome.message])
+      assert.deepStrictEqual(
+        [exact.reason, exact.offset, exact.message],
+        [outcome.reason, outcome.offset, outcome.message],
+      )
     } else if (leftOver > 0) {
       assert.ok(exact instanceof RespProtocolError && exact.reason === 'trailingBytes', String(exact))
       assert.equal(exact.offset, buf.length - leftOver)
@@ -124,7 +127,10 @@ type Mutation = { op: 'flip' | 'insert' | 'delete' | 'truncate' | 'set'; at: num
 const mutation: fc.Arbitrary<Mutation> = fc.record({
   op: fc.constantFrom('flip', 'insert', 'delete', 'truncate', 'set'),
   at: fc.nat(),
-  byte: fc.oneof(fc.integer({ min: 0, max: 255 }), fc.constantFrom(13, 10, 0x2a, 0x24, 0x3a, 0x2d, 0x30, 0x39, 0x7c, 0x25)),
+  byte: fc.oneof(
+    fc.integer({ min: 0, max: 255 }),
+    fc.constantFrom(13, 10, 0x2a, 0x24, 0x3a, 0x2d, 0x30, 0x39, 0x7c, 0x25),
+  ),
 })
 
 function mutate(wire: Buffer, mutations: Mutation[]): Buffer {
@@ -250,7 +256,8 @@ describe('RESP3 properties', function () {
           got = 'refused'
         }
         // deepEqual does not tell -0 from 0
-        if (want !== 'refused' && want.kind === 'integer' && got !== 'refused' && got.kind === 'integer') assert.ok(Object.is(got.value, want.value), text)
+        if (want !== 'refused' && want.kind === 'integer' && got !== 'refused' && got.kind === 'integer')
+          assert.ok(Object.is(got.value, want.value), text)
         assert.deepEqual(got, want, text)
       }),
       { numRuns: 5000 },
@@ -303,24 +310,28 @@ describe('RESP3 properties', function () {
   it('nesting deeper than maxDepth is too-deep, at the offset of the first value too deep', () => {
     const opener = fc.constantFrom('*1\r\n', '*2\r\n$-1\r\n', '*2\r\n:0\r\n')
     fc.assert(
-      fc.property(fc.array(opener, { minLength: 0, maxLength: 45 }), fc.integer({ min: 1, max: 40 }), (openers, maxDepth) => {
-        const depth = openers.length + 1
-        const buf = Buffer.from(`${openers.join('')}:1\r\n`, 'latin1')
-        let thrown: unknown
-        try {
-          decode(buf, { maxDepth })
-        } catch (err) {
-          thrown = err
-        }
-        if (depth <= maxDepth) {
-          assert.equal(thrown, undefined, String(thrown))
-        } else {
-          assert.ok(thrown instanceof RespProtocolError && thrown.reason === 'tooDeep', String(thrown))
-          const prefix = Buffer.from(openers.slice(0, maxDepth).join(''), 'latin1').length
-          // An array's earlier items sit at its level too, so the offset is at or before the prefix.
-          assert.ok(thrown.offset <= prefix, `${thrown.offset} <= ${prefix}`)
-        }
-      }),
+      fc.property(
+        fc.array(opener, { minLength: 0, maxLength: 45 }),
+        fc.integer({ min: 1, max: 40 }),
+        (openers, maxDepth) => {
+          const depth = openers.length + 1
+          const buf = Buffer.from(`${openers.join('')}:1\r\n`, 'latin1')
+          let thrown: unknown
+          try {
+            decode(buf, { maxDepth })
+          } catch (err) {
+            thrown = err
+          }
+          if (depth <= maxDepth) {
+            assert.equal(thrown, undefined, String(thrown))
+          } else {
+            assert.ok(thrown instanceof RespProtocolError && thrown.reason === 'tooDeep', String(thrown))
+            const prefix = Buffer.from(openers.slice(0, maxDepth).join(''), 'latin1').length
+            // An array's earlier items sit at its level too, so the offset is at or before the prefix.
+            assert.ok(thrown.offset <= prefix, `${thrown.offset} <= ${prefix}`)
+          }
+        },
+      ),
       { numRuns: 300 },
     )
   })

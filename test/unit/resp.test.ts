@@ -23,7 +23,13 @@ function roundTrip(wire: string, expected: RespValue): void {
   assert.equal(encodeValue(expected).toString('latin1'), wire)
 }
 
-function refused(wire: Buffer | string, reason: RespErrorReason, offset: number, detail?: RegExp, at = 0): RespProtocolError {
+function refused(
+  wire: Buffer | string,
+  reason: RespErrorReason,
+  offset: number,
+  detail?: RegExp,
+  at = 0,
+): RespProtocolError {
   const buf = typeof wire === 'string' ? b(wire) : wire
   let thrown: unknown
   try {
@@ -114,7 +120,11 @@ describe('RESP3 decode: bytes consumed and left over', () => {
   it('reports the value length and what follows it', () => {
     const buf = b('+OK\r\n:1\r\nrest')
     assert.deepStrictEqual(decode(buf), { value: { kind: 'simple', value: 'OK' }, bytesConsumed: 5, bytesLeftOver: 8 })
-    assert.deepStrictEqual(decode(buf, { offset: 5 }), { value: { kind: 'integer', value: 1 }, bytesConsumed: 4, bytesLeftOver: 4 })
+    assert.deepStrictEqual(decode(buf, { offset: 5 }), {
+      value: { kind: 'integer', value: 1 },
+      bytesConsumed: 4,
+      bytesLeftOver: 4,
+    })
   })
 
   it('decodes pipelined values one after the other', () => {
@@ -155,7 +165,8 @@ describe('RESP3 decode: bytes consumed and left over', () => {
     const notification = '*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$3\r\nabc\r\n'
     const expected: RespValue = { kind: 'array', value: [bulk('NOTIFY'), bulk('SET'), bulk('VALUE'), bulk('abc')] }
     roundTrip(notification, expected)
-    for (const w of ['DELETE', 'GET', 'DEL']) roundTrip(`*1\r\n$${w.length}\r\n${w}\r\n`, { kind: 'array', value: [bulk(w)] })
+    for (const w of ['DELETE', 'GET', 'DEL'])
+      roundTrip(`*1\r\n$${w.length}\r\n${w}\r\n`, { kind: 'array', value: [bulk(w)] })
     for (const w of ['SEX', 'GEM', 'DEX', 'VALUF', 'NOTIFX', 'DELETF', 'XYZ', 'set'])
       roundTrip(`*1\r\n$${w.length}\r\n${w}\r\n`, { kind: 'array', value: [bulk(w)] })
     refused('*2\r\n$3\r\nSET\r\n$3\r\nSE', 'incomplete', 19)
@@ -235,7 +246,10 @@ describe('RESP3 decode: bounded depth, bounded work, no allocation from declared
     } catch (err) {
       thrown = err
     }
-    assert.ok(thrown instanceof RespProtocolError && thrown.reason === 'tooDeep' && thrown.offset === 20, String(thrown))
+    assert.ok(
+      thrown instanceof RespProtocolError && thrown.reason === 'tooDeep' && thrown.offset === 20,
+      String(thrown),
+    )
   })
 
   it('a custom maxDepth of 1 takes scalars only', () => {
@@ -251,18 +265,29 @@ describe('RESP3 decode: bounded depth, bounded work, no allocation from declared
 
   it('huge declared lengths with few bytes are incomplete and allocate nothing', () => {
     const before = process.memoryUsage().arrayBuffers
-    for (const wire of ['$1000000000\r\nab', '$4294967296\r\n', '*9007199254740991\r\n:1\r\n', '$9007199254740991\r\n']) {
+    for (const wire of [
+      '$1000000000\r\nab',
+      '$4294967296\r\n',
+      '*9007199254740991\r\n:1\r\n',
+      '$9007199254740991\r\n',
+    ]) {
       refused(wire, 'incomplete', b(wire).length, /declared/)
     }
     refused('*4294967296\r\n:0\r\n', 'incomplete', 17, /declared 4294967296 elements/)
     refused('*1000000000\r\n', 'incomplete', 13)
-    assert.ok(process.memoryUsage().arrayBuffers - before < 16 * 1024 * 1024, 'no buffer of the declared size was allocated')
+    assert.ok(
+      process.memoryUsage().arrayBuffers - before < 16 * 1024 * 1024,
+      'no buffer of the declared size was allocated',
+    )
   })
 })
 
 describe('RESP3 encode', () => {
   it('a request is an array of bulk strings with byte lengths', () => {
-    assert.equal(encodeCommand(['SET', 'key', 'value']).toString('latin1'), '*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n')
+    assert.equal(
+      encodeCommand(['SET', 'key', 'value']).toString('latin1'),
+      '*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n',
+    )
     assert.equal(encodeCommand([]).toString('latin1'), '*0\r\n')
     assert.equal(encodeCommand(['']).toString('latin1'), '*1\r\n$0\r\n\r\n')
   })
@@ -277,7 +302,10 @@ describe('RESP3 encode', () => {
     ]
     for (const [text, bytes] of cases) {
       const wire = encodeCommand(['GET', text])
-      assert.deepStrictEqual(wire, Buffer.concat([b(`*2\r\n$3\r\nGET\r\n$${bytes}\r\n`), Buffer.from(text, 'utf8'), b('\r\n')]))
+      assert.deepStrictEqual(
+        wire,
+        Buffer.concat([b(`*2\r\n$3\r\nGET\r\n$${bytes}\r\n`), Buffer.from(text, 'utf8'), b('\r\n')]),
+      )
       const value = decodeExact(wire)
       const key = value.kind === 'array' ? value.value[1] : undefined
       assert.ok(key?.kind === 'bulk')
@@ -291,7 +319,10 @@ describe('RESP3 encode', () => {
     const wire = encodeCommand(['SET', tricky, all])
     assert.equal(wire.subarray(0, 22).toString('latin1'), '*3\r\n$3\r\nSET\r\n$8\r\n\r\n\0$*')
     const value = decodeExact(wire)
-    assert.deepStrictEqual(value, { kind: 'array', value: [bulk('SET'), { kind: 'bulk', value: tricky }, { kind: 'bulk', value: all }] })
+    assert.deepStrictEqual(value, {
+      kind: 'array',
+      value: [bulk('SET'), { kind: 'bulk', value: tricky }, { kind: 'bulk', value: all }],
+    })
   })
 
   it('writes the request into one buffer of exactly the right size', () => {

@@ -66,7 +66,12 @@ describe('SCAN walks', () => {
     return { map, view: { ids: () => map.keys(), has: (id: string) => map.has(id) } }
   }
   const limits = { ...DEFAULT_SCAN_LIMITS, maxKeys: 10, idleMs: 1000, maxWalks: 2 }
-  const page = (walks: ScanWalks, token: Buffer | null, pattern = 'k*', clientId = 'c'): Extract<ScanAnswer, { ok: true }> => {
+  const page = (
+    walks: ScanWalks,
+    token: Buffer | null,
+    pattern = 'k*',
+    clientId = 'c',
+  ): Extract<ScanAnswer, { ok: true }> => {
     const answer = walks.page({ pattern: Buffer.from(pattern), token, clientId, mayRead: () => true })
     assert.ok(answer.ok, JSON.stringify(answer))
     return answer
@@ -122,13 +127,23 @@ describe('SCAN walks', () => {
   it('leaves out keys deleted before they are reached and keys the caller may not read', () => {
     const { map, view } = store()
     const walks = new ScanWalks(view, limits)
-    const first = walks.page({ pattern: Buffer.from('k*'), token: null, clientId: 'c', mayRead: (k) => !k.toString().endsWith('7') })
+    const first = walks.page({
+      pattern: Buffer.from('k*'),
+      token: null,
+      clientId: 'c',
+      mayRead: (k) => !k.toString().endsWith('7'),
+    })
     assert.ok(first.ok)
     map.delete('k49')
     const rest: string[] = []
     let token = first.token
     while (token) {
-      const next = walks.page({ pattern: Buffer.from('k*'), token, clientId: 'c', mayRead: (k) => !k.toString().endsWith('7') })
+      const next = walks.page({
+        pattern: Buffer.from('k*'),
+        token,
+        clientId: 'c',
+        mayRead: (k) => !k.toString().endsWith('7'),
+      })
       assert.ok(next.ok)
       rest.push(...next.keys.map((k) => k.toString()))
       token = next.token

@@ -10,7 +10,9 @@ import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from '../../nodes/lib/key-list'
 import { registrationHeader, SCHEMAS, type NodeType } from '../../nodes/lib/schemas'
 
 const ROOT = resolve(__dirname, '..', '..')
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { 'node-red': { nodes: Record<string, string> } }
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  'node-red': { nodes: Record<string, string> }
+}
 const NODES = Object.keys(pkg['node-red'].nodes)
 
 describe('node schemas: settings declared once', () => {
@@ -21,7 +23,10 @@ describe('node schemas: settings declared once', () => {
   for (const type of NODES) {
     it(`${type}.html takes its registration header from the schema and declares no defaults`, () => {
       const html = readFileSync(join(ROOT, 'nodes', `${type}.html`), 'utf8')
-      assert.ok(html.includes(`  RED.nodes.registerType("${type}", {\n    // registration: nodes/lib/schemas.ts\n`), 'the marker the build replaces')
+      assert.ok(
+        html.includes(`  RED.nodes.registerType("${type}", {\n    // registration: nodes/lib/schemas.ts\n`),
+        'the marker the build replaces',
+      )
       assert.doesNotMatch(html, /\bdefaults\s*:/)
     })
   }
@@ -29,7 +34,8 @@ describe('node schemas: settings declared once', () => {
   it('the header declares every setting of the schema, with its default', () => {
     for (const type of NODES as NodeType[]) {
       const header = registrationHeader(type)
-      for (const key of Object.keys(SCHEMAS[type].defaults)) assert.match(header, new RegExp(`^ {6}${key}: \\{`, 'm'), `${type}.${key}`)
+      for (const key of Object.keys(SCHEMAS[type].defaults))
+        assert.match(header, new RegExp(`^ {6}${key}: \\{`, 'm'), `${type}.${key}`)
     }
   })
 

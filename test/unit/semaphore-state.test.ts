@@ -3,13 +3,26 @@
  * order, which slots the head tries first, and what a heard change means for a slot of ours or not.
  */
 import assert from 'node:assert/strict'
-import { head, held, initialSemaphore, semaphoreStep, slotsToTry, type SemaphoreInput, type SemaphoreState } from '../../src/locks/semaphore-state'
+import {
+  head,
+  held,
+  initialSemaphore,
+  semaphoreStep,
+  slotsToTry,
+  type SemaphoreInput,
+  type SemaphoreState,
+} from '../../src/locks/semaphore-state'
 
 const run = (state: SemaphoreState, ...inputs: SemaphoreInput[]) => inputs.reduce(semaphoreStep, state)
 
 describe('semaphore state', () => {
   it('waiters take their turns in arrival order; one that leaves early gives its turn to the next', () => {
-    let s = run(initialSemaphore(2), { kind: 'wait', waiter: 1 }, { kind: 'wait', waiter: 2 }, { kind: 'wait', waiter: 3 })
+    let s = run(
+      initialSemaphore(2),
+      { kind: 'wait', waiter: 1 },
+      { kind: 'wait', waiter: 2 },
+      { kind: 'wait', waiter: 3 },
+    )
     assert.equal(head(s), 1)
     s = run(s, { kind: 'leave', waiter: 2 })
     assert.equal(head(s), 1, 'a later waiter leaving changes nothing for the head')
@@ -20,7 +33,12 @@ describe('semaphore state', () => {
   })
 
   it('tries known-free slots first, then unknown, then those seen taken, never its own', () => {
-    const s = run(initialSemaphore(4), { kind: 'tried', slot: 0, acquired: false }, { kind: 'tried', slot: 1, acquired: true }, { kind: 'freed', slot: 3 })
+    const s = run(
+      initialSemaphore(4),
+      { kind: 'tried', slot: 0, acquired: false },
+      { kind: 'tried', slot: 1, acquired: true },
+      { kind: 'freed', slot: 3 },
+    )
     assert.deepEqual(slotsToTry(s), [3, 2, 0])
     assert.equal(held(s), 1)
   })

@@ -1,10 +1,18 @@
 import assert from 'node:assert/strict'
 import type { StateStoreClient } from '../../src/client'
 import { ConnectionError } from '../../src/diagnostics/errors'
-import { shareConnection, stateStore, StoreAccessError, type SharedConnection } from '../../src/function-nodes/shared-stores'
+import {
+  shareConnection,
+  stateStore,
+  StoreAccessError,
+  type SharedConnection,
+} from '../../src/function-nodes/shared-stores'
 
 const refused = (pattern: RegExp) => (err: unknown) =>
-  err instanceof StoreAccessError && err.kind === 'argument' && err.code === 'InvalidArgument' && pattern.test(err.message)
+  err instanceof StoreAccessError &&
+  err.kind === 'argument' &&
+  err.code === 'InvalidArgument' &&
+  pattern.test(err.message)
 
 /** A config node's offer whose client answers GET with its own label. */
 function offer(id: string, name: string, label: string, scope = ''): SharedConnection {
@@ -31,12 +39,19 @@ describe('stateStore(): a config node’s connection for Function nodes', functi
   })
 
   it('holds the operations only, and spells a connection code as the nodes do', async () => {
-    const down = { get: async () => Promise.reject(new ConnectionError('NotConnected', 'not connected')) } as unknown as StateStoreClient
-    withdraw.push(shareConnection({ id: 'id-d', name: 'down', status: { state: 'disconnected' }, client: async () => down }))
+    const down = {
+      get: async () => Promise.reject(new ConnectionError('NotConnected', 'not connected')),
+    } as unknown as StateStoreClient
+    withdraw.push(
+      shareConnection({ id: 'id-d', name: 'down', status: { state: 'disconnected' }, client: async () => down }),
+    )
     const store = stateStore('down')
     assert.deepEqual(Object.keys(store).sort(), ['delete', 'get', 'keys', 'lock', 'set', 'update'])
     assert.ok(Object.isFrozen(store))
-    await assert.rejects(store.get('k'), (err: unknown) => err instanceof StoreAccessError && err.code === 'NotConnected' && err.kind === 'connection')
+    await assert.rejects(
+      store.get('k'),
+      (err: unknown) => err instanceof StoreAccessError && err.code === 'NotConnected' && err.kind === 'connection',
+    )
   })
 
   it('refuses a name two config nodes share, naming their ids', () => {

@@ -19,7 +19,8 @@ describe('the time scale every limit in the suite is stretched by', () => {
     assert.equal(requestedScale(undefined), 1)
     assert.equal(requestedScale(''), 1)
     assert.equal(requestedScale('2.5'), 2.5)
-    for (const bad of ['0', '-1', 'fast', 'NaN']) assert.throws(() => requestedScale(bad), /TEST_TIME_SCALE must be a positive number/)
+    for (const bad of ['0', '-1', 'fast', 'NaN'])
+      assert.throws(() => requestedScale(bad), /TEST_TIME_SCALE must be a positive number/)
   })
 
   it('stretches a limit by the factor now, keeps 0 (no limit) and stays within what a timer can wait', () => {
@@ -29,7 +30,10 @@ describe('the time scale every limit in the suite is stretched by', () => {
     // The factor can only rise between two readings (a load average seen higher).
     const before = timeScale().factor
     const limit = scaled(1000)
-    assert.ok(limit >= Math.round(1000 * before) && limit <= Math.round(1000 * timeScale().factor), `${limit} for a factor ${before}`)
+    assert.ok(
+      limit >= Math.round(1000 * before) && limit <= Math.round(1000 * timeScale().factor),
+      `${limit} for a factor ${before}`,
+    )
     assert.equal(scaled(Number.MAX_SAFE_INTEGER), 2 ** 31 - 1)
     assert.equal(describeLimit(8000, 8000), '8000 ms')
     assert.equal(describeLimit(8000, 19200), '19200 ms (8000 ms × 2.40)')
@@ -42,7 +46,10 @@ describe('the time scale every limit in the suite is stretched by', () => {
       const readStretched = (ms: number) => {
         const before = timeScale().factor
         const read = this.timeout()
-        assert.ok(read >= Math.round(ms * before) && read <= Math.round(ms * timeScale().factor), `${read} read for ${ms} ms at a factor ${before}`)
+        assert.ok(
+          read >= Math.round(ms * before) && read <= Math.round(ms * timeScale().factor),
+          `${read} read for ${ms} ms at a factor ${before}`,
+        )
       }
       readStretched(3000)
       this.timeout(1234)

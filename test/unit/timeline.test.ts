@@ -48,8 +48,27 @@ describe('observe: the timeline of locks and values', () => {
       [2, 5, 3],
     )
     activity.watchStarted('w', 'temp')
-    for (const value of ['21.5', '{"celsius": 22}', '"23"', 'warm', '{"a": 1, "b": 2}', '\n 24 ', '\u00a025', 'true', '[26]', '+27', '.5', 'null'])
-      activity.watchNotified('temp', { key: Buffer.from('temp'), operation: 'SET', value: Buffer.from(value), version: null, reconciled: false } as never)
+    for (const value of [
+      '21.5',
+      '{"celsius": 22}',
+      '"23"',
+      'warm',
+      '{"a": 1, "b": 2}',
+      '\n 24 ',
+      '\u00a025',
+      'true',
+      '[26]',
+      '+27',
+      '.5',
+      'null',
+    ])
+      activity.watchNotified('temp', {
+        key: Buffer.from('temp'),
+        operation: 'SET',
+        value: Buffer.from(value),
+        version: null,
+        reconciled: false,
+      } as never)
     assert.deepEqual(
       activity.timeline.view().values[0]!.points.map(([, v]) => v),
       [21.5, 22, 23, 24, 25],
@@ -62,7 +81,11 @@ describe('observe: the timeline of locks and values', () => {
     const lease = new EventEmitter() as unknown as Lease
     activity.trackLease('n1', 'line', 'lock', 'nodered-a/n1:0123456789ab', 10_000, lease)
     ;(lease as unknown as EventEmitter).emit('acquired', { fencingToken: { toString: () => '1:0:n' } })
-    ;(lease as unknown as EventEmitter).emit('lost', { reason: 'deleted', message: 'the key was deleted by someone else', deleted: true })
+    ;(lease as unknown as EventEmitter).emit('lost', {
+      reason: 'deleted',
+      message: 'the key was deleted by someone else',
+      deleted: true,
+    })
     const record = [...activity.locks.values()][0]!
     assert.equal(record.currentHolder, null)
     assert.deepEqual(

@@ -22,7 +22,15 @@ import {
   Request,
   type SetRequestOptions,
 } from '../../src/protocol'
-import { decode, decodeExact, encodeBulk, encodeCommand, RespProtocolError, type RespKind, type RespValue } from '../../src/resp'
+import {
+  decode,
+  decodeExact,
+  encodeBulk,
+  encodeCommand,
+  RespProtocolError,
+  type RespKind,
+  type RespValue,
+} from '../../src/resp'
 
 interface Vector {
   source: string
@@ -55,11 +63,13 @@ const NOT_APPLICABLE: Record<number, string> = {
  */
 const DEVIATIONS: Record<number, { reason: string; check: (v: Vector) => void }> = {
   69: {
-    reason: '.NET-only leniency (any simple string other than OK = not set); Go and Rust reject it (vector 43), and so do we',
+    reason:
+      '.NET-only leniency (any simple string other than OK = not set); Go and Rust reject it (vector 43), and so do we',
     check: (v) => throwsTyped(() => parseSetResponse(payloadOf(v)), ProtocolError),
   },
   70: {
-    reason: '.NET-only leniency ($-1 on SET = not set); Go and Rust reject it (spec 6.1, 11), and so do we: only :-1 means not applied',
+    reason:
+      '.NET-only leniency ($-1 on SET = not set); Go and Rust reject it (spec 6.1, 11), and so do we: only :-1 means not applied',
     check: (v) => throwsTyped(() => parseSetResponse(payloadOf(v)), ProtocolError),
   },
   117: {
@@ -74,7 +84,8 @@ const DEVIATIONS: Record<number, { reason: string; check: (v: Vector) => void }>
     },
   },
   133: {
-    reason: '.NET refuses to build a bulk string from null; our encodeBulk(null) is the null bulk string `$-1` on purpose (Reply.nil, a GET miss)',
+    reason:
+      '.NET refuses to build a bulk string from null; our encodeBulk(null) is the null bulk string `$-1` on purpose (Reply.nil, a GET miss)',
     check: () => eq(encodeBulk(null).toString('latin1'), '$-1\r\n'),
   },
   162: {
@@ -88,7 +99,8 @@ const DEVIATIONS: Record<number, { reason: string; check: (v: Vector) => void }>
     },
   },
   163: {
-    reason: '.NET parses the time with double.TryParse; Go (ParseInt) and Rust (u64) reject fractions, and so do we (spec 3.2)',
+    reason:
+      '.NET parses the time with double.TryParse; Go (ParseInt) and Rust (u64) reject fractions, and so do we (spec 3.2)',
     check: (v) => hlcMalformed(String(v.input).replaceAll('<guid>', GUID)),
   },
 }
@@ -116,7 +128,9 @@ function throwsTyped<E extends Error>(fn: () => unknown, type: abstract new (...
   return thrown
 }
 function unhandled(v: Vector): never {
-  throw new Error(`no rule in the runner for this ${v.kind} vector: ${JSON.stringify(v.input)} -> ${JSON.stringify(v.expected)}`)
+  throw new Error(
+    `no rule in the runner for this ${v.kind} vector: ${JSON.stringify(v.input)} -> ${JSON.stringify(v.expected)}`,
+  )
 }
 
 // ---- inputs ----
@@ -169,7 +183,10 @@ function notA(payload: Buffer, kinds: RespKind[], accept?: (value: RespValue) =>
     count()
     return
   }
-  assert.ok(!kinds.includes(value.kind) || (accept !== undefined && !accept(value)), `decoded as an acceptable ${value.kind}`)
+  assert.ok(
+    !kinds.includes(value.kind) || (accept !== undefined && !accept(value)),
+    `decoded as an acceptable ${value.kind}`,
+  )
   count()
 }
 
@@ -244,7 +261,12 @@ function requestEncode(v: Vector): void {
 
 /** SCAN (the Rust branch ok/scan-impl): the pattern, and the opaque token of the previous page. */
 function scanEncode(v: Vector, input: Json): void {
-  const expected = v.expected_b64 !== undefined ? Buffer.from(v.expected_b64, 'base64') : typeof v.expected === 'string' ? bytes(v.expected) : unhandled(v)
+  const expected =
+    v.expected_b64 !== undefined
+      ? Buffer.from(v.expected_b64, 'base64')
+      : typeof v.expected === 'string'
+        ? bytes(v.expected)
+        : unhandled(v)
   const token =
     typeof input.continuation_token_b64 === 'string'
       ? Buffer.from(input.continuation_token_b64, 'base64')
@@ -306,7 +328,10 @@ function responseParse(v: Vector): void {
         const offset = fn.endsWith('(start=3)') ? 3 : 0
         const decoded = decode(payload, { offset })
         const want = expected.value === null ? null : bytes(expected.value as string)
-        eq(decoded.value.kind === 'bulk' ? decoded.value.value : decoded.value.kind === 'null' ? null : decoded.value, want)
+        eq(
+          decoded.value.kind === 'bulk' ? decoded.value.value : decoded.value.kind === 'null' ? null : decoded.value,
+          want,
+        )
         eq(decoded.bytesConsumed + decoded.bytesLeftOver, payload.length - offset)
         if (expected.next_index !== undefined) eq(offset + decoded.bytesConsumed, expected.next_index)
         if (offset === 0 && decoded.bytesLeftOver === 0) eq(parseGetResponse(payload), want)
@@ -335,7 +360,10 @@ function responseParse(v: Vector): void {
     if (expected.ok === false) return refusedByParsers(payload, [...ALL_PARSERS, parseScanResponse])
     switch (expected.variant) {
       case 'KeysScanned': {
-        const token = typeof expected.continuation_token_b64 === 'string' ? Buffer.from(expected.continuation_token_b64, 'base64') : null
+        const token =
+          typeof expected.continuation_token_b64 === 'string'
+            ? Buffer.from(expected.continuation_token_b64, 'base64')
+            : null
         eq(parseScanResponse(payload), { keys: expected.keys, token })
         return
       }
@@ -364,7 +392,8 @@ function responseParse(v: Vector): void {
         eq(parseDeleteResponse(payload, 'VDEL'), expected.count)
         return
       case 'Error':
-        for (const parse of [...ALL_PARSERS, parseScanResponse]) eq(throwsTyped(() => parse(payload), ServiceError).text, expected.message)
+        for (const parse of [...ALL_PARSERS, parseScanResponse])
+          eq(throwsTyped(() => parse(payload), ServiceError).text, expected.message)
         return
     }
   }
@@ -387,7 +416,8 @@ function notificationParse(v: Vector): void {
   const payload = payloadOf(v)
   const blobArray = v.context?.function === 'ParseBlobArray'
   if (expected.ok === false) {
-    if (blobArray) notA(payload, ['array'], (value) => (value as { value: RespValue[] }).value.every((w) => w.kind === 'bulk'))
+    if (blobArray)
+      notA(payload, ['array'], (value) => (value as { value: RespValue[] }).value.every((w) => w.kind === 'bulk'))
     throwsTyped(() => parseNotification(payload), ProtocolError)
     return
   }
@@ -516,7 +546,12 @@ class Wall {
 }
 
 /** A clock whose reading is (ts, counter), reached through the public API only. */
-function clockAt(wall: Wall, ts: number, counter: number, options: { nodeId?: string; maxDriftMs?: number } = {}): HybridLogicalClock {
+function clockAt(
+  wall: Wall,
+  ts: number,
+  counter: number,
+  options: { nodeId?: string; maxDriftMs?: number } = {},
+): HybridLogicalClock {
   const nodeId = options.nodeId ?? 'self-node'
   const saved = wall.ms
   wall.ms = ts
@@ -603,7 +638,9 @@ function hlcUpdate(v: Vector): void {
     const offsets: number[] = Array.isArray(input.hlc_offsets)
       ? (input.hlc_offsets as string[]).map((o) => duration(o, drift))
       : [(input.hlc_offset_s as number) * 1000]
-    const results: boolean[] = Array.isArray(expected.results) ? (expected.results as boolean[]) : [expected.ok as boolean]
+    const results: boolean[] = Array.isArray(expected.results)
+      ? (expected.results as boolean[])
+      : [expected.ok as boolean]
     assert.equal(offsets.length, results.length)
     offsets.forEach((offset, i) => {
       const reading = new Hlc(NOW + offset, 0, 'other-node')
@@ -629,7 +666,8 @@ function hlcUpdate(v: Vector): void {
       return
     }
     const after = clock.tick()
-    if (Array.isArray(expected.counter_in)) assert.ok((expected.counter_in as number[]).includes(after.counter), `counter ${after.counter}`)
+    if (Array.isArray(expected.counter_in))
+      assert.ok((expected.counter_in as number[]).includes(after.counter), `counter ${after.counter}`)
     if (typeof expected.counter === 'number') eq(after.counter, expected.counter)
     assert.ok(Hlc.compare(after, before) > 0, 'tick moves forward')
     count()
@@ -668,10 +706,14 @@ function hlcUpdate(v: Vector): void {
     assert.ok(Hlc.compare(after, before) > 0 && Hlc.compare(after, other) > 0, `${after} after ${before} and ${other}`)
     count()
   }
-  if (typeof expected.ts === 'string') eq(after.timestamp, expected.ts.startsWith('wall clock') ? wall.ms : time(expected.ts))
+  if (typeof expected.ts === 'string')
+    eq(after.timestamp, expected.ts.startsWith('wall clock') ? wall.ms : time(expected.ts))
   if (typeof expected.counter === 'number') eq(after.counter, expected.counter)
   if (Array.isArray(expected.counter_in)) {
-    assert.ok((expected.counter_in as number[]).includes(after.counter), `counter ${after.counter} not in ${expected.counter_in}`)
+    assert.ok(
+      (expected.counter_in as number[]).includes(after.counter),
+      `counter ${after.counter} not in ${expected.counter_in}`,
+    )
     count()
   }
 }

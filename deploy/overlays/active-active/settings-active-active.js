@@ -10,7 +10,9 @@
 'use strict'
 
 // Beside it in the ConfigMap; in the repository (run by hand, docs/cluster.md), in deploy/base.
-const base = require(require('node:fs').existsSync(`${__dirname}/settings.js`) ? './settings.js' : '../../base/settings.js')
+const base = require(
+  require('node:fs').existsSync(`${__dirname}/settings.js`) ? './settings.js' : '../../base/settings.js',
+)
 const aio = require(base.resolveModule('node-red-contrib-aio-statestore'))
 const localfilesystem = require(base.resolveModule('@node-red/runtime/lib/storage/localfilesystem'))
 

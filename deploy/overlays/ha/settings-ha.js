@@ -14,7 +14,9 @@
 'use strict'
 
 // Beside it in the ConfigMap; in the repository (run by hand, docs/cluster.md), in deploy/base.
-const base = require(require('node:fs').existsSync(`${__dirname}/settings.js`) ? './settings.js' : '../../base/settings.js')
+const base = require(
+  require('node:fs').existsSync(`${__dirname}/settings.js`) ? './settings.js' : '../../base/settings.js',
+)
 // Where Node-RED finds its nodes (the base settings' resolveModule).
 const aio = require(base.resolveModule('node-red-contrib-aio-statestore'))
 // Node-RED's own storage (flows.json and the rest of /data), which the HA storage wraps.
@@ -130,8 +132,10 @@ module.exports = {
   // /ha/active answers 200 on the active one only: the readiness probe, so the Service sends the
   // editor to it. The standby's admin API reads but refuses every change.
   httpAdminMiddleware(req, res, next) {
-    if (req.path === '/ha/active') return void res.status(election.isLeader ? 200 : 503).json({ active: election.isLeader, name })
-    if (!election.isLeader && req.method !== 'GET') return void res.status(503).json({ code: 'standby', message: `${name} is the standby` })
+    if (req.path === '/ha/active')
+      return void res.status(election.isLeader ? 200 : 503).json({ active: election.isLeader, name })
+    if (!election.isLeader && req.method !== 'GET')
+      return void res.status(503).json({ code: 'standby', message: `${name} is the standby` })
     next()
   },
 }

@@ -12,6 +12,8 @@ export const del: Command = {
     const key = ctx.args[0]!
     const token = ctx.values['fencing-token'] as string | undefined
     const result = await ctx.client.del(key, token !== undefined ? { fencingToken: token } : {})
-    return result.deleted === 1 ? { code: Exit.done } : { code: Exit.notApplied, message: `${JSON.stringify(key)} does not exist` }
+    return result.deleted === 1
+      ? { code: Exit.done }
+      : { code: Exit.notApplied, message: `${JSON.stringify(key)} does not exist` }
   },
 }

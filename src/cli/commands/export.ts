@@ -51,20 +51,29 @@ export const exportKeys: Command = {
       if (file) await new Promise<void>((resolve) => out.end(resolve))
       await (admin as RemoteEmulatorAdmin | null)?.close()
     }
-    await progress.done(`${progress.count} key(s)${file ? ` to ${file}` : ''}${failed ? `; ${failed} could not be read` : ''}`)
-    return failed ? { code: Exit.failed, message: `${failed} key(s) could not be read, first ${firstFailure}` } : { code: Exit.done }
+    await progress.done(
+      `${progress.count} key(s)${file ? ` to ${file}` : ''}${failed ? `; ${failed} could not be read` : ''}`,
+    )
+    return failed
+      ? { code: Exit.failed, message: `${failed} key(s) could not be read, first ${firstFailure}` }
+      : { code: Exit.done }
   },
 }
 
 async function adminChannel(ctx: CommandContext): Promise<AdminChannel> {
   const found = ctx.clientOptions ? await RemoteEmulatorAdmin.discover(ctx.clientOptions) : null
-  if (!found) throw new UsageError('--admin: no emulator serves its admin channel on this broker (start it with aio-statestore-emulator --admin)')
+  if (!found)
+    throw new UsageError(
+      '--admin: no emulator serves its admin channel on this broker (start it with aio-statestore-emulator --admin)',
+    )
   return found.admin
 }
 
 function opened(stream: Writable, file: string): Promise<void> {
   return new Promise((resolve, reject) => {
     stream.once('open', () => resolve())
-    stream.once('error', (err: NodeJS.ErrnoException) => reject(new UsageError(`cannot write ${file}: ${err.code ?? err.message}`)))
+    stream.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new UsageError(`cannot write ${file}: ${err.code ?? err.message}`)),
+    )
   })
 }

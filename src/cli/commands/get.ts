@@ -5,7 +5,9 @@ import { Exit } from '../exit'
 export const get: Command = {
   name: 'get',
   summary: 'print a value (raw bytes) to stdout; exit 1 when the key does not exist',
-  usage: 'aio-statestore get KEY\n\nWrites the value of KEY to stdout exactly as stored, with nothing added. A missing key exits 1.',
+  usage:
+    'aio-statestore get KEY\n\nWrites the value of KEY to stdout exactly as stored, with nothing added. A missing ' +
+    'key exits 1.',
   flagsHelp: "  --version-to-stderr     Also print the key's version (an HLC) on stderr.",
   flags: { 'version-to-stderr': { type: 'boolean' } },
   positionals: [1, 1],

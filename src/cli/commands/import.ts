@@ -20,7 +20,11 @@ const IN_FLIGHT = 16
  * where the throughput benchmark levels off), and at most 8 MiB of keys and values, so memory does
  * not grow with the file or its values.
  */
-const BOUND: StreamBound<KeyRecord> = { count: 256, maxWeight: 8 * 2 ** 20, weight: (r) => r.key.length + r.value.length }
+const BOUND: StreamBound<KeyRecord> = {
+  count: 256,
+  maxWeight: 8 * 2 ** 20,
+  weight: (r) => r.key.length + r.value.length,
+}
 
 export const importKeys: Command = {
   name: 'import',
@@ -98,12 +102,18 @@ export const importKeys: Command = {
       }
       let confirmed = 0
       let undetermined = 0
-      const readBack = await settleEach(unsure, IN_FLIGHT, ({ record }) => ctx.client.get(record.key, { signal: ctx.signal }))
+      const readBack = await settleEach(unsure, IN_FLIGHT, ({ record }) =>
+        ctx.client.get(record.key, { signal: ctx.signal }),
+      )
       readBack.forEach((o, i) => {
         const { record, error } = unsure[i]!
         if (!o.ok) {
           undetermined++
-          return fail(record, error, `; read back: ${(o.error as Error).message}, so whether it was written is not known`)
+          return fail(
+            record,
+            error,
+            `; read back: ${(o.error as Error).message}, so whether it was written is not known`,
+          )
         }
         const held = o.value.value
         if (held !== null && held.equals(record.value)) {
@@ -120,7 +130,9 @@ export const importKeys: Command = {
         undetermined ? `${undetermined} of them not known (the read-back failed)` : '',
       ].filter(Boolean)
       await progress.done(`${progress.count} key(s) from ${file}${notes.length ? `; ${notes.join(', ')}` : ''}`)
-      return failed ? { code: Exit.failed, message: `${failed} key(s) could not be written, first ${firstFailure}` } : { code: Exit.done }
+      return failed
+        ? { code: Exit.failed, message: `${failed} key(s) could not be written, first ${firstFailure}` }
+        : { code: Exit.done }
     } finally {
       await source.cleanup()
     }
@@ -162,7 +174,11 @@ interface CheckedSource {
  * the import here, before anything is written, naming the file and the line. Stdin is copied to a
  * file of its own as it is read, for the second pass.
  */
-async function checkedSource(ctx: CommandContext, file: string, isLive: (r: KeyRecord) => boolean): Promise<CheckedSource> {
+async function checkedSource(
+  ctx: CommandContext,
+  file: string,
+  isLive: (r: KeyRecord) => boolean,
+): Promise<CheckedSource> {
   let path = file
   let spool: WriteStream | undefined
   let dir = ''

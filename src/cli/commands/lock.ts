@@ -25,13 +25,18 @@ export const lock: Command = {
   positionals: [1, 1],
   async run(ctx) {
     const [program, ...programArgs] = ctx.rest
-    if (program === undefined) throw new UsageError('no command to run: give it after --, e.g. aio-statestore lock NAME -- ./job.sh')
+    if (program === undefined)
+      throw new UsageError('no command to run: give it after --, e.g. aio-statestore lock NAME -- ./job.sh')
     const name = ctx.args[0]!
-    const leaseMs = ctx.values['lease-ms'] === undefined ? 10_000 : wholeNumber('--lease-ms', ctx.values['lease-ms'] as string, 30)
+    const leaseMs =
+      ctx.values['lease-ms'] === undefined ? 10_000 : wholeNumber('--lease-ms', ctx.values['lease-ms'] as string, 30)
     const waitMs = ctx.values.wait === undefined ? undefined : wholeNumber('--wait', ctx.values.wait as string, 1)
     // Renewed three times per lease: two renewals may fail (a short network loss) before it lapses.
     const held = new Lock(ctx.client, name, { leaseMs, renewPeriodMs: Math.floor(leaseMs / 3) })
-    const fencingToken = await held.acquire({ ...(waitMs !== undefined ? { timeoutMs: waitMs } : {}), signal: ctx.signal })
+    const fencingToken = await held.acquire({
+      ...(waitMs !== undefined ? { timeoutMs: waitMs } : {}),
+      signal: ctx.signal,
+    })
     let lost: string | null = null
     try {
       const child = spawn(program, programArgs, {
@@ -44,14 +49,23 @@ export const lock: Command = {
       })
       const forward = () => child.kill((ctx.signal.reason as NodeJS.Signals | undefined) ?? 'SIGTERM')
       ctx.signal.addEventListener('abort', forward, { once: true })
-      const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null } | { error: Error }>((resolve) => {
-        child.once('error', (error) => resolve({ error }))
-        child.once('exit', (code, signal) => resolve({ code, signal }))
-      })
+      const ended = await new Promise<{ code: number | null; signal: NodeJS.Signals | null } | { error: Error }>(
+        (resolve) => {
+          child.once('error', (error) => resolve({ error }))
+          child.once('exit', (code, signal) => resolve({ code, signal }))
+        },
+      )
       ctx.signal.removeEventListener('abort', forward)
       if ('error' in ended)
-        return { code: Exit.failed, message: `cannot run ${program}: ${(ended.error as NodeJS.ErrnoException).code ?? ended.error.message}` }
-      if (lost !== null) return { code: Exit.failed, message: `the lock ${JSON.stringify(name)} was lost while ${program} ran (${lost}); it was sent SIGTERM` }
+        return {
+          code: Exit.failed,
+          message: `cannot run ${program}: ${(ended.error as NodeJS.ErrnoException).code ?? ended.error.message}`,
+        }
+      if (lost !== null)
+        return {
+          code: Exit.failed,
+          message: `the lock ${JSON.stringify(name)} was lost while ${program} ran (${lost}); it was sent SIGTERM`,
+        }
       // As a shell reports it: 128 + the signal's number.
       return { code: ended.code ?? 128 + (constants.signals[ended.signal!] ?? 0) }
     } finally {

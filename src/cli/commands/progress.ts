@@ -1,7 +1,10 @@
 import type { Writable } from 'node:stream'
 import { write } from '../command'
 
-/** A count on one line of a terminal, rewritten as it grows (nothing when stderr is not a terminal), then a summary line. */
+/**
+ * A count on one line of a terminal, rewritten as it grows (nothing when stderr is not a terminal), then a summary
+ * line.
+ */
 export class Progress {
   count = 0
   private shown = false

@@ -6,7 +6,9 @@ import { Exit, UsageError } from '../exit'
 export const set: Command = {
   name: 'set',
   summary: 'write a value from an argument, --file or stdin; exit 1 when NX/NEX did not apply it',
-  usage: 'aio-statestore set KEY [VALUE]\n\nWrites VALUE (as UTF-8), or the bytes of --file, or stdin when neither is given. Prints the new version.',
+  usage:
+    'aio-statestore set KEY [VALUE]\n\nWrites VALUE (as UTF-8), or the bytes of --file, or stdin when neither is ' +
+    'given. Prints the new version.',
   flagsHelp: [
     '  --file <path>           Take the value from this file (- for stdin).',
     '  --nx                    Only if the key does not exist.',
@@ -36,7 +38,11 @@ export const set: Command = {
     const key = ctx.args[0]!
     const result = await ctx.client.set(key, await readValue(ctx, ctx.args[1]), options)
     if (!result.applied)
-      return { code: Exit.notApplied, message: `not applied: ${JSON.stringify(key)} exists${options.condition === 'NEX' ? ' with another value' : ''}` }
+      return {
+        code: Exit.notApplied,
+        message:
+          `not applied: ${JSON.stringify(key)} ` + `exists${options.condition === 'NEX' ? ' with another value' : ''}`,
+      }
     await write(ctx.io.stdout, `${result.version}\n`)
     return { code: Exit.done }
   },

@@ -3,7 +3,15 @@ import type { ClientOptions } from '../../client'
 import { Connection, PendingRequests, resolveOptions, type Envelope, type ResolvedOptions } from '../../client/channel'
 import { ConnectionError, NoServiceError, ProtocolError } from '../../diagnostics/errors'
 import type { KeyDetails, KeyPage, KeyQuery } from './key-browser'
-import { ADMIN_REQUEST_TOPIC, adminResponseTopic, fromWireDetails, type AdminHello, type AdminReply, type AdminRequest, type WireKeyDetails } from './wire'
+import {
+  ADMIN_REQUEST_TOPIC,
+  adminResponseTopic,
+  fromWireDetails,
+  type AdminHello,
+  type AdminReply,
+  type AdminRequest,
+  type WireKeyDetails,
+} from './wire'
 
 /** What the key browser needs of an emulator's admin channel, in this process or over MQTT. */
 export interface AdminChannel {
@@ -12,7 +20,9 @@ export interface AdminChannel {
   inspect(key: Buffer, asClientId?: string): Promise<KeyDetails | null> | KeyDetails | null
 }
 
-/** How long a broker gets to show an admin-enabled emulator (connect + hello) before the browser says "not available". */
+/**
+ * How long a broker gets to show an admin-enabled emulator (connect + hello) before the browser says "not available".
+ */
 const DISCOVERY_TIMEOUT_MS = 2000
 /** A page of a million keys is a full scan: give it time. */
 const REQUEST_TIMEOUT_MS = 30_000
@@ -67,13 +77,22 @@ export class RemoteEmulatorAdmin implements AdminChannel {
    * Connects and asks for the emulator; null when none answers within the timeout (no emulator,
    * an emulator without `--admin`, a broker that refuses us): the connection is then closed.
    */
-  static async discover(options: ClientOptions, timeoutMs = DISCOVERY_TIMEOUT_MS): Promise<{ admin: RemoteEmulatorAdmin; hello: AdminHello } | null> {
+  static async discover(
+    options: ClientOptions,
+    timeoutMs = DISCOVERY_TIMEOUT_MS,
+  ): Promise<{ admin: RemoteEmulatorAdmin; hello: AdminHello } | null> {
     const clientId = `${options.clientId}-admin-${randomBytes(3).toString('hex')}`.replace(/[+#/]/g, '_')
     const responseTopic = adminResponseTopic(clientId)
     let admin: RemoteEmulatorAdmin
     try {
       // Quiet: the store's own connection already reports on this broker.
-      const resolved = resolveOptions({ ...options, clientId, cleanStart: true, connectTimeoutMs: timeoutMs, logger: () => {} })
+      const resolved = resolveOptions({
+        ...options,
+        clientId,
+        cleanStart: true,
+        connectTimeoutMs: timeoutMs,
+        logger: () => {},
+      })
       delete resolved.sessionExpirySec
       delete resolved.metrics
       // A request waits for the connection within its own timeout, however the store's node is set.
@@ -103,7 +122,11 @@ export class RemoteEmulatorAdmin implements AdminChannel {
   }
 
   async inspect(key: Buffer, asClientId?: string): Promise<KeyDetails | null> {
-    const request: AdminRequest = { op: 'inspect', keyHex: key.toString('hex'), ...(asClientId !== undefined ? { clientId: asClientId } : {}) }
+    const request: AdminRequest = {
+      op: 'inspect',
+      keyHex: key.toString('hex'),
+      ...(asClientId !== undefined ? { clientId: asClientId } : {}),
+    }
     const details = (await this.request(request, REQUEST_TIMEOUT_MS)) as WireKeyDetails | null
     return details ? fromWireDetails(details) : null
   }
@@ -112,7 +135,13 @@ export class RemoteEmulatorAdmin implements AdminChannel {
     const body = request.op === 'listKeys' ? { op: request.op, ...request.query } : request
     try {
       // probe: with nobody subscribed to the admin topic the request fails at once instead of being sent again.
-      return await this.requests.invoke({ verb: `admin ${request.op}`, payload: Buffer.from(JSON.stringify(body)), timeoutMs, probe: true, parse: parseReply })
+      return await this.requests.invoke({
+        verb: `admin ${request.op}`,
+        payload: Buffer.from(JSON.stringify(body)),
+        timeoutMs,
+        probe: true,
+        parse: parseReply,
+      })
     } catch (err) {
       if (!(err instanceof NoServiceError)) throw err
       this.gone = true
@@ -126,7 +155,9 @@ export class RemoteEmulatorAdmin implements AdminChannel {
   }
 }
 
-/** How long an answer to "is there an admin-enabled emulator?" is trusted, and how long an unused connection stays open. */
+/**
+ * How long an answer to "is there an admin-enabled emulator?" is trusted, and how long an unused connection stays open.
+ */
 const ABSENT_FOR_MS = 10_000
 const IDLE_CLOSE_MS = 60_000
 
@@ -160,7 +191,11 @@ export class RemoteAdminRegistry {
       if (!found && Date.now() - entry.checkedAt < ABSENT_FOR_MS) return null
     }
     if (entry) await this.drop(storeId)
-    entry = { signature, checkedAt: Date.now(), found: RemoteEmulatorAdmin.discover(options, this.timeoutMs).then((r) => r?.admin ?? null) }
+    entry = {
+      signature,
+      checkedAt: Date.now(),
+      found: RemoteEmulatorAdmin.discover(options, this.timeoutMs).then((r) => r?.admin ?? null),
+    }
     this.entries.set(storeId, entry)
     const found = await entry.found
     entry.checkedAt = Date.now()

@@ -34,7 +34,9 @@ export interface KeyEntry {
   /** Wall-clock ms, or null for none. */
   expiresAt: number | null
   fencingToken: string | null
-  /** SET to be persisted (a key rule or the dynamic property): kept on disk when the emulator has a persistence file. */
+  /**
+   * SET to be persisted (a key rule or the dynamic property): kept on disk when the emulator has a persistence file.
+   */
   persisted: boolean
 }
 
@@ -84,7 +86,10 @@ export interface AdminOptions {
 /** How long one scan step may hold the event loop before it yields. */
 const STEP_MS = 8
 const MAX_LIMIT = 1000
-/** Key bytes one page holds at most (one longer key still makes a page alone): what bounds the work of building its entries. */
+/**
+ * Key bytes one page holds at most (one longer key still makes a page alone): what bounds the work of building its
+ * entries.
+ */
 export const MAX_PAGE_KEY_BYTES = 256 * 1024
 /** Pages one pass over the store keeps ready: while the store does not change, the next ones need no pass. */
 export const WINDOW_PAGES = 64
@@ -165,7 +170,14 @@ export class EmulatorAdmin {
     this.ready.delete(readyKey)
     if (!ready || ready.generation !== this.store.generation) {
       const generation = this.store.generation
-      const window = await keyWindow(this.store, pattern ? filterOf(pattern) : null, after, limit * WINDOW_PAGES, this.stepMs, query.signal)
+      const window = await keyWindow(
+        this.store,
+        pattern ? filterOf(pattern) : null,
+        after,
+        limit * WINDOW_PAGES,
+        this.stepMs,
+        query.signal,
+      )
       // A window the store changed under while it was made is used for this page only.
       ready = { window, from: 0, generation: this.store.generation === generation ? generation : -1 }
     }
@@ -189,7 +201,12 @@ export class EmulatorAdmin {
     const next = more && last !== null ? Buffer.from(last, 'latin1').toString('hex') : null
     // Kept for the next page while the store does not change: stale ones are dropped first.
     for (const [key, kept] of this.ready) if (kept.generation !== this.store.generation) this.ready.delete(key)
-    if (next !== null && at < ids.length && ready.generation === this.store.generation && ready.window.bytes <= MAX_READY_BYTES) {
+    if (
+      next !== null &&
+      at < ids.length &&
+      ready.generation === this.store.generation &&
+      ready.window.bytes <= MAX_READY_BYTES
+    ) {
       if (this.ready.size >= MAX_READY) this.ready.delete(this.ready.keys().next().value!)
       this.ready.set(JSON.stringify([pattern, last]), { window: ready.window, from: at, generation: ready.generation })
     }
@@ -217,7 +234,11 @@ export class EmulatorAdmin {
   private access(id: string, clientId: string | undefined): KeyDetails['access'] {
     if (!this.authorization || clientId === undefined) return null
     const principal = this.principalOf(clientId)
-    return { clientId, read: this.authorization.decideKey(principal, 'read', id), write: this.authorization.decideKey(principal, 'write', id) }
+    return {
+      clientId,
+      read: this.authorization.decideKey(principal, 'read', id),
+      write: this.authorization.decideKey(principal, 'write', id),
+    }
   }
 
   /** A persisted key is one the key rules name, or one SET with the dynamic property. */
@@ -240,12 +261,17 @@ function filterOf(pattern: string): Glob {
 
 const byBrokerUrl = new Map<string, EmulatorAdmin>()
 
-/** host:port of a broker URL, with the loopback names made one, so `mqtt://localhost:1883` finds `mqtt://127.0.0.1:1883`. */
+/**
+ * host:port of a broker URL, with the loopback names made one, so `mqtt://localhost:1883` finds
+ * `mqtt://127.0.0.1:1883`.
+ */
 function brokerAddress(url: string): string | null {
   try {
     const u = new URL(url)
     const host = u.hostname === 'localhost' || u.hostname === '[::1]' || u.hostname === '::1' ? '127.0.0.1' : u.hostname
-    const port = u.port || (u.protocol === 'mqtts:' ? '8883' : u.protocol === 'ws:' ? '80' : u.protocol === 'wss:' ? '443' : '1883')
+    const port =
+      u.port ||
+      (u.protocol === 'mqtts:' ? '8883' : u.protocol === 'ws:' ? '80' : u.protocol === 'wss:' ? '443' : '1883')
     return `${host}:${port}`
   } catch {
     return null

@@ -46,7 +46,10 @@ export class AdminServer {
       await server.stop()
       throw err
     }
-    options.log('info', `admin channel open on ${ADMIN_REQUEST_TOPIC} (development only: anyone who can publish there reads every key)`)
+    options.log(
+      'info',
+      `admin channel open on ${ADMIN_REQUEST_TOPIC} (development only: anyone who can publish there reads every key)`,
+    )
     return server
   }
 
@@ -61,7 +64,8 @@ export class AdminServer {
     try {
       reply = { ok: true, result: await this.run(payload) }
     } catch (err) {
-      if (!(err instanceof AdminRequestError)) this.options.log('warn', `admin request failed: ${(err as Error).message}`)
+      if (!(err instanceof AdminRequestError))
+        this.options.log('warn', `admin request failed: ${(err as Error).message}`)
       else this.options.log('info', `admin request refused: ${err.message}`)
       reply = { ok: false, error: (err as Error).message }
     }
@@ -98,7 +102,8 @@ export class AdminServer {
    */
   private async scan(query: KeyQuery) {
     const max = this.options.maxConcurrent ?? DEFAULT_MAX_CONCURRENT
-    if (this.running >= max) throw new AdminRequestError(`busy: ${max} admin requests are running; try again when one has been answered`)
+    if (this.running >= max)
+      throw new AdminRequestError(`busy: ${max} admin requests are running; try again when one has been answered`)
     this.running++
     try {
       return await this.options.admin.listKeys(query)

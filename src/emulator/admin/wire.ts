@@ -19,7 +19,9 @@ export function adminResponseTopic(clientId: string): string {
 /** A request as parsed; on the wire the fields of `query` sit beside `op` (`{"op":"listKeys","pattern":"a*"}`). */
 export type AdminRequest =
   /** Whether an admin-enabled emulator serves on this broker, and which. */
-  { op: 'hello' } | { op: 'listKeys'; query: Omit<KeyQuery, 'signal'> } | { op: 'inspect'; keyHex: string; clientId?: string }
+  | { op: 'hello' }
+  | { op: 'listKeys'; query: Omit<KeyQuery, 'signal'> }
+  | { op: 'inspect'; keyHex: string; clientId?: string }
 
 export interface AdminHello {
   nodeId: string
@@ -29,7 +31,8 @@ export interface AdminHello {
 /** KeyDetails with the value as base64 (JSON carries no bytes). */
 export type WireKeyDetails = Omit<KeyDetails, 'value'> & { valueBase64: string }
 
-export type AdminReply = { ok: true; result: AdminHello | KeyPage | WireKeyDetails | null } | { ok: false; error: string }
+export type AdminReply =
+  { ok: true; result: AdminHello | KeyPage | WireKeyDetails | null } | { ok: false; error: string }
 
 export class AdminRequestError extends Error {}
 
@@ -51,7 +54,8 @@ export function parseAdminRequest(payload: Buffer): AdminRequest {
   } catch {
     throw new AdminRequestError('the request is not JSON')
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new AdminRequestError('the request must be a JSON object')
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new AdminRequestError('the request must be a JSON object')
   const b = body as Record<string, unknown>
   switch (b.op) {
     case 'hello':
@@ -60,7 +64,8 @@ export function parseAdminRequest(payload: Buffer): AdminRequest {
       const query: Omit<KeyQuery, 'signal'> = {}
       const pattern = optionalString(b, 'pattern')
       if (pattern !== undefined) {
-        if (pattern.length > MAX_PATTERN) throw new AdminRequestError(`"pattern" is longer than ${MAX_PATTERN} characters`)
+        if (pattern.length > MAX_PATTERN)
+          throw new AdminRequestError(`"pattern" is longer than ${MAX_PATTERN} characters`)
         query.pattern = pattern
       }
       const after = optionalString(b, 'after')

@@ -29,7 +29,8 @@ export interface BrokerAuth {
  *   the tokens in the listener's token files, read again at every CONNECT (a rotated file counts at
  *   once). Its attributes are those given for the token file.
  */
-export type ListenerAuthentication = { method: 'x509'; attributes?: X509AttributeRule[] } | { method: 'sat'; tokenFiles: SatTokenFile[] }
+export type ListenerAuthentication =
+  { method: 'x509'; attributes?: X509AttributeRule[] } | { method: 'sat'; tokenFiles: SatTokenFile[] }
 
 /** One entry of `x509Settings.authorizationAttributes`: a certificate subject and the attributes it gives. */
 export interface X509AttributeRule {
@@ -38,7 +39,10 @@ export interface X509AttributeRule {
   attributes: Record<string, string>
 }
 
-/** A file holding an accepted token (a projected service account token), and the authorization attributes of its clients. */
+/**
+ * A file holding an accepted token (a projected service account token), and the authorization attributes of its
+ * clients.
+ */
 export interface SatTokenFile {
   file: string
   /** As the `aio-broker-auth/<name>: <value>` annotations of the service account give them. */
@@ -46,24 +50,35 @@ export interface SatTokenFile {
 }
 
 /** What authentication found out about a client: refused (with why), or who it is and its attributes. */
-export type AuthenticationVerdict = { ok: true; identity: Identity; attributes?: Record<string, string> } | { ok: false; reason: string }
+export type AuthenticationVerdict =
+  { ok: true; identity: Identity; attributes?: Record<string, string> } | { ok: false; reason: string }
 
 /**
  * The verdict of an X.509 listener: the TLS handshake has already refused a certificate its CA did
  * not sign, so a client here is known; what remains is to find its attributes.
  */
 export function authenticateX509(socket: TLSSocket, rules: X509AttributeRule[] = []): AuthenticationVerdict {
-  if (!socket.authorized) return { ok: false, reason: `client certificate not trusted: ${String(socket.authorizationError ?? 'none presented')}` }
+  if (!socket.authorized)
+    return {
+      ok: false,
+      reason: `client certificate not trusted: ${String(socket.authorizationError ?? 'none presented')}`,
+    }
   const chain = certificateChain(socket.getPeerCertificate(true))
   const leaf = chain[0]
   // The subject with its issuer: the same subject from another listener's CA is someone else.
-  const identity: Identity = { kind: 'certificate', name: leaf ? `${dnText(leaf.subject)} issued by ${dnText(leaf.issuer)}` : '' }
+  const identity: Identity = {
+    kind: 'certificate',
+    name: leaf ? `${dnText(leaf.subject)} issued by ${dnText(leaf.issuer)}` : '',
+  }
   const attributes = x509Attributes(chain, rules)
   return attributes ? { ok: true, identity, attributes } : { ok: true, identity }
 }
 
 /** The attributes of the first certificate of the chain (leaf first) whose subject a rule names. */
-export function x509Attributes(chain: Array<Pick<DetailedPeerCertificate, 'subject'>>, rules: X509AttributeRule[]): Record<string, string> | null {
+export function x509Attributes(
+  chain: Array<Pick<DetailedPeerCertificate, 'subject'>>,
+  rules: X509AttributeRule[],
+): Record<string, string> | null {
   const parsed = rules.map((r) => ({ subject: parseDn(r.subject), attributes: r.attributes }))
   for (const cert of chain) {
     const match = parsed.find((r) => sameDn(r.subject, cert.subject as unknown as Record<string, string | string[]>))
@@ -74,7 +89,8 @@ export function x509Attributes(chain: Array<Pick<DetailedPeerCertificate, 'subje
 
 /** The verdict of a SAT listener on a CONNECT's K8S-SAT token (undefined: the client sent none). */
 export function authenticateSat(token: string | undefined, files: SatTokenFile[]): AuthenticationVerdict {
-  if (token === undefined || token === '') return { ok: false, reason: 'no K8S-SAT token: this listener authenticates with service account tokens only' }
+  if (token === undefined || token === '')
+    return { ok: false, reason: 'no K8S-SAT token: this listener authenticates with service account tokens only' }
   for (const f of files) {
     let accepted: string
     try {
@@ -155,11 +171,19 @@ function sameDn(expected: Record<string, string>, actual: Record<string, string 
 /** How long a client's principal is kept after it disconnected, for its requests still on their way. */
 const PRINCIPAL_AFTER_DISCONNECT_MS = 60_000
 
-/** A CONNECT's outcome: one of the broker's own services, a client known so far, or refused (with aedes's v3 return code). */
+/**
+ * A CONNECT's outcome: one of the broker's own services, a client known so far, or refused (with aedes's v3 return
+ * code).
+ */
 export type Admitted =
   | { kind: 'service' }
   | { kind: 'client'; principal: ConnectedClient; identity: Identity | null }
-  | { kind: 'refused'; reason: string; returnCode: typeof BAD_USERNAME_OR_PASSWORD | typeof NOT_AUTHORIZED; takeover?: { by: Identity | null; from: Identity } }
+  | {
+      kind: 'refused'
+      reason: string
+      returnCode: typeof BAD_USERNAME_OR_PASSWORD | typeof NOT_AUTHORIZED
+      takeover?: { by: Identity | null; from: Identity }
+    }
 
 // aedes's CONNACK return codes (v3 numbering; aedes maps them to the MQTT 5 reason codes 0x86 and 0x87).
 export const BAD_USERNAME_OR_PASSWORD = 4
@@ -172,7 +196,9 @@ export const NOT_AUTHORIZED = 5
  * broker's own services, and who each client id last was, a while after it left.
  */
 export class Admission {
-  /** Credentials the broker always accepts, for the emulator's own connections; null when every client is let in anyway. */
+  /**
+   * Credentials the broker always accepts, for the emulator's own connections; null when every client is let in anyway.
+   */
   readonly serviceCredentials: { username: string; password: string } | null
   /** Whether the plain port asks for credentials at all (users or tokens configured). */
   private readonly authOn: boolean
@@ -200,7 +226,10 @@ export class Admission {
     this.authOn = auth !== undefined && (Object.keys(auth.users ?? {}).length > 0 || (auth.satTokens ?? []).length > 0)
     this.serviceCredentials =
       this.authOn || needsService
-        ? { username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`, password: randomBytes(24).toString('base64url') }
+        ? {
+            username: `aio-statestore-emulator-${randomBytes(6).toString('hex')}`,
+            password: randomBytes(24).toString('base64url'),
+          }
         : null
     this.users = new Map(Object.entries(auth?.users ?? {}))
     if (this.serviceCredentials) this.users.set(this.serviceCredentials.username, this.serviceCredentials.password)
@@ -217,9 +246,14 @@ export class Admission {
    * aedes does not implement the AUTH exchange and refuses any Authentication Method. K8S-SAT needs
    * no exchange (the token is in the CONNECT), so it is judged here and taken off the packet.
    */
-  takeSatToken(client: AedesClient, properties: { authenticationMethod?: string; authenticationData?: Buffer } | undefined): void {
+  takeSatToken(
+    client: AedesClient,
+    properties: { authenticationMethod?: string; authenticationData?: Buffer } | undefined,
+  ): void {
     if (properties?.authenticationMethod !== SAT_AUTH_METHOD) return
-    const token = properties.authenticationData ? Buffer.from(properties.authenticationData).toString('utf8').trim() : ''
+    const token = properties.authenticationData
+      ? Buffer.from(properties.authenticationData).toString('utf8').trim()
+      : ''
     this.satVerdicts.set(client, token.length > 0 && this.satTokens.has(token) && satIdentity(token))
     this.satTokenOf.set(client, token)
     delete properties.authenticationMethod
@@ -230,7 +264,12 @@ export class Admission {
    * Who a CONNECT is, by the port it came on and its credentials; `holder` is the connected client
    * with the same id, if any: another identity may not take its id.
    */
-  admit(client: AedesClient, username: string | undefined, password: Buffer | undefined, holder: AedesClient | null): Admitted {
+  admit(
+    client: AedesClient,
+    username: string | undefined,
+    password: Buffer | undefined,
+    holder: AedesClient | null,
+  ): Admitted {
     const secret = password !== undefined ? Buffer.from(password) : undefined
     if (this.isServiceLogin(username, secret)) {
       this.services.add(client)
@@ -242,9 +281,15 @@ export class Admission {
     const holderIdentity = holder && holder !== client ? (this.admitted.get(holder)?.identity ?? null) : null
     const taken = takeoverRefusal(client.id, holderIdentity, known.identity)
     if (taken !== null) {
-      return { kind: 'refused', reason: `not authorized: ${taken}`, returnCode: NOT_AUTHORIZED, takeover: { by: known.identity, from: holderIdentity! } }
+      return {
+        kind: 'refused',
+        reason: `not authorized: ${taken}`,
+        returnCode: NOT_AUTHORIZED,
+        takeover: { by: known.identity, from: holderIdentity! },
+      }
     }
-    const userAttributes = known.attributes ?? (known.username !== undefined ? this.attributes.get(known.username) : undefined)
+    const userAttributes =
+      known.attributes ?? (known.username !== undefined ? this.attributes.get(known.username) : undefined)
     const principal: ConnectedClient = {
       clientId: client.id,
       ...(known.username !== undefined ? { username: known.username } : {}),
@@ -280,25 +325,39 @@ export class Admission {
 
   private isServiceLogin(username: string | undefined, secret: Buffer | undefined): boolean {
     const service = this.serviceCredentials
-    return service !== null && username === service.username && secret !== undefined && secret.equals(Buffer.from(service.password, 'utf8'))
+    return (
+      service !== null &&
+      username === service.username &&
+      secret !== undefined &&
+      secret.equals(Buffer.from(service.password, 'utf8'))
+    )
   }
 
   private authenticate(
     client: AedesClient,
     username: string | undefined,
     secret: Buffer | undefined,
-  ): { kind: 'known'; identity: Identity | null; username?: string; attributes?: Record<string, string> } | Extract<Admitted, { kind: 'refused' }> {
-    const refused = (reason: string, returnCode: typeof BAD_USERNAME_OR_PASSWORD | typeof NOT_AUTHORIZED = NOT_AUTHORIZED) =>
-      ({ kind: 'refused', reason, returnCode }) as const
+  ):
+    | { kind: 'known'; identity: Identity | null; username?: string; attributes?: Record<string, string> }
+    | Extract<Admitted, { kind: 'refused' }> {
+    const refused = (
+      reason: string,
+      returnCode: typeof BAD_USERNAME_OR_PASSWORD | typeof NOT_AUTHORIZED = NOT_AUTHORIZED,
+    ) => ({ kind: 'refused', reason, returnCode }) as const
     const listener = this.listenerOf.get(client.conn)
     if (listener) {
-      // A TLS listener authenticates as its cluster port does; a user name is not verified there (AIO docs), so not taken.
+      // A TLS listener authenticates as its cluster port does; a user name is not verified there (AIO docs), so not
+      // taken.
       const verdict =
         listener.method === 'x509'
           ? authenticateX509(client.conn as unknown as TLSSocket, listener.attributes)
           : authenticateSat(this.satTokenOf.get(client), listener.tokenFiles)
       if (!verdict.ok) return refused(`not authorized: ${verdict.reason}`)
-      return { kind: 'known', identity: verdict.identity, ...(verdict.attributes ? { attributes: verdict.attributes } : {}) }
+      return {
+        kind: 'known',
+        identity: verdict.identity,
+        ...(verdict.attributes ? { attributes: verdict.attributes } : {}),
+      }
     }
     // Without any user or token configured, anyone may connect; a user name is then taken as given, and proves nothing.
     if (!this.authOn) return { kind: 'known', identity: null, ...(username !== undefined ? { username } : {}) }

@@ -17,7 +17,14 @@ import { SubscriberQueues, type SubscriberQueueLimit } from './subscriber-queue'
 
 export type { BrokerAuth } from './authentication'
 export type { SubscriberQueueLimit } from './subscriber-queue'
-export type { AccessPolicy, AccessVerdict, AnswerVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from './hooks'
+export type {
+  AccessPolicy,
+  AccessVerdict,
+  AnswerVerdict,
+  ConnectedClient,
+  InspectedPublish,
+  PublishPolicy,
+} from './hooks'
 
 export interface BrokerOptions {
   /** Default 127.0.0.1. */
@@ -29,16 +36,25 @@ export interface BrokerOptions {
    * Its URL then names no host (`mqtt://in-process.invalid:<n>`), so no other process can use it.
    */
   inProcessOnly?: boolean
-  /** The largest packet a client may send (announced in CONNACK; a larger one closes its connection, 0x95), before it is buffered whole. */
+  /**
+   * The largest packet a client may send (announced in CONNACK; a larger one closes its connection, 0x95), before it is
+   * buffered whole.
+   */
   maximumPacketSize?: number
   auth?: BrokerAuth
   /** Without one, the broker routes every publish but those to `$SYS/`, as any broker. */
   publishPolicy?: PublishPolicy
-  /** Without one, every authenticated client may connect, publish and subscribe. The broker's own service connections are never asked. */
+  /**
+   * Without one, every authenticated client may connect, publish and subscribe. The broker's own service connections
+   * are never asked.
+   */
   accessPolicy?: AccessPolicy
   /** The AIO broker's subscriber queue limit, for the messages `applies` names (the emulator's: key notifications). */
   subscriberQueue?: SubscriberQueueLimit & { applies: (topic: string) => boolean }
-  /** More listeners, with TLS, each authenticating its clients its own way (X.509 or K8S-SAT), as a cluster's BrokerListener ports. */
+  /**
+   * More listeners, with TLS, each authenticating its clients its own way (X.509 or K8S-SAT), as a cluster's
+   * BrokerListener ports.
+   */
   tlsListeners?: TlsListenerOptions[]
   /** Each listener's connection cap and the TLS handshake's time (connection-limits.ts has the defaults). */
   limits?: Partial<ConnectionLimits>
@@ -105,7 +121,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
   const log = options.log ?? makeLogger('warn')
   const host = options.host ?? '127.0.0.1'
   // The emulator's own connections are told apart by the credentials it gets, from clients the rules judge.
-  const admission = new Admission(options.auth, options.accessPolicy !== undefined || options.publishPolicy?.serviceOnly !== undefined)
+  const admission = new Admission(
+    options.auth,
+    options.accessPolicy !== undefined || options.publishPolicy?.serviceOnly !== undefined,
+  )
   const aedes = await createAedes(options, admission, log)
   const sockets = new Set<Socket | Duplex>()
   const handle = (socket: Socket | Duplex) => {
@@ -135,7 +154,9 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
     const [clientEnd, brokerEnd] = inProcessPair()
     if (stopping) {
       // As a refused TCP connection: the client sees an error and a close, and retries later.
-      process.nextTick(() => clientEnd.destroy(Object.assign(new Error('the broker is stopped'), { code: 'ECONNREFUSED' })))
+      process.nextTick(() =>
+        clientEnd.destroy(Object.assign(new Error('the broker is stopped'), { code: 'ECONNREFUSED' })),
+      )
       return clientEnd
     }
     handle(brokerEnd)
@@ -175,7 +196,10 @@ export async function startBroker(options: BrokerOptions): Promise<EmbeddedBroke
       const closing = Object.values(clientsOf(aedes)).filter((c) => !admission.isService(c))
       // MQTT 5 clients are told why (0x98, Administrative action), so none takes it for a session takeover.
       for (const c of closing)
-        c.disconnect({ reasonCode: ADMINISTRATIVE_ACTION, properties: { reasonString: 'the authorization policy was updated' } }, () => {})
+        c.disconnect(
+          { reasonCode: ADMINISTRATIVE_ACTION, properties: { reasonString: 'the authorization policy was updated' } },
+          () => {},
+        )
       return closing.length
     },
     deliverUnsubscribed(clientId, message) {
@@ -199,7 +223,8 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
     ? new SubscriberQueues(options.subscriberQueue, options.subscriberQueue.applies, (clientId, topic, dropped) =>
         log(
           'warn',
-          `client ${JSON.stringify(clientId)}: its subscriber queue is full, the oldest message dropped (${JSON.stringify(topic.slice(0, 200))}; ${dropped} dropped so far)`,
+          `client ${JSON.stringify(clientId)}: its subscriber queue is full, the oldest message dropped ` +
+            `(${JSON.stringify(topic.slice(0, 200))}; ${dropped} dropped so far)`,
         ),
       )
     : null
@@ -207,7 +232,12 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
   const { Aedes: AedesClass } = await loadAedes()
   const aedes: Aedes = await AedesClass.createBroker({
     ...(options.maximumPacketSize !== undefined ? { maximumPacketSize: options.maximumPacketSize } : {}),
-    ...(queues ? { authorizeForward: (client: AedesClient, packet: Parameters<SubscriberQueues['forward']>[1]) => queues.forward(client, packet) } : {}),
+    ...(queues
+      ? {
+          authorizeForward: (client: AedesClient, packet: Parameters<SubscriberQueues['forward']>[1]) =>
+            queues.forward(client, packet),
+        }
+      : {}),
     preConnect: (client, packet, done) => {
       admission.takeSatToken(client, packet.properties)
       done(null, true)
@@ -221,7 +251,8 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
         const by = takeover ? ` (${describeIdentity(takeover.by)}; held by ${describeIdentity(takeover.from)})` : ''
         log(
           'info',
-          `client ${JSON.stringify(client.id)} refused at CONNECT (0x${admitted.returnCode === NOT_AUTHORIZED ? '87' : '86'}): ${admitted.reason}${by}`,
+          `client ${JSON.stringify(client.id)} refused at CONNECT ` +
+            `(0x${admitted.returnCode === NOT_AUTHORIZED ? '87' : '86'}): ${admitted.reason}${by}`,
         )
         return done(authError(admitted.reason, admitted.returnCode), null)
       }
@@ -232,13 +263,19 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
         return done(null, true)
       }
       log('info', `client ${JSON.stringify(client.id)} refused at CONNECT (0x87): ${verdict.reason}`)
-      return done(authError('not authorized: no authorization rule allows this client to connect', NOT_AUTHORIZED), null)
+      return done(
+        authError('not authorized: no authorization rule allows this client to connect', NOT_AUTHORIZED),
+        null,
+      )
     },
     authorizeSubscribe: (client, sub, done) => {
       if (!policy || !client || admission.isService(client)) return done(null, sub)
       const verdict = policy.subscribe(admission.principalOf(client), sub.topic)
       if (verdict.allowed) return done(null, sub)
-      log('info', `client ${JSON.stringify(client.id)}: SUBSCRIBE ${JSON.stringify(sub.topic)} refused (0x87): ${verdict.reason}`)
+      log(
+        'info',
+        `client ${JSON.stringify(client.id)}: SUBSCRIBE ${JSON.stringify(sub.topic)} refused (0x87): ${verdict.reason}`,
+      )
       return done(null, null)
     },
     authorizePublish: (client, packet, done) => {
@@ -248,26 +285,38 @@ async function createAedes(options: BrokerOptions, admission: Admission, log: Fi
       if (reasonString !== null) {
         log('warn', `client ${JSON.stringify(client.id)} disconnected: ${reasonString}`)
         // The message goes nowhere: aedes drops a publish refused here once the connection is closed.
-        client.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () => done(new Error(reasonString)))
+        client.disconnect({ reasonCode: TOPIC_NAME_INVALID, properties: { reasonString } }, () =>
+          done(new Error(reasonString)),
+        )
         return
       }
       if (admission.isService(client)) return done(null)
       const serviceOnly = publishPolicy?.serviceOnly?.(packet.topic) ?? null
       if (serviceOnly !== null) {
-        log('warn', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): ${serviceOnly}`)
+        log(
+          'warn',
+          `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused ` +
+            `(0x87): ${serviceOnly}`,
+        )
         return done(new Error('not authorized'))
       }
       if (!policy) return done(null)
       const principal = admission.principalOf(client)
       const verdict = policy.publish(principal, packet.topic)
       if (!verdict.allowed) {
-        log('info', `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused (0x87): ${verdict.reason}`)
+        log(
+          'info',
+          `client ${JSON.stringify(client.id)}: PUBLISH to ${JSON.stringify(packet.topic.slice(0, 200))} refused ` +
+            `(0x87): ${verdict.reason}`,
+        )
         return done(new Error('not authorized'))
       }
       const responseTopic = packet.properties?.responseTopic
       const answer = responseTopic && policy.answer ? policy.answer(principal, packet.topic, responseTopic) : null
       if (answer && !answer.allowed) {
-        const line = `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): ${answer.reason}`
+        const line =
+          `client ${JSON.stringify(client.id)}: PUBLISH with Response Topic ` +
+          `${JSON.stringify(responseTopic!.slice(0, 200))} refused (0x87): ${answer.reason}`
         const once = `${client.id}\u0000${responseTopic}\u0000${answer.missing ?? ''}`
         if (answer.missing && !told.has(once)) {
           if (told.size >= TOLD_LIMIT) told.clear()
@@ -345,7 +394,15 @@ function deliverUnsubscribed(aedes: Aedes, clientId: string, message: DirectMess
   const topic = message.topic.split('/')
   if (filters.some((f) => topicMatches(f.split('/'), topic))) return false
   client.publish(
-    { cmd: 'publish', topic: message.topic, payload: message.payload, qos: 1, retain: false, dup: false, properties: message.properties },
+    {
+      cmd: 'publish',
+      topic: message.topic,
+      payload: message.payload,
+      qos: 1,
+      retain: false,
+      dup: false,
+      properties: message.properties,
+    },
     (err) => {
       if (err) log('debug', `broker: direct delivery to ${clientId} failed: ${err.message}`)
     },
@@ -379,7 +436,8 @@ async function loadAedes(): Promise<{ Aedes: typeof Aedes }> {
     if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err
     throw Object.assign(
       new Error(
-        "the emulator's embedded broker needs the optional dependency aedes, which is not installed (npm install aedes@2.0.0-beta.1, or install this package without --omit=optional)",
+        "the emulator's embedded broker needs the optional dependency aedes, which is not installed (npm install " +
+          'aedes@2.0.0-beta.1, or install this package without --omit=optional)',
         { cause: err },
       ),
       { code: 'EMULATOR_BROKER_MISSING' },

@@ -8,7 +8,10 @@
  * away, any identity the rules let connect may claim it.
  */
 export interface Identity {
-  /** How it was proven: `user` (user name and password), `certificate` (X.509), `service account` (K8S-SAT), `service` (the broker's own). */
+  /**
+   * How it was proven: `user` (user name and password), `certificate` (X.509), `service account` (K8S-SAT), `service`
+   * (the broker's own).
+   */
   kind: 'user' | 'certificate' | 'service account' | 'service'
   /** Who, within its kind: the user name, the certificate's subject and issuer, the token's subject. */
   name: string

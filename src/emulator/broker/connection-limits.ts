@@ -1,7 +1,9 @@
 import type { Server } from 'node:net'
 import type { FilteredLogger } from '../logger'
 
-/** Connections one listener holds at once by default (`--max-connections`), as mosquitto's per-listener max_connections. */
+/**
+ * Connections one listener holds at once by default (`--max-connections`), as mosquitto's per-listener max_connections.
+ */
 export const DEFAULT_MAX_CONNECTIONS = 1024
 /** How long a TLS listener waits for a client's handshake by default (`--tls-handshake-timeout`, in seconds there). */
 export const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS = 10_000
@@ -33,7 +35,10 @@ export function capConnections(server: Server, maxConnections: number, listener:
     const now = performance.now()
     if (now - loggedAt < LOG_EVERY_MS) return
     loggedAt = now
-    log('warn', `broker: ${listener} refused ${refused} connection(s): --max-connections allows ${maxConnections} at once`)
+    log(
+      'warn',
+      `broker: ${listener} refused ${refused} connection(s): --max-connections allows ${maxConnections} at once`,
+    )
     refused = 0
   })
 }

@@ -1,4 +1,6 @@
-import type { AedesPublishPacket as PublishPacket, Client as AedesClient } from 'aedes' with { 'resolution-mode': 'import' }
+import type { AedesPublishPacket as PublishPacket, Client as AedesClient } from 'aedes' with {
+  'resolution-mode': 'import',
+}
 
 /**
  * The AIO broker's subscriber queue limit (Broker `spec.advanced.clients.subscriberQueueLimit`:
@@ -37,7 +39,11 @@ export class SubscriberQueues {
   forward(client: AedesClient, packet: PublishPacket): PublishPacket | null {
     if (packet.qos === 0) return packet
     const queue = this.queueOf(client.id)
-    if (!this.applies(packet.topic) || queue.releasing.delete(packet.payload) || queue.unacknowledged < this.limit.length) {
+    if (
+      !this.applies(packet.topic) ||
+      queue.releasing.delete(packet.payload) ||
+      queue.unacknowledged < this.limit.length
+    ) {
       queue.unacknowledged += 1
       return packet
     }
@@ -59,7 +65,15 @@ export class SubscriberQueues {
     if (!next) return
     queue.releasing.add(next.payload)
     client.publish(
-      { cmd: 'publish', topic: next.topic, payload: next.payload, qos: next.qos, retain: false, dup: false, properties: next.properties },
+      {
+        cmd: 'publish',
+        topic: next.topic,
+        payload: next.payload,
+        qos: next.qos,
+        retain: false,
+        dup: false,
+        properties: next.properties,
+      },
       () => {},
     )
   }

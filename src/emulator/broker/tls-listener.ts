@@ -3,7 +3,9 @@ import { createServer, type Server, type TLSSocket } from 'node:tls'
 import type { ListenerAuthentication } from './authentication'
 import { DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS } from './connection-limits'
 
-/** A TLS listener of the embedded broker, as a BrokerListener port: its certificate, and how its clients authenticate. */
+/**
+ * A TLS listener of the embedded broker, as a BrokerListener port: its certificate, and how its clients authenticate.
+ */
 export interface TlsListenerOptions {
   /** Default: the broker's host. */
   host?: string
@@ -40,13 +42,17 @@ export async function startTlsListener(
       return readFileSync(file)
     } catch (err) {
       throw new Error(
-        `TLS listener on port ${options.port}: cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        `TLS listener on port ${options.port}: cannot read the ${what} ${file}: ` +
+          `${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
         { cause: err },
       )
     }
   }
   const x509 = options.authentication.method === 'x509'
-  if (x509 && !options.clientCaFile) throw new Error(`TLS listener on port ${options.port}: X.509 authentication needs the CA of the client certificates`)
+  if (x509 && !options.clientCaFile)
+    throw new Error(
+      `TLS listener on port ${options.port}: X.509 authentication needs the CA of the client certificates`,
+    )
   const server = createServer({
     cert: read('certificate', options.certFile),
     key: read('key', options.keyFile),

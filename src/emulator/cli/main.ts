@@ -3,7 +3,13 @@ import { readFileSync } from 'node:fs'
 import { shownUrl } from '../../diagnostics/log'
 import { parseArgs } from 'node:util'
 import { isLogThreshold, type LogThreshold } from '../logger'
-import { MEMORY_PROFILES, startEmulator, type EmulatorOptions, type MemoryProfile, type TlsListenerOptions } from '../index'
+import {
+  MEMORY_PROFILES,
+  startEmulator,
+  type EmulatorOptions,
+  type MemoryProfile,
+  type TlsListenerOptions,
+} from '../index'
 import { DEV_PORTS, prepareDevLayout, writeDevEnv, type DevLayout } from '../dev-layout'
 import { readAuthenticationFile } from '../resource-file'
 import type { AuthenticationSources } from '../core/authentication-documents'
@@ -140,8 +146,16 @@ function portHint(err: unknown, options: EmulatorOptions): string {
   if (e.code !== 'EADDRINUSE') return ''
   const port = e.port ?? Number(/:(\d+)$/.exec(e.message)?.[1])
   const tlsIndex = options.tlsListeners?.findIndex((l) => l.port === port) ?? -1
-  const flag = tlsIndex < 0 ? '--listen' : options.tlsListeners![tlsIndex]!.authentication.method === 'x509' ? '--x509-listen' : '--sat-listen'
-  return `\nport ${port} is taken (another broker, or npm start?): choose another with ${flag} PORT (0 picks a free one)`
+  const flag =
+    tlsIndex < 0
+      ? '--listen'
+      : options.tlsListeners![tlsIndex]!.authentication.method === 'x509'
+        ? '--x509-listen'
+        : '--sat-listen'
+  return (
+    `\nport ${port} is taken (another broker, or npm start?): choose another with ${flag} PORT (0 picks a free ` +
+    `one)`
+  )
 }
 
 function fail(message: string): never {
@@ -153,14 +167,18 @@ function parseListen(text: string): { host?: string; port: number } {
   const m = /^(?:(\[[^\]]+\]|[^:]+|[^\]]*:[^\]]*)?:)?(\d+)$/.exec(text)
   const hostPart = m?.[1]
   const port = m ? Number(m[2]) : NaN
-  if (!m || !Number.isInteger(port) || port < 0 || port > 65535) fail(`--listen ${JSON.stringify(text)}: expected [host:]port`)
+  if (!m || !Number.isInteger(port) || port < 0 || port > 65535)
+    fail(`--listen ${JSON.stringify(text)}: expected [host:]port`)
   const host = hostPart?.startsWith('[') ? hostPart.slice(1, -1) : hostPart
   return host ? { host, port } : { port }
 }
 
 /** A secret given on the command line is still taken, with a warning: ps shows every process's arguments. */
 function warnArgv(flag: string, instead: string): void {
-  process.stderr.write(`aio-statestore-emulator: warning: ${flag} puts a password where every user of this machine sees it (ps); use ${instead}\n`)
+  process.stderr.write(
+    `aio-statestore-emulator: warning: ${flag} puts a password where every user of this machine sees it (ps); use ` +
+      `${instead}\n`,
+  )
 }
 
 /** Whether a URL carries a password in its user info (`mqtt://user:pw@host`). */
@@ -182,7 +200,8 @@ function readSecret(flag: string, file: string): string {
 }
 
 function parseCount(name: string, text: string): number {
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) fail(`${name} ${JSON.stringify(text)}: expected a whole number`)
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)))
+    fail(`${name} ${JSON.stringify(text)}: expected a whole number`)
   return Number(text)
 }
 
@@ -224,13 +243,25 @@ function tlsListenersFrom(
   if (x509Listen !== undefined) {
     const ca = text('client-ca') ?? layout?.caFile
     if (!ca) fail('--x509-listen needs --client-ca, the CA that signs the client certificates')
-    listeners.push({ ...parseListen(x509Listen), certFile: cert, keyFile: key, clientCaFile: ca, authentication: { method: 'x509', attributes: sources.x509 } })
+    listeners.push({
+      ...parseListen(x509Listen),
+      certFile: cert,
+      keyFile: key,
+      clientCaFile: ca,
+      authentication: { method: 'x509', attributes: sources.x509 },
+    })
   }
   if (sat !== undefined) {
     const files = [...((values['sat-token-file'] as string[] | undefined) ?? []), ...(layout ? [layout.tokenFile] : [])]
     if (files.length === 0) fail('--sat-listen needs --sat-token-file, the file of an accepted token')
-    const attributes = Object.keys(sources.serviceAccountAttributes).length > 0 ? { attributes: sources.serviceAccountAttributes } : {}
-    listeners.push({ ...sat, certFile: cert, keyFile: key, authentication: { method: 'sat', tokenFiles: files.map((file) => ({ file, ...attributes })) } })
+    const attributes =
+      Object.keys(sources.serviceAccountAttributes).length > 0 ? { attributes: sources.serviceAccountAttributes } : {}
+    listeners.push({
+      ...sat,
+      certFile: cert,
+      keyFile: key,
+      authentication: { method: 'sat', tokenFiles: files.map((file) => ({ file, ...attributes })) },
+    })
   }
   return { listeners, layout }
 }
@@ -297,17 +328,24 @@ async function main(): Promise<void> {
   if (tls && values.broker) fail('--dev, --x509-listen and --sat-listen apply to the embedded broker, not to --broker')
   if (tls) {
     options.tlsListeners = tls.listeners
-    // The SAT listener's tokens are its own: the plain listener stays open (the SDKs' dev port 1883 has no authentication).
+    // The SAT listener's tokens are its own: the plain listener stays open (the SDKs' dev port 1883 has no
+    // authentication).
     values['sat-token-file'] = undefined
     if (tls.layout && values.listen === undefined) values.listen = String(DEV_PORTS.plain)
   }
   if (values.broker) {
     options.brokerUrl = values.broker
-    if (urlPassword(values.broker)) warnArgv('--broker with a password in its URL', '--username with --password-file or AIO_STATESTORE_BROKER_PASSWORD')
+    if (urlPassword(values.broker))
+      warnArgv(
+        '--broker with a password in its URL',
+        '--username with --password-file or AIO_STATESTORE_BROKER_PASSWORD',
+      )
     if (values.username !== undefined) options.brokerUsername = values.username
     if (values.password !== undefined) warnArgv('--password', '--password-file or AIO_STATESTORE_BROKER_PASSWORD')
-    if (values.password !== undefined && values['password-file'] !== undefined) fail('give --password or --password-file, not both')
-    const passwordFile = values['password-file'] !== undefined ? readSecret('--password-file', values['password-file']) : undefined
+    if (values.password !== undefined && values['password-file'] !== undefined)
+      fail('give --password or --password-file, not both')
+    const passwordFile =
+      values['password-file'] !== undefined ? readSecret('--password-file', values['password-file']) : undefined
     const password = values.password ?? passwordFile ?? process.env.AIO_STATESTORE_BROKER_PASSWORD
     if (password !== undefined) options.brokerPassword = password
     if (values.user || values['users-file'] || values['sat-token'] || values['sat-token-file'] || values.attributes)
@@ -320,7 +358,8 @@ async function main(): Promise<void> {
       const i = u.indexOf(':')
       // The value holds a password: only the name is shown.
       if (i <= 0) fail(`--user: expected name:password, got no ":"`)
-      if (u.slice(i + 1).trim() === '') fail(`--user ${JSON.stringify(u.slice(0, i))}: the password is empty; a user needs one`)
+      if (u.slice(i + 1).trim() === '')
+        fail(`--user ${JSON.stringify(u.slice(0, i))}: the password is empty; a user needs one`)
       users[u.slice(0, i)] = u.slice(i + 1)
     }
     if (values['users-file'] !== undefined) {
@@ -332,7 +371,10 @@ async function main(): Promise<void> {
           const i = line.indexOf(':')
           if (i <= 0) fail(`--users-file ${file}: line ${n + 1}: expected name:password`)
           const name = line.slice(0, i).trim()
-          if (line.slice(i + 1).trim() === '') fail(`--users-file ${file}: line ${n + 1}: the password of ${JSON.stringify(name)} is empty; a user needs one`)
+          if (line.slice(i + 1).trim() === '')
+            fail(
+              `--users-file ${file}: line ${n + 1}: the password of ${JSON.stringify(name)} is empty; a user needs one`,
+            )
           users[name] = line.slice(i + 1)
         })
     }
@@ -351,23 +393,33 @@ async function main(): Promise<void> {
         .slice(i + 1)
         .split(',')
         .map((pair) => pair.split('='))
-      if (i <= 0 || pairs.some((p) => p.length !== 2 || !p[0])) fail(`--attributes ${JSON.stringify(a)}: expected name:attribute=value[,attribute=value...]`)
-      attributes[a.slice(0, i)] = { ...attributes[a.slice(0, i)], ...(Object.fromEntries(pairs) as Record<string, string>) }
+      if (i <= 0 || pairs.some((p) => p.length !== 2 || !p[0]))
+        fail(`--attributes ${JSON.stringify(a)}: expected name:attribute=value[,attribute=value...]`)
+      attributes[a.slice(0, i)] = {
+        ...attributes[a.slice(0, i)],
+        ...(Object.fromEntries(pairs) as Record<string, string>),
+      }
     }
-    if (Object.keys(users).length > 0 || satTokens.length > 0 || Object.keys(attributes).length > 0) options.brokerAuth = { users, satTokens, attributes }
+    if (Object.keys(users).length > 0 || satTokens.length > 0 || Object.keys(attributes).length > 0)
+      options.brokerAuth = { users, satTokens, attributes }
   }
   if (values.persist) options.persistFile = values.persist
   if (values['max-keys'] !== undefined) options.maxKeys = parseCount('--max-keys', values['max-keys']) || Infinity
   if (values['max-bytes'] !== undefined) options.maxBytes = parseCount('--max-bytes', values['max-bytes']) || Infinity
   const profile = values['memory-profile']
   if (profile !== undefined) {
-    if (!Object.hasOwn(MEMORY_PROFILES, profile)) fail(`--memory-profile ${JSON.stringify(profile)}: expected ${Object.keys(MEMORY_PROFILES).join(', ')}`)
+    if (!Object.hasOwn(MEMORY_PROFILES, profile))
+      fail(`--memory-profile ${JSON.stringify(profile)}: expected ${Object.keys(MEMORY_PROFILES).join(', ')}`)
     options.memoryProfile = profile as MemoryProfile
   }
-  if (values['max-value-bytes'] !== undefined) options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
-  if (values['max-key-bytes'] !== undefined) options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
-  if (values['max-registrations'] !== undefined) options.maxRegistrations = parseCount('--max-registrations', values['max-registrations']) || Infinity
-  if (values['max-connections'] !== undefined) options.maxConnections = parseCount('--max-connections', values['max-connections']) || Infinity
+  if (values['max-value-bytes'] !== undefined)
+    options.maxValueBytes = parseCount('--max-value-bytes', values['max-value-bytes']) || Infinity
+  if (values['max-key-bytes'] !== undefined)
+    options.maxKeyBytes = parseCount('--max-key-bytes', values['max-key-bytes']) || Infinity
+  if (values['max-registrations'] !== undefined)
+    options.maxRegistrations = parseCount('--max-registrations', values['max-registrations']) || Infinity
+  if (values['max-connections'] !== undefined)
+    options.maxConnections = parseCount('--max-connections', values['max-connections']) || Infinity
   if (values['tls-handshake-timeout'] !== undefined) {
     const seconds = parseCount('--tls-handshake-timeout', values['tls-handshake-timeout'])
     if (seconds < 1) fail('--tls-handshake-timeout takes a whole number of seconds >= 1')
@@ -377,8 +429,14 @@ async function main(): Promise<void> {
   if (values['subscriber-queue'] !== undefined) {
     const m = /^(\d+)(?::(None|DropOldest))?$/.exec(values['subscriber-queue'].trim())
     if (!m || Number(m[1]) < 1)
-      fail(`--subscriber-queue ${JSON.stringify(values['subscriber-queue'])}: expected <length>[:DropOldest|None], e.g. 100:DropOldest`)
-    options.subscriberQueue = { length: Number(m[1]), strategy: (m[2] as 'None' | 'DropOldest' | undefined) ?? 'DropOldest' }
+      fail(
+        `--subscriber-queue ${JSON.stringify(values['subscriber-queue'])}: expected <length>[:DropOldest|None], ` +
+          `e.g. 100:DropOldest`,
+      )
+    options.subscriberQueue = {
+      length: Number(m[1]),
+      strategy: (m[2] as 'None' | 'DropOldest' | undefined) ?? 'DropOldest',
+    }
   }
   if (values['clock-offset'] !== undefined) {
     const text = values['clock-offset']
@@ -401,9 +459,14 @@ async function main(): Promise<void> {
     process.stderr.write(`aio-statestore-emulator: cannot start: ${(err as Error).message}${portHint(err, options)}\n`)
     process.exit(1)
   }
-  process.stdout.write(`aio-statestore-emulator ready on ${shownUrl(emulator.brokerUrl)} (node id ${emulator.nodeId})\n`)
+  process.stdout.write(
+    `aio-statestore-emulator ready on ${shownUrl(emulator.brokerUrl)} (node id ${emulator.nodeId})\n`,
+  )
   tls?.listeners.forEach((l, i) =>
-    process.stdout.write(`aio-statestore-emulator TLS + ${l.authentication.method === 'x509' ? 'X.509' : 'SAT'} on ${emulator.tlsUrls[i]}\n`),
+    process.stdout.write(
+      `aio-statestore-emulator TLS + ${l.authentication.method === 'x509' ? 'X.509' : 'SAT'} on ` +
+        `${emulator.tlsUrls[i]}\n`,
+    ),
   )
   if (tls?.layout) {
     const satIndex = tls.listeners.findIndex((l) => l.authentication.method === 'sat')
@@ -411,7 +474,8 @@ async function main(): Promise<void> {
   }
   if (tls?.layout)
     process.stdout.write(
-      `aio-statestore-emulator dev layout in ${tls.layout.dir}: export ${tls.layout.envFile} (set -a; . ${tls.layout.envFile}; set +a) to connect over TLS + SAT\n`,
+      `aio-statestore-emulator dev layout in ${tls.layout.dir}: export ${tls.layout.envFile} (set -a; . ` +
+        `${tls.layout.envFile}; set +a) to connect over TLS + SAT\n`,
     )
 
   let stopping = false
@@ -438,12 +502,20 @@ async function main(): Promise<void> {
   setInterval(() => {
     if (process.ppid !== parent && !stopping) stop('SIGTERM', 'the process that started it exited')
   }, PARENT_CHECK_MS).unref()
-  // A policy update, as `az iot ops broker authz apply` makes one: the --auth file is read again and every client disconnected.
+  // A policy update, as `az iot ops broker authz apply` makes one: the --auth file is read again and every client
+  // disconnected.
   if (options.authorizationFile) {
     process.on('SIGHUP', () => {
       emulator.updateAuthorization().then(
-        (n) => process.stdout.write(`aio-statestore-emulator: authorization updated from ${options.authorizationFile}; ${n} client(s) disconnected\n`),
-        (err: Error) => process.stderr.write(`aio-statestore-emulator: authorization not updated, the policy in force stays: ${err.message}\n`),
+        (n) =>
+          process.stdout.write(
+            `aio-statestore-emulator: authorization updated from ${options.authorizationFile}; ${n} client(s) ` +
+              `disconnected\n`,
+          ),
+        (err: Error) =>
+          process.stderr.write(
+            `aio-statestore-emulator: authorization not updated, the policy in force stays: ${err.message}\n`,
+          ),
       )
     })
   }

@@ -21,7 +21,8 @@ export function authenticationSources(documents: unknown[]): AuthenticationSourc
       const annotations = isObject(doc.metadata) && isObject(doc.metadata.annotations) ? doc.metadata.annotations : {}
       for (const [name, value] of Object.entries(annotations)) {
         if (!name.startsWith(ANNOTATION_PREFIX)) continue
-        if (typeof value !== 'string') throw new ResourceError(index, ['metadata', 'annotations', name], 'must be a string')
+        if (typeof value !== 'string')
+          throw new ResourceError(index, ['metadata', 'annotations', name], 'must be a string')
         out.serviceAccountAttributes[name.slice(ANNOTATION_PREFIX.length)] = value
       }
       return
@@ -29,17 +30,27 @@ export function authenticationSources(documents: unknown[]): AuthenticationSourc
     const spec = doc.kind === 'BrokerAuthentication' ? doc.spec : doc
     if (!isObject(spec) || !Array.isArray(spec.authenticationMethods)) return
     spec.authenticationMethods.forEach((method: unknown, m: number) => {
-      const base = doc.kind === 'BrokerAuthentication' ? ['spec', 'authenticationMethods', m] : ['authenticationMethods', m]
+      const base =
+        doc.kind === 'BrokerAuthentication' ? ['spec', 'authenticationMethods', m] : ['authenticationMethods', m]
       if (!isObject(method) || !isObject(method.x509Settings)) return
       const attrs = method.x509Settings.authorizationAttributes
       if (attrs === undefined) return
       if (!isObject(attrs))
-        throw new ResourceError(index, [...base, 'x509Settings', 'authorizationAttributes'], 'must be a map of names to { subject, attributes }')
+        throw new ResourceError(
+          index,
+          [...base, 'x509Settings', 'authorizationAttributes'],
+          'must be a map of names to { subject, attributes }',
+        )
       for (const [name, entry] of Object.entries(attrs)) {
         const path = [...base, 'x509Settings', 'authorizationAttributes', name]
         if (!isObject(entry) || typeof entry.subject !== 'string' || entry.subject.trim() === '')
-          throw new ResourceError(index, [...path, 'subject'], 'must be a distinguished name such as "CN = smart-fan, O = Contoso"')
-        if (!isObject(entry.attributes)) throw new ResourceError(index, [...path, 'attributes'], 'must be a map of attribute names to values')
+          throw new ResourceError(
+            index,
+            [...path, 'subject'],
+            'must be a distinguished name such as "CN = smart-fan, O = Contoso"',
+          )
+        if (!isObject(entry.attributes))
+          throw new ResourceError(index, [...path, 'attributes'], 'must be a map of attribute names to values')
         const attributes: Record<string, string> = {}
         for (const [k, v] of Object.entries(entry.attributes)) {
           if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')

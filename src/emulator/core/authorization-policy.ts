@@ -94,7 +94,11 @@ export class AuthorizationPolicy {
     return this.decideBroker(principal, 'Subscribe', (t) => t.coversFilter(principal, filter))
   }
 
-  private decideBroker(principal: Principal, method: BrokerMethod, topicAllows: (t: TopicTemplate) => boolean): Decision {
+  private decideBroker(
+    principal: Principal,
+    method: BrokerMethod,
+    topicAllows: (t: TopicTemplate) => boolean,
+  ): Decision {
     for (const rule of this.rules) {
       if (!appliesTo(rule, principal)) continue
       for (const resource of rule.broker) {
@@ -115,7 +119,9 @@ function appliesTo(rule: CompiledRule, principal: Principal): boolean {
   if (username !== undefined && rule.usernames.some((matches) => matches(username))) return true
   const attributes = principal.attributes
   if (!attributes) return false
-  return rule.attributes.some((wanted) => Object.entries(wanted).every(([name, value]) => Object.hasOwn(attributes, name) && attributes[name] === value))
+  return rule.attributes.some((wanted) =>
+    Object.entries(wanted).every(([name, value]) => Object.hasOwn(attributes, name) && attributes[name] === value),
+  )
 }
 
 const POLICY_FIELDS = ['cache', 'rules'] as const
@@ -138,10 +144,14 @@ function compilePolicy(source: PolicySource): CompiledRule[] {
 
 function compileRule(value: unknown, f: Fields, where: string): CompiledRule {
   const rule = f.object(value, RULE_FIELDS)
-  const principals = f.at('principals').object(rule.principals ?? f.at('principals').fail('is missing'), PRINCIPAL_FIELDS)
+  const principals = f
+    .at('principals')
+    .object(rule.principals ?? f.at('principals').fail('is missing'), PRINCIPAL_FIELDS)
   const pf = f.at('principals')
-  const clientIds = principals.clientIds === undefined ? [] : pf.at('clientIds').strings(principals.clientIds).map(nameGlob)
-  const usernames = principals.usernames === undefined ? [] : pf.at('usernames').strings(principals.usernames).map(nameGlob)
+  const clientIds =
+    principals.clientIds === undefined ? [] : pf.at('clientIds').strings(principals.clientIds).map(nameGlob)
+  const usernames =
+    principals.usernames === undefined ? [] : pf.at('usernames').strings(principals.usernames).map(nameGlob)
   const attributes =
     principals.attributes === undefined
       ? []
@@ -151,9 +161,15 @@ function compileRule(value: unknown, f: Fields, where: string): CompiledRule {
           .map((map, i) => {
             const af = pf.at('attributes', i)
             const entries = af.object(map, Object.keys((map as object | null) ?? {}))
-            return Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, typeof v === 'string' ? v : af.at(k).fail('must be a string')]))
+            return Object.fromEntries(
+              Object.entries(entries).map(([k, v]) => [
+                k,
+                typeof v === 'string' ? v : af.at(k).fail('must be a string'),
+              ]),
+            )
           })
-  if (clientIds.length + usernames.length + attributes.length === 0) pf.fail('names no principal: give clientIds, usernames or attributes')
+  if (clientIds.length + usernames.length + attributes.length === 0)
+    pf.fail('names no principal: give clientIds, usernames or attributes')
 
   const broker =
     rule.brokerResources === undefined
@@ -168,7 +184,9 @@ function compileRule(value: unknown, f: Fields, where: string): CompiledRule {
       : f
           .at('stateStoreResources')
           .list(rule.stateStoreResources)
-          .map((r, j) => compileStateStoreResource(r, f.at('stateStoreResources', j), `${where}.stateStoreResources[${j}]`))
+          .map((r, j) =>
+            compileStateStoreResource(r, f.at('stateStoreResources', j), `${where}.stateStoreResources[${j}]`),
+          )
   return { where, clientIds, usernames, attributes, broker, stateStore }
 }
 
@@ -184,10 +202,13 @@ function compileBrokerResource(value: unknown, f: Fields, where: string): Compil
           .map((c, k) => f.at('clientIds', k).pattern(() => clientIdTemplate(c)))
   if (method === 'Connect') {
     // The portal's JSON writes `"topics": []` on Connect.
-    if (r.topics !== undefined && f.at('topics').strings(r.topics).length > 0) f.at('topics').fail('Connect takes no topics')
+    if (r.topics !== undefined && f.at('topics').strings(r.topics).length > 0)
+      f.at('topics').fail('Connect takes no topics')
     return { where: `${where} Connect`, method, topics: [], clientIds }
   }
-  const topics = f.at('topics').strings(r.topics ?? f.at('topics').fail(`is missing: ${method} needs the topics it allows`))
+  const topics = f
+    .at('topics')
+    .strings(r.topics ?? f.at('topics').fail(`is missing: ${method} needs the topics it allows`))
   if (topics.length === 0) f.at('topics').fail('is empty')
   return {
     where: `${where} ${method}`,
@@ -203,7 +224,8 @@ function compileStateStoreResource(value: unknown, f: Fields, where: string): Co
   const keyType =
     r.keyType === undefined
       ? 'Pattern'
-      : (keyTypeOf(r.keyType) ?? f.at('keyType').fail(`must be Pattern, String or Binary (either case), not ${JSON.stringify(r.keyType)}`))
+      : (keyTypeOf(r.keyType) ??
+        f.at('keyType').fail(`must be Pattern, String or Binary (either case), not ${JSON.stringify(r.keyType)}`))
   const keys = f.at('keys').strings(r.keys ?? f.at('keys').fail('is missing'))
   return {
     where: `${where} ${method} ${keyType}`,
@@ -233,7 +255,8 @@ function clientIdTemplate(source: string): ClientIdTemplate {
 }
 
 const literalSource = (text: string) => text.replace(/[\\^$.|?*+()[\]{}/]/g, '\\$&')
-const globSource = (text: string) => [...text].map((ch) => (ch === '*' ? '[^]*' : ch === '?' ? '[^]' : literalSource(ch))).join('')
+const globSource = (text: string) =>
+  [...text].map((ch) => (ch === '*' ? '[^]*' : ch === '?' ? '[^]' : literalSource(ch))).join('')
 
 /**
  * Client ids and user names in principals: exact, or a glob with `*` and `?` (the emulator's

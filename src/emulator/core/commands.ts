@@ -38,7 +38,8 @@ export function parseCommand(payload: Buffer): ParseResult {
     if (value.kind !== 'array') return fail('SyntaxError', `the payload is a RESP3 ${value.kind}, not an array`)
     args = []
     for (const item of value.value) {
-      if (item.kind !== 'bulk') return fail('SyntaxError', `an element of the request array is a ${item.kind}, not a bulk string`)
+      if (item.kind !== 'bulk')
+        return fail('SyntaxError', `an element of the request array is a ${item.kind}, not a bulk string`)
       args.push(item.value)
     }
   } catch (err) {
@@ -51,7 +52,8 @@ export function parseCommand(payload: Buffer): ParseResult {
   const v = verb as Verb
   const [min, max] = ARITY[v]
   const n = args.length - 1
-  if (n < min || n > max) return fail('WrongNumberOfArguments', `${v} takes ${min === max ? min : `${min} to ${max}`} argument(s), got ${n}`)
+  if (n < min || n > max)
+    return fail('WrongNumberOfArguments', `${v} takes ${min === max ? min : `${min} to ${max}`} argument(s), got ${n}`)
   const key = args[1]!
   if (v === 'SCAN') {
     if (key.length === 0) return fail('SyntaxError', 'SCAN with an empty pattern')
@@ -65,7 +67,8 @@ export function parseCommand(payload: Buffer): ParseResult {
     case 'VDEL':
       return { ok: true, command: { verb: v, key, value: args[2]! } }
     case 'KEYNOTIFY':
-      if (n === 2 && args[2]!.toString('latin1') !== 'STOP') return fail('SyntaxError', 'KEYNOTIFY takes only STOP after the key')
+      if (n === 2 && args[2]!.toString('latin1') !== 'STOP')
+        return fail('SyntaxError', 'KEYNOTIFY takes only STOP after the key')
       return { ok: true, command: { verb: v, key, stop: n === 2 } }
     case 'SET':
       return parseSet(key, args[2]!, args.slice(3))
@@ -91,7 +94,10 @@ function parseSet(key: Buffer, value: Buffer, options: Buffer[]): ParseResult {
       const text = arg.toString('latin1')
       const ms = /^[0-9]{1,16}$/.test(text) ? Number(text) : NaN
       if (!Number.isSafeInteger(ms) || ms <= 0)
-        return fail('SyntaxError', `SET PX ${JSON.stringify(text.slice(0, 32))} is not a whole, positive number of milliseconds`)
+        return fail(
+          'SyntaxError',
+          `SET PX ${JSON.stringify(text.slice(0, 32))} is not a whole, positive number of milliseconds`,
+        )
       expiryMs = ms
     } else {
       return fail('SyntaxError', `unknown SET option ${JSON.stringify(word.slice(0, 32))}`)

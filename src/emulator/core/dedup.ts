@@ -22,7 +22,9 @@ export interface DedupEntry {
   /** Wall-clock ms at which the request expires. */
   readonly expiresAt: number
   answer: CachedAnswer | null
-  /** Re-sends that arrived while the first was still being executed (null for none, the usual case: no array per entry). */
+  /**
+   * Re-sends that arrived while the first was still being executed (null for none, the usual case: no array per entry).
+   */
   waiters: Array<(answer: CachedAnswer | null) => void> | null
   done: boolean
   bytes: number
@@ -83,7 +85,15 @@ export class DedupCache {
 
   /** Records that a request is being executed; evicts what has expired or no longer fits. */
   begin(id: string, request: RequestPrint, expiresAt: number, now: number): DedupEntry {
-    const entry: DedupEntry = { id, request, expiresAt, answer: null, waiters: null, done: false, bytes: ENTRY_OVERHEAD + id.length + request.bytes }
+    const entry: DedupEntry = {
+      id,
+      request,
+      expiresAt,
+      answer: null,
+      waiters: null,
+      done: false,
+      bytes: ENTRY_OVERHEAD + id.length + request.bytes,
+    }
     const replaced = this.entries.get(id)
     if (replaced) this.drop(replaced)
     this.entries.set(id, entry)

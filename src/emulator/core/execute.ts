@@ -38,7 +38,11 @@ export interface Answer {
    */
   wrote?: true
   /** Set when the answer is `-ERR`: which error and why, for the log. */
-  error?: { code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'; detail: string; quota?: QuotaLimit | 'maxRegistrations' }
+  error?: {
+    code: ServiceErrorCode | EmulatorRefusalCode | 'KeyTooLongToNotify'
+    detail: string
+    quota?: QuotaLimit | 'maxRegistrations'
+  }
   command?: Command
 }
 
@@ -80,7 +84,8 @@ export class Executor {
     if (command.verb === 'KEYNOTIFY' && ctx.dialect?.notifications === false) {
       return refuse('UnknownCommand', `KEYNOTIFY does not exist in the ${ctx.dialect.name} dialect`, command)
     }
-    if (command.verb === 'SCAN' && this.options.scan === false) return refuse('UnknownCommand', 'SCAN is off, as in the released broker', command)
+    if (command.verb === 'SCAN' && this.options.scan === false)
+      return refuse('UnknownCommand', 'SCAN is off, as in the released broker', command)
     const { clock, authorization } = this.options
 
     const tsText = ctx.prop(Prop.timestamp)
@@ -95,14 +100,19 @@ export class Executor {
 
     // Notifications go to a topic named after the client id: without one, a registration would be for nobody.
     if (command.verb === 'KEYNOTIFY' && ctx.clientId === null) {
-      return refuseAs('UnknownClient', 'no __srcId, $partition or __invId, and a response topic not under clients/<id>/', command)
+      return refuseAs(
+        'UnknownClient',
+        'no __srcId, $partition or __invId, and a response topic not under clients/<id>/',
+        command,
+      )
     }
     // A key no SET may store cannot exist: refused before the rules' patterns are matched over all of its bytes.
     const keyLimit = this.options.store.keyLimit
     if (command.verb !== 'SCAN' && command.key.length > keyLimit) {
       const answer = refuse(
         'QuotaExceeded',
-        `${command.verb} refused: ${describeQuota({ limit: 'maxKeyBytes', max: keyLimit, needed: command.key.length })}`,
+        `${command.verb} refused: ` +
+          `${describeQuota({ limit: 'maxKeyBytes', max: keyLimit, needed: command.key.length })}`,
         command,
       )
       answer.error!.quota = 'maxKeyBytes'
@@ -116,7 +126,11 @@ export class Executor {
       const principal = this.options.principalOf?.(clientId) ?? { clientId }
       const decision = authorization.decideKey(principal, accessOf(command), command.key.toString('latin1'))
       if (!decision.allowed) {
-        return refuse('NotAuthorized', `no rule allows ${describePrincipal(principal)} to ${accessOf(command)} key ${shownKey(command.key)}`, command)
+        return refuse(
+          'NotAuthorized',
+          `no rule allows ${describePrincipal(principal)} to ${accessOf(command)} key ${shownKey(command.key)}`,
+          command,
+        )
       }
       authorizedBy = decision.rule ?? undefined
     }
@@ -126,8 +140,10 @@ export class Executor {
       const ftText = ctx.prop(Prop.fencingToken)
       if (ftText !== undefined) {
         fencingToken = parseHlc(ftText)
-        if (!fencingToken) return refuse('TimestampMalformed', `__ft ${JSON.stringify(ftText.slice(0, 80))} is not an HLC`, command)
-        if (!withinDrift(clock, fencingToken)) return refuse('FencingTokenSkew', `__ft ${ftText} is too far ahead`, command)
+        if (!fencingToken)
+          return refuse('TimestampMalformed', `__ft ${JSON.stringify(ftText.slice(0, 80))} is not an HLC`, command)
+        if (!withinDrift(clock, fencingToken))
+          return refuse('FencingTokenSkew', `__ft ${ftText} is too far ahead`, command)
       }
     }
 
@@ -150,12 +166,18 @@ export class Executor {
     return answer
   }
 
-  private run(command: Command, ctx: RequestContext, write: { fencingToken: Hlc | null; received: Hlc | null }): Answer {
+  private run(
+    command: Command,
+    ctx: RequestContext,
+    write: { fencingToken: Hlc | null; received: Hlc | null },
+  ): Answer {
     const { store, registrations, persistence } = this.options
     switch (command.verb) {
       case 'GET': {
         const record = store.get(command.key)
-        return record ? { payload: Reply.value(record.value), timestamp: record.version.toString() } : { payload: Reply.nil }
+        return record
+          ? { payload: Reply.value(record.value), timestamp: record.version.toString() }
+          : { payload: Reply.nil }
       }
       case 'SET': {
         const policy = this.options.persistencePolicy ?? PersistencePolicy.dynamicOnly
@@ -171,25 +193,37 @@ export class Executor {
           persist,
         })
         if (outcome.kind === 'error') {
-          const answer = refuse(outcome.code, outcome.quota ? `SET refused: ${describeQuota(outcome.quota)}` : 'SET refused by the store', command)
+          const answer = refuse(
+            outcome.code,
+            outcome.quota ? `SET refused: ${describeQuota(outcome.quota)}` : 'SET refused by the store',
+            command,
+          )
           if (outcome.quota) answer.error!.quota = outcome.quota.limit
           return answer
         }
-        const answer: Answer = { payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied, timestamp: outcome.version.toString() }
+        const answer: Answer = {
+          payload: outcome.kind === 'applied' ? Reply.ok : Reply.notApplied,
+          timestamp: outcome.version.toString(),
+        }
         if (persistedBy !== null && outcome.kind === 'applied') answer.persistedBy = persistedBy
         if (outcome.kind === 'applied' && outcome.persistent) answer.wrote = true
         return answer
       }
       case 'DEL':
       case 'VDEL': {
-        const outcome = command.verb === 'DEL' ? store.del(command.key, write) : store.vdel(command.key, command.value, write)
+        const outcome =
+          command.verb === 'DEL' ? store.del(command.key, write) : store.vdel(command.key, command.value, write)
         switch (outcome.kind) {
           case 'error':
             return refuse(outcome.code, `${command.verb} refused by the store`, command)
           case 'missing':
             return { payload: Reply.integer(0) }
           case 'deleted':
-            return { payload: Reply.integer(1), timestamp: outcome.version.toString(), ...(outcome.persistent ? { wrote: true as const } : {}) }
+            return {
+              payload: Reply.integer(1),
+              timestamp: outcome.version.toString(),
+              ...(outcome.persistent ? { wrote: true as const } : {}),
+            }
           case 'mismatch':
             return { payload: Reply.notApplied, timestamp: outcome.version.toString() }
         }
@@ -203,10 +237,15 @@ export class Executor {
           pattern: command.pattern,
           token: command.token,
           clientId: caller,
-          mayRead: authorization && principal ? (key) => authorization.decideKey(principal, 'read', key.toString('latin1')).allowed : () => true,
+          mayRead:
+            authorization && principal
+              ? (key) => authorization.decideKey(principal, 'read', key.toString('latin1')).allowed
+              : () => true,
         })
         if (page.ok) return { payload: Reply.scanPage(page.keys, page.token) }
-        return page.refusal === 'SyntaxError' ? refuse('SyntaxError', page.detail, command) : refuseAs(page.refusal, page.detail, command)
+        return page.refusal === 'SyntaxError'
+          ? refuse('SyntaxError', page.detail, command)
+          : refuseAs(page.refusal, page.detail, command)
       }
       case 'KEYNOTIFY': {
         // Checked in execute(); repeated for the type.
@@ -222,13 +261,18 @@ export class Executor {
         if (command.key.length > max) {
           // Not in the service's catalogue: registering would promise notifications no MQTT topic can carry.
           const text = `the key is too long to be notified: at most ${max} bytes for this client id`
-          return { payload: Reply.error(text), error: { code: 'KeyTooLongToNotify', detail: `a ${command.key.length}-byte key` }, command }
+          return {
+            payload: Reply.error(text),
+            error: { code: 'KeyTooLongToNotify', detail: `a ${command.key.length}-byte key` },
+            command,
+          }
         }
         const maxRegistrations = this.options.maxRegistrations ?? Infinity
         if (registrations.countOf(clientId) >= maxRegistrations && !registrations.has(clientId, command.key)) {
           const answer = refuse(
             'QuotaExceeded',
-            `KEYNOTIFY refused: the client id holds ${maxRegistrations} registrations, as many as --max-registrations allows`,
+            `KEYNOTIFY refused: the client id holds ${maxRegistrations} registrations, as many as ` +
+              `--max-registrations allows`,
             command,
           )
           answer.error!.quota = 'maxRegistrations'

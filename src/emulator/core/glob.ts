@@ -17,7 +17,10 @@ import { PatternError } from './principal'
  * The two users differ in a few rules, which a `GlobSyntax` names.
  */
 export interface GlobSyntax {
-  /** `\x` is a literal x, also in a set, and a trailing `\` is itself (SCAN, as in Redis); otherwise `\` is an ordinary byte. */
+  /**
+   * `\x` is a literal x, also in a set, and a trailing `\` is itself (SCAN, as in Redis); otherwise `\` is an ordinary
+   * byte.
+   */
   readonly escapes: boolean
   /** A `]` first in a set is a member (POSIX); otherwise it closes the set, which is then empty and refused. */
   readonly leadingBracketMember: boolean
@@ -71,7 +74,8 @@ export interface GlobTokens {
 
 /** The tokens of a latin1 glob. Throws PatternError for a set the syntax refuses or a glob over the limits. */
 export function globTokens(glob: string, syntax: GlobSyntax): GlobTokens {
-  if (glob.length > MAX_GLOB_BYTES) throw new PatternError(`the pattern is ${glob.length} bytes; at most ${MAX_GLOB_BYTES} are taken`)
+  if (glob.length > MAX_GLOB_BYTES)
+    throw new PatternError(`the pattern is ${glob.length} bytes; at most ${MAX_GLOB_BYTES} are taken`)
   const codes: number[] = []
   const sets: Uint8Array[] = []
   let i = 0
@@ -107,7 +111,8 @@ export interface GlobProgress {
 }
 
 /** A match decided (`matched`), or paused at `progress` after using its budget; `steps` it took. */
-export type GlobStep = { done: true; matched: boolean; steps: number } | { done: false; progress: GlobProgress; steps: number }
+export type GlobStep =
+  { done: true; matched: boolean; steps: number } | { done: false; progress: GlobProgress; steps: number }
 
 /** A compiled glob over latin1 key strings. */
 export class Glob {
@@ -130,7 +135,8 @@ export class Glob {
       }
       sets.push(...part.sets)
     }
-    if (stars > MAX_GLOB_STARS) throw new PatternError(`the pattern has ${stars} stars; at most ${MAX_GLOB_STARS} are taken`)
+    if (stars > MAX_GLOB_STARS)
+      throw new PatternError(`the pattern has ${stars} stars; at most ${MAX_GLOB_STARS} are taken`)
     this.codes = Int32Array.from(codes)
     this.sets = sets
   }

@@ -57,7 +57,8 @@ export class KeyPattern {
   ) {
     if (keyType === 'Binary') {
       const compact = source.replace(/\s+/g, '')
-      if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/.test(compact)) throw new PatternError('a Binary key must be base64')
+      if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/.test(compact))
+        throw new PatternError('a Binary key must be base64')
       this.fixed = Buffer.from(compact, 'base64').toString('latin1')
       this.parts = null
     } else if (keyType === 'String') {
@@ -66,7 +67,8 @@ export class KeyPattern {
     } else {
       const parts = parseTemplate(source)
       const substituted = parts.some((p) => p.kind === 'principal')
-      if (substituted && !options.substitutions) throw new PatternError('a {principal.…} substitution has no meaning here: no client is asking')
+      if (substituted && !options.substitutions)
+        throw new PatternError('a {principal.…} substitution has no meaning here: no client is asking')
       // Checked now, so that a bad glob stops the start rather than a request.
       for (const p of parts) if (p.kind === 'text') this.textTokens.set(p, globTokens(latin1(p.text), KEY_PATTERN_GLOB))
       // The stars of the text parts, counted now too.

@@ -62,7 +62,10 @@ export type SetOutcome =
   | { kind: 'notApplied'; version: Hlc }
   | { kind: 'error'; code: ServiceErrorCode; quota?: QuotaRefusal }
 export type DeleteOutcome =
-  { kind: 'deleted'; version: Hlc; persistent: boolean } | { kind: 'missing' } | { kind: 'mismatch'; version: Hlc } | { kind: 'error'; code: ServiceErrorCode }
+  | { kind: 'deleted'; version: Hlc; persistent: boolean }
+  | { kind: 'missing' }
+  | { kind: 'mismatch'; version: Hlc }
+  | { kind: 'error'; code: ServiceErrorCode }
 
 export interface Timers {
   set(fn: () => void, ms: number): unknown
@@ -182,14 +185,19 @@ class PackedRecord implements StoredRecord {
   /** Whether the value is exactly these bytes, without making a Buffer of it. */
   holds(bytes: Buffer): boolean {
     const data = this.data
-    return typeof data === 'string' ? bytes.length === data.length && bytes.toString('latin1') === data : data.equals(bytes)
+    return typeof data === 'string'
+      ? bytes.length === data.length && bytes.toString('latin1') === data
+      : data.equals(bytes)
   }
 }
 
 export class Keyspace {
   /** Keyed by the latin1 string of the key bytes: one byte per character, so binary keys are exact and compact. */
   private readonly records = new Map<string, PackedRecord>()
-  /** The shared attributes by node id: [not persisted, persisted]. Node ids are this clock's and those of restored versions, a handful. */
+  /**
+   * The shared attributes by node id: [not persisted, persisted]. Node ids are this clock's and those of restored
+   * versions, a handful.
+   */
   private readonly shared = new Map<string, [Attributes, Attributes]>()
   private readonly expiry = new ExpiryHeap()
   private readonly clock: HybridLogicalClock
@@ -289,7 +297,11 @@ export class Keyspace {
     if (!existing) return { kind: 'missing' }
     const fenced = checkFence(existing, options.fencingToken ?? null)
     if (fenced) return { kind: 'error', code: fenced }
-    return { kind: 'deleted', persistent: existing.persisted, version: this.remove(id, existing, 'del', options.received) }
+    return {
+      kind: 'deleted',
+      persistent: existing.persisted,
+      version: this.remove(id, existing, 'del', options.received),
+    }
   }
 
   vdel(key: Buffer, value: Buffer, options: WriteOptions = {}): DeleteOutcome {
@@ -299,7 +311,11 @@ export class Keyspace {
     const fenced = checkFence(existing, options.fencingToken ?? null)
     if (fenced) return { kind: 'error', code: fenced }
     if (!existing.holds(value)) return { kind: 'mismatch', version: existing.version }
-    return { kind: 'deleted', persistent: existing.persisted, version: this.remove(id, existing, 'vdel', options.received) }
+    return {
+      kind: 'deleted',
+      persistent: existing.persisted,
+      version: this.remove(id, existing, 'vdel', options.received),
+    }
   }
 
   /**
@@ -379,13 +395,22 @@ export class Keyspace {
     this.timer = null
   }
 
-  private slot(value: Buffer, version: Hlc, fencingToken: Hlc | null, expiresAt: number, persisted: boolean): PackedRecord {
+  private slot(
+    value: Buffer,
+    version: Hlc,
+    fencingToken: Hlc | null,
+    expiresAt: number,
+    persisted: boolean,
+  ): PackedRecord {
     const data = value.length < SMALL_VALUE_BYTES ? value.toString('latin1') : own(value)
     let attributes: Attributes
     if (fencingToken === null && expiresAt === 0) {
       let pair = this.shared.get(version.nodeId)
       if (!pair) {
-        pair = [new Attributes(version.nodeId, null, null, 0, false), new Attributes(version.nodeId, null, null, 0, true)]
+        pair = [
+          new Attributes(version.nodeId, null, null, 0, false),
+          new Attributes(version.nodeId, null, null, 0, true),
+        ]
         this.shared.set(version.nodeId, pair)
       }
       attributes = pair[persisted ? 1 : 0]
@@ -431,7 +456,8 @@ export class Keyspace {
 
   /** The reading a request's `__ts` gave the clock, if nothing has moved the clock since; else a tick. */
   private mint(received: Hlc | null | undefined): Hlc {
-    const version = received && received === this.clock.current && received !== this.minted ? received : this.clock.tick()
+    const version =
+      received && received === this.clock.current && received !== this.minted ? received : this.clock.tick()
     this.minted = version
     return version
   }

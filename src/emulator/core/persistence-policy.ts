@@ -17,7 +17,10 @@ import { KeyPattern, keyTypeOf } from './key-pattern'
 
 export interface PersistenceDecision {
   persist: boolean
-  /** Why (`stateStoreResources[0] Pattern "config/*"`, `the user property aio-persistence=true`, `mode All`); null when not persisted. */
+  /**
+   * Why (`stateStoreResources[0] Pattern "config/*"`, `the user property aio-persistence=true`, `mode All`); null when
+   * not persisted.
+   */
   rule: string | null
 }
 
@@ -40,31 +43,53 @@ export class PersistencePolicy {
   ) {}
 
   /** The emulator without a Broker resource: keys SET with `aio-persistence: true` persist. */
-  static readonly dynamicOnly = new PersistencePolicy('Custom', [], true, DEFAULT_DYNAMIC_PROPERTY.userPropertyKey, DEFAULT_DYNAMIC_PROPERTY.userPropertyValue)
+  static readonly dynamicOnly = new PersistencePolicy(
+    'Custom',
+    [],
+    true,
+    DEFAULT_DYNAMIC_PROPERTY.userPropertyKey,
+    DEFAULT_DYNAMIC_PROPERTY.userPropertyValue,
+  )
 
   /** From `spec.persistence`; throws ResourceError. */
   static compile(value: unknown, f: Fields): PersistencePolicy {
-    const p = f.object(value, ['maxSize', 'persistentVolumeClaimSpec', 'encryption', 'dynamicSettings', 'retain', 'stateStore', 'subscriberQueue'])
+    const p = f.object(value, [
+      'maxSize',
+      'persistentVolumeClaimSpec',
+      'encryption',
+      'dynamicSettings',
+      'retain',
+      'stateStore',
+      'subscriberQueue',
+    ])
     let key: string = DEFAULT_DYNAMIC_PROPERTY.userPropertyKey
     let val: string = DEFAULT_DYNAMIC_PROPERTY.userPropertyValue
     if (p.dynamicSettings !== undefined) {
       const df = f.at('dynamicSettings')
       const d = df.object(p.dynamicSettings, ['userPropertyKey', 'userPropertyValue'])
       if (d.userPropertyKey !== undefined)
-        key = typeof d.userPropertyKey === 'string' && d.userPropertyKey ? d.userPropertyKey : df.at('userPropertyKey').fail('must be a non-empty string')
+        key =
+          typeof d.userPropertyKey === 'string' && d.userPropertyKey
+            ? d.userPropertyKey
+            : df.at('userPropertyKey').fail('must be a non-empty string')
       if (d.userPropertyValue !== undefined)
-        val = typeof d.userPropertyValue === 'string' ? d.userPropertyValue : df.at('userPropertyValue').fail('must be a string')
+        val =
+          typeof d.userPropertyValue === 'string'
+            ? d.userPropertyValue
+            : df.at('userPropertyValue').fail('must be a string')
     }
     if (p.stateStore === undefined) return new PersistencePolicy('Custom', [], true, key, val)
     const sf = f.at('stateStore')
     const s = sf.object(p.stateStore, ['mode', 'stateStoreSettings'])
     const mode = sf.at('mode').oneOf(s.mode, ['None', 'All', 'Custom'] as const)
     if (mode !== 'Custom') {
-      if (s.stateStoreSettings !== undefined) sf.at('stateStoreSettings').fail(`applies to mode Custom only, not ${mode}`)
+      if (s.stateStoreSettings !== undefined)
+        sf.at('stateStoreSettings').fail(`applies to mode Custom only, not ${mode}`)
       return new PersistencePolicy(mode, [], false, key, val)
     }
     const cf = sf.at('stateStoreSettings')
-    const settings = s.stateStoreSettings === undefined ? {} : cf.object(s.stateStoreSettings, ['stateStoreResources', 'dynamic'])
+    const settings =
+      s.stateStoreSettings === undefined ? {} : cf.object(s.stateStoreSettings, ['stateStoreResources', 'dynamic'])
     let dynamic = false
     if (settings.dynamic !== undefined) {
       const d = cf.at('dynamic').object(settings.dynamic, ['mode'])
@@ -82,11 +107,16 @@ export class PersistencePolicy {
               const keyType =
                 o.keyType === undefined
                   ? 'Pattern'
-                  : (keyTypeOf(o.keyType) ?? rf.at('keyType').fail(`must be Pattern, String or Binary (either case), not ${JSON.stringify(o.keyType)}`))
+                  : (keyTypeOf(o.keyType) ??
+                    rf
+                      .at('keyType')
+                      .fail(`must be Pattern, String or Binary (either case), not ${JSON.stringify(o.keyType)}`))
               const keys = rf.at('keys').strings(o.keys ?? rf.at('keys').fail('is missing'))
               return {
                 where: `stateStoreResources[${i}] ${keyType}`,
-                keys: keys.map((k, j) => rf.at('keys', j).pattern(() => new KeyPattern(keyType, k, { substitutions: false }))),
+                keys: keys.map((k, j) =>
+                  rf.at('keys', j).pattern(() => new KeyPattern(keyType, k, { substitutions: false })),
+                ),
               }
             })
     return new PersistencePolicy('Custom', resources, dynamic, key, val)
@@ -96,7 +126,9 @@ export class PersistencePolicy {
   describe(): string {
     if (this.mode !== 'Custom') return `state store persistence mode ${this.mode}`
     const keys = this.resources.reduce((n, r) => n + r.keys.length, 0)
-    const dynamic = this.dynamic ? `the user property ${this.userPropertyKey}=${this.userPropertyValue}` : 'no user property'
+    const dynamic = this.dynamic
+      ? `the user property ${this.userPropertyKey}=${this.userPropertyValue}`
+      : 'no user property'
     return `state store persistence mode Custom: ${keys} key pattern(s) and ${dynamic}`
   }
 
@@ -104,7 +136,8 @@ export class PersistencePolicy {
   decide(key: string, prop: (name: string) => string | undefined): PersistenceDecision {
     const byKey = this.decideKey(key)
     if (byKey.persist) return byKey
-    if (this.dynamic && this.asked(prop)) return { persist: true, rule: `the user property ${this.userPropertyKey}=${this.userPropertyValue}` }
+    if (this.dynamic && this.asked(prop))
+      return { persist: true, rule: `the user property ${this.userPropertyKey}=${this.userPropertyValue}` }
     return { persist: false, rule: null }
   }
 
@@ -119,7 +152,9 @@ export class PersistencePolicy {
     return { persist: false, rule: null }
   }
 
-  /** The dynamic property's value; compared without regard to case, as the emulator always took `aio-persistence: TRUE`. */
+  /**
+   * The dynamic property's value; compared without regard to case, as the emulator always took `aio-persistence: TRUE`.
+   */
   private asked(prop: (name: string) => string | undefined): boolean {
     return prop(this.userPropertyKey)?.toLowerCase() === this.userPropertyValue.toLowerCase()
   }

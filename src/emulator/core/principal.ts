@@ -29,7 +29,9 @@ export function principalValue(principal: Principal, field: PrincipalField): str
     case 'username':
       return principal.username
     case 'attribute':
-      return principal.attributes && Object.hasOwn(principal.attributes, field.name) ? principal.attributes[field.name] : undefined
+      return principal.attributes && Object.hasOwn(principal.attributes, field.name)
+        ? principal.attributes[field.name]
+        : undefined
   }
 }
 
@@ -50,7 +52,8 @@ export function parseTemplate(source: string): TemplatePart[] {
     const ch = source[i]!
     if (ch === '}')
       throw new PatternError(
-        `"}" at position ${i} closes nothing; braces are reserved for {principal.clientId}, {principal.username} and {principal.attributes.NAME}`,
+        `"}" at position ${i} closes nothing; braces are reserved for {principal.clientId}, {principal.username} ` +
+          `and {principal.attributes.NAME}`,
       )
     if (ch !== '{') {
       text += ch
@@ -61,7 +64,11 @@ export function parseTemplate(source: string): TemplatePart[] {
     if (end < 0) throw new PatternError(`"{" at position ${i} is not closed`)
     const inner = source.slice(i + 1, end)
     const field = fieldOf(inner)
-    if (!field) throw new PatternError(`{${inner}} is not a substitution: use {principal.clientId}, {principal.username} or {principal.attributes.NAME}`)
+    if (!field)
+      throw new PatternError(
+        `{${inner}} is not a substitution: use {principal.clientId}, {principal.username} or ` +
+          `{principal.attributes.NAME}`,
+      )
     if (text) parts.push({ kind: 'text', text })
     text = ''
     parts.push({ kind: 'principal', field, source: `{${inner}}` })
@@ -79,7 +86,12 @@ function fieldOf(inner: string): PrincipalField | null {
 }
 
 /** The template with the principal's values in place, or null when the principal lacks one of them. */
-export function substituteParts<T>(parts: TemplatePart[], principal: Principal, text: (t: string) => T, value: (v: string) => T): T[] | null {
+export function substituteParts<T>(
+  parts: TemplatePart[],
+  principal: Principal,
+  text: (t: string) => T,
+  value: (v: string) => T,
+): T[] | null {
   const out: T[] = []
   for (const part of parts) {
     if (part.kind === 'text') {

@@ -117,7 +117,11 @@ function add(index: Map<string, Set<string>>, a: string, b: string): void {
   set.add(b)
 }
 
-function remove(index: Map<string, { delete(b: string): boolean; readonly size: number }>, a: string, b: string): boolean {
+function remove(
+  index: Map<string, { delete(b: string): boolean; readonly size: number }>,
+  a: string,
+  b: string,
+): boolean {
   const set = index.get(a)
   if (!set || !set.delete(b)) return false
   if (set.size === 0) index.delete(a)

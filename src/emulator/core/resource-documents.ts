@@ -24,7 +24,9 @@ function kindOf(value: unknown): string | null {
 function checkApiVersion(doc: Doc): void {
   const apiVersion = (doc.value as { apiVersion?: unknown }).apiVersion
   if (apiVersion !== undefined && (typeof apiVersion !== 'string' || !API_VERSION.test(apiVersion))) {
-    new Fields(doc.index, ['apiVersion']).fail(`must be mqttbroker.iotoperations.azure.com/v1, not ${JSON.stringify(apiVersion)}`)
+    new Fields(doc.index, ['apiVersion']).fail(
+      `must be mqttbroker.iotoperations.azure.com/v1, not ${JSON.stringify(apiVersion)}`,
+    )
   }
 }
 
@@ -42,20 +44,27 @@ export function authorizationSources(documents: unknown[]): PolicySource[] {
       checkApiVersion(doc)
       const spec = (value as { spec?: unknown }).spec
       const f = new Fields(index, ['spec'])
-      // `listenerRef` (the SDK's mRPC guide, v2beta1) names the listeners it applies to: the emulator has one policy for all.
+      // `listenerRef` (the SDK's mRPC guide, v2beta1) names the listeners it applies to: the emulator has one policy
+      // for all.
       const s = f.object(spec, ['authorizationPolicies', 'listenerRef'])
       if (s.authorizationPolicies === undefined) f.at('authorizationPolicies').fail('is missing')
       const name = nameOf(value)
-      sources.push({ ...(name !== undefined ? { name } : {}), value: s.authorizationPolicies, fields: f.at('authorizationPolicies') })
+      sources.push({
+        ...(name !== undefined ? { name } : {}),
+        value: s.authorizationPolicies,
+        fields: f.at('authorizationPolicies'),
+      })
     } else if (kind === null && Array.isArray(value)) {
       sources.push({ value: { rules: value }, fields: new Fields(index, []) })
     } else if (kind === null && value !== null && typeof value === 'object') {
       const o = value as Record<string, unknown>
-      if ('authorizationPolicies' in o) sources.push({ value: o.authorizationPolicies, fields: new Fields(index, ['authorizationPolicies']) })
+      if ('authorizationPolicies' in o)
+        sources.push({ value: o.authorizationPolicies, fields: new Fields(index, ['authorizationPolicies']) })
       else if ('rules' in o) sources.push({ value, fields: new Fields(index, []) })
     }
   })
-  if (sources.length === 0) new Fields(0, []).fail('no BrokerAuthorization resource (or authorizationPolicies object with rules) in the file')
+  if (sources.length === 0)
+    new Fields(0, []).fail('no BrokerAuthorization resource (or authorizationPolicies object with rules) in the file')
   return sources
 }
 
@@ -74,9 +83,16 @@ export function persistenceSource(documents: unknown[]): PersistenceSource {
       const f = new Fields(index, ['spec'])
       if (spec === null || typeof spec !== 'object') f.fail('must be an object (a map)')
       const persistence = (spec as { persistence?: unknown }).persistence
-      if (persistence === undefined) f.at('persistence').fail('is missing: the emulator reads the state store policy from spec.persistence')
+      if (persistence === undefined)
+        f.at('persistence').fail('is missing: the emulator reads the state store policy from spec.persistence')
       found.push({ value: persistence, fields: f.at('persistence') })
-    } else if (kind === null && value !== null && typeof value === 'object' && !Array.isArray(value) && 'persistence' in value) {
+    } else if (
+      kind === null &&
+      value !== null &&
+      typeof value === 'object' &&
+      !Array.isArray(value) &&
+      'persistence' in value
+    ) {
       found.push({ value: value.persistence, fields: new Fields(index, ['persistence']) })
     }
   })

@@ -29,7 +29,14 @@ export interface ScanLimits {
   maxWalks: number
 }
 
-export const DEFAULT_SCAN_LIMITS: ScanLimits = { maxKeys: 1000, maxBytes: 128 * 1024, maxVisited: 20_000, maxPageMs: 5, idleMs: 60_000, maxWalks: 1024 }
+export const DEFAULT_SCAN_LIMITS: ScanLimits = {
+  maxKeys: 1000,
+  maxBytes: 128 * 1024,
+  maxVisited: 20_000,
+  maxPageMs: 5,
+  idleMs: 60_000,
+  maxWalks: 1024,
+}
 
 /** What a scan needs of the store: its keys in an order that survives changes, and whether one is live. */
 export interface ScannedStore {
@@ -37,7 +44,9 @@ export interface ScannedStore {
   has(id: string): boolean
 }
 
-export type ScanAnswer = { ok: true; keys: Buffer[]; token: Buffer | null } | { ok: false; refusal: 'SyntaxError' | 'ScanTokenUnknown'; detail: string }
+export type ScanAnswer =
+  | { ok: true; keys: Buffer[]; token: Buffer | null }
+  | { ok: false; refusal: 'SyntaxError' | 'ScanTokenUnknown'; detail: string }
 
 export interface ScanRequest {
   pattern: Buffer
@@ -113,7 +122,11 @@ export class ScanWalks {
     const token = request.token
     const walk = token.length === TOKEN_BYTES ? this.walks.get(token.toString('latin1', 0, ID_BYTES)) : undefined
     if (!walk || walk.clientId !== request.clientId || walk.pattern !== pattern) {
-      return { ok: false, refusal: 'ScanTokenUnknown', detail: `a ${token.length}-byte token this emulator does not know for this client and pattern` }
+      return {
+        ok: false,
+        refusal: 'ScanTokenUnknown',
+        detail: `a ${token.length}-byte token this emulator does not know for this client and pattern`,
+      }
     }
     this.walks.delete(walk.id)
     this.walks.set(walk.id, walk)
@@ -121,7 +134,11 @@ export class ScanWalks {
     const after = token.readUInt32BE(ID_BYTES)
     if (after === walk.page) return this.advance(walk, request.mayRead)
     if (after === walk.page - 1) return { ok: true, ...walk.last }
-    return { ok: false, refusal: 'ScanTokenUnknown', detail: `the token of page ${after}; this scan is at page ${walk.page}` }
+    return {
+      ok: false,
+      refusal: 'ScanTokenUnknown',
+      detail: `the token of page ${after}; this scan is at page ${walk.page}`,
+    }
   }
 
   /** The walk's next page; the time budget holds inside one key's match too (the walk pauses there). */

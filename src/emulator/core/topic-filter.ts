@@ -14,7 +14,8 @@ export class TopicTemplate {
     this.parts = parseTemplate(source)
     const levels = source.split('/')
     levels.forEach((level, i) => {
-      if (level.includes('#') && (level !== '#' || i !== levels.length - 1)) throw new PatternError('"#" must be a whole level, the last one')
+      if (level.includes('#') && (level !== '#' || i !== levels.length - 1))
+        throw new PatternError('"#" must be a whole level, the last one')
       if (level.includes('+') && level !== '+') throw new PatternError('"+" must be a whole level')
     })
   }

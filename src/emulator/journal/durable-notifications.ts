@@ -35,7 +35,11 @@ export class DurableNotifications {
         for (const n of head.notifications) this.send(n)
       } catch (err) {
         // The write is not answered either (service.ts): nobody hears of it.
-        this.log('error', `${head.notifications.length} key notification(s) not sent: the change could not be made durable (${(err as Error).message})`)
+        this.log(
+          'error',
+          `${head.notifications.length} key notification(s) not sent: the change could not be made durable ` +
+            `(${(err as Error).message})`,
+        )
       }
       this.queue.shift()
     }

@@ -20,7 +20,10 @@ import type { StoredRecord } from '../core/keyspace'
  */
 
 export const MAGIC = Buffer.from('AIOSS\u0003\r\n', 'latin1')
-/** Older files, read as they are; opening one rewrites its magic first, so an older emulator refuses the file rather than cut it at a record it does not know. */
+/**
+ * Older files, read as they are; opening one rewrites its magic first, so an older emulator refuses the file rather
+ * than cut it at a record it does not know.
+ */
 export const OLDER_MAGICS = [Buffer.from('AIOSS\u0001\r\n', 'latin1'), Buffer.from('AIOSS\u0002\r\n', 'latin1')]
 const HEADER = 8
 const SET = 1
@@ -48,7 +51,10 @@ export interface ReplayedDropClient {
   type: 'dropClient'
   clientId: string
 }
-/** The answer to a request that changed something persistent, so a re-send after a restart is answered from it, not executed again. */
+/**
+ * The answer to a request that changed something persistent, so a re-send after a restart is answered from it, not
+ * executed again.
+ */
 export interface ReplayedAnswer {
   type: 'answer'
   id: string
@@ -117,12 +123,17 @@ export function encodeDropClient(clientId: string): Buffer {
   return seal(out)
 }
 
-/** `u32 id length, id (latin1), u32 request length, request (utf8), f64 expiry, u32 payload length, payload, u16 __ts length (0 = none), __ts`. */
+/**
+ * `u32 id length, id (latin1), u32 request length, request (utf8), f64 expiry, u32 payload length, payload, u16 __ts
+ * length (0 = none), __ts`.
+ */
 export function encodeAnswer(a: Omit<ReplayedAnswer, 'type'>): Buffer {
   const id = Buffer.from(a.id, 'latin1')
   const request = Buffer.from(a.request, 'utf8')
   const ts = Buffer.from(a.timestamp ?? '', 'utf8')
-  const out = Buffer.allocUnsafe(HEADER + 1 + 4 + id.length + 4 + request.length + 8 + 4 + a.payload.length + 2 + ts.length)
+  const out = Buffer.allocUnsafe(
+    HEADER + 1 + 4 + id.length + 4 + request.length + 8 + 4 + a.payload.length + 2 + ts.length,
+  )
   let at = out.writeUInt8(ANSWER, HEADER)
   at = out.writeUInt32LE(id.length, at)
   at += id.copy(out, at)
@@ -171,13 +182,20 @@ function decodeRecord(data: Buffer, at: number): { value: Replayed; next: number
       const expiresAt = r.f64()
       const payload = Buffer.from(r.bytes(r.u32()))
       const ts = r.bytes(r.u16()).toString('utf8')
-      return r.done() ? { value: { type: 'answer', id, request, expiresAt, payload, timestamp: ts === '' ? undefined : ts }, next: end } : null
+      return r.done()
+        ? {
+            value: { type: 'answer', id, request, expiresAt, payload, timestamp: ts === '' ? undefined : ts },
+            next: end,
+          }
+        : null
     }
     if (type === KEYNOTIFY || type === KEYNOTIFY_STOP || type === DROP_CLIENT) {
       const clientId = r.bytes(r.u32()).toString('utf8')
       if (type === DROP_CLIENT) return r.done() ? { value: { type: 'dropClient', clientId }, next: end } : null
       const key = Buffer.from(r.bytes(r.u32()))
-      return r.done() ? { value: { type: type === KEYNOTIFY ? 'keynotify' : 'keynotifyStop', clientId, key }, next: end } : null
+      return r.done()
+        ? { value: { type: type === KEYNOTIFY ? 'keynotify' : 'keynotifyStop', clientId, key }, next: end }
+        : null
     }
     const key = Buffer.from(r.bytes(r.u32()))
     if (type === DEL) return r.done() ? { value: { type: 'delete', key }, next: end } : null
@@ -188,7 +206,10 @@ function decodeRecord(data: Buffer, at: number): { value: Replayed; next: number
     const fencingToken = tokenBytes.length > 0 ? Hlc.parse(tokenBytes.toString('utf8')) : null
     const expiresAt = r.f64()
     if (!r.done()) return null
-    return { value: { type: 'set', key, record: { value, version, fencingToken, expiresAt, persisted: true } }, next: end }
+    return {
+      value: { type: 'set', key, record: { value, version, fencingToken, expiresAt, persisted: true } },
+      next: end,
+    }
   } catch {
     return null
   }

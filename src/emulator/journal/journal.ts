@@ -108,7 +108,10 @@ export class Journal {
     return this.appended
   }
 
-  /** The answer to a request that changed something persistent, appended with its change: the duplicate window outlives a restart. */
+  /**
+   * The answer to a request that changed something persistent, appended with its change: the duplicate window outlives
+   * a restart.
+   */
   recordAnswer(answer: Omit<ReplayedAnswer, 'type'>): void {
     this.append(encodeAnswer(answer))
   }
@@ -163,7 +166,8 @@ export class Journal {
     if (this.failed) return
     this.pending.push(record)
     // Deferred by one turn so that the records of requests arriving together share one write and one sync.
-    if (!this.flushing) this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flushLoop())
+    if (!this.flushing)
+      this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flushLoop())
   }
 
   private async flushLoop(): Promise<void> {
@@ -180,7 +184,10 @@ export class Journal {
       }
     } catch (err) {
       this.failed = err instanceof Error ? err : new Error(String(err))
-      this.options.log?.('error', `persistence: writing ${this.path} failed, persistent requests are no longer answered: ${this.failed.message}`)
+      this.options.log?.(
+        'error',
+        `persistence: writing ${this.path} failed, persistent requests are no longer answered: ${this.failed.message}`,
+      )
       this.failWaiters(this.failed)
     } finally {
       this.flushing = null

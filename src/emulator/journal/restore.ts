@@ -47,7 +47,10 @@ function parsedOrNull(text: string): Hlc | null {
   }
 }
 
-/** Puts the journal's records back into the keyspace, the registrations and the dedup cache, and moves the clock past the newest version. */
+/**
+ * Puts the journal's records back into the keyspace, the registrations and the dedup cache, and moves the clock past
+ * the newest version.
+ */
 export function replayJournal(
   store: Keyspace,
   registrations: Registrations,
@@ -77,7 +80,13 @@ export function replayJournal(
         registrations.dropClient(r.clientId)
         break
       case 'answer': {
-        dedup.restore(r.id, RequestPrint.parse(r.request), r.expiresAt, { payload: r.payload, timestamp: r.timestamp }, now)
+        dedup.restore(
+          r.id,
+          RequestPrint.parse(r.request),
+          r.expiresAt,
+          { payload: r.payload, timestamp: r.timestamp },
+          now,
+        )
         // A deletion's record has no version, its answer does: the clock must not restart below it
         // either, or a watcher that saw the DELETE would take later writes for older ones.
         const answered = r.timestamp === undefined ? null : parsedOrNull(r.timestamp)
@@ -93,6 +102,10 @@ export function replayJournal(
     clock.update(new Hlc(newest.timestamp, newest.counter, `${clock.nodeId}-restored`))
   } catch (err) {
     if (!(err instanceof HlcError)) throw err
-    log('warn', `persistence: the newest stored version ${newest} is ahead of this machine's clock (${err.message}); new versions may not exceed it`)
+    log(
+      'warn',
+      `persistence: the newest stored version ${newest} is ahead of this machine's clock (${err.message}); new ` +
+        `versions may not exceed it`,
+    )
   }
 }

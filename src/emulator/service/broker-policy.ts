@@ -1,6 +1,13 @@
 import { notificationFilter, Prop, REQUEST_TOPICS, responseTopicRefusal } from '../../protocol'
 import { ADMIN_REQUEST_TOPIC } from '../core/admin-topics'
-import type { AccessPolicy, AccessVerdict, AnswerVerdict, ConnectedClient, InspectedPublish, PublishPolicy } from '../broker/hooks'
+import type {
+  AccessPolicy,
+  AccessVerdict,
+  AnswerVerdict,
+  ConnectedClient,
+  InspectedPublish,
+  PublishPolicy,
+} from '../broker/hooks'
 import type { AuthorizationPolicy, Decision } from '../core/authorization-policy'
 import { describePrincipal } from '../core/principal'
 import { serviceTopicRefusal } from './service-topics'
@@ -18,7 +25,11 @@ export const stateStorePublishPolicy: PublishPolicy = {
     if (!REQUEST_TOPICS.includes(packet.topic)) return null
     const responseTopic = packet.properties?.responseTopic
     const refusal = responseTopic ? responseTopicRefusal(responseTopic) : null
-    if (refusal) return `the Response Topic of a state store request may not be ${JSON.stringify(responseTopic!.slice(0, 200))}: ${refusal}`
+    if (refusal)
+      return (
+        `the Response Topic of a state store request may not be ` +
+        `${JSON.stringify(responseTopic!.slice(0, 200))}: ${refusal}`
+      )
     // Set in place: the packet was parsed for this publish alone, so a copy per request buys nothing.
     const properties = (packet.properties ??= {})
     ;(properties.userProperties ??= {})[Prop.sourceId] = clientId
@@ -41,10 +52,14 @@ export function stateStoreAccessPolicy(policy: AuthorizationPolicy): AccessPolic
       : { allowed: false, reason: `no authorization rule gives ${describePrincipal(client)} ${what}` }
   return {
     connect: (client) => verdict(policy.decideConnect(client), client, 'Connect'),
-    publish: (client, topic) => (REQUEST_TOPICS.includes(topic) ? SERVED : verdict(policy.decidePublish(client, topic), client, 'Publish to it')),
+    publish: (client, topic) =>
+      REQUEST_TOPICS.includes(topic) ? SERVED : verdict(policy.decidePublish(client, topic), client, 'Publish to it'),
     subscribe: (client, filter) =>
-      ownNotifications(client.clientId, filter) ? SERVED : verdict(policy.decideSubscribe(client, filter), client, 'Subscribe to it'),
-    answer: (client, topic, responseTopic) => (SERVED_TOPICS.includes(topic) ? answerTo(policy, client, responseTopic) : ANSWERED),
+      ownNotifications(client.clientId, filter)
+        ? SERVED
+        : verdict(policy.decideSubscribe(client, filter), client, 'Subscribe to it'),
+    answer: (client, topic, responseTopic) =>
+      SERVED_TOPICS.includes(topic) ? answerTo(policy, client, responseTopic) : ANSWERED,
   }
 }
 
@@ -67,18 +82,28 @@ export function answerTo(policy: AuthorizationPolicy, client: ConnectedClient, r
   if (!reads.allowed)
     return {
       allowed: false,
-      reason: `no authorization rule gives ${describePrincipal(client)} Subscribe to it, so it could not read its answer`,
-      missing: `brokerResources: [{ method: Subscribe, topics: [${JSON.stringify(ownSpace(client.clientId) ?? responseTopic)}] }]`,
+      reason:
+        `no authorization rule gives ${describePrincipal(client)} Subscribe to it, so it could not read its ` +
+        `answer`,
+      missing:
+        `brokerResources: [{ method: Subscribe, topics: ` +
+        `[${JSON.stringify(ownSpace(client.clientId) ?? responseTopic)}] }]`,
     }
-  if (serviceTopicRefusal(responseTopic) !== null) return { allowed: true, reason: `an answer topic of the service's, by ${reads.rule}` }
+  if (serviceTopicRefusal(responseTopic) !== null)
+    return { allowed: true, reason: `an answer topic of the service's, by ${reads.rule}` }
   const own = ownSpace(client.clientId)
-  if (own !== null && responseTopic.startsWith(own.slice(0, -1))) return { allowed: true, reason: `under the client's own ${own}, by ${reads.rule}` }
+  if (own !== null && responseTopic.startsWith(own.slice(0, -1)))
+    return { allowed: true, reason: `under the client's own ${own}, by ${reads.rule}` }
   const writes = policy.decidePublish(client, responseTopic)
   if (writes.allowed) return { allowed: true, reason: `it may publish there too, by ${writes.rule}` }
   return {
     allowed: false,
-    reason: `it is outside clients/<its client id>/ and no authorization rule gives ${describePrincipal(client)} Publish to it: the service would write there for it`,
-    missing: `brokerResources: [{ method: Publish, topics: [${JSON.stringify(responseTopic)}] }], or use a Response Topic under ${own ?? 'clients/<client id>/'}`,
+    reason:
+      `it is outside clients/<its client id>/ and no authorization rule gives ${describePrincipal(client)} ` +
+      `Publish to it: the service would write there for it`,
+    missing:
+      `brokerResources: [{ method: Publish, topics: [${JSON.stringify(responseTopic)}] }], or use a Response ` +
+      `Topic under ${own ?? 'clients/<client id>/'}`,
   }
 }
 

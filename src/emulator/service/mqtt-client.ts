@@ -36,7 +36,9 @@ export function emulatorMqttClient(options: EmulatorBrokerOptions, clientIdPrefi
     ...mqttLogOption(),
   }
   const connectStream = options.connectStream
-  const client = connectStream ? new mqtt.MqttClient(() => connectStream(), clientOptions) : mqtt.connect(options.brokerUrl, clientOptions)
+  const client = connectStream
+    ? new mqtt.MqttClient(() => connectStream(), clientOptions)
+    : mqtt.connect(options.brokerUrl, clientOptions)
   client.on('connect', () => setNoDelay(client.stream))
   storeWithoutCopy(client)
   writeWholePackets(client)
@@ -50,7 +52,11 @@ export function emulatorMqttClient(options: EmulatorBrokerOptions, clientIdPrefi
 export function firstConnect(client: MqttClient, options: EmulatorBrokerOptions, label = ''): Promise<void> {
   const timeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
   return new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`${label}no answer from the broker at ${shownUrl(options.brokerUrl)} within ${timeoutMs} ms`)), timeoutMs)
+    const timer = setTimeout(
+      () =>
+        done(new Error(`${label}no answer from the broker at ${shownUrl(options.brokerUrl)} within ${timeoutMs} ms`)),
+      timeoutMs,
+    )
     const onError = (err: Error) => done(err)
     const onConnect = () => done(null)
     const done = (err: Error | null) => {

@@ -24,6 +24,7 @@ export function serviceTopicRefusal(topic: string): string | null {
   if (topic.startsWith('clients/') && RESPONSE_SUFFIXES.some((suffix) => topic.endsWith(suffix)))
     return "the state store response topics carry the service's answers alone"
   // The admin channel's answers (`export --admin`, a remote sidebar's key list) are the emulator's too.
-  if (topic.startsWith(`${ADMIN_RESPONSE_ROOT}/`)) return "the admin channel's response topics carry the emulator's answers alone"
+  if (topic.startsWith(`${ADMIN_RESPONSE_ROOT}/`))
+    return "the admin channel's response topics carry the emulator's answers alone"
   return null
 }

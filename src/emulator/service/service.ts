@@ -13,7 +13,13 @@ import {
   userProperty,
   type PublishPropertiesForSize,
 } from '../../protocol'
-import { dialectOfRequestTopic, dialectPropertyName, PREVIEW_REQUEST_TOPIC, responseUserProperties, type Dialect } from '../../protocol'
+import {
+  dialectOfRequestTopic,
+  dialectPropertyName,
+  PREVIEW_REQUEST_TOPIC,
+  responseUserProperties,
+  type Dialect,
+} from '../../protocol'
 import { accessOf } from '../core/commands'
 import { DedupCache, type CachedAnswer, type DedupEntry } from '../core/dedup'
 import { RequestPrint } from '../core/request-print'
@@ -69,7 +75,9 @@ export class StateStoreService {
       this.maxPacketSize = connack.properties?.maximumPacketSize
     })
     this.client.on('error', (err) => options.log('warn', `service connection: ${err.message}`))
-    this.client.on('offline', () => options.log('warn', `service connection to ${shownUrl(options.brokerUrl)} lost; reconnecting`))
+    this.client.on('offline', () =>
+      options.log('warn', `service connection to ${shownUrl(options.brokerUrl)} lost; reconnecting`),
+    )
     // Requests are handled here rather than on 'message' so that reading can pause under load.
     this.client.handleMessage = (packet, callback) => {
       try {
@@ -93,13 +101,21 @@ export class StateStoreService {
       // grants 1: QoS 2 requests then arrive as QoS 1 and are served.
       const granted = await service.client.subscribeAsync(REQUEST_TOPIC, { qos: 2 })
       const qos = granted[0]?.qos
-      if (qos !== 1 && qos !== 2) throw new Error(`the broker refused the subscription to ${REQUEST_TOPIC} (${JSON.stringify(granted)})`)
-      if (qos === 1) options.log('info', `the broker grants QoS 1 at most: requests published with QoS 2 cannot be told apart and are served`)
+      if (qos !== 1 && qos !== 2)
+        throw new Error(`the broker refused the subscription to ${REQUEST_TOPIC} (${JSON.stringify(granted)})`)
+      if (qos === 1)
+        options.log(
+          'info',
+          `the broker grants QoS 1 at most: requests published with QoS 2 cannot be told apart and are served`,
+        )
       // The 2023 preview dialect is served too; a broker that refuses its `$`-topic costs only that dialect.
       const preview = await service.client.subscribeAsync(PREVIEW_REQUEST_TOPIC, { qos: 2 })
       const previewQos = preview[0]?.qos
       if (previewQos !== 1 && previewQos !== 2)
-        options.log('warn', `the broker refused the subscription to ${PREVIEW_REQUEST_TOPIC}: the preview dialect is not served`)
+        options.log(
+          'warn',
+          `the broker refused the subscription to ${PREVIEW_REQUEST_TOPIC}: the preview dialect is not served`,
+        )
     } catch (err) {
       await service.client.endAsync(true)
       throw err
@@ -113,11 +129,15 @@ export class StateStoreService {
     if (Buffer.byteLength(n.topic, 'utf8') > MAX_TOPIC_BYTES) {
       this.options.log(
         'warn',
-        `notification for client ${JSON.stringify(n.clientId)} dropped: a ${n.key.length}-byte key makes a topic longer than MQTT allows`,
+        `notification for client ${JSON.stringify(n.clientId)} dropped: a ${n.key.length}-byte key makes a topic ` +
+          `longer than MQTT allows`,
       )
       return
     }
-    const properties = { contentType: CONTENT_TYPE, userProperties: { [Prop.timestamp]: n.version.toString(), [Prop.protocolVersion]: PROTOCOL_VERSION } }
+    const properties = {
+      contentType: CONTENT_TYPE,
+      userProperties: { [Prop.timestamp]: n.version.toString(), [Prop.protocolVersion]: PROTOCOL_VERSION },
+    }
     // Through the broker's routing, as the real service publishes: every authorized subscriber to the
     // topic gets it (a monitoring tool, too). The registering client gets it even without a matching
     // subscription, where the broker is in this process (as the AIO broker does for Go and .NET).
@@ -164,11 +184,16 @@ export class StateStoreService {
     // Described only for a log line: most requests never need it.
     const who = () => describeCaller(caller, responseTopic)
     if (!responseTopic) return log('warn', `request from ${who()} dropped: no Response Topic`)
-    if (!correlation || correlation.length === 0) return log('warn', `request from ${who()} dropped: no Correlation Data`)
+    if (!correlation || correlation.length === 0)
+      return log('warn', `request from ${who()} dropped: no Correlation Data`)
     const refusal = responseTopicRefusal(responseTopic)
     if (refusal) {
       // The state store disconnects such a client; a client of another broker can only be ignored.
-      return log('warn', `request from ${who()} dropped: its Response Topic ${JSON.stringify(responseTopic.slice(0, 200))} is not permitted (${refusal})`)
+      return log(
+        'warn',
+        `request from ${who()} dropped: its Response Topic ${JSON.stringify(responseTopic.slice(0, 200))} is not ` +
+          `permitted (${refusal})`,
+      )
     }
     const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload)
     const now = Date.now()
@@ -207,7 +232,13 @@ export class StateStoreService {
       // A request that changed something persistent leaves its answer in the journal with the change,
       // so that a re-send to the emulator restarted after a crash is answered as it was, not executed again.
       if (journal && answer.wrote) {
-        journal.recordAnswer({ id: dedupId, request: request.serialize(), expiresAt, payload: answer.payload, timestamp: answer.timestamp })
+        journal.recordAnswer({
+          id: dedupId,
+          request: request.serialize(),
+          expiresAt,
+          payload: answer.payload,
+          timestamp: answer.timestamp,
+        })
       }
       // Any answer, a read's too, waits until every change it wrote or may have seen is on disk: an
       // answer never shows a write that a crash then loses. Without a sync under way it goes at once.
@@ -221,15 +252,21 @@ export class StateStoreService {
     // A client's service check (a GET of the probe key at every connect) is no request of the user's.
     const level = answer.command?.verb === 'GET' && answer.command.key.equals(PROBE_KEY) ? 'debug' : 'info'
     if (answer.error) {
-      log(level, `refused ${answer.command?.verb ?? 'request'} from ${who()}: -ERR ${answer.error.code} (${answer.error.detail})`)
+      log(
+        level,
+        `refused ${answer.command?.verb ?? 'request'} from ${who()}: -ERR ${answer.error.code} ` +
+          `(${answer.error.detail})`,
+      )
     } else if (answer.authorizedBy !== undefined) {
       // Info keeps every refusal and every write allowed; an allowed read or registration is debug, so
       // a client that reads many keys at its start (a context store) does not flood the log.
       const command = answer.command
       const allowedLevel = command && command.verb !== 'SCAN' && accessOf(command) === 'write' ? level : 'debug'
-      if (log.enabled(allowedLevel)) log(allowedLevel, `allowed ${answer.command?.verb ?? 'request'} from ${who()} by ${answer.authorizedBy}`)
+      if (log.enabled(allowedLevel))
+        log(allowedLevel, `allowed ${answer.command?.verb ?? 'request'} from ${who()} by ${answer.authorizedBy}`)
     }
-    if (answer.persistedBy !== undefined && log.enabled('debug')) log('debug', `SET from ${who()} persisted: ${answer.persistedBy}`)
+    if (answer.persistedBy !== undefined && log.enabled('debug'))
+      log('debug', `SET from ${who()} persisted: ${answer.persistedBy}`)
     const cached: CachedAnswer = { payload: answer.payload, timestamp: answer.timestamp }
     if (durableSeq === undefined || !this.options.journal) return this.finish(entry, reply, cached)
     this.inFlight++
@@ -282,11 +319,15 @@ export class StateStoreService {
     const properties = {
       correlationData: reply.correlation,
       contentType: CONTENT_TYPE,
-      // mqtt-packet turns a PUBLISH with an empty user-property map into zero bytes, silently (a preview answer without a version has one).
+      // mqtt-packet turns a PUBLISH with an empty user-property map into zero bytes, silently (a preview answer without
+      // a version has one).
       ...(Object.keys(userProperties).length > 0 ? { userProperties } : {}),
       ...(messageExpiryInterval !== undefined ? { messageExpiryInterval } : {}),
     }
-    if (this.tooLarge(reply.responseTopic, answer.payload, properties, `answer on ${reply.responseTopic.slice(0, 200)}`)) return
+    if (
+      this.tooLarge(reply.responseTopic, answer.payload, properties, `answer on ${reply.responseTopic.slice(0, 200)}`)
+    )
+      return
     this.client.publish(reply.responseTopic, answer.payload, { qos: 1, properties })
   }
 }

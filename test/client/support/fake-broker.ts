@@ -82,7 +82,11 @@ export class FakeBroker {
           return
         case 'auth':
           this.auths.push(packet)
-          send({ cmd: 'auth', reasonCode: 0, properties: { authenticationMethod: packet.properties?.authenticationMethod ?? '' } })
+          send({
+            cmd: 'auth',
+            reasonCode: 0,
+            properties: { authenticationMethod: packet.properties?.authenticationMethod ?? '' },
+          })
           return
         case 'disconnect':
           socket.end()

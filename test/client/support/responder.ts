@@ -27,7 +27,9 @@ export interface Answer {
 }
 
 /** What to do with one request: answers to publish (several = duplicates), or none. */
-export type Handler = (request: SeenRequest) => Answer | Answer[] | null | undefined | Promise<Answer | Answer[] | null | undefined>
+export type Handler = (
+  request: SeenRequest,
+) => Answer | Answer[] | null | undefined | Promise<Answer | Answer[] | null | undefined>
 
 /**
  * A stand-in state store for the client's unit tests: an mqtt.js client on a real broker that
@@ -44,7 +46,11 @@ export class Responder {
     public handler: Handler,
   ) {}
 
-  static async start(brokerUrl: string, handler: Handler, clientId = `responder-${process.pid}-${Math.random().toString(16).slice(2)}`): Promise<Responder> {
+  static async start(
+    brokerUrl: string,
+    handler: Handler,
+    clientId = `responder-${process.pid}-${Math.random().toString(16).slice(2)}`,
+  ): Promise<Responder> {
     const mqtt = connect(brokerUrl, { protocolVersion: 5, clientId, reconnectPeriod: 100, connectTimeout: 5000 })
     mqtt.on('error', () => {})
     mqtt.on('connect', () => (mqtt.stream as { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true))
@@ -67,7 +73,8 @@ export class Responder {
   async waitForRequests(count: number, timeoutMs = 5000): Promise<void> {
     const deadline = Date.now() + scaled(timeoutMs)
     while (this.requests.length < count) {
-      if (Date.now() > deadline) throw new Error(`expected ${count} requests within ${timeoutMs} ms (scaled), saw ${this.requests.length}`)
+      if (Date.now() > deadline)
+        throw new Error(`expected ${count} requests within ${timeoutMs} ms (scaled), saw ${this.requests.length}`)
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 20)
         this.waiters.push(() => {
@@ -80,13 +87,20 @@ export class Responder {
 
   /** Publishes one answer to the request's response topic (or elsewhere). */
   async send(request: SeenRequest, answer: Answer): Promise<void> {
-    const user = answer.user ?? { [Prop.status]: '200', [Prop.protocolVersion]: '1.0', [Prop.timestamp]: this.clock.tick().toString(), ...answer.extraUser }
+    const user = answer.user ?? {
+      [Prop.status]: '200',
+      [Prop.protocolVersion]: '1.0',
+      [Prop.timestamp]: this.clock.tick().toString(),
+      ...answer.extraUser,
+    }
     const topic = answer.topic ?? request.responseTopic
     if (!topic) return
     await this.mqtt.publishAsync(topic, answer.payload, {
       qos: 1,
       properties: {
-        ...((answer.correlation ?? request.correlation) ? { correlationData: answer.correlation ?? request.correlation } : {}),
+        ...((answer.correlation ?? request.correlation)
+          ? { correlationData: answer.correlation ?? request.correlation }
+          : {}),
         contentType: 'application/octet-stream',
         userProperties: user,
       },
@@ -116,7 +130,8 @@ export class Responder {
     let words: string[] = []
     try {
       const decoded = decodeExact(payload)
-      if (decoded.kind === 'array') words = decoded.value.map((w) => (w.kind === 'bulk' ? w.value.toString('latin1') : `<${w.kind}>`))
+      if (decoded.kind === 'array')
+        words = decoded.value.map((w) => (w.kind === 'bulk' ? w.value.toString('latin1') : `<${w.kind}>`))
     } catch {
       words = ['<bad RESP>']
     }
