@@ -6,6 +6,7 @@ import type { StateStoreClient } from '../src/client'
 import { LiveFeed, lockView, ScanKeyBrowser, viewValue, watchView, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/config-node'
 import { EXPORT_IDLE_MS, ExportTooLarge, MAX_EXPORT_BYTES, MAX_EXPORT_KEYS, responseSink, streamExport, type ExportLimits } from './lib/export-keys'
+import { checkImport, ImportBadLine, ImportTooLarge } from './lib/import-keys'
 import { asksForInternalKeys, isContextInternalKey } from './lib/internal-keys'
 
 /**
@@ -298,6 +299,42 @@ export = function (RED: NodeAPI) {
         throw err
       } finally {
         exporting.delete(n.id)
+      }
+    }),
+  )
+  // An export file (or a statestore.json) written into the store: the request body is the file,
+  // streamed to a temporary file and checked whole first (a bad line writes nothing and is named),
+  // within the export's limits, one import per store at a time (another is answered 429 importBusy).
+  const importing = new Set<string>()
+  http.post(
+    `${BASE}/stores/:id/import`,
+    needs(WRITE),
+    route(async (req, res) => {
+      const n = store(req, res)
+      if (!n) return
+      // A body Node-RED's JSON or form parser has read is no file: the sidebar sends application/x-ndjson.
+      if (req.readableEnded) return fail(res, 400, 'importNoFile')
+      if (importing.has(n.id)) return fail(res, 429, 'importBusy')
+      importing.add(n.id)
+      const abort = new AbortController()
+      res.on('close', () => abort.abort())
+      try {
+        const c = await client(n, res)
+        if (!c) return
+        const checked = await checkImport(req, exportLimits(), abort.signal)
+        try {
+          const outcome = await checked.write(c, abort.signal)
+          res.json(outcome)
+        } finally {
+          await checked.cleanup()
+        }
+      } catch (err) {
+        if (err instanceof ImportBadLine) return void res.status(400).json({ code: 'importBadLine', line: err.line, detail: err.reason })
+        if (err instanceof ImportTooLarge) return fail(res, 413, err.limit === 'keys' ? 'importTooLarge' : 'importTooManyBytes')
+        if (abort.signal.aborted) return
+        throw err
+      } finally {
+        importing.delete(n.id)
       }
     }),
   )
