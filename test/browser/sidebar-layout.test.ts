@@ -143,7 +143,7 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     await inspector.locator('.ss-sidebar-ok', { hasText: text('inspector.done.deleted') }).waitFor()
     assert.equal(await inspector.locator('.ss-sidebar-inspected-value').count(), 0, 'the deleted value is gone')
     // Listed again with SCAN (the emulator of npm start answers it): an empty page.
-    await page.locator('.ss-sidebar-count', { hasText: text('browser.scanCount_plural', { count: 0 }) }).waitFor()
+    await page.locator('.ss-sidebar-count', { hasText: text('browser.scanCount', { count: 0 }) }).waitFor()
     assert.equal(await page.locator('.ss-sidebar-browsed').count(), 0, 'the key browser no longer lists the deleted key')
   })
 
