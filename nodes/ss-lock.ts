@@ -1,5 +1,5 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
-import { DEFAULT_LEASE_MS } from '../src/locks'
+import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS, SLOT_SEPARATOR } from '../src/locks'
 import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
 import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
@@ -9,12 +9,15 @@ import type { Action, LockMode, ModeContext } from './lock/mode'
 import { leaseMode } from './lock/lease-mode'
 import { lockMode } from './lock/lock-mode'
 import { leaderMode } from './lock/leader-mode'
+import { onceMode } from './lock/once-mode'
+import { derivedClaimKey } from './lock/claim-id'
 import { DEFAULT_HOLD_MS, DEFAULT_QUEUE, DEFAULT_WAIT_MS, SCHEMAS } from './lib/schemas'
 
 const DEFAULTS = SCHEMAS['ss-lock'].defaults
 
-type Mode = 'lease' | 'lock' | 'leader'
-const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder']
+type Mode = 'lease' | 'lock' | 'leader' | 'gate' | 'once'
+const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder', 'complete']
+const MODES: readonly string[] = ['lease', 'lock', 'leader', 'gate', 'once']
 
 interface LockDef extends NodeDef {
   store: string
@@ -29,6 +32,8 @@ interface LockDef extends NodeDef {
   queue: string | number
   autoRenew: boolean
   campaign: boolean
+  keepMs: string | number
+  limit: string | number
   overrides: boolean
 }
 
@@ -43,7 +48,7 @@ export = function (RED: NodeAPI) {
   function SsLock(this: Node, def: LockDef) {
     RED.nodes.createNode(this, def)
     const node = this
-    const modeName: Mode = def.mode === 'lock' || def.mode === 'leader' ? def.mode : 'lease'
+    const modeName: Mode = MODES.includes(def.mode) ? def.mode : 'lease'
     const leaseMs = positiveInt(def.leaseMs, DEFAULT_LEASE_MS)
     const overrides = def.overrides !== false
     const keyProp = { value: def.key ?? '', type: def.keyType || DEFAULTS.keyType.value }
@@ -74,10 +79,13 @@ export = function (RED: NodeAPI) {
       timeoutMs: positiveInt(def.timeout, DEFAULT_WAIT_MS),
       holdMs: wholeOrZero(def.holdMs, DEFAULT_HOLD_MS),
       queueSize: wholeOrZero(def.queue, DEFAULT_QUEUE),
+      limit: positiveInt(def.limit, 1),
       closing: () => closing,
     }
-    leader = modeName === 'leader' ? leaderMode(ctx) : null
-    const modeOfNode: LockMode = leader ?? (modeName === 'lock' ? lockMode(ctx) : leaseMode(ctx))
+    leader = modeName === 'leader' || modeName === 'gate' ? leaderMode(ctx, { gate: modeName === 'gate' }) : null
+    const modeOfNode: LockMode =
+      leader ??
+      (modeName === 'lock' ? lockMode(ctx) : modeName === 'once' ? onceMode({ ...ctx, keepMs: positiveInt(def.keepMs, DEFAULT_KEEP_MS) }) : leaseMode(ctx))
     mode = modeOfNode
 
     /** Leader mode starts campaigning for its configured name when deployed (and again after a failed start). */
@@ -100,8 +108,9 @@ export = function (RED: NodeAPI) {
       if (typeof action !== 'string' || !ACTIONS.includes(action))
         throw new InputError('ActionUnknown', t('errors.action', { value: preview(action), allowed: ACTIONS.join(', ') }))
       const out = (name: string) => (ok: boolean, m: NodeMessage) => {
-        // The lock name it used, told on the msg: no node reads msg.key unless its Key setting names it.
-        ;(m as Record<string, unknown>).key = name
+        // The lock name it used, told on the msg: no node reads msg.key unless its Key setting names it;
+        // a gate passes the msg on as it came (its msg.key is the flow's, not the position's).
+        if (!(modeName === 'gate' && action === 'acquire')) (m as Record<string, unknown>).key = name
         send(ok ? [m, null] : [null, m])
       }
       // A msg that carries a hold is released (or renewed) by that hold when this node's Lock name is
@@ -109,14 +118,27 @@ export = function (RED: NodeAPI) {
       // the msg by a lock node upstream, does not move the node to it.
       const carriedHold = leader ? null : carried((msg as Record<string, unknown>).lock)
       const blank = keyProp.type === 'str' && keyProp.value.trim() === ''
-      const name = blank && carriedHold && (action === 'release' || action === 'renew') ? carriedHold.name : await resolveKey(RED, node, msg, keyProp, t)
-      const hold = carriedHold?.name === name ? carriedHold : null
+      const fromHold = blank && carriedHold !== null && (action === 'release' || action === 'renew' || action === 'complete')
+      // Run once with a blank Key claims an id derived from the msg (claim-id.ts), never msg.key: a key
+      // an earlier node read is no msg's identity.
+      const derived = modeName === 'once' && blank && action === 'acquire'
+      const name = fromHold ? carriedHold.name : derived ? derivedClaimKey(msg) : await resolveKey(RED, node, msg, keyProp, t)
+      // A semaphore's hold names its slot (`<name>/slot-<i>`): a node naming the semaphore releases it too.
+      const hold = carriedHold && (carriedHold.name === name || carriedHold.name.startsWith(name + SLOT_SEPARATOR)) ? carriedHold : null
       if (hold && action === 'release') {
         const released = await releaseCarried(await client(), hold)
         ;(msg as Record<string, unknown>).released = released
         if (released) status.outcome('status.released')
         else status.attention('node-red-contrib-aio-statestore/ss-lock:ss-lock.status.notReleased')
         return out(hold.name)(true, msg)
+      }
+      if (hold && action === 'complete') {
+        // A run-once claim made in this runtime is completed where it was made; any other is not.
+        const completed = (await find(hold)?.complete?.()) ?? false
+        ;(msg as Record<string, unknown>).completed = completed
+        if (completed) status.outcome('node-red-contrib-aio-statestore/ss-lock:ss-lock.status.completed')
+        else status.attention('node-red-contrib-aio-statestore/ss-lock:ss-lock.status.notCompleted')
+        return out(hold.name)(completed, msg)
       }
       if (hold && action === 'renew' && find(hold)) {
         const token = await find(hold)!.renew()

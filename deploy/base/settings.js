@@ -4,10 +4,38 @@
 // every flow reads (env.get, $env() in JSONata, ${NAME} in a node's property).
 'use strict'
 const { readFileSync } = require('node:fs')
-const { join } = require('node:path')
+const { dirname, join } = require('node:path')
+const { homedir } = require('node:os')
 
-// The package is installed in the image (deploy/image), beside Node-RED, or from the palette into /data.
-const contextStore = require(require.resolve('node-red-contrib-aio-statestore/context', { paths: [process.cwd(), '/data'] }))
+/**
+ * Resolves a module where Node-RED finds its nodes: the user directory (`-u`/`--userDir`, else
+ * NODE_RED_USER_DIR, else ~/.node-red; /data in the image), the folders up from Node-RED's own install
+ * (the image installs the package beside it), the working directory, and this file's own package
+ * when the file lies in it (the repository's deploy/ run by hand, docs/cluster.md).
+ */
+function resolveModule(request) {
+  const argv = process.argv
+  const flag = argv.findIndex((a) => a === '-u' || a === '--userDir')
+  const userDir = (flag >= 0 ? argv[flag + 1] : argv.find((a) => a.startsWith('--userDir='))?.slice('--userDir='.length)) || process.env.NODE_RED_USER_DIR
+  const red = require.main?.filename ? dirname(require.main.filename) : null
+  const paths = [userDir, join(homedir(), '.node-red'), '/data', red, process.cwd(), __dirname].filter(Boolean)
+  return require.resolve(request, { paths })
+}
+
+const contextStore = require(resolveModule('node-red-contrib-aio-statestore/context'))
+
+/** The package this file lies in (the repository's deploy/, run by hand), or null (the image's ConfigMap). */
+function ownPackage() {
+  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    try {
+      if (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name === 'node-red-contrib-aio-statestore') return dir
+    } catch {
+      // no package.json here: one folder up
+    }
+  }
+  return null
+}
+const own = ownPackage()
 
 const SECRETS = process.env.NODE_RED_SECRETS_DIR || '/etc/node-red-secrets'
 
@@ -50,8 +78,13 @@ module.exports = {
     statestore: { module: contextStore, config: {} },
   },
 
+  // Run by hand from the repository: Node-RED loads the nodes from it (in the image they are installed beside Node-RED).
+  ...(own ? { nodesDir: [own] } : {}),
+
   logging: { console: { level: 'info', metrics: false, audit: false } },
   diagnostics: { enabled: false, ui: false },
   telemetry: { enabled: false, updateNotification: false },
   editorTheme: { tours: false },
 }
+// For the overlays' settings (settings-ha.js): not a setting, so Node-RED never sees it.
+Object.defineProperty(module.exports, 'resolveModule', { value: resolveModule, enumerable: false })

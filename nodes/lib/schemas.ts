@@ -1,4 +1,4 @@
-import { DEFAULT_LEASE_MS } from '../../src/locks'
+import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS } from '../../src/locks'
 import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from './key-list'
 
 /**
@@ -154,10 +154,12 @@ export const SCHEMAS = {
             '  var mode = $("#node-input-mode").val() || this.mode;',
             '  var type = $("#node-input-keyType").val() || this.keyType;',
             '  // A leader campaigns when the flow starts, before any msg exists to name the position.',
-            '  if (mode === "leader" && type === "msg") return opt ? RED._("node-red:validator.errors.invalid-prop") : false;',
+            '  if ((mode === "leader" || mode === "gate") && type === "msg") return opt ? RED._("node-red:validator.errors.invalid-prop") : false;',
             '  // A release takes the lock from the hold the msg carries (msg.lock): no name needed.',
             '  var action = $("#node-input-action").val() || this.action;',
-            '  if (action === "release" && mode !== "leader" && type === "str" && !v) return true;',
+            '  if (action === "release" && mode !== "leader" && mode !== "gate" && type === "str" && !v) return true;',
+            '  // Run once with a blank name claims an id derived from the msg; a completion takes the claim from msg.lock.',
+            '  if ((mode === "once" || action === "complete") && type === "str" && !v) return true;',
             '  return window.AioStateStore.requiredTyped("keyType").call(this, v, opt);',
             '}',
           ],
@@ -171,8 +173,10 @@ export const SCHEMAS = {
       timeout: whole(DEFAULT_WAIT_MS),
       holdMs: whole(DEFAULT_HOLD_MS),
       queue: whole(DEFAULT_QUEUE),
+      limit: whole(1),
       autoRenew: { value: true },
       campaign: { value: true },
+      keepMs: whole(DEFAULT_KEEP_MS),
       overrides,
     },
   },

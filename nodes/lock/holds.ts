@@ -24,6 +24,8 @@ export interface Hold {
   remainingMs(): number
   /** Wall-clock ms at which it was acquired. */
   readonly since: number
+  /** A run-once claim: marks its work done; true when it still held (see Claim.complete). */
+  complete?(): Promise<boolean>
 }
 
 /** The holds of this runtime, by name and value: a release from any node finds the one a msg carries. */

@@ -9,11 +9,19 @@ interface Held {
   readonly election: LeaderElection
   /** Set while campaigning; aborted by release and close. */
   campaigning?: AbortController
+  /** Who leads, as last observed (null: nobody; undefined: not known yet). */
+  leader?: string | null
 }
 
-/** Leader mode: the node stands for election for its holder, and tells when it leads and when not. */
-export function leaderMode(ctx: ModeContext): LockMode & { start(client: StateStoreClient, name: string): void } {
+/**
+ * Leader mode: the node stands for election for its holder, and tells when it leads and when not.
+ * As a gate (`gate`), it sends nothing of its own: each msg passes by output 1 while this node
+ * surely leads (elected, and its term not yet run out as this runtime measures it from the last
+ * renewal sent), with the term's fencing token, and by output 2 otherwise.
+ */
+export function leaderMode(ctx: ModeContext, options: { gate?: boolean } = {}): LockMode & { start(client: StateStoreClient, name: string): void } {
   const { node, store, status, t, holder, leaseMs } = ctx
+  const gate = options.gate === true
   const held = new Map<string, Held>()
 
   function entry(c: StateStoreClient, name: string): Held {
@@ -23,13 +31,16 @@ export function leaderMode(ctx: ModeContext): LockMode & { start(client: StateSt
     const created: Held = { election }
     election.on('elected', ({ fencingToken }) => {
       status.outcome('status.leader')
+      if (gate) return
       node.send([{ topic: name, key: name, payload: true, leader: true, holder, fencingToken: fencingToken.toString() }, null])
     })
     election.on('lost', ({ reason }) => {
       if (ctx.closing()) return
       status.outcome('status.follower')
+      if (gate) return
       node.send([null, { topic: name, key: name, payload: false, leader: false, holder, reason }])
     })
+    election.on('leader', ({ leader }) => (created.leader = text(leader)))
     election.on('error', (err) => node.warn(err.message))
     store?.activity.trackLease(node.id, name, 'leader', holder, leaseMs, election.lease, election)
     held.set(name, created)
@@ -51,6 +62,17 @@ export function leaderMode(ctx: ModeContext): LockMode & { start(client: StateSt
       .finally(() => {
         if (h.campaigning === abort) h.campaigning = undefined
       })
+  }
+
+  /** The gate: output 1 with the term's token while this node surely leads, else output 2 with who leads. */
+  function pass(h: Held, m: NodeMessage & Record<string, unknown>, out: Out): void {
+    const token = h.election.isLeader && h.election.lease.remainingMs > 0 ? h.election.lease.fencingToken : null
+    m.leader = token !== null
+    if (token) {
+      m.fencingToken = token.toString()
+      m.holder = holder
+    } else if (h.leader !== undefined) m.holder = h.leader
+    out(token !== null, m)
   }
 
   return {
@@ -80,6 +102,7 @@ export function leaderMode(ctx: ModeContext): LockMode & { start(client: StateSt
       }
       if (action === 'renew') throw new InputError('ActionUnsupported', t('errors.renewLeader'))
       if (!h.campaigning) campaign(name, h)
+      if (gate) pass(h, m, out)
     },
 
     async close(): Promise<void> {

@@ -1,7 +1,7 @@
 import type { NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../../src/client'
 import { CancelledError, TimeoutError } from '../../src/diagnostics/errors'
-import { Lock } from '../../src/locks'
+import { Lock, Semaphore, type Lease } from '../../src/locks'
 import { InputError } from '../lib/errors'
 import { heldSince, holdValue, register, unregister, type Hold, type HoldInfo } from './holds'
 import { givingUp } from './give-up'
@@ -29,17 +29,25 @@ interface Waiter {
   settle(err?: unknown): void
 }
 
-/** One lock name at this node: the msg holding it (or acquiring it) and the msgs waiting, in order. */
+/** One lock name at this node: the msgs holding it (one, or up to *Holders at most*), the one acquiring it, and the msgs waiting, in order. */
 interface Line {
   readonly name: string
   readonly waiting: Waiter[]
-  current: MsgHold | null
+  readonly holds: MsgHold[]
+  /** With a limit above 1: the semaphore of this name, shared by the line's takes. */
+  semaphore?: Semaphore
   /** The msg taking the lock (between its turn and the answer). */
   acquiring: Waiter | null
 }
 
 /** Why a hold ended while its msg was still in the flow (msg.reason on output 2). */
 type LossReason = 'holdAtMost' | 'expired' | 'lost' | 'released'
+
+/** What a hold holds: a lock, or one slot of a semaphore. */
+interface Held {
+  readonly lease: Lease
+  release(options?: { timeoutMs?: number }): Promise<boolean>
+}
 
 /** One msg's hold: a lease of its own value, renewed until released, lost, or held for *Hold at most*. */
 class MsgHold implements Hold {
@@ -50,7 +58,7 @@ class MsgHold implements Hold {
 
   constructor(
     readonly info: HoldInfo,
-    readonly lock: Lock,
+    readonly lock: Held,
     private readonly onEnd: (hold: MsgHold, loss: { reason: LossReason; detail?: string } | null) => void,
   ) {}
 
@@ -121,13 +129,14 @@ class MsgHold implements Hold {
  */
 export function lockMode(ctx: ModeContext): LockMode {
   const { RED, node, store, status, holder, leaseMs, renewPeriodMs, timeoutMs, holdMs, queueSize } = ctx
+  const limit = ctx.limit ?? 1
   const lines = new Map<string, Line>()
   const closing = new AbortController()
 
   function line(name: string): Line {
     let l = lines.get(name)
     if (!l) {
-      l = { name, waiting: [], current: null, acquiring: null }
+      l = { name, waiting: [], holds: [], acquiring: null }
       lines.set(name, l)
     }
     return l
@@ -176,11 +185,11 @@ export function lockMode(ctx: ModeContext): LockMode {
   }
 
   function next(c: StateStoreClient, l: Line): void {
-    if (l.current || l.acquiring || closing.signal.aborted) return report(l)
+    if (l.holds.length >= limit || l.acquiring || closing.signal.aborted) return report(l)
     const w = l.waiting.shift()
     if (!w) {
       // Nothing holds, takes or waits for this name: forget it (msg.key may name many).
-      lines.delete(l.name)
+      if (l.holds.length === 0) lines.delete(l.name)
       return report(l)
     }
     clearTimeout(w.timer)
@@ -193,8 +202,10 @@ export function lockMode(ctx: ModeContext): LockMode {
     const value = holdValue(holder)
     // The hold follows its key: released in another runtime, deleted or expired, it ends there and
     // then, and no renewal writes the key back.
-    const lock = new Lock(c, l.name, { holder: value, leaseMs, renewPeriodMs, followKey: true })
-    lock.lease.on('error', (err) => node.warn(err.message))
+    // Up to *Holders at most* msgs at once: each takes one slot of the name's semaphore.
+    if (limit > 1 && !l.semaphore) l.semaphore = new Semaphore(c, l.name, { limit, leaseMs, ...(renewPeriodMs ? { renewPeriodMs } : {}) })
+    const lock = limit > 1 ? null : new Lock(c, l.name, { holder: value, leaseMs, renewPeriodMs, followKey: true })
+    lock?.lease.on('error', (err) => node.warn(err.message))
     // A take that waits a while asks once who holds the lock: how long a hold of another runtime has
     // lasted at least, should a msg give up behind it (an uncontended take costs no request more).
     const ask = setTimeout(() => {
@@ -205,19 +216,33 @@ export function lockMode(ctx: ModeContext): LockMode {
         () => {},
       )
     }, SIGHTING_AFTER_MS)
-    store?.activity.trackLease(node.id, l.name, 'lock', value, leaseMs, lock.lease)
+    if (lock) store?.activity.trackLease(node.id, l.name, 'lock', value, leaseMs, lock.lease)
     let failure: unknown = undefined
     try {
-      const token = (await lock.acquire({ timeoutMs: Math.max(1, w.deadline - Date.now()), signal: closing.signal })).toString()
+      const wait = { timeoutMs: Math.max(1, w.deadline - Date.now()), signal: closing.signal }
+      let held: Held
+      let token: string
+      let slot: number | undefined
+      if (lock) {
+        token = (await lock.acquire(wait)).toString()
+        held = lock
+      } else {
+        const permit = await l.semaphore!.acquire({ ...wait, holder: value })
+        permit.lease.on('error', (err) => node.warn(err.message))
+        token = permit.fencingToken.toString()
+        held = permit
+        slot = permit.slot
+      }
       // Acquired just as the node closed: given back at once, so no renewal outlives the node.
       if (closing.signal.aborted) {
-        await lock.release({ timeoutMs: 800 }).catch(() => {})
+        await held.release({ timeoutMs: 800 }).catch(() => {})
         return
       }
-      const info: HoldInfo = { name: l.name, holder, value, fencingToken: token }
-      const hold = new MsgHold(info, lock, (h, loss) => ended(c, l, h, w, loss))
-      lock.lease.on('lost', ({ message, deleted }) => hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: message }))
-      l.current = hold
+      // A slot's hold names the slot's key: a release from any node finds it by the key and value it carries.
+      const info: HoldInfo = { name: slot === undefined ? l.name : l.semaphore!.slotKey(slot).toString('utf8'), holder, value, fencingToken: token }
+      const hold = new MsgHold(info, held, (h, loss) => ended(c, l, h, w, loss))
+      held.lease.on('lost', ({ message, deleted }) => hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: message }))
+      l.holds.push(hold)
       register(hold)
       if (holdMs > 0) hold.limit(holdMs, 'holdAtMost')
       // Without renewal the lease ends on its own after its time: so does the hold.
@@ -226,6 +251,7 @@ export function lockMode(ctx: ModeContext): LockMode {
       w.msg.fencingToken = token
       w.msg.holder = holder
       w.msg.lock = { ...info }
+      if (slot !== undefined) w.msg.slot = slot
       l.acquiring = null
       showHolds()
       w.out(true, w.msg)
@@ -242,7 +268,8 @@ export function lockMode(ctx: ModeContext): LockMode {
 
   /** A hold ended: a loss while its msg is in the flow goes to output 2; the next msg's turn comes. */
   function ended(c: StateStoreClient, l: Line, h: MsgHold, w: Waiter, loss: { reason: LossReason; detail?: string } | null): void {
-    if (l.current === h) l.current = null
+    const i = l.holds.indexOf(h)
+    if (i >= 0) l.holds.splice(i, 1)
     if (loss && !closing.signal.aborted) {
       if (loss.reason === 'holdAtMost') node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
       status.attention(loss.reason === 'released' ? `${OWN}status.releasedElsewhere` : 'status.lost')
@@ -256,7 +283,7 @@ export function lockMode(ctx: ModeContext): LockMode {
   async function acquire(c: StateStoreClient, name: string, msg: Msg, out: Out): Promise<void> {
     const l = line(name)
     // The queue is of msgs behind the one holding (or taking) the lock: a free lock takes the msg at once.
-    if ((l.current || l.acquiring) && l.waiting.length >= queueSize)
+    if ((l.holds.length >= limit || l.acquiring) && l.waiting.length >= queueSize)
       throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
     await new Promise<void>((resolve, reject) => {
       const start = Date.now()
@@ -287,15 +314,23 @@ export function lockMode(ctx: ModeContext): LockMode {
   }
 
   /** Whether a msg of this node holds any lock now: the status says "acquired" only while one does. */
-  const holding = (): boolean => [...lines.values()].some((l) => l.current !== null)
+  const holding = (): boolean => [...lines.values()].some((l) => l.holds.length > 0)
 
   /** The hold a release or renew without msg.lock means: this node's current hold of the name. */
-  const own = (name: string): MsgHold | null => lines.get(name)?.current ?? null
+  const own = (name: string): MsgHold | null => lines.get(name)?.holds[0] ?? null
 
   return {
     async act(c: StateStoreClient, action: Action, name: string, msg: NodeMessage, out: Out): Promise<void> {
       const m = msg as Msg
       if (action === 'acquire') return acquire(c, name, m, out)
+      if (action === 'holder' && limit > 1) {
+        // A semaphore: who holds each slot (null: free).
+        const slots = await (lines.get(name)?.semaphore ?? new Semaphore(c, name, { limit, leaseMs })).holders()
+        m.holders = slots.map((s) => text(s.holder))
+        m.payload = m.holders
+        status.outcome(slots.some((s) => s.holder) ? 'status.held' : 'status.free')
+        return out(true, msg)
+      }
       if (action === 'holder') {
         const { value, version } = await c.get(name)
         m.holder = text(value)
@@ -333,7 +368,7 @@ export function lockMode(ctx: ModeContext): LockMode {
           clearTimeout(w.timer)
           w.settle()
         }
-        if (l.current) work.push(l.current.release({ timeoutMs: 800 }).catch(() => {}))
+        for (const h of l.holds) work.push(h.release({ timeoutMs: 800 }).catch(() => {}))
       }
       lines.clear()
       await Promise.all(work)

@@ -5,7 +5,7 @@ import type { StoreConfigNode } from '../lib/config-node'
 import type { Translate } from '../lib/i18n'
 import type { StatusView } from '../lib/status'
 
-export type Action = 'acquire' | 'renew' | 'release' | 'holder'
+export type Action = 'acquire' | 'renew' | 'release' | 'holder' | 'complete'
 
 /** Sends the msg on output 1 (ok) or output 2, with the lock name it used as msg.key. */
 export type Out = (ok: boolean, msg: NodeMessage) => void
@@ -26,6 +26,8 @@ export interface ModeContext {
   readonly holdMs: number
   /** Lock mode: how many msgs may wait for one lock name. */
   readonly queueSize: number
+  /** Lock mode: how many msgs may hold one lock name at once, across runtimes (a semaphore above 1); default 1. */
+  readonly limit?: number
   readonly closing: () => boolean
 }
 

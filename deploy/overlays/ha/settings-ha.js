@@ -13,11 +13,12 @@
 //    process: Kubernetes restarts it as a standby, and two actives never run at once.
 'use strict'
 
-const base = require('./settings.js')
-const from = { paths: [process.cwd(), '/data'] }
-const aio = require(require.resolve('node-red-contrib-aio-statestore', from))
+// Beside it in the ConfigMap; in the repository (run by hand, docs/cluster.md), in deploy/base.
+const base = require(require('node:fs').existsSync(`${__dirname}/settings.js`) ? './settings.js' : '../../base/settings.js')
+// Where Node-RED finds its nodes (the base settings' resolveModule).
+const aio = require(base.resolveModule('node-red-contrib-aio-statestore'))
 // Node-RED's own storage (flows.json and the rest of /data), which the HA storage wraps.
-const localfilesystem = require(require.resolve('@node-red/runtime/lib/storage/localfilesystem', from))
+const localfilesystem = require(base.resolveModule('@node-red/runtime/lib/storage/localfilesystem'))
 
 const PREFIX = process.env.NODE_RED_HA_KEY_PREFIX || 'nodered/ha/'
 const KEYS = { leader: `${PREFIX}leader`, flows: `${PREFIX}flows`, credentials: `${PREFIX}credentials` }
@@ -78,7 +79,8 @@ function load(key) {
 }
 async function store(key, document) {
   if (!election.isLeader) throw new Error('this Node-RED is the standby: deploy to the active one')
-  await client.set(key, JSON.stringify(document), { fencingToken })
+  // Persisted: a cluster restart finds the flows the active last deployed, not whichever /data came first.
+  await client.set(key, JSON.stringify(document), { fencingToken, persist: true })
 }
 
 /** Node-RED's storage API: /data as ever, and the flows and credentials in the state store too. */
