@@ -6,7 +6,7 @@ import type { StateStoreClient } from '../src/client'
 import { LiveFeed, lockView, ScanKeyBrowser, viewValue, watchView, type StoreActivity } from '../src/observe'
 import type { StoreConfigNode } from './lib/config-node'
 import { EXPORT_IDLE_MS, ExportTooLarge, MAX_EXPORT_BYTES, MAX_EXPORT_KEYS, responseSink, streamExport, type ExportLimits } from './lib/export-keys'
-import { checkImport, ImportBadLine, ImportTooLarge } from './lib/import-keys'
+import { ImportBadLine, importFile, ImportTooLarge } from './lib/import-keys'
 import { asksForInternalKeys, isContextInternalKey } from './lib/internal-keys'
 
 /**
@@ -302,9 +302,8 @@ export = function (RED: NodeAPI) {
       }
     }),
   )
-  // An export file (or a statestore.json) written into the store: the request body is the file,
-  // streamed to a temporary file and checked whole first (a bad line writes nothing and is named),
-  // within the export's limits, one import per store at a time (another is answered 429 importBusy).
+  // An export file or a statestore.json as the request body, streamed to a temporary file and checked whole first (a bad
+  // line writes nothing and is named), within the export's limits, one per store at a time (another is answered 429 importBusy).
   const importing = new Set<string>()
   http.post(
     `${BASE}/stores/:id/import`,
@@ -321,13 +320,7 @@ export = function (RED: NodeAPI) {
       try {
         const c = await client(n, res)
         if (!c) return
-        const checked = await checkImport(req, exportLimits(), abort.signal)
-        try {
-          const outcome = await checked.write(c, abort.signal)
-          res.json(outcome)
-        } finally {
-          await checked.cleanup()
-        }
+        res.json(await importFile(req, c, exportLimits(), abort.signal))
       } catch (err) {
         if (err instanceof ImportBadLine) return void res.status(400).json({ code: 'importBadLine', line: err.line, detail: err.reason })
         if (err instanceof ImportTooLarge) return fail(res, 413, err.limit === 'keys' ? 'importTooLarge' : 'importTooManyBytes')

@@ -84,6 +84,21 @@ export async function checkImport(source: AsyncIterable<Buffer | string>, limits
   return { records, write: (client, s) => writeChecked(client, path, s), cleanup }
 }
 
+/** A file checked whole, then written (each key its own SET); its temporary copy removed either way. */
+export async function importFile(
+  source: AsyncIterable<Buffer | string>,
+  client: StateStoreClient,
+  limits: ImportLimits,
+  signal: AbortSignal,
+): Promise<ImportOutcome> {
+  const checked = await checkImport(source, limits, signal)
+  try {
+    return await checked.write(client, signal)
+  } finally {
+    await checked.cleanup()
+  }
+}
+
 /** The second pass: each record not yet expired is its own SET, with the time it has left and its persist flag. */
 async function writeChecked(client: StateStoreClient, path: string, signal: AbortSignal): Promise<ImportOutcome> {
   setMaxListeners(BOUND.count + 1, signal)
