@@ -67,7 +67,7 @@ describe('node dialogs: values and labels (npm start, chromium)', function () {
     await editor.cancel()
   })
 
-  it("the lock dialog's Hold at most stays on one line", async function () {
+  it("the lock dialog's Hold at most and Holders at most stay on one line", async function () {
     const editor = session!.editor
     await editor.page.evaluate(() => {
       let store = ''
