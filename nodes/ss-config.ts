@@ -1,7 +1,7 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red'
 import { CLIENT_DEFAULTS, parsePersistenceProperty, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
-import { ConnectionError, type ConnectionErrorCode } from '../src/diagnostics/errors'
+import { ConnectionError, OverloadedError, type ConnectionErrorCode } from '../src/diagnostics/errors'
 import { LockFollower, StoreActivity } from '../src/observe'
 import { authOptions, configClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
 import {
@@ -31,6 +31,8 @@ interface ConfigDef extends NodeDef {
   requestTimeout: string | number
   connectionWait?: string | number
   maxInFlight: string | number
+  /** The memory the msgs waiting for a free slot may take, in MiB (the client's maxQueuedBytes). */
+  queueMemory?: string | number
   /** 'v1' (default) or 'preview'; the client refuses anything else. */
   protocol?: string
   /** `name=value`; blank: aio-persistence=true. */
@@ -44,8 +46,7 @@ type Credentials = StoreCredentials
 /** The config node closes within 2 s: users get this long to finish (release locks) before the client goes. */
 const USERS_GRACE_MS = 1000
 
-/** How long a msg waits for a connection that is down before it fails (blank setting); 0 = fail at once. */
-const CONNECTION_WAIT_MS = 2000
+const MIB = 1024 * 1024
 
 export = function (RED: NodeAPI) {
   function SsConfig(this: Node<Credentials>, def: ConfigDef) {
@@ -64,7 +65,9 @@ export = function (RED: NodeAPI) {
     if (claimed?.shared) node.warn(RED._('ss-config.log.environmentClientId', { id: environment.clientId!, client: claimed.clientId }))
     const clientId = def.clientId?.trim() || claimed?.clientId || configClientId(RED.settings.userDir, node.id)
     const requestTimeoutMs = positiveInt(def.requestTimeout, CLIENT_DEFAULTS.requestTimeoutMs)
-    const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, CONNECTION_WAIT_MS), requestTimeoutMs)
+    // Blank: a msg waits for a connection that is down as long as for its answer, its request timeout; 0 fails it at once.
+    const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, requestTimeoutMs), requestTimeoutMs)
+    const maxQueuedBytes = wholeNumber(def.queueMemory, CLIENT_DEFAULTS.maxQueuedBytes / MIB) * MIB
     let connection: ConnectionStatus = { state: 'disconnected' }
     let client: Promise<StateStoreClient> | null = null
     let usesEmbedded = false
@@ -100,6 +103,7 @@ export = function (RED: NodeAPI) {
         requestTimeoutMs,
         connectionWaitMs,
         maxInFlight: positiveInt(def.maxInFlight, CLIENT_DEFAULTS.maxInFlight),
+        maxQueuedBytes,
         ...(def.protocol ? { protocol: def.protocol as ProtocolName } : {}),
         // A malformed one fails the connection, said in the status: the editor refuses it before.
         persistenceProperty: parsePersistenceProperty(def.persistenceProperty),
@@ -214,9 +218,17 @@ export = function (RED: NodeAPI) {
     }
 
     // A missing service keeps the client's message (status.noService says what to check); the other codes say "not connected" and why.
+    // A full wait queue names this node's setting. A write's failure keeps whether it was written.
     node.explain = (err) => {
+      if (err instanceof OverloadedError && err.bound === 'maxQueuedBytes') {
+        const own = new OverloadedError(RED._('ss-config.errors.overloaded', { mb: String(maxQueuedBytes / MIB) }), err.bound, err.limit)
+        if (err.written !== undefined) own.written = err.written
+        return own
+      }
       if (!(err instanceof ConnectionError) || err.code === 'NoService' || explained.has(err)) return err
-      return notConnected(err.code, shownReason(connection, (key) => RED._(key)) ?? err.message, err)
+      const own = notConnected(err.code, shownReason(connection, (key) => RED._(key)) ?? err.message, err)
+      if (err.written !== undefined) own.written = err.written
+      return own
     }
 
     shareForFunctions(RED, node)

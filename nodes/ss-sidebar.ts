@@ -59,6 +59,7 @@ export = function (RED: NodeAPI) {
       connection: activity.metrics.figures(),
       watches: [...activity.watches.values()].map(watchView),
       locks: [...activity.locks.values()].map(lockView),
+      droppedLocks: activity.droppedLocks,
     }
   }
 

@@ -23,6 +23,18 @@ function configuredKeys(keys: unknown): string[] {
   return list.map((k) => String(k).trim()).filter((k) => k.length > 0)
 }
 
+/** The defaults of settings.js's `aioStateStore: { maxWatchesPerNode, maxWatchesPerConnection }`. */
+const MAX_WATCHES_PER_NODE = 1000
+const MAX_WATCHES_PER_CONNECTION = 10_000
+
+/** Per config node: the keys its watch keys nodes watch, summed over the nodes. */
+const connectionTallies = new WeakMap<object, { count: number }>()
+
+function watchSetting(RED: NodeAPI, name: 'maxWatchesPerNode' | 'maxWatchesPerConnection', fallback: number): number {
+  const v = ((RED.settings as unknown as { aioStateStore?: Record<string, unknown> }).aioStateStore ?? {})[name]
+  return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : fallback
+}
+
 export = function (RED: NodeAPI) {
   function SsWatch(this: Node, def: WatchDef) {
     RED.nodes.createNode(this, def)
@@ -47,6 +59,7 @@ export = function (RED: NodeAPI) {
         closing = true
         const observations = [...watched.values()]
         watched.clear()
+        recount()
         await Promise.all(observations.flatMap((o) => (typeof o === 'string' ? [] : [o.close().catch(() => undefined)])))
       },
     })
@@ -70,9 +83,18 @@ export = function (RED: NodeAPI) {
       emit(key, n.value, { operation: n.operation, version: n.version?.toString(), reconciled: n.reconciled })
     }
 
+    // This node's share of its connection's watched keys, counted as they are asked for (before the request).
+    const tally = store ? (connectionTallies.get(store) ?? connectionTallies.set(store, { count: 0 }).get(store)!) : { count: 0 }
+    let mine = 0
+    function recount(): void {
+      tally.count += watched.size - mine
+      mine = watched.size
+    }
+
     async function observe(key: string, initial: boolean): Promise<void> {
       if (closing || (watched.has(key) && watched.get(key) !== 'wanted')) return
       watched.set(key, 'pending')
+      recount()
       let observation: Observation
       const c = await client().catch((err: unknown) => {
         watched.set(key, 'wanted')
@@ -105,9 +127,26 @@ export = function (RED: NodeAPI) {
       }
     }
 
+    /**
+     * A watch msg may name any key: past the node's bound (`aioStateStore.maxWatchesPerNode`) or the
+     * connection's (`maxWatchesPerConnection`, over every node of one config node) the msg fails
+     * `WatchLimit` before any key of it is registered.
+     */
+    function admit(keys: string[]): void {
+      const fresh = new Set(keys.filter((k) => !watched.has(k)))
+      if (fresh.size === 0) return
+      const perNode = watchSetting(RED, 'maxWatchesPerNode', MAX_WATCHES_PER_NODE)
+      if (watched.size + fresh.size > perNode)
+        throw new InputError('WatchLimit', t('errors.watchLimit', { count: watched.size, max: perNode, setting: 'aioStateStore.maxWatchesPerNode' }))
+      const perConnection = watchSetting(RED, 'maxWatchesPerConnection', MAX_WATCHES_PER_CONNECTION)
+      if (tally.count + fresh.size > perConnection)
+        throw new InputError('WatchLimit', t('errors.watchLimit', { count: tally.count, max: perConnection, setting: 'aioStateStore.maxWatchesPerConnection' }))
+    }
+
     async function unobserve(key: string): Promise<void> {
       const state = watched.get(key)
       watched.delete(key)
+      recount()
       store?.activity.watchStopped(node.id, key)
       if (state && typeof state !== 'string') await state.close()
       status.outcome('status.watching', String(watched.size))
@@ -121,6 +160,7 @@ export = function (RED: NodeAPI) {
       const topics: unknown[] = Array.isArray(msg.topic) ? msg.topic : [msg.topic]
       // Without a config node there is no client id to size the limit by; the watch then fails with NoConfig.
       const keys = topics.map((k) => (action === 'watch' && store ? parseWatchedKey(k, store.clientId, t) : parseKey(k, t)))
+      if (action === 'watch') admit(keys)
       for (const key of keys) await (action === 'watch' ? observe(key, def.initial === true) : unobserve(key))
     })
 
@@ -132,6 +172,7 @@ export = function (RED: NodeAPI) {
       node.warn(t('errors.patternNotWatchable', { key: patterns.map((k) => preview(k)).join(', ') }))
       status.misconfigured('status.patternRefused')
     } else for (const key of configured) watched.set(key, 'wanted')
+    recount()
     // Otherwise the next 'connected' starts them: waiting here could only time out on a slow broker.
     if (status.connected) ensureAll()
   }

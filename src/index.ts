@@ -22,6 +22,8 @@ export {
   type ConnectionErrorCode,
   type ServiceErrorCode,
   type StateStoreErrorKind,
+  type OverloadBound,
+  type Written,
 } from './diagnostics/errors'
 export { Hlc, HlcError, HybridLogicalClock, type ClockOptions, type HlcErrorReason } from './hlc'
 export {

@@ -8,6 +8,7 @@ import {
   type KindCode,
   type ServiceErrorCode,
   type StateStoreErrorKind,
+  type Written,
 } from '../../src/diagnostics/errors'
 
 /**
@@ -32,6 +33,7 @@ export const INPUT_ERROR_CODES = [
   'ActionUnsupported',
   'ControlRefused',
   'PatternNotWatchable',
+  'WatchLimit',
   'PropertyFailed',
   'ExpressionInvalid',
   'ExpressionFailed',
@@ -71,6 +73,11 @@ export interface ErrorInfo {
   /** A service error's catalogue name (`FencingTokenLowerVersion`, ...), or a name for the problem (`KeyEmpty`, `Timeout`, ...). */
   code: NodeErrorCode
   message: string
+  /**
+   * A failed write's outcome, the client's answer (`err.written`): `true` it was written, `false` it
+   * was not (a retry writes it once), `"unknown"` no read could tell. Absent where nothing was to be written.
+   */
+  written?: Written
 }
 
 /** A msg (or node setting) the node cannot act on; found before anything is sent. */
@@ -88,7 +95,11 @@ export function describeError(err: unknown): ErrorInfo {
   if (err instanceof NodeFailure) return { kind: err.cause.kind, code: err.code, message: err.message }
   if (err instanceof InputError) return { kind: 'input', code: err.code, message: err.message }
   // The client's codes are the nodes' codes: a flow tells a wait that ran out (`NotConnected`) from a closed client or refused credentials.
-  if (err instanceof StateStoreError) return { kind: err.kind, code: flowCode(err), message: err.message }
+  if (err instanceof StateStoreError) {
+    const info: ErrorInfo = { kind: err.kind, code: flowCode(err), message: err.message }
+    if (err.written !== undefined) info.written = err.written
+    return info
+  }
   if (err instanceof Error) return { kind: 'internal', code: 'Internal', message: err.message }
   return { kind: 'internal', code: 'Internal', message: String(err) }
 }

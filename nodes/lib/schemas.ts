@@ -73,8 +73,9 @@ export const SCHEMAS = {
       cleanStart: { value: true },
       sessionExpiry: whole(''),
       requestTimeout: whole(10_000),
-      connectionWait: whole(2000),
+      connectionWait: whole(''),
       maxInFlight: whole(1000),
+      queueMemory: whole(80),
       protocol: { value: 'v1' },
       // Blank: aio-persistence=true, the Broker resource's default dynamicSettings.
       persistenceProperty: {

@@ -42,6 +42,9 @@ export function connectionStatus(status: ConnectionStatus, t: Translate): NodeSt
   }
 }
 
+/** How often a count in a status (msgs waiting, …) is shown at most. */
+const COUNT_EVERY_MS = 100
+
 /**
  * A node's status. It is set for every message, so it is kept cheap: texts are translated once per
  * key (the runtime's language is fixed while a node lives; the i18next lookup was some 8 % of
@@ -54,6 +57,8 @@ export class StatusView {
   private readonly cachedT: Translate
   /** What the node shows now; undefined until the first status. */
   private shown: NodeStatus | undefined
+  private pendingCount: { key: string; count: number } | undefined
+  private countTimer: ReturnType<typeof setTimeout> | undefined
 
   /**
    * A failure in the catalogue's words, naming `key` (the msg's) when given and saying what to do
@@ -91,8 +96,23 @@ export class StatusView {
 
   /** An outcome with a count in it (`status.<key>_one`, `_other`, … as the language's plural forms go), in the connection's colour. */
   counted(key: string, count: number): void {
+    // A count may change with every msg: it is translated and shown at most once per COUNT_EVERY_MS,
+    // the latest count last, so a burst of msgs costs one status, not one per msg.
+    this.pendingCount = { key, count }
+    if (this.countTimer) return
+    this.showCount()
+    this.countTimer = setTimeout(() => {
+      this.countTimer = undefined
+      if (this.pendingCount) this.counted(this.pendingCount.key, this.pendingCount.count)
+    }, COUNT_EVERY_MS)
+    this.countTimer.unref?.()
+  }
+
+  private showCount(): void {
+    const pending = this.pendingCount
+    if (!pending) return
     const connected = this.connected
-    this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text: this.t(key, { count }) })
+    this.show({ fill: connected ? 'green' : 'red', shape: connected ? 'dot' : 'ring', text: this.t(pending.key, { count: pending.count }) })
   }
 
   /**
@@ -132,6 +152,8 @@ export class StatusView {
   }
 
   private show(status: NodeStatus): void {
+    // Whatever comes after a count replaces it: a count still waiting is not shown over it.
+    this.pendingCount = undefined
     const shown = this.shown
     if (shown !== undefined && shown.fill === status.fill && shown.shape === status.shape && shown.text === status.text) return
     this.shown = status

@@ -132,6 +132,10 @@ export function lockMode(ctx: ModeContext): LockMode {
   const limit = ctx.limit ?? 1
   const lines = new Map<string, Line>()
   const closing = new AbortController()
+  // Kept as each line changes, so an event costs the same however many names are in use.
+  const holdingLines = new Set<Line>()
+  const waitingPerLine = new Map<Line, number>()
+  let waitingTotal = 0
 
   function line(name: string): Line {
     let l = lines.get(name)
@@ -156,15 +160,21 @@ export function lockMode(ctx: ModeContext): LockMode {
   /** The msgs waiting for a name (the one taking it included), for the sidebar's timeline and the status. */
   function report(l: Line): void {
     if (closing.signal.aborted) return
+    recount(l)
     store?.activity.waitingChanged(node.id, l.name, 'lock', l.waiting.length + (l.acquiring ? 1 : 0))
     if (waitingCount() !== shownWaiting) showHolds()
   }
 
   /** The msgs of this node waiting for a lock: queued, or taking one for a while (a quick take is not shown). */
   function waitingCount(): number {
-    let n = 0
-    for (const l of lines.values()) n += l.waiting.length + (l.acquiring?.slow ? 1 : 0)
-    return n
+    return waitingTotal
+  }
+
+  function recount(l: Line): void {
+    const n = l.waiting.length + (l.acquiring?.slow ? 1 : 0)
+    waitingTotal += n - (waitingPerLine.get(l) ?? 0)
+    if (n === 0) waitingPerLine.delete(l)
+    else waitingPerLine.set(l, n)
   }
 
   /** The waiting count the status shows. */
@@ -243,6 +253,7 @@ export function lockMode(ctx: ModeContext): LockMode {
       const hold = new MsgHold(info, held, (h, loss) => ended(c, l, h, w, loss))
       held.lease.on('lost', ({ message, deleted }) => hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: message }))
       l.holds.push(hold)
+      holdingLines.add(l)
       register(hold)
       if (holdMs > 0) hold.limit(holdMs, 'holdAtMost')
       // Without renewal the lease ends on its own after its time: so does the hold.
@@ -253,6 +264,7 @@ export function lockMode(ctx: ModeContext): LockMode {
       w.msg.lock = { ...info }
       if (slot !== undefined) w.msg.slot = slot
       l.acquiring = null
+      recount(l)
       showHolds()
       w.out(true, w.msg)
     } catch (err) {
@@ -270,6 +282,7 @@ export function lockMode(ctx: ModeContext): LockMode {
   function ended(c: StateStoreClient, l: Line, h: MsgHold, w: Waiter, loss: { reason: LossReason; detail?: string } | null): void {
     const i = l.holds.indexOf(h)
     if (i >= 0) l.holds.splice(i, 1)
+    if (l.holds.length === 0) holdingLines.delete(l)
     if (loss && !closing.signal.aborted) {
       if (loss.reason === 'holdAtMost') node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
       status.attention(loss.reason === 'released' ? `${OWN}status.releasedElsewhere` : 'status.lost')
@@ -314,7 +327,7 @@ export function lockMode(ctx: ModeContext): LockMode {
   }
 
   /** Whether a msg of this node holds any lock now: the status says "acquired" only while one does. */
-  const holding = (): boolean => [...lines.values()].some((l) => l.holds.length > 0)
+  const holding = (): boolean => holdingLines.size > 0
 
   /** The hold a release or renew without msg.lock means: this node's current hold of the name. */
   const own = (name: string): MsgHold | null => lines.get(name)?.holds[0] ?? null
@@ -371,6 +384,9 @@ export function lockMode(ctx: ModeContext): LockMode {
         for (const h of l.holds) work.push(h.release({ timeoutMs: 800 }).catch(() => {}))
       }
       lines.clear()
+      holdingLines.clear()
+      waitingPerLine.clear()
+      waitingTotal = 0
       await Promise.all(work)
     },
   }

@@ -159,6 +159,11 @@ export class StateStoreClient extends TypedEmitter<ClientEvents> {
     return this.requests.size
   }
 
+  /** What the requests waiting for a free slot are counted at: each its payload and 512 bytes, against maxQueuedBytes. */
+  get queuedBytes(): number {
+    return this.requests.queuedBytes
+  }
+
   /** Resolves once connected with every subscription acknowledged. */
   ready(options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<void> {
     const timeoutMs = requirePositive(options.timeoutMs, 'timeoutMs')

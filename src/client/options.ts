@@ -14,6 +14,8 @@ export const CLIENT_DEFAULTS = {
   connectTimeoutMs: 10_000,
   requestTimeoutMs: 10_000,
   maxInFlight: 1000,
+  /** 80 MiB: 50,000 waiting SETs of 1 KB values with their bookkeeping (QUEUED_REQUEST_BYTES each). */
+  maxQueuedBytes: 80 * 1024 * 1024,
   maxClockDriftMs: 60_000,
   /** Observed keys are read again this often, to find a lost notification (a broker queue that drops the oldest). */
   reconcileIntervalMs: 300_000,
@@ -46,7 +48,9 @@ export interface ResolvedOptions extends ClientOptions {
   connectTimeoutMs: number
   requestTimeoutMs: number
   maxInFlight: number
-  maxQueued: number
+  /** undefined: no bound on the count, only on the bytes. */
+  maxQueued: number | undefined
+  maxQueuedBytes: number
   clock: HybridLogicalClock
   logger: Logger
   dialect: Dialect
@@ -89,7 +93,8 @@ export function resolveOptions(options: ClientOptions): ResolvedOptions {
     requestTimeoutMs: count(options.requestTimeoutMs, CLIENT_DEFAULTS.requestTimeoutMs, 'requestTimeoutMs', 1),
     ...(options.connectionWaitMs !== undefined ? { connectionWaitMs: count(options.connectionWaitMs, 0, 'connectionWaitMs', 0) } : {}),
     maxInFlight: count(options.maxInFlight, CLIENT_DEFAULTS.maxInFlight, 'maxInFlight', 1),
-    maxQueued: count(options.maxQueued, options.maxInFlight ?? CLIENT_DEFAULTS.maxInFlight, 'maxQueued', 0),
+    maxQueued: options.maxQueued === undefined ? undefined : count(options.maxQueued, 0, 'maxQueued', 0),
+    maxQueuedBytes: count(options.maxQueuedBytes, CLIENT_DEFAULTS.maxQueuedBytes, 'maxQueuedBytes', 0),
     clock: options.clock ?? new HybridLogicalClock({ maxDriftMs: count(options.maxClockDriftMs, CLIENT_DEFAULTS.maxClockDriftMs, 'maxClockDriftMs', 0) }),
     logger: options.logger ? rateLimited(options.logger, { burst: 20 }) : () => {},
     dialect: dialect(options.protocol),

@@ -1,6 +1,15 @@
 import { randomBytes } from 'node:crypto'
 import type { IPublishPacket } from 'mqtt'
-import { ArgumentError, ConnectionError, NoServiceError, OverloadedError, TimeoutError } from '../diagnostics/errors'
+import {
+  ArgumentError,
+  ConnectionError,
+  NoServiceError,
+  OverloadedError,
+  ServiceError,
+  StateStoreError,
+  TimeoutError,
+  type Written,
+} from '../diagnostics/errors'
 import type { Hlc } from '../hlc'
 import { cancelledBy } from '../checks/arguments'
 import { backoffDelay } from './backoff'
@@ -26,6 +35,21 @@ export interface Invocation<T = unknown> {
    * resolved reply, so that a request is one promise, not a second one awaiting the first.
    */
   parse: (payload: Buffer, version: Hlc | null) => T
+  /**
+   * Given for a write: tells whether it was written when it failed after it was sent (a timeout,
+   * a lost connection), by a read (write-outcome.ts); the failure waits for its answer, in
+   * `err.written`. A write that fails before it is sent, or is answered with an error, is not
+   * written: `err.written` is false without a read.
+   */
+  written?: (sent: SentWrite) => Promise<Written>
+}
+
+/** What a write's outcome is read back from. */
+export interface SentWrite {
+  /** The client clock's reading when the write was made: every version the write (or a later one) makes is above it. */
+  before: Hlc
+  /** performance.now() when the broker drops the last send unexecuted (its Message Expiry): after it nothing executes it. */
+  expiresAt: number
 }
 
 export type Invoker = <T>(invocation: Invocation<T>) => Promise<T>
@@ -48,6 +72,11 @@ export function invokeBuilt<T>(invoke: Invoker, build: () => Invocation<T>): Pro
 const RESEND_MIN_MS = 100
 const RESEND_MAX_MS = 2000
 const MAX_TIMER_MS = 2 ** 31 - 1
+/** While requests are pending, the loop is looked at this often; a beat later than STALL_MS more found it blocked. */
+const HEARTBEAT_MS = 100
+const STALL_MS = 100
+/** What a request waiting for a free slot is counted at besides its payload: its record, correlation data, promise and closures. */
+export const QUEUED_REQUEST_BYTES = 512
 
 type Phase = 'queued' | 'waiting' | 'sent'
 
@@ -57,8 +86,14 @@ interface Pending {
   readonly correlation: Buffer
   readonly invocation: Invocation
   readonly timeoutMs: number
-  /** performance.now() when the request times out. */
-  readonly deadline: number
+  /** performance.now() when the request was made. */
+  readonly startedAt: number
+  /**
+   * When the request times out, in loop time (now()): its timeout from when it got a slot (from when
+   * it was made, if at once). While it waits for a slot, the time the queue keeps moving does not
+   * count (sweep).
+   */
+  deadline: number
   phase: Phase
   settled: boolean
   properties?: PublishProperties
@@ -68,6 +103,10 @@ interface Pending {
   resend?: NodeJS.Timeout
   /** The end of the wait for the connection (connectionWaitMs), while the request waits for it. */
   connectionWait?: NodeJS.Timeout
+  /** A write's clock reading at invoke time (Invocation.written); undefined for anything else. */
+  before: Hlc | undefined
+  /** performance.now() when the last send's Message Expiry ends. */
+  expiresAt: number
   detach?: () => void
   resolve(result: unknown): void
   reject(err: Error): void
@@ -75,7 +114,8 @@ interface Pending {
 
 /**
  * Request/response over one connection: a correlation map of the requests in flight, bounded by
- * maxInFlight with a bounded wait queue behind it; every request settles exactly once (reply,
+ * maxInFlight, with a wait queue behind it bounded by the memory it takes (maxQueuedBytes, and
+ * maxQueued requests when set); every request settles exactly once (reply,
  * timeout, cancellation, close) and leaves no timer of its own behind. Responses that match nothing (late,
  * duplicate, foreign) are dropped.
  */
@@ -83,6 +123,8 @@ export class PendingRequests {
   private readonly inFlight = new Map<number, Pending>()
   /** Insertion-ordered, so the oldest waiter is admitted first. */
   private readonly queue = new Set<Pending>()
+  /** What the queue's requests are counted at (queuedCost), against maxQueuedBytes. */
+  private queued = 0
   private closedWith: Error | null = null
   private readonly service = new ServicePresence((absent) => this.onServiceChange?.(absent))
   /** Told when the service becomes known absent, or present again. */
@@ -96,6 +138,16 @@ export class PendingRequests {
    */
   private sweepTimer: NodeJS.Timeout | undefined
   private sweepAt = Infinity
+  /** now() of the last answer (any response that matched a request): while answers come, the wait queue moves. */
+  private lastAnswerAt = -Infinity
+  /**
+   * The time the event loop was seen blocked (a burst handled in one turn, a starved process), by a
+   * heartbeat that runs while requests are pending: it counts for no request's timeout. now() is
+   * performance.now() less it.
+   */
+  private stalledMs = 0
+  private beatAt = 0
+  private heartbeat: NodeJS.Timeout | undefined
   /**
    * Correlation data is 16 bytes: 8 random bytes drawn once per client (two 32-bit halves), then a
    * 64-bit sequence number. Unique per request like 16 random bytes each, without a call into the
@@ -129,11 +181,18 @@ export class PendingRequests {
     return { inFlight: this.inFlight.size, queued: this.queue.size }
   }
 
+  /** What the requests waiting for a free slot are counted at, against maxQueuedBytes. */
+  get queuedBytes(): number {
+    return this.queued
+  }
+
   readonly invoke: Invoker = <T>(invocation: Invocation<T>) =>
     new Promise<T>((resolve, reject) => {
       const timeoutMs = invocation.timeoutMs ?? this.options.requestTimeoutMs
       const refused = this.refusal(invocation, timeoutMs)
       if (refused) {
+        // Refused before it was sent: not written.
+        if (invocation.written && refused instanceof StateStoreError) refused.written = false
         this.record(invocation, 0, refused)
         reject(refused)
         return
@@ -150,7 +209,8 @@ export class PendingRequests {
         correlation,
         invocation,
         timeoutMs,
-        deadline: performance.now() + timeoutMs,
+        startedAt: performance.now(),
+        deadline: this.now() + timeoutMs,
         phase: 'queued',
         settled: false,
         properties: undefined,
@@ -158,12 +218,19 @@ export class PendingRequests {
         unheard: 0,
         resend: undefined,
         connectionWait: undefined,
+        before: invocation.written ? this.options.clock.current : undefined,
+        expiresAt: 0,
         detach: undefined,
         resolve,
         reject,
       }
       this.armSweep(p.deadline)
       this.sweepTimer?.ref()
+      if (!this.heartbeat) {
+        this.beatAt = performance.now()
+        this.heartbeat = setInterval(this.beat, HEARTBEAT_MS)
+        this.heartbeat.unref()
+      }
       const signal = invocation.signal
       if (signal) {
         const onAbort = () => this.settle(p, cancelledBy(signal, `the ${invocation.verb} request`))
@@ -171,16 +238,29 @@ export class PendingRequests {
         p.detach = () => signal.removeEventListener('abort', onAbort)
       }
       if (this.inFlight.size < this.options.maxInFlight) this.admit(p)
-      else this.queue.add(p)
+      else {
+        this.queue.add(p)
+        this.queued += queuedCost(invocation)
+      }
     })
 
   /** Why a request cannot be taken at all (a bad timeout, a closed client, a cancelled signal, a full queue); undefined when it can. */
   private refusal(invocation: Invocation, timeoutMs: number): Error | undefined {
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) return new ArgumentError(`the timeout must be a positive number of milliseconds, got ${timeoutMs}`)
-    if (this.closedWith) return this.closedWith
+    if (this.closedWith) return ownCopy(this.closedWith)
     if (invocation.signal?.aborted) return cancelledBy(invocation.signal, `the ${invocation.verb} request`)
-    if (this.inFlight.size >= this.options.maxInFlight && this.queue.size >= this.options.maxQueued) {
-      return new OverloadedError(`${this.inFlight.size} requests in flight and ${this.queue.size} waiting: the limit is reached`)
+    if (this.inFlight.size < this.options.maxInFlight) return undefined
+    const { maxQueued, maxQueuedBytes } = this.options
+    const waiting = `${this.inFlight.size} requests in flight (maxInFlight) and ${this.queue.size} waiting for a free slot`
+    if (this.queued + queuedCost(invocation) > maxQueuedBytes) {
+      return new OverloadedError(
+        `${waiting}, taking ${this.queued} bytes: this request would go past the wait queue's memory bound, maxQueuedBytes ${maxQueuedBytes}`,
+        'maxQueuedBytes',
+        maxQueuedBytes,
+      )
+    }
+    if (maxQueued !== undefined && this.queue.size >= maxQueued) {
+      return new OverloadedError(`${waiting}: the wait queue's bound, maxQueued ${maxQueued}, is reached`, 'maxQueued', maxQueued)
     }
     return undefined
   }
@@ -204,12 +284,13 @@ export class PendingRequests {
       return
     }
     this.service.heard()
+    this.lastAnswerAt = this.now()
     let version: Hlc | null
     try {
       version = this.envelope.readVersion(packet.properties)
     } catch (err) {
-      // A response the protocol refuses (a bad status, a malformed `__ts`) is a failed request.
-      this.settle(p, err as Error)
+      // A response the protocol refuses (a bad status, a malformed `__ts`) is a failed request, of an outcome no read can tell better.
+      this.settle(p, err as Error, undefined, false, true)
       return
     }
     let result: unknown
@@ -245,10 +326,13 @@ export class PendingRequests {
   /** Fails everything still pending; later invocations fail at once. */
   close(error = new ConnectionError('ConnectionClosed', 'the client was closed')): void {
     this.closedWith = error
-    for (const p of [...this.queue, ...this.inFlight.values()]) this.settle(p, error)
+    // An error of its own per request: a write's carries its own `written`.
+    for (const p of [...this.queue, ...this.inFlight.values()]) this.settle(p, ownCopy(error))
     clearTimeout(this.sweepTimer)
     this.sweepTimer = undefined
     this.sweepAt = Infinity
+    clearInterval(this.heartbeat)
+    this.heartbeat = undefined
   }
 
   private admit(p: Pending): void {
@@ -287,7 +371,7 @@ export class PendingRequests {
     if (p.settled) return
     clearTimeout(p.connectionWait)
     // The broker drops the request once our wait is over, so a late duplicate is not executed.
-    const expirySec = Math.ceil(Math.max(1, p.deadline - performance.now()) / 1000)
+    const expirySec = Math.ceil(Math.max(1, p.deadline - this.now()) / 1000)
     let properties: PublishProperties
     if (!p.properties) {
       try {
@@ -307,6 +391,7 @@ export class PendingRequests {
       properties = { ...p.properties, messageExpiryInterval: expirySec }
     }
     p.phase = 'sent'
+    p.expiresAt = performance.now() + expirySec * 1000
     p.messageId = this.transport.publish(this.envelope.requestTopic, p.invocation.payload, properties, ({ error, noSubscribers }) => {
       if (error) this.settle(p, error)
       else if (!noSubscribers) this.service.heard()
@@ -337,17 +422,40 @@ export class PendingRequests {
     clearTimeout(this.sweepTimer)
     this.sweepAt = deadline
     // Capped at Node's longest timer (a longer delay would fire after 1 ms); the sweep re-arms for the rest.
-    this.sweepTimer = setTimeout(this.sweep, Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(deadline - performance.now()))))
+    this.sweepTimer = setTimeout(this.sweep, Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(deadline - this.now()))))
   }
 
-  /** Times out every request whose deadline has passed, then waits for the next deadline. */
+  /** performance.now() less the time the event loop was seen blocked: the clock of the requests' deadlines. */
+  private now(): number {
+    return performance.now() - this.stalledMs
+  }
+
+  /**
+   * A gap between two beats longer than HEARTBEAT_MS + STALL_MS is a blocked loop: the whole gap is
+   * taken out of now(), so that what arrived meanwhile is read before any request times out.
+   */
+  private readonly beat = (): void => {
+    const at = performance.now()
+    const gap = at - this.beatAt
+    if (gap > HEARTBEAT_MS + STALL_MS) this.stalledMs += gap
+    this.beatAt = at
+  }
+
+  /**
+   * Times out every request whose deadline has passed, then waits for the next deadline. A request
+   * waiting for a slot times out only once no answer has come for its timeout (an outage, a silent
+   * service); while answers come, the queue moves and it waits on, bounded by maxQueuedBytes.
+   */
   private readonly sweep = (): void => {
     this.sweepTimer = undefined
     this.sweepAt = Infinity
-    const now = performance.now()
+    // The heartbeat may be due in the same turn, after this: a stall is counted first.
+    this.beat()
+    const now = this.now()
     let next = Infinity
     for (const p of [...this.queue, ...this.inFlight.values()]) {
       if (p.settled) continue
+      if (p.deadline <= now && p.phase === 'queued' && now - this.lastAnswerAt < p.timeoutMs) p.deadline = this.lastAnswerAt + p.timeoutMs
       if (p.deadline <= now) this.onTimeout(p)
       else if (p.deadline < next) next = p.deadline
     }
@@ -376,29 +484,83 @@ export class PendingRequests {
     if (p.phase === 'sent' && p.messageId !== undefined) this.transport.forget(p.messageId)
   }
 
-  /** `answered`: the service answered, whatever the answer says; an error then is the caller's, not the request's. */
-  private settle(p: Pending, err: Error | undefined, result?: unknown, answered = false): void {
+  /**
+   * `answered`: the service answered, whatever the answer says; an error then is the caller's, not
+   * the request's. `unreadable`: an answer came whose headers break the protocol.
+   */
+  private settle(p: Pending, err: Error | undefined, result?: unknown, answered = false, unreadable = false): void {
     if (p.settled) return
     p.settled = true
     clearTimeout(p.resend)
     clearTimeout(p.connectionWait)
     p.detach?.()
-    if (p.phase === 'queued') this.queue.delete(p)
+    if (p.phase === 'queued') this.dequeue(p)
     else this.inFlight.delete(p.id)
-    // The deadline was set at invoke time: the request's start is its deadline less its timeout.
-    if (this.recorder) this.record(p.invocation, performance.now() - (p.deadline - p.timeoutMs), answered ? undefined : err)
-    if (err) p.reject(err)
-    else p.resolve(result)
+    if (this.recorder) this.record(p.invocation, performance.now() - p.startedAt, answered ? undefined : err)
+    if (!err) p.resolve(result)
+    else if (!p.invocation.written || !(err instanceof StateStoreError)) p.reject(err)
+    else if (!this.outcomeUnknown(p, err, answered)) {
+      err.written = false
+      p.reject(err)
+    } else if (this.closedWith || unreadable) {
+      // Nothing can be read on a closed client; a service that answers out of protocol would not be read any better.
+      err.written = 'unknown'
+      p.reject(err)
+    } else {
+      p.invocation.written({ before: p.before!, expiresAt: p.expiresAt }).then(
+        (written) => {
+          err.written = written
+          p.reject(err)
+        },
+        () => {
+          err.written = 'unknown'
+          p.reject(err)
+        },
+      )
+    }
     this.promote()
-    if (this.inFlight.size === 0 && this.queue.size === 0) this.sweepTimer?.unref()
+    if (this.inFlight.size === 0 && this.queue.size === 0) {
+      this.sweepTimer?.unref()
+      clearInterval(this.heartbeat)
+      this.heartbeat = undefined
+    }
+  }
+
+  /**
+   * Whether a failed request may have been executed: it was sent and no answer says it was not
+   * (the service's -ERR does; so do a broker's refusal, a packet too large to send, nobody subscribed).
+   */
+  private outcomeUnknown(p: Pending, err: StateStoreError, answered: boolean): boolean {
+    if (p.phase !== 'sent') return false
+    if (answered) return !(err instanceof ServiceError)
+    if (err instanceof ArgumentError || err instanceof NoServiceError) return false
+    return !(err instanceof ConnectionError && err.code === 'BrokerRefused')
+  }
+
+  private dequeue(p: Pending): void {
+    this.queue.delete(p)
+    this.queued -= queuedCost(p.invocation)
   }
 
   private promote(): void {
     if (this.closedWith) return
     while (this.inFlight.size < this.options.maxInFlight && this.queue.size > 0) {
       const next = this.queue.values().next().value as Pending
-      this.queue.delete(next)
+      this.dequeue(next)
+      // Its timeout counts from now: for the connection and for the answer.
+      next.deadline = this.now() + next.timeoutMs
       this.admit(next)
     }
   }
+}
+
+function queuedCost(invocation: Invocation): number {
+  return invocation.payload.length + QUEUED_REQUEST_BYTES
+}
+
+/** The client's closing error, once per request: a write's copy carries its own `written`. */
+function ownCopy(error: Error): Error {
+  return error instanceof ConnectionError && error.constructor === ConnectionError
+    ? new ConnectionError(error.code, error.message, { cause: error.cause })
+    : error
 }

@@ -91,9 +91,15 @@ export interface ClientOptions {
    * never wait for it. Default false.
    */
   checkService?: boolean
-  /** Requests admitted at once, default 1000. Beyond it requests wait in a queue of maxQueued. */
+  /** Requests admitted at once (sent, or waiting for the connection), default 1000. Beyond it requests wait in a queue. */
   maxInFlight?: number
-  /** Requests that may wait for a free slot, default equal to maxInFlight; beyond it OverloadedError. */
+  /**
+   * The memory the requests waiting for a free slot may take, in bytes: each counts its payload
+   * and 512 bytes of bookkeeping. Default 80 MiB (50,000 SETs of 1 KB values); a request that would
+   * go past it fails at once with OverloadedError (`bound: 'maxQueuedBytes'`).
+   */
+  maxQueuedBytes?: number
+  /** Also bounds the waiting requests by their count (OverloadedError `bound: 'maxQueued'`). Default: none. */
   maxQueued?: number
   /** How far ahead of the wall clock a received `__ts` may be, default 60000 ms. Ignored when `clock` is given. */
   maxClockDriftMs?: number

@@ -4,8 +4,19 @@
  */
 export type StateStoreErrorKind = 'service' | 'timeout' | 'connection' | 'protocol' | 'argument' | 'cancelled' | 'overloaded' | 'notSupported'
 
+/**
+ * Whether a failed write took effect: `true` (the store holds what it wrote), `false` (it was
+ * never executed, or the store holds no trace of it) or `unknown` (no read could tell).
+ */
+export type Written = boolean | 'unknown'
+
 export abstract class StateStoreError extends Error {
   abstract readonly kind: StateStoreErrorKind
+  /**
+   * Set on the failure of a write (a SET, an update): whether it was written. A failure after the
+   * request was sent (a timeout, a lost connection) is read back first (docs/client.md).
+   */
+  written?: Written
 }
 
 /** The service's `-ERR <text>` catalogue, with the names the official clients give each text. */
@@ -119,10 +130,21 @@ export class CancelledError extends StateStoreError {
   override readonly name = 'CancelledError'
 }
 
-/** Too many requests already in flight on this connection and the wait queue is full. */
+/** The client option whose bound refused a request: the wait queue's memory, or its count when one is set. */
+export type OverloadBound = 'maxQueuedBytes' | 'maxQueued'
+
+/** maxInFlight requests are in flight and the wait queue behind them is full: `bound` names the option that bounds it. */
 export class OverloadedError extends StateStoreError {
   readonly kind = 'overloaded'
   override readonly name = 'OverloadedError'
+  constructor(
+    message: string,
+    readonly bound: OverloadBound = 'maxQueuedBytes',
+    /** The bound's value: bytes for maxQueuedBytes, requests for maxQueued. */
+    readonly limit = 0,
+  ) {
+    super(message)
+  }
 }
 
 /** The state store answered that it does not know the command: a verb this broker does not have yet (SCAN). */

@@ -1,5 +1,5 @@
 import type { StateStoreClient } from '../client'
-import { ServiceError, TimeoutError } from '../diagnostics/errors'
+import { ServiceError, StateStoreError, TimeoutError } from '../diagnostics/errors'
 import type { Hlc } from '../hlc'
 import type { Bytes } from '../protocol'
 import { keyLockName } from './key-lock'
@@ -32,7 +32,8 @@ export interface UpdateOptions {
  * A read-modify-write of `key` under its lock (`keyLockName`): Lock.edit, tried again while time is
  * left when the hold ran out before the write (the lease's time, or a fenced write refused because
  * a later holder had written). `fn` gets the current value (null: missing) and its version, and may
- * run once per attempt.
+ * run once per attempt; an attempt whose write may have landed (its failure's `written` is not
+ * false, read back by the client) is never tried again, so the update is applied at most once.
  */
 export async function updateKey(
   client: StateStoreClient,
@@ -61,6 +62,8 @@ export async function updateKey(
       if (!seen || !('applied' in result)) throw new TimeoutError(options.timeoutMs, 'update key')
       return { ...seen, version: result.version }
     } catch (err) {
+      // A write that timed out and was written, or may have been, ends the update: trying again would apply it twice.
+      if (seen && mayHaveWritten(err)) throw err
       if (!lostHold(err) || Date.now() >= deadline) throw err
     }
   }
@@ -73,4 +76,9 @@ export async function updateKey(
 function lostHold(err: unknown): boolean {
   if (err instanceof ServiceError) return err.code === 'FencingTokenLowerVersion'
   return err instanceof TimeoutError
+}
+
+/** The failure of the update's own write, read back by the client: not known to have missed the store. */
+function mayHaveWritten(err: unknown): boolean {
+  return err instanceof StateStoreError && err.written !== undefined && err.written !== false
 }

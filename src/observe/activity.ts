@@ -45,7 +45,19 @@ export interface LockRecord {
   at: number
 }
 
-export type ActivityChange = { kind: 'watch'; key: string } | { kind: 'lock'; id: string } | { kind: 'connection' }
+export type ActivityChange = { kind: 'watch'; key: string } | { kind: 'lock'; id: string; name: string } | { kind: 'connection' }
+
+/**
+ * How many lock entries the registry keeps, and how long one that is not held stays without a
+ * change: a msg may name any lock, so past either bound the entry changed longest ago is dropped
+ * (and counted in `droppedLocks`).
+ */
+export interface ActivityBounds {
+  maxLocks: number
+  maxLockAgeMs: number
+}
+
+export const ACTIVITY_BOUNDS: ActivityBounds = { maxLocks: 1000, maxLockAgeMs: 60 * 60_000 }
 
 export type ActivityEvents = {
   change: [ActivityChange]
@@ -59,14 +71,24 @@ export type ActivityEvents = {
 export class StoreActivity extends TypedEmitter<ActivityEvents> {
   readonly metrics: ConnectionMetrics
   readonly watches = new Map<string, WatchRecord>()
+  /** In the order of their last change, the oldest first. */
   readonly locks = new Map<string, LockRecord>()
+  /** Lock entries dropped by the bounds since the runtime started. */
+  droppedLocks = 0
+  /** The entries per lock name, so an event on one name costs no walk of the others. */
+  private readonly byName = new Map<string, Map<string, LockRecord>>()
   /** The last minutes of holders, hand-overs, waiting msgs and numeric values, for the sidebar's timeline. */
   readonly timeline: Timeline
   private readonly detachers = new Map<string, () => void>()
   /** Msgs waiting per `${owner}/${name}` (lock mode). */
   private readonly waits = new Map<string, { name: string; count: number }>()
+  /** Msgs waiting per name, then per owner. */
+  private readonly waitsByName = new Map<string, Map<string, number>>()
 
-  constructor(private readonly now: () => number = Date.now) {
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly bounds: ActivityBounds = ACTIVITY_BOUNDS,
+  ) {
     super()
     this.metrics = new ConnectionMetrics(now)
     this.timeline = new Timeline(now)
@@ -131,11 +153,14 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
       lastReason: null,
       at: this.now(),
     }
-    this.locks.set(id, record)
+    this.place(record)
     const changed = () => {
+      if (this.locks.get(id) !== record) return
       record.at = this.now()
+      this.place(record)
       this.noteHolder(name, kind)
-      this.emit('change', { kind: 'lock', id })
+      this.emit('change', { kind: 'lock', id, name })
+      this.prune()
     }
     const onAcquired = ({ fencingToken }: { fencingToken: { toString(): string } }) => {
       record.held = true
@@ -189,8 +214,10 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
     if (!record) return
     record.currentHolder = holder
     record.at = this.now()
+    this.place(record)
     this.noteHolder(name, record.kind)
-    this.emit('change', { kind: 'lock', id: record.id })
+    this.emit('change', { kind: 'lock', id: record.id, name })
+    this.prune()
   }
 
   /**
@@ -201,8 +228,7 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
   storeHolder(name: string, holder: Buffer | null): void {
     const now = holder === null ? null : holder.toString('utf8')
     let kind: LockKind | null = null
-    for (const record of this.locks.values()) {
-      if (record.name !== name) continue
+    for (const record of [...(this.byName.get(name)?.values() ?? [])]) {
       record.currentHolder = now
       if (record.held && now !== record.holder) {
         record.held = false
@@ -210,27 +236,81 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
         record.expiresAt = null
       }
       record.at = this.now()
+      this.place(record)
       kind = record.kind
-      this.emit('change', { kind: 'lock', id: record.id })
+      this.emit('change', { kind: 'lock', id: record.id, name })
     }
     if (kind) this.noteHolder(name, kind)
+    this.prune()
   }
 
   /** How many msgs wait at one owner (a lock-mode node) for `name`: the timeline draws their sum per name. */
   waitingChanged(owner: string, name: string, kind: LockKind, count: number): void {
     const id = `${owner}/${name}`
-    if (count === 0) this.waits.delete(id)
-    else this.waits.set(id, { name, count })
+    let owners = this.waitsByName.get(name)
+    if (count === 0) {
+      this.waits.delete(id)
+      owners?.delete(owner)
+      if (owners?.size === 0) this.waitsByName.delete(name)
+    } else {
+      this.waits.set(id, { name, count })
+      if (!owners) this.waitsByName.set(name, (owners = new Map<string, number>()))
+      owners.set(owner, count)
+    }
     let total = 0
-    for (const w of this.waits.values()) if (w.name === name) total += w.count
+    for (const n of owners?.values() ?? []) total += n
     this.timeline.waiting(name, kind, total)
+  }
+
+  /** Whether some entry uses `name`. */
+  usesName(name: string): boolean {
+    return this.byName.has(name)
+  }
+
+  /** Puts an entry last (changed most recently), indexed by its name. */
+  private place(record: LockRecord): void {
+    const before = this.locks.get(record.id)
+    if (before && before !== record) this.unindex(before)
+    this.locks.delete(record.id)
+    this.locks.set(record.id, record)
+    let named = this.byName.get(record.name)
+    if (!named) this.byName.set(record.name, (named = new Map<string, LockRecord>()))
+    named.set(record.id, record)
+  }
+
+  private unindex(record: LockRecord): void {
+    const named = this.byName.get(record.name)
+    if (named?.get(record.id) !== record) return
+    named.delete(record.id)
+    if (named.size === 0) this.byName.delete(record.name)
+  }
+
+  /** Drops the entries past the count, then those not held that changed longer ago than the age; the oldest first. */
+  private prune(): void {
+    const cutoff = this.now() - this.bounds.maxLockAgeMs
+    for (const record of this.locks.values()) {
+      if (this.locks.size <= this.bounds.maxLocks) {
+        if (record.at >= cutoff) break
+        // A hold renews (and so moves last) within its lease: one held this long is passed over.
+        if (record.held) continue
+      }
+      this.remove(record)
+      this.droppedLocks += 1
+    }
+  }
+
+  private remove(record: LockRecord): void {
+    this.detachers.get(record.id)?.()
+    this.detachers.delete(record.id)
+    this.locks.delete(record.id)
+    this.unindex(record)
+    this.emit('change', { kind: 'lock', id: record.id, name: record.name })
   }
 
   /** Who holds `name` as this runtime knows it: one of our holds, else what the store or a reader told; unknown is not drawn. */
   private noteHolder(name: string, kind: LockKind): void {
     let told: string | null | undefined = undefined
-    for (const record of this.locks.values()) {
-      if (record.name !== name) continue
+    for (const record of this.byName.get(name)?.values() ?? []) {
       if (record.held) return this.timeline.holder(name, kind, record.holder, true)
       if (told === undefined) told = record.currentHolder
     }
@@ -239,15 +319,15 @@ export class StoreActivity extends TypedEmitter<ActivityEvents> {
 
   /** An owner (node) is gone: its watches and locks leave the registry. */
   forget(owner: string): void {
-    for (const id of [...this.waits.keys()]) if (id.startsWith(`${owner}/`)) this.waits.delete(id)
-    for (const [key, w] of this.watches) if (w.observers.has(owner)) this.watchStopped(owner, key)
-    for (const [id, record] of this.locks) {
-      if (record.owner !== owner) continue
-      this.detachers.get(id)?.()
-      this.detachers.delete(id)
-      this.locks.delete(id)
-      this.emit('change', { kind: 'lock', id })
+    for (const [id, w] of [...this.waits]) {
+      if (!id.startsWith(`${owner}/`)) continue
+      this.waits.delete(id)
+      const owners = this.waitsByName.get(w.name)
+      owners?.delete(owner)
+      if (owners?.size === 0) this.waitsByName.delete(w.name)
     }
+    for (const [key, w] of this.watches) if (w.observers.has(owner)) this.watchStopped(owner, key)
+    for (const record of [...this.locks.values()]) if (record.owner === owner) this.remove(record)
   }
 }
 

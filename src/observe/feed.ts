@@ -12,6 +12,8 @@ export interface StoreUpdate {
   locks?: LockView[]
   /** Lock ids no longer followed. */
   forgotten?: string[]
+  /** Lock entries the registry's bounds dropped so far, sent with any lock change. */
+  droppedLocks?: number
 }
 
 export interface LiveFeedOptions {
@@ -123,6 +125,7 @@ export class LiveFeed {
         const l = activity.locks.get(id)
         if (l) (update.locks ??= []).push(lockView(l))
         else (update.forgotten ??= []).push(id)
+        update.droppedLocks = activity.droppedLocks
       }
     }
     this.options.publish(update)

@@ -20,21 +20,32 @@ export class LockFollower {
     this.sync()
   }
 
+  /** One name's change costs one look-up, whatever the number of names tracked. */
   private readonly onChange = (change: ActivityChange): void => {
-    if (change.kind === 'lock') this.sync()
+    if (change.kind !== 'lock' || this.closed || !this.client.canObserve) return
+    const { name } = change
+    if (this.activity.usesName(name)) this.follow(name)
+    else {
+      const observation = this.followed.get(name)
+      if (!observation) return
+      this.followed.delete(name)
+      void stop(observation)
+    }
+  }
+
+  private follow(name: string): void {
+    if (this.followed.has(name)) return
+    const listener = (n: KeyNotification) => this.activity.storeHolder(name, n.operation === 'SET' ? n.value : null)
+    this.followed.set(
+      name,
+      this.client.observe(name, listener).catch(() => null),
+    )
   }
 
   private sync(): void {
     if (this.closed || !this.client.canObserve) return
     const names = new Set([...this.activity.locks.values()].map((l) => l.name))
-    for (const name of names) {
-      if (this.followed.has(name)) continue
-      const listener = (n: KeyNotification) => this.activity.storeHolder(name, n.operation === 'SET' ? n.value : null)
-      this.followed.set(
-        name,
-        this.client.observe(name, listener).catch(() => null),
-      )
-    }
+    for (const name of names) this.follow(name)
     for (const [name, observation] of this.followed) {
       if (names.has(name)) continue
       this.followed.delete(name)

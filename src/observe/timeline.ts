@@ -49,6 +49,8 @@ interface LockLine {
 /** How long history is kept, and the most events kept per lock name or key within it. */
 export const TIMELINE_WINDOW_MS = 10 * 60_000
 const MAX_EVENTS = 2000
+/** The most lock names and keys kept: a msg may name any, so the one active longest ago goes first. */
+export const TIMELINE_MAX_NAMES = 1000
 
 /** A hold's holder name: the value without the session a lock-mode hold adds (`<holder>:<12 hex digits>`). */
 export function holderName(value: string): string {
@@ -99,8 +101,7 @@ export class Timeline {
 
   /** A watched key's new value, when it reads as a number. */
   value(key: string, value: number): void {
-    let points = this.values.get(key)
-    if (!points) this.values.set(key, (points = []))
+    const points = latest(this.values, key, () => [])
     points.push([this.now(), value])
     this.trim(points)
   }
@@ -129,9 +130,7 @@ export class Timeline {
   }
 
   private line(name: string, kind: LockKind): LockLine {
-    let line = this.locks.get(name)
-    if (!line) this.locks.set(name, (line = { kind, lastHolder: null, spans: [], handovers: [], waiting: [] }))
-    return line
+    return latest(this.locks, name, () => ({ kind, lastHolder: null, spans: [], handovers: [], waiting: [] }))
   }
 
   /** Drops what fell out of the window, and the oldest events past MAX_EVENTS. */
@@ -143,6 +142,15 @@ export class Timeline {
       if (drop > 0) list.splice(0, drop)
     }
   }
+}
+
+/** The entry for `name`, put last (active most recently); past TIMELINE_MAX_NAMES the first goes. */
+function latest<T>(map: Map<string, T>, name: string, make: () => T): T {
+  const entry = map.get(name) ?? make()
+  map.delete(name)
+  map.set(name, entry)
+  if (map.size > TIMELINE_MAX_NAMES) map.delete(map.keys().next().value!)
+  return entry
 }
 
 /** When an entry (a span, a time, a `[time, n]` pair) ended, for trimming. */

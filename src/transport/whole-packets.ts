@@ -1,3 +1,4 @@
+import { Socket } from 'node:net'
 import type { MqttClient } from 'mqtt'
 import { generate as generatePacket } from 'mqtt-packet'
 
@@ -5,15 +6,8 @@ interface Packet {
   cmd: string
 }
 
-interface WritableStream {
-  write(chunk: Buffer): boolean
-  once(event: 'drain', listener: () => void): unknown
-  cork?: () => void
-  uncork?: () => void
-}
-
 interface ClientInternals {
-  stream?: WritableStream
+  stream?: unknown
   options: object
   noop?: unknown
   emit(event: 'packetsend', packet: Packet): boolean
@@ -31,7 +25,8 @@ interface ClientInternals {
  * bytes are made by mqtt-packet's own `generate` into one Buffer; the stream is corked until the
  * next tick as mqtt-packet corks it, so packets sent in one tick still leave in one system call. A
  * packet `generate` cannot make (mqtt-packet refuses it) takes the library's own path, which fails
- * it as before; so does an mqtt.js without this internal.
+ * it as before; so does an mqtt.js without this internal, and a stream that is not a socket (the
+ * embedded broker's in-process connection, which makes one chunk of a tick's writes on its own).
  */
 export function writeWholePackets(client: MqttClient): void {
   const c = client as unknown as ClientInternals
@@ -39,24 +34,23 @@ export function writeWholePackets(client: MqttClient): void {
   if (typeof original !== 'function') return
   c._writePacket = function (this: ClientInternals, packet, cb) {
     const stream = this.stream
+    // A socket's writes are system calls; the in-process stream to the embedded broker joins a tick's writes itself.
+    if (!(stream instanceof Socket)) return original.call(this, packet, cb)
     let bytes: Buffer
     try {
       bytes = generatePacket(packet as Parameters<typeof generatePacket>[0], this.options)
     } catch {
       return original.call(this, packet, cb)
     }
-    if (!stream) return original.call(this, packet, cb)
     this.emit('packetsend', packet)
-    if (stream.cork && stream.uncork) {
-      stream.cork()
-      process.nextTick(uncork, stream)
-    }
+    stream.cork()
+    process.nextTick(uncork, stream)
     const flushed = stream.write(bytes)
     if (!flushed && cb && cb !== this.noop) stream.once('drain', cb)
     else cb?.()
   }
 }
 
-function uncork(stream: WritableStream): void {
-  stream.uncork!()
+function uncork(stream: Socket): void {
+  stream.uncork()
 }

@@ -403,7 +403,7 @@ describe('the editor in a real browser (npm start, chromium)', function () {
       const groups: Record<string, string[]> = {
         connection: ['embedded', 'broker', 'clientId'],
         security: ['username', 'password', 'satTokenFile', 'usetls'],
-        advanced: ['keepalive', 'cleanStart', 'sessionExpiry', 'requestTimeout', 'connectionWait', 'maxInFlight', 'protocol'],
+        advanced: ['keepalive', 'cleanStart', 'sessionExpiry', 'requestTimeout', 'connectionWait', 'maxInFlight', 'queueMemory', 'protocol'],
       }
       for (const [i, [tab, props]] of Object.entries(groups).entries()) {
         await tabs.nth(i).click()

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import type { IPublishPacket } from 'mqtt'
 import { install } from '@sinonjs/fake-timers'
-import { PendingRequests, type Invocation } from '../../src/client/pending-requests'
+import { PendingRequests, QUEUED_REQUEST_BYTES, type Invocation } from '../../src/client/pending-requests'
 import type { PublishProperties, Transport } from '../../src/client/transport'
 import type { Envelope } from '../../src/client/envelope'
 import { resolveOptions } from '../../src/client/options'
@@ -66,7 +66,7 @@ describe('client: PendingRequests over a fake transport', function () {
   let clock: ReturnType<typeof install>
   let transport: FakeTransport
   let requests: PendingRequests
-  const setup = (options: { maxInFlight?: number; maxQueued?: number; requestTimeoutMs?: number; connectionWaitMs?: number } = {}) => {
+  const setup = (options: { maxInFlight?: number; maxQueued?: number; maxQueuedBytes?: number; requestTimeoutMs?: number; connectionWaitMs?: number } = {}) => {
     transport = new FakeTransport()
     requests = new PendingRequests(
       transport,
@@ -77,7 +77,7 @@ describe('client: PendingRequests over a fake transport', function () {
   }
 
   beforeEach(() => {
-    clock = install({ toFake: ['setTimeout', 'clearTimeout', 'performance', 'Date'] })
+    clock = install({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance', 'Date'] })
     setup()
   })
   afterEach(() => {
@@ -129,6 +129,84 @@ describe('client: PendingRequests over a fake transport', function () {
     )
     answer(requests, transport.published[1]!, 'ok')
     assert.equal(await second, 'second: ok')
+  })
+
+  it('queues a burst of 50,000 requests past maxInFlight by default (the bound is bytes, not a count tied to maxInFlight)', async () => {
+    const burst = Array.from({ length: 50_000 }, (_, i) => outcome(requests.invoke(request(`SET ${'x'.repeat(1024)} ${i}`))))
+    await clock.tickAsync(0)
+    assert.deepEqual(
+      burst.filter((o) => o.settled).map((o) => o.error?.message),
+      [],
+    )
+    assert.deepEqual(requests.size, { inFlight: 1000, queued: 49_000 })
+    assert.ok(requests.queuedBytes <= resolveOptions({ brokerUrl: 'mqtt://h', clientId: 'c' }).maxQueuedBytes, String(requests.queuedBytes))
+  })
+
+  it('a request waiting for a free slot waits past its timeout while answers come, and times out once none came for its timeout', async () => {
+    setup({ maxInFlight: 1, requestTimeoutMs: 1000 })
+    const first = outcome(requests.invoke(request('first')))
+    const second = outcome(requests.invoke(request('second')))
+    const third = outcome(requests.invoke(request('third')))
+    await clock.tickAsync(900)
+    answer(requests, transport.published[0]!, 'ok')
+    await clock.tickAsync(900)
+    answer(requests, transport.published[1]!, 'ok')
+    // 1800 ms since the third was made, more than its timeout: the queue moved, so it waits on.
+    await clock.tickAsync(100)
+    assert.equal(first.value, 'first: ok')
+    assert.equal(second.value, 'second: ok')
+    assert.equal(third.settled, false)
+    assert.equal(transport.published[2]?.payload, 'third')
+    answer(requests, transport.published[2], 'ok')
+    await clock.tickAsync(0)
+    assert.equal(third.value, 'third: ok')
+
+    // Nobody answers: the waiting one times out a timeout after the last answer.
+    const stuck = outcome(requests.invoke(request('stuck')))
+    const waiting = outcome(requests.invoke(request('waiting')))
+    await clock.tickAsync(1000)
+    assert.ok(stuck.error instanceof TimeoutError, String(stuck.error))
+    assert.ok(waiting.error instanceof TimeoutError, String(waiting.error))
+    assert.match(waiting.error.message, /free slot/)
+  })
+
+  it('an event loop blocked past the deadlines (a burst handled in one turn) times out no request', async () => {
+    setup({ requestTimeoutMs: 1000 })
+    const sent = outcome(requests.invoke(request('sent')))
+    // The timers fire late, all at once: as after a turn of the loop that took 5 s.
+    clock.jump(5000)
+    await clock.tickAsync(0)
+    assert.equal(sent.settled, false)
+    answer(requests, transport.published[0]!, 'ok')
+    await clock.tickAsync(0)
+    assert.equal(sent.value, 'sent: ok')
+    const late = outcome(requests.invoke(request('late')))
+    await clock.tickAsync(1000)
+    assert.ok(late.error instanceof TimeoutError, 'a timeout still ends a request the loop had time for')
+  })
+
+  it('refuses past maxQueuedBytes with OverloadedError naming the bound and its setting, and takes a request again once the queue drains', async () => {
+    const one = request('SET a').payload.length + QUEUED_REQUEST_BYTES
+    setup({ maxInFlight: 1, maxQueuedBytes: 2 * one })
+    const admitted = requests.invoke(request('SET a'))
+    const queued = [requests.invoke(request('SET b')), requests.invoke(request('SET c'))]
+    assert.equal(requests.queuedBytes, 2 * one)
+    const refused = outcome(requests.invoke(request('SET d')))
+    await clock.tickAsync(0)
+    assert.ok(refused.error instanceof OverloadedError, String(refused.error))
+    assert.equal(refused.error.bound, 'maxQueuedBytes')
+    assert.equal(refused.error.limit, 2 * one)
+    assert.match(refused.error.message, /maxQueuedBytes/)
+    answer(requests, transport.published[0]!, 'ok')
+    await admitted
+    assert.equal(requests.queuedBytes, one)
+    const again = requests.invoke(request('SET e'))
+    for (let i = 1; i <= 3; i++) {
+      await clock.tickAsync(0)
+      answer(requests, transport.published[i]!, 'ok')
+    }
+    assert.deepEqual(await Promise.all([...queued, again]), ['SET b: ok', 'SET c: ok', 'SET e: ok'])
+    assert.equal(requests.queuedBytes, 0)
   })
 
   it('holds a request while offline and sends it when the connection comes back', async () => {

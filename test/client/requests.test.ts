@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict'
 import { ArgumentError, CancelledError, ConnectionError, OverloadedError, ProtocolError, ServiceError, TimeoutError } from '../../src/diagnostics/errors'
 import { Hlc } from '../../src/hlc'
+import { updateKey } from '../../src/locks'
 import { notificationFilter, Prop, Reply, responseTopicFor } from '../../src/protocol'
 import { mqttBrokerUrl } from '../support/broker'
 import { ClientPool } from '../support/clients'
@@ -310,6 +311,109 @@ describe('client requests (scripted responder)', function () {
       ['value-of-a', 'value-of-b', 'value-of-c', 'value-of-d'],
     )
     assert.deepEqual(client.load, { inFlight: 0, queued: 0 })
+  })
+
+  describe('a failed SET says whether it was written', function () {
+    /** A store behind the responder that executes SETs without answering them, and answers GETs. */
+    function silentWrites(execute: boolean): Map<string, Buffer> {
+      const held = new Map<string, Buffer>()
+      responder.handler = (r) => {
+        if (r.words[0] === 'SET') {
+          if (execute) held.set(r.words[1]!, Buffer.from(r.words[2]!))
+          return null
+        }
+        if (r.words[0] === 'GET') {
+          const v = held.get(r.words[1]!)
+          return responder.answer(v ? Reply.value(v) : Reply.nil)
+        }
+        return standard(r, responder)
+      }
+      return held
+    }
+
+    it('a SET executed whose answer never came: TimeoutError with written true, read back after its expiry', async function () {
+      const client = await pool.ready(url)
+      silentWrites(true)
+      const err = await client.set('w/landed', 'mine', { timeoutMs: 300 }).catch((e: unknown) => e)
+      assert.ok(err instanceof TimeoutError, String(err))
+      assert.equal(err.written, true)
+      assert.deepEqual(
+        responder.requests.map((r) => r.words.slice(0, 2).join(' ')),
+        ['SET w/landed', 'GET w/landed'],
+      )
+    })
+
+    it('a SET never executed: TimeoutError with written false; another value written since: "unknown"', async function () {
+      const client = await pool.ready(url)
+      const held = silentWrites(false)
+      const lost = await client.set('w/lost', 'mine', { timeoutMs: 300 }).catch((e: unknown) => e)
+      assert.ok(lost instanceof TimeoutError, String(lost))
+      assert.equal(lost.written, false)
+      held.set('w/other', Buffer.from('theirs'))
+      const other = await client.set('w/other', 'mine', { timeoutMs: 300 }).catch((e: unknown) => e)
+      assert.ok(other instanceof TimeoutError, String(other))
+      assert.equal(other.written, 'unknown')
+    })
+
+    it('refused before sending (Overloaded) or answered -ERR: written false without a read; a GET has no written', async function () {
+      const client = await pool.ready(url, { maxInFlight: 1, maxQueuedBytes: 0 })
+      const answers: SeenRequest[] = []
+      responder.handler = (r) => {
+        answers.push(r)
+        return null
+      }
+      const first = client.set('w/a', 'x').catch((e: unknown) => e)
+      const refused = await client.set('w/b', 'y').catch((e: unknown) => e)
+      assert.ok(refused instanceof OverloadedError, String(refused))
+      assert.equal(refused.written, false)
+      await responder.waitForRequests(1)
+      await responder.send(answers[0]!, responder.answer(Reply.error('quota exceeded')))
+      const err = await first
+      assert.ok(err instanceof ServiceError, String(err))
+      assert.equal(err.written, false)
+      const read = await client.get('w/c', { timeoutMs: 100 }).catch((e: unknown) => e)
+      assert.ok(read instanceof TimeoutError)
+      assert.equal(read.written, undefined)
+      assert.deepEqual(
+        responder.requests.map((r) => r.words.slice(0, 2).join(' ')),
+        ['SET w/a', 'GET w/c'],
+      )
+    })
+  })
+
+  it('updateKey whose fenced write landed but whose answer was lost fails saying written, and never applies its function twice', async function () {
+    const client = await pool.ready(url)
+    const store = new Map<string, Buffer>()
+    let dropped = 0
+    responder.handler = (r) => {
+      const [verb, key = '', value = ''] = r.words
+      if (verb === 'SET') {
+        store.set(key, Buffer.from(value))
+        // The update's own write (fenced, on the key itself): executed, its answer lost once.
+        if (key === 'u/counter' && r.user[Prop.fencingToken] !== undefined && dropped++ === 0) return null
+        return responder.answer(Reply.ok)
+      }
+      if (verb === 'GET') {
+        const held = store.get(key)
+        return responder.answer(held ? Reply.value(held) : Reply.nil)
+      }
+      if (verb === 'DEL' || verb === 'VDEL') return responder.answer(Reply.integer(store.delete(key) ? 1 : 0))
+      return standard(r, responder)
+    }
+    let applied = 0
+    const err = await updateKey(
+      client,
+      'u/counter',
+      (current) => {
+        applied++
+        return String(Number(current?.toString() ?? '0') + 1)
+      },
+      { holdValue: () => `h:${Math.random()}`, leaseMs: 500, timeoutMs: 5000 },
+    ).catch((e: unknown) => e)
+    assert.ok(err instanceof TimeoutError, String(err))
+    assert.equal(err.written, true)
+    assert.equal(applied, 1, 'the function ran once')
+    assert.equal(store.get('u/counter')?.toString(), '1')
   })
 
   it('times out a request still waiting in the queue', async function () {

@@ -251,6 +251,7 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     const policy = x509.find((o) => o.kind === 'NetworkPolicy') as K8sObject & { spec: any }
     const out = policy.spec.egress.flatMap((r: { ports: Array<{ protocol: string; port: number }> }) => r.ports.map((p) => `${p.protocol}/${p.port}`))
     assert.deepEqual(out.sort(), [`TCP/${env.AIO_BROKER_TCP_PORT}`, 'TCP/53', 'UDP/53'].sort())
+    assertEgressToPeersOnly(policy.spec.egress)
     // The broker's side: the certificate's subject gives the attribute the kit's rules match.
     const authn = readAuthenticationFile(join(DEPLOY, 'authorization', 'x509-authentication.yaml'))
     assert.deepEqual(authn.x509, [{ subject: 'CN = node-red', attributes: { group: 'node-red' } }])
@@ -311,6 +312,7 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     const out = policy.spec.egress.flatMap((r: { ports: Array<{ protocol: string; port: number }> }) => r.ports.map((p) => `${p.protocol}/${p.port}`))
     const brokerPort = container.env.find((e: { name: string }) => e.name === 'AIO_BROKER_TCP_PORT').value
     assert.deepEqual(out.sort(), [`TCP/${brokerPort}`, 'TCP/53', 'UDP/53'].sort())
+    assertEgressToPeersOnly(policy.spec.egress)
   })
 
   it('the Helm values give the chart the same environment and volumes, each part valid', () => {
@@ -364,3 +366,13 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     assert.match(text, /- group: node-red/)
   })
 })
+
+/** Every egress rule names where it may go: a rule with ports and no `to` opens them on any address. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML
+function assertEgressToPeersOnly(egress: any[]): void {
+  for (const rule of egress) {
+    assert.ok(Array.isArray(rule.to) && rule.to.length > 0, `an egress rule without peers opens ${JSON.stringify(rule.ports)} to any address`)
+    for (const peer of rule.to)
+      assert.ok(peer.namespaceSelector || peer.podSelector || peer.ipBlock, `a peer names a selector or a CIDR: ${JSON.stringify(peer)}`)
+  }
+}

@@ -121,7 +121,8 @@ describe('security: TLS with mosquitto', function () {
       `the wrong-CA node to show why: ${JSON.stringify(lastStatus(wrong))}`,
     )
     assert.ok(!statuses(wrong).some((s) => s.fill === 'green'), 'never shown as connected')
-    const caught = nextMessage(helper.getNode('caught'))
+    // The msg waits for the connection its whole request timeout (3 s here) before it fails.
+    const caught = nextMessage(helper.getNode('caught'), 10_000)
     wrong.receive({ topic: 'tls/one', keep: true })
     const c = await caught
     assert.equal((c.error as { code: string }).code, 'NotConnected')
