@@ -14,6 +14,7 @@ import {
   streamExport,
   type ExportLimits,
 } from './lib/export-keys'
+import { ImportBadLine, importFile, ImportTooLarge } from './lib/import-keys'
 import { asksForInternalKeys, isContextInternalKey } from './lib/internal-keys'
 
 /**
@@ -321,6 +322,39 @@ export = function (RED: NodeAPI) {
         throw err
       } finally {
         exporting.delete(n.id)
+      }
+    }),
+  )
+  // An export file or a statestore.json as the request body, streamed to a temporary file and checked whole first (a
+  // bad
+  // line writes nothing and is named), within the export's limits, one per store at a time (another is answered 429
+  // importBusy).
+  const importing = new Set<string>()
+  http.post(
+    `${BASE}/stores/:id/import`,
+    needs(WRITE),
+    route(async (req, res) => {
+      const n = store(req, res)
+      if (!n) return
+      // A body Node-RED's JSON or form parser has read is no file: the sidebar sends application/x-ndjson.
+      if (req.readableEnded) return fail(res, 400, 'importNoFile')
+      if (importing.has(n.id)) return fail(res, 429, 'importBusy')
+      importing.add(n.id)
+      const abort = new AbortController()
+      res.on('close', () => abort.abort())
+      try {
+        const c = await client(n, res)
+        if (!c) return
+        res.json(await importFile(req, c, exportLimits(), abort.signal))
+      } catch (err) {
+        if (err instanceof ImportBadLine)
+          return void res.status(400).json({ code: 'importBadLine', line: err.line, detail: err.reason })
+        if (err instanceof ImportTooLarge)
+          return fail(res, 413, err.limit === 'keys' ? 'importTooLarge' : 'importTooManyBytes')
+        if (abort.signal.aborted) return
+        throw err
+      } finally {
+        importing.delete(n.id)
       }
     }),
   )

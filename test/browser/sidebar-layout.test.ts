@@ -157,7 +157,7 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
     await inspector.locator('.ss-sidebar-ok', { hasText: text('inspector.done.deleted') }).waitFor()
     assert.equal(await inspector.locator('.ss-sidebar-inspected-value').count(), 0, 'the deleted value is gone')
     // Listed again with SCAN (the emulator of npm start answers it): an empty page.
-    await page.locator('.ss-sidebar-count', { hasText: text('browser.scanCount_plural', { count: 0 }) }).waitFor()
+    await page.locator('.ss-sidebar-count', { hasText: text('browser.scanCount', { count: 0 }) }).waitFor()
     assert.equal(
       await page.locator('.ss-sidebar-browsed').count(),
       0,
@@ -240,5 +240,64 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
       })
       assert.deepEqual(wide, [], `in ${section}, nothing is wider than the section`)
     }
+  })
+
+  it('at about 290 px nothing wraps mid-word: broker URL, lock names, keys; the store selects show their whole name', async function () {
+    // The lock of the active/standby example taken, so its name is shown.
+    await editor.pressInject('A tries')
+    await page
+      .locator(`.ss-sidebar-lock[data-lock="${LOCK}"]`)
+      .first()
+      .waitFor({ timeout: scaled(20000) })
+    const width = (await page.locator('.ss-sidebar').boundingBox())!.width
+    assert.ok(width <= 320, `the tab is as narrow as Node-RED 5 makes it (${width} px)`)
+    const midWord = await page.locator('.ss-sidebar').evaluate((root) => {
+      const found: string[] = []
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT)
+      const range = document.createRange()
+      // A line break between two letters or digits is mid-word; after a space or a separator it is not.
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const text = n.textContent ?? ''
+        const parent = n.parentElement
+        if (!parent || parent.offsetParent === null || parent.closest('.ss-sidebar-pre, textarea, select, svg'))
+          continue
+        let lastTop: number | null = null
+        for (let i = 0; i < text.length; i++) {
+          range.setStart(n, i)
+          range.setEnd(n, i + 1)
+          const rect = range.getClientRects()[0]
+          if (!rect || rect.width === 0) continue
+          if (
+            lastTop !== null &&
+            rect.top > lastTop + 2 &&
+            /[\p{L}\p{N}]/u.test(text[i - 1] ?? '') &&
+            /[\p{L}\p{N}]/u.test(text[i]!)
+          )
+            found.push(
+              `${text.slice(Math.max(0, i - 12), i)}|${text.slice(i, i + 12)} (in ${parent.className || parent.tagName})`,
+            )
+          lastTop = rect.top
+        }
+      }
+      return found
+    })
+    assert.deepEqual(midWord, [], 'text wraps only at spaces and separators')
+    const cut = await page.locator('.ss-sidebar select').evaluateAll((selects) =>
+      (selects as HTMLSelectElement[])
+        .filter((s) => s.offsetParent !== null && s.selectedIndex >= 0)
+        .filter((s) => {
+          const probe = document.createElement('span')
+          probe.style.font = getComputedStyle(s).font
+          probe.style.whiteSpace = 'pre'
+          probe.textContent = s.options[s.selectedIndex]!.text
+          document.body.append(probe)
+          const needed = probe.getBoundingClientRect().width
+          probe.remove()
+          // The arrow and the padding take about 30 px of the select.
+          return needed > s.clientWidth - 30
+        })
+        .map((s) => `${s.className}: ${s.options[s.selectedIndex]!.text}`),
+    )
+    assert.deepEqual(cut, [], 'each store select shows its whole option')
   })
 })

@@ -209,7 +209,25 @@ describe('editor: the state store sidebar', function () {
       records.map((r) => [r.key.toString(), r.value.toString()]).sort(),
       Array.from({ length: 10 }, (_, i) => [`bulk/00420${i}`, `v420${i}`]),
     )
-    await page.locator('.ss-sidebar-browser .ss-sidebar-ok', { hasText: 'Saved 10 key(s) as a file.' }).waitFor()
+    await page.locator('.ss-sidebar-browser .ss-sidebar-ok', { hasText: 'Saved 10 keys as a file.' }).waitFor()
+  })
+
+  it('the key browser imports a file beside Export, and names the line of a bad one', async function () {
+    const page = editor.page
+    const upload = (name: string, lines: string) =>
+      Promise.all([page.waitForEvent('filechooser'), page.locator('.ss-sidebar-import').click()]).then(([chooser]) =>
+        chooser.setFiles({ name, mimeType: 'application/x-ndjson', buffer: Buffer.from(lines) }),
+      )
+    await upload('bad.ndjson', '{"key":"sidebar/imported/a","value":"1"}\n{"key":"sidebar/imported/b"}\n')
+    await page
+      .locator('.ss-sidebar-browser .ss-sidebar-error', { hasText: /^Line 2 of the file is not a key record/ })
+      .waitFor()
+    assert.equal((await outside.get('sidebar/imported/a')).value, null, 'nothing of a bad file is written')
+    // The refusal is the runtime's answer the page shows, not a problem of the page.
+    problems.take()
+    await upload('good.ndjson', '{"key":"sidebar/imported/a","value":"1"}\n')
+    await page.locator('.ss-sidebar-browser .ss-sidebar-ok', { hasText: 'Imported 1 key.' }).waitFor()
+    assert.equal((await outside.get('sidebar/imported/a')).value?.toString(), '1')
   })
 
   it('takes the screenshot the README shows', async function () {

@@ -36,12 +36,18 @@ export class AuthRuntime {
     return this.child.log
   }
 
-  static async start(redJs: string, flows: unknown[], env: NodeJS.ProcessEnv = process.env): Promise<AuthRuntime> {
+  static async start(
+    redJs: string,
+    flows: unknown[],
+    env: NodeJS.ProcessEnv = process.env,
+    extra: Record<string, unknown> = {},
+  ): Promise<AuthRuntime> {
     const dir = mkdtempSync(join(tmpdir(), 'aio-ss-sidebar-'))
     const settingsFile = join(dir, 'settings.js')
     const settings = runtimeSettings({
       ...FROM_WORKING_TREE,
       credentialSecret: 'sidebar-test',
+      ...extra,
       adminAuth: {
         type: 'credentials',
         users: [
@@ -110,6 +116,22 @@ export class AuthRuntime {
       json = text
     }
     return { status: res.status, json }
+  }
+
+  /** A file sent as the sidebar's Import sends it: the request body, as NDJSON (a stream is sent as it comes). */
+  async upload(
+    path: string,
+    token: string | null,
+    body: string | ReadableStream<Uint8Array>,
+  ): Promise<{ status: number; json: unknown }> {
+    const headers: Record<string, string> = { Accept: 'application/json', 'Content-Type': 'application/x-ndjson' }
+    if (token) headers.Authorization = `Bearer ${token}`
+    const res = await fetch(this.url + path, { method: 'POST', headers, body, duplex: 'half' } as RequestInit)
+    const text = await res.text()
+    return {
+      status: res.status,
+      json: res.headers.get('content-type')?.includes('json') ? (JSON.parse(text) as unknown) : text,
+    }
   }
 
   async stop(): Promise<void> {
