@@ -202,7 +202,7 @@ describe('editor: the sidebar timeline of locks across two runtimes (chromium)',
     await lock.locator('polyline.ss-sidebar-tl-waiting').waitFor({ state: 'attached' })
     assert.equal(
       await lock.locator('.ss-sidebar-timeline-most').textContent(),
-      text('timeline.waiting', { n: 1 }),
+      text('timeline.waiting_one', { count: 1 }),
       'a msg waited at A while B held, and one at B while A held',
     )
   })
