@@ -186,7 +186,7 @@ describe('client connection: problems it names', function () {
     try {
       const seen: ConnectionStatus[] = []
       for (let i = 0; i < 2; i++) {
-        // The client's own reconnect settings (500 ms to 10 s), as a config node has them.
+        // The client's own reconnect settings (500 ms to its 2 s cap), as a config node has them.
         const c = new StateStoreClient({ brokerUrl: broker.url, clientId })
         c.on('status', (s) => seen.push(s))
         clients.add(c)
@@ -206,10 +206,10 @@ describe('client connection: problems it names', function () {
         ),
       )
       // Reconnecting at the configured 0.5–1 s after every takeover gives some 20 to 30 in 12 s;
-      // doubling the wait after each takeover in a row leaves well under half of that.
+      // doubling the wait after each takeover in a row, up to the 2 s cap, leaves about one a second.
       console.log(`      ${takeovers} session takeovers in ${windowMs / 1000} s`)
       assert.ok(takeovers >= 2, `the clash happened (${takeovers} takeovers)`)
-      assert.ok(takeovers <= 10, `${takeovers} takeovers in ${windowMs / 1000} s`)
+      assert.ok(takeovers <= 16, `${takeovers} takeovers in ${windowMs / 1000} s`)
     } finally {
       await clients.closeAll()
       await broker.stop()
