@@ -470,7 +470,7 @@ function buildGoContender() {
   const cache = process.env.INTEROP_CACHE ?? join(homedir(), '.cache', 'aio-statestore-interop')
   const out = join(cache, 'go', 'interop')
   const built = spawnSync('go', ['build', '-mod=readonly', '-trimpath', '-o', out, '.'], {
-    cwd: join(ROOT, 'test', 'interop', 'go'),
+    cwd: join(ROOT, 'test', 'system', 'interop', 'go'),
     env: { ...process.env, GOCACHE: process.env.GOCACHE ?? join(cache, 'go-build') },
     stdio: ['ignore', 'inherit', 'inherit'],
   })

@@ -43,7 +43,7 @@ const CLOSE_BOUND_MS = 2000
  * itself online), and an observable status. The mqtt.js options come from mqtt-options.ts, the
  * takeover backoff from session-takeover.ts, what is wrong with the peer from peer-diagnosis.ts. What it relies on
  * beyond mqtt.js's documented API is checked, one
- * behaviour per test, in test/client/mqtt-internals.test.ts.
+ * behaviour per test, in test/integration/client/mqtt-internals.test.ts.
  */
 export class Connection extends TypedEmitter<ConnectionEvents> implements Transport {
   private readonly mqtt: MqttClient

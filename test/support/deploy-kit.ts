@@ -23,12 +23,12 @@ export function yamlDocuments(file: string): unknown[] {
 }
 
 /** The cluster tools' module: kustomize at the version its go.mod pins. */
-const TOOLS = join(__dirname, '..', 'deploy', 'tools')
+const TOOLS = join(__dirname, '..', 'system', 'deploy', 'tools')
 
 /** The kustomize binary of the pinned version, built from the Go module proxy on first use. */
 export function kustomize(): string {
   const pinned = /sigs\.k8s\.io\/kustomize\/kustomize\/v5 (v[\w.-]+)/.exec(readFileSync(join(TOOLS, 'go.mod'), 'utf8'))
-  assert.ok(pinned, 'test/deploy/tools/go.mod pins kustomize')
+  assert.ok(pinned, 'test/system/deploy/tools/go.mod pins kustomize')
   return goBuild(TOOLS, 'sigs.k8s.io/kustomize/kustomize/v5', join(BUILD_CACHE, 'bin', `kustomize-${pinned[1]}`))
 }
 

@@ -1,11 +1,11 @@
 // The emulator's glob matcher as it was before src/emulator/core/glob.ts became a step-bounded
-// token matcher: compiled to a RegExp, kept as the reference test/security/glob.test.ts compares the
+// token matcher: compiled to a RegExp, kept as the reference test/unit/security/glob.test.ts compares the
 // new matcher against (the syntax rules are src's own); nothing else should use it.
 import type { GlobSyntax } from '../../src/emulator/core/glob'
 import { PatternError } from '../../src/emulator/core/principal'
 
 /**
- * The emulator's old glob matcher, kept as the oracle of test/security/glob.test.ts: a glob
+ * The emulator's old glob matcher, kept as the oracle of test/unit/security/glob.test.ts: a glob
  * compiled into RegExp source, where V8's regex engine does the matching. The rules a syntax names
  * are src/emulator/core/glob.ts's own `GlobSyntax`, so both matchers read the same ones.
  */

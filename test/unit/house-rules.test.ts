@@ -131,4 +131,37 @@ describe('house rules', () => {
       [1, 2],
     )
   })
+
+  it('the test tree is the three lanes, what they share and their data', () => {
+    const entries = readdirSync(join(ROOT, 'test')).sort()
+    assert.deepEqual(entries, ['fixtures', 'integration', 'support', 'system', 'unit'])
+  })
+
+  it('a spec imports nothing from a lane above its own', () => {
+    const LANES = ['unit', 'integration', 'system']
+    const specs = (lane: string): string[] => {
+      const out: string[] = []
+      const walk = (dir: string) => {
+        for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+          const path = join(dir, entry.name)
+          if (entry.isDirectory()) walk(path)
+          else if (/\.(ts|mjs|cjs)$/.test(entry.name)) out.push(path)
+        }
+      }
+      walk(join('test', lane))
+      return out
+    }
+    const upward: string[] = []
+    LANES.forEach((lane, rank) => {
+      for (const file of specs(lane)) {
+        for (const m of readFileSync(join(ROOT, file), 'utf8').matchAll(
+          /(?:from|import\(|require\()\s*'(\.{1,2}\/[^']+)'/g,
+        )) {
+          const target = relative(join(ROOT, 'test'), resolve(ROOT, file, '..', m[1]!)).split('/')[0]!
+          if (LANES.indexOf(target) > rank) upward.push(`${file} imports ${m[1]!} (the ${target} lane)`)
+        }
+      }
+    })
+    assert.deepEqual(upward, [])
+  })
 })

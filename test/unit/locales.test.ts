@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { repoRoot } from '../smoke/node-red'
+const repoRoot = join(__dirname, '..', '..')
 
 const LOCALES = join(repoRoot, 'nodes', 'locales')
 const ENGLISH = 'en-US'

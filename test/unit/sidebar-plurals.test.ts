@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { repoRoot } from '../smoke/node-red'
+const repoRoot = join(__dirname, '..', '..')
 
 type Catalogue = { [key: string]: string | Catalogue }
 interface I18next {

@@ -1,0 +1,100 @@
+// `npm test`: the three test lanes side by side, each one mocha run (CONTRIBUTING.md, "The test
+// lanes"): unit (no socket, no process), integration (in-process emulator, broker, client, nodes)
+// and system (processes: mosquitto, the CLI, Node-RED, Chromium, the deploy kit, chaos). The
+// integration and system lanes run their files in mocha's parallel mode. A lane's output is
+// printed whole when it ends, a failure's title at once; then each lane's counts and time, and
+// the closing "N passed, M failed" line over all of them.
+//
+// Usage: node scripts/test-lanes.mjs [unit|integration|system ...] [--jobs N] [--serial] [-- mocha args]
+// With TEST_TALLY set (CI), each lane's counts are added to that file too (test/support/tally.cjs).
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, appendFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+const { line, runs, total } = require('../test/support/tally.cjs')
+
+const args = process.argv.slice(2)
+const extra = args.includes('--') ? args.splice(args.indexOf('--')).slice(1) : []
+const option = (name, fallback) => {
+  const at = args.indexOf(name)
+  if (at === -1) return fallback
+  const [, value] = args.splice(at, 2)
+  return value
+}
+const jobs = option('--jobs', process.env.TEST_JOBS ?? '3')
+const serial = args.includes('--serial')
+const named = args.filter((a) => !a.startsWith('--'))
+
+/** Each lane's mocha arguments: its specs, and how they run. */
+const LANES = {
+  unit: ['test/unit/**/*.test.ts', '--require', 'test/support/unit-guard.ts'],
+  integration: ['test/integration/**/*.test.ts', '--parallel', '--jobs', jobs],
+  system: ['test/system/**/*.test.ts', '--exclude', 'test/system/interop/**', '--parallel', '--jobs', jobs],
+}
+for (const lane of named) {
+  if (!LANES[lane]) {
+    console.error(`no lane "${lane}": the lanes are ${Object.keys(LANES).join(', ')}`)
+    process.exit(2)
+  }
+}
+const chosen = named.length > 0 ? named : Object.keys(LANES)
+const base = process.env.TEST_TALLY_LABEL ?? `Node.js ${process.versions.node}`
+const tally = join(mkdtempSync(join(tmpdir(), 'lanes-')), 'tally')
+writeFileSync(tally, '')
+
+/** Runs one lane; resolves with its seconds once it ends, its output printed whole. */
+function run(lane) {
+  const started = Date.now()
+  const label = `${base}: ${lane} lane`
+  const mocha = join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
+  const child = spawn(process.execPath, [mocha, ...LANES[lane], ...extra], {
+    cwd: ROOT,
+    env: { ...process.env, TEST_TALLY: tally, TEST_TALLY_LABEL: label },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const out = []
+  let partial = ''
+  const take = (chunk) => {
+    out.push(chunk)
+    partial += chunk.toString()
+    const lines = partial.split('\n')
+    partial = lines.pop()
+    for (const l of lines) if (/^\s+\d+\) /.test(l)) process.stdout.write(`[${lane} lane, failed] ${l.trim()}\n`)
+  }
+  child.stdout.on('data', take)
+  child.stderr.on('data', take)
+  return new Promise((done) => {
+    child.on('close', (code) => {
+      const seconds = Math.round((Date.now() - started) / 1000)
+      process.stdout.write(`\n--- the ${lane} lane (${seconds} s)\n`)
+      process.stdout.write(Buffer.concat(out))
+      const reported = runs(tally).some((r) => r.label === label)
+      if (!reported)
+        appendFileSync(
+          tally,
+          `${JSON.stringify({ label: `${label} (ended before reporting)`, passes: 0, failures: 1, pending: 0 })}\n`,
+        )
+      done({ lane, seconds, code })
+    })
+  })
+}
+
+const ended = []
+if (serial) for (const lane of chosen) ended.push(await run(lane))
+else ended.push(...(await Promise.all(chosen.map(run))))
+
+const all = runs(tally)
+process.stdout.write('\n')
+for (const { lane, seconds } of ended) {
+  const mine = all.filter((r) => r.label.startsWith(`${base}: ${lane} lane`))
+  process.stdout.write(`  ${lane} lane: ${line(total(mine))} in ${seconds} s\n`)
+}
+if (process.env.TEST_TALLY) appendFileSync(process.env.TEST_TALLY, readFileSync(tally))
+const sum = total(all)
+process.stdout.write(`${line(sum)}\n`)
+process.exitCode = sum.failures > 0 || ended.some((e) => e.code !== 0) ? 1 : 0

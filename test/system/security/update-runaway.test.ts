@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  FROM_WORKING_TREE,
+  RED_JS,
+  runtimeSettings,
+  startNodeRed,
+  writeSettings,
+  type NodeRedChild,
+} from '../../../dev/node-red'
+import { freePort } from '../../../dev/ports'
+import { StateStoreClient } from '../../../src/client'
+import { startEmulator, type Emulator } from '../../../src/emulator'
+import { Comms, debugValue } from '../smoke/node-red'
+
+const TAIL = '($f := function($n){ $f($n+1) }; $f(0))'
+const DEEP = '($f := function($n){ 1 + $f($n+1) }; $f(0))'
+
+/**
+ * One msg through *update key* with a runaway JSONata expression (a tail recursion, which JSONata
+ * never overflows) stalled every HTTP request of Node-RED for over nine minutes and ignored SIGTERM.
+ * In a real runtime (its own process): the expression fails with a code of its own, nothing is
+ * written, the admin API answers while a long one runs, and SIGTERM stops the runtime by itself.
+ */
+describe('security: a runaway update key expression cannot hold Node-RED', function () {
+  this.timeout(120_000)
+  let work = ''
+  let emulator: Emulator
+  let red: NodeRedChild
+  let comms: Comms
+  let code: StateStoreClient
+
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), 'aio-ss-runaway-'))
+    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
+    code = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'runaway-test' })
+    await code.ready({ timeoutMs: 10_000 })
+    const settingsFile = join(work, 'settings.js')
+    writeSettings(settingsFile, runtimeSettings({ ...FROM_WORKING_TREE, credentialSecret: 'runaway-test' }))
+    writeFileSync(join(work, 'flows.json'), JSON.stringify(flows(emulator.brokerUrl)))
+    red = await startNodeRed({
+      redJs: RED_JS[5],
+      userDir: work,
+      port: await freePort(),
+      settingsFile,
+      ready: async (url, log) => (await fetch(`${url}/settings`)).ok && log.includes('connected to the state store'),
+    })
+    comms = new Comms(red.url.replace('http://', 'ws://') + '/comms')
+    await comms.open()
+  })
+
+  after(async () => {
+    comms?.close()
+    await red?.stop()
+    await code?.close()
+    await emulator?.stop()
+    if (work) rmSync(work, { recursive: true, force: true })
+  })
+
+  async function inject(id: string): Promise<void> {
+    const res = await fetch(`${red.url}/inject/${id}`, { method: 'POST' })
+    assert.equal(res.status, 200, `inject ${id}`)
+  }
+
+  async function caughtCode(key: string, seen: number): Promise<string> {
+    const d = await comms.waitFor(
+      (all) => all.slice(seen).find((m) => m.id === 'caught' && m.topic === key),
+      60_000,
+      `the Catch node's msg for ${key}`,
+    )
+    return debugValue(d) as string
+  }
+
+  it('a tail recursion fails with ExpressionTimeout and writes nothing; the node then counts again', async () => {
+    const seen = comms.debug.length
+    await inject('go-tail')
+    assert.equal(await caughtCode('runaway/tail', seen), 'ExpressionTimeout')
+    assert.equal((await code.get('runaway/tail')).value, null, 'nothing written')
+    assert.equal((await code.get('runaway/tail.lock')).value, null, 'the lock is free')
+    const next = comms.debug.length
+    await inject('go-count')
+    const out = await comms.waitFor((all) => all.slice(next).find((m) => m.id === 'out'), 30_000, 'the counter’s msg')
+    assert.equal(debugValue(out), 1)
+  })
+
+  it('a recursion that is not a tail call fails with ExpressionTooDeep', async () => {
+    const seen = comms.debug.length
+    await inject('go-deep')
+    assert.equal(await caughtCode('runaway/deep', seen), 'ExpressionTooDeep')
+    assert.equal((await code.get('runaway/deep')).value, null, 'nothing written')
+  })
+
+  it('while a runaway with a long time limit runs, /settings answers, and SIGTERM stops the runtime by itself', async () => {
+    const seen = comms.debug.length
+    await inject('go-long')
+    // The inject wires its msg to the update node and to this debug node alike.
+    await comms.waitFor((all) => all.slice(seen).find((m) => m.id === 'started'), 30_000, 'the runaway to start')
+    for (let i = 0; i < 5; i++) assert.equal((await fetch(`${red.url}/settings`)).status, 200)
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+      const child = (red as unknown as { child: import('node:child_process').ChildProcess }).child
+      child.once('exit', (exitCode, signal) => resolve({ code: exitCode, signal }))
+    })
+    process.kill(red.pid!, 'SIGTERM')
+    // NodeRedChild.stop() would SIGKILL after 10 s: here the runtime must end on SIGTERM alone.
+    const outcome = await exited
+    assert.deepEqual(outcome, { code: 0, signal: null }, red.log)
+  })
+})
+
+function flows(broker: string): unknown[] {
+  const update = (id: string, key: string, expression: string, exprTimeout: number) => ({
+    id,
+    type: 'ss-update',
+    z: 'tab',
+    store: 'cfg',
+    key,
+    keyType: 'str',
+    expression,
+    initial: '0',
+    initialType: 'num',
+    exprTimeout: String(exprTimeout),
+    timeout: '600000',
+    wires: [['out']],
+  })
+  const inject = (id: string, topic: string, wires: string[]) => ({
+    id,
+    type: 'inject',
+    z: 'tab',
+    topic,
+    props: [{ p: 'topic', vt: 'str' }],
+    wires: [wires],
+  })
+  // Flow nodes need x/y: the runtime takes a node without them for a config node.
+  const onTab = (n: Record<string, unknown>) => ({ x: 100, y: 100, ...n })
+  return [
+    { id: 'tab', type: 'tab', label: 'runaway' },
+    { id: 'cfg', type: 'ss-config', name: 'store', broker, clientId: 'runaway-red' },
+    ...[
+      inject('go-tail', 'runaway/tail', ['u-tail']),
+      inject('go-deep', 'runaway/deep', ['u-deep']),
+      inject('go-long', 'runaway/long', ['u-long', 'started']),
+      inject('go-count', 'runaway/count', ['u-count']),
+      update('u-tail', 'runaway/tail', TAIL, 300),
+      update('u-deep', 'runaway/deep', DEEP, 600_000),
+      update('u-long', 'runaway/long', TAIL, 600_000),
+      update('u-count', 'runaway/count', 'value + 1', 1000),
+      { id: 'catcher', type: 'catch', z: 'tab', scope: null, uncaught: false, wires: [['caught']] },
+      { id: 'caught', type: 'debug', z: 'tab', active: true, tosidebar: true, complete: 'error.code', wires: [] },
+      { id: 'started', type: 'debug', z: 'tab', active: true, tosidebar: true, complete: 'topic', wires: [] },
+      { id: 'out', type: 'debug', z: 'tab', active: true, tosidebar: true, complete: 'payload', wires: [] },
+    ].map(onTab),
+  ]
+}
