@@ -1,24 +1,12 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import {
-  FROM_WORKING_TREE,
-  RED_JS,
-  runtimeSettings,
-  startNodeRed,
-  writeSettings,
-  type NodeRedChild,
-} from '../../../dev/node-red'
-import { freePort } from '../../../dev/ports'
+import { withNodeRed } from '../../support/node-red-fixture'
 import { EventEmitter } from 'node:events'
 import type { Lease } from '../../../src/locks'
 import { ACTIVITY_BOUNDS, StoreActivity } from '../../../src/observe/activity'
 import { Hlc } from '../../../src/hlc'
 import { scaled } from '../../support/deadline'
-import { EmulatorCli } from '../../support/emulator-cli'
-import { Comms, debugValue } from '../smoke/node-red'
+import { debugValue } from '../../support/node-red-comms'
 
 const ROUNDS = 3
 const NAMES_PER_ROUND = 1500
@@ -31,36 +19,7 @@ const NAMES_PER_ROUND = 1500
  */
 describe('security: lock names from msgs cannot grow the sidebar registry', function () {
   this.timeout(600_000)
-  let work = ''
-  let emulator: EmulatorCli
-  let red: NodeRedChild
-  let comms: Comms
-
-  before(async () => {
-    work = mkdtempSync(join(tmpdir(), 'aio-ss-lockflood-'))
-    // Its own process, as users run it: the test's clock times /settings, not the emulator's work.
-    emulator = await EmulatorCli.start(['--listen', '127.0.0.1:0', '--log-level', 'warn'])
-    const brokerUrl = /ready on (mqtt:\/\/\S+)/.exec(emulator.stdout)![1]!
-    const settingsFile = join(work, 'settings.js')
-    writeSettings(settingsFile, runtimeSettings({ ...FROM_WORKING_TREE, credentialSecret: 'lockflood-test' }))
-    writeFileSync(join(work, 'flows.json'), JSON.stringify(flows(brokerUrl)))
-    red = await startNodeRed({
-      redJs: RED_JS[5],
-      userDir: work,
-      port: await freePort(),
-      settingsFile,
-      ready: async (url, log) => (await fetch(`${url}/settings`)).ok && log.includes('connected to the state store'),
-    })
-    comms = new Comms(red.url.replace('http://', 'ws://') + '/comms')
-    await comms.open()
-  })
-
-  after(async () => {
-    comms?.close()
-    await red?.stop()
-    await emulator?.kill()
-    if (work) rmSync(work, { recursive: true, force: true })
-  })
+  const runtime = withNodeRed({ name: 'lockflood', flows, emulator: 'ownProcess' })
 
   /** The longest /settings answer, ms, while `work` runs (at least one request). */
   async function slowestSettings(work: Promise<unknown>): Promise<number> {
@@ -69,7 +28,7 @@ describe('security: lock names from msgs cannot grow the sidebar registry', func
     let slowest = 0
     do {
       const t0 = performance.now()
-      const res = await fetch(`${red.url}/settings`)
+      const res = await fetch(`${runtime.red.url}/settings`)
       await res.arrayBuffer()
       assert.equal(res.status, 200)
       slowest = Math.max(slowest, performance.now() - t0)
@@ -78,7 +37,7 @@ describe('security: lock names from msgs cannot grow the sidebar registry', func
   }
 
   async function registry(): Promise<{ locks: unknown[]; droppedLocks: number }> {
-    const res = await fetch(`${red.url}/aio-statestore/stores`)
+    const res = await fetch(`${runtime.red.url}/aio-statestore/stores`)
     assert.equal(res.status, 200)
     const body = (await res.json()) as { stores: Array<{ locks: unknown[]; droppedLocks: number }> }
     return body.stores[0]!
@@ -88,10 +47,10 @@ describe('security: lock names from msgs cannot grow the sidebar registry', func
     let quiet = 0
     for (let i = 0; i < 5; i++) quiet = Math.max(quiet, await slowestSettings(Promise.resolve()))
     for (let round = 0; round < ROUNDS; round++) {
-      const seen = comms.debug.length
-      const res = await fetch(`${red.url}/inject/go`, { method: 'POST' })
+      const seen = runtime.comms.debug.length
+      const res = await fetch(`${runtime.red.url}/inject/go`, { method: 'POST' })
       assert.equal(res.status, 200)
-      const finished = comms.waitFor(
+      const finished = runtime.comms.waitFor(
         (all) => all.slice(seen).find((m) => m.id === 'round'),
         300_000,
         `round ${round} to finish`,

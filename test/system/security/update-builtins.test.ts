@@ -1,19 +1,6 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import {
-  FROM_WORKING_TREE,
-  RED_JS,
-  runtimeSettings,
-  startNodeRed,
-  writeSettings,
-  type NodeRedChild,
-} from '../../../dev/node-red'
-import { freePort } from '../../../dev/ports'
-import { StateStoreClient } from '../../../src/client'
-import { startEmulator, type Emulator } from '../../../src/emulator'
-import { Comms, debugValue } from '../smoke/node-red'
+import { withNodeRed } from '../../support/node-red-fixture'
+import { debugValue } from '../../support/node-red-comms'
 import { scaled } from '../../support/deadline'
 
 /**
@@ -25,45 +12,14 @@ import { scaled } from '../../support/deadline'
  */
 describe('security: a built-in call in update key cannot hold Node-RED', function () {
   this.timeout(120_000)
-  let work = ''
-  let emulator: Emulator
-  let red: NodeRedChild
-  let comms: Comms
-  let code: StateStoreClient
-
-  before(async () => {
-    work = mkdtempSync(join(tmpdir(), 'aio-ss-builtins-'))
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
-    code = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'builtins-test' })
-    await code.ready({ timeoutMs: 10_000 })
-    const settingsFile = join(work, 'settings.js')
-    writeSettings(settingsFile, runtimeSettings({ ...FROM_WORKING_TREE, credentialSecret: 'builtins-test' }))
-    writeFileSync(join(work, 'flows.json'), JSON.stringify(flows(emulator.brokerUrl)))
-    red = await startNodeRed({
-      redJs: RED_JS[5],
-      userDir: work,
-      port: await freePort(),
-      settingsFile,
-      ready: async (url, log) => (await fetch(`${url}/settings`)).ok && log.includes('connected to the state store'),
-    })
-    comms = new Comms(red.url.replace('http://', 'ws://') + '/comms')
-    await comms.open()
-  })
-
-  after(async () => {
-    comms?.close()
-    await red?.stop()
-    await code?.close()
-    await emulator?.stop()
-    if (work) rmSync(work, { recursive: true, force: true })
-  })
+  const runtime = withNodeRed({ name: 'builtins', flows })
 
   /** Injects `id` and probes /settings, each answer due within 0.2 s (scaled), until a debug node shows the msg of `key`. */
   async function attack(id: string, key: string, debugId: string): Promise<{ value: unknown; probes: number }> {
-    const seen = comms.debug.length
-    const res = await fetch(`${red.url}/inject/${id}`, { method: 'POST' })
+    const seen = runtime.comms.debug.length
+    const res = await fetch(`${runtime.red.url}/inject/${id}`, { method: 'POST' })
     assert.equal(res.status, 200, `inject ${id}`)
-    const outcome = comms.waitFor(
+    const outcome = runtime.comms.waitFor(
       (all) => all.slice(seen).find((m) => m.id === debugId && m.topic === key),
       60_000,
       `the msg of ${key} at ${debugId}`,
@@ -75,7 +31,7 @@ describe('security: a built-in call in update key cannot hold Node-RED', functio
     )
     let probes = 0
     while (!done) {
-      const probe = await fetch(`${red.url}/settings`, { signal: AbortSignal.timeout(scaled(200)) })
+      const probe = await fetch(`${runtime.red.url}/settings`, { signal: AbortSignal.timeout(scaled(200)) })
       assert.equal(probe.status, 200)
       probes++
     }
@@ -83,7 +39,7 @@ describe('security: a built-in call in update key cannot hold Node-RED', functio
   }
 
   it('$match(value, /^(a+)+$/) over 40 a and a "!" answers at once, and /settings all along', async () => {
-    await code.set('builtin/regex', 'a'.repeat(40) + '!')
+    await runtime.client.set('builtin/regex', 'a'.repeat(40) + '!')
     const { value, probes } = await attack('go-regex', 'builtin/regex', 'out')
     assert.equal(value, 0)
     assert.ok(probes >= 1)
@@ -91,10 +47,10 @@ describe('security: a built-in call in update key cannot hold Node-RED', functio
 
   it('a value over the input bound fails with ValueTooLarge at the Catch node, and nothing is written', async () => {
     const big = 'x,'.repeat(1024 * 1024)
-    await code.set('builtin/split', big)
+    await runtime.client.set('builtin/split', big)
     const { value } = await attack('go-split', 'builtin/split', 'caught')
     assert.equal(value, 'ValueTooLarge')
-    assert.equal((await code.get('builtin/split')).value?.length, big.length, 'the value is as it was')
+    assert.equal((await runtime.client.get('builtin/split')).value?.length, big.length, 'the value is as it was')
   })
 })
 

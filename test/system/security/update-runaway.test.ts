@@ -1,19 +1,6 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import {
-  FROM_WORKING_TREE,
-  RED_JS,
-  runtimeSettings,
-  startNodeRed,
-  writeSettings,
-  type NodeRedChild,
-} from '../../../dev/node-red'
-import { freePort } from '../../../dev/ports'
-import { StateStoreClient } from '../../../src/client'
-import { startEmulator, type Emulator } from '../../../src/emulator'
-import { Comms, debugValue } from '../smoke/node-red'
+import { withNodeRed } from '../../support/node-red-fixture'
+import { debugValue } from '../../support/node-red-comms'
 
 const TAIL = '($f := function($n){ $f($n+1) }; $f(0))'
 const DEEP = '($f := function($n){ 1 + $f($n+1) }; $f(0))'
@@ -26,46 +13,10 @@ const DEEP = '($f := function($n){ 1 + $f($n+1) }; $f(0))'
  */
 describe('security: a runaway update key expression cannot hold Node-RED', function () {
   this.timeout(120_000)
-  let work = ''
-  let emulator: Emulator
-  let red: NodeRedChild
-  let comms: Comms
-  let code: StateStoreClient
-
-  before(async () => {
-    work = mkdtempSync(join(tmpdir(), 'aio-ss-runaway-'))
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
-    code = new StateStoreClient({ brokerUrl: emulator.brokerUrl, clientId: 'runaway-test' })
-    await code.ready({ timeoutMs: 10_000 })
-    const settingsFile = join(work, 'settings.js')
-    writeSettings(settingsFile, runtimeSettings({ ...FROM_WORKING_TREE, credentialSecret: 'runaway-test' }))
-    writeFileSync(join(work, 'flows.json'), JSON.stringify(flows(emulator.brokerUrl)))
-    red = await startNodeRed({
-      redJs: RED_JS[5],
-      userDir: work,
-      port: await freePort(),
-      settingsFile,
-      ready: async (url, log) => (await fetch(`${url}/settings`)).ok && log.includes('connected to the state store'),
-    })
-    comms = new Comms(red.url.replace('http://', 'ws://') + '/comms')
-    await comms.open()
-  })
-
-  after(async () => {
-    comms?.close()
-    await red?.stop()
-    await code?.close()
-    await emulator?.stop()
-    if (work) rmSync(work, { recursive: true, force: true })
-  })
-
-  async function inject(id: string): Promise<void> {
-    const res = await fetch(`${red.url}/inject/${id}`, { method: 'POST' })
-    assert.equal(res.status, 200, `inject ${id}`)
-  }
+  const runtime = withNodeRed({ name: 'runaway', flows })
 
   async function caughtCode(key: string, seen: number): Promise<string> {
-    const d = await comms.waitFor(
+    const d = await runtime.comms.waitFor(
       (all) => all.slice(seen).find((m) => m.id === 'caught' && m.topic === key),
       60_000,
       `the Catch node's msg for ${key}`,
@@ -74,38 +25,46 @@ describe('security: a runaway update key expression cannot hold Node-RED', funct
   }
 
   it('a tail recursion fails with ExpressionTimeout and writes nothing; the node then counts again', async () => {
-    const seen = comms.debug.length
-    await inject('go-tail')
+    const seen = runtime.comms.debug.length
+    await runtime.inject('go-tail')
     assert.equal(await caughtCode('runaway/tail', seen), 'ExpressionTimeout')
-    assert.equal((await code.get('runaway/tail')).value, null, 'nothing written')
-    assert.equal((await code.get('runaway/tail.lock')).value, null, 'the lock is free')
-    const next = comms.debug.length
-    await inject('go-count')
-    const out = await comms.waitFor((all) => all.slice(next).find((m) => m.id === 'out'), 30_000, 'the counter’s msg')
+    assert.equal((await runtime.client.get('runaway/tail')).value, null, 'nothing written')
+    assert.equal((await runtime.client.get('runaway/tail.lock')).value, null, 'the lock is free')
+    const next = runtime.comms.debug.length
+    await runtime.inject('go-count')
+    const out = await runtime.comms.waitFor(
+      (all) => all.slice(next).find((m) => m.id === 'out'),
+      30_000,
+      'the counter’s msg',
+    )
     assert.equal(debugValue(out), 1)
   })
 
   it('a recursion that is not a tail call fails with ExpressionTooDeep', async () => {
-    const seen = comms.debug.length
-    await inject('go-deep')
+    const seen = runtime.comms.debug.length
+    await runtime.inject('go-deep')
     assert.equal(await caughtCode('runaway/deep', seen), 'ExpressionTooDeep')
-    assert.equal((await code.get('runaway/deep')).value, null, 'nothing written')
+    assert.equal((await runtime.client.get('runaway/deep')).value, null, 'nothing written')
   })
 
   it('while a runaway with a long time limit runs, /settings answers, and SIGTERM stops the runtime by itself', async () => {
-    const seen = comms.debug.length
-    await inject('go-long')
+    const seen = runtime.comms.debug.length
+    await runtime.inject('go-long')
     // The inject wires its msg to the update node and to this debug node alike.
-    await comms.waitFor((all) => all.slice(seen).find((m) => m.id === 'started'), 30_000, 'the runaway to start')
-    for (let i = 0; i < 5; i++) assert.equal((await fetch(`${red.url}/settings`)).status, 200)
+    await runtime.comms.waitFor(
+      (all) => all.slice(seen).find((m) => m.id === 'started'),
+      30_000,
+      'the runaway to start',
+    )
+    for (let i = 0; i < 5; i++) assert.equal((await fetch(`${runtime.red.url}/settings`)).status, 200)
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
-      const child = (red as unknown as { child: import('node:child_process').ChildProcess }).child
+      const child = (runtime.red as unknown as { child: import('node:child_process').ChildProcess }).child
       child.once('exit', (exitCode, signal) => resolve({ code: exitCode, signal }))
     })
-    process.kill(red.pid!, 'SIGTERM')
+    process.kill(runtime.red.pid!, 'SIGTERM')
     // NodeRedChild.stop() would SIGKILL after 10 s: here the runtime must end on SIGTERM alone.
     const outcome = await exited
-    assert.deepEqual(outcome, { code: 0, signal: null }, red.log)
+    assert.deepEqual(outcome, { code: 0, signal: null }, runtime.red.log)
   })
 })
 

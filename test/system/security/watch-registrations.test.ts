@@ -1,18 +1,6 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import {
-  FROM_WORKING_TREE,
-  RED_JS,
-  runtimeSettings,
-  startNodeRed,
-  writeSettings,
-  type NodeRedChild,
-} from '../../../dev/node-red'
-import { freePort } from '../../../dev/ports'
-import { startEmulator, type Emulator } from '../../../src/emulator'
-import { Comms, debugValue } from '../smoke/node-red'
+import { withNodeRed } from '../../support/node-red-fixture'
+import { debugValue } from '../../support/node-red-comms'
 
 const PER_NODE = 40
 const PER_CONNECTION = 60
@@ -26,52 +14,22 @@ const SENT = 500
  */
 describe('security: watch registrations through msgs are bounded per node and per connection', function () {
   this.timeout(300_000)
-  let work = ''
-  let emulator: Emulator
-  let red: NodeRedChild
-  let comms: Comms
-
-  before(async () => {
-    work = mkdtempSync(join(tmpdir(), 'aio-ss-watchregs-'))
-    emulator = await startEmulator({ listen: { host: '127.0.0.1', port: 0 }, logLevel: 'error' })
-    const settingsFile = join(work, 'settings.js')
-    writeSettings(
-      settingsFile,
-      runtimeSettings({
-        ...FROM_WORKING_TREE,
-        credentialSecret: 'watchregs-test',
-        aioStateStore: { maxWatchesPerNode: PER_NODE, maxWatchesPerConnection: PER_CONNECTION },
-      }),
-    )
-    writeFileSync(join(work, 'flows.json'), JSON.stringify(flows(emulator.brokerUrl)))
-    red = await startNodeRed({
-      redJs: RED_JS[5],
-      userDir: work,
-      port: await freePort(),
-      settingsFile,
-      ready: async (url, log) => (await fetch(`${url}/settings`)).ok && log.includes('connected to the state store'),
-    })
-    comms = new Comms(red.url.replace('http://', 'ws://') + '/comms')
-    await comms.open()
-  })
-
-  after(async () => {
-    comms?.close()
-    await red?.stop()
-    await emulator?.stop()
-    if (work) rmSync(work, { recursive: true, force: true })
+  const runtime = withNodeRed({
+    name: 'watchregs',
+    flows,
+    aioStateStore: { maxWatchesPerNode: PER_NODE, maxWatchesPerConnection: PER_CONNECTION },
   })
 
   async function watched(): Promise<string[]> {
-    const res = await fetch(`${red.url}/aio-statestore/stores`)
+    const res = await fetch(`${runtime.red.url}/aio-statestore/stores`)
     const body = (await res.json()) as { stores: Array<{ watches: Array<{ key: string; observers: string[] }> }> }
     return body.stores[0]!.watches.map((w) => w.key)
   }
 
   async function flood(inject: string, prefix: string): Promise<{ refused: number; codes: Set<string> }> {
-    const seen = comms.debug.length
-    assert.equal((await fetch(`${red.url}/inject/${inject}`, { method: 'POST' })).status, 200)
-    const done = await comms.waitFor(
+    const seen = runtime.comms.debug.length
+    assert.equal((await fetch(`${runtime.red.url}/inject/${inject}`, { method: 'POST' })).status, 200)
+    const done = await runtime.comms.waitFor(
       (all) => all.slice(seen).find((m) => m.id === `${prefix}-tally`),
       120_000,
       `${prefix}'s tally`,
@@ -92,7 +50,7 @@ describe('security: watch registrations through msgs are bounded per node and pe
     assert.deepEqual([...b.codes], ['WatchLimit'])
     assert.equal(b.refused, SENT - (PER_CONNECTION - PER_NODE))
     assert.equal((await watched()).length, PER_CONNECTION)
-    assert.equal((await fetch(`${red.url}/settings`)).status, 200)
+    assert.equal((await fetch(`${runtime.red.url}/settings`)).status, 200)
   })
 })
 
