@@ -5,7 +5,7 @@
 // window as the command (256 in flight), the RESP bytes built before the clock starts. The command
 // runs as a user runs it, a process of its own (`dist/src/cli/main.js`), timed from its start to its
 // exit, so its figure also holds Node.js's start, the connect and both passes over the file (the
-// check, then the writes); its peak RSS comes from the process itself (test/integration/cli/peak-rss.cjs).
+// check, then the writes); its peak RSS comes from the process itself (test/system/cli/peak-rss.cjs).
 import { spawn } from 'node:child_process'
 import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -71,7 +71,7 @@ function importCommand() {
     const t0 = performance.now()
     const args = [
       '--require',
-      join(ROOT, 'test/integration/cli/peak-rss.cjs'),
+      join(ROOT, 'test/system/cli/peak-rss.cjs'),
       join(ROOT, 'dist/src/cli/main.js'),
       'import',
       file,

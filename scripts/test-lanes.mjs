@@ -8,7 +8,7 @@
 // Usage: node scripts/test-lanes.mjs [unit|integration|system ...] [--jobs N] [--serial] [-- mocha args]
 // With TEST_TALLY set (CI), each lane's counts are added to that file too (test/support/tally.cjs).
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, appendFileSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -54,17 +54,23 @@ function run(lane) {
   const mocha = join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
   const child = spawn(process.execPath, [mocha, ...LANES[lane], ...extra], {
     cwd: ROOT,
-    env: { ...process.env, TEST_TALLY: tally, TEST_TALLY_LABEL: label },
+    env: { ...process.env, TEST_TALLY: tally, TEST_TALLY_LABEL: label, TEST_LANES: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const out = []
   let partial = ''
+  let failing = 0
   const take = (chunk) => {
     out.push(chunk)
     partial += chunk.toString()
     const lines = partial.split('\n')
     partial = lines.pop()
-    for (const l of lines) if (/^\s+\d+\) /.test(l)) process.stdout.write(`[${lane} lane, failed] ${l.trim()}\n`)
+    for (const l of lines) {
+      // The reporter prints a failure's title, then its message indented by nine spaces.
+      if (/^\s+\d+\) /.test(l)) failing = 6
+      else if (failing > 0 && !l.startsWith('         ')) failing = 0
+      if (failing-- > 0) process.stdout.write(`[${lane} lane, failed] ${l.trim()}\n`)
+    }
   }
   child.stdout.on('data', take)
   child.stderr.on('data', take)
@@ -83,6 +89,9 @@ function run(lane) {
     })
   })
 }
+
+// Spec files run side by side, so what one of them would empty at its start is emptied here once.
+rmSync(join(ROOT, 'artifacts', 'browser'), { recursive: true, force: true })
 
 const ended = []
 if (serial) for (const lane of chosen) ended.push(await run(lane))

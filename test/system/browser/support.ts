@@ -213,9 +213,12 @@ export class PageProblems {
   }
 }
 
-/** Empties the screenshot folder, so it holds only what this run saw. */
+/**
+ * Empties the screenshot folder, so it holds only what this run saw. Under `npm test` the lanes'
+ * runner empties it once before the lanes start (TEST_LANES), since spec files run side by side.
+ */
 export function freshArtifacts(): void {
-  rmSync(ARTIFACTS, { recursive: true, force: true })
+  if (!process.env.TEST_LANES) rmSync(ARTIFACTS, { recursive: true, force: true })
   mkdirSync(ARTIFACTS, { recursive: true })
 }
 

@@ -23,7 +23,7 @@ describe('chaos: the fault injector', () => {
     this.timeout(40_000)
     // In a worker: should the relay spin, only the worker's thread stops, and this one sees it. A spin
     // is silence for good, so the wait is long; a busy main thread must not count as silence.
-    const worker = new Worker(join(__dirname, '..', 'relay-cut.worker.ts'))
+    const worker = new Worker(join(__dirname, 'relay-cut.worker.ts'))
     // Every message is kept as it comes: two that arrive together are both delivered before a
     // listener added after the first could hear the second.
     const messages: string[] = []

@@ -228,7 +228,7 @@ describe('data in and out: --seed, export and import', function () {
           args: [
             `--max-old-space-size=${HEAP_MB}`,
             '--require',
-            join(__dirname, '..', 'peak-rss.cjs'),
+            join(__dirname, 'peak-rss.cjs'),
             ...FROM_SOURCE.args,
           ],
         },

@@ -25,7 +25,7 @@ import { freePort } from '../../../dev/ports'
 import { startEmulator, type Emulator } from '../../../src/emulator'
 import { startLocalRegistry, type LocalRegistry } from '../../support/local-registry'
 import { DEPLOY, expandDockerVariables, readDockerfile, renderBase, type K8sObject } from '../../support/deploy-kit'
-import { childEnvWithoutAio, npmRun, repoRoot } from '../smoke/node-red'
+import { childEnvWithoutAio, npmRun, repoRoot, treeCopy } from '../smoke/node-red'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
@@ -66,8 +66,14 @@ describe('deploy/image: the recipe builds from a fresh npm pack, offline, and No
     mkdirSync(context)
     for (const f of readdirSync(join(DEPLOY, 'image')))
       if (!f.endsWith('.tgz')) copyFileSync(join(DEPLOY, 'image', f), join(context, f))
-    // The first of the doc's two commands: npm pack into the build context (prepack builds dist/ afresh).
-    await npmRun(['pack', '--pack-destination', context], repoRoot, 300_000)
+    // The first of the doc's two commands: npm pack into the build context (prepack builds dist/
+    // afresh), in a copy of the tree, so that the specs running beside keep the working tree's dist/.
+    const copy = treeCopy()
+    try {
+      await npmRun(['pack', '--pack-destination', context], copy, 300_000)
+    } finally {
+      rmSync(copy, { recursive: true, force: true })
+    }
 
     // What FROM gives: the official image's Node-RED app folder (Node-RED installed, as the
     // image's package.json lists it), /data and /tmp.

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { npmRun, repoRoot } from '../smoke/node-red'
+import { npmRun, repoRoot, treeCopy } from '../smoke/node-red'
 
 interface Manifest {
   main: string
@@ -22,10 +22,17 @@ const manifest = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')
 describe('release: the tarball npm publish would upload', function () {
   this.timeout(300_000)
   let files: string[] = []
+  let copy = ''
+
+  after(() => {
+    if (copy) rmSync(copy, { recursive: true, force: true })
+  })
 
   before(async () => {
-    // As `npm publish` runs it: prepack builds dist/ afresh, then the file list is taken.
-    const out = await npmRun(['pack', '--dry-run', '--json'], repoRoot, 240_000)
+    // As `npm publish` runs it: prepack builds dist/ afresh, then the file list is taken; in a copy
+    // of the tree, so that the specs running beside keep the working tree's dist/.
+    copy = treeCopy()
+    const out = await npmRun(['pack', '--dry-run', '--json'], copy, 240_000)
     const [info] = JSON.parse(out.slice(out.indexOf('['))) as Array<{ files: Array<{ path: string }> }>
     files = info!.files.map((f) => f.path)
   })

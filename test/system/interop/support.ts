@@ -50,7 +50,7 @@ function build(command: string, args: string[], cwd: string, env: Record<string,
 /** Builds the Go program with the module versions go.sum pins (nothing is resolved afresh). */
 export function buildGo(): Program {
   const binary = join(CACHE, 'go', 'interop')
-  build('go', ['build', '-mod=readonly', '-trimpath', '-o', binary, '.'], join(__dirname, '..', 'go'), {
+  build('go', ['build', '-mod=readonly', '-trimpath', '-o', binary, '.'], join(__dirname, 'go'), {
     GOFLAGS: '-mod=readonly',
     GOCACHE: process.env.GOCACHE ?? join(CACHE, 'go-build'),
   })
@@ -74,7 +74,7 @@ export function buildGo(): Program {
 /** Builds the Rust program with the crate versions Cargo.lock pins (--locked). */
 export function buildRust(): Program {
   const target = process.env.CARGO_TARGET_DIR ?? join(CACHE, 'cargo')
-  build('cargo', ['build', '--locked', '--quiet'], join(__dirname, '..', 'rust'), { CARGO_TARGET_DIR: target })
+  build('cargo', ['build', '--locked', '--quiet'], join(__dirname, 'rust'), { CARGO_TARGET_DIR: target })
   return {
     sdk: 'Rust',
     binary: join(target, 'debug', 'interop'),

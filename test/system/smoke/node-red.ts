@@ -1,9 +1,10 @@
 // What the smoke test needs to treat Node-RED as a black box: pack and install the package as a
 // user would, run the real `red.js` CLI as a child process, and talk to it only through its admin
 // HTTP API and the editor's /comms websocket.
-import { spawn } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { execFileSync, spawn } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import {
   runtimeSettings,
   startNodeRed,
@@ -77,12 +78,35 @@ export async function npmRun(args: string[], cwd: string, timeoutMs: number): Pr
   return result.stdout
 }
 
-/** `npm pack` the working tree (dist/ must be built) into dir; the tarball's path. */
+/**
+ * `npm pack` of the working tree as built (dist/, by `npm test`'s pretest) into dir; the tarball's
+ * path. Without prepack, which empties dist/ and builds it again under the specs running beside.
+ */
 export async function pack(dir: string): Promise<string> {
-  const out = await npmRun(['pack', '--json', '--pack-destination', dir], repoRoot, 60000)
+  const out = await npmRun(['pack', '--json', '--ignore-scripts', '--pack-destination', dir], repoRoot, 60000)
   const [info] = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string }>
   if (!info) throw new Error(`npm pack printed no file: ${out}`)
   return join(dir, info.filename)
+}
+
+/**
+ * A copy of the working tree's files (git's tracked and unignored ones), node_modules linked, in a
+ * fresh folder: where `npm pack` may run prepack as `npm publish` does (dist/ emptied and built
+ * again) without touching the working tree's dist/.
+ */
+export function treeCopy(): string {
+  const copy = mkdtempSync(join(tmpdir(), 'aio-ss-tree-'))
+  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '-z'], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  })
+  for (const file of files.split('\0').filter(Boolean)) {
+    if (file === 'dist' || file.startsWith('dist/') || !existsSync(join(repoRoot, file))) continue
+    mkdirSync(dirname(join(copy, file)), { recursive: true })
+    copyFileSync(join(repoRoot, file), join(copy, file))
+  }
+  symlinkSync(join(repoRoot, 'node_modules'), join(copy, 'node_modules'), 'dir')
+  return copy
 }
 
 /** A fresh Node-RED user directory with the tarball installed the way the palette manager does. */
