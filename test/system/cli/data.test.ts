@@ -225,12 +225,7 @@ describe('data in and out: --seed, export and import', function () {
       const r = await runCli(
         {
           ...FROM_SOURCE,
-          args: [
-            `--max-old-space-size=${HEAP_MB}`,
-            '--require',
-            join(__dirname, 'peak-rss.cjs'),
-            ...FROM_SOURCE.args,
-          ],
+          args: [`--max-old-space-size=${HEAP_MB}`, '--require', join(__dirname, 'peak-rss.cjs'), ...FROM_SOURCE.args],
         },
         ['import', file, '--broker', target.brokerUrl],
       )
