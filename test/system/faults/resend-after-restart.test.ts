@@ -34,7 +34,13 @@ describe('faults: a request re-sent to an emulator restarted with --persist', fu
     proc = await EmulatorProcess.start(args)
     client = await RawClient.connect(proc.url, 'resending-client')
     // The same PUBLISH twice: the same correlation data and user properties (its __ts among them).
-    const resend = { correlation: randomBytes(16), props: { ...client.defaultProps(), [Prop.persist]: 'true' } }
+    // Its Message Expiry is long enough for a kill and a restart on a busy machine: a re-send after
+    // it would rightly be a new request.
+    const resend = {
+      correlation: randomBytes(16),
+      props: { ...client.defaultProps(), [Prop.persist]: 'true' },
+      expiry: 600,
+    }
     const setNx = Request.set('resent', 'v', { condition: 'NX' })
     const first = await client.request(setNx, resend)
     assert.ok(first.payload.equals(Reply.ok))
