@@ -21,6 +21,7 @@ import { StateStoreClient } from '../../src/client'
 import { openSidebar } from './editor'
 import { checkPage, openEditor, requireChromium, type OpenedEditor } from './session'
 import { shot, text } from './sidebar-support'
+import { scaled } from '../support/deadline'
 import { eventually, until } from '../support/wait'
 
 const LINE = 'timeline/line-1'
@@ -255,7 +256,7 @@ describe('editor: the sidebar timeline of locks across two runtimes (chromium)',
     await post(`${aUrl}/inject/Qpress`)
     const lock = page.locator(`.ss-sidebar-timeline-lock[data-lock="${QUICK}"]`)
     const listed = lock.locator('.ss-sidebar-timeline-hold').first()
-    await listed.waitFor({ state: 'attached', timeout: 30000 })
+    await listed.waitFor({ state: 'attached', timeout: scaled(30000) })
     // The hold ended (a 3 ms delay and the release's round trip): its length is fixed.
     await until(async () => ((await listed.getAttribute('data-to')) ?? '') !== '', 'the quick hold ended', 30000)
     const length = Number(await listed.getAttribute('data-ms'))
