@@ -129,7 +129,7 @@ describe('node dialogs: values and labels (npm start, chromium)', function () {
       )
     })
     await editor.edit('dialogslock2')
-    const placeholders = (catalogue('ss-lock')['ss-lock'] as { placeholder: { default: string } }).placeholder
+    const said = (catalogue('ss-config') as { common: { label: { defaultValue: string } } }).common.label.defaultValue
     const defaults = SCHEMAS['ss-lock'].defaults
     // Each in a mode that shows it: Keep done for in run once, Holders at most and Queue in lock mode.
     for (const [name, mode] of [
@@ -147,11 +147,51 @@ describe('node dialogs: values and labels (npm start, chromium)', function () {
       await field.fill('')
       assert.equal(
         await field.getAttribute('placeholder'),
-        placeholders.default.replace('__value__', runsWith),
+        said.replace('__value__', runsWith),
         `${name} cleared says it is the default`,
       )
     }
     assert.deepEqual(await wrappedLabels(session!), [])
+    await editor.cancel()
+  })
+
+  it('get key saved before the key-list settings existed shows Several keys, In flight and Max keys per msg as values', async function () {
+    const editor = session!.editor
+    // As the examples' get nodes were saved: no sendAs, inFlight, maxKeys.
+    await editor.page.evaluate(() => {
+      let store = ''
+      RED.nodes.eachConfig((n) => {
+        if (n.type === 'ss-config' && !store) store = n.id
+      })
+      RED.view.importNodes(
+        [
+          {
+            id: 'dialogsget1',
+            type: 'ss-get',
+            z: RED.workspaces.active(),
+            store,
+            key: 'k',
+            keyType: 'str',
+            mode: 'value',
+            x: 200,
+            y: 640,
+            wires: [[]],
+          },
+        ],
+        { generateIds: false, touchImport: true },
+      )
+    })
+    await editor.edit('dialogsget1')
+    const defaults = SCHEMAS['ss-get'].defaults
+    const said = (catalogue('ss-config') as { common: { label: { defaultValue: string } } }).common.label.defaultValue
+    assert.equal(await editor.page.locator('#node-input-sendAs').inputValue(), defaults.sendAs.value)
+    for (const name of ['inFlight', 'maxKeys'] as const) {
+      const field = editor.page.locator(`#node-input-${name}`)
+      const runsWith = String(defaults[name].value)
+      assert.equal(await field.inputValue(), runsWith, `${name} shows the ${runsWith} it runs with`)
+      await field.fill('')
+      assert.equal(await field.getAttribute('placeholder'), said.replace('__value__', runsWith))
+    }
     await editor.cancel()
   })
 })
