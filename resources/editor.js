@@ -54,6 +54,19 @@ window.AioStateStore =
         if (s === '' || /^(mqtts?|wss?):\/\/[^\s]+$/.test(s) || ENV.test(s)) return true
         return opt ? RED._('node-red-contrib-aio-statestore/ss-config:ss-config.validation.broker') : false
       },
+      /**
+       * In oneditprepare: a setting left blank runs with its default (a node saved before the setting existed, or
+       * written by hand), so its field shows that value, and a text field cleared says it is the default.
+       */
+      showDefaults: function (node, names) {
+        var defaults = node._def.defaults
+        names.forEach(function (name) {
+          var field = $('#node-input-' + name)
+          var value = defaults[name].value
+          if (!field.is('select')) field.attr('placeholder', RED._(NS + 'label.defaultValue', { value: value }))
+          if (field.val() === '' || field.val() === null) field.val(value)
+        })
+      },
       /** Sets up the key typedInput of a palette node's dialog. */
       keyInput: function () {
         $('#node-input-key').typedInput({ default: 'msg', types: KEY_TYPES, typeField: '#node-input-keyType' })

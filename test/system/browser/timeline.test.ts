@@ -21,13 +21,21 @@ import { StateStoreClient } from '../../../src/client'
 import { openSidebar } from './editor'
 import { checkPage, openEditor, requireChromium, type OpenedEditor } from './session'
 import { shot, text } from './sidebar-support'
+import { scaled } from '../../support/deadline'
 import { eventually, until } from '../../support/wait'
 
 const LINE = 'timeline/line-1'
+const QUICK = 'timeline/quick'
 const WATCHED = 'examples/thermostat/setpoint'
 
-/** A lock-mode flow: inject `press` → lock LINE → hold `holdMs` (a delay) → release; the release also leaves by `released`. */
-function holdFlow(tab: string, store: string, prefix: string, holdMs: number): Array<Record<string, unknown>> {
+/** A lock-mode flow: inject `press` → lock `key` → hold `holdMs` (a delay) → release; the release also leaves by `released`. */
+function holdFlow(
+  tab: string,
+  store: string,
+  prefix: string,
+  holdMs: number,
+  key = LINE,
+): Array<Record<string, unknown>> {
   const id = (n: string) => `${prefix}${n}`
   return [
     {
@@ -48,7 +56,7 @@ function holdFlow(tab: string, store: string, prefix: string, holdMs: number): A
       z: tab,
       name: `${prefix} takes the line`,
       store,
-      key: LINE,
+      key,
       keyType: 'str',
       mode: 'lock',
       action: 'acquire',
@@ -125,6 +133,7 @@ describe('editor: the sidebar timeline of locks across two runtimes (chromium)',
       return id
     })
     await post(`${aUrl}/flow`, { label: 'Line 1 (A)', nodes: holdFlow('', store, 'A', 1500) })
+    await post(`${aUrl}/flow`, { label: 'Quick (A)', nodes: holdFlow('', store, 'Q', 3, QUICK) })
     // Runtime B: Node-RED 5 with the package from the working tree, on A's broker.
     bDir = mkdtempSync(join(tmpdir(), 'aio-ss-timeline-b-'))
     const settingsFile = join(bDir, 'settings.js')
@@ -240,5 +249,28 @@ describe('editor: the sidebar timeline of locks across two runtimes (chromium)',
     // absence, so a wait of its own; nothing later may turn it into "waiting (the key was deleted …)".
     await new Promise((r) => setTimeout(r, 2500))
     assert.equal(await row.textContent(), text('lock.free'))
+  })
+
+  it('a hold of a few ms is drawn wide enough to see and listed with its length in ms', async function () {
+    const page = session!.editor.page
+    await post(`${aUrl}/inject/Qpress`)
+    const lock = page.locator(`.ss-sidebar-timeline-lock[data-lock="${QUICK}"]`)
+    const listed = lock.locator('.ss-sidebar-timeline-hold').first()
+    await listed.waitFor({ state: 'attached', timeout: scaled(30000) })
+    // The hold ended (a 3 ms delay and the release's round trip): its length is fixed.
+    await until(async () => ((await listed.getAttribute('data-to')) ?? '') !== '', 'the quick hold ended', 30000)
+    const length = Number(await listed.getAttribute('data-ms'))
+    assert.ok(Number.isInteger(length) && length >= 3, `a hold of at least the delay: ${length} ms`)
+    const named = length < 1000 ? text('time.ms', { n: length }) : text('time.s', { n: (length / 1000).toFixed(1) })
+    assert.ok(
+      ((await listed.locator('.ss-sidebar-timeline-hold-length').textContent()) ?? '').startsWith(named),
+      `the list names the hold's ${named}`,
+    )
+    const rect = lock.locator('rect.ss-sidebar-tl-hold').last()
+    assert.equal(await rect.getAttribute('data-ms'), String(length), 'the last drawn hold is the one listed')
+    assert.ok(((await rect.locator('title').textContent()) ?? '').includes(named), 'its tooltip names its length')
+    const box = await rect.boundingBox()
+    assert.ok(box && box.width >= 2.5, `drawn at least 2.5 px wide: ${box?.width} px`)
+    await shot(page, 'sidebar-timeline-quick', `.ss-sidebar-timeline-lock[data-lock="${QUICK}"]`)
   })
 })
