@@ -5,12 +5,19 @@ let shared: Mosquitto | null = null
 let standalone: EmbeddedBroker | null = null
 
 /**
+ * In mocha's parallel mode (a worker has MOCHA_WORKER_ID) spec files run side by side, and the
+ * emulators of two of them on one broker would serve one topic space: each worker has a mosquitto
+ * of its own for its whole life, configured as CI's, instead of MQTT_URL's.
+ */
+const inParallelWorker = process.env.MOCHA_WORKER_ID !== undefined
+
+/**
  * The URL of a real MQTT 5 broker for integration tests: MQTT_URL when set (CI starts mosquitto),
  * otherwise a mosquitto started for this test run. Without mosquitto the suite is skipped with a
  * message on a laptop, and fails in CI.
  */
 export async function mosquittoUrl(ctx: Mocha.Context): Promise<string> {
-  if (process.env.MQTT_URL) return process.env.MQTT_URL
+  if (process.env.MQTT_URL && !inParallelWorker) return process.env.MQTT_URL
   if (!shared) {
     if (!mosquittoPath()) {
       if (process.env.CI) throw new Error('CI must provide mosquitto (MQTT_URL or the mosquitto binary)')
@@ -18,6 +25,7 @@ export async function mosquittoUrl(ctx: Mocha.Context): Promise<string> {
       ctx.skip()
     }
     shared = await Mosquitto.start()
+    if (inParallelWorker) shared.killOnExit()
   }
   return shared.url
 }
@@ -38,8 +46,8 @@ export async function mqttBrokerUrl(ctx: Mocha.Context): Promise<string> {
 }
 
 after(async () => {
-  await shared?.stop()
-  shared = null
+  if (!inParallelWorker) await shared?.stop()
+  if (!inParallelWorker) shared = null
   await standalone?.stop()
   standalone = null
 })

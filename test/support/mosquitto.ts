@@ -101,6 +101,11 @@ export class Mosquitto {
     await waitForPort(this.port, scaled(5000), 'mosquitto', () => this.log)
   }
 
+  /** Killed when this process exits, however it exits. */
+  killOnExit(): void {
+    process.once('exit', () => this.child?.kill('SIGKILL'))
+  }
+
   /** SIGKILL, as a crash: no goodbye to anyone. */
   async kill(): Promise<void> {
     await this.stopWith('SIGKILL')
