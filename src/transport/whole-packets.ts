@@ -1,14 +1,13 @@
 import { Socket } from 'node:net'
 import type { MqttClient } from 'mqtt'
 import { generate as generatePacket } from 'mqtt-packet'
+import { encodePublish, type PublishPacket } from './publish-packet'
 
-interface Packet {
-  cmd: string
-}
+type Packet = PublishPacket
 
 interface ClientInternals {
   stream?: unknown
-  options: object
+  options: { protocolVersion?: number }
   noop?: unknown
   emit(event: 'packetsend', packet: Packet): boolean
   _writePacket?: (packet: Packet, cb?: () => void) => void
@@ -22,7 +21,8 @@ interface ClientInternals {
  * with a content type and two user properties, each one a chunk that Node's stream buffers and
  * libuv hands to `writev` as one more piece. In the emulator's profile at 2,000 SETs/s, those
  * writes were about a third of its CPU (its answer and its notification per SET). Here the same
- * bytes are made by mqtt-packet's own `generate` into one Buffer; the stream is corked until the
+ * bytes are made into one Buffer, a PUBLISH by encodePublish (publish-packet.ts), any other packet by
+ * mqtt-packet's own `generate`; the stream is corked until the
  * next tick as mqtt-packet corks it, so packets sent in one tick still leave in one system call. A
  * packet `generate` cannot make (mqtt-packet refuses it) takes the library's own path, which fails
  * it as before; so does an mqtt.js without this internal, and a stream that is not a socket (the
@@ -38,7 +38,9 @@ export function writeWholePackets(client: MqttClient): void {
     if (!(stream instanceof Socket)) return original.call(this, packet, cb)
     let bytes: Buffer
     try {
-      bytes = generatePacket(packet as Parameters<typeof generatePacket>[0], this.options)
+      bytes =
+        encodePublish(packet, this.options.protocolVersion) ??
+        generatePacket(packet as Parameters<typeof generatePacket>[0], this.options)
     } catch {
       return original.call(this, packet, cb)
     }
