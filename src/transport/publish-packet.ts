@@ -18,6 +18,25 @@ export interface PublishPacket {
   properties?: Record<string, unknown>
 }
 
+/**
+ * The PUBACK mqtt.js sends for a PUBLISH it took (reason code 0, no properties) in one Buffer: the
+ * four bytes mqtt-packet makes for it. Anything else returns null, for `generate`.
+ */
+export function encodePuback(
+  packet: PublishPacket & { reasonCode?: number },
+  protocolVersion: number | undefined,
+): Buffer | null {
+  if (packet.cmd !== 'puback' || protocolVersion !== 5 || packet.reasonCode !== 0 || packet.properties !== undefined)
+    return null
+  const id = packet.messageId
+  if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffff) return null
+  const out = Buffer.allocUnsafe(4)
+  out[0] = 0x40
+  out[1] = 0x02
+  out.writeUInt16BE(id, 2)
+  return out
+}
+
 /** Property identifiers (MQTT 5, section 2.2.2.2) of the properties encoded here. */
 const PAYLOAD_FORMAT = 0x01
 const MESSAGE_EXPIRY = 0x02

@@ -1,7 +1,7 @@
 import { Socket } from 'node:net'
 import type { MqttClient } from 'mqtt'
 import { generate as generatePacket } from 'mqtt-packet'
-import { encodePublish, type PublishPacket } from './publish-packet'
+import { encodePuback, encodePublish, type PublishPacket } from './publish-packet'
 
 type Packet = PublishPacket
 
@@ -21,7 +21,7 @@ interface ClientInternals {
  * with a content type and two user properties, each one a chunk that Node's stream buffers and
  * libuv hands to `writev` as one more piece. In the emulator's profile at 2,000 SETs/s, those
  * writes were about a third of its CPU (its answer and its notification per SET). Here the same
- * bytes are made into one Buffer, a PUBLISH by encodePublish (publish-packet.ts), any other packet by
+ * bytes are made into one Buffer, a PUBLISH and its PUBACK by hand (publish-packet.ts), any other packet by
  * mqtt-packet's own `generate`; the stream is corked until the
  * next tick as mqtt-packet corks it (once for all the packets written before it: a `nextTick` per
  * packet was 2% of the emulator's CPU), so packets sent in one tick still leave in one system call. A
@@ -41,6 +41,7 @@ export function writeWholePackets(client: MqttClient): void {
     try {
       bytes =
         encodePublish(packet, this.options.protocolVersion) ??
+        encodePuback(packet, this.options.protocolVersion) ??
         generatePacket(packet as Parameters<typeof generatePacket>[0], this.options)
     } catch {
       return original.call(this, packet, cb)

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { generate, parser as mqttParser, type IPublishPacket } from 'mqtt-packet'
-import { encodePublish, type PublishPacket } from '../../src/transport/publish-packet'
+import { encodePuback, encodePublish, type PublishPacket } from '../../src/transport/publish-packet'
 
 const V5 = { protocolVersion: 5 }
 
@@ -97,5 +97,20 @@ describe('encodePublish: a PUBLISH in one Buffer', function () {
       ['a user property over 65,535 bytes', { ...base, properties: { userProperties: { k: 'x'.repeat(70_000) } } }, 5],
     ]
     for (const [what, packet, version] of others) assert.equal(encodePublish(packet, version), null, what)
+  })
+
+  it('makes the PUBACK mqtt.js sends for a PUBLISH it took as generate does; leaves any other to generate', function () {
+    for (const messageId of [1, 5, 300, 0xffff]) {
+      const packet = { cmd: 'puback', messageId, reasonCode: 0 }
+      assert.deepEqual(encodePuback(packet, 5), generate(packet as Parameters<typeof generate>[0], V5))
+    }
+    for (const packet of [
+      { cmd: 'puback', messageId: 5 },
+      { cmd: 'puback', messageId: 5, reasonCode: 16 },
+      { cmd: 'puback', messageId: 5, reasonCode: 0, properties: {} },
+      { cmd: 'pubrec', messageId: 5, reasonCode: 0 },
+    ])
+      assert.equal(encodePuback(packet, 5), null, JSON.stringify(packet))
+    assert.equal(encodePuback({ cmd: 'puback', messageId: 5, reasonCode: 0 }, 4), null, 'MQTT 3.1.1')
   })
 })
