@@ -11,7 +11,7 @@
 //   KEYNOTIFY STOP), all on one counter; each edit's time from its start (lock wait included) to its
 //   write answered; our median beside theirs, and the share of the edits each side made.
 // - Beside the real Go SDK: two Lock.edit loops here and two processes of the interop lane's Go
-//   program (test/interop/go, `-case bench`: the official SDK's Lock.Edit) on one counter; each
+//   program (test/system/interop/go, `-case bench`: the official SDK's Lock.Edit) on one counter; each
 //   side's median turn, its share of the turns, and the cost of a turn against four bare round
 //   trips (SET NEX, GET, SET, VDEL, one after another, on a free lock) measured in the same round.
 //   Left out, and said so, where Go is not installed (--no-go leaves it out too).
@@ -274,7 +274,7 @@ notes.push(
 )
 notes.push(
   goContender
-    ? `the real Go SDK: ${goContender}, built from test/interop/go`
+    ? `the real Go SDK: ${goContender}, built from test/system/interop/go`
     : 'the real Go SDK left out (--no-go, or Go not installed)',
 )
 writeResult('lock', { tables, headline, data, notes })

@@ -24,16 +24,18 @@ const V1 = dialectNamed('v1')
 /** The MQTT 5 properties every request carries (protocol reference, section 2.1). */
 export function requestProperties(e: RequestEnvelope): PublishProperties {
   const d = e.dialect ?? V1
-  const user: Record<string, string> = !d.statusHeaders
-    ? { [d.timestampProperty]: d.formatHlc(e.timestamp) }
-    : {
-        [Prop.timestamp]: e.timestamp.toString(),
-        [Prop.sourceId]: e.clientId,
-        [Prop.protocolVersion]: PROTOCOL_VERSION,
-        [Prop.partition]: e.clientId,
-        [Prop.highPriority]: '',
-      }
-  if (e.fencingToken) user[d.fencingTokenProperty] = d.formatHlc(e.fencingToken)
+  // Names in sorted order: the emulator's print of a request (request-print.ts) takes them as they come then.
+  let user: Record<string, string>
+  if (!d.statusHeaders) {
+    user = { [d.timestampProperty]: d.formatHlc(e.timestamp) }
+    if (e.fencingToken) user[d.fencingTokenProperty] = d.formatHlc(e.fencingToken)
+  } else {
+    user = { [Prop.highPriority]: '', [Prop.partition]: e.clientId }
+    if (e.fencingToken) user[d.fencingTokenProperty] = d.formatHlc(e.fencingToken)
+    user[Prop.protocolVersion] = PROTOCOL_VERSION
+    user[Prop.sourceId] = e.clientId
+    user[Prop.timestamp] = e.timestamp.toString()
+  }
   if (e.persist && d.statusHeaders) {
     const p = e.persistenceProperty
     user[p?.key ?? Prop.persist] = p?.value ?? 'true'

@@ -14,7 +14,7 @@ export type Written = boolean | 'unknown'
 export abstract class StateStoreError extends Error {
   abstract readonly kind: StateStoreErrorKind
   /**
-   * Set on the failure of a write (a SET, an update): whether it was written. A failure after the
+   * Set on the failure of a write (a SET, a DEL or VDEL, an update): whether it took effect. A failure after the
    * request was sent (a timeout, a lost connection) is read back first (docs/client.md).
    */
   written?: Written

@@ -1,14 +1,13 @@
 import { Socket } from 'node:net'
 import type { MqttClient } from 'mqtt'
 import { generate as generatePacket } from 'mqtt-packet'
+import { encodePuback, encodePublish, type PublishPacket } from './publish-packet'
 
-interface Packet {
-  cmd: string
-}
+type Packet = PublishPacket
 
 interface ClientInternals {
   stream?: unknown
-  options: object
+  options: { protocolVersion?: number }
   noop?: unknown
   emit(event: 'packetsend', packet: Packet): boolean
   _writePacket?: (packet: Packet, cb?: () => void) => void
@@ -22,8 +21,10 @@ interface ClientInternals {
  * with a content type and two user properties, each one a chunk that Node's stream buffers and
  * libuv hands to `writev` as one more piece. In the emulator's profile at 2,000 SETs/s, those
  * writes were about a third of its CPU (its answer and its notification per SET). Here the same
- * bytes are made by mqtt-packet's own `generate` into one Buffer; the stream is corked until the
- * next tick as mqtt-packet corks it, so packets sent in one tick still leave in one system call. A
+ * bytes are made into one Buffer, a PUBLISH and its PUBACK by hand (publish-packet.ts), any other packet by
+ * mqtt-packet's own `generate`; the stream is corked until the
+ * next tick as mqtt-packet corks it (once for all the packets written before it: a `nextTick` per
+ * packet was 2% of the emulator's CPU), so packets sent in one tick still leave in one system call. A
  * packet `generate` cannot make (mqtt-packet refuses it) takes the library's own path, which fails
  * it as before; so does an mqtt.js without this internal, and a stream that is not a socket (the
  * embedded broker's in-process connection, which makes one chunk of a tick's writes on its own).
@@ -38,19 +39,31 @@ export function writeWholePackets(client: MqttClient): void {
     if (!(stream instanceof Socket)) return original.call(this, packet, cb)
     let bytes: Buffer
     try {
-      bytes = generatePacket(packet as Parameters<typeof generatePacket>[0], this.options)
+      bytes =
+        encodePublish(packet, this.options.protocolVersion) ??
+        encodePuback(packet, this.options.protocolVersion) ??
+        generatePacket(packet as Parameters<typeof generatePacket>[0], this.options)
     } catch {
       return original.call(this, packet, cb)
     }
     this.emit('packetsend', packet)
-    stream.cork()
-    process.nextTick(uncork, stream)
+    // Corked once until the next tick, however many packets are written before it.
+    const held = stream as CorkedSocket
+    if (!held[UNCORK_PENDING]) {
+      held[UNCORK_PENDING] = true
+      stream.cork()
+      process.nextTick(uncork, held)
+    }
     const flushed = stream.write(bytes)
     if (!flushed && cb && cb !== this.noop) stream.once('drain', cb)
     else cb?.()
   }
 }
 
-function uncork(stream: Socket): void {
+const UNCORK_PENDING = Symbol('uncork pending')
+type CorkedSocket = Socket & { [UNCORK_PENDING]?: boolean }
+
+function uncork(stream: CorkedSocket): void {
+  stream[UNCORK_PENDING] = false
   stream.uncork()
 }

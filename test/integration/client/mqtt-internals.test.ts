@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient, type Packet } from 'mqtt'
 import { FakeBroker } from './support/fake-broker'
-import { eventually } from '../../support/wait'
+import { eventually, until } from '../../support/wait'
 import { mosquittoUrl } from '../../support/broker'
 import { storeWithoutCopy } from '../../../src/transport/store-without-copy'
 import { writeWholePackets } from '../../../src/transport/whole-packets'
@@ -315,5 +315,23 @@ describe(`mqtt.js ${MQTT_VERSION}: the behaviour the client and the emulator rel
     assert.deepEqual(writes[0], generate(publish, { protocolVersion: 5 }), "the bytes are mqtt-packet's own")
     assert.equal(broker.publishes.at(-1)?.topic, 's/whole', 'the broker reads the PUBLISH')
     assert.equal(broker.publishes.at(-1)?.messageId, publish.messageId)
+  })
+
+  it('writeWholePackets corks the socket once for the packets written in one tick, and uncorks it after', async () => {
+    const client = await connected()
+    writeWholePackets(client)
+    const stream = (client as unknown as { stream: { cork(): void; writableCorked: number } }).stream
+    const cork = stream.cork.bind(stream)
+    let corks = 0
+    stream.cork = () => {
+      corks++
+      cork()
+    }
+    const before = broker.publishes.length
+    const sent = ['a', 'b', 'c'].map((t) => client.publishAsync(`s/tick/${t}`, Buffer.from(t), { qos: 1 }))
+    assert.equal(corks, 1, 'one cork for three packets')
+    await Promise.all(sent)
+    assert.equal(stream.writableCorked, 0, 'uncorked once the tick is over')
+    await until(() => broker.publishes.length - before === 3, 'the three PUBLISHes at the broker')
   })
 })

@@ -414,6 +414,81 @@ describe('client requests (scripted responder)', function () {
     })
   })
 
+  describe('a failed DEL or VDEL says whether it took effect', function () {
+    /** A store behind the responder that executes deletes (when `execute`) without answering them, and answers GETs. */
+    function silentDeletes(execute: boolean, held: Map<string, Buffer>): void {
+      responder.handler = (r) => {
+        const [verb, key = '', value] = r.words
+        if (verb === 'DEL' || verb === 'VDEL') {
+          if (execute && (verb === 'DEL' || held.get(key)?.toString() === value)) held.delete(key)
+          return null
+        }
+        if (verb === 'GET') {
+          const v = held.get(key)
+          // Held since before the delete was sent: a version from an hour ago.
+          return responder.answer(
+            v ? Reply.value(v) : Reply.nil,
+            v ? { [Prop.timestamp]: new Hlc(Date.now() - 3_600_000, 0, 'old').toString() } : {},
+          )
+        }
+        return standard(r, responder)
+      }
+    }
+
+    it('a DEL and a VDEL executed whose answers never came: TimeoutError with written true, read back after expiry', async function () {
+      const client = await pool.ready(url)
+      silentDeletes(
+        true,
+        new Map([
+          ['d/a', Buffer.from('x')],
+          ['d/b', Buffer.from('mine')],
+        ]),
+      )
+      const del = await client.del('d/a', { timeoutMs: 300 }).catch((e: unknown) => e)
+      assert.ok(del instanceof TimeoutError, String(del))
+      assert.equal(del.written, true)
+      const vdel = await client.vdel('d/b', 'mine', { timeoutMs: 300 }).catch((e: unknown) => e)
+      assert.ok(vdel instanceof TimeoutError, String(vdel))
+      assert.equal(vdel.written, true)
+      assert.deepEqual(
+        responder.requests.map((r) => r.words.slice(0, 2).join(' ')),
+        ['DEL d/a', 'GET d/a', 'VDEL d/b', 'GET d/b'],
+      )
+    })
+
+    it('a DEL never executed: written false; a VDEL of another value: false; a key written since: "unknown"', async function () {
+      const client = await pool.ready(url)
+      const held = new Map([
+        ['d/kept', Buffer.from('x')],
+        ['d/other', Buffer.from('theirs')],
+      ])
+      silentDeletes(false, held)
+      const lost = await client.del('d/kept', { timeoutMs: 300 }).catch((e: unknown) => e)
+      assert.ok(lost instanceof TimeoutError, String(lost))
+      assert.equal(lost.written, false)
+      const mismatch = await client.vdel('d/other', 'mine', { timeoutMs: 300 }).catch((e: unknown) => e)
+      assert.ok(mismatch instanceof TimeoutError, String(mismatch))
+      assert.equal(mismatch.written, false)
+      // The responder's own version, from now: written since the delete was made, by someone.
+      responder.handler = (r) => (r.words[0] === 'GET' ? responder.answer(Reply.value(Buffer.from('new'))) : null)
+      const since = await client.del('d/since', { timeoutMs: 300 }).catch((e: unknown) => e)
+      assert.ok(since instanceof TimeoutError, String(since))
+      assert.equal(since.written, 'unknown')
+    })
+
+    it('a DEL answered -ERR or refused before sending: written false without a read', async function () {
+      const client = await pool.ready(url)
+      responder.handler = (r) => (r.words[0] === 'DEL' ? responder.answer(Reply.error('quota exceeded')) : null)
+      const err = await client.del('d/err', { timeoutMs: 300 }).catch((e: unknown) => e)
+      assert.ok(err instanceof ServiceError, String(err))
+      assert.equal(err.written, false)
+      assert.deepEqual(
+        responder.requests.map((r) => r.words.slice(0, 2).join(' ')),
+        ['DEL d/err'],
+      )
+    })
+  })
+
   it('updateKey whose fenced write landed but whose answer was lost fails saying written, and never applies its function twice', async function () {
     const client = await pool.ready(url)
     const store = new Map<string, Buffer>()

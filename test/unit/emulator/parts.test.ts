@@ -191,6 +191,36 @@ describe('emulator parts', () => {
         'the entry of the first request is kept for its re-sends',
       )
     })
+
+    it('prints the same properties alike whether their names come sorted or not, odd names too, and reads a journal of the earlier print', () => {
+      const payload = encodeCommand(['SET', 'k', 'v'])
+      const print = (props: Record<string, string | string[]>) => RequestPrint.of(payload, props)
+      const plain = (entries: Array<[string, string | string[]]>) => {
+        const o = Object.create(null) as Record<string, string | string[]>
+        for (const [k, v] of entries) o[k] = v
+        return o
+      }
+      const entries: Array<[string, string | string[]]> = [
+        ['$high_priority', ''],
+        ['10', 'ten'],
+        ['9', 'nine'],
+        ['__proto__', 'p'],
+        ['__ts', ['1:0:c', '2:0:c']],
+      ]
+      const sorted = print(plain([...entries].sort(([a], [b]) => (a < b ? -1 : 1))))
+      for (const order of [
+        entries,
+        [...entries].reverse(),
+        [entries[3]!, entries[0]!, entries[4]!, entries[2]!, entries[1]!],
+      ])
+        assert.ok(print(plain(order)).equals(sorted), JSON.stringify(order))
+      assert.ok(!print(plain([...entries.slice(0, 3), ['__proto__', 'q'], entries[4]!])).equals(sorted))
+      assert.ok(RequestPrint.parse(sorted.serialize()).equals(sorted))
+      // The earlier print: the (name, value) pairs sorted by name, in JSON.
+      const pairs = [...entries].sort(([a], [b]) => (a < b ? -1 : 1)).flat()
+      const earlier = JSON.stringify([payload.toString('latin1'), false, JSON.stringify(pairs)])
+      assert.ok(RequestPrint.parse(earlier).equals(sorted), 'a re-send after an upgrade is still one')
+    })
   })
 
   describe('responseTopicRefusal', () => {
