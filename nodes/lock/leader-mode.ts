@@ -70,7 +70,7 @@ export function leaderMode(
       })
   }
 
-  /** The gate: output 1 with the term's token while this node surely leads, else output 2 with who leads (null: none seen). */
+  /** The gate: output 1 with the term's token while this node surely leads, else output 2 with who leads (or null). */
   function pass(h: Held, m: NodeMessage & Record<string, unknown>, out: Out): void {
     const token = h.election.isLeader && h.election.lease.remainingMs > 0 ? h.election.lease.fencingToken : null
     m.leader = token !== null

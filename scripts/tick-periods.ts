@@ -1,0 +1,62 @@
+/**
+ * The rehearsal's tick, period by period: each replica's repeating Inject into the leader gate, every
+ * tick recorded with the replica's clock and whether the gate passed it. Pure: no timer, no I/O.
+ *
+ * Periods are windows of one tick period centred on the first tick that passed (period k holds the
+ * ticks within half a period of t0 + k·P). A period with no pass is missed, for one of three reasons:
+ *  - `handOver`: it lies between the kill of the leader and the first pass after it, the ticks a
+ *    term implies (docs/locks.md, the leader gate);
+ *  - `gate`: some replica's Inject fired in it and no gate passed it, outside a hand-over;
+ *  - `timers`: no replica's Inject fired in it at all. Node's setInterval, which the Inject's repeat
+ *    uses, schedules the next run one period after the late one ran, so a blocked event loop loses
+ *    periods in every replica alike; no gate can pass a tick that never fired.
+ */
+export interface Tick {
+  by: string
+  /** When the tick fired: the replica's Date.now() at its Inject. */
+  at: number
+  passed: boolean
+}
+
+export interface TickPeriods {
+  periods: number
+  /** Periods with a pass. */
+  ticked: number
+  missed: { handOver: number; gate: number; timers: number }
+  /** Passes by two replicas within half a period of each other. */
+  doubled: number
+}
+
+export function tickPeriods(ticks: readonly Tick[], periodMs: number, killedAt?: number): TickPeriods {
+  const passes = ticks.filter((t) => t.passed).sort((a, b) => a.at - b.at)
+  const missed = { handOver: 0, gate: 0, timers: 0 }
+  if (passes.length === 0) return { periods: 0, ticked: 0, missed, doubled: 0 }
+  const t0 = passes[0]!.at
+  const periodOf = (at: number) => Math.round((at - t0) / periodMs)
+  const last = periodOf(passes.at(-1)!.at)
+  const passed = new Set(passes.map((t) => periodOf(t.at)))
+  const fired = new Set(ticks.map((t) => periodOf(t.at)))
+  const takeover = killedAt === undefined ? undefined : passes.find((t) => t.at > killedAt)?.at
+  for (let k = 0; k <= last; k++) {
+    if (passed.has(k)) continue
+    const middle = t0 + k * periodMs
+    if (killedAt !== undefined && middle >= killedAt - periodMs / 2 && (takeover === undefined || middle <= takeover))
+      missed.handOver++
+    else if (fired.has(k)) missed.gate++
+    else missed.timers++
+  }
+  const doubled = passes.slice(1).filter((t, i) => t.by !== passes[i]!.by && t.at - passes[i]!.at < periodMs / 2).length
+  return { periods: last + 1, ticked: passed.size, missed, doubled }
+}
+
+/**
+ * The tick's Inject schedule. A period of whole seconds that divides a minute is a cron schedule
+ * (every N seconds, six fields), on the clock: every replica ticks at the same instants, and a late tick does not
+ * delay the next. An interval (any other period) is setInterval's, which schedules each run a
+ * period after the late one ran and so loses periods while the event loop is blocked.
+ */
+export function tickSchedule(tickMs: number): { repeat: string; crontab: string; once: boolean } {
+  const s = tickMs / 1000
+  if (Number.isInteger(s) && s >= 1 && 60 % s === 0) return { repeat: '', crontab: `*/${s} * * * * *`, once: false }
+  return { repeat: String(s), crontab: '', once: true }
+}
