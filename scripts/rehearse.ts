@@ -441,7 +441,10 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
     const twice = counts.filter((c) => c > 1).length
     // The ticks period by period (scripts/tick-periods.ts): a period missed at the kill's hand-over, at a
     // gate, or by every replica's Inject timer (setInterval loses periods while an event loop is blocked).
-    const tp = tickPeriods(gated, options.tickMs, killedAt)
+    const tp = tickPeriods(gated, options.tickMs, {
+      killedAt,
+      onTheClock: tickSchedule(options.tickMs).crontab !== '',
+    })
     const periods = tp.periods
     const periodsWithout = tp.missed.handOver + tp.missed.gate + tp.missed.timers
     const periodsDoubled = tp.doubled
@@ -449,7 +452,7 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
     const line =
       `${options.overlay}: msgs sent ${options.msgs}, handled once ${once}, lost ${lost}, handled twice ${twice}; ` +
       `ticks per period ${perPeriod.toFixed(2)} (${periods} periods: doubled ${periodsDoubled}, missed ${periodsWithout}: ` +
-      `${tp.missed.handOver} at the hand-over, ${tp.missed.timers} fired by no replica's Inject, ${tp.missed.gate} fired but not passed); ` +
+      `${tp.missed.handOver} at the hand-over, ${tp.missed.timers} not fired by the leader's Inject, ${tp.missed.gate} fired there and not passed); ` +
       `take-over ${(takeoverMs / 1000).toFixed(1)} s (term ${options.termMs / 1000} s); ` +
       `redelivered ${redelivered.length} (${redelivered.filter((n) => duplicates.has(n)).length} of them duplicates), republished unseen ${republished - redelivered.length}`
     log(line)

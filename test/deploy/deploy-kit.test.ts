@@ -285,7 +285,7 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
       walk(file)
       assert.deepEqual([...seen].sort(), [file, 'settings.js', 'shared-flows.js'].sort(), overlay)
       assert.equal(map.data['shared-flows.js'], readFileSync(join(DEPLOY, 'base', 'shared-flows.js'), 'utf8'))
-      shared.push(map.data['shared-flows.js']!)
+      shared.push(map.data['shared-flows.js'])
     }
     assert.equal(shared[0], shared[1], 'one shared module for both overlays')
   })
