@@ -14,4 +14,5 @@ export function readExamples(examplesDir: string): Example[]
 export function mergeExamples(examples: Example[]): FlowNodeLike[]
 /** For npm start: inject-once nodes turned into buttons, and a first tab that says which to press. */
 export function quietExamples(nodes: FlowNodeLike[]): FlowNodeLike[]
+export function firesByItself(n: FlowNodeLike): boolean
 export function pointAtBroker(nodes: FlowNodeLike[], brokerUrl: string, configType?: string): FlowNodeLike[]

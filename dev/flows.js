@@ -98,20 +98,26 @@ function pointAtBroker(nodes, brokerUrl, configType = CONFIG_TYPE) {
   return nodes.map((n) => (n.type === configType ? { ...n, broker: brokerUrl } : n))
 }
 
+/** Whether an inject node fires with no press: once at deploy, at an interval or at times of day. */
+function firesByItself(n) {
+  return n.once === true || Boolean(n.repeat) || Boolean(n.crontab)
+}
+
 /**
  * The examples as `npm start` deploys them: quiet. Their inject-once nodes would fire at every
- * deploy (a full deploy restarts them), some fourteen msgs mixed into the user's own in Debug; here
- * they wait for a press, and a first tab says so and which button starts each example.
+ * deploy (a full deploy restarts them), some fourteen msgs mixed into the user's own in Debug, and a
+ * repeating inject would go on filling it; here they wait for a press, and a first tab says so and
+ * which button starts each example.
  */
 function quietExamples(nodes) {
   const labels = new Map(nodes.filter((n) => n.type === 'tab').map((t) => [t.id, t.label]))
   const starters = new Map()
   const quiet = nodes.map((n) => {
-    if (n.type !== 'inject' || !n.once) return n
+    if (n.type !== 'inject' || !firesByItself(n)) return n
     const list = starters.get(n.z) ?? []
     list.push(`**${n.name || n.id}**`)
     starters.set(n.z, list)
-    return { ...n, once: false }
+    return { ...n, once: false, repeat: '', crontab: '' }
   })
   const lines = [...starters].map(([z, names]) => `- *${labels.get(z) ?? z}*: ${names.join(', then ')}`)
   const info = [
@@ -121,7 +127,7 @@ function quietExamples(nodes) {
     '',
     ...lines,
     '',
-    "The leader election needs no button: it campaigns by itself when it starts (that is what it shows). Its msg reaches Debug before the editor opens, so its *leader* debug node also shows who leads under the node itself. Imported from the menu into your own flows, the examples press these buttons once at deploy; each example's comment names its buttons too.",
+    "The leader election needs no button: it campaigns by itself when it starts (that is what it shows). Its msg reaches Debug before the editor opens, so its *leader* debug node also shows who leads under the node itself. Imported from the menu into your own flows, the examples press these buttons by themselves: once at deploy, or at the interval or time of day the button shows (a tick every 5 s, a daily job at 06:00); each example's comment names its buttons too.",
     '',
     'To silence an example completely, disable its tab (double-click the tab, Enabled off) or delete it. To get them all back: stop npm start, delete flows.json in its user directory (.node-red/), start again.',
   ].join('\n')
@@ -140,4 +146,4 @@ function quietExamples(nodes) {
   return [tab, comment, ...quiet]
 }
 
-module.exports = { CONFIG_TYPE, readExamples, mergeExamples, pointAtBroker, quietExamples }
+module.exports = { CONFIG_TYPE, readExamples, mergeExamples, pointAtBroker, quietExamples, firesByItself }

@@ -26,6 +26,7 @@ import { RED_JS, startNodeRed, type NodeRedChild } from '../dev/node-red'
 import { freePort, waitForPort } from '../dev/ports'
 import { startEmulator } from '../src/emulator'
 import { StateStoreClient, parseClaim } from '../src'
+import { tickPeriods, tickSchedule, type Tick, type TickPeriods } from './tick-periods'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const bcrypt = require('bcryptjs') as { hashSync(password: string, rounds: number): string }
@@ -57,8 +58,9 @@ export interface RehearsalResult {
   redeliveredAsDuplicates: number
   redelivered: number
   periods: number
-  /** Tick periods from the first tick to the last; missed (a gap of k periods misses k - 1), doubled (two ticks within half a period). */
+  /** Tick periods from the first pass to the last (scripts/tick-periods.ts); those without a pass, and why. */
   periodsWithout: number
+  periodsMissed: TickPeriods['missed']
   periodsDoubled: number
   takeoverMs: number | null
   killed: string
@@ -73,7 +75,7 @@ function flow(effects: string, termMs: number, tickMs: number): unknown[] {
       id: `${id}f`,
       type: 'function',
       z,
-      func: `msg.url = ${JSON.stringify(effects + path)}\nmsg.method = 'POST'\nmsg.headers = { 'content-type': 'application/json' }\nmsg.payload = JSON.stringify({ n: msg.payload && msg.payload.n, by: env.get('AIO_MQTT_CLIENT_ID'), at: Date.now() })\nreturn msg`,
+      func: `msg.url = ${JSON.stringify(effects + path)}\nmsg.method = 'POST'\nmsg.headers = { 'content-type': 'application/json' }\nmsg.payload = JSON.stringify({ n: msg.payload && msg.payload.n, by: env.get('AIO_MQTT_CLIENT_ID'), at: Date.now(), fired: typeof msg.payload === 'number' ? msg.payload : null })\nreturn msg`,
       outputs: 1,
       wires: [[`${id}h`]],
       x: 100,
@@ -174,11 +176,11 @@ function flow(effects: string, termMs: number, tickMs: number): unknown[] {
       id: 'rh00000000000040',
       type: 'inject',
       z,
+      // The payload is the time the Inject fired: a tick's period is the Inject's, not the gate's latency under load.
       props: [{ p: 'payload' }],
-      payload: '{}',
-      payloadType: 'json',
-      repeat: String(tickMs / 1000),
-      once: true,
+      payload: '',
+      payloadType: 'date',
+      ...tickSchedule(tickMs),
       onceDelay: '0.1',
       topic: '',
       wires: [['rh00000000000041']],
@@ -194,11 +196,13 @@ function flow(effects: string, termMs: number, tickMs: number): unknown[] {
       keyType: 'str',
       mode: 'gate',
       leaseMs: String(termMs),
-      wires: [['rh00000000000050f'], []],
+      wires: [['rh00000000000050f'], ['rh00000000000051f']],
       x: 100,
       y: 100,
     },
     ...post('rh00000000000050', '/tick', []),
+    // A tick another replica's gate passes: which periods no replica's Inject fired in at all.
+    ...post('rh00000000000051', '/skipped', []),
   ]
 }
 
@@ -316,6 +320,8 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
   /** When each msg's work was first seen. */
   const handledAt = new Map<number, number>()
   const ticks: Array<{ by: string; at: number }> = []
+  /** Every tick out of a gate, by the replica's clock: passed, or skipped (another replica leads). */
+  const gated: Tick[] = []
   let duplicatesSeen = 0
   const duplicates = new Set<number>()
   const server = createServer((req, res) => {
@@ -323,7 +329,10 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
       if (req.url === '/handled' && typeof b.n === 'number') {
         handled.set(b.n, [...(handled.get(b.n) ?? []), String(b.by)])
         if (!handledAt.has(b.n)) handledAt.set(b.n, Date.now())
-      } else if (req.url === '/tick') ticks.push({ by: String(b.by), at: Date.now() })
+      } else if (req.url === '/tick') {
+        ticks.push({ by: String(b.by), at: Date.now() })
+        gated.push({ by: String(b.by), at: Number(b.fired ?? b.at), passed: true })
+      } else if (req.url === '/skipped') gated.push({ by: String(b.by), at: Number(b.fired ?? b.at), passed: false })
       else if (req.url === '/duplicate') {
         duplicatesSeen += 1
         if (typeof b.n === 'number') duplicates.add(b.n)
@@ -430,18 +439,20 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
     const once = counts.filter((c) => c === 1).length
     const lost = counts.filter((c) => c === 0).length
     const twice = counts.filter((c) => c > 1).length
-    // The ticks' spacing: two by two replicas within half a period doubled one; a gap of k periods missed k - 1
-    // (one replica's own ticks closer than that are its timer's lateness under load, not a double).
-    const gaps = ticks.slice(1).map((t, i) => t.at - ticks[i]!.at)
-    const periodsDoubled = ticks
-      .slice(1)
-      .filter((t, i) => t.by !== ticks[i]!.by && gaps[i]! < options.tickMs / 2).length
-    const periodsWithout = gaps.reduce((sum, g) => sum + Math.max(0, Math.round(g / options.tickMs) - 1), 0)
-    const periods = Math.max(1, Math.round((ticks.at(-1)!.at - ticks[0]!.at) / options.tickMs))
-    const perPeriod = (ticks.length - 1) / periods
+    // The ticks period by period (scripts/tick-periods.ts): a period missed at the kill's hand-over, at a
+    // gate, or by every replica's Inject timer (setInterval loses periods while an event loop is blocked).
+    const tp = tickPeriods(gated, options.tickMs, {
+      killedAt,
+      onTheClock: tickSchedule(options.tickMs).crontab !== '',
+    })
+    const periods = tp.periods
+    const periodsWithout = tp.missed.handOver + tp.missed.gate + tp.missed.timers
+    const periodsDoubled = tp.doubled
+    const perPeriod = tp.ticked / Math.max(1, periods)
     const line =
       `${options.overlay}: msgs sent ${options.msgs}, handled once ${once}, lost ${lost}, handled twice ${twice}; ` +
-      `ticks per period ${perPeriod.toFixed(2)} (${periods} periods: doubled ${periodsDoubled}, missed ${periodsWithout}); ` +
+      `ticks per period ${perPeriod.toFixed(2)} (${periods} periods: doubled ${periodsDoubled}, missed ${periodsWithout}: ` +
+      `${tp.missed.handOver} at the hand-over, ${tp.missed.timers} not fired by the leader's Inject, ${tp.missed.gate} fired there and not passed); ` +
       `take-over ${(takeoverMs / 1000).toFixed(1)} s (term ${options.termMs / 1000} s); ` +
       `redelivered ${redelivered.length} (${redelivered.filter((n) => duplicates.has(n)).length} of them duplicates), republished unseen ${republished - redelivered.length}`
     log(line)
@@ -457,6 +468,7 @@ export async function rehearse(options: RehearsalOptions): Promise<RehearsalResu
       redeliveredAsDuplicates: redelivered.filter((n) => duplicates.has(n)).length,
       periods,
       periodsWithout,
+      periodsMissed: tp.missed,
       periodsDoubled,
       takeoverMs,
       killed: leader,

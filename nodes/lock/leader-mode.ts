@@ -70,14 +70,14 @@ export function leaderMode(
       })
   }
 
-  /** The gate: output 1 with the term's token while this node surely leads, else output 2 with who leads. */
+  /** The gate: output 1 with the term's token while this node surely leads, else output 2 with who leads (or null). */
   function pass(h: Held, m: NodeMessage & Record<string, unknown>, out: Out): void {
     const token = h.election.isLeader && h.election.lease.remainingMs > 0 ? h.election.lease.fencingToken : null
     m.leader = token !== null
     if (token) {
       m.fencingToken = token.toString()
       m.holder = holder
-    } else if (h.leader !== undefined) m.holder = h.leader
+    } else m.holder = h.leader ?? null
     out(token !== null, m)
   }
 

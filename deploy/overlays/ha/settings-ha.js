@@ -14,39 +14,27 @@
 'use strict'
 
 // Beside it in the ConfigMap; in the repository (run by hand, docs/cluster.md), in deploy/base.
-const base = require(
-  require('node:fs').existsSync(`${__dirname}/settings.js`) ? './settings.js' : '../../base/settings.js',
+const shared = require(
+  require('node:fs').existsSync(`${__dirname}/shared-flows.js`) ? './shared-flows.js' : '../../base/shared-flows.js',
 )
-// Where Node-RED finds its nodes (the base settings' resolveModule).
-const aio = require(base.resolveModule('node-red-contrib-aio-statestore'))
-// Node-RED's own storage (flows.json and the rest of /data), which the HA storage wraps.
-const localfilesystem = require(base.resolveModule('@node-red/runtime/lib/storage/localfilesystem'))
+const { base, aio, name, persistently } = shared
 
 const PREFIX = process.env.NODE_RED_HA_KEY_PREFIX || 'nodered/ha/'
-const KEYS = { leader: `${PREFIX}leader`, flows: `${PREFIX}flows`, credentials: `${PREFIX}credentials` }
+const LEADER_KEY = `${PREFIX}leader`
 const TERM_MS = Number(process.env.NODE_RED_HA_TERM_MS) || 10000
 
-const env = aio.readAioEnvironment()
-const name = env.clientId || require('node:os').hostname()
-const client = new aio.StateStoreClient({
-  brokerUrl: env.brokerUrl || 'mqtt://127.0.0.1:1883',
-  // A connection of its own (the config nodes and the context store have theirs).
-  clientId: `${name}-ha`,
-  ...(env.keepaliveSec !== undefined ? { keepaliveSec: env.keepaliveSec } : {}),
-  ...aio.environmentAuth(env),
-  ...(aio.environmentTls(env) ? { tls: aio.environmentTls(env) } : {}),
-})
-const election = new aio.LeaderElection(client, KEYS.leader, { candidate: name, termMs: TERM_MS })
+const client = shared.connect('ha')
+const election = new aio.LeaderElection(client, LEADER_KEY, { candidate: name, termMs: TERM_MS })
 let fencingToken = null
 
-const log = (text) => console.log(`[ha] ${name}: ${text}`)
+const log = shared.logger('ha')
 
 /** Resolves once this runtime is the active one; campaigns until then. */
 let elected = null
 function active() {
   elected ??= (async () => {
-    log(`standing by: campaigning for ${KEYS.leader}`)
-    fencingToken = await persistently('the campaign', () => election.campaign())
+    log(`standing by: campaigning for ${LEADER_KEY}`)
+    fencingToken = await persistently(log, 'the campaign', () => election.campaign())
     log(`active (elected ${new Date().toISOString()})`)
     election.on('lost', ({ reason }) => {
       if (reason === 'resigned') return
@@ -57,70 +45,17 @@ function active() {
   return elected
 }
 
-/**
- * Tried until it succeeds: Node-RED drops an error of its flow loading silently, and an active that
- * never loads its flows would serve nothing.
- */
-async function persistently(what, attempt) {
-  for (;;) {
-    try {
-      return await attempt()
-    } catch (err) {
-      log(`${what} failed, trying again: ${err.message}`)
-      await new Promise((resolve) => setTimeout(resolve, 1000))
-    }
-  }
-}
-
-/** A key holding a JSON document, or undefined. */
-function load(key) {
-  return persistently(`reading ${key}`, async () => {
-    const { value } = await client.get(key)
-    return value === null ? undefined : JSON.parse(value.toString('utf8'))
-  })
-}
-async function store(key, document) {
-  if (!election.isLeader) throw new Error('this Node-RED is the standby: deploy to the active one')
-  // Persisted: a cluster restart finds the flows the active last deployed, not whichever /data came first.
-  await client.set(key, JSON.stringify(document), { fencingToken, persist: true })
-}
-
-/** Node-RED's storage API: /data as ever, and the flows and credentials in the state store too. */
-const storageModule = {
-  ...localfilesystem,
-  init: (settings, runtime) => localfilesystem.init(settings, runtime),
-  async getFlows() {
-    await active()
-    const shared = await load(KEYS.flows)
-    if (shared === undefined) {
-      // The first active: its /data seeds the state store.
-      const flows = await localfilesystem.getFlows()
-      await persistently(`seeding ${KEYS.flows}`, () => store(KEYS.flows, flows))
-      return flows
-    }
-    await localfilesystem.saveFlows(shared)
-    return shared
+// The flows and credentials in the state store, read once elected, written fenced with the term's token.
+const { storageModule } = shared.sharedFlowsStorage({
+  client,
+  prefix: PREFIX,
+  log,
+  before: active,
+  setOptions() {
+    if (!election.isLeader) throw new Error('this Node-RED is the standby: deploy to the active one')
+    return { fencingToken }
   },
-  async saveFlows(flows, user) {
-    await store(KEYS.flows, flows)
-    return localfilesystem.saveFlows(flows, user)
-  },
-  async getCredentials() {
-    await active()
-    const shared = await load(KEYS.credentials)
-    if (shared === undefined) {
-      const credentials = await localfilesystem.getCredentials()
-      await persistently(`seeding ${KEYS.credentials}`, () => store(KEYS.credentials, credentials))
-      return credentials
-    }
-    await localfilesystem.saveCredentials(shared)
-    return shared
-  },
-  async saveCredentials(credentials) {
-    await store(KEYS.credentials, credentials)
-    return localfilesystem.saveCredentials(credentials)
-  },
-}
+})
 active()
 // A pod stopped on purpose (a deletion, a drain) hands over at once rather than at the term's end;
 // Node-RED's own SIGTERM handler then closes the flows and exits.

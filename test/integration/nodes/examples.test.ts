@@ -6,6 +6,7 @@ import { StateStoreClient } from '../../../src/client'
 import { startEmulator } from '../../../src/emulator'
 import { ALL, helper, lastStatus, listen, nextMessage, noMessage, redModule, useStore, withClient } from './support'
 import { until } from '../../support/wait'
+import { firesByItself } from '../../../dev/flows'
 
 const CORE = [
   redModule('@node-red/nodes/core/common/20-inject.js'),
@@ -242,6 +243,65 @@ const scenarios: Record<string, () => Promise<void>> = {
     press('new line')
     assert.equal(await shows('line changed'), true)
   },
+  'leader-gated-tick': async () => {
+    const gate = byName('ss-lock', 'one replica leads')
+    const log: Array<{ at: string; holder: unknown }> = []
+    for (const name of ['tick ran', 'skipped'])
+      debug(name).on('input', (msg: { holder: unknown }) => log.push({ at: name, holder: msg.holder }))
+    // A tick before the gate is elected leaves by "skipped"; each press is one tick, one way or the other.
+    while (!log.some((e) => e.at === 'tick ran')) {
+      const before = log.length
+      press('every 5 s')
+      await until(() => log.length > before, 'the tick left the gate')
+    }
+    // From then on each tick (a press, or the inject's own interval) runs here, the only candidate;
+    // debug "tick ran" shows the gate's holder name, <client id>/<node id>.
+    const from = log.length
+    for (let i = 0; i < 3; i++) press('every 5 s')
+    await until(() => log.length >= from + 3, 'three more ticks')
+    for (const e of log.slice(from)) {
+      assert.equal(e.at, 'tick ran')
+      assert.match(String(e.holder), new RegExp(`/${gate.id}$`))
+    }
+  },
+  'run-once-job': async () => {
+    const day = new Date().toISOString().slice(0, 10)
+    press('every day at 06:00')
+    assert.equal(await shows('report written'), `report of ${day} written`)
+    const claim = byName('ss-lock', "claim today's report")
+    // Pressed again (here, or in another replica): the day's claim is done, the msg a duplicate.
+    press('every day at 06:00')
+    assert.match(String(await shows('already done')), new RegExp(`/${claim.id}$`))
+    // Two at once: one claim, no second report.
+    press('every day at 06:00')
+    press('every day at 06:00')
+    await shows('already done')
+    await shows('already done')
+    await noMessage(debug('report written'), 100)
+    await noMessage(debug('claim ran out'), 0)
+  },
+  'semaphore-api-calls': async () => {
+    // The order the two debug nodes see msgs in: calls in progress never exceed the two slots.
+    const log: Array<{ at: 'calling' | 'call done'; payload: string }> = []
+    for (const name of ['calling', 'call done'] as const)
+      debug(name).on('input', (msg: { payload: unknown }) => log.push({ at: name, payload: String(msg.payload) }))
+    press('5 calls')
+    await until(() => log.filter((e) => e.at === 'call done').length === 5, 'five calls done')
+    let inCall = 0
+    let most = 0
+    for (const e of log) {
+      inCall += e.at === 'calling' ? 1 : -1
+      most = Math.max(most, inCall)
+    }
+    assert.equal(most, 2, `two calls at once, never more: ${JSON.stringify(log)}`)
+    const calls = log.filter((e) => e.at === 'calling').map((e) => e.payload)
+    assert.deepEqual(
+      calls.map((c) => c.replace(/ in slot \d$/, '')).sort(),
+      [1, 2, 3, 4, 5].map((n) => `call ${n}`),
+    )
+    for (const c of calls) assert.match(c, / in slot [01]$/)
+    await noMessage(debug('no slot'), 0)
+  },
   'thermostat-watch': async () => {
     assert.equal(await shows('set-point'), 21.5)
     press('set 19')
@@ -272,8 +332,13 @@ describe('examples: each deploys and produces its documented debug output', func
         all.some((n) => n.type === type),
         type,
       )
-    const modes = new Set(all.filter((n) => n.type === 'ss-lock').map((n) => n.mode))
-    assert.deepEqual([...modes].sort(), ['leader', 'lease', 'lock'])
+    const locks = all.filter((n) => n.type === 'ss-lock')
+    const modes = new Set(locks.map((n) => n.mode))
+    assert.deepEqual([...modes].sort(), ['gate', 'leader', 'lease', 'lock', 'once'])
+    assert.ok(
+      locks.some((n) => n.mode === 'lock' && Number(n.limit) > 1),
+      'a semaphore (lock mode, Holders at most above 1)',
+    )
     const configs = all.filter((n) => n.type === 'ss-config')
     // One config node per example file (they import side by side), identical but for the id (npm start merges them).
     assert.equal(new Set(configs.map((c) => JSON.stringify({ ...c, id: '' }))).size, 1, 'identical config nodes')
@@ -292,7 +357,7 @@ describe('examples: each deploys and produces its documented debug output', func
       // npm start deploys them with no inject firing at deploy (dev/flows.js quietExamples):
       // "on deploy" said plainly would be wrong there.
       assert.doesNotMatch(text, /(^|\n|\. )On deploy/, `${name} does not promise what happens on deploy`)
-      const starters = example.filter((n) => n.type === 'inject' && n.once === true)
+      const starters = example.filter((n) => n.type === 'inject' && firesByItself(n))
       for (const inject of starters) {
         const comment = comments.find((c) => c.includes(`**${inject.name}**`) && /imported from the menu/i.test(c))
         assert.ok(

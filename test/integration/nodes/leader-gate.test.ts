@@ -166,4 +166,20 @@ describe('ss-lock leader gate across two runtimes', function () {
     const after = await tick(10_000, [follower])
     assert.ok(after.every((o) => o.passed))
   })
+
+  it('a tick before any leader is seen leaves by output 2 with msg.holder null, not unset, as the help says', async () => {
+    // From the replica examples in two runtimes: debug "skipped" showed the holder as undefined.
+    const flow = runtime('a', store.url, { campaign: false })
+    await helper.load(ALL, [TAB, ...flow])
+    listen(helper.getNode('a-not'))
+    record('a')
+    // Campaign off: this msg starts the campaign and leaves before the election has told anything.
+    helper.getNode('gate-a').receive({ tick: 0 })
+    await until(() => outcomes.length === 1, 'the tick out of the gate')
+    const [first] = outcomes
+    assert.equal(first!.passed, false)
+    assert.equal(first!.msg.leader, false)
+    assert.ok('holder' in first!.msg, 'msg.holder is set')
+    assert.equal(first!.msg.holder, null)
+  })
 })

@@ -195,3 +195,147 @@ describe('node dialogs: values and labels (npm start, chromium)', function () {
     await editor.cancel()
   })
 })
+
+/** The rows of the lock dialog that depend on the mode, by the id of their row. */
+const LOCK_ROWS = {
+  timeout: '#ss-lock-row-timeout',
+  holdMs: '#ss-lock-row-holdMs',
+  keepMs: '#ss-lock-row-keepMs',
+  queue: '#ss-lock-row-queue',
+  limit: '#ss-lock-row-limit',
+  autoRenew: '#ss-lock-row-renew',
+  campaign: '#ss-lock-row-campaign',
+  tipLease: '#ss-lock-tip-lease',
+  tipLeader: '#ss-lock-tip-leader',
+  tipGate: '#ss-lock-tip-gate',
+  tipOnce: '#ss-lock-tip-once',
+} as const
+type LockRow = keyof typeof LOCK_ROWS
+
+/** What each mode shows of those rows; the others are hidden. */
+const SHOWN_IN: Record<string, LockRow[]> = {
+  lease: ['autoRenew', 'tipLease'],
+  lock: ['timeout', 'holdMs', 'queue', 'limit', 'autoRenew', 'tipLease'],
+  leader: ['campaign', 'tipLeader'],
+  gate: ['campaign', 'tipGate'],
+  once: ['timeout', 'holdMs', 'keepMs', 'tipOnce'],
+}
+
+describe('the lock dialog: each mode its rows, the values through a deploy (npm start, chromium)', function () {
+  this.timeout(240000)
+  let session: OpenedEditor | null = null
+
+  before(async function () {
+    requireChromium(this)
+    session = await openEditor(60000, { startArgs: ['--memory'] })
+  })
+  after(async () => session?.close())
+  afterEach(async function () {
+    await checkPage(this, session)
+  })
+
+  async function visibleRows(): Promise<LockRow[]> {
+    const shown: LockRow[] = []
+    for (const [row, selector] of Object.entries(LOCK_ROWS) as Array<[LockRow, string]>)
+      if (await session!.editor.tray().locator(selector).isVisible()) shown.push(row)
+    return shown
+  }
+
+  async function importLock(id: string, y: number): Promise<void> {
+    await session!.editor.page.evaluate(
+      ({ nid, ny }) => {
+        let store = ''
+        RED.nodes.eachConfig((n) => {
+          if (n.type === 'ss-config' && !store) store = n.id
+        })
+        // As the palette drops it: the schema's defaults, lease mode.
+        RED.view.importNodes(
+          [
+            {
+              id: nid,
+              type: 'ss-lock',
+              z: RED.workspaces.active(),
+              store,
+              key: 'k',
+              keyType: 'str',
+              x: 200,
+              y: ny,
+              wires: [[], []],
+            },
+          ],
+          { generateIds: false, touchImport: true },
+        )
+      },
+      { nid: id, ny: y },
+    )
+  }
+
+  it('choosing each mode shows its rows and hides the others: leader gate, run once, lock with Holders at most', async function () {
+    const editor = session!.editor
+    await importLock('dialogsmodes1', 560)
+    await editor.edit('dialogsmodes1')
+    // Every mode, and back again: what a mode shows does not depend on the mode before it.
+    for (const mode of ['lease', 'lock', 'leader', 'gate', 'once', 'lock', 'gate', 'lease', 'once', 'leader']) {
+      await editor.tray().locator('#node-input-mode').selectOption(mode)
+      assert.deepEqual((await visibleRows()).sort(), [...SHOWN_IN[mode]!].sort(), `mode ${mode}`)
+    }
+    await editor.cancel()
+  })
+
+  it('the settings of a leader gate, a run once and a semaphore, set in the dialog, are deployed and shown again after a reload', async function () {
+    const editor = session!.editor
+    const settings: Record<string, { mode: string; key: string; text: Record<string, string>; campaign?: boolean }> = {
+      dialogsgate1: { mode: 'gate', key: 'replicas/tick-leader', text: { leaseMs: '4000' }, campaign: false },
+      dialogsonce1: {
+        mode: 'once',
+        key: '',
+        text: { leaseMs: '5000', timeout: '7000', holdMs: '20000', keepMs: '3600000' },
+      },
+      dialogssem1: {
+        mode: 'lock',
+        key: 'replicas/api-slots',
+        text: { limit: '2', queue: '50', timeout: '9000', holdMs: '3000' },
+      },
+    }
+    let y = 640
+    for (const [id, s] of Object.entries(settings)) {
+      await importLock(id, (y += 60))
+      await editor.edit(id)
+      await editor.tray().locator('#node-input-mode').selectOption(s.mode)
+      await editor.setTyped('node-input', 'key', 'str', s.key)
+      for (const [prop, value] of Object.entries(s.text)) await editor.setText('node-input', prop, value)
+      if (s.campaign !== undefined) await editor.tray().locator('#node-input-campaign').setChecked(s.campaign)
+      await editor.done()
+      assert.equal(await editor.isValid(id), true, `${id} is valid`)
+    }
+    await editor.deploy()
+
+    // What the runtime keeps: the flows it runs.
+    const res = await fetch(`${editor.url}/flows`, { headers: { 'Node-RED-API-Version': 'v1' } })
+    const flows = (await res.json()) as Array<Record<string, unknown>>
+    for (const [id, s] of Object.entries(settings)) {
+      const saved = flows.find((n) => n.id === id)
+      assert.ok(saved, `${id} deployed`)
+      assert.deepEqual(
+        { mode: saved.mode, key: saved.key, ...Object.fromEntries(Object.keys(s.text).map((p) => [p, saved[p]])) },
+        { mode: s.mode, key: s.key, ...s.text },
+        id,
+      )
+      if (s.campaign !== undefined) assert.equal(saved.campaign, s.campaign, `${id} campaign`)
+    }
+
+    // A new editor session reads them back from the runtime and shows them in the dialog.
+    await editor.open()
+    for (const [id, s] of Object.entries(settings)) {
+      await editor.edit(id)
+      assert.equal(await editor.tray().locator('#node-input-mode').inputValue(), s.mode, `${id} mode`)
+      assert.deepEqual(await editor.typedValue('node-input', 'key'), { type: 'str', value: s.key }, `${id} key`)
+      for (const [prop, value] of Object.entries(s.text))
+        assert.equal(await editor.field('node-input', prop).inputValue(), value, `${id} ${prop}`)
+      if (s.campaign !== undefined)
+        assert.equal(await editor.tray().locator('#node-input-campaign').isChecked(), s.campaign, `${id} campaign`)
+      assert.deepEqual((await visibleRows()).sort(), [...SHOWN_IN[s.mode]!].sort(), `${id} rows`)
+      await editor.cancel()
+    }
+  })
+})

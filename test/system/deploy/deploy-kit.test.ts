@@ -208,7 +208,7 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     assert.equal(c.readinessProbe.httpGet.path, '/ha/active')
     assert.deepEqual(c.args, ['--settings', '/etc/node-red/settings-ha.js'])
     const settingsMap = ha.find((o) => o.kind === 'ConfigMap') as K8sObject & { data: Record<string, string> }
-    assert.deepEqual(Object.keys(settingsMap.data).sort(), ['settings-ha.js', 'settings.js'])
+    assert.deepEqual(Object.keys(settingsMap.data).sort(), ['settings-ha.js', 'settings.js', 'shared-flows.js'])
     // Everything else of the base's container is kept.
     assert.deepEqual(c.securityContext, container.securityContext)
     assert.deepEqual(c.volumeMounts, container.volumeMounts)
@@ -254,6 +254,40 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  it('the HA and active/active overlays: the settings file each runs, and every file it loads from beside it, are in its ConfigMap; the shared one is the same file for both', () => {
+    const shared: string[] = []
+    for (const [overlay, file, replicas] of [
+      ['ha', 'settings-ha.js', 2],
+      ['active-active', 'settings-active-active.js', 3],
+    ] as const) {
+      const rendered = renderOverlay(overlay)
+      for (const o of rendered) validate(o)
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed YAML, walked freely; a wrong path fails the test
+      const sts = rendered.find((o) => o.kind === 'StatefulSet') as K8sObject & { spec: any }
+      assert.equal(sts.spec.replicas, replicas, overlay)
+      const args = sts.spec.template.spec.containers[0].args as string[]
+      assert.deepEqual(args, ['--settings', `/etc/node-red/${file}`], overlay)
+      const map = rendered.find((o) => o.kind === 'ConfigMap') as K8sObject & { data: Record<string, string> }
+      // Mounted as one folder: a relative require of a settings file finds only what the ConfigMap holds.
+      const loaded = (name: string): string[] => {
+        const text = map.data[name]
+        assert.ok(text !== undefined, `${overlay}: ${name} is in the ConfigMap ${Object.keys(map.data).join(', ')}`)
+        return [...text.matchAll(/'\.\/([\w.-]+\.js)'/g)].map((m) => m[1]!)
+      }
+      const seen = new Set<string>()
+      const walk = (name: string): void => {
+        if (seen.has(name)) return
+        seen.add(name)
+        for (const next of loaded(name)) walk(next)
+      }
+      walk(file)
+      assert.deepEqual([...seen].sort(), [file, 'settings.js', 'shared-flows.js'].sort(), overlay)
+      assert.equal(map.data['shared-flows.js'], readFileSync(join(DEPLOY, 'base', 'shared-flows.js'), 'utf8'))
+      shared.push(map.data['shared-flows.js'])
+    }
+    assert.equal(shared[0], shared[1], 'one shared module for both overlays')
   })
 
   it('the X.509 overlay: the certificate from a Secret instead of the token, the X.509 port in and out, each object valid and restricted', () => {

@@ -16,6 +16,9 @@ function check(r: RehearsalResult): void {
   assert.equal(r.redeliveredAsDuplicates, r.redelivered, `each left the run-once node as a duplicate: ${r.line}`)
   assert.equal(r.periodsDoubled, 0, `no period ticked in two replicas: ${r.line}`)
   assert.ok(r.takeoverMs !== null && r.takeoverMs > 0, `another replica ticks after the kill: ${r.line}`)
+  const { handOver, gate, timers } = r.periodsMissed
+  assert.equal(handOver + gate + timers, r.periodsWithout, r.line)
+  console.log(`      (${r.line})`)
 }
 
 describe('npm run rehearse: the overlays on a laptop, one replica killed mid-stream', function () {
@@ -31,7 +34,8 @@ describe('npm run rehearse: the overlays on a laptop, one replica killed mid-str
         msgs: 400,
         replicas: 3,
         termMs: 3000,
-        tickMs: 500,
+        // Whole seconds: the tick is a cron schedule, on the clock (scripts/rehearse.ts tickSchedule).
+        tickMs: 1000,
         rate: 200,
         log: () => {},
       }),

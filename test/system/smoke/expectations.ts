@@ -184,6 +184,44 @@ export const EXPECTATIONS: Record<string, Expectation> = {
     },
   },
 
+  'leader-gated-tick': {
+    async run(x) {
+      // The inject repeats by itself once imported; a tick before the gate is elected is skipped.
+      await x.inject('every 5 s')
+      await x.next('tick ran', 0)
+      const from = x.count('tick ran')
+      await press(x, 'every 5 s', 'tick ran')
+      const holders = new Set(x.values('tick ran'))
+      assert.equal(holders.size, 1, `one runtime, one leader: ${[...holders].join(', ')}`)
+      assert.match(String([...holders][0]), /\/[0-9a-f]{16}$/, 'the holder name, <client id>/<node id>')
+      assert.ok(x.count('tick ran') > from)
+    },
+  },
+
+  'run-once-job': {
+    async run(x) {
+      const day = new Date().toISOString().slice(0, 10)
+      assert.equal(await press(x, 'every day at 06:00', 'report written'), `report of ${day} written`)
+      assert.match(String(await press(x, 'every day at 06:00', 'already done')), /\/[0-9a-f]{16}$/)
+      assert.equal(x.count('report written'), 1, 'the job ran once')
+      assert.deepEqual(x.values('claim ran out'), [])
+    },
+  },
+
+  'semaphore-api-calls': {
+    async run(x) {
+      await x.inject('5 calls')
+      await x.next('call done', 4)
+      const calls = x.values('calling').map(String)
+      assert.deepEqual(
+        calls.map((c) => c.replace(/ in slot [01]$/, '')).sort(),
+        [1, 2, 3, 4, 5].map((n) => `call ${n}`),
+        `each call in slot 0 or 1: ${calls.join(', ')}`,
+      )
+      assert.deepEqual(x.values('no slot'), [])
+    },
+  },
+
   'thermostat-watch': {
     async run(x) {
       // The initial read and the change notification can both show 21.5, in either order.

@@ -1,7 +1,14 @@
 // How `npm start` turns examples/*.json into one flow file (dev/flows.js).
 import { strict as assert } from 'node:assert'
 import { join } from 'node:path'
-import { mergeExamples, pointAtBroker, quietExamples, readExamples, type FlowNodeLike } from '../../../dev/flows'
+import {
+  firesByItself,
+  mergeExamples,
+  pointAtBroker,
+  quietExamples,
+  readExamples,
+  type FlowNodeLike,
+} from '../../../dev/flows'
 import { repoRoot } from './node-red'
 
 const config = { id: 'cfg', type: 'ss-config', name: 'local', broker: 'mqtt://127.0.0.1:1883', embedded: false }
@@ -117,16 +124,20 @@ describe('dev/flows: seeding the example flows', function () {
     assert.equal(nodes.find((n) => n.type === 'ss-config')?.broker, 'mqtt://127.0.0.1:1883')
   })
 
-  it('makes the examples quiet for npm start: no inject fires at deploy, and a first tab names the buttons that start each', function () {
+  it('makes the examples quiet for npm start: no inject fires at deploy, repeats or runs at a time of day, and a first tab names the buttons that start each', function () {
     const examples = readExamples(join(repoRoot, 'examples'))
     const merged = mergeExamples(examples)
-    const starters = merged.filter((n) => n.type === 'inject' && n.once === true)
+    const starters = merged.filter((n) => n.type === 'inject' && firesByItself(n))
     assert.ok(starters.length > 0, 'the shipped examples press some buttons at deploy')
+    assert.ok(
+      starters.some((n) => n.repeat) && starters.some((n) => n.crontab),
+      'the shipped examples have a repeating inject and one at a time of day',
+    )
     const quiet = quietExamples(merged)
     assert.deepEqual(
-      quiet.filter((n) => n.type === 'inject' && n.once === true),
+      quiet.filter((n) => n.type === 'inject' && (n.once === true || n.repeat || n.crontab)),
       [],
-      'none fires at deploy',
+      'none fires by itself',
     )
     assert.equal(quiet.length, merged.length + 2, 'nothing lost: one tab and one comment more')
     const [tab, comment] = quiet
