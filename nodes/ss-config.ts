@@ -1,11 +1,5 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red'
-import {
-  CLIENT_DEFAULTS,
-  parsePersistenceProperty,
-  StateStoreClient,
-  type ClientOptions,
-  type ConnectionStatus,
-} from '../src/client'
+import { parsePersistenceProperty, StateStoreClient, type ClientOptions, type ConnectionStatus } from '../src/client'
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError, OverloadedError, type ConnectionErrorCode } from '../src/diagnostics/errors'
 import { LockFollower, StoreActivity } from '../src/observe'
@@ -25,27 +19,12 @@ import type { StoreConfigNode } from './lib/config-node'
 import { ConnectionLog, shownReason } from './lib/connection-log'
 import { StoreUsers } from './lib/store-users'
 import { shareForFunctions } from './lib/function-access'
+import { wholeDefaults, type SettingsOf } from './lib/schemas'
 
-interface ConfigDef extends NodeDef {
-  broker: string
-  embedded: boolean
-  clientId: string
-  tls: string
-  keepalive: string | number
-  cleanStart: boolean
-  sessionExpiry: string | number
-  requestTimeout: string | number
-  connectionWait?: string | number
-  maxInFlight: string | number
-  /** The memory the msgs waiting for a free slot may take, in MiB (the client's maxQueuedBytes). */
-  queueMemory?: string | number
-  /** 'v1' (default) or 'preview'; the client refuses anything else. */
-  protocol?: string
-  /** `name=value`; blank: aio-persistence=true. */
-  persistenceProperty?: string
-  /** Absent (a flow from before the setting): this package's name; '' sends none. */
-  metricCategory?: string
-}
+/** The node's config as saved, derived from its schema. */
+type ConfigDef = NodeDef & SettingsOf<'ss-config'>
+
+const FALLBACK = wholeDefaults('ss-config')
 
 type Credentials = StoreCredentials
 
@@ -74,11 +53,11 @@ export = function (RED: NodeAPI) {
     if (claimed?.shared)
       node.warn(RED._('ss-config.log.environmentClientId', { id: environment.clientId!, client: claimed.clientId }))
     const clientId = def.clientId?.trim() || claimed?.clientId || configClientId(RED.settings.userDir, node.id)
-    const requestTimeoutMs = positiveInt(def.requestTimeout, CLIENT_DEFAULTS.requestTimeoutMs)
+    const requestTimeoutMs = positiveInt(def.requestTimeout, FALLBACK.requestTimeout)
     // Blank: a msg waits for a connection that is down as long as for its answer, its request timeout; 0 fails it at
     // once.
     const connectionWaitMs = Math.min(wholeNumber(def.connectionWait, requestTimeoutMs), requestTimeoutMs)
-    const maxQueuedBytes = wholeNumber(def.queueMemory, CLIENT_DEFAULTS.maxQueuedBytes / MIB) * MIB
+    const maxQueuedBytes = wholeNumber(def.queueMemory, FALLBACK.queueMemory) * MIB
     let connection: ConnectionStatus = { state: 'disconnected' }
     let client: Promise<StateStoreClient> | null = null
     let usesEmbedded = false
@@ -112,11 +91,11 @@ export = function (RED: NodeAPI) {
         brokerUrl,
         ...(connectStream ? { connectStream } : {}),
         clientId,
-        keepaliveSec: environment.keepaliveSec ?? positiveInt(def.keepalive, CLIENT_DEFAULTS.keepaliveSec),
+        keepaliveSec: environment.keepaliveSec ?? positiveInt(def.keepalive, FALLBACK.keepalive),
         cleanStart: def.cleanStart !== false,
         requestTimeoutMs,
         connectionWaitMs,
-        maxInFlight: positiveInt(def.maxInFlight, CLIENT_DEFAULTS.maxInFlight),
+        maxInFlight: positiveInt(def.maxInFlight, FALLBACK.maxInFlight),
         maxQueuedBytes,
         ...(def.protocol ? { protocol: def.protocol as ProtocolName } : {}),
         // A malformed one fails the connection, said in the status: the editor refuses it before.

@@ -2,26 +2,17 @@ import type { NodeAPI, NodeDef, Node } from 'node-red'
 import type { Hlc } from '../src/hlc'
 import { encodePayload } from './lib/codec'
 import { onInput } from './lib/handler'
-import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS, parseKeyList } from './lib/key-list'
+import { parseKeyList } from './lib/key-list'
 import { runKeys, type SendAs } from './lib/many-keys'
 import { evaluateInput, keyInput, parseKey, positiveInt, resolveFencingToken, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
 import { writeTimeUnderHold } from './lock/write-guard'
+import { wholeDefaults, type SettingsOf } from './lib/schemas'
 
-interface DelDef extends NodeDef {
-  store: string
-  key: string
-  keyType: string
-  mode: 'delete' | 'vdel'
-  value: string
-  valueType: string
-  fencingToken: string
-  fencingTokenType: string
-  /** Several keys: one msg for all or one per key. */
-  sendAs?: SendAs
-  inFlight?: string | number
-  maxKeys?: string | number
-}
+/** The node's config as saved, derived from its schema. */
+type DelDef = NodeDef & SettingsOf<'ss-del'>
+
+const FALLBACK = wholeDefaults('ss-del')
 
 export = function (RED: NodeAPI) {
   function SsDel(this: Node, def: DelDef) {
@@ -33,8 +24,8 @@ export = function (RED: NodeAPI) {
     const token = typedSetting(def, 'fencingToken')
     const onlyIfEqual = def.mode === 'vdel'
     const sendAs: SendAs = def.sendAs === 'key' ? 'key' : 'all'
-    const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
-    const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)
+    const inFlight = positiveInt(def.inFlight, FALLBACK.inFlight)
+    const maxKeys = positiveInt(def.maxKeys, FALLBACK.maxKeys)
     const outcome = (deleted: number) =>
       status.outcome(deleted === 1 ? 'status.deleted' : deleted === 0 ? 'status.notFound' : 'status.mismatch')
 

@@ -1,31 +1,19 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import { decodePayload, isDecoding, type Decoding } from './lib/codec'
 import { onInput } from './lib/handler'
-import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS, parseKeyList } from './lib/key-list'
+import { parseKeyList } from './lib/key-list'
 import { runKeys, type Output } from './lib/many-keys'
 import { readPattern, type PatternSendAs, type ReadValue } from './lib/pattern-read'
 import { keyInput, parseKey, positiveInt, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
-import { SCHEMAS } from './lib/schemas'
+import { SCHEMAS, wholeDefaults, type SettingsOf } from './lib/schemas'
 
 const DEFAULTS = SCHEMAS['ss-get'].defaults
 
-interface GetDef extends NodeDef {
-  store: string
-  key: string
-  keyType: string
-  decode: Decoding
-  notFound: 'output' | 'payload'
-  /**
-   * `value` reads the key (or keys); `keys` lists the keys the Key setting matches as a glob (SCAN); `values` reads
-   * them too.
-   */
-  mode?: 'value' | 'keys' | 'values'
-  /** Several keys: one msg for all, one per key, or (pattern with values) one per page. */
-  sendAs?: PatternSendAs
-  inFlight?: string | number
-  maxKeys?: string | number
-}
+/** The node's config as saved, derived from its schema. */
+type GetDef = NodeDef & SettingsOf<'ss-get'>
+
+const FALLBACK = wholeDefaults('ss-get')
 
 export = function (RED: NodeAPI) {
   function SsGet(this: Node, def: GetDef) {
@@ -37,8 +25,8 @@ export = function (RED: NodeAPI) {
     const secondOutput = def.notFound === 'output'
     const mode = def.mode ?? DEFAULTS.mode.value
     const sendAs: PatternSendAs = def.sendAs === 'key' || def.sendAs === 'page' ? def.sendAs : 'all'
-    const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
-    const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)
+    const inFlight = positiveInt(def.inFlight, FALLBACK.inFlight)
+    const maxKeys = positiveInt(def.maxKeys, FALLBACK.maxKeys)
     const ctx = { RED, node, status, t }
     const route = (msg: NodeMessage, found: boolean): Output =>
       secondOutput ? (found ? [msg, null] : [null, msg]) : msg

@@ -1,5 +1,5 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
-import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS, SLOT_SEPARATOR } from '../src/locks'
+import { SLOT_SEPARATOR } from '../src/locks'
 import { InputError } from './lib/errors'
 import { onInput, reportError, type Send } from './lib/handler'
 import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
@@ -11,31 +11,16 @@ import { lockMode } from './lock/lock-mode'
 import { leaderMode } from './lock/leader-mode'
 import { onceMode } from './lock/once-mode'
 import { derivedClaimKey } from './lock/claim-id'
-import { DEFAULT_HOLD_MS, DEFAULT_QUEUE, DEFAULT_WAIT_MS, SCHEMAS } from './lib/schemas'
+import { SCHEMAS, wholeDefaults, type SettingsOf } from './lib/schemas'
 
 const DEFAULTS = SCHEMAS['ss-lock'].defaults
 
-type Mode = 'lease' | 'lock' | 'leader' | 'gate' | 'once'
-const ACTIONS: readonly string[] = ['acquire', 'renew', 'release', 'holder', 'complete']
-const MODES: readonly string[] = ['lease', 'lock', 'leader', 'gate', 'once']
+const FALLBACK = wholeDefaults('ss-lock')
+const ACTIONS: readonly string[] = DEFAULTS.action.choices
+const MODES: readonly string[] = DEFAULTS.mode.choices
 
-interface LockDef extends NodeDef {
-  store: string
-  key: string
-  keyType: string
-  mode: Mode
-  action: Action
-  holder: string
-  leaseMs: string | number
-  timeout: string | number
-  holdMs: string | number
-  queue: string | number
-  autoRenew: boolean
-  campaign: boolean
-  keepMs: string | number
-  limit: string | number
-  overrides: boolean
-}
+/** The node's config as saved, derived from its schema. */
+type LockDef = NodeDef & SettingsOf<'ss-lock'>
 
 /** A whole number ≥ 0 from a setting (0 means "no limit"), or the default when blank or invalid. */
 function wholeOrZero(value: unknown, fallback: number): number {
@@ -48,8 +33,8 @@ export = function (RED: NodeAPI) {
   function SsLock(this: Node, def: LockDef) {
     RED.nodes.createNode(this, def)
     const node = this
-    const modeName: Mode = MODES.includes(def.mode) ? def.mode : 'lease'
-    const leaseMs = positiveInt(def.leaseMs, DEFAULT_LEASE_MS)
+    const modeName: LockDef['mode'] = MODES.includes(def.mode) ? def.mode : DEFAULTS.mode.value
+    const leaseMs = positiveInt(def.leaseMs, FALLBACK.leaseMs)
     const overrides = def.overrides !== false
     const keyProp = { value: def.key ?? '', type: def.keyType || DEFAULTS.keyType.value }
     let closing = false
@@ -76,10 +61,10 @@ export = function (RED: NodeAPI) {
       holder: holderName(def.holder, store?.clientId, node.id),
       leaseMs,
       renewPeriodMs: def.autoRenew !== false ? Math.max(1, Math.floor(leaseMs / 3)) : undefined,
-      timeoutMs: positiveInt(def.timeout, DEFAULT_WAIT_MS),
-      holdMs: wholeOrZero(def.holdMs, DEFAULT_HOLD_MS),
-      queueSize: wholeOrZero(def.queue, DEFAULT_QUEUE),
-      limit: positiveInt(def.limit, 1),
+      timeoutMs: positiveInt(def.timeout, FALLBACK.timeout),
+      holdMs: wholeOrZero(def.holdMs, FALLBACK.holdMs),
+      queueSize: wholeOrZero(def.queue, FALLBACK.queue),
+      limit: positiveInt(def.limit, FALLBACK.limit),
       closing: () => closing,
     }
     leader = modeName === 'leader' || modeName === 'gate' ? leaderMode(ctx, { gate: modeName === 'gate' }) : null
@@ -88,7 +73,7 @@ export = function (RED: NodeAPI) {
       (modeName === 'lock'
         ? lockMode(ctx)
         : modeName === 'once'
-          ? onceMode({ ...ctx, keepMs: positiveInt(def.keepMs, DEFAULT_KEEP_MS) })
+          ? onceMode({ ...ctx, keepMs: positiveInt(def.keepMs, FALLBACK.keepMs) })
           : leaseMode(ctx))
     mode = modeOfNode
 

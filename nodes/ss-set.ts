@@ -3,7 +3,7 @@ import type { SetOptions } from '../src/client'
 import { encodeAs, isEncoding, type Encoding } from './lib/codec'
 import { InputError } from './lib/errors'
 import { onInput } from './lib/handler'
-import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS, parseKeyValues } from './lib/key-list'
+import { parseKeyValues } from './lib/key-list'
 import { runKeys, type SendAs } from './lib/many-keys'
 import {
   evaluateInput,
@@ -17,35 +17,16 @@ import {
 } from './lib/props'
 import { attach } from './lib/config-node'
 import { writeTimeUnderHold } from './lock/write-guard'
-import { SCHEMAS } from './lib/schemas'
+import { SCHEMAS, wholeDefaults, type SettingsOf } from './lib/schemas'
 
 const DEFAULTS = SCHEMAS['ss-set'].defaults
 
-interface SetDef extends NodeDef {
-  store: string
-  key: string
-  keyType: string
-  value: string
-  valueType: string
-  condition: 'always' | 'NX' | 'NEX'
-  expiry: string | number
-  fencingToken: string
-  fencingTokenType: string
-  persist: boolean
-  notApplied: 'output' | 'same'
-  overrides: boolean
-  encode?: Encoding
-  /**
-   * `object`: the Value is an object of key → value, each property written to its key (the Key setting is not used).
-   */
-  multi?: 'key' | 'object'
-  /** Several keys: one msg for all or one per key. */
-  sendAs?: SendAs
-  inFlight?: string | number
-  maxKeys?: string | number
-}
+/** The node's config as saved, derived from its schema. */
+type SetDef = NodeDef & SettingsOf<'ss-set'>
 
-const CONDITIONS = ['always', 'NX', 'NEX'] as const
+const FALLBACK = wholeDefaults('ss-set')
+
+const CONDITIONS = DEFAULTS.condition.choices
 
 export = function (RED: NodeAPI) {
   function SsSet(this: Node, def: SetDef) {
@@ -60,8 +41,8 @@ export = function (RED: NodeAPI) {
     const encoding: Encoding = isEncoding(def.encode) ? def.encode : 'auto'
     const several = def.multi === 'object'
     const sendAs: SendAs = def.sendAs === 'key' ? 'key' : 'all'
-    const inFlight = positiveInt(def.inFlight, DEFAULT_IN_FLIGHT)
-    const maxKeys = positiveInt(def.maxKeys, DEFAULT_MAX_KEYS)
+    const inFlight = positiveInt(def.inFlight, FALLBACK.inFlight)
+    const maxKeys = positiveInt(def.maxKeys, FALLBACK.maxKeys)
 
     onInput(node, status, async (msg, send) => {
       const name = several ? '' : await resolveKey(RED, node, msg, key, t)

@@ -9,22 +9,14 @@ import { onInput } from './lib/handler'
 import { evaluate, positiveInt, resolveKey, typedSetting } from './lib/props'
 import { attach } from './lib/config-node'
 import { holderName, holdValue } from './lock/holds'
-import { DEFAULT_EXPRESSION_TIMEOUT_MS, SCHEMAS } from './lib/schemas'
+import { SCHEMAS, wholeDefaults, type SettingsOf } from './lib/schemas'
 
 const DEFAULTS = SCHEMAS['ss-update'].defaults
 
-interface UpdateDef extends NodeDef {
-  store: string
-  key: string
-  keyType: string
-  expression: string
-  initial: string
-  initialType: string
-  timeout: string | number
-  exprTimeout: string | number
-  holder: string
-  persist: boolean
-}
+/** The node's config as saved, derived from its schema. */
+type UpdateDef = NodeDef & SettingsOf<'ss-update'>
+
+const FALLBACK = wholeDefaults('ss-update')
 
 const OWN = 'node-red-contrib-aio-statestore/ss-update:ss-update.'
 
@@ -39,8 +31,8 @@ export = function (RED: NodeAPI) {
     const node = this
     const { store, status, t, client } = attach(RED, node, def.store)
     const key = typedSetting(def, 'key')
-    const timeoutMs = positiveInt(def.timeout, DEFAULT_LEASE_MS)
-    const exprTimeoutMs = positiveInt(def.exprTimeout, DEFAULT_EXPRESSION_TIMEOUT_MS)
+    const timeoutMs = positiveInt(def.timeout, FALLBACK.timeout)
+    const exprTimeoutMs = positiveInt(def.exprTimeout, FALLBACK.exprTimeout)
     const own = (k: string, s?: Record<string, string | number>) => RED._(OWN + k, s)
     const running: Running = new Set()
     const initial = {

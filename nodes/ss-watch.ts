@@ -5,14 +5,10 @@ import { InputError } from './lib/errors'
 import { onInput, reportError } from './lib/handler'
 import { isKeyPattern, preview, parseKey, parseWatchedKey } from './lib/props'
 import { attach } from './lib/config-node'
+import type { SettingsOf } from './lib/schemas'
 
-interface WatchDef extends NodeDef {
-  store: string
-  keys: string
-  decode: Decoding
-  initial: boolean
-  overrides: boolean
-}
+/** The node's config as saved, derived from its schema. */
+type WatchDef = NodeDef & SettingsOf<'ss-watch'>
 
 /**
  * A backlog of notifications this long (ms) or more is shown in the status, in whole seconds, instead of the key that

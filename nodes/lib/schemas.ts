@@ -1,12 +1,14 @@
+import { CLIENT_DEFAULTS } from '../../src/client'
 import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS } from '../../src/locks'
+import { DECODINGS } from './codec'
 import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from './key-list'
 
 /**
  * Each node's settings and their defaults, declared once. The build writes each editor file's
  * registration header (category, palette look, `defaults`) from this table where the file says
- * `// registration: nodes/lib/schemas.ts` (scripts/copy-assets.mjs), and the nodes' TS take their
- * fallbacks from the same constants. A setting added here appears in the editor; its form row and
- * its catalogue texts are the editor file's and the locales'.
+ * `// registration: nodes/lib/schemas.ts` (scripts/copy-assets.mjs), and each node's TS derives its
+ * config type (`SettingsOf`) and its fallbacks (`wholeDefaults`) from it. A setting added here
+ * appears in the editor; its form row and its catalogue texts are the editor file's and the locales'.
  */
 
 /**
@@ -21,6 +23,10 @@ export interface Setting {
   type?: string
   required?: boolean
   validate?: Validate
+  /** The values a closed setting takes; the node's TS reads it as their union. */
+  choices?: readonly string[]
+  /** Added after its node: a flow saved before lacks it, so the node's TS reads it as optional. */
+  added?: true
 }
 
 export interface NodeSchema {
@@ -42,14 +48,21 @@ export const DEFAULT_EXPRESSION_TIMEOUT_MS = 1000
 /** Msgs that may wait for a lock in lock mode unless the node says otherwise. */
 export const DEFAULT_QUEUE = 100
 
-const whole = (value: number | '') => ({ value: String(value), validate: 'wholeNumber' }) as const
+const whole = <const V extends number | ''>(value: V) =>
+  ({ value: String(value) as `${V}`, validate: 'wholeNumber' }) as const
+/** A closed setting: its default and the values it takes. */
+const oneOf = <const C extends readonly string[]>(value: C[number], choices: C) => ({ value, choices }) as const
+const added = <const S extends Setting>(setting: S) => ({ ...setting, added: true }) as const
 const name = { value: '' }
 const store = { value: '', type: 'ss-config', required: true }
 const msgKey = { value: 'topic', validate: { requiredTyped: 'keyType' } }
 const keyType = { value: 'msg' }
 const overrides = { value: true }
-const inFlight = whole(DEFAULT_IN_FLIGHT)
-const maxKeys = whole(DEFAULT_MAX_KEYS)
+const inFlight = added(whole(DEFAULT_IN_FLIGHT))
+const maxKeys = added(whole(DEFAULT_MAX_KEYS))
+/** Several keys: one msg for all or one per key. */
+const sendAs = added(oneOf('all', ['all', 'key']))
+const decode = oneOf('auto', DECODINGS)
 
 export const SCHEMAS = {
   'ss-config': {
@@ -74,22 +87,26 @@ export const SCHEMAS = {
       clientId: { value: '' },
       usetls: { value: false },
       tls: { type: 'tls-config', required: false },
-      keepalive: whole(60),
+      keepalive: whole(CLIENT_DEFAULTS.keepaliveSec),
       cleanStart: { value: true },
       sessionExpiry: whole(''),
-      requestTimeout: whole(10_000),
-      connectionWait: whole(''),
-      maxInFlight: whole(1000),
-      queueMemory: whole(80),
-      protocol: { value: 'v1' },
+      requestTimeout: whole(CLIENT_DEFAULTS.requestTimeoutMs),
+      connectionWait: added(whole('')),
+      maxInFlight: whole(CLIENT_DEFAULTS.maxInFlight),
+      // In MiB: the client's maxQueuedBytes.
+      queueMemory: added(whole(CLIENT_DEFAULTS.maxQueuedBytes / (1024 * 1024))),
+      // `v1` or `preview`; the client refuses anything else.
+      protocol: added({ value: 'v1' }),
       // Blank: aio-persistence=true, the Broker resource's default dynamicSettings.
       persistenceProperty: {
+        added: true,
         value: '',
         validate: {
           editor: ['value: "",', 'validate: function (v) {', '  return !v || /^\\s*[^=\\s][^=]*=/.test(v);', '}'],
         },
       },
-      metricCategory: { value: 'node-red-contrib-aio-statestore' },
+      // Absent (a flow from before the setting): this package's name; '' sends none.
+      metricCategory: added({ value: 'node-red-contrib-aio-statestore' }),
     },
   },
   'ss-get': {
@@ -99,10 +116,12 @@ export const SCHEMAS = {
       store,
       key: msgKey,
       keyType,
-      decode: { value: 'auto' },
-      notFound: { value: 'payload' },
-      mode: { value: 'value' },
-      sendAs: { value: 'all' },
+      decode,
+      notFound: oneOf('payload', ['output', 'payload']),
+      // `value` reads the key (or keys); `keys` lists the keys the Key matches as a glob (SCAN), `values` too.
+      mode: added(oneOf('value', ['value', 'keys', 'values'])),
+      // With a pattern and values, `page` sends one msg per page.
+      sendAs: added(oneOf('all', ['all', 'page', 'key'])),
       inFlight,
       maxKeys,
       outputs: { value: 1 },
@@ -117,16 +136,17 @@ export const SCHEMAS = {
       keyType,
       value: { value: 'payload', validate: { typedInput: 'valueType' } },
       valueType: { value: 'msg' },
-      condition: { value: 'always' },
+      condition: oneOf('always', ['always', 'NX', 'NEX']),
       expiry: whole(''),
       fencingToken: { value: 'fencingToken' },
       fencingTokenType: { value: 'msg' },
       persist: { value: false },
-      notApplied: { value: 'same' },
+      notApplied: oneOf('same', ['output', 'same']),
       overrides,
-      encode: { value: 'auto' },
-      multi: { value: 'key' },
-      sendAs: { value: 'all' },
+      encode: added(oneOf('auto', ['auto', 'ndjson'])),
+      // `object`: the Value is an object of key → value, each property written to its key (the Key is not used).
+      multi: added(oneOf('key', ['key', 'object'])),
+      sendAs,
       inFlight,
       maxKeys,
       outputs: { value: 1 },
@@ -139,12 +159,12 @@ export const SCHEMAS = {
       store,
       key: msgKey,
       keyType,
-      mode: { value: 'delete' },
+      mode: oneOf('delete', ['delete', 'vdel']),
       value: { value: 'payload', validate: { typedInput: 'valueType' } },
       valueType: { value: 'msg' },
       fencingToken: { value: 'fencingToken' },
       fencingTokenType: { value: 'msg' },
-      sendAs: { value: 'all' },
+      sendAs,
       inFlight,
       maxKeys,
     },
@@ -176,8 +196,8 @@ export const SCHEMAS = {
         },
       },
       keyType: { value: 'str' },
-      mode: { value: 'lease' },
-      action: { value: 'acquire' },
+      mode: oneOf('lease', ['lease', 'lock', 'leader', 'gate', 'once']),
+      action: oneOf('acquire', ['acquire', 'renew', 'release', 'holder', 'complete']),
       holder: { value: '' },
       leaseMs: whole(DEFAULT_LEASE_MS),
       timeout: whole(DEFAULT_WAIT_MS),
@@ -212,7 +232,7 @@ export const SCHEMAS = {
       name,
       store,
       keys: { value: '' },
-      decode: { value: 'auto' },
+      decode,
       initial: { value: false },
       overrides,
     },
@@ -220,6 +240,45 @@ export const SCHEMAS = {
 } as const satisfies Record<string, NodeSchema>
 
 export type NodeType = keyof typeof SCHEMAS
+
+type Defaults<T extends NodeType> = (typeof SCHEMAS)[T]['defaults']
+
+/** How a node's TS reads a setting: a closed one as its values, a whole number as the editor or a flow wrote it. */
+type SettingType<S> = S extends { readonly choices: readonly (infer C)[] }
+  ? C
+  : S extends { readonly validate: 'wholeNumber' }
+    ? string | number
+    : S extends { readonly value: boolean }
+      ? boolean
+      : S extends { readonly value: number }
+        ? number
+        : string
+
+type AddedKeys<D> = { [K in keyof D]: D[K] extends { readonly added: true } ? K : never }[keyof D]
+
+/**
+ * A node's config as its TS reads it, derived from its schema (declared once): every setting, those
+ * added after the node optional; `name` is Node-RED's own.
+ */
+export type SettingsOf<T extends NodeType, D = Defaults<T>> = {
+  readonly [K in Exclude<keyof D, AddedKeys<D> | 'name'>]: SettingType<D[K]>
+} & { readonly [K in AddedKeys<D>]?: SettingType<D[K]> }
+
+type WholeKeys<D> = {
+  [K in keyof D]: D[K] extends { readonly validate: 'wholeNumber'; readonly value: infer V }
+    ? V extends ''
+      ? never
+      : K
+    : never
+}[keyof D]
+
+/** The fallbacks of a node's whole-number settings with a default, read from its schema. */
+export function wholeDefaults<T extends NodeType>(type: T): Readonly<Record<WholeKeys<Defaults<T>>, number>> {
+  const found: Record<string, number> = {}
+  for (const [key, setting] of Object.entries(SCHEMAS[type].defaults as Record<string, Setting>))
+    if (setting.validate === 'wholeNumber' && setting.value !== '') found[key] = Number(setting.value)
+  return found as Record<WholeKeys<Defaults<T>>, number>
+}
 
 const COLOR = '#7fb2e5'
 

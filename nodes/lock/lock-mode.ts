@@ -1,9 +1,12 @@
 import type { NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../../src/client'
 import { CancelledError, TimeoutError } from '../../src/diagnostics/errors'
-import { Lock, Semaphore, type Lease } from '../../src/locks'
+import { Lock, Semaphore } from '../../src/locks'
 import { InputError } from '../lib/errors'
-import { heldSince, holdValue, register, unregister, type Hold, type HoldInfo } from './holds'
+import { heldSince, holdValue, register, type HoldInfo } from './holds'
+import { CLOSED, FREE, holdsOf, lineStep, takerOf, waitingOf } from './lock-line'
+import type { LineEffect as Effect, LineInput as Input, LinePhase, LineRules } from './lock-line'
+import { MsgHold, type Held, type Loss } from './msg-hold'
 import { givingUp } from './give-up'
 import { holderIfReachable, text, type Action, type LockMode, type ModeContext, type Out } from './mode'
 
@@ -16,6 +19,7 @@ const SIGHTING_AFTER_MS = 500
 
 /** A msg waiting for its turn at one lock name, until its own deadline. */
 interface Waiter {
+  readonly id: number
   readonly msg: Msg
   readonly out: Out
   /** Wall-clock ms it began to wait. */
@@ -23,105 +27,19 @@ interface Waiter {
   readonly deadline: number
   /** Whether the store was connected at any time while it waited: without, its wait says nothing of the lock. */
   sawConnection: boolean
-  /** Its take has waited a while (behind a hold elsewhere): it counts as waiting in the status. */
-  slow?: boolean
   timer?: NodeJS.Timeout
   settle(err?: unknown): void
 }
 
-/**
- * One lock name at this node: the msgs holding it (one, or up to *Holders at most*), the one acquiring it, and the msgs
- * waiting, in order.
- */
+/** One lock name at this node: its machine's phase (lock-line.ts) and the msgs and holds its ids name. */
 interface Line {
   readonly name: string
-  readonly waiting: Waiter[]
-  readonly holds: MsgHold[]
+  phase: LinePhase
+  /** The msgs waiting or taking the name, by id. */
+  readonly waiters: Map<number, Waiter>
+  readonly holds: Map<number, MsgHold>
   /** With a limit above 1: the semaphore of this name, shared by the line's takes. */
   semaphore?: Semaphore
-  /** The msg taking the lock (between its turn and the answer). */
-  acquiring: Waiter | null
-}
-
-/** Why a hold ended while its msg was still in the flow (msg.reason on output 2). */
-type LossReason = 'holdAtMost' | 'expired' | 'lost' | 'released'
-
-/** What a hold holds: a lock, or one slot of a semaphore. */
-interface Held {
-  readonly lease: Lease
-  release(options?: { timeoutMs?: number }): Promise<boolean>
-}
-
-/** One msg's hold: a lease of its own value, renewed until released, lost, or held for *Hold at most*. */
-class MsgHold implements Hold {
-  ended = false
-  renewing = false
-  readonly since = Date.now()
-  private readonly timers: NodeJS.Timeout[] = []
-
-  constructor(
-    readonly info: HoldInfo,
-    readonly lock: Held,
-    private readonly onEnd: (hold: MsgHold, loss: { reason: LossReason; detail?: string } | null) => void,
-  ) {}
-
-  /** Ends the hold after `ms` (the *Hold at most* limit, or the lease's own end without renewal). */
-  limit(ms: number, reason: LossReason): void {
-    this.timers.push(
-      setTimeout(() => {
-        if (reason === 'holdAtMost') void this.finish({ reason })
-        else this.drop({ reason })
-      }, ms),
-    )
-  }
-
-  remainingMs(): number {
-    return this.ended ? 0 : this.lock.lease.remainingMs
-  }
-
-  async release(options?: { timeoutMs?: number }): Promise<boolean> {
-    return this.finish(null, options)
-  }
-
-  async renew(): Promise<string | null> {
-    if (this.ended) return null
-    this.renewing = true
-    try {
-      const lease = this.lock.lease
-      const token = (await lease.renew()) && lease.fencingToken ? lease.fencingToken.toString() : null
-      if (token) this.info.fencingToken = token
-      // Refused: the renew msg itself tells so on output 2.
-      else this.drop(null)
-      return token
-    } finally {
-      this.renewing = false
-    }
-  }
-
-  /** The lease is gone (refused renewal, or its time ran out): nothing to delete. */
-  drop(loss: { reason: LossReason; detail?: string } | null): void {
-    if (this.ended) return
-    this.end()
-    void this.lock.lease.close()
-    this.onEnd(this, loss)
-  }
-
-  private async finish(loss: { reason: LossReason } | null, options?: { timeoutMs?: number }): Promise<boolean> {
-    if (this.ended) return false
-    this.end()
-    try {
-      // The key is deleted before the next msg's turn, so it finds the lock free.
-      return await this.lock.release(options)
-    } finally {
-      this.onEnd(this, loss)
-    }
-  }
-
-  private end(): void {
-    this.ended = true
-    for (const t of this.timers) clearTimeout(t)
-    unregister(this)
-  }
 }
 
 /**
@@ -132,18 +50,20 @@ class MsgHold implements Hold {
  */
 export function lockMode(ctx: ModeContext): LockMode {
   const { RED, node, store, status, holder, leaseMs, renewPeriodMs, timeoutMs, holdMs, queueSize } = ctx
-  const limit = ctx.limit ?? 1
+  const rules: LineRules = { limit: ctx.limit ?? 1, queueSize }
+  const { limit } = rules
   const lines = new Map<string, Line>()
   const closing = new AbortController()
   // Kept as each line changes, so an event costs the same however many names are in use.
   const holdingLines = new Set<Line>()
   const waitingPerLine = new Map<Line, number>()
   let waitingTotal = 0
+  let lastId = 0
 
   function line(name: string): Line {
     let l = lines.get(name)
     if (!l) {
-      l = { name, waiting: [], holds: [], acquiring: null }
+      l = { name, phase: closing.signal.aborted ? CLOSED : FREE, waiters: new Map(), holds: new Map() }
       lines.set(name, l)
     }
     return l
@@ -154,9 +74,40 @@ export function lockMode(ctx: ModeContext): LockMode {
 
   /** The store's connection came: every msg waiting now has waited with it. */
   function connected(): void {
-    for (const l of lines.values()) {
-      if (l.acquiring) l.acquiring.sawConnection = true
-      for (const w of l.waiting) w.sawConnection = true
+    for (const l of lines.values()) for (const w of l.waiters.values()) w.sawConnection = true
+  }
+
+  /** Moves a line's machine one step; what it asks for is for `apply`. */
+  function step(l: Line, input: Input): readonly Effect[] {
+    const { phase, effects } = lineStep(l.phase, input, rules)
+    l.phase = phase
+    if (phase.kind !== 'closed' && holdsOf(phase).length > 0) holdingLines.add(l)
+    else holdingLines.delete(l)
+    return effects
+  }
+
+  function apply(c: StateStoreClient, l: Line, effects: readonly Effect[]): void {
+    for (const e of effects) {
+      if (e.kind === 'report') report(l)
+      else if (e.kind === 'show') {
+        recount(l)
+        showHolds()
+      } else if (e.kind === 'forget') {
+        // Nothing holds, takes or waits for this name: forget it (msg.key may name many).
+        if (lines.get(l.name) === l) lines.delete(l.name)
+      } else if (e.kind === 'take') {
+        const w = l.waiters.get(e.id)!
+        clearTimeout(w.timer)
+        void take(c, l, w)
+      } else if (e.kind === 'giveUp') {
+        // A msg whose wait runs out in the queue leaves by output 2, telling who holds the lock.
+        const w = l.waiters.get(e.id)!
+        l.waiters.delete(e.id)
+        refuse(c, l.name, w).then(
+          () => w.settle(),
+          (err: unknown) => w.settle(err),
+        )
+      }
     }
   }
 
@@ -164,17 +115,14 @@ export function lockMode(ctx: ModeContext): LockMode {
   function report(l: Line): void {
     if (closing.signal.aborted) return
     recount(l)
-    store?.activity.waitingChanged(node.id, l.name, 'lock', l.waiting.length + (l.acquiring ? 1 : 0))
-    if (waitingCount() !== shownWaiting) showHolds()
+    const waiting = waitingOf(l.phase).length + (takerOf(l.phase) ? 1 : 0)
+    store?.activity.waitingChanged(node.id, l.name, 'lock', waiting)
+    if (waitingTotal !== shownWaiting) showHolds()
   }
 
   /** The msgs of this node waiting for a lock: queued, or taking one for a while (a quick take is not shown). */
-  function waitingCount(): number {
-    return waitingTotal
-  }
-
   function recount(l: Line): void {
-    const n = l.waiting.length + (l.acquiring?.slow ? 1 : 0)
+    const n = waitingOf(l.phase).length + (takerOf(l.phase)?.slow ? 1 : 0)
     waitingTotal += n - (waitingPerLine.get(l) ?? 0)
     if (n === 0) waitingPerLine.delete(l)
     else waitingPerLine.set(l, n)
@@ -188,27 +136,13 @@ export function lockMode(ctx: ModeContext): LockMode {
    * elsewhere; with none waiting, "acquired" or `idle` (the outcome that left nothing held).
    */
   function showHolds(idle?: string): void {
-    const waiting = waitingCount()
+    const waiting = waitingTotal
     shownWaiting = waiting
     if (holding()) {
       if (waiting > 0) status.counted('status.acquiredWaiting', waiting)
       else status.outcome('status.acquired')
     } else if (waiting > 0) status.counted('status.waiting', waiting)
     else if (idle) status.outcome(idle)
-  }
-
-  function next(c: StateStoreClient, l: Line): void {
-    if (l.holds.length >= limit || l.acquiring || closing.signal.aborted) return report(l)
-    const w = l.waiting.shift()
-    if (!w) {
-      // Nothing holds, takes or waits for this name: forget it (msg.key may name many).
-      if (l.holds.length === 0) lines.delete(l.name)
-      return report(l)
-    }
-    clearTimeout(w.timer)
-    l.acquiring = w
-    report(l)
-    void take(c, l, w)
   }
 
   async function take(c: StateStoreClient, l: Line, w: Waiter): Promise<void> {
@@ -223,8 +157,7 @@ export function lockMode(ctx: ModeContext): LockMode {
     // A take that waits a while asks once who holds the lock: how long a hold of another runtime has
     // lasted at least, should a msg give up behind it (an uncontended take costs no request more).
     const ask = setTimeout(() => {
-      w.slow = true
-      report(l)
+      apply(c, l, step(l, { kind: 'slow', id: w.id }))
       holderIfReachable(c, l.name).then(
         (h) => h && heldSince(l.name, h, Date.now()),
         () => {},
@@ -259,14 +192,14 @@ export function lockMode(ctx: ModeContext): LockMode {
         value,
         fencingToken: token,
       }
-      const hold = new MsgHold(info, held, (h, loss) => ended(c, l, h, w, loss))
+      const hold = new MsgHold(info, held, (loss) => ended(c, l, w, loss))
       held.lease.on(
         'lost',
         ({ message, deleted }) =>
           hold.renewing || hold.drop({ reason: deleted ? 'released' : 'lost', detail: message }),
       )
-      l.holds.push(hold)
-      holdingLines.add(l)
+      l.holds.set(w.id, hold)
+      const effects = step(l, { kind: 'acquired', id: w.id })
       register(hold)
       if (holdMs > 0) hold.limit(holdMs, 'holdAtMost')
       // Without renewal the lease ends on its own after its time: so does the hold.
@@ -276,32 +209,23 @@ export function lockMode(ctx: ModeContext): LockMode {
       w.msg.holder = holder
       w.msg.lock = { ...info }
       if (slot !== undefined) w.msg.slot = slot
-      l.acquiring = null
-      recount(l)
-      showHolds()
+      apply(c, l, effects)
       w.out(true, w.msg)
     } catch (err) {
       if (err instanceof TimeoutError) await refuse(c, l.name, w).catch((e: unknown) => (failure = e))
       else if (!(err instanceof CancelledError && closing.signal.aborted)) failure = err
     } finally {
       clearTimeout(ask)
-      l.acquiring = null
+      l.waiters.delete(w.id)
       w.settle(failure)
-      next(c, l)
+      apply(c, l, step(l, { kind: 'settled', id: w.id }))
     }
   }
 
   /** A hold ended: a loss while its msg is in the flow goes to output 2; the next msg's turn comes. */
-  function ended(
-    c: StateStoreClient,
-    l: Line,
-    h: MsgHold,
-    w: Waiter,
-    loss: { reason: LossReason; detail?: string } | null,
-  ): void {
-    const i = l.holds.indexOf(h)
-    if (i >= 0) l.holds.splice(i, 1)
-    if (l.holds.length === 0) holdingLines.delete(l)
+  function ended(c: StateStoreClient, l: Line, w: Waiter, loss: Loss | null): void {
+    l.holds.delete(w.id)
+    const effects = step(l, { kind: 'released', id: w.id })
     if (loss && !closing.signal.aborted) {
       if (loss.reason === 'holdAtMost')
         node.warn(RED._(`${OWN}warn.holdAtMost`, { node: node.name || node.id, name: l.name, ms: holdMs }))
@@ -316,47 +240,40 @@ export function lockMode(ctx: ModeContext): LockMode {
       })
       node.send([null, m])
     } else if (!closing.signal.aborted) showHolds('status.released')
-    next(c, l)
+    apply(c, l, effects)
   }
 
   async function acquire(c: StateStoreClient, name: string, msg: Msg, out: Out): Promise<void> {
     const l = line(name)
-    // The queue is of msgs behind the one holding (or taking) the lock: a free lock takes the msg at once.
-    if ((l.holds.length >= limit || l.acquiring) && l.waiting.length >= queueSize)
-      throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
-    await new Promise<void>((resolve, reject) => {
-      const start = Date.now()
-      const w: Waiter = {
-        msg,
-        out,
-        start,
-        deadline: start + timeoutMs,
-        sawConnection: status.connected,
-        // A caught value passed on as it came (narrowed from unknown by the undefined check).
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-        settle: (err) => (err === undefined ? resolve() : reject(err)),
-      }
-      // A msg whose wait runs out in the queue leaves by output 2, telling who holds the lock.
-      w.timer = setTimeout(() => {
-        const i = l.waiting.indexOf(w)
-        if (i < 0) return
-        l.waiting.splice(i, 1)
-        report(l)
-        refuse(c, name, w).then(
-          () => w.settle(),
-          (err: unknown) => w.settle(err),
-        )
-      }, timeoutMs)
-      l.waiting.push(w)
-      next(c, l)
+    let settle: (err?: unknown) => void = () => {}
+    const settled = new Promise<void>((resolve, reject) => {
+      // A caught value passed on as it came (narrowed from unknown by the undefined check).
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+      settle = (err) => (err === undefined ? resolve() : reject(err))
     })
+    const start = Date.now()
+    const id = ++lastId
+    const w: Waiter = { id, msg, out, start, deadline: start + timeoutMs, sawConnection: status.connected, settle }
+    l.waiters.set(id, w)
+    const effects = step(l, { kind: 'arrive', id })
+    if (effects.some((e) => e.kind === 'full')) {
+      l.waiters.delete(id)
+      throw new InputError('LockQueueFull', RED._(`${OWN}errors.queueFull`, { name, size: queueSize }))
+    }
+    w.timer = setTimeout(() => apply(c, l, step(l, { kind: 'timeout', id })), timeoutMs)
+    apply(c, l, effects)
+    return settled
   }
 
   /** Whether a msg of this node holds any lock now: the status says "acquired" only while one does. */
   const holding = (): boolean => holdingLines.size > 0
 
   /** The hold a release or renew without msg.lock means: this node's current hold of the name. */
-  const own = (name: string): MsgHold | null => lines.get(name)?.holds[0] ?? null
+  const own = (name: string): MsgHold | null => {
+    const l = lines.get(name)
+    const first = l ? holdsOf(l.phase)[0] : undefined
+    return first === undefined ? null : (l!.holds.get(first) ?? null)
+  }
 
   return {
     async act(c: StateStoreClient, action: Action, name: string, msg: NodeMessage, out: Out): Promise<void> {
@@ -403,11 +320,22 @@ export function lockMode(ctx: ModeContext): LockMode {
       closing.abort()
       const work: Array<Promise<unknown>> = []
       for (const l of lines.values()) {
-        for (const w of l.waiting.splice(0)) {
-          clearTimeout(w.timer)
-          w.settle()
+        for (const e of step(l, { kind: 'close' })) {
+          if (e.kind !== 'end') continue
+          for (const id of e.waiting) {
+            const w = l.waiters.get(id)!
+            l.waiters.delete(id)
+            clearTimeout(w.timer)
+            w.settle()
+          }
+          for (const id of e.holds)
+            work.push(
+              l.holds
+                .get(id)!
+                .release({ timeoutMs: 800 })
+                .catch(() => {}),
+            )
         }
-        for (const h of l.holds) work.push(h.release({ timeoutMs: 800 }).catch(() => {}))
       }
       lines.clear()
       holdingLines.clear()

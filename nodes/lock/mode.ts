@@ -3,9 +3,11 @@ import type { StateStoreClient } from '../../src/client'
 import { ConnectionError } from '../../src/diagnostics/errors'
 import type { StoreConfigNode } from '../lib/config-node'
 import type { Translate } from '../lib/i18n'
+import type { SettingsOf } from '../lib/schemas'
 import type { StatusView } from '../lib/status'
 
-export type Action = 'acquire' | 'renew' | 'release' | 'holder' | 'complete'
+/** What a msg asks of ss-lock: the choices of its Action setting. */
+export type Action = SettingsOf<'ss-lock'>['action']
 
 /** Sends the msg on output 1 (ok) or output 2, with the lock name it used as msg.key. */
 export type Out = (ok: boolean, msg: NodeMessage) => void
