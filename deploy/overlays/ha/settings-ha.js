@@ -36,7 +36,21 @@ const client = new aio.StateStoreClient({
   ...aio.environmentAuth(env),
   ...(aio.environmentTls(env) ? { tls: aio.environmentTls(env) } : {}),
 })
-const election = new aio.LeaderElection(client, KEYS.leader, { candidate: name, termMs: TERM_MS })
+// Each candidate under a name of its own (two of one name would both lead), and a term overwritten by a
+// stray write is ridden out for a term rather than ending the active at once.
+const election = new aio.LeaderElection(client, KEYS.leader, {
+  candidate: name,
+  termMs: TERM_MS,
+  exclusiveCandidate: true,
+  rideOutOverwrite: true,
+})
+election.on('overwritten', ({ holder }) =>
+  log(`${KEYS.leader} was written by someone else (${holder}) while this term held: staying active a term to see`),
+)
+election.on('reclaimed', ({ fencingToken: token }) => {
+  fencingToken = token
+  log(`${KEYS.leader} taken back: nobody renewed the stray write`)
+})
 let fencingToken = null
 
 const log = (text) => console.log(`[ha] ${name}: ${text}`)
