@@ -168,7 +168,9 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
       if (!this.elected) return
       this.emit('overwritten', {
         holder: seen.value,
-        message: `the position was written by someone else while this candidate's term held; waiting a term (${this.lease.leaseMs} ms) to see whether anyone renews it`,
+        message:
+          "the position was written by someone else while this candidate's term held; " +
+          `waiting a term (${this.lease.leaseMs} ms) to see whether anyone renews it`,
       })
       await pause(this.lease.leaseMs, { client, what: 'riding out an overwrite' })
       if (!this.elected) return
