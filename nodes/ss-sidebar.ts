@@ -14,7 +14,7 @@ import {
   streamExport,
   type ExportLimits,
 } from './lib/export-keys'
-import { ImportBadLine, importFile, ImportTooLarge } from './lib/import-keys'
+import { ImportBadLine, ImportCut, importFile, ImportTooLarge } from './lib/import-keys'
 import { asksForInternalKeys, isContextInternalKey } from './lib/internal-keys'
 
 /**
@@ -347,6 +347,10 @@ export = function (RED: NodeAPI) {
         if (!c) return
         res.json(await importFile(req, c, exportLimits(), abort.signal))
       } catch (err) {
+        if (err instanceof ImportCut)
+          return void res
+            .status(400)
+            .json({ code: 'importCut', line: err.line, written: err.written, total: err.total })
         if (err instanceof ImportBadLine)
           return void res.status(400).json({ code: 'importBadLine', line: err.line, detail: err.reason })
         if (err instanceof ImportTooLarge)

@@ -2,8 +2,8 @@ import { once } from 'node:events'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { StateStoreClient } from '../../src/client'
 import type { AdminChannel } from '../../src/emulator/admin'
-import { exportPages } from '../../src/export/key-export'
-import { encodeKeyRecord } from '../../src/formats/key-records'
+import { countKeys, exportPages } from '../../src/export/key-export'
+import { encodeExportCut, encodeKeyRecord } from '../../src/formats/key-records'
 
 /** Keys one export from the sidebar may hold unless settings.js says otherwise (`aioStateStore.exportMaxKeys`). */
 export const MAX_EXPORT_KEYS = 100_000
@@ -31,16 +31,20 @@ export class ExportTooLarge extends Error {
   }
 }
 
-/** Where the export goes: `write` resolves once the chunk may be followed by the next (the socket drained). */
+/**
+ * Where the export goes: `write` resolves once the chunk may be followed by the next (the socket drained), or with
+ * `flushed` once the chunk has left for the reader.
+ */
 export interface ExportSink {
-  write(chunk: string): Promise<void>
+  write(chunk: string, flushed?: boolean): Promise<void>
 }
 
 /**
  * The keys matching a pattern with their values as an `aio-statestore export` file, for the sidebar's
  * key browser, written to `sink` a few keys at a time (never the whole file in memory) and letting the
- * runtime's other work in between. Fails with ExportTooLarge before writing past a limit; the count
- * of keys written otherwise.
+ * runtime's other work in between. Before writing past a limit, a file begun gets its cut line (the keys written
+ * and the keys matching, so that an import refuses the file) and fails with ExportTooLarge; the count of
+ * keys written otherwise.
  */
 export async function streamExport(
   client: StateStoreClient,
@@ -56,10 +60,17 @@ export async function streamExport(
     if (unread.length > 0) throw unread[0]!.error
     for (const r of records) {
       const line = encodeKeyRecord(r)
-      count += 1
       bytes += Buffer.byteLength(line)
-      if (count > limits.maxKeys) throw new ExportTooLarge('keys')
-      if (bytes > limits.maxBytes) throw new ExportTooLarge('bytes')
+      const limit = count + 1 > limits.maxKeys ? 'keys' : bytes > limits.maxBytes ? 'bytes' : null
+      if (limit) {
+        // A file that has begun ends in its cut line; one that has not is refused whole.
+        if (count > 0) {
+          const total = Math.max(await countKeys(client, admin, pattern, signal), count + 1)
+          await sink.write(encodeExportCut({ written: count, total, reason: limit }), true)
+        }
+        throw new ExportTooLarge(limit)
+      }
+      count += 1
       await sink.write(line)
     }
     await nextTurn(undefined, { signal })
@@ -79,10 +90,19 @@ export function responseSink(
   idleMs = EXPORT_IDLE_MS,
 ): ExportSink {
   return {
-    async write(chunk) {
+    async write(chunk, flushed = false) {
       if (!res.headersSent) start()
-      if (!res.write(chunk))
-        await once(res, 'drain', { signal: AbortSignal.any([signal, AbortSignal.timeout(idleMs)]) })
+      const wait = AbortSignal.any([signal, AbortSignal.timeout(idleMs)])
+      if (flushed) {
+        await new Promise<void>((resolve, reject) => {
+          const stop = () => reject(wait.reason as Error)
+          wait.addEventListener('abort', stop, { once: true })
+          res.write(chunk, () => {
+            wait.removeEventListener('abort', stop)
+            resolve()
+          })
+        })
+      } else if (!res.write(chunk)) await once(res, 'drain', { signal: wait })
     },
   }
 }

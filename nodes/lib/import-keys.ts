@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { StateStoreClient } from '../../src/client'
 import { streamKeyRecords } from '../../src/formats/key-record-stream'
-import { KeyRecordError, type KeyRecord } from '../../src/formats/key-records'
+import { ExportCutError, KeyRecordError, type KeyRecord } from '../../src/formats/key-records'
 import { settleStream, type StreamBound } from '../../src/lang/bounded'
 
 /** SETs in flight at once, and at most this many bytes of keys and values: memory does not grow with the file. */
@@ -37,6 +37,17 @@ export class ImportBadLine extends Error {
   }
 }
 
+/** The file is an export cut at a limit: it holds `written` of the `total` keys asked for; nothing was written. */
+export class ImportCut extends Error {
+  constructor(
+    readonly line: number,
+    readonly written: number,
+    readonly total: number,
+  ) {
+    super(`line ${line}: a cut export, ${written} of ${total} keys`)
+  }
+}
+
 /** A file read and checked whole, kept on disk for the writing pass. */
 export interface CheckedImport {
   records: number
@@ -55,7 +66,7 @@ export interface ImportOutcome {
 /**
  * The first pass of an import from the sidebar: reads the uploaded file (an `aio-statestore export`
  * or a statestore.json) as it comes, copying it to a temporary file and checking every record, within
- * the limits; a bad line fails ImportBadLine before anything is written.
+ * the limits; a bad line fails ImportBadLine before anything is written, a cut export's cut line ImportCut.
  */
 export async function checkImport(
   source: AsyncIterable<Buffer | string>,
@@ -87,6 +98,7 @@ export async function checkImport(
     }
   } catch (err) {
     await cleanup()
+    if (err instanceof ExportCutError) throw new ImportCut(err.line, err.cut.written, err.cut.total)
     if (err instanceof KeyRecordError) throw new ImportBadLine(err.line, err.reason)
     throw err
   }

@@ -89,3 +89,30 @@ export async function* exportPages(
         )
   }
 }
+
+/**
+ * How many keys match a pattern, by their names alone (no values read): what an export cut at a limit
+ * says it was asked for.
+ */
+export async function countKeys(
+  client: StateStoreClient,
+  admin: AdminChannel | null,
+  pattern: string,
+  signal?: AbortSignal,
+): Promise<number> {
+  let total = 0
+  if (admin) {
+    let after: string | undefined
+    do {
+      const page = await admin.listKeys({
+        pattern,
+        limit: 1000,
+        ...(after ? { after } : {}),
+        ...(signal ? { signal } : {}),
+      })
+      total += page.keys.length
+      after = page.next ?? undefined
+    } while (after)
+  } else for await (const page of client.scan(pattern, signal ? { signal } : {})) total += page.length
+  return total
+}

@@ -3,13 +3,23 @@
  * whatever the file's size: an export file (NDJSON) a line at a time, with the same checks and the
  * same line numbers as `keyRecords`. A statestore.json is one JSON document (an array), read whole.
  */
-import { checkDepth, exportLine, KeyRecordError, keyRecords, type KeyRecord } from './key-records'
+import {
+  checkDepth,
+  exportLine,
+  KeyRecordError,
+  keyRecords,
+  type KeyRecord,
+  type KeyRecordOptions,
+} from './key-records'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 const NEWLINE = 0x0a
 const EMPTY = Buffer.alloc(0)
 
-export async function* streamKeyRecords(source: AsyncIterable<Buffer | string>): AsyncGenerator<KeyRecord> {
+export async function* streamKeyRecords(
+  source: AsyncIterable<Buffer | string>,
+  options: KeyRecordOptions = {},
+): AsyncGenerator<KeyRecord> {
   let format: 'export' | 'statestore.json' | undefined
   /** A statestore.json's bytes, kept until the end. */
   const whole: Buffer[] = []
@@ -36,7 +46,7 @@ export async function* streamKeyRecords(source: AsyncIterable<Buffer | string>):
       const bytes =
         rest.length > 0 ? Buffer.concat([rest, chunk.subarray(start, newline)]) : chunk.subarray(start, newline)
       rest = EMPTY
-      const record = lineRecord(bytes, line++)
+      const record = lineRecord(bytes, line++, options)
       if (record) yield record
       start = newline + 1
     }
@@ -48,7 +58,7 @@ export async function* streamKeyRecords(source: AsyncIterable<Buffer | string>):
     return
   }
   if (rest.length > 0) {
-    const record = lineRecord(rest, line)
+    const record = lineRecord(rest, line, options)
     if (record) yield record
   }
 }
@@ -64,7 +74,7 @@ function formatOf(head: Buffer): 'export' | 'statestore.json' | undefined {
   return head[i] === 0x5b /* [ */ ? 'statestore.json' : 'export'
 }
 
-function lineRecord(bytes: Buffer, line: number): KeyRecord | null {
+function lineRecord(bytes: Buffer, line: number, options: KeyRecordOptions): KeyRecord | null {
   let text: string
   try {
     text = utf8.decode(bytes)
@@ -73,5 +83,5 @@ function lineRecord(bytes: Buffer, line: number): KeyRecord | null {
   }
   if (line === 1) text = text.replace(/^\uFEFF/, '')
   checkDepth(text, line)
-  return exportLine(text, line)
+  return exportLine(text, line, options)
 }

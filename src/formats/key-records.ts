@@ -4,7 +4,9 @@
  *
  * - NDJSON export records, one JSON object a line: `key` (UTF-8 text) or `keyBase64`, `value`
  *   (UTF-8 text) or `valueBase64` (any bytes), and what the store told of the key: `expiresAt`
- *   (wall-clock ms), `persist` (true), `version` (informational; a store mints its own).
+ *   (wall-clock ms), `persist` (true), `version` (informational; a store mints its own). An export
+ *   that stopped at a limit ends in one line `{"exportCut": {"written", "total", "reason"}}` instead
+ *   of a record; a complete export has no such line.
  * - The `statestore.json` of the Azure IoT Operations WASM graph development environment: a JSON
  *   array of objects whose properties are keys, `[{"factoryId": "factoryA"}, ...]`; a string value
  *   is stored as its text, any other value as its JSON.
@@ -28,6 +30,36 @@ export class KeyRecordError extends Error {
   ) {
     super(`line ${line}: ${reason}`)
   }
+}
+
+/** What an export that stopped at a limit says of itself: keys written, keys matched, the limit (`keys` or `bytes`). */
+export interface ExportCut {
+  written: number
+  total: number
+  reason: string
+}
+
+/** An export file that says it was cut: it holds `cut.written` of the `cut.total` keys asked for. */
+export class ExportCutError extends KeyRecordError {
+  constructor(
+    line: number,
+    readonly cut: ExportCut,
+  ) {
+    super(line, `the export was cut at its ${cut.reason} limit: it holds ${cut.written} of ${cut.total} keys`)
+  }
+}
+
+/**
+ * How a reader treats an export's cut line: refused (an ExportCutError) unless `acceptCut` is given,
+ * which is told the cut and its line, and the file's records are read as they are.
+ */
+export interface KeyRecordOptions {
+  acceptCut?: (cut: ExportCut, line: number) => void
+}
+
+/** The line an export that stopped at a limit ends with, ending in `\n`. */
+export function encodeExportCut(cut: ExportCut): string {
+  return `${JSON.stringify({ exportCut: { written: cut.written, total: cut.total, reason: cut.reason } })}\n`
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
@@ -62,18 +94,18 @@ export const MAX_RECORD_DEPTH = 1000
  * The records of a file in either format (a JSON array is a statestore.json). Given as bytes, the
  * file must be UTF-8: a byte that is not is refused with its line, never read as U+FFFD.
  */
-export function parseKeyRecords(content: string | Buffer): KeyRecord[] {
-  return [...keyRecords(content)]
+export function parseKeyRecords(content: string | Buffer, options: KeyRecordOptions = {}): KeyRecord[] {
+  return [...keyRecords(content, options)]
 }
 
 /**
  * The records one at a time, as parseKeyRecords reads them: a pass keeps none of them (checking a
  * file of two million keys first held two million pairs of Buffers at once).
  */
-export function* keyRecords(content: string | Buffer): Generator<KeyRecord> {
+export function* keyRecords(content: string | Buffer, options: KeyRecordOptions = {}): Generator<KeyRecord> {
   const body = (typeof content === 'string' ? content : utf8Text(content)).replace(/^\uFEFF/, '')
   checkDepth(body)
-  yield* body.trimStart().startsWith('[') ? statestoreJsonRecords(body) : exportRecords(body)
+  yield* body.trimStart().startsWith('[') ? statestoreJsonRecords(body) : exportRecords(body, options)
 }
 
 /**
@@ -136,19 +168,19 @@ function strictBase64(encoded: string): Buffer | null {
   return bytes.toString('base64').replace(/=+$/, '') === bare ? bytes : null
 }
 
-function* exportRecords(content: string): Generator<KeyRecord> {
+function* exportRecords(content: string, options: KeyRecordOptions): Generator<KeyRecord> {
   let start = 0
   for (let line = 1; start <= content.length; line++) {
     const newline = content.indexOf('\n', start)
     const end = newline === -1 ? content.length : newline
-    const record = exportLine(content.slice(start, end), line)
+    const record = exportLine(content.slice(start, end), line, options)
     start = end + 1
     if (record) yield record
   }
 }
 
-/** One line of an export file as its record; null for a blank line. */
-export function exportLine(lineText: string, line: number): KeyRecord | null {
+/** One line of an export file as its record; null for a blank line and for an accepted cut line. */
+export function exportLine(lineText: string, line: number, options: KeyRecordOptions = {}): KeyRecord | null {
   const text = lineText.trim()
   if (text === '') return null
   let parsed: unknown
@@ -157,7 +189,28 @@ export function exportLine(lineText: string, line: number): KeyRecord | null {
   } catch (err) {
     throw new KeyRecordError(line, `not JSON (${(err as Error).message})`)
   }
-  return exportRecord(parsed, line)
+  const cut = exportCut(parsed, line)
+  if (!cut) return exportRecord(parsed, line)
+  if (!options.acceptCut) throw new ExportCutError(line, cut)
+  options.acceptCut(cut, line)
+  return null
+}
+
+/** The cut an `{"exportCut": ...}` line tells; null for any other line. */
+function exportCut(parsed: unknown, line: number): ExportCut | null {
+  if (parsed === null || typeof parsed !== 'object' || !('exportCut' in parsed)) return null
+  const c = parsed.exportCut as Record<string, unknown> | null
+  const count = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+  if (
+    Object.keys(parsed).length !== 1 ||
+    c === null ||
+    typeof c !== 'object' ||
+    !count(c.written) ||
+    !count(c.total) ||
+    typeof c.reason !== 'string'
+  )
+    throw new KeyRecordError(line, 'an exportCut line is {"exportCut": {"written": N, "total": M, "reason": "..."}}')
+  return { written: c.written as number, total: c.total as number, reason: c.reason }
 }
 
 function exportRecord(parsed: unknown, line: number): KeyRecord {

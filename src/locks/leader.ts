@@ -1,10 +1,11 @@
-import { isTransient } from '../diagnostics/errors'
+import { randomUUID } from 'node:crypto'
+import { ArgumentError, isTransient } from '../diagnostics/errors'
 import type { Hlc } from '../hlc'
 import type { Bytes } from '../protocol'
 import { acquireLease, type WaitOptions } from './acquire'
 import { pause } from './wait'
 import { requirePositive, requireValue } from '../checks/arguments'
-import { DEFAULT_LEASE_MS, Lease } from './lease'
+import { DEFAULT_LEASE_MS, Lease, type LeaseLoss } from './lease'
 import type { LeaseLossReason } from './lease-state'
 import { TypedEmitter } from '../lang/typed-emitter'
 import type { Observation, RequestOptions, StateStoreClient } from '../client'
@@ -16,6 +17,21 @@ export interface LeaderElectionOptions {
   termMs?: number
   /** The leader renews its term at this period; default a third of termMs. */
   renewPeriodMs?: number
+  /**
+   * Hold the candidate's name while campaigning and leading, so that no two candidates campaign under one name (the
+   * position holds the name, so two of one name would both lead): the key `<position>/candidates/<name>` is a lease
+   * of this election alone. A campaign under a name another live election holds is refused (an ArgumentError naming
+   * it); a name left by a process that died is free once its term has passed.
+   */
+  exclusiveCandidate?: boolean
+  /**
+   * A term lost to a write this candidate did not make while its term still held (by its own clock; no candidate can
+   * take a term that holds) is not given up at once: 'overwritten' is emitted, the candidate stays leader for one
+   * term, then takes the position back if nobody renewed that write (deleting it by its value, then campaigning)
+   * and emits 'reclaimed'; if someone did renew it, or the position cannot be taken back, the term is lost
+   * (anotherHolder). Off, such a term is lost at once.
+   */
+  rideOutOverwrite?: boolean
 }
 
 export interface StandOptions {
@@ -38,6 +54,10 @@ export type LeaderElectionEvents = {
   lost: [LeaderLoss]
   /** The position changed hands, as observed: the new leader's name, or null when nobody leads. */
   leader: [{ leader: Buffer | null }]
+  /** rideOutOverwrite: the position was overwritten while our term held; we stay leader for a term and see. */
+  overwritten: [{ holder: Buffer | null; message: string }]
+  /** rideOutOverwrite: nobody renewed the overwrite within a term, and we hold the position again. */
+  reclaimed: [{ fencingToken: Hlc }]
   error: [Error]
 }
 
@@ -64,22 +84,45 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   private closed = false
   /** Why the last term ended, so that a candidacy can tell a resignation from a lost term. */
   private lastLoss: LeaderLossReason | null = null
+  /** exclusiveCandidate: the lease on the candidate's name, held by this election's own id. */
+  private readonly name: Lease | null
+  private readonly rideOut: boolean
+  /** performance.now() until which our term surely holds, as of its last renewal. */
+  private termUntil = 0
 
   constructor(client: StateStoreClient, position: Bytes, options: LeaderElectionOptions = {}) {
     super()
     const termMs = requirePositive(options.termMs, 'termMs') ?? DEFAULT_LEASE_MS
     const renewPeriodMs = options.renewPeriodMs ?? Math.max(1, Math.floor(termMs / 3))
-    this.lease = new Lease(client, position, {
-      holder: requireValue(options.candidate ?? client.clientId, 'candidate'),
-      leaseMs: termMs,
-      renewPeriodMs,
-    })
+    const candidate = requireValue(options.candidate ?? client.clientId, 'candidate')
+    this.lease = new Lease(client, position, { holder: candidate, leaseMs: termMs, renewPeriodMs })
+    this.name = options.exclusiveCandidate
+      ? new Lease(client, Buffer.concat([this.lease.name, Buffer.from('/candidates/'), Buffer.from(candidate)]), {
+          holder: randomUUID(),
+          leaseMs: termMs,
+          renewPeriodMs,
+        })
+      : null
+    this.rideOut = options.rideOutOverwrite === true
+    const held = () => (this.termUntil = performance.now() + this.lease.remainingMs)
     this.lease.on('acquired', ({ fencingToken }) => {
+      held()
       if (this.elected) return
       this.elected = true
       this.emit('elected', { fencingToken })
     })
-    this.lease.on('lost', (lost) => this.lose(lost))
+    this.lease.on('renewed', held)
+    this.lease.on('lost', (lost) => {
+      if (this.rideOut && this.elected && lost.reason === 'anotherHolder' && performance.now() < this.termUntil)
+        void this.rideOutOverwrite(lost)
+      else this.lose(lost)
+    })
+    // Our name taken by another election (ours lapsed, say, in a long disconnection): two of one name must not lead.
+    this.name?.on('lost', () => {
+      if (!this.elected) return
+      void this.lease.release().catch(() => {})
+      this.lose({ reason: 'anotherHolder', message: 'another candidate holds this candidate name' })
+    })
   }
 
   get isLeader(): boolean {
@@ -89,6 +132,7 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
   /** One attempt to become (or stay) the leader. */
   async tryCampaign(options: RequestOptions = {}): Promise<boolean> {
     await this.watch(options)
+    await this.claimName(options)
     const { acquired } = await this.lease.tryAcquire(options)
     return acquired
   }
@@ -99,7 +143,53 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
     await this.watch(options).catch((err: unknown) => {
       if (!isTransient(err)) throw err
     })
+    await this.claimName(options)
     return acquireLease(this.lease, options, 'campaign')
+  }
+
+  /** exclusiveCandidate: holds the candidate's name, or refuses when another live election holds it. */
+  private async claimName(options: RequestOptions): Promise<void> {
+    if (!this.name || this.name.fencingToken) return
+    if ((await this.name.tryAcquire(options)).acquired) return
+    throw new ArgumentError(
+      `the candidate name ${this.lease.holderValue.toString('utf8')} is held by another running candidate ` +
+        `(${this.name.name.toString('utf8')}): each candidate needs a name of its own`,
+    )
+  }
+
+  /**
+   * rideOutOverwrite: the position was written by someone else while our term held. We stay leader for one term;
+   * then a write nobody renewed (the same value at the same version) is deleted and the position taken back.
+   */
+  private async rideOutOverwrite(lost: LeaseLoss): Promise<void> {
+    const client = this.lease.client
+    try {
+      const seen = await client.get(this.lease.name)
+      if (!this.elected) return
+      this.emit('overwritten', {
+        holder: seen.value,
+        message:
+          "the position was written by someone else while this candidate's term held; " +
+          `waiting a term (${this.lease.leaseMs} ms) to see whether anyone renews it`,
+      })
+      await pause(this.lease.leaseMs, { client, what: 'riding out an overwrite' })
+      if (!this.elected) return
+      const now = await client.get(this.lease.name)
+      if (!this.elected) return
+      const unrenewed =
+        now.value === null ||
+        (seen.value !== null &&
+          now.value.equals(seen.value) &&
+          (now.version?.toString() ?? '') === (seen.version?.toString() ?? ''))
+      if (!unrenewed) return this.lose({ ...lost, message: 'another holder renewed the position: it leads' })
+      if (now.value !== null) await client.vdel(this.lease.name, now.value)
+      const again = await this.lease.tryAcquire()
+      if (!this.elected) return
+      if (!again.acquired || !again.fencingToken) return this.lose(lost)
+      this.emit('reclaimed', { fencingToken: again.fencingToken })
+    } catch (err) {
+      this.lose({ ...lost, error: err as Error })
+    }
   }
 
   /**
@@ -134,6 +224,7 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
 
   /** Gives up the position if we hold it; true when our term was ended. */
   async resign(options: RequestOptions = {}): Promise<boolean> {
+    void this.name?.release().catch(() => {})
     const released = this.lease.release(options)
     this.lose({ reason: 'resigned', message: 'resigned' })
     return released
@@ -149,6 +240,7 @@ export class LeaderElection extends TypedEmitter<LeaderElectionEvents> {
     if (this.closed) return
     this.closed = true
     await this.lease.close()
+    await this.name?.close()
     this.lose({ reason: 'closed', message: 'the election was closed' })
     const watching = this.watching
     this.watching = null

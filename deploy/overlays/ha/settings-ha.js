@@ -24,7 +24,21 @@ const LEADER_KEY = `${PREFIX}leader`
 const TERM_MS = Number(process.env.NODE_RED_HA_TERM_MS) || 10000
 
 const client = shared.connect('ha')
-const election = new aio.LeaderElection(client, LEADER_KEY, { candidate: name, termMs: TERM_MS })
+// Each candidate under a name of its own (two of one name would both lead), and a term overwritten by a
+// stray write is ridden out for a term rather than ending the active at once.
+const election = new aio.LeaderElection(client, LEADER_KEY, {
+  candidate: name,
+  termMs: TERM_MS,
+  exclusiveCandidate: true,
+  rideOutOverwrite: true,
+})
+election.on('overwritten', ({ holder }) =>
+  log(`${LEADER_KEY} was written by someone else (${holder}) while this term held: staying active a term to see`),
+)
+election.on('reclaimed', ({ fencingToken: token }) => {
+  fencingToken = token
+  log(`${LEADER_KEY} taken back: nobody renewed the stray write`)
+})
 let fencingToken = null
 
 const log = shared.logger('ha')

@@ -7,7 +7,13 @@ import type { Readable } from 'node:stream'
 import { settleEach, settleStream, type StreamBound } from '../../lang/bounded'
 import { ConnectionError, StateStoreError } from '../../diagnostics/errors'
 import { streamKeyRecords } from '../../formats/key-record-stream'
-import { KeyRecordError, type KeyRecord } from '../../formats/key-records'
+import {
+  ExportCutError,
+  KeyRecordError,
+  type ExportCut,
+  type KeyRecord,
+  type KeyRecordOptions,
+} from '../../formats/key-records'
 import type { Command, CommandContext } from '../command'
 import { Exit, UsageError } from '../exit'
 import { Progress } from './progress'
@@ -42,13 +48,16 @@ export const importKeys: Command = {
     'with an export file (a statestore.json, one JSON document, is read whole). A key whose write has no',
     'known outcome (its answer was lost with the connection) is read back once the others are written,',
     'and counted as written or not by what the store holds. Progress on a terminal, a summary line on',
-    'stderr; exit 3 if a write failed or its outcome could not be read back.',
+    'stderr; exit 3 if a write failed or its outcome could not be read back. An export that stopped at a',
+    "limit (the sidebar's) ends in an exportCut line: such a file is refused (exit 2, naming the file and the",
+    'line, the keys it holds and the keys asked for) unless --accept-cut is given.',
   ].join('\n'),
   flagsHelp: [
     '  --nx                    Only keys that do not exist (SET NX); the others are kept as they are.',
     '  --dry-run               Read and check the file, say what would be written, write nothing.',
+    '  --accept-cut            Import an export cut at a limit (its keys only), saying how many of how many.',
   ].join('\n'),
-  flags: { nx: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
+  flags: { nx: { type: 'boolean' }, 'dry-run': { type: 'boolean' }, 'accept-cut': { type: 'boolean' } },
   positionals: [1, 1],
   async run(ctx) {
     const file = ctx.args[0]!
@@ -56,7 +65,7 @@ export const importKeys: Command = {
     const now = Date.now()
     const isLive = (r: KeyRecord) => r.expiresAt === undefined || r.expiresAt > now
     // The first pass reads and checks every line, keeping none; stdin is kept in a file for the second.
-    const source = await checkedSource(ctx, file, isLive)
+    const source = await checkedSource(ctx, file, isLive, ctx.values['accept-cut'] === true)
     // Every request in flight listens for the command's cancel (Ctrl-C) on the one signal.
     setMaxListeners(BOUND.count + IN_FLIGHT, ctx.signal)
     try {
@@ -72,7 +81,7 @@ export const importKeys: Command = {
         failed++
         firstFailure ||= `${JSON.stringify(r.key.toString('utf8'))}: ${(error as Error).message}${note}`
       }
-      const live = liveRecords(source.path, isLive)
+      const live = liveRecords(source.path, isLive, source.options)
       if (ctx.values['dry-run']) {
         // With --nx, which keys exist decides what would be written.
         if (nx)
@@ -123,6 +132,7 @@ export const importKeys: Command = {
         else fail(record, error, '; read back: not written')
       })
       const notes = [
+        source.cut ? `cut export: ${source.cut.written} of ${source.cut.total} keys (${source.cut.reason} limit)` : '',
         kept ? `${kept} kept (they exist, --nx)` : '',
         expired ? `${expired} skipped (expired)` : '',
         confirmed ? `${confirmed} of them found written when read back after a lost answer` : '',
@@ -166,19 +176,25 @@ interface CheckedSource {
   path: string
   records: number
   live: number
+  /** What the file's cut line told, when --accept-cut let it be read. */
+  cut: ExportCut | null
+  options: KeyRecordOptions
   cleanup: () => Promise<void>
 }
 
 /**
  * Reads FILE (- for stdin) once, checking every record and keeping none of them: a bad line stops
- * the import here, before anything is written, naming the file and the line. Stdin is copied to a
- * file of its own as it is read, for the second pass.
+ * the import here, before anything is written, naming the file and the line, and so does a cut line
+ * unless `acceptCut`. Stdin is copied to a file of its own as it is read, for the second pass.
  */
 async function checkedSource(
   ctx: CommandContext,
   file: string,
   isLive: (r: KeyRecord) => boolean,
+  acceptCut: boolean,
 ): Promise<CheckedSource> {
+  let cut: ExportCut | null = null
+  const options: KeyRecordOptions = acceptCut ? { acceptCut: (c) => (cut = c) } : {}
   let path = file
   let spool: WriteStream | undefined
   let dir = ''
@@ -195,11 +211,15 @@ async function checkedSource(
   try {
     try {
       const bytes = spool ? copied(ctx.io.stdin, spool) : createReadStream(file)
-      for await (const r of streamKeyRecords(bytes)) {
+      for await (const r of streamKeyRecords(bytes, options)) {
         records++
         if (isLive(r)) live++
       }
     } catch (err) {
+      if (err instanceof ExportCutError)
+        throw new UsageError(
+          `${file}:${err.line}: ${err.reason} asked for; nothing was imported (--accept-cut imports it)`,
+        )
       if (err instanceof KeyRecordError) throw new UsageError(`${file}:${err.line}: ${err.reason}`)
       if (err instanceof UsageError) throw err
       throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
@@ -210,7 +230,7 @@ async function checkedSource(
     await cleanup()
     throw err
   }
-  return { path, records, live, cleanup }
+  return { path, records, live, cut, options, cleanup }
 }
 
 /** The stream's chunks, each written to `spool` (waiting for it to drain) before it is passed on. */
@@ -223,6 +243,10 @@ async function* copied(stream: Readable, spool: WriteStream): AsyncGenerator<Buf
 }
 
 /** The second pass: the checked file's records that are not expired, read as they are written. */
-async function* liveRecords(path: string, isLive: (r: KeyRecord) => boolean): AsyncGenerator<KeyRecord> {
-  for await (const r of streamKeyRecords(createReadStream(path))) if (isLive(r)) yield r
+async function* liveRecords(
+  path: string,
+  isLive: (r: KeyRecord) => boolean,
+  options: KeyRecordOptions,
+): AsyncGenerator<KeyRecord> {
+  for await (const r of streamKeyRecords(createReadStream(path), options)) if (isLive(r)) yield r
 }

@@ -2,6 +2,7 @@
 // the request body is written into the store, checked whole first, within the export's limits and
 // one import per store at a time.
 import { strict as assert } from 'node:assert'
+import { get } from 'node:http'
 import { StateStoreClient } from '../../../src/client'
 import { encodeKeyRecord, type KeyRecord } from '../../../src/formats/key-records'
 import { AuthRuntime, RUNTIMES } from './runtime'
@@ -127,6 +128,33 @@ for (const [version, redJs] of Object.entries(RUNTIMES)) {
       assert.equal(over.status, 413)
       assert.deepEqual(over.json, { code: 'importTooLarge' })
       await withClient(rt, reader, async (c) => assert.equal((await c.get('sidebar/over/0')).value, null))
+    })
+
+    it('an export the key cap cut off arrives ending in its exportCut line, and importing it back is refused as importCut', async () => {
+      await withClient(rt, reader, async (c) => {
+        for (let i = 0; i < 450; i += 50)
+          await Promise.all(Array.from({ length: 50 }, (_, j) => c.set(`sidebar/cut/${i + j}`, 'x')))
+      })
+      // What a saved download holds: the bytes that came before the connection was cut.
+      const got: Buffer[] = []
+      await new Promise<void>((resolve, reject) => {
+        const req = get(
+          `${rt.url}/aio-statestore/stores/cfg1/export?pattern=sidebar/cut/*`,
+          { headers: { Authorization: `Bearer ${reader}` } },
+          (res) => {
+            res.on('data', (d: Buffer) => got.push(d))
+            res.on('error', () => {})
+            res.on('close', () => resolve())
+          },
+        )
+        req.on('error', reject)
+      })
+      const lines = Buffer.concat(got).toString('utf8').split('\n').filter(Boolean)
+      assert.equal(lines.length, 401)
+      assert.deepEqual(JSON.parse(lines[400]!), { exportCut: { written: 400, total: 450, reason: 'keys' } })
+      const back = await rt.upload('/aio-statestore/stores/cfg1/import', admin, `${lines.join('\n')}\n`)
+      assert.equal(back.status, 400)
+      assert.deepEqual(back.json, { code: 'importCut', line: 401, written: 400, total: 450 })
     })
 
     it('refuses a read-only user and anyone not logged in', async () => {
