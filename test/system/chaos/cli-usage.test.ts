@@ -39,7 +39,7 @@ describe('chaos: the command line', function () {
     const scripts = (
       JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
     ).scripts
-    assert.match(scripts.chaos ?? '', /tsx test\/chaos\/cli\.ts$/)
+    assert.match(scripts.chaos ?? '', /tsx test\/system\/chaos\/cli\.ts$/)
   })
 
   for (const flag of ['--help', '-h']) {
