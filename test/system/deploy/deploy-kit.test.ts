@@ -135,7 +135,7 @@ describe('deploy/: the kit renders and validates against the Kubernetes API sche
       writeFileSync(join(dir, 'credentialSecret'), 'kit-secret\n')
       const settings = loadSettings(dir)
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      assert.equal(settings.contextStorage.statestore!.module, require('../../dist/src/context'))
+      assert.equal(settings.contextStorage.statestore!.module, require('../../../dist/src/context'))
       assert.deepEqual(settings.contextStorage.statestore!.config, {})
       assert.equal(settings.adminAuth.type, 'credentials')
       assert.equal(settings.adminAuth.users[0]!.password, hash)
