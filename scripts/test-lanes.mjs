@@ -1,14 +1,24 @@
 // `npm test`: the three test lanes side by side, each one mocha run (CONTRIBUTING.md, "The test
 // lanes"): unit (no socket, no process), integration (in-process emulator, broker, client, nodes)
 // and system (processes: mosquitto, the CLI, Node-RED, Chromium, the deploy kit, chaos). The
-// integration and system lanes run their files in mocha's parallel mode. A lane's output is
+// integration and system lanes run their files in mocha's parallel mode, the slowest first (each
+// file's time from the last run, test/support/spec-times.ts). A lane's output is
 // printed whole when it ends, a failure's title at once; then each lane's counts and time, and
 // the closing "N passed, M failed" line over all of them.
 //
 // Usage: node scripts/test-lanes.mjs [unit|integration|system ...] [--jobs N] [--serial] [-- mocha args]
 // With TEST_TALLY set (CI), each lane's counts are added to that file too (test/support/tally.cjs).
 import { spawn } from 'node:child_process'
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -30,11 +40,45 @@ const jobs = option('--jobs', process.env.TEST_JOBS ?? '3')
 const serial = args.includes('--serial')
 const named = args.filter((a) => !a.startsWith('--'))
 
+/** The spec files under a folder, but those under `skip`. */
+function specs(dir, skip) {
+  const out = []
+  for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const path = `${dir}/${entry.name}`
+    if (path === skip) continue
+    if (entry.isDirectory()) out.push(...specs(path, skip))
+    else if (entry.name.endsWith('.test.ts')) out.push(path)
+  }
+  return out
+}
+
+/**
+ * Each file's time in the last run here (artifacts/), else as recorded in the repository: a
+ * parallel lane starts its slowest files first, so that no long one runs alone at the end.
+ */
+const TIMES_RUN = join(ROOT, 'artifacts', 'spec-times.json')
+const TIMES_KEPT = join(ROOT, 'test', 'support', 'spec-times.json')
+const known = (() => {
+  for (const file of [TIMES_RUN, TIMES_KEPT]) {
+    if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8'))
+  }
+  return {}
+})()
+const slowestFirst = (files) => {
+  const values = Object.values(known).sort((a, b) => a - b)
+  const typical = values[Math.floor(values.length / 2)] ?? 0
+  return files
+    .map((f, i) => ({ f, i, ms: known[f] ?? typical }))
+    .sort((a, b) => b.ms - a.ms || a.i - b.i)
+    .map((x) => x.f)
+}
+const parallel = ['--parallel', '--jobs', jobs, '--require', 'test/support/spec-times.ts']
+
 /** Each lane's mocha arguments: its specs, and how they run. */
 const LANES = {
-  unit: ['test/unit/**/*.test.ts', '--require', 'test/support/unit-guard.ts'],
-  integration: ['test/integration/**/*.test.ts', '--parallel', '--jobs', jobs],
-  system: ['test/system/**/*.test.ts', '--exclude', 'test/system/interop/**', '--parallel', '--jobs', jobs],
+  unit: () => ['test/unit/**/*.test.ts', '--require', 'test/support/unit-guard.ts'],
+  integration: () => [...slowestFirst(specs('test/integration')), ...parallel],
+  system: () => [...slowestFirst(specs('test/system', 'test/system/interop')), ...parallel],
 }
 for (const lane of named) {
   if (!LANES[lane]) {
@@ -44,17 +88,20 @@ for (const lane of named) {
 }
 const chosen = named.length > 0 ? named : Object.keys(LANES)
 const base = process.env.TEST_TALLY_LABEL ?? `Node.js ${process.versions.node}`
-const tally = join(mkdtempSync(join(tmpdir(), 'lanes-')), 'tally')
+const scratch = mkdtempSync(join(tmpdir(), 'lanes-'))
+const tally = join(scratch, 'tally')
+const times = join(scratch, 'spec-times')
 writeFileSync(tally, '')
+writeFileSync(times, '')
 
 /** Runs one lane; resolves with its seconds once it ends, its output printed whole. */
 function run(lane) {
   const started = Date.now()
   const label = `${base}: ${lane} lane`
   const mocha = join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
-  const child = spawn(process.execPath, [mocha, ...LANES[lane], ...extra], {
+  const child = spawn(process.execPath, [mocha, ...LANES[lane](), ...extra], {
     cwd: ROOT,
-    env: { ...process.env, TEST_TALLY: tally, TEST_TALLY_LABEL: label, TEST_LANES: '1' },
+    env: { ...process.env, TEST_TALLY: tally, TEST_TALLY_LABEL: label, TEST_LANES: '1', TEST_SPEC_TIMES: times },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const out = []
@@ -96,6 +143,15 @@ rmSync(join(ROOT, 'artifacts', 'browser'), { recursive: true, force: true })
 const ended = []
 if (serial) for (const lane of chosen) ended.push(await run(lane))
 else ended.push(...(await Promise.all(chosen.map(run))))
+
+// This run's times, for the next run here: the slowest files first.
+const measured = { ...known }
+for (const line of readFileSync(times, 'utf8').split('\n').filter(Boolean)) {
+  const { file, ms } = JSON.parse(line)
+  measured[file] = ms
+}
+mkdirSync(dirname(TIMES_RUN), { recursive: true })
+writeFileSync(TIMES_RUN, `${JSON.stringify(measured, Object.keys(measured).sort(), 2)}\n`)
 
 const all = runs(tally)
 process.stdout.write('\n')
