@@ -259,7 +259,12 @@ describe("editor: the state store sidebar at Node-RED 5's default layout", funct
       for (let n = walker.nextNode(); n; n = walker.nextNode()) {
         const text = n.textContent ?? ''
         const parent = n.parentElement
-        if (!parent || parent.offsetParent === null || parent.closest('.ss-sidebar-pre, textarea, select, svg'))
+        // Ids (a lock's holder: a client id and a 16-digit node id by default) are no words to keep whole.
+        if (
+          !parent ||
+          parent.offsetParent === null ||
+          parent.closest('.ss-sidebar-pre, .ss-sidebar-id, textarea, select, svg')
+        )
           continue
         let lastTop: number | null = null
         for (let i = 0; i < text.length; i++) {
