@@ -36,7 +36,9 @@ const option = (name, fallback) => {
   const [, value] = args.splice(at, 2)
   return value
 }
-const jobs = option('--jobs', process.env.TEST_JOBS ?? '3')
+// Workers per parallel lane: the system lane's specs wait on processes more than they compute.
+const jobs = option('--jobs', process.env.TEST_JOBS)
+const jobsOf = (lane) => jobs ?? { integration: '3', system: '4' }[lane]
 const serial = args.includes('--serial')
 const named = args.filter((a) => !a.startsWith('--'))
 
@@ -72,13 +74,13 @@ const slowestFirst = (files) => {
     .sort((a, b) => b.ms - a.ms || a.i - b.i)
     .map((x) => x.f)
 }
-const parallel = ['--parallel', '--jobs', jobs, '--require', 'test/support/spec-times.ts']
+const parallel = (lane) => ['--parallel', '--jobs', jobsOf(lane), '--require', 'test/support/spec-times.ts']
 
 /** Each lane's mocha arguments: its specs, and how they run. */
 const LANES = {
   unit: () => ['test/unit/**/*.test.ts', '--require', 'test/support/unit-guard.ts'],
-  integration: () => [...slowestFirst(specs('test/integration')), ...parallel],
-  system: () => [...slowestFirst(specs('test/system', 'test/system/interop')), ...parallel],
+  integration: () => [...slowestFirst(specs('test/integration')), ...parallel('integration')],
+  system: () => [...slowestFirst(specs('test/system', 'test/system/interop')), ...parallel('system')],
 }
 for (const lane of named) {
   if (!LANES[lane]) {
