@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../../src/client'
 import { Hlc } from '../../../src/hlc'
 import { keyLockName, Lock } from '../../../src/locks'
+import { scaled } from '../../support/deadline'
 import { ALL, COMMON, TAB, configNode, flowWith, helper, lastStatus, nextMessage, onTab, useStore } from './support'
 
 const OWN = 'node-red-contrib-aio-statestore/ss-update:ss-update.'
@@ -38,6 +39,8 @@ describe('nodes: ss-update', function () {
           expression: 'value + 1',
           initial: '0',
           initialType: 'num',
+          // 60 turns of one lock: the last msg waits for 59 others, however busy the machine.
+          timeout: String(scaled(120_000)),
           wires: [['done']],
         }),
         onTab({
@@ -49,6 +52,8 @@ describe('nodes: ss-update', function () {
           expression: 'value + 1',
           initial: '0',
           initialType: 'num',
+          // 60 turns of one lock: the last msg waits for 59 others, however busy the machine.
+          timeout: String(scaled(120_000)),
           wires: [['done']],
         }),
         onTab({ id: 'done', type: 'helper' }),
@@ -56,7 +61,7 @@ describe('nodes: ss-update', function () {
       const lock = new Lock(code, keyLockName(key))
       const edits = (async () => {
         for (let i = 0; i < 20; i++)
-          await lock.edit(key, (v) => String(Number(v?.toString() ?? '0') + 1), { timeoutMs: 20000 })
+          await lock.edit(key, (v) => String(Number(v?.toString() ?? '0') + 1), { timeoutMs: scaled(120_000) })
       })()
       for (let i = 0; i < 20; i++) {
         helper.getNode('u1').receive({ payload: i })

@@ -130,9 +130,9 @@ describe('smoke: two Node-RED 5 runtimes on one host, one mosquitto: client ids'
     const takeovers = takeoversSince(from).filter((l) => l.includes(`Client ${clientId} `)).length
     console.log(`      ${takeovers} session takeovers in ${WINDOW_MS / 1000} s with one client id in two runtimes`)
     assert.ok(named.size > 0, `a get node showed "${TAKEN_OVER}"`)
-    // Reconnecting 0.5–1 s after each takeover, as before, gave 31 in 12 s; each
-    // takeover in a row now doubles the wait before the next reconnect.
-    assert.ok(takeovers >= 2 && takeovers <= 10, `${takeovers} takeovers in ${WINDOW_MS / 1000} s`)
+    // Reconnecting 0.5–1 s after each takeover, as before, gave 31 in 12 s; each takeover in a row
+    // now doubles the wait before the next reconnect, up to the 2 s cap: about one a second.
+    assert.ok(takeovers >= 2 && takeovers <= 16, `${takeovers} takeovers in ${WINDOW_MS / 1000} s`)
     const warnings = runtimes.map(
       (r, i) =>
         r.red.log
