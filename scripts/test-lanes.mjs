@@ -76,11 +76,31 @@ const slowestFirst = (files) => {
 }
 const parallel = (lane) => ['--parallel', '--jobs', jobsOf(lane), '--require', 'test/support/spec-times.ts']
 
-/** Each lane's mocha arguments: its specs, and how they run. */
+/**
+ * Specs on node-red-node-test-helper (test/integration/nodes/support.ts): the helper is one
+ * runtime per process, which a spec leaves as the next one in that process finds it, so these run
+ * in one process, in one order, as they always have.
+ */
+const onTestHelper = (file) =>
+  file.startsWith('test/integration/nodes/') || readFileSync(join(ROOT, file), 'utf8').includes("/nodes/support'")
+
+/** Each lane's mocha runs: their specs, and how they run. */
 const LANES = {
-  unit: () => ['test/unit/**/*.test.ts', '--require', 'test/support/unit-guard.ts'],
-  integration: () => [...slowestFirst(specs('test/integration')), ...parallel('integration')],
-  system: () => [...slowestFirst(specs('test/system', 'test/system/interop')), ...parallel('system')],
+  unit: () => [['test/unit/**/*.test.ts', '--require', 'test/support/unit-guard.ts']],
+  integration: () => {
+    const files = specs('test/integration')
+    return [
+      [...slowestFirst(files.filter((f) => !onTestHelper(f))), ...parallel('integration')],
+      files.filter(onTestHelper).sort(),
+    ].filter((args) => args.length > 0)
+  },
+  system: () => {
+    const files = specs('test/system', 'test/system/interop')
+    return [
+      [...slowestFirst(files.filter((f) => !onTestHelper(f))), ...parallel('system')],
+      files.filter(onTestHelper).sort(),
+    ].filter((args) => args.length > 0)
+  },
 }
 for (const lane of named) {
   if (!LANES[lane]) {
@@ -96,12 +116,24 @@ const times = join(scratch, 'spec-times')
 writeFileSync(tally, '')
 writeFileSync(times, '')
 
-/** Runs one lane; resolves with its seconds once it ends, its output printed whole. */
-function run(lane) {
+/** Runs one lane, its mocha runs side by side; resolves with its seconds once it ends. */
+async function run(lane) {
   const started = Date.now()
-  const label = `${base}: ${lane} lane`
+  const parts = LANES[lane]()
+  const codes = await Promise.all(
+    parts.map((args, i) =>
+      runPart(lane, i === 0 ? `${lane} lane` : `${lane} lane, test-helper specs in one process`, args),
+    ),
+  )
+  return { lane, seconds: Math.round((Date.now() - started) / 1000), code: codes.some((c) => c !== 0) ? 1 : 0 }
+}
+
+/** One mocha run of a lane; resolves with its exit code once it ends, its output printed whole. */
+function runPart(lane, name, args) {
+  const started = Date.now()
+  const label = `${base}: ${name}`
   const mocha = join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')
-  const child = spawn(process.execPath, [mocha, ...LANES[lane](), ...extra], {
+  const child = spawn(process.execPath, [mocha, ...args, ...extra], {
     cwd: ROOT,
     env: { ...process.env, TEST_TALLY: tally, TEST_TALLY_LABEL: label, TEST_LANES: '1', TEST_SPEC_TIMES: times },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -126,7 +158,7 @@ function run(lane) {
   return new Promise((done) => {
     child.on('close', (code) => {
       const seconds = Math.round((Date.now() - started) / 1000)
-      process.stdout.write(`\n--- the ${lane} lane (${seconds} s)\n`)
+      process.stdout.write(`\n--- the ${name} (${seconds} s)\n`)
       process.stdout.write(Buffer.concat(out))
       const reported = runs(tally).some((r) => r.label === label)
       if (!reported)
@@ -134,7 +166,7 @@ function run(lane) {
           tally,
           `${JSON.stringify({ label: `${label} (ended before reporting)`, passes: 0, failures: 1, pending: 0 })}\n`,
         )
-      done({ lane, seconds, code })
+      done(code)
     })
   })
 }
