@@ -115,3 +115,27 @@ export function withNodeRed(options: NodeRedOptions): NodeRedRuntime {
     },
   }
 }
+
+/** A flow node on the tab `tab`, placed: the runtime takes a node without x and y for a config node. */
+export const onTab = (n: Record<string, unknown>): Record<string, unknown> => ({ x: 100, y: 100, z: 'tab', ...n })
+
+/** An inject node whose button (`inject(id)`) sends msg.topic `topic` to `wires`. */
+export const injectTopic = (id: string, topic: string, wires: string[]): Record<string, unknown> => ({
+  id,
+  type: 'inject',
+  z: 'tab',
+  topic,
+  props: [{ p: 'topic', vt: 'str' }],
+  wires: [wires],
+})
+
+/** A debug node showing `msg.<complete>` in the sidebar, where `comms.debug` reads it. */
+export const debugOf = (id: string, complete: string): Record<string, unknown> => ({
+  id,
+  type: 'debug',
+  z: 'tab',
+  active: true,
+  tosidebar: true,
+  complete,
+  wires: [],
+})

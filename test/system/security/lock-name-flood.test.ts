@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
-import { withNodeRed } from '../../support/node-red-fixture'
+import { onTab, withNodeRed } from '../../support/node-red-fixture'
 import { EventEmitter } from 'node:events'
 import type { Lease } from '../../../src/locks'
 import { ACTIVITY_BOUNDS, StoreActivity } from '../../../src/observe/activity'
@@ -110,7 +110,6 @@ describe('security: the lock registry drops by count and by age, the oldest firs
 })
 
 function flows(broker: string): unknown[] {
-  const onTab = (n: Record<string, unknown>) => ({ x: 100, y: 100, z: 'tab', ...n })
   return [
     { id: 'tab', type: 'tab', label: 'lock flood' },
     { id: 'cfg', type: 'ss-config', name: 'store', broker, clientId: 'lockflood-red' },

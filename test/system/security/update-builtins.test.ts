@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { withNodeRed } from '../../support/node-red-fixture'
+import { onTab, injectTopic, debugOf, withNodeRed } from '../../support/node-red-fixture'
 import { debugValue } from '../../support/node-red-comms'
 import { scaled } from '../../support/deadline'
 
@@ -69,27 +69,17 @@ function flows(broker: string): unknown[] {
     timeout: '600000',
     wires: [['out']],
   })
-  const inject = (id: string, topic: string, wires: string[]) => ({
-    id,
-    type: 'inject',
-    z: 'tab',
-    topic,
-    props: [{ p: 'topic', vt: 'str' }],
-    wires: [wires],
-  })
-  // Flow nodes need x/y: the runtime takes a node without them for a config node.
-  const onTab = (n: Record<string, unknown>) => ({ x: 100, y: 100, ...n })
   return [
     { id: 'tab', type: 'tab', label: 'builtins' },
     { id: 'cfg', type: 'ss-config', name: 'store', broker, clientId: 'builtins-red' },
     ...[
-      inject('go-regex', 'builtin/regex', ['u-regex']),
-      inject('go-split', 'builtin/split', ['u-split']),
+      injectTopic('go-regex', 'builtin/regex', ['u-regex']),
+      injectTopic('go-split', 'builtin/split', ['u-split']),
       update('u-regex', 'builtin/regex', '$count($match(value, /^(a+)+$/))'),
       update('u-split', 'builtin/split', '$count($split(value, ","))'),
       { id: 'catcher', type: 'catch', z: 'tab', scope: null, uncaught: false, wires: [['caught']] },
-      { id: 'caught', type: 'debug', z: 'tab', active: true, tosidebar: true, complete: 'error.code', wires: [] },
-      { id: 'out', type: 'debug', z: 'tab', active: true, tosidebar: true, complete: 'payload', wires: [] },
+      debugOf('caught', 'error.code'),
+      debugOf('out', 'payload'),
     ].map(onTab),
   ]
 }

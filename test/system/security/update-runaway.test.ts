@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { withNodeRed } from '../../support/node-red-fixture'
+import { onTab, injectTopic, debugOf, withNodeRed } from '../../support/node-red-fixture'
 import { debugValue } from '../../support/node-red-comms'
 
 const TAIL = '($f := function($n){ $f($n+1) }; $f(0))'
@@ -83,32 +83,22 @@ function flows(broker: string): unknown[] {
     timeout: '600000',
     wires: [['out']],
   })
-  const inject = (id: string, topic: string, wires: string[]) => ({
-    id,
-    type: 'inject',
-    z: 'tab',
-    topic,
-    props: [{ p: 'topic', vt: 'str' }],
-    wires: [wires],
-  })
-  // Flow nodes need x/y: the runtime takes a node without them for a config node.
-  const onTab = (n: Record<string, unknown>) => ({ x: 100, y: 100, ...n })
   return [
     { id: 'tab', type: 'tab', label: 'runaway' },
     { id: 'cfg', type: 'ss-config', name: 'store', broker, clientId: 'runaway-red' },
     ...[
-      inject('go-tail', 'runaway/tail', ['u-tail']),
-      inject('go-deep', 'runaway/deep', ['u-deep']),
-      inject('go-long', 'runaway/long', ['u-long', 'started']),
-      inject('go-count', 'runaway/count', ['u-count']),
+      injectTopic('go-tail', 'runaway/tail', ['u-tail']),
+      injectTopic('go-deep', 'runaway/deep', ['u-deep']),
+      injectTopic('go-long', 'runaway/long', ['u-long', 'started']),
+      injectTopic('go-count', 'runaway/count', ['u-count']),
       update('u-tail', 'runaway/tail', TAIL, 300),
       update('u-deep', 'runaway/deep', DEEP, 600_000),
       update('u-long', 'runaway/long', TAIL, 600_000),
       update('u-count', 'runaway/count', 'value + 1', 1000),
       { id: 'catcher', type: 'catch', z: 'tab', scope: null, uncaught: false, wires: [['caught']] },
-      { id: 'caught', type: 'debug', z: 'tab', active: true, tosidebar: true, complete: 'error.code', wires: [] },
-      { id: 'started', type: 'debug', z: 'tab', active: true, tosidebar: true, complete: 'topic', wires: [] },
-      { id: 'out', type: 'debug', z: 'tab', active: true, tosidebar: true, complete: 'payload', wires: [] },
+      debugOf('caught', 'error.code'),
+      debugOf('started', 'topic'),
+      debugOf('out', 'payload'),
     ].map(onTab),
   ]
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { withNodeRed } from '../../support/node-red-fixture'
+import { onTab, withNodeRed } from '../../support/node-red-fixture'
 import { debugValue } from '../../support/node-red-comms'
 
 const PER_NODE = 40
@@ -55,7 +55,6 @@ describe('security: watch registrations through msgs are bounded per node and pe
 })
 
 function flows(broker: string): unknown[] {
-  const onTab = (n: Record<string, unknown>) => ({ x: 100, y: 100, z: 'tab', ...n })
   const chain = (p: string) => [
     { id: `go-${p}`, type: 'inject', props: [], wires: [[`${p}-names`]] },
     {
