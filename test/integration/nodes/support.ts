@@ -40,6 +40,38 @@ export const NODE_RED_MAJOR = nodeMajor > 22 || (nodeMajor === 22 && nodeMinor >
 const RED = require.resolve(NODE_RED_MAJOR === 5 ? 'node-red' : 'node-red-v4')
 helper.init(RED)
 
+/**
+ * The helper's setFlows waits a fixed 300 ms for the flows to start after a deploy, which a busy
+ * machine overruns (a partial deploy at load 16): the same wait on the suite's time scale, heard
+ * from before the deploy.
+ */
+const internals = helper as unknown as {
+  _redNodes: { setFlows(flow: unknown[], credentials: object, type: string): Promise<unknown> }
+  _events: { on(event: string, f: () => void): void; off(event: string, f: () => void): void }
+}
+const STARTED_MS = 2000
+helper.setFlows = async (flow: unknown[], type: 'full' | 'flows' | 'nodes', credentials?: Record<string, unknown>) => {
+  let heard: () => void = () => {}
+  const started = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`the flows did not start within ${describeLimit(STARTED_MS, scaled(STARTED_MS))}`)),
+      scaled(STARTED_MS),
+    )
+    heard = () => {
+      clearTimeout(timer)
+      resolve()
+    }
+    internals._events.on('flows:started', heard)
+  })
+  try {
+    await internals._redNodes.setFlows(flow, credentials ?? {}, type || 'full')
+    await started
+  } finally {
+    internals._events.off('flows:started', heard)
+    started.catch(() => {})
+  }
+}
+
 /** A module of the Node-RED the tests run in: a core node, its util. */
 export function redModule(path: string): unknown {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
