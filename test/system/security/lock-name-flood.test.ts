@@ -57,7 +57,9 @@ describe('security: lock names from msgs cannot grow the sidebar registry', func
       )
       const slowest = await slowestSettings(finished)
       assert.equal(debugValue(await finished), NAMES_PER_ROUND, 'every msg came through')
-      const bound = Math.max(2 * quiet, quiet + scaled(200))
+      // The unbounded registry froze /settings for tens of seconds; a busy machine alone stretches a
+      // runtime that serves 1,500 lock msgs by its time scale, so the bound is a second scaled.
+      const bound = Math.max(2 * quiet, quiet + scaled(1000))
       assert.ok(
         slowest <= bound,
         `round ${round}: /settings took ${slowest.toFixed(0)} ms at most (quiet ${quiet.toFixed(0)} ms, bound ${bound.toFixed(0)} ms)`,
