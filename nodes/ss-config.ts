@@ -3,7 +3,7 @@ import { parsePersistenceProperty, StateStoreClient, type ClientOptions, type Co
 import type { ProtocolName } from '../src/protocol'
 import { ConnectionError, OverloadedError, type ConnectionErrorCode } from '../src/diagnostics/errors'
 import { LockFollower, StoreActivity } from '../src/observe'
-import { authOptions, configClientId, type StoreCredentials, type TlsConfigNode } from './lib/client-options'
+import { authOptions, configClientId, type StoreCredentials, type TlsConfigNode } from './config/client-options'
 import {
   claimEnvironmentClientId,
   environmentText,
@@ -11,15 +11,15 @@ import {
   registerEnvironmentEndpoint,
   releaseEnvironmentClientId,
   type FromEnvironment,
-} from './lib/environment'
-import { registerConnectionTest } from './lib/connection-test'
-import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './lib/embedded'
-import { positiveInt, wholeNumber } from './lib/props'
-import type { StoreConfigNode } from './lib/config-node'
+} from './config/environment'
+import { registerConnectionTest } from './config/connection-test'
+import { acquireEmbedded, inProcessConnector, releaseEmbedded } from './config/embedded'
+import { positiveInt, wholeNumber } from './msg/props'
+import type { StoreConfigNode } from './config/config-node'
 import { ConnectionLog, shownReason } from './lib/connection-log'
-import { StoreUsers } from './lib/store-users'
-import { shareForFunctions } from './lib/function-access'
-import { wholeDefaults, type SettingsOf } from './lib/schemas'
+import { StoreUsers } from './config/store-users'
+import { shareForFunctions } from './config/function-access'
+import { wholeDefaults, type SettingsOf } from './config/schemas'
 
 /** The node's config as saved, derived from its schema. */
 type ConfigDef = NodeDef & SettingsOf<'ss-config'>

@@ -1,13 +1,13 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
 import type { Hlc } from '../src/hlc'
-import { encodePayload } from './lib/codec'
-import { onInput } from './lib/handler'
-import { parseKeyList } from './lib/key-list'
-import { runKeys, type SendAs } from './lib/many-keys'
-import { evaluateInput, keyInput, parseKey, positiveInt, resolveFencingToken, typedSetting } from './lib/props'
-import { attach } from './lib/config-node'
+import { encodePayload } from './msg/codec'
+import { onInput } from './msg/handler'
+import { parseKeyList } from './msg/key-list'
+import { runKeys, type SendAs } from './msg/many-keys'
+import { evaluateInput, keyInput, parseKey, positiveInt, resolveFencingToken, typedSetting } from './msg/props'
+import { attach } from './config/config-node'
 import { writeTimeUnderHold } from './lock/write-guard'
-import { wholeDefaults, type SettingsOf } from './lib/schemas'
+import { wholeDefaults, type SettingsOf } from './config/schemas'
 
 /** The node's config as saved, derived from its schema. */
 type DelDef = NodeDef & SettingsOf<'ss-del'>

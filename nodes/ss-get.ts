@@ -1,12 +1,12 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
-import { decodePayload, isDecoding, type Decoding } from './lib/codec'
-import { onInput } from './lib/handler'
-import { parseKeyList } from './lib/key-list'
-import { runKeys, type Output } from './lib/many-keys'
-import { readPattern, type PatternSendAs, type ReadValue } from './lib/pattern-read'
-import { keyInput, parseKey, positiveInt, typedSetting } from './lib/props'
-import { attach } from './lib/config-node'
-import { SCHEMAS, wholeDefaults, type SettingsOf } from './lib/schemas'
+import { decodePayload, isDecoding, type Decoding } from './msg/codec'
+import { onInput } from './msg/handler'
+import { parseKeyList } from './msg/key-list'
+import { runKeys, type Output } from './msg/many-keys'
+import { readPattern, type PatternSendAs, type ReadValue } from './msg/pattern-read'
+import { keyInput, parseKey, positiveInt, typedSetting } from './msg/props'
+import { attach } from './config/config-node'
+import { SCHEMAS, wholeDefaults, type SettingsOf } from './config/schemas'
 
 const DEFAULTS = SCHEMAS['ss-get'].defaults
 

@@ -1,9 +1,9 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import { SLOT_SEPARATOR } from '../src/locks'
 import { InputError } from './lib/errors'
-import { onInput, reportError, type Send } from './lib/handler'
-import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './lib/props'
-import { attach } from './lib/config-node'
+import { onInput, reportError, type Send } from './msg/handler'
+import { evaluateInput, override, positiveInt, preview, parseKey, resolveKey } from './msg/props'
+import { attach } from './config/config-node'
 import { carried, find, holderName, releaseCarried } from './lock/holds'
 import type { Action, LockMode, ModeContext } from './lock/mode'
 import { leaseMode } from './lock/lease-mode'
@@ -11,7 +11,7 @@ import { lockMode } from './lock/lock-mode'
 import { leaderMode } from './lock/leader-mode'
 import { onceMode } from './lock/once-mode'
 import { derivedClaimKey } from './lock/claim-id'
-import { SCHEMAS, wholeDefaults, type SettingsOf } from './lib/schemas'
+import { SCHEMAS, wholeDefaults, type SettingsOf } from './config/schemas'
 
 const DEFAULTS = SCHEMAS['ss-lock'].defaults
 

@@ -1,10 +1,10 @@
 import type { NodeAPI, NodeDef, Node } from 'node-red'
 import type { SetOptions } from '../src/client'
-import { encodeAs, isEncoding, type Encoding } from './lib/codec'
+import { encodeAs, isEncoding, type Encoding } from './msg/codec'
 import { InputError } from './lib/errors'
-import { onInput } from './lib/handler'
-import { parseKeyValues } from './lib/key-list'
-import { runKeys, type SendAs } from './lib/many-keys'
+import { onInput } from './msg/handler'
+import { parseKeyValues } from './msg/key-list'
+import { runKeys, type SendAs } from './msg/many-keys'
 import {
   evaluateInput,
   override,
@@ -14,10 +14,10 @@ import {
   resolveFencingToken,
   resolveKey,
   typedSetting,
-} from './lib/props'
-import { attach } from './lib/config-node'
+} from './msg/props'
+import { attach } from './config/config-node'
 import { writeTimeUnderHold } from './lock/write-guard'
-import { SCHEMAS, wholeDefaults, type SettingsOf } from './lib/schemas'
+import { SCHEMAS, wholeDefaults, type SettingsOf } from './config/schemas'
 
 const DEFAULTS = SCHEMAS['ss-set'].defaults
 

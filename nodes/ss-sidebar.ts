@@ -4,7 +4,7 @@ import type { Request, Response } from 'express'
 import { adminFor, RemoteAdminRegistry, type AdminChannel } from '../src/emulator/admin'
 import type { StateStoreClient } from '../src/client'
 import { LiveFeed, lockView, ScanKeyBrowser, viewValue, watchView, type StoreActivity } from '../src/observe'
-import type { StoreConfigNode } from './lib/config-node'
+import type { StoreConfigNode } from './config/config-node'
 import {
   EXPORT_IDLE_MS,
   ExportTooLarge,
@@ -13,9 +13,9 @@ import {
   responseSink,
   streamExport,
   type ExportLimits,
-} from './lib/export-keys'
-import { ImportBadLine, ImportCut, importFile, ImportTooLarge } from './lib/import-keys'
-import { asksForInternalKeys, isContextInternalKey } from './lib/internal-keys'
+} from './sidebar/export-keys'
+import { ImportBadLine, ImportCut, importFile, ImportTooLarge } from './sidebar/import-keys'
+import { asksForInternalKeys, isContextInternalKey } from './sidebar/internal-keys'
 
 /**
  * The editor's "state store" sidebar, runtime half: admin endpoints under the runtime's admin API

@@ -1,11 +1,11 @@
 import type { NodeAPI, NodeDef, Node, NodeMessage } from 'node-red'
 import type { KeyNotification, Observation } from '../src/client'
-import { decodePayload, isDecoding, type Decoding } from './lib/codec'
+import { decodePayload, isDecoding, type Decoding } from './msg/codec'
 import { InputError } from './lib/errors'
-import { onInput, reportError } from './lib/handler'
-import { isKeyPattern, preview, parseKey, parseWatchedKey } from './lib/props'
-import { attach } from './lib/config-node'
-import type { SettingsOf } from './lib/schemas'
+import { onInput, reportError } from './msg/handler'
+import { isKeyPattern, preview, parseKey, parseWatchedKey } from './msg/props'
+import { attach } from './config/config-node'
+import type { SettingsOf } from './config/schemas'
 
 /** The node's config as saved, derived from its schema. */
 type WatchDef = NodeDef & SettingsOf<'ss-watch'>

@@ -21,13 +21,13 @@ function expandRows(file, html) {
 }
 
 // A node's registration header (category, palette look, defaults) comes from its schema, declared
-// once in nodes/lib/schemas.ts (compiled before this runs), where the editor file says so.
-const { SCHEMAS, registrationHeader } = createRequire(import.meta.url)(join(out, 'lib', 'schemas.js'))
+// once in nodes/config/schemas.ts (compiled before this runs), where the editor file says so.
+const { SCHEMAS, registrationHeader } = createRequire(import.meta.url)(join(out, 'config', 'schemas.js'))
 const REGISTRATION =
-  /^( {2}RED\.nodes\.registerType\("([a-z-]+)", \{\n) {4}\/\/ registration: nodes\/lib\/schemas\.ts\n/m
+  /^( {2}RED\.nodes\.registerType\("([a-z-]+)", \{\n) {4}\/\/ registration: nodes\/config\/schemas\.ts\n/m
 function expandRegistration(file, html) {
   return html.replace(REGISTRATION, (_, line, type) => {
-    if (!(type in SCHEMAS)) throw new Error(`${file}: no schema for ${type} in nodes/lib/schemas.ts`)
+    if (!(type in SCHEMAS)) throw new Error(`${file}: no schema for ${type} in nodes/config/schemas.ts`)
     return line + registrationHeader(type)
   })
 }

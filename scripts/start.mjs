@@ -89,7 +89,7 @@ function seedFlows(brokerUrl) {
 
 // The seeded config nodes name the broker through an environment variable, so the flows keep
 // working when MQTT_PORT changes between runs; a config node with a blank Broker URL uses it too.
-const { START_BROKER_ENV: BROKER_ENV } = require(join(root, 'dist', 'nodes', 'lib', 'client-options.js'))
+const { START_BROKER_ENV: BROKER_ENV } = require(join(root, 'dist', 'nodes', 'config', 'client-options.js'))
 
 let emulator = null
 let RED = null

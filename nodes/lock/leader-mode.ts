@@ -2,7 +2,7 @@ import type { NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../../src/client'
 import { LeaderElection } from '../../src/locks'
 import { InputError } from '../lib/errors'
-import { reportError } from '../lib/handler'
+import { reportError } from '../msg/handler'
 import { text, type Action, type LockMode, type ModeContext, type Out } from './mode'
 
 interface Held {

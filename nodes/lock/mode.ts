@@ -1,9 +1,9 @@
 import type { Node, NodeAPI, NodeMessage } from 'node-red'
 import type { StateStoreClient } from '../../src/client'
 import { ConnectionError } from '../../src/diagnostics/errors'
-import type { StoreConfigNode } from '../lib/config-node'
+import type { StoreConfigNode } from '../config/config-node'
 import type { Translate } from '../lib/i18n'
-import type { SettingsOf } from '../lib/schemas'
+import type { SettingsOf } from '../config/schemas'
 import type { StatusView } from '../lib/status'
 
 /** What a msg asks of ss-lock: the choices of its Action setting. */

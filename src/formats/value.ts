@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 
 /**
- * How values that are not bytes cross into the store, shared by the nodes (nodes/lib/codec.ts) and
+ * How values that are not bytes cross into the store, shared by the nodes (nodes/msg/codec.ts) and
  * the context store (src/context): JSON, read back with the same detection everywhere.
  */
 

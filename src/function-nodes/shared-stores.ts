@@ -22,7 +22,7 @@ import {
 } from '../locks'
 import type { Bytes } from '../protocol'
 
-/** A connection Node-RED's state store config node shares with Function nodes (nodes/lib/function-access.ts). */
+/** A connection Node-RED's state store config node shares with Function nodes (nodes/config/function-access.ts). */
 export interface SharedConnection {
   /** The config node's id and name. */
   readonly id: string

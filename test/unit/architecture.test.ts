@@ -30,7 +30,12 @@ const LAYERS: Array<[room: string, layer: number]> = [
   ['src/cli', 6],
   ['src/function-nodes', 6],
   ['src/index.ts', 7],
-  ['nodes', 8],
+  ['nodes/lib', 8],
+  ['nodes/sidebar', 8],
+  ['nodes/msg', 9],
+  ['nodes/config', 10],
+  ['nodes/lock', 11],
+  ['nodes', 12],
 ]
 
 /** The client's connection and correlation, for another protocol: the emulator's admin channel's alone. */
@@ -96,6 +101,30 @@ function importsOf(file: string): Import[] {
   }))
 }
 
+/**
+ * The rooms docs/architecture.md's picture draws, each at its layer: a line starts with its layer's
+ * number (a line without one continues the layer above it) and names its rooms first, before the
+ * words that say what they hold.
+ */
+function roomsInPicture(architecture: string): Array<[room: string, layer: number]> {
+  const picture = /^```\n([\s\S]*?)^```$/m.exec(architecture)?.[1] ?? ''
+  const rooms: Array<[string, number]> = []
+  let layer = -1
+  for (const line of picture.split('\n')) {
+    const numbered = /^ *(\d+) {2}/.exec(line)
+    if (numbered) layer = Number(numbered[1])
+    const words = line
+      .slice(numbered?.[0].length ?? 0)
+      .trim()
+      .split(/\s+/)
+    for (const word of words) {
+      if (!/^(?:src|nodes)(?:\/[\w.-]+)*\/?$/.test(word)) break
+      rooms.push([word.replace(/\/$/, ''), layer])
+    }
+  }
+  return rooms
+}
+
 function roomOf(file: string): [string, number] | null {
   for (const [room, layer] of LAYERS) if (file === room || file.startsWith(`${room}/`)) return [room, layer]
   return null
@@ -131,6 +160,32 @@ describe('architecture: the import rules of docs/architecture.md', () => {
       files.filter((f) => roomOf(f) === null),
       [],
     )
+  })
+
+  it("docs/architecture.md's picture draws every room of the layer table at its layer, and no other", () => {
+    const drawn = roomsInPicture(readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8'))
+    const byName = (a: [string, number], b: [string, number]) => a[0].localeCompare(b[0])
+    assert.deepEqual([...drawn].sort(byName), [...LAYERS].sort(byName))
+  })
+
+  it('the picture is read as it is drawn: rooms before their words, a line without a number in the layer above', () => {
+    const doc = [
+      '# A',
+      '```',
+      ' 2  nodes/                 glue for src/x/ and nodes/y/',
+      ' 1  src/a/    src/b.ts the a  |  the b',
+      '    src/c/                 the c',
+      '```',
+      '```',
+      ' 9  src/elsewhere/',
+      '```',
+    ].join('\n')
+    assert.deepEqual(roomsInPicture(doc), [
+      ['nodes', 2],
+      ['src/a', 1],
+      ['src/b.ts', 1],
+      ['src/c', 1],
+    ])
   })
 
   it('imports run from a room to itself or to a lower layer, never up or sideways', () => {
@@ -240,6 +295,7 @@ describe('architecture: the import rules of docs/architecture.md', () => {
     // Guards against a scanner that sees nothing and so passes every rule.
     assert.ok(local.some((i) => i.from === 'src/locks/lease.ts' && i.to === 'src/client/index.ts'))
     assert.ok(imports.some((i) => i.from === 'src/emulator/broker/broker.ts' && i.to === 'node:net'))
+    assert.ok(local.some((i) => i.from === 'nodes/msg/handler.ts' && i.to === 'nodes/lib/status.ts'))
     assert.ok(local.length > 200, `only ${local.length} imports found`)
   })
 })

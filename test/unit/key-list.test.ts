@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { InputError } from '../../nodes/lib/errors'
-import { KeyFailures } from '../../nodes/lib/key-failures'
-import { parseKeyList, parseKeyValues } from '../../nodes/lib/key-list'
+import { KeyFailures } from '../../nodes/msg/key-failures'
+import { parseKeyList, parseKeyValues } from '../../nodes/msg/key-list'
 import { ServiceError, TimeoutError } from '../../src/diagnostics/errors'
 
 /** A translator that shows the catalogue key and its substitutions. */

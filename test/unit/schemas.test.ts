@@ -1,13 +1,13 @@
 /**
- * One schema per node: each node's settings and defaults are declared once, in nodes/lib/schemas.ts,
+ * One schema per node: each node's settings and defaults are declared once, in nodes/config/schemas.ts,
  * and the build writes every editor file's registration header from it; no editor file declares
  * `defaults` of its own.
  */
 import { strict as assert } from 'node:assert'
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from '../../nodes/lib/key-list'
-import { registrationHeader, SCHEMAS, type NodeType } from '../../nodes/lib/schemas'
+import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from '../../nodes/msg/key-list'
+import { registrationHeader, SCHEMAS, type NodeType } from '../../nodes/config/schemas'
 
 const ROOT = resolve(__dirname, '..', '..')
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -24,7 +24,7 @@ describe('node schemas: settings declared once', () => {
     it(`${type}.html takes its registration header from the schema and declares no defaults`, () => {
       const html = readFileSync(join(ROOT, 'nodes', `${type}.html`), 'utf8')
       assert.ok(
-        html.includes(`  RED.nodes.registerType("${type}", {\n    // registration: nodes/lib/schemas.ts\n`),
+        html.includes(`  RED.nodes.registerType("${type}", {\n    // registration: nodes/config/schemas.ts\n`),
         'the marker the build replaces',
       )
       assert.doesNotMatch(html, /\bdefaults\s*:/)

@@ -1,13 +1,13 @@
 /**
- * Each node's config as its TS reads it is derived from its schema (nodes/lib/schemas.ts), and its
+ * Each node's config as its TS reads it is derived from its schema (nodes/config/schemas.ts), and its
  * fallbacks are read from there: the types are checked by `npx tsc -p tsconfig.test.json` (a
  * misspelt setting does not compile), the fallbacks at run time.
  */
 import assert from 'node:assert/strict'
 import { CLIENT_DEFAULTS } from '../../src/client'
 import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS } from '../../src/locks'
-import type { Decoding } from '../../nodes/lib/codec'
-import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from '../../nodes/lib/key-list'
+import type { Decoding } from '../../nodes/msg/codec'
+import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from '../../nodes/msg/key-list'
 import {
   DEFAULT_EXPRESSION_TIMEOUT_MS,
   DEFAULT_HOLD_MS,
@@ -16,7 +16,7 @@ import {
   SCHEMAS,
   wholeDefaults,
   type SettingsOf,
-} from '../../nodes/lib/schemas'
+} from '../../nodes/config/schemas'
 
 /** True only when A and B are the same type. */
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false

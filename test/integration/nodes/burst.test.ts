@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { StateStoreClient } from '../../../src/client'
 import { startEmulator, type Emulator } from '../../../src/emulator'
-import { embeddedEmulator, stopEmbedded } from '../../../nodes/lib/embedded'
+import { embeddedEmulator, stopEmbedded } from '../../../nodes/config/embedded'
 import { mosquittoUrl } from '../../support/broker'
 import { scaled } from '../../support/deadline'
 import { until } from '../../support/wait'

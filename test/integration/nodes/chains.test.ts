@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import type { StateStoreClient } from '../../../src/client'
-import { SCHEMAS } from '../../../nodes/lib/schemas'
+import { SCHEMAS } from '../../../nodes/config/schemas'
 import {
   ALL,
   configNode,

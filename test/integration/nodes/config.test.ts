@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startEmulator, type Emulator } from '../../../src/emulator'
-import { embeddedEmulator, stopEmbedded } from '../../../nodes/lib/embedded'
+import { embeddedEmulator, stopEmbedded } from '../../../nodes/config/embedded'
 import { freePort } from '../../../dev/ports'
 import { TcpRelay } from '../../support/relay'
 import {

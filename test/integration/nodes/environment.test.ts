@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { NodeAPI } from 'node-red'
 import { readAioEnvironment, type EnvironmentProblem } from '../../../src/client'
-import { environmentText } from '../../../nodes/lib/environment'
+import { environmentText } from '../../../nodes/config/environment'
 import { ALL, flowWith, helper, lastStatus, nextMessage, useStore } from './support'
 import { until } from '../../support/wait'
 

@@ -2,7 +2,7 @@
 // through the runtime's encodeObject), the Catch node's msg.error, the console log.
 import assert from 'node:assert/strict'
 import { InputError, NodeFailure, toFailure } from '../../../nodes/lib/errors'
-import { evaluateInput } from '../../../nodes/lib/props'
+import { evaluateInput } from '../../../nodes/msg/props'
 import { CONNECTION_ERROR_CODES, ConnectionError, ServiceError } from '../../../src/diagnostics/errors'
 import { redModule } from './support'
 

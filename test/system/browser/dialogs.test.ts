@@ -1,7 +1,7 @@
 // The node dialogs as a user opens them (`npm start`, chromium): a node saved before a setting
 // existed shows the value it runs with, not a grey placeholder, and no label wraps onto two lines.
 import { strict as assert } from 'node:assert'
-import { SCHEMAS } from '../../../nodes/lib/schemas'
+import { SCHEMAS } from '../../../nodes/config/schemas'
 import { catalogue } from './catalogue'
 import { checkPage, openEditor, requireChromium, type OpenedEditor } from './session'
 

@@ -6,7 +6,7 @@ import type { ConnectionProblem, ConnectionStatus } from '../../../src/client'
 import { connectionStatus } from '../../../nodes/lib/status'
 import { ConnectionLog, shownReason } from '../../../nodes/lib/connection-log'
 import { COMMON_NS } from '../../../nodes/lib/i18n'
-import { StoreUsers } from '../../../nodes/lib/store-users'
+import { StoreUsers } from '../../../nodes/config/store-users'
 
 describe('nodes/lib: ConnectionLog', function () {
   it('warns of the first failure, is quiet through retries, and logs each change once', () => {
@@ -163,7 +163,7 @@ describe('nodes/lib: connectionStatus', function () {
   })
 })
 
-describe('nodes/lib: StoreUsers', function () {
+describe('nodes/config: StoreUsers', function () {
   const user = (id: string, heard: ConnectionStatus[] = []) => ({
     id,
     heard,

@@ -1,5 +1,5 @@
-import { InputError } from './errors'
-import type { Translate } from './i18n'
+import { InputError } from '../lib/errors'
+import type { Translate } from '../lib/i18n'
 import { parseKey, typeName } from './props'
 
 /** How many keys one msg may name or gather unless the node says otherwise. */

@@ -1,7 +1,7 @@
 import type { Node, NodeMessage, NodeMessageInFlow } from 'node-red'
-import { toFailure } from './errors'
+import { toFailure } from '../lib/errors'
 import { keyUsedBy } from './msg-key'
-import type { StatusView } from './status'
+import type { StatusView } from '../lib/status'
 
 export type Send = (msg: NodeMessage | Array<NodeMessage | NodeMessage[] | null>) => void
 export type InputHandler = (msg: NodeMessageInFlow, send: Send) => Promise<void>

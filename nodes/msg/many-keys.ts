@@ -2,8 +2,8 @@ import type { Node, NodeAPI, NodeMessage } from 'node-red'
 import { settleEach } from '../../src/lang/bounded'
 import type { Send } from './handler'
 import { KeyFailures, oneKeyFailure } from './key-failures'
-import type { Translate } from './i18n'
-import type { StatusView } from './status'
+import type { Translate } from '../lib/i18n'
+import type { StatusView } from '../lib/status'
 
 /** `all`: one msg with every key's result; `key`: one msg per key, in the order the answers come. */
 export type SendAs = 'all' | 'key'

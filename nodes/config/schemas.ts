@@ -1,12 +1,12 @@
 import { CLIENT_DEFAULTS } from '../../src/client'
 import { DEFAULT_KEEP_MS, DEFAULT_LEASE_MS } from '../../src/locks'
-import { DECODINGS } from './codec'
-import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from './key-list'
+import { DECODINGS } from '../msg/codec'
+import { DEFAULT_IN_FLIGHT, DEFAULT_MAX_KEYS } from '../msg/key-list'
 
 /**
  * Each node's settings and their defaults, declared once. The build writes each editor file's
  * registration header (category, palette look, `defaults`) from this table where the file says
- * `// registration: nodes/lib/schemas.ts` (scripts/copy-assets.mjs), and each node's TS derives its
+ * `// registration: nodes/config/schemas.ts` (scripts/copy-assets.mjs), and each node's TS derives its
  * config type (`SettingsOf`) and its fallbacks (`wholeDefaults`) from it. A setting added here
  * appears in the editor; its form row and its catalogue texts are the editor file's and the locales'.
  */

@@ -1,7 +1,7 @@
 import { decodeNdjson, encodeNdjson, NdjsonError } from '../../src/formats/ndjson'
 import { decodeAuto } from '../../src/formats/value'
-import { InputError } from './errors'
-import type { Translate } from './i18n'
+import { InputError } from '../lib/errors'
+import type { Translate } from '../lib/i18n'
 import { typeName } from './props'
 
 /**

@@ -17,7 +17,7 @@ export const START_BROKER_ENV = 'AIO_STATESTORE_URL'
 /**
  * Where a config node connects when its Broker URL is blank: AIO_STATESTORE_URL (npm start's broker
  * under npm start), else the AIO SDKs' AIO_BROKER_HOSTNAME with its port and TLS, else a broker on
- * this machine. A wrong variable is reported where the connection is made (nodes/lib/environment.ts).
+ * this machine. A wrong variable is reported where the connection is made (nodes/config/environment.ts).
  */
 export function defaultBrokerUrl(): string {
   try {

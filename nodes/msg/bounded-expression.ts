@@ -1,6 +1,6 @@
 import type { NodeAPI, NodeMessage } from 'node-red'
 import { CancelledError } from '../../src/diagnostics/errors'
-import { InputError } from './errors'
+import { InputError } from '../lib/errors'
 import { LinearRegex } from './linear-regex'
 
 /** A prepared JSONata expression, as RED.util.prepareJSONataExpression returns it. */

@@ -1,9 +1,9 @@
 import type { Node, NodeAPI } from 'node-red'
 import type { ClientOptions, ConnectionStatus, StateStoreClient } from '../../src/client'
 import type { StoreActivity } from '../../src/observe'
-import { InputError } from './errors'
-import { commonTranslator, type Translate } from './i18n'
-import { StatusView } from './status'
+import { InputError } from '../lib/errors'
+import { commonTranslator, type Translate } from '../lib/i18n'
+import { StatusView } from '../lib/status'
 
 /** A node that uses a state store config node; it hears about every connection change. */
 export interface StoreUser {

@@ -9,7 +9,7 @@ import {
 } from './client-options'
 import type { StoreConfigNode } from './config-node'
 import { environmentText, fromEnvironment, LOCAL_BROKER, type FromEnvironment } from './environment'
-import { positiveInt } from './props'
+import { positiveInt } from '../msg/props'
 
 /** What the config dialog's Test connection button reports. */
 export type ConnectionTestResult =

@@ -1,5 +1,5 @@
-import { describeError, NodeFailure, type ErrorInfo } from './errors'
-import type { Translate } from './i18n'
+import { describeError, NodeFailure, type ErrorInfo } from '../lib/errors'
+import type { Translate } from '../lib/i18n'
 
 /**
  * The failures of some keys of a msg that named several. Each key's failure is kept as a Catch node

@@ -1,8 +1,8 @@
 import type { Node, NodeAPI, NodeMessage } from 'node-red'
 import { Hlc } from '../../src/hlc'
 import { maxNotifiedKeyBytes } from '../../src/protocol'
-import { InputError } from './errors'
-import type { Translate } from './i18n'
+import { InputError } from '../lib/errors'
+import type { Translate } from '../lib/i18n'
 import { rememberKey } from './msg-key'
 import { wholeNumber as readWholeNumber } from '../../src/checks/whole-number'
 
