@@ -122,7 +122,7 @@ describe('security: credentials never appear in flows or logs', function () {
       assert.ok(runtime.getCredentials(id), `${id}'s credentials are kept apart by the runtime`)
     }
     // The editor's export copies node defaults, never credentials: none of them is a default (the built file).
-    const html = readFileSync(join(ROOT, 'dist', 'nodes', 'ss-config.html'), 'utf8') // as the build writes it from nodes/lib/schemas.ts
+    const html = readFileSync(join(ROOT, 'dist', 'nodes', 'ss-config.html'), 'utf8') // as the build writes it from nodes/config/schemas.ts
     const defaults = /defaults:\s*\{([\s\S]*?)\n\s{4}\},\n\s{4}credentials:/.exec(html)?.[1] ?? ''
     assert.ok(defaults.length > 0, 'ss-config.html declares its defaults and credentials')
     for (const name of ['username', 'password', 'satTokenFile'])
